@@ -1,0 +1,33 @@
+# Compiles GLSL compute shaders with glslc at build time and embeds the SPIR-V in the library
+# as uint32_t arrays (no shader file is read at run time). Each shader NAME.comp becomes
+# `broadphase::shaders::NAME` (a std::span<const uint32_t>) declared in shaders.hpp.
+function(broadphase_embed_shaders out_var)
+  set(gen_dir ${CMAKE_BINARY_DIR}/shaders)
+  file(MAKE_DIRECTORY ${gen_dir})
+  set(sources "")
+  set(decls "")
+  foreach(shader ${ARGN})
+    get_filename_component(name ${shader} NAME_WE)
+    set(spv_inc ${gen_dir}/${name}.spv.inc)
+    set(cpp ${gen_dir}/${name}.spv.cpp)
+    add_custom_command(
+      OUTPUT ${spv_inc}
+      COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num
+              -I ${CMAKE_SOURCE_DIR}/include/broadphase -I ${CMAKE_SOURCE_DIR}/shaders
+              -MD -MF ${spv_inc}.d -o ${spv_inc} ${shader}
+      DEPENDS ${shader}
+      DEPFILE ${spv_inc}.d
+      COMMENT "glslc ${name}.comp"
+      VERBATIM)
+    file(WRITE ${cpp}.in
+      "#include \"shaders.hpp\"\nnamespace broadphase::shaders {\nstatic const std::uint32_t k_${name}[] = {\n#include \"${name}.spv.inc\"\n};\nconst std::span<const std::uint32_t> ${name}{k_${name}};\n}\n")
+    configure_file(${cpp}.in ${cpp} COPYONLY)
+    set_source_files_properties(${cpp} PROPERTIES OBJECT_DEPENDS ${spv_inc})
+    list(APPEND sources ${cpp})
+    string(APPEND decls "extern const std::span<const std::uint32_t> ${name};\n")
+  endforeach()
+  file(WRITE ${gen_dir}/shaders.hpp.in
+    "// Generated: SPIR-V of every shaders/*.comp, compiled by glslc at build time.\n#pragma once\n#include <cstdint>\n#include <span>\nnamespace broadphase::shaders {\n${decls}}\n")
+  configure_file(${gen_dir}/shaders.hpp.in ${gen_dir}/shaders.hpp COPYONLY)
+  set(${out_var} ${sources} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,107 @@
+// CPU twin of the GPU LBVH, step by step: centroid bounds -> space-filling-curve codes ->
+// stable sort of (code, id) -> Karras 2012 hierarchy -> bottom-up bounds -> self-pairs.
+//
+// T. Karras, "Maximizing Parallelism in the Construction of BVHs, Octrees, and k-d Trees",
+// HPG 2012: internal node i spans the sorted range found from the sign of
+// delta(i, i+1) - delta(i, i-1), where delta is the common prefix length of codes, and of
+// (code, index) when codes are equal (duplicates). Bounds are merged bottom-up as in
+// C. Apetrei, "Fast and Simple Agglomerative LBVH Construction", 2014 (the second child to
+// arrive merges). Every function here computes exactly what the matching shader computes, so
+// tests compare GPU buffers with these results bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "broadphase/gpu_layout.h"
+#include "broadphase/structure.hpp"
+
+namespace broadphase::lbvh {
+
+using gpu_layout::LbvhNode;
+
+enum class CodeKind {
+    morton30,   ///< 10 bits per axis, x highest
+    morton63,   ///< 21 bits per axis, x highest
+    hilbert30,  ///< 3D Hilbert index, 10 bits per axis (Skilling's transform)
+};
+
+/// Order-preserving map of floats to uints: a < b  <=>  float_to_ordered(a) < ... (b).
+/// (bits ^ 0x80000000 for non-negative floats, ~bits for negative ones; -0 < +0.)
+std::uint32_t float_to_ordered(float f);
+float ordered_to_float(std::uint32_t u);
+
+/// Bounds of the box centroids c = (min + max) * 0.5f. Empty input gives lo = hi = 0.
+Box centroid_bounds(std::span<const Box> boxes);
+
+/// Quantisation of centroids to `bits` bits per axis:
+/// q = min(uint32(float((c - origin) * scale)), 2^bits - 1) per axis, where
+/// scale = float(2^bits) * (1.0f / extent) when extent = hi - lo > 0, else 0.
+struct Quantizer {
+    Vec3 origin;
+    Vec3 scale;
+    std::uint32_t bits = 10;
+    Quantizer(const Box& centroid_bounds, std::uint32_t bits);
+    /// Quantised centroid of b (x, y, z), each in [0, 2^bits).
+    void quantize(const Box& b, std::uint32_t q[3]) const;
+};
+
+/// Spreads the low 10 (or 21) bits of v so that there are two zero bits between each.
+std::uint32_t expand_bits_10(std::uint32_t v);
+std::uint64_t expand_bits_21(std::uint64_t v);
+/// Interleaved code, x in the highest bit of each triple.
+std::uint32_t morton30(const std::uint32_t q[3]);
+std::uint64_t morton63(const std::uint32_t q[3]);
+/// 3D Hilbert index of q (10 bits per axis), 30 bits.
+std::uint32_t hilbert30(const std::uint32_t q[3]);
+
+/// Codes of all boxes (30-bit kinds in the low bits). Bits of the code: 30 or 63.
+std::vector<std::uint64_t> compute_codes(std::span<const Box> boxes, CodeKind kind);
+int code_bits(CodeKind kind);
+
+/// Stable sort of (code, id) by code: sorts `codes` in place and returns the ids in the same
+/// order; equal codes keep ascending ids (what a stable LSD radix sort on the GPU gives).
+std::vector<std::uint32_t> sort_codes(std::vector<std::uint64_t>& codes);
+
+/// Karras hierarchy over n sorted codes: fills links of all 2n-1 nodes (bounds left zero).
+/// Node layout as in gpu_layout.h. delta(i, j) = -1 outside [0, n), clz64(ci ^ cj) when the
+/// codes differ, 64 + clz32(i ^ j) when they are equal. Split = last index with a longer common
+/// prefix than the node's whole range, found by binary search as in the paper.
+std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_codes,
+                                      std::span<const std::uint32_t> sorted_ids);
+
+/// Bottom-up bounds: leaves take their box, internal nodes the union of their children.
+void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
+
+/// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
+/// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
+/// Appends (min id, max id) pairs in no particular order.
+void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes,
+                std::vector<Pair>& out, QueryStats* stats = nullptr);
+
+/// Checks the tree: every leaf reached exactly once from the root, parent links consistent,
+/// every node's bounds contain its children's, ranges consistent. Error names the node.
+Status validate_tree(std::span<const LbvhNode> nodes, std::span<const Box> boxes);
+
+/// The `lbvh` Structure (method name "lbvh"): the pipeline above, all queries by traversal.
+class LbvhStructure final : public Structure {
+public:
+    explicit LbvhStructure(CodeKind kind = CodeKind::morton30) : kind_(kind) {}
+    std::string_view name() const override { return "lbvh"; }
+    Status build(std::span<const Box> boxes) override;
+    void self_pairs(std::vector<Pair>& out) const override;
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
+    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    Status validate() const override;
+    std::size_t size() const override { return boxes_.size(); }
+    std::span<const LbvhNode> nodes() const { return nodes_; }
+
+private:
+    CodeKind kind_;
+    std::vector<Box> boxes_;
+    std::vector<LbvhNode> nodes_;
+};
+
+}  // namespace broadphase::lbvh

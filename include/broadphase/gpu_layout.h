@@ -1,0 +1,96 @@
+// Data layouts shared by the GLSL compute shaders and the C++ host: the one source of truth
+// for every struct that crosses the CPU/GPU boundary. Included by C++ (with static_asserts
+// on every std430 size and offset) and by GLSL (glslc -I include/broadphase).
+//
+// Only 4-byte scalars and vec4/uvec4 members, so std430 and C++ agree without padding rules.
+#ifndef BROADPHASE_GPU_LAYOUT_H
+#define BROADPHASE_GPU_LAYOUT_H
+
+#ifdef __cplusplus
+#include <cstddef>
+#include <cstdint>
+namespace broadphase::gpu_layout {
+using uint = std::uint32_t;
+struct vec4 {
+    float x, y, z, w;
+};
+struct uvec4 {
+    uint x, y, z, w;
+};
+#define BP_CONST inline constexpr uint
+#else
+#define BP_CONST const uint
+#endif
+
+// Workgroup sizes. Every kernel is written for any subgroup size; none relies on one.
+BP_CONST kWorkgroupSize = 256u;
+// Radix sort: 4-bit digits, each workgroup sorts a tile of kWorkgroupSize * kSortItemsPerThread.
+BP_CONST kSortDigitBits = 4u;
+BP_CONST kSortBuckets = 16u;
+BP_CONST kSortItemsPerThread = 8u;
+BP_CONST kSortTile = kWorkgroupSize * kSortItemsPerThread;
+// Scan: each workgroup scans kScanTile consecutive uints.
+BP_CONST kScanItemsPerThread = 8u;
+BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;
+// Traversal stack depth. A Karras tree over n < 2^32 leaves with k-bit codes is at most
+// k + 32 levels deep (each level lengthens the common prefix of (code, index) by >= 1 bit).
+BP_CONST kTraversalStack = 96u;
+// Sentinel for "no node" (the root's parent, an empty child).
+BP_CONST kInvalidNode = 0xffffffffu;
+
+// Code kinds (push constant `code_kind`).
+BP_CONST kCodeMorton30 = 0u;  // 10 bits per axis in one uint
+BP_CONST kCodeMorton63 = 1u;  // 21 bits per axis in two uints (hi word first in sort order)
+
+// An input box: xyz of lo and hi; w is ignored (callers may store anything there).
+// total: 32 bytes
+struct GpuBox {
+    vec4 lo;
+    vec4 hi;
+};
+
+// Scene bounds as order-preserving uints (see float_to_ordered), so that atomicMin/atomicMax
+// on uints reduce floats portably. xyz used; w unused.
+// total: 32 bytes
+struct GpuBounds {
+    uvec4 lo;
+    uvec4 hi;
+};
+
+// LBVH node. Nodes [0, n-1) are internal (0 is the root when n >= 2); nodes [n-1, 2n-1)
+// are leaves in code order (leaf of sorted position p is node n-1+p; with n == 1 the single
+// leaf is node 0 and the root).
+// Internal: link = (left child, right child, parent, last sorted position in the subtree).
+// Leaf:     link = (box id, sorted position, parent, sorted position).
+// total: 48 bytes
+struct LbvhNode {
+    uvec4 link;
+    vec4 lo;
+    vec4 hi;
+};
+
+// Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
+// total: 32 bytes
+struct PushConstants {
+    uint count;       // number of elements (boxes, keys, pairs...)
+    uint capacity;    // capacity of the output buffer, where there is one
+    uint shift;       // radix sort: bit offset of the digit within its key word
+    uint key_word;    // radix sort: which key word (0 lo, 1 hi); codes: code kind
+    uint key_words;   // radix sort: words per key (1 or 2)
+    uint tiles;       // number of tiles / workgroups in the whole problem
+    uint offset;      // scan: element offset of this level
+    uint flags;       // kernel-specific switches
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(vec4) == 16 && sizeof(uvec4) == 16);
+static_assert(sizeof(GpuBox) == 32 && offsetof(GpuBox, hi) == 16);
+static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);
+static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&
+              offsetof(LbvhNode, hi) == 32);
+static_assert(sizeof(PushConstants) == 32 && offsetof(PushConstants, flags) == 28);
+}  // namespace broadphase::gpu_layout
+#endif
+#undef BP_CONST
+
+#endif  // BROADPHASE_GPU_LAYOUT_H

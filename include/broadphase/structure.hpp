@@ -1,0 +1,72 @@
+// The one interface behind which every CPU broadphase structure sits, brute force (the
+// oracle) included, and the factory that makes them by method name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "broadphase/types.hpp"
+
+namespace broadphase {
+
+/// Work counters of the queries since the last reset_stats().
+struct QueryStats {
+    std::uint64_t nodes_visited = 0;   ///< internal nodes / cells entered
+    std::uint64_t leaves_visited = 0;  ///< leaves / buckets whose boxes were tested
+    std::uint64_t box_tests = 0;       ///< box-versus-box (or ray/point) tests on input boxes
+};
+
+/// A CPU spatial structure over a set of boxes whose ids are their input indices.
+/// Every query reports exactly what brute force reports; only the order may differ.
+class Structure {
+public:
+    virtual ~Structure() = default;
+
+    /// The method name (`brute_force`, `sweep_and_prune`, `lbvh`, ...).
+    virtual std::string_view name() const = 0;
+
+    /// Builds over `boxes` (copied). Rejects NaN, infinity and min > max, naming the box.
+    virtual Status build(std::span<const Box> boxes) = 0;
+
+    /// Appends every overlapping pair once, i < j, in no particular order.
+    virtual void self_pairs(std::vector<Pair>& out) const = 0;
+
+    /// Appends the id of every box overlapping the closed region, in no particular order.
+    virtual void query_box(const Box& region, std::vector<std::uint32_t>& out) const = 0;
+
+    /// Appends the id of every box containing point p, in no particular order.
+    virtual void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const = 0;
+
+    /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
+    virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
+
+    /// Checks the structure's invariants; an error says which one failed and where.
+    virtual Status validate() const = 0;
+
+    /// Number of boxes built over.
+    virtual std::size_t size() const = 0;
+
+    const QueryStats& stats() const { return stats_; }
+    void reset_stats() const { stats_ = {}; }
+
+protected:
+    mutable QueryStats stats_;
+};
+
+/// Names of the CPU methods make_structure knows, in a stable order.
+std::vector<std::string_view> cpu_method_names();
+
+/// Makes an empty structure for `method`, or an error naming the unknown method.
+Result<std::unique_ptr<Structure>> make_structure(std::string_view method);
+
+/// Canonical pairs of a built structure: self_pairs sorted ascending.
+std::vector<Pair> sorted_pairs(const Structure& structure);
+
+/// Builds `method` over `boxes` and returns its canonical (sorted) pairs.
+Result<std::vector<Pair>> find_pairs_cpu(std::string_view method, std::span<const Box> boxes);
+
+}  // namespace broadphase

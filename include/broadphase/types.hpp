@@ -1,0 +1,130 @@
+// Core value types shared by every part of broadphase: vectors, boxes, rays, pairs,
+// and the error values that cross the public API instead of exceptions.
+#pragma once
+
+#include <algorithm>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace broadphase {
+
+/// A point or direction in 3D; plain aggregate, no invariants.
+struct Vec3 {
+    float x = 0, y = 0, z = 0;
+
+    float operator[](int axis) const { return axis == 0 ? x : (axis == 1 ? y : z); }
+    float& operator[](int axis) { return axis == 0 ? x : (axis == 1 ? y : z); }
+    friend bool operator==(const Vec3&, const Vec3&) = default;
+};
+
+/// A closed axis-aligned box: every point p with min <= p <= max on each axis.
+/// A valid box has finite coordinates and min <= max on every axis (see validate_box).
+struct Box {
+    Vec3 min, max;
+    friend bool operator==(const Box&, const Box&) = default;
+};
+
+/// Closed-box overlap: touching faces, edges and corners count as overlapping.
+inline bool overlaps(const Box& a, const Box& b) {
+    return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y &&
+           b.min.y <= a.max.y && a.min.z <= b.max.z && b.min.z <= a.max.z;
+}
+
+/// True when point p lies in the closed box b.
+inline bool contains(const Box& b, const Vec3& p) {
+    return b.min.x <= p.x && p.x <= b.max.x && b.min.y <= p.y && p.y <= b.max.y &&
+           b.min.z <= p.z && p.z <= b.max.z;
+}
+
+/// Smallest box containing both a and b.
+inline Box merge(const Box& a, const Box& b) {
+    return {{std::min(a.min.x, b.min.x), std::min(a.min.y, b.min.y), std::min(a.min.z, b.min.z)},
+            {std::max(a.max.x, b.max.x), std::max(a.max.y, b.max.y), std::max(a.max.z, b.max.z)}};
+}
+
+/// A ray origin + t * dir for t in [0, tmax]; dir need not be normalised (t is in units of dir).
+struct Ray {
+    Vec3 origin, dir;
+    float tmax = 0;
+};
+
+/// An overlapping pair of box ids (indices into the input), always i < j.
+struct Pair {
+    std::uint32_t i = 0, j = 0;
+    friend auto operator<=>(const Pair&, const Pair&) = default;
+};
+
+/// Closest hit of a ray: the box id and the ray parameter t of the entry point (0 if the
+/// origin is inside the box).
+struct RayHit {
+    std::uint32_t id = 0;
+    float t = 0;
+};
+
+/// Slab test of a ray against a closed box. Returns the entry parameter in [0, tmax], or
+/// nothing when the ray misses. Axis-parallel rays (dir component 0) are handled exactly.
+std::optional<float> ray_box_entry(const Ray& ray, const Box& box);
+
+/// What kind of thing went wrong; the message says where.
+enum class ErrorCode {
+    invalid_box,       ///< NaN, infinity or min > max in a box
+    parse_error,       ///< malformed line in a scene or query file
+    io_error,          ///< a file could not be opened, read or written
+    invalid_argument,  ///< bad option, unknown method or generator
+    unsupported,       ///< the device or structure cannot do this
+    vulkan_error,      ///< a Vulkan call failed
+    out_of_memory,     ///< host or device memory exhausted
+    limit_exceeded,    ///< a device limit (e.g. maxStorageBufferRange) is too small
+};
+
+/// An error value. `box` is the offending box id and `line` the 1-based file line, where known.
+struct Error {
+    ErrorCode code = ErrorCode::invalid_argument;
+    std::string message;
+    std::optional<std::size_t> box;
+    std::optional<std::size_t> line;
+};
+
+/// Either a value or an Error; the API's replacement for exceptions.
+template <class T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : v_(std::move(value)) {}
+    Result(Error error) : v_(std::move(error)) {}
+
+    bool ok() const { return v_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+    T& value() & { return std::get<0>(v_); }
+    const T& value() const& { return std::get<0>(v_); }
+    T&& value() && { return std::get<0>(std::move(v_)); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    const Error& error() const { return std::get<1>(v_); }
+
+private:
+    std::variant<T, Error> v_;
+};
+
+/// Success or an Error.
+class [[nodiscard]] Status {
+public:
+    Status() = default;
+    Status(Error error) : error_(std::move(error)) {}
+    static Status success() { return {}; }
+
+    bool ok() const { return !error_.has_value(); }
+    explicit operator bool() const { return ok(); }
+    const Error& error() const { return *error_; }
+
+private:
+    std::optional<Error> error_;
+};
+
+}  // namespace broadphase
