@@ -1,0 +1,134 @@
+// Buffers: one VkDeviceMemory per buffer (memory type chosen by MemoryKind), persistent
+// mapping for host-visible kinds, and staged upload/download through the context's queue.
+#include <cstring>
+
+#include "context_impl.hpp"
+
+namespace broadphase::gpu {
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+        this->~Buffer();
+        device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+        buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+        memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+        size_ = std::exchange(other.size_, 0);
+        mapped_ = std::exchange(other.mapped_, nullptr);
+    }
+    return *this;
+}
+
+Buffer::~Buffer() {
+    if (!device_) return;
+    if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
+    if (memory_) vkFreeMemory(device_, memory_, nullptr);
+    device_ = VK_NULL_HANDLE;
+    buffer_ = VK_NULL_HANDLE;
+    memory_ = VK_NULL_HANDLE;
+    mapped_ = nullptr;
+}
+
+namespace {
+
+std::optional<std::uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties& memory,
+                                              std::uint32_t allowed, VkMemoryPropertyFlags want) {
+    for (std::uint32_t i = 0; i < memory.memoryTypeCount; ++i)
+        if ((allowed & (1u << i)) && (memory.memoryTypes[i].propertyFlags & want) == want) return i;
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
+    Impl& impl = *impl_;
+    Buffer buffer;
+    buffer.device_ = impl.device;
+    buffer.size_ = std::max<VkDeviceSize>(size, 4);
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = buffer.size_;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    BP_VK_TRY(vkCreateBuffer(impl.device, &info, nullptr, &buffer.buffer_), "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(impl.device, buffer.buffer_, &req);
+
+    std::optional<std::uint32_t> type;
+    switch (kind) {
+        case MemoryKind::device:
+            type = find_memory_type(impl.memory, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+            break;
+        case MemoryKind::upload:
+            type = find_memory_type(impl.memory, req.memoryTypeBits,
+                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+            break;
+        case MemoryKind::readback:
+            type = find_memory_type(impl.memory, req.memoryTypeBits,
+                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+            if (!type)
+                type = find_memory_type(impl.memory, req.memoryTypeBits,
+                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+            break;
+    }
+    if (!type) type = find_memory_type(impl.memory, req.memoryTypeBits, 0);
+    if (!type) return Error{ErrorCode::unsupported, "no memory type for a buffer", {}, {}};
+
+    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = *type;
+    VkResult r = vkAllocateMemory(impl.device, &alloc, nullptr, &buffer.memory_);
+    if (r != VK_SUCCESS)
+        return vk_error(r, "vkAllocateMemory of " + std::to_string(req.size) + " bytes");
+    BP_VK_TRY(vkBindBufferMemory(impl.device, buffer.buffer_, buffer.memory_, 0), "vkBindBufferMemory");
+    if (kind != MemoryKind::device)
+        BP_VK_TRY(vkMapMemory(impl.device, buffer.memory_, 0, VK_WHOLE_SIZE, 0, &buffer.mapped_),
+                  "vkMapMemory");
+    return buffer;
+}
+
+Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size, VkDeviceSize offset) {
+    if (size == 0) return {};
+    if (offset + size > dst.size())
+        return Error{ErrorCode::invalid_argument, "upload past the end of a buffer", {}, {}};
+    if (dst.mapped()) {
+        std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, size);
+        return {};
+    }
+    auto staging = create_buffer(size, MemoryKind::upload);
+    if (!staging) return staging.error();
+    std::memcpy(staging->mapped(), data, size);
+    return submit_and_wait([&](VkCommandBuffer cmd) {
+        VkBufferCopy copy{0, offset, size};
+        vkCmdCopyBuffer(cmd, staging->handle(), dst.handle(), 1, &copy);
+    });
+}
+
+Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset) {
+    if (size == 0) return {};
+    if (offset + size > src.size())
+        return Error{ErrorCode::invalid_argument, "download past the end of a buffer", {}, {}};
+    if (src.mapped()) {
+        std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, size);
+        return {};
+    }
+    auto staging = create_buffer(size, MemoryKind::readback);
+    if (!staging) return staging.error();
+    Status s = submit_and_wait([&](VkCommandBuffer cmd) {
+        VkBufferCopy copy{offset, 0, size};
+        vkCmdCopyBuffer(cmd, src.handle(), staging->handle(), 1, &copy);
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                             &barrier, 0, nullptr, 0, nullptr);
+    });
+    if (!s) return s;
+    std::memcpy(data, staging->mapped(), size);
+    return {};
+}
+
+}  // namespace broadphase::gpu

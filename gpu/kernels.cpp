@@ -1,0 +1,110 @@
+// Compute kernel plumbing: pipelines from embedded SPIR-V, push descriptors, folded dispatch.
+#include "kernels.hpp"
+
+#include <vector>
+
+namespace broadphase::gpu {
+
+Kernel::Kernel(Kernel&& other) noexcept { *this = std::move(other); }
+
+Kernel& Kernel::operator=(Kernel&& other) noexcept {
+    if (this != &other) {
+        this->~Kernel();
+        context_ = std::exchange(other.context_, nullptr);
+        bindings_ = std::exchange(other.bindings_, 0);
+        set_layout_ = std::exchange(other.set_layout_, VK_NULL_HANDLE);
+        layout_ = std::exchange(other.layout_, VK_NULL_HANDLE);
+        pipeline_ = std::exchange(other.pipeline_, VK_NULL_HANDLE);
+    }
+    return *this;
+}
+
+Kernel::~Kernel() {
+    if (!context_) return;
+    VkDevice device = context_->device;
+    if (pipeline_) vkDestroyPipeline(device, pipeline_, nullptr);
+    if (layout_) vkDestroyPipelineLayout(device, layout_, nullptr);
+    if (set_layout_) vkDestroyDescriptorSetLayout(device, set_layout_, nullptr);
+    context_ = nullptr;
+}
+
+Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> spirv,
+                              std::uint32_t bindings, const char* name) {
+    Kernel k;
+    k.context_ = &context.impl();
+    k.bindings_ = bindings;
+    VkDevice device = k.context_->device;
+    std::string what = std::string(" for kernel ") + name;
+
+    std::vector<VkDescriptorSetLayoutBinding> layout_bindings(bindings);
+    for (std::uint32_t i = 0; i < bindings; ++i) {
+        layout_bindings[i] = {};
+        layout_bindings[i].binding = i;
+        layout_bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        layout_bindings[i].descriptorCount = 1;
+        layout_bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    set_info.bindingCount = bindings;
+    set_info.pBindings = layout_bindings.data();
+    BP_VK_TRY(vkCreateDescriptorSetLayout(device, &set_info, nullptr, &k.set_layout_),
+              "vkCreateDescriptorSetLayout" + what);
+
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(gpu_layout::PushConstants)};
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &k.set_layout_;
+    layout_info.pushConstantRangeCount = 1;
+    layout_info.pPushConstantRanges = &push;
+    BP_VK_TRY(vkCreatePipelineLayout(device, &layout_info, nullptr, &k.layout_),
+              "vkCreatePipelineLayout" + what);
+
+    VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    module_info.codeSize = spirv.size_bytes();
+    module_info.pCode = spirv.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    BP_VK_TRY(vkCreateShaderModule(device, &module_info, nullptr, &module),
+              "vkCreateShaderModule" + what);
+    VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    pipeline_info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipeline_info.stage.module = module;
+    pipeline_info.stage.pName = "main";
+    pipeline_info.layout = k.layout_;
+    VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &k.pipeline_);
+    vkDestroyShaderModule(device, module, nullptr);
+    if (r != VK_SUCCESS) return vk_error(r, "vkCreateComputePipelines" + what);
+    return k;
+}
+
+void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                      const gpu_layout::PushConstants& push, std::uint32_t groups) const {
+    if (groups == 0) return;
+    std::vector<VkDescriptorBufferInfo> infos;
+    std::vector<VkWriteDescriptorSet> writes;
+    infos.reserve(buffers.size());
+    for (const BufferRange& b : buffers) infos.push_back({b.buffer, b.offset, b.size});
+    for (std::uint32_t i = 0; i < infos.size(); ++i) {
+        VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        w.dstBinding = i;
+        w.descriptorCount = 1;
+        w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        w.pBufferInfo = &infos[i];
+        writes.push_back(w);
+    }
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+    context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0,
+                              static_cast<std::uint32_t>(writes.size()), writes.data());
+    vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    std::uint32_t max_x = std::max<std::uint32_t>(context_->info.max_workgroup_count_x, 1);
+    std::uint32_t x = std::min(groups, max_x);
+    std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
+    vkCmdDispatch(cmd, x, y, 1);
+}
+
+void fill(VkCommandBuffer cmd, const BufferRange& range, std::uint32_t value) {
+    vkCmdFillBuffer(cmd, range.buffer, range.offset, align_up(range.size, 4), value);
+}
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,73 @@
+// Compute kernels: one pipeline per embedded SPIR-V module, all bindings storage buffers set
+// with push descriptors, one PushConstants block, and 2D-folded dispatches so that any
+// workgroup count fits maxComputeWorkGroupCount (shaders unfold with linear_group()).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+#include "context_impl.hpp"
+
+namespace broadphase::gpu {
+
+/// A slice of a buffer bound to one storage binding. size 0 means "to the end" is NOT allowed:
+/// ranges are always explicit so that they respect maxStorageBufferRange.
+struct BufferRange {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = 0;
+};
+
+/// A compute pipeline over `bindings` storage buffers (binding i = i-th range of dispatch).
+class Kernel {
+public:
+    Kernel() = default;
+    Kernel(Kernel&&) noexcept;
+    Kernel& operator=(Kernel&&) noexcept;
+    Kernel(const Kernel&) = delete;
+    Kernel& operator=(const Kernel&) = delete;
+    ~Kernel();
+
+    static Result<Kernel> create(Context& context, std::span<const std::uint32_t> spirv,
+                                 std::uint32_t bindings, const char* name);
+
+    /// Binds, pushes descriptors and constants, and dispatches `groups` workgroups (any
+    /// count: folded into x * y). Does nothing when groups == 0.
+    void dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                  const gpu_layout::PushConstants& push, std::uint32_t groups) const;
+
+private:
+    Context::Impl* context_ = nullptr;
+    std::uint32_t bindings_ = 0;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+/// ceil(a / b) for unsigned values.
+constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+/// a rounded up to a multiple of b.
+constexpr std::uint64_t align_up(std::uint64_t a, std::uint64_t b) { return div_up(a, b) * b; }
+
+/// Carves consecutive aligned ranges out of one buffer (e.g. a scratch buffer).
+class Arena {
+public:
+    static constexpr VkDeviceSize kAlignment = 256;
+    explicit Arena(VkBuffer buffer = VK_NULL_HANDLE) : buffer_(buffer) {}
+    BufferRange take(VkDeviceSize size) {
+        BufferRange r{buffer_, offset_, std::max<VkDeviceSize>(size, 4)};
+        offset_ = align_up(offset_ + r.size, kAlignment);
+        return r;
+    }
+    VkDeviceSize used() const { return offset_; }
+
+private:
+    VkBuffer buffer_;
+    VkDeviceSize offset_ = 0;
+};
+
+/// Fills a range with a 32-bit value (vkCmdFillBuffer).
+void fill(VkCommandBuffer cmd, const BufferRange& range, std::uint32_t value);
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,294 @@
+// GPU LBVH: scene bounds -> Morton codes -> radix sort -> Karras 2012 hierarchy ->
+// bottom-up bounds -> all-pairs traversal (shaders/*.comp, one kernel per step), recordable
+// into the caller's command buffer, plus host-array helpers that grow the pair buffer until
+// every pair fits.
+#include <algorithm>
+
+#include "broadphase/scene.hpp"
+#include "radix_sort.hpp"
+#include "shaders.hpp"
+
+namespace broadphase::gpu {
+
+using namespace gpu_layout;
+
+namespace {
+
+constexpr std::uint32_t kBuildQueries = 6;  // stage boundaries of a build
+constexpr std::uint32_t kQueries = kBuildQueries + 1;
+
+std::uint32_t key_words(CodeKind code) { return code == CodeKind::morton63 ? 2 : 1; }
+std::uint32_t key_bits(CodeKind code) { return code == CodeKind::morton63 ? 63 : 30; }
+
+// Where each array of a build lives inside the scratch buffer.
+struct ScratchLayout {
+    BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
+    VkDeviceSize size = 0;
+};
+
+ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
+    Arena arena(scratch);
+    ScratchLayout s;
+    VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * key_words(code);
+    s.bounds = arena.take(sizeof(GpuBounds));
+    s.keys = arena.take(key_bytes);
+    s.values = arena.take(n * 4ull);
+    s.keys_tmp = arena.take(key_bytes);
+    s.values_tmp = arena.take(n * 4ull);
+    s.flags = arena.take(std::max<std::uint32_t>(n, 1) * 4ull);
+    s.sort = arena.take(RadixSort::scratch_size(n));
+    s.size = arena.used();
+    return s;
+}
+
+VkDeviceSize nodes_bytes(std::uint32_t n) {
+    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
+}
+
+void timestamp(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t query) {
+    if (pool) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
+}
+
+}  // namespace
+
+struct Lbvh::Impl {
+    Context* context = nullptr;
+    LbvhOptions options;
+    RadixSort sort;
+    Kernel bounds, codes, hierarchy, node_bounds, pairs;
+    VkQueryPool queries = VK_NULL_HANDLE;
+    StageTimes times;
+    // Working buffers of the host-array helpers, grown on demand.
+    Buffer boxes, nodes, scratch, pair_buffer, count;
+    std::uint32_t pair_capacity = 0;
+
+    ~Impl() {
+        if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
+    }
+
+    Status ensure(Buffer& buffer, VkDeviceSize size) {
+        if (buffer.handle() && buffer.size() >= size) return {};
+        buffer = Buffer();
+        auto b = context->create_buffer(size, MemoryKind::device);
+        if (!b) return b.error();
+        buffer = std::move(b.value());
+        return {};
+    }
+
+    Status check_range(VkDeviceSize bytes, const char* what, std::uint32_t n) const {
+        if (bytes <= context->info().max_storage_buffer_range) return {};
+        return Error{ErrorCode::limit_exceeded,
+                     std::string(what) + " for " + std::to_string(n) + " boxes needs " +
+                         std::to_string(bytes) + " bytes, over the device's maxStorageBufferRange of " +
+                         std::to_string(context->info().max_storage_buffer_range),
+                     {}, {}};
+    }
+
+    Status prepare(std::span<const Box> input) {
+        if (Status s = validate_boxes(input); !s) return s;
+        if (input.size() >= (1ull << 31))
+            return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
+        auto n = static_cast<std::uint32_t>(input.size());
+        if (Status s = check_range(nodes_bytes(n), "the node buffer", n); !s) return s;
+        if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
+        if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
+        ScratchLayout layout = scratch_layout(VK_NULL_HANDLE, n, options.code);
+        if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
+        if (Status s = ensure(nodes, nodes_bytes(n)); !s) return s;
+        if (Status s = ensure(scratch, layout.size); !s) return s;
+        if (Status s = ensure(count, 4); !s) return s;
+        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
+        return context->upload(boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
+    }
+
+    LbvhBuildBuffers build_buffers() const { return {boxes.handle(), nodes.handle(), scratch.handle()}; }
+
+    void read_times(bool with_pairs) {
+        times = {};
+        if (!queries) return;
+        std::uint64_t ticks[kQueries] = {};
+        std::uint32_t count = with_pairs ? kQueries : kBuildQueries;
+        if (vkGetQueryPoolResults(context->device(), queries, 0, count, sizeof(ticks), ticks,
+                                  sizeof(std::uint64_t),
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+            return;
+        double ms = context->info().timestamp_period_ns * 1e-6;
+        auto span = [&](int a) { return double(ticks[a + 1] - ticks[a]) * ms; };
+        times.bounds = span(0);
+        times.codes = span(1);
+        times.sort = span(2);
+        times.hierarchy = span(3);
+        times.node_bounds = span(4);
+        if (with_pairs) times.pairs = span(5);
+    }
+};
+
+Lbvh::Lbvh(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Lbvh::~Lbvh() = default;
+
+Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->context = &context;
+    impl->options = options;
+    auto sort = RadixSort::create(context);
+    if (!sort) return sort.error();
+    impl->sort = std::move(sort.value());
+    struct Spec {
+        Kernel* kernel;
+        std::span<const std::uint32_t> spirv;
+        std::uint32_t bindings;
+        const char* name;
+    };
+    const Spec specs[] = {
+        {&impl->bounds, shaders::scene_bounds, 2, "scene_bounds"},
+        {&impl->codes, shaders::morton_codes, 4, "morton_codes"},
+        {&impl->hierarchy, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy"},
+        {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
+        {&impl->pairs, shaders::lbvh_pairs, 3, "lbvh_pairs"},
+    };
+    for (const Spec& s : specs) {
+        auto k = Kernel::create(context, s.spirv, s.bindings, s.name);
+        if (!k) return k.error();
+        *s.kernel = std::move(k.value());
+    }
+    if (context.info().timestamp_period_ns > 0) {
+        VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        info.queryCount = kQueries;
+        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries), "vkCreateQueryPool");
+    }
+    return std::unique_ptr<Lbvh>(new Lbvh(std::move(impl)));
+}
+
+LbvhRequirements Lbvh::requirements(std::uint32_t n, CodeKind code) {
+    return {nodes_bytes(n), scratch_layout(VK_NULL_HANDLE, n, code).size};
+}
+
+void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                        VkQueryPool pool, std::uint32_t first_query) {
+    Impl& im = *impl_;
+    CodeKind code = im.options.code;
+    ScratchLayout s = scratch_layout(buffers.scratch, n, code);
+    BufferRange boxes{buffers.boxes, 0, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)};
+    BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
+    auto groups = [](std::uint32_t count) { return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize)); };
+    PushConstants pc{};
+    pc.count = n;
+    pc.key_words = key_words(code);
+
+    timestamp(cmd, pool, first_query + 0);
+    if (n > 0) {
+        fill(cmd, {s.bounds.buffer, s.bounds.offset, 16}, 0xffffffffu);
+        fill(cmd, {s.bounds.buffer, s.bounds.offset + 16, 16}, 0u);
+        compute_barrier(cmd);
+        im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, groups(n));
+        compute_barrier(cmd);
+    }
+    timestamp(cmd, pool, first_query + 1);
+    pc.key_word = code == CodeKind::morton63 ? kCodeMorton63 : kCodeMorton30;
+    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n));
+    compute_barrier(cmd);
+    pc.key_word = 0;
+    timestamp(cmd, pool, first_query + 2);
+    im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n, key_words(code),
+                   key_bits(code));
+    timestamp(cmd, pool, first_query + 3);
+    im.hierarchy.dispatch(cmd, {s.keys, s.values, boxes, nodes}, pc, groups(n));
+    compute_barrier(cmd);
+    timestamp(cmd, pool, first_query + 4);
+    if (n > 1) {
+        fill(cmd, s.flags, 0u);
+        compute_barrier(cmd);
+        im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n));
+    }
+    timestamp(cmd, pool, first_query + 5);
+}
+
+void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                        const LbvhPairBuffers& out) {
+    fill(cmd, {out.count, 0, 4}, 0u);
+    compute_barrier(cmd);
+    PushConstants pc{};
+    pc.count = n;
+    pc.capacity = out.capacity;
+    impl_->pairs.dispatch(cmd,
+                          {{buffers.nodes, 0, nodes_bytes(n)},
+                           {out.pairs, 0, std::max<VkDeviceSize>(out.capacity * 8ull, 8)},
+                           {out.count, 0, 4}},
+                          pc, static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+}
+
+Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
+    Impl& im = *impl_;
+    if (Status s = im.prepare(input); !s) return s.error();
+    auto n = static_cast<std::uint32_t>(input.size());
+    const VkDeviceSize max_pairs = im.context->info().max_storage_buffer_range / 8;
+    if (im.pair_capacity == 0) {
+        im.pair_capacity = static_cast<std::uint32_t>(std::min<VkDeviceSize>(std::max(4ull * n, 1024ull), max_pairs));
+        if (Status s = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !s) return s.error();
+    }
+    bool first = true;
+    std::uint32_t found = 0;
+    while (true) {
+        LbvhPairBuffers out{im.pair_buffer.handle(), im.pair_capacity, im.count.handle()};
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);  // make the staged upload visible to the shaders
+            if (first && im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
+            if (first) record_build(cmd, im.build_buffers(), n, im.queries, 0);
+            compute_barrier(cmd);
+            record_pairs(cmd, im.build_buffers(), n, out);
+            compute_barrier(cmd);
+            if (first) timestamp(cmd, im.queries, kBuildQueries);
+        });
+        if (!s) return s.error();
+        if (first) im.read_times(true);
+        first = false;
+        if (Status d = im.context->download(im.count, &found, 4); !d) return d.error();
+        if (found <= im.pair_capacity) break;
+        if (found > max_pairs)
+            return Error{ErrorCode::limit_exceeded,
+                         std::to_string(found) + " pairs do not fit one storage buffer (device limit " +
+                             std::to_string(max_pairs) + " pairs)",
+                         {}, {}};
+        // Grow with headroom for the next frame, and run the pairs pass again.
+        im.pair_capacity = static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));
+        im.pair_buffer = Buffer();
+        if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
+    }
+    std::vector<Pair> pairs(found);
+    if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d) return d.error();
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+}
+
+Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
+    Impl& im = *impl_;
+    if (Status s = im.prepare(input); !s) return s.error();
+    auto n = static_cast<std::uint32_t>(input.size());
+    if (n == 0) return std::vector<LbvhNode>{};
+    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+        compute_barrier(cmd);
+        if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
+        record_build(cmd, im.build_buffers(), n, im.queries, 0);
+        compute_barrier(cmd);
+    });
+    if (!s) return s.error();
+    im.read_times(false);
+    std::vector<LbvhNode> nodes(2 * n - 1);
+    if (Status d = im.context->download(im.nodes, nodes.data(), nodes.size() * sizeof(LbvhNode)); !d)
+        return d.error();
+    return nodes;
+}
+
+const StageTimes& Lbvh::last_times() const { return impl_->times; }
+
+std::vector<GpuBox> to_gpu_boxes(std::span<const Box> boxes) {
+    std::vector<GpuBox> out(boxes.size());
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        const Box& b = boxes[i];
+        out[i] = {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
+    }
+    return out;
+}
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,128 @@
+// GPU radix sort and multi-level scan: host-side recording (see radix_sort.hpp).
+#include "radix_sort.hpp"
+
+#include <vector>
+
+#include "shaders.hpp"
+
+namespace broadphase::gpu {
+
+using namespace gpu_layout;
+
+namespace {
+
+// Sizes of the scan levels above `count`: level k+1 holds one sum per tile of level k, until
+// a level fits in one tile (that level's sum array still exists: it receives the grand total).
+std::vector<std::uint32_t> scan_levels(std::uint32_t count) {
+    std::vector<std::uint32_t> levels;
+    std::uint32_t size = count;
+    do {
+        size = static_cast<std::uint32_t>(div_up(size, kScanTile));
+        levels.push_back(size);
+    } while (size > 1);
+    return levels;
+}
+
+std::uint32_t sort_tiles(std::uint32_t n) { return static_cast<std::uint32_t>(div_up(n, kSortTile)); }
+
+}  // namespace
+
+Result<RadixSort> RadixSort::create(Context& context) {
+    RadixSort s;
+    auto make = [&](Kernel& k, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
+                    const char* name) -> Status {
+        auto r = Kernel::create(context, spirv, bindings, name);
+        if (!r) return r.error();
+        k = std::move(r.value());
+        return {};
+    };
+    if (Status st = make(s.histogram_, shaders::radix_histogram, 2, "radix_histogram"); !st) return st.error();
+    if (Status st = make(s.scatter_, shaders::radix_scatter, 5, "radix_scatter"); !st) return st.error();
+    if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st) return st.error();
+    if (Status st = make(s.scan_add_, shaders::scan_add, 2, "scan_add"); !st) return st.error();
+    return s;
+}
+
+VkDeviceSize RadixSort::scan_scratch_size(std::uint32_t n) {
+    Arena arena;
+    for (std::uint32_t size : scan_levels(n)) arena.take(size * 4ull);
+    return arena.used();
+}
+
+VkDeviceSize RadixSort::scratch_size(std::uint32_t n) {
+    std::uint32_t hist = kSortBuckets * std::max<std::uint32_t>(sort_tiles(n), 1);
+    Arena arena;
+    arena.take(hist * 4ull);
+    arena.take(scan_scratch_size(hist));
+    return arena.used();
+}
+
+void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
+                            const BufferRange& scratch) const {
+    if (count == 0) return;
+    Arena arena(scratch.buffer);
+    std::vector<BufferRange> level_ranges{data};
+    std::vector<std::uint32_t> counts{count};
+    for (std::uint32_t size : scan_levels(count)) {
+        BufferRange r = arena.take(size * 4ull);
+        r.offset += scratch.offset;
+        level_ranges.push_back(r);
+        counts.push_back(size);
+    }
+    // Up: scan each level's tiles, writing tile totals to the next level.
+    for (std::size_t k = 0; k + 1 < level_ranges.size(); ++k) {
+        PushConstants pc{};
+        pc.count = counts[k];
+        pc.tiles = counts[k + 1];
+        scan_local_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc, pc.tiles);
+        compute_barrier(cmd);
+    }
+    // Down: add each tile's scanned offset (the top level is one tile: already complete).
+    for (std::size_t k = level_ranges.size() - 2; k-- > 0;) {
+        PushConstants pc{};
+        pc.count = counts[k];
+        scan_add_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc,
+                           static_cast<std::uint32_t>(div_up(counts[k], kWorkgroupSize)));
+        compute_barrier(cmd);
+    }
+}
+
+void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t n,
+                       std::uint32_t key_words, std::uint32_t key_bits) const {
+    if (n <= 1) return;
+    std::uint32_t tiles = sort_tiles(n);
+    std::uint32_t hist_count = kSortBuckets * tiles;
+    Arena arena(b.scratch.buffer);
+    BufferRange hist = arena.take(hist_count * 4ull);
+    hist.offset += b.scratch.offset;
+    BufferRange scan_scratch = arena.take(scan_scratch_size(hist_count));
+    scan_scratch.offset += b.scratch.offset;
+
+    std::uint32_t passes = static_cast<std::uint32_t>(div_up(key_bits, kSortDigitBits));
+    const BufferRange* keys[2] = {&b.keys, &b.keys_tmp};
+    const BufferRange* values[2] = {&b.values, &b.values_tmp};
+    for (std::uint32_t pass = 0; pass < passes; ++pass) {
+        std::uint32_t bit = pass * kSortDigitBits;
+        PushConstants pc{};
+        pc.count = n;
+        pc.shift = bit % 32;
+        pc.key_word = bit / 32;
+        pc.key_words = key_words;
+        pc.tiles = tiles;
+        int src = pass & 1, dst = src ^ 1;
+        histogram_.dispatch(cmd, {*keys[src], hist}, pc, tiles);
+        compute_barrier(cmd);
+        record_scan(cmd, hist, hist_count, scan_scratch);
+        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist}, pc, tiles);
+        compute_barrier(cmd);
+    }
+    if (passes & 1) {
+        VkBufferCopy key_copy{b.keys_tmp.offset, b.keys.offset, n * 4ull * key_words};
+        vkCmdCopyBuffer(cmd, b.keys_tmp.buffer, b.keys.buffer, 1, &key_copy);
+        VkBufferCopy value_copy{b.values_tmp.offset, b.values.offset, n * 4ull};
+        vkCmdCopyBuffer(cmd, b.values_tmp.buffer, b.values.buffer, 1, &value_copy);
+        compute_barrier(cmd);
+    }
+}
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,41 @@
+// GPU LSD radix sort of (key, value) pairs with 32- or 64-bit keys, and the multi-level
+// exclusive scan it is built on. Reduce-then-scan per 4-bit digit (Merrill & Grimshaw,
+// "High Performance and Scalable Radix Sorting", 2011), with no subgroup operations and no
+// inter-workgroup waiting, so it is correct for any subgroup size and without forward-progress
+// guarantees. Stable: equal keys keep their input order.
+#pragma once
+
+#include "kernels.hpp"
+
+namespace broadphase::gpu {
+
+/// Buffers of a sort. keys/keys_tmp: n * key_words uints (low word first); values/values_tmp:
+/// n uints; scratch: RadixSort::scratch_size(n) bytes. The result ends in keys/values.
+struct SortBuffers {
+    BufferRange keys, values, keys_tmp, values_tmp, scratch;
+};
+
+class RadixSort {
+public:
+    static Result<RadixSort> create(Context& context);
+
+    /// Scratch bytes a sort of n elements needs (histograms and scan levels).
+    static VkDeviceSize scratch_size(std::uint32_t n);
+    /// Scratch bytes an exclusive scan of n uints needs.
+    static VkDeviceSize scan_scratch_size(std::uint32_t n);
+
+    /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2).
+    /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
+    /// dispatch or a transfer; a compute_barrier makes the result visible.
+    void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
+                std::uint32_t key_words, std::uint32_t key_bits) const;
+
+    /// Records an in-place exclusive scan of `count` uints in `data`.
+    void record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
+                     const BufferRange& scratch) const;
+
+private:
+    Kernel histogram_, scatter_, scan_local_, scan_add_;
+};
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,210 @@
+// The Vulkan side of broadphase: a context (own device, or the caller's), and the GPU LBVH
+// (Karras 2012) with all-pairs traversal, usable from host arrays or recorded into the
+// caller's command buffer on the caller's buffers.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "broadphase/gpu_layout.h"
+#include "broadphase/types.hpp"
+
+namespace broadphase::gpu {
+
+/// How Context::create picks and sets up a device.
+struct ContextOptions {
+    /// Enable the Khronos validation layer (also on when BROADPHASE_VALIDATION=1). Validation
+    /// errors are counted (Context::validation_errors) and printed to stderr.
+    bool validation = false;
+    /// Device by index in enumeration order or by case-insensitive name substring. Empty: the
+    /// BROADPHASE_DEVICE environment variable, else the first discrete GPU, then integrated,
+    /// then virtual, then CPU (e.g. lavapipe).
+    std::string device;
+};
+
+/// Handles a caller already owns. All must outlive the Context. The device must have been
+/// created with VK_KHR_push_descriptor enabled and the queue family must support compute.
+struct ExternalDevice {
+    VkInstance instance = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    std::uint32_t queue_family = 0;
+    VkQueue queue = VK_NULL_HANDLE;
+};
+
+/// What the chosen device is and can do.
+struct DeviceInfo {
+    std::string name;
+    std::string driver;
+    VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+    std::uint32_t vendor_id = 0;
+    std::uint32_t api_version = 0;
+    std::uint32_t subgroup_size = 0;
+    VkDeviceSize max_storage_buffer_range = 0;
+    std::uint32_t max_workgroup_count_x = 0;
+    float timestamp_period_ns = 0;  ///< 0 when the queue has no timestamps
+};
+
+class Context;
+
+/// A device buffer with its memory; move-only. Host-visible buffers are persistently mapped.
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&& other) noexcept;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer();
+
+    VkBuffer handle() const { return buffer_; }
+    VkDeviceSize size() const { return size_; }
+    void* mapped() const { return mapped_; }  ///< null unless host-visible
+
+private:
+    friend class Context;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkBuffer buffer_ = VK_NULL_HANDLE;
+    VkDeviceMemory memory_ = VK_NULL_HANDLE;
+    VkDeviceSize size_ = 0;
+    void* mapped_ = nullptr;
+};
+
+enum class MemoryKind {
+    device,    ///< device-local; filled by copies or shaders
+    upload,    ///< host-visible, host writes then GPU reads
+    readback,  ///< host-visible (cached where possible), GPU writes then host reads
+};
+
+/// A Vulkan instance, device, compute queue and the library's compiled pipelines.
+class Context {
+public:
+    /// Creates an own instance and device. Errors say which step failed.
+    static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
+    /// Adopts the caller's handles (not destroyed by the Context).
+    static Result<std::unique_ptr<Context>> adopt(const ExternalDevice& external);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const DeviceInfo& info() const;
+    VkDevice device() const;
+    VkPhysicalDevice physical_device() const;
+    VkQueue queue() const;
+    std::uint32_t queue_family() const;
+    /// Number of validation-layer errors reported so far (0 when validation is off).
+    std::uint64_t validation_errors() const;
+
+    /// Allocates a buffer usable as storage, transfer source and destination (size >= 1).
+    Result<Buffer> create_buffer(VkDeviceSize size, MemoryKind kind);
+    /// Copies host bytes into a device buffer through a staging buffer, and waits.
+    Status upload(const Buffer& dst, const void* data, VkDeviceSize size, VkDeviceSize offset = 0);
+    /// Copies device bytes to host memory through a staging buffer, and waits.
+    Status download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset = 0);
+    /// Records with `record` into a fresh primary command buffer, submits it and waits.
+    template <class F>
+    Status submit_and_wait(F&& record);
+
+    struct Impl;
+    Impl& impl() { return *impl_; }
+
+private:
+    explicit Context(std::unique_ptr<Impl> impl);
+    Status submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user);
+    std::unique_ptr<Impl> impl_;
+};
+
+template <class F>
+Status Context::submit_and_wait(F&& record) {
+    return submit_and_wait_impl(
+        [](VkCommandBuffer cmd, void* user) { (*static_cast<F*>(user))(cmd); }, &record);
+}
+
+/// Which space-filling curve orders the leaves.
+enum class CodeKind { morton30, morton63 };
+
+struct LbvhOptions {
+    CodeKind code = CodeKind::morton30;
+};
+
+/// GPU time of each stage of the last host-array call, from timestamp queries (ms).
+struct StageTimes {
+    double bounds = 0, codes = 0, sort = 0, hierarchy = 0, node_bounds = 0, pairs = 0;
+    double total() const { return bounds + codes + sort + hierarchy + node_bounds + pairs; }
+};
+
+/// Sizes of the buffers the recorders need for n boxes (bytes).
+struct LbvhRequirements {
+    VkDeviceSize nodes = 0;    ///< 2n-1 LbvhNode
+    VkDeviceSize scratch = 0;  ///< codes, ids, sort ping-pong, histograms, flags, bounds
+};
+
+/// The caller's buffers for a build. Every buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+/// and TRANSFER_DST; offsets are 0. `boxes` holds n GpuBox (32 bytes each).
+struct LbvhBuildBuffers {
+    VkBuffer boxes = VK_NULL_HANDLE;
+    VkBuffer nodes = VK_NULL_HANDLE;
+    VkBuffer scratch = VK_NULL_HANDLE;
+};
+
+/// The caller's pair output: `pairs` holds `capacity` pairs as 2 uints (i, j) each, i < j;
+/// `count` holds one uint: the number of pairs found, which may exceed capacity (then only
+/// `capacity` of them were stored, in no particular order, and the caller must grow and
+/// record the pairs pass again).
+struct LbvhPairBuffers {
+    VkBuffer pairs = VK_NULL_HANDLE;
+    std::uint32_t capacity = 0;
+    VkBuffer count = VK_NULL_HANDLE;
+};
+
+/// Linear BVH on the GPU: Morton codes, radix sort, Karras hierarchy, bottom-up bounds,
+/// self-pairs. Holds pipelines only; all data lives in buffers the caller or the host-array
+/// helpers provide. Not thread-safe; one recording at a time per command buffer.
+class Lbvh {
+public:
+    static Result<std::unique_ptr<Lbvh>> create(Context& context, const LbvhOptions& options = {});
+    ~Lbvh();
+
+    static LbvhRequirements requirements(std::uint32_t n, CodeKind code);
+
+    /// Records the build over n boxes. Precondition: writes to `boxes` made available to
+    /// compute-shader reads (a barrier with dstStage COMPUTE_SHADER, dstAccess SHADER_READ).
+    /// Postcondition: nodes hold the tree; the last command is a compute dispatch whose
+    /// writes the caller must make visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE)
+    /// before reading nodes. `timestamps` (optional) receives 6 timestamp queries from
+    /// `first_query` on (stage boundaries); pass VK_NULL_HANDLE for none.
+    void record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                      VkQueryPool timestamps = VK_NULL_HANDLE, std::uint32_t first_query = 0);
+
+    /// Records the all-pairs traversal of a built tree. Preconditions: the build's writes and
+    /// `boxes` visible to compute-shader reads. Resets `count` with vkCmdFillBuffer itself.
+    /// Postcondition as record_build, for `pairs` and `count`.
+    void record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                      const LbvhPairBuffers& out);
+
+    /// Host-array helper: uploads, builds, finds all pairs (growing the output until every
+    /// pair fits), downloads, and returns them sorted ascending. Rejects invalid boxes.
+    Result<std::vector<Pair>> find_pairs(std::span<const Box> boxes);
+
+    /// Host-array helper: builds and returns the nodes (2n-1) for inspection and tests.
+    Result<std::vector<gpu_layout::LbvhNode>> build_nodes(std::span<const Box> boxes);
+
+    /// Stage times of the last find_pairs (all zero when timestamps are unsupported).
+    const StageTimes& last_times() const;
+
+    struct Impl;
+
+private:
+    explicit Lbvh(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Converts boxes to the GPU layout (w = 0).
+std::vector<gpu_layout::GpuBox> to_gpu_boxes(std::span<const Box> boxes);
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,27 @@
+// Bottom-up node bounds (Apetrei 2014 / Karras 2012 style): one invocation per leaf climbs
+// towards the root; at each internal node the first arrival stops (atomic counter) and the
+// second merges both children and goes on. No invocation ever waits for another, so there is
+// no forward-progress assumption. Precondition: flags[0, n-1) zeroed, leaves' bounds written.
+// CPU twin: lbvh::compute_bounds.
+#version 450
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) coherent buffer Nodes { LbvhNode nodes[]; };
+layout(std430, binding = 1) coherent buffer Flags { uint flags[]; };
+
+void main() {
+    uint p = linear_thread();
+    uint n = pc.count;
+    if (p >= n || n < 2u) return;
+    uint node = nodes[n - 1u + p].link.z;
+    while (node != kInvalidNode) {
+        memoryBarrierBuffer();
+        if (atomicAdd(flags[node], 1u) == 0u) return;  // the sibling's climber will merge
+        memoryBarrierBuffer();
+        uint l = nodes[node].link.x, r = nodes[node].link.y;
+        nodes[node].lo = vec4(min(nodes[l].lo.xyz, nodes[r].lo.xyz), 0.0);
+        nodes[node].hi = vec4(max(nodes[l].hi.xyz, nodes[r].hi.xyz), 0.0);
+        node = nodes[node].link.z;
+    }
+}

@@ -1,0 +1,85 @@
+// Morton codes of box centroids (30-bit: 10 bits per axis; 63-bit: 21 bits per axis, stored
+// as two uints, low word first), and the identity permutation as sort values.
+// CPU twin: lbvh::Quantizer, lbvh::morton30, lbvh::morton63 (bit-identical: only correctly
+// rounded operations; the reciprocal is refined to the correctly rounded one).
+#version 450
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Boxes { GpuBox boxes[]; };
+layout(std430, binding = 1) readonly buffer Bounds { GpuBounds bounds; };
+layout(std430, binding = 2) writeonly buffer Keys { uint keys[]; };
+layout(std430, binding = 3) writeonly buffer Values { uint values[]; };
+
+// 1/x correctly rounded: the driver's reciprocal may be off by an ulp or two, so one Newton
+// step with fused residual picks the right neighbour (the CPU computes 1.0f / x exactly).
+float exact_reciprocal(float x) {
+    precise float r = 1.0 / x;
+    for (int k = 0; k < 2; ++k) {
+        precise float e = fma(-x, r, 1.0);  // exact residual 1 - x r
+        r = fma(e, r, r);
+    }
+    // Final check: choose among r and its neighbours the one with the smallest residual.
+    precise float best = r;
+    precise float best_err = abs(fma(-x, r, 1.0));
+    for (int k = -1; k <= 1; k += 2) {
+        precise float c = uintBitsToFloat(uint(int(floatBitsToUint(r)) + k));
+        precise float err = abs(fma(-x, c, 1.0));
+        if (err < best_err) { best = c; best_err = err; }
+    }
+    return best;
+}
+
+float axis_scale(float lo, float hi, uint bits) {
+    precise float extent = hi - lo;
+    return extent > 0.0 ? float(1u << bits) * exact_reciprocal(extent) : 0.0;
+}
+
+uint quantize(float c, float origin, float scale, uint bits) {
+    precise float t = (c - origin) * scale;
+    return min(uint(t), (1u << bits) - 1u);
+}
+
+uint expand_bits_10(uint v) {
+    v &= 0x3ffu;
+    v = (v * 0x00010001u) & 0xFF0000FFu;
+    v = (v * 0x00000101u) & 0x0F00F00Fu;
+    v = (v * 0x00000011u) & 0xC30C30C3u;
+    v = (v * 0x00000005u) & 0x49249249u;
+    return v;
+}
+
+// Spreads 21 bits into 63 as (lo word, hi word): bit k of v goes to bit 3k of the result.
+uvec2 expand_bits_21(uint v) {
+    uvec2 r = uvec2(0u);
+    for (uint k = 0u; k < 21u; ++k) {
+        uint bit = (v >> k) & 1u;
+        uint pos = 3u * k;
+        if (pos < 32u) r.x |= bit << pos; else r.y |= bit << (pos - 32u);
+    }
+    return r;
+}
+
+void main() {
+    uint i = linear_thread();
+    if (i >= pc.count) return;
+    uint bits = pc.key_word == kCodeMorton63 ? 21u : 10u;
+    vec3 lo = vec3(ordered_to_float(bounds.lo.x), ordered_to_float(bounds.lo.y), ordered_to_float(bounds.lo.z));
+    vec3 hi = vec3(ordered_to_float(bounds.hi.x), ordered_to_float(bounds.hi.y), ordered_to_float(bounds.hi.z));
+    precise vec3 c = (boxes[i].lo.xyz + boxes[i].hi.xyz) * 0.5;
+    uint qx = quantize(c.x, lo.x, axis_scale(lo.x, hi.x, bits), bits);
+    uint qy = quantize(c.y, lo.y, axis_scale(lo.y, hi.y, bits), bits);
+    uint qz = quantize(c.z, lo.z, axis_scale(lo.z, hi.z, bits), bits);
+    if (pc.key_word == kCodeMorton63) {
+        uvec2 x = expand_bits_21(qx), y = expand_bits_21(qy), z = expand_bits_21(qz);
+        // code = x << 2 | y << 1 | z over 64 bits
+        uvec2 code;
+        code.x = (x.x << 2) | (y.x << 1) | z.x;
+        code.y = (x.y << 2) | (x.x >> 30) | (y.y << 1) | (y.x >> 31) | z.y;
+        keys[2u * i] = code.x;
+        keys[2u * i + 1u] = code.y;
+    } else {
+        keys[i] = (expand_bits_10(qx) << 2) | (expand_bits_10(qy) << 1) | expand_bits_10(qz);
+    }
+    values[i] = i;
+}

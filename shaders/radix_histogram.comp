@@ -1,0 +1,31 @@
+// LSD radix sort, pass step 1: per-tile counts of one 4-bit digit, written digit-major
+// (hist[digit * tiles + tile]) so that one exclusive scan of hist gives every tile's
+// starting position for every digit. Keys are `key_words` uints each (low word first).
+// Algorithm: the classic reduce-then-scan radix sort (Merrill & Grimshaw 2011, without
+// decoupled look-back, so no forward-progress assumption).
+#version 450
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
+layout(std430, binding = 1) writeonly buffer Hist { uint hist[]; };
+
+shared uint s_count[kSortBuckets];
+
+void main() {
+    uint tile = linear_group();
+    if (tile >= pc.tiles) return;
+    uint t = gl_LocalInvocationID.x;
+    if (t < kSortBuckets) s_count[t] = 0u;
+    barrier();
+    uint base = tile * kSortTile;
+    for (uint k = 0u; k < kSortItemsPerThread; ++k) {
+        uint i = base + k * kWorkgroupSize + t;
+        if (i < pc.count) {
+            uint digit = (keys[i * pc.key_words + pc.key_word] >> pc.shift) & (kSortBuckets - 1u);
+            atomicAdd(s_count[digit], 1u);
+        }
+    }
+    barrier();
+    if (t < kSortBuckets) hist[t * pc.tiles + tile] = s_count[t];
+}

@@ -1,0 +1,34 @@
+// main() of the GPU tests: creates the Vulkan context with the Khronos validation layer on.
+// No device is not a skip: the tests fail, since CI runs them on lavapipe.
+#include <cstdio>
+
+#include "gpu_test_env.hpp"
+
+namespace broadphase::testing {
+
+namespace {
+std::unique_ptr<gpu::Context> g_context;
+}
+
+gpu::Context& gpu_context() { return *g_context; }
+
+}  // namespace broadphase::testing
+
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    broadphase::gpu::ContextOptions options;
+    options.validation = true;
+    auto context = broadphase::gpu::Context::create(options);
+    if (!context) {
+        std::fprintf(stderr, "cannot create a Vulkan context: %s\n", context.error().message.c_str());
+        return 1;
+    }
+    const auto& info = context.value()->info();
+    std::printf("GPU tests on '%s' (%s), subgroup size %u, maxStorageBufferRange %llu\n",
+                info.name.c_str(), info.driver.c_str(), info.subgroup_size,
+                static_cast<unsigned long long>(info.max_storage_buffer_range));
+    broadphase::testing::g_context = std::move(context.value());
+    int result = RUN_ALL_TESTS();
+    broadphase::testing::g_context.reset();
+    return result;
+}

@@ -1,0 +1,238 @@
+// GPU LBVH against its CPU twin (cpu_reference/lbvh) node for node, and GPU pairs against
+// brute force on every standard scene; recording into caller-owned buffers; pair-buffer
+// overflow; hostile input.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "brute_force.hpp"
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "gpu_test_env.hpp"
+#include "kernels.hpp"
+#include "lbvh.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu_layout::LbvhNode;
+
+std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
+    auto r = find_pairs_cpu("brute_force", boxes);
+    EXPECT_TRUE(r);
+    return r ? r.value() : std::vector<Pair>{};
+}
+
+std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
+    auto lbvh = gpu::Lbvh::create(gpu_context(), {code});
+    EXPECT_TRUE(lbvh) << (lbvh ? "" : lbvh.error().message);
+    return lbvh ? std::move(lbvh.value()) : nullptr;
+}
+
+lbvh::CodeKind cpu_kind(gpu::CodeKind code) {
+    return code == gpu::CodeKind::morton63 ? lbvh::CodeKind::morton63 : lbvh::CodeKind::morton30;
+}
+
+// The CPU twin's tree for the same boxes.
+std::vector<LbvhNode> cpu_tree(std::span<const Box> boxes, gpu::CodeKind code) {
+    auto codes = lbvh::compute_codes(boxes, cpu_kind(code));
+    auto ids = lbvh::sort_codes(codes);
+    auto nodes = lbvh::build_hierarchy(codes, ids);
+    lbvh::compute_bounds(nodes, boxes);
+    return nodes;
+}
+
+struct SceneCase {
+    const char* generator;
+    std::size_t n;
+    gpu::CodeKind code;
+};
+
+std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
+    return std::string(info.param.generator) + "_" + std::to_string(info.param.n) +
+           (info.param.code == gpu::CodeKind::morton63 ? "_m63" : "_m30");
+}
+
+class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
+
+// The GPU tree equals the CPU twin bit for bit, and passes the twin's invariant check
+// (every leaf reached once, parents contain children).
+TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
+    const SceneCase& c = GetParam();
+    auto scene = generate_scene(c.generator, c.n);
+    ASSERT_TRUE(scene) << scene.error().message;
+    auto lbvh = make_lbvh(c.code);
+    ASSERT_TRUE(lbvh);
+    auto nodes = lbvh->build_nodes(scene->boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    auto expected = cpu_tree(scene->boxes, c.code);
+    ASSERT_EQ(nodes->size(), expected.size());
+    Status valid = lbvh::validate_tree(nodes.value(), scene->boxes);
+    EXPECT_TRUE(valid) << (valid ? "" : valid.error().message);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const LbvhNode& g = (*nodes)[i];
+        const LbvhNode& e = expected[i];
+        ASSERT_TRUE(std::memcmp(&g, &e, sizeof(LbvhNode)) == 0)
+            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z << " "
+            << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z << " "
+            << e.link.w << ")";
+    }
+}
+
+// GPU pairs equal brute force exactly, as sorted lists.
+TEST_P(LbvhSceneTest, PairsMatchBruteForce) {
+    const SceneCase& c = GetParam();
+    auto scene = generate_scene(c.generator, c.n);
+    ASSERT_TRUE(scene) << scene.error().message;
+    auto lbvh = make_lbvh(c.code);
+    ASSERT_TRUE(lbvh);
+    auto pairs = lbvh->find_pairs(scene->boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
+}
+
+std::vector<SceneCase> scene_cases() {
+    std::vector<SceneCase> cases;
+    for (std::string_view g : generator_names()) {
+        for (std::size_t n : {0, 1, 2, 3, 100, 5000}) {
+            cases.push_back({g.data(), n, gpu::CodeKind::morton30});
+        }
+        cases.push_back({g.data(), 20000, gpu::CodeKind::morton30});
+        cases.push_back({g.data(), 5000, gpu::CodeKind::morton63});
+    }
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(StandardScenes, LbvhSceneTest, ::testing::ValuesIn(scene_cases()), case_name);
+
+class LbvhTest : public GpuTest {};
+
+Scene hand_made(const char* kind) {
+    Scene s;
+    if (std::strcmp(kind, "identical") == 0) {
+        s.boxes.assign(300, Box{{1, 2, 3}, {4, 5, 6}});
+    } else if (std::strcmp(kind, "points") == 0) {
+        for (int i = 0; i < 400; ++i) {
+            float v = float(i % 20);
+            s.boxes.push_back({{v, v, 0}, {v, v, 0}});
+        }
+    } else if (std::strcmp(kind, "far") == 0) {
+        for (int i = 0; i < 500; ++i) {
+            float x = 1e7f + float(i) * 2.0f;
+            s.boxes.push_back({{x, -1e7f, 1e7f}, {x + 2.5f, -1e7f + 1.0f, 1e7f + 1.0f}});
+        }
+    } else if (std::strcmp(kind, "huge") == 0) {
+        for (int i = 0; i < 500; ++i) {
+            float x = float(i);
+            s.boxes.push_back({{x, x, x}, {x + 0.5f, x + 0.5f, x + 0.5f}});
+        }
+        s.boxes.push_back({{-1e30f, -1e30f, -1e30f}, {1e30f, 1e30f, 1e30f}});
+    }
+    return s;
+}
+
+// Test 1: hand-made degenerate scenes (all identical, points, far from the origin, one huge box).
+TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
+    for (const char* kind : {"identical", "points", "far", "huge"}) {
+        Scene s = hand_made(kind);
+        for (gpu::CodeKind code : {gpu::CodeKind::morton30, gpu::CodeKind::morton63}) {
+            auto lbvh = make_lbvh(code);
+            ASSERT_TRUE(lbvh);
+            auto pairs = lbvh->find_pairs(s.boxes);
+            ASSERT_TRUE(pairs) << kind << ": " << pairs.error().message;
+            EXPECT_EQ(pairs.value(), brute_pairs(s.boxes)) << kind;
+            auto nodes = lbvh->build_nodes(s.boxes);
+            ASSERT_TRUE(nodes);
+            EXPECT_TRUE(lbvh::validate_tree(nodes.value(), s.boxes)) << kind;
+        }
+    }
+}
+
+// Test 2: invalid boxes are rejected with an error naming the box; nothing runs.
+TEST_F(LbvhTest, RejectsInvalidBoxes) {
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+    std::vector<Box> boxes(10, Box{{0, 0, 0}, {1, 1, 1}});
+    boxes[7].max.y = std::numeric_limits<float>::quiet_NaN();
+    auto r = lbvh->find_pairs(boxes);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::invalid_box);
+    EXPECT_EQ(r.error().box, std::optional<std::size_t>(7));
+    boxes[7] = {{2, 0, 0}, {1, 1, 1}};
+    r = lbvh->find_pairs(boxes);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().box, std::optional<std::size_t>(7));
+    boxes[7] = {{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
+    EXPECT_FALSE(lbvh->find_pairs(boxes));
+}
+
+// Test 3: a pair buffer too small reports the exact count, stores only true pairs, and the
+// host helper grows the buffer and still returns every pair.
+TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
+    gpu::Context& ctx = gpu_context();
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene);
+    auto expected = brute_pairs(scene->boxes);
+    ASSERT_GT(expected.size(), 100u);
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+
+    // Caller-owned buffers, recorded into the caller's command buffer.
+    auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    gpu::LbvhRequirements req = gpu::Lbvh::requirements(n, gpu::CodeKind::morton30);
+    auto boxes = ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+    auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
+    auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
+    const std::uint32_t capacity = 50;
+    auto pairs = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
+    auto count = ctx.create_buffer(4, gpu::MemoryKind::device);
+    ASSERT_TRUE(boxes && nodes && scratch && pairs && count);
+    auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
+    ASSERT_TRUE(ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+    gpu::LbvhBuildBuffers build{boxes->handle(), nodes->handle(), scratch->handle()};
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        lbvh->record_build(cmd, build, n);
+        gpu::compute_barrier(cmd);
+        lbvh->record_pairs(cmd, build, n, {pairs->handle(), capacity, count->handle()});
+        gpu::compute_barrier(cmd);
+    }));
+    std::uint32_t found = 0;
+    ASSERT_TRUE(ctx.download(*count, &found, 4));
+    EXPECT_EQ(found, expected.size());
+    std::vector<Pair> stored(capacity);
+    ASSERT_TRUE(ctx.download(*pairs, stored.data(), capacity * 8));
+    for (const Pair& p : stored)
+        EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), p)) << p.i << " " << p.j;
+
+    auto all = lbvh->find_pairs(scene->boxes);
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all.value(), expected);
+}
+
+// Test 4: the same Lbvh object serves scenes of different sizes one after another.
+TEST_F(LbvhTest, ReusedAcrossSceneSizes) {
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+    for (std::size_t n : {4000, 10, 0, 9000, 1}) {
+        auto scene = generate_scene("clustered", n);
+        ASSERT_TRUE(scene);
+        auto pairs = lbvh->find_pairs(scene->boxes);
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes)) << n;
+    }
+}
+
+// Test 5: stage timings come from timestamp queries when the queue supports them.
+TEST_F(LbvhTest, ReportsStageTimes) {
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+    auto scene = generate_scene("uniform", 5000);
+    ASSERT_TRUE(scene);
+    ASSERT_TRUE(lbvh->find_pairs(scene->boxes));
+    if (gpu_context().info().timestamp_period_ns > 0) EXPECT_GT(lbvh->last_times().total(), 0.0);
+}
+
+}  // namespace
+}  // namespace broadphase::testing
