@@ -231,7 +231,9 @@ TEST_F(LbvhTest, ReportsStageTimes) {
     auto scene = generate_scene("uniform", 5000);
     ASSERT_TRUE(scene);
     ASSERT_TRUE(lbvh->find_pairs(scene->boxes));
-    if (gpu_context().info().timestamp_period_ns > 0) EXPECT_GT(lbvh->last_times().total(), 0.0);
+    if (gpu_context().info().timestamp_period_ns > 0) {
+        EXPECT_GT(lbvh->last_times().total(), 0.0);
+    }
 }
 
 }  // namespace

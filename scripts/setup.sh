@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package broadphase needs to build and test (idempotent: installs
+# only what is missing). Needs root, or sudo.
+set -euo pipefail
+
+packages=(
+  cmake g++ make            # build
+  libgtest-dev              # tests
+  libvulkan-dev             # Vulkan loader and headers
+  glslc                     # GLSL -> SPIR-V at build time (shaderc)
+  mesa-vulkan-drivers       # lavapipe: a conformant Vulkan 1.3 device on the CPU
+  vulkan-validationlayers   # Khronos validation layer, on in every GPU test
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

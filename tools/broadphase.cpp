@@ -1,0 +1,63 @@
+// `broadphase`: overlapping pairs, cross-validation of every method, benchmarks and scene
+// generation from the command line (DESIGN.md, "File formats and the command-line contract").
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: broadphase COMMAND [options]
+
+commands:
+  pairs     --scene S --method M [--out FILE]   print overlapping pairs "i j", sorted
+  validate  [--scene S] [--methods a,b,...]      check every method against brute force;
+                                                 exits 1 on any difference
+  bench     [--scene S] [--repeat R] [--code morton30|morton63]
+                                                 per-stage GPU times (timestamp queries)
+  scene     --scene S [--out FILE]               write a scene as text (generators too)
+  devices   [--device D]                         show the Vulkan device that would be used
+
+  S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
+  face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
+  yline, mixed_sizes, degenerate (default scene: uniform:20000).
+  Methods: brute_force, sweep_and_prune, lbvh (CPU), gpu_lbvh (Vulkan).
+  GPU options: --device INDEX|NAME (or BROADPHASE_DEVICE), --validation, --code KIND.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace broadphase::tool;
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+        std::strcmp(argv[1], "help") == 0) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    std::string command = argv[1];
+    Args args;
+    for (int i = 2; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.rfind("--", 0) == 0) {
+            std::string name = a.substr(2);
+            auto eq = name.find('=');
+            if (eq != std::string::npos) {
+                args.options[name.substr(0, eq)] = name.substr(eq + 1);
+            } else if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) {
+                args.options[name] = argv[++i];
+            } else {
+                args.options[name] = "";
+            }
+        } else {
+            args.positional.push_back(a);
+        }
+    }
+    if (command == "pairs") return run_pairs(args);
+    if (command == "validate") return run_validate(args);
+    if (command == "bench") return run_bench(args);
+    if (command == "scene") return run_scene(args);
+    if (command == "devices") return run_devices(args);
+    std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+}

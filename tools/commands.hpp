@@ -1,0 +1,31 @@
+// The `broadphase` command-line tool's commands. Each returns the process exit code:
+// 0 success, 1 a difference was found (validate), 2 bad usage or input.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace broadphase::tool {
+
+/// Parsed `--name value` options and bare flags (`--flag` maps to "").
+struct Args {
+    std::map<std::string, std::string> options;
+    std::vector<std::string> positional;
+    bool has(const std::string& name) const { return options.count(name) != 0; }
+    std::string get(const std::string& name, const std::string& fallback = "") const {
+        auto it = options.find(name);
+        return it == options.end() ? fallback : it->second;
+    }
+};
+
+int run_pairs(const Args& args);
+int run_validate(const Args& args);
+int run_bench(const Args& args);
+int run_scene(const Args& args);
+int run_devices(const Args& args);
+
+/// Default scene of every command that takes --scene.
+inline constexpr const char* kDefaultScene = "uniform:20000";
+
+}  // namespace broadphase::tool
