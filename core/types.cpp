@@ -1,0 +1,34 @@
+// Ray versus closed axis-aligned box: the slab test (Kay and Kajiya 1986), written with
+// divisions instead of reciprocals so that no 0 * inf NaN can arise, and with axis-parallel
+// rays (a zero direction component) handled exactly as an inside/outside test on that axis.
+#include "broadphase/types.hpp"
+
+#include <cmath>
+
+namespace broadphase {
+
+std::optional<float> ray_box_entry(const Ray& ray, const Box& box) {
+    float t_near = 0.0f;
+    float t_far = ray.tmax;
+    for (int axis = 0; axis < 3; ++axis) {
+        const float o = ray.origin[axis];
+        const float d = ray.dir[axis];
+        const float lo = box.min[axis];
+        const float hi = box.max[axis];
+        if (d == 0.0f) {
+            // Parallel to this slab: inside it for every t, or never.
+            if (!(lo <= o && o <= hi)) return std::nullopt;
+            continue;
+        }
+        float t0 = (lo - o) / d;
+        float t1 = (hi - o) / d;
+        if (std::isnan(t0) || std::isnan(t1)) return std::nullopt;  // non-finite input
+        if (t0 > t1) std::swap(t0, t1);
+        t_near = std::max(t_near, t0);
+        t_far = std::min(t_far, t1);
+    }
+    if (!(t_near <= t_far)) return std::nullopt;
+    return t_near;
+}
+
+}  // namespace broadphase
