@@ -109,7 +109,10 @@ Result<Scene> generate_scene(std::string_view name, std::size_t count, std::uint
         Scene scene;
         scene.boxes = generator->generate(count, seed);
         scene.name = std::string(name) + ":" + std::to_string(count);
-        if (seed != kDefaultSeed) scene.name += ":" + std::to_string(seed);
+        if (seed != kDefaultSeed) {
+            scene.name += ':';  // (not ":" + to_string: GCC 12 warns falsely, -Wrestrict)
+            scene.name += std::to_string(seed);
+        }
         return scene;
     } catch (const std::bad_alloc&) {
     } catch (const std::length_error&) {

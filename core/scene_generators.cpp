@@ -22,7 +22,7 @@ constexpr double kPairsPerBox = 2.0;
 
 /// Uniform floats in [0, 1) from one seeded engine.
 class Draw {
-  public:
+public:
     explicit Draw(std::uint32_t seed) : engine_(seed) {}
     float operator()() { return unit_(engine_); }
     /// A point in [0,1)^3, drawn x, then y, then z.
@@ -35,7 +35,7 @@ class Draw {
     }
     float normal(float sigma) { return std::normal_distribution<float>(0.0f, sigma)(engine_); }
 
-  private:
+private:
     std::mt19937 engine_;
     std::uniform_real_distribution<float> unit_{0.0f, 1.0f};
 };

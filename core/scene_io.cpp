@@ -33,7 +33,7 @@ constexpr std::string_view kObjIgnored[] = {
 
 /// The lines of a text, split at '\n', numbered from 1, each without its `#` comment.
 class LineReader {
-  public:
+public:
     explicit LineReader(std::string_view text) : rest_(text) {}
 
     bool next(std::string_view& line) {
@@ -52,7 +52,7 @@ class LineReader {
     }
     std::size_t number() const { return number_; }
 
-  private:
+private:
     std::string_view rest_;
     std::size_t number_ = 0;
     bool done_ = rest_.empty();
@@ -60,7 +60,7 @@ class LineReader {
 
 /// The fields of a line: maximal runs of characters that are not separators.
 class Tokens {
-  public:
+public:
     Tokens(std::string_view line, std::string_view separators)
         : rest_(line), separators_(separators) {}
 
@@ -74,7 +74,7 @@ class Tokens {
         return true;
     }
 
-  private:
+private:
     std::string_view rest_;
     std::string_view separators_;
 };

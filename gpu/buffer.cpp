@@ -6,7 +6,9 @@
 
 namespace broadphase::gpu {
 
-Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+Buffer::Buffer(Buffer&& other) noexcept {
+    *this = std::move(other);
+}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
@@ -58,20 +60,23 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
     std::optional<std::uint32_t> type;
     switch (kind) {
         case MemoryKind::device:
-            type = find_memory_type(impl.memory, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+            type = find_memory_type(impl.memory, req.memoryTypeBits,
+                                    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
             break;
         case MemoryKind::upload:
-            type = find_memory_type(impl.memory, req.memoryTypeBits,
-                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+            type = find_memory_type(
+                impl.memory, req.memoryTypeBits,
+                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
             break;
         case MemoryKind::readback:
             type = find_memory_type(impl.memory, req.memoryTypeBits,
-                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
             if (!type)
-                type = find_memory_type(impl.memory, req.memoryTypeBits,
-                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+                type = find_memory_type(
+                    impl.memory, req.memoryTypeBits,
+                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
             break;
     }
     if (!type) type = find_memory_type(impl.memory, req.memoryTypeBits, 0);
@@ -83,14 +88,16 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
     VkResult r = vkAllocateMemory(impl.device, &alloc, nullptr, &buffer.memory_);
     if (r != VK_SUCCESS)
         return vk_error(r, "vkAllocateMemory of " + std::to_string(req.size) + " bytes");
-    BP_VK_TRY(vkBindBufferMemory(impl.device, buffer.buffer_, buffer.memory_, 0), "vkBindBufferMemory");
+    BP_VK_TRY(vkBindBufferMemory(impl.device, buffer.buffer_, buffer.memory_, 0),
+              "vkBindBufferMemory");
     if (kind != MemoryKind::device)
         BP_VK_TRY(vkMapMemory(impl.device, buffer.memory_, 0, VK_WHOLE_SIZE, 0, &buffer.mapped_),
                   "vkMapMemory");
     return buffer;
 }
 
-Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size, VkDeviceSize offset) {
+Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
+                       VkDeviceSize offset) {
     if (size == 0) return {};
     if (offset + size > dst.size())
         return Error{ErrorCode::invalid_argument, "upload past the end of a buffer", {}, {}};

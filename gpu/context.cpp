@@ -44,7 +44,9 @@ const char* vk_result_name(VkResult result) {
 Error vk_error(VkResult result, const std::string& what) {
     bool oom = result == VK_ERROR_OUT_OF_HOST_MEMORY || result == VK_ERROR_OUT_OF_DEVICE_MEMORY;
     return Error{oom ? ErrorCode::out_of_memory : ErrorCode::vulkan_error,
-                 what + " failed: " + vk_result_name(result), {}, {}};
+                 what + " failed: " + vk_result_name(result),
+                 {},
+                 {}};
 }
 
 void compute_barrier(VkCommandBuffer cmd) {
@@ -53,8 +55,8 @@ void compute_barrier(VkCommandBuffer cmd) {
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                         &barrier, 0, nullptr, 0, nullptr);
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                         1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 namespace {
@@ -86,11 +88,16 @@ std::string lower(std::string s) {
 
 int type_rank(VkPhysicalDeviceType type) {
     switch (type) {
-        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-        case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-        default: return 4;
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            return 2;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            return 3;
+        default:
+            return 4;
     }
 }
 
@@ -99,8 +106,9 @@ bool has_extension(VkPhysicalDevice physical, const char* name) {
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
     std::vector<VkExtensionProperties> props(count);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, props.data());
-    return std::any_of(props.begin(), props.end(),
-                       [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, name) == 0; });
+    return std::any_of(props.begin(), props.end(), [&](const VkExtensionProperties& p) {
+        return std::strcmp(p.extensionName, name) == 0;
+    });
 }
 
 std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
@@ -120,7 +128,8 @@ std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
 
 // Reads the device's properties into `info`.
 void fill_info(Context::Impl& impl) {
-    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     subgroup.pNext = &driver;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -139,7 +148,8 @@ void fill_info(Context::Impl& impl) {
     vkGetPhysicalDeviceQueueFamilyProperties(impl.physical, &count, nullptr);
     std::vector<VkQueueFamilyProperties> families(count);
     vkGetPhysicalDeviceQueueFamilyProperties(impl.physical, &count, families.data());
-    bool timestamps = impl.queue_family < count && families[impl.queue_family].timestampValidBits > 0;
+    bool timestamps =
+        impl.queue_family < count && families[impl.queue_family].timestampValidBits > 0;
     info.timestamp_period_ns = timestamps ? props.properties.limits.timestampPeriod : 0.0f;
     vkGetPhysicalDeviceMemoryProperties(impl.physical, &impl.memory);
 }
@@ -151,12 +161,15 @@ Status finish_setup(Context::Impl& impl) {
         vkGetDeviceProcAddr(impl.device, "vkCmdPushDescriptorSetKHR"));
     if (!impl.push_descriptor)
         return Error{ErrorCode::unsupported,
-                     "device '" + impl.info.name + "' lacks VK_KHR_push_descriptor (enable it on the device)",
-                     {}, {}};
+                     "device '" + impl.info.name +
+                         "' lacks VK_KHR_push_descriptor (enable it on the device)",
+                     {},
+                     {}};
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pool_info.queueFamilyIndex = impl.queue_family;
-    BP_VK_TRY(vkCreateCommandPool(impl.device, &pool_info, nullptr, &impl.pool), "vkCreateCommandPool");
+    BP_VK_TRY(vkCreateCommandPool(impl.device, &pool_info, nullptr, &impl.pool),
+              "vkCreateCommandPool");
     VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     BP_VK_TRY(vkCreateFence(impl.device, &fence_info, nullptr, &impl.fence), "vkCreateFence");
     return {};
@@ -202,7 +215,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
             return Error{ErrorCode::unsupported,
                          "validation requested but VK_LAYER_KHRONOS_validation is not installed "
                          "(Debian package vulkan-validationlayers)",
-                         {}, {}};
+                         {},
+                         {}};
         layers.push_back(kValidationLayer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     }
@@ -241,7 +255,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     vkEnumeratePhysicalDevices(impl->instance, &count, physicals.data());
     if (physicals.empty())
         return Error{ErrorCode::unsupported,
-                     "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)", {}, {}};
+                     "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)",
+                     {},
+                     {}};
 
     // Only devices that can run us: Vulkan 1.2, push descriptors, a compute queue.
     std::vector<std::string> names;
@@ -255,11 +271,13 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
                          compute_family(p).has_value());
     }
     std::string wanted = options.device;
-    if (wanted.empty() && std::getenv("BROADPHASE_DEVICE")) wanted = std::getenv("BROADPHASE_DEVICE");
+    if (wanted.empty() && std::getenv("BROADPHASE_DEVICE"))
+        wanted = std::getenv("BROADPHASE_DEVICE");
     std::optional<std::size_t> chosen;
     if (!wanted.empty()) {
-        bool numeric = std::all_of(wanted.begin(), wanted.end(),
-                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+        bool numeric = std::all_of(wanted.begin(), wanted.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        });
         for (std::size_t i = 0; i < physicals.size() && !chosen; ++i) {
             bool match = numeric ? std::to_string(i) == wanted
                                  : lower(names[i]).find(lower(wanted)) != std::string::npos;
@@ -270,12 +288,15 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
             list += (i ? ", " : "") + std::to_string(i) + ": " + names[i];
         if (!chosen)
             return Error{ErrorCode::invalid_argument,
-                         "no Vulkan device matches '" + wanted + "' (devices: " + list + ")", {}, {}};
+                         "no Vulkan device matches '" + wanted + "' (devices: " + list + ")",
+                         {},
+                         {}};
         if (!usable[*chosen])
             return Error{ErrorCode::unsupported,
                          "device '" + names[*chosen] +
                              "' lacks Vulkan 1.2, VK_KHR_push_descriptor or a compute queue",
-                         {}, {}};
+                         {},
+                         {}};
     } else {
         int best = 1 << 30;
         for (std::size_t i = 0; i < physicals.size(); ++i) {
@@ -287,7 +308,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
         }
         if (!chosen)
             return Error{ErrorCode::unsupported,
-                         "no Vulkan device with Vulkan 1.2, VK_KHR_push_descriptor and compute", {}, {}};
+                         "no Vulkan device with Vulkan 1.2, VK_KHR_push_descriptor and compute",
+                         {},
+                         {}};
     }
     impl->physical = physicals[*chosen];
     impl->queue_family = *compute_family(impl->physical);
@@ -303,7 +326,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     device_info.pQueueCreateInfos = &queue_info;
     device_info.enabledExtensionCount = 1;
     device_info.ppEnabledExtensionNames = device_extensions;
-    BP_VK_TRY(vkCreateDevice(impl->physical, &device_info, nullptr, &impl->device), "vkCreateDevice");
+    BP_VK_TRY(vkCreateDevice(impl->physical, &device_info, nullptr, &impl->device),
+              "vkCreateDevice");
     vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
     if (Status s = finish_setup(*impl); !s) return s.error();
     return std::unique_ptr<Context>(new Context(std::move(impl)));
@@ -312,7 +336,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
 Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) {
     if (!external.instance || !external.physical_device || !external.device || !external.queue)
         return Error{ErrorCode::invalid_argument,
-                     "ExternalDevice needs instance, physical_device, device and queue", {}, {}};
+                     "ExternalDevice needs instance, physical_device, device and queue",
+                     {},
+                     {}};
     auto impl = std::make_unique<Impl>();
     impl->owns = false;
     impl->instance = external.instance;
@@ -324,12 +350,24 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 
-const DeviceInfo& Context::info() const { return impl_->info; }
-VkDevice Context::device() const { return impl_->device; }
-VkPhysicalDevice Context::physical_device() const { return impl_->physical; }
-VkQueue Context::queue() const { return impl_->queue; }
-std::uint32_t Context::queue_family() const { return impl_->queue_family; }
-std::uint64_t Context::validation_errors() const { return impl_->validation_errors.load(); }
+const DeviceInfo& Context::info() const {
+    return impl_->info;
+}
+VkDevice Context::device() const {
+    return impl_->device;
+}
+VkPhysicalDevice Context::physical_device() const {
+    return impl_->physical;
+}
+VkQueue Context::queue() const {
+    return impl_->queue;
+}
+std::uint32_t Context::queue_family() const {
+    return impl_->queue_family;
+}
+std::uint64_t Context::validation_errors() const {
+    return impl_->validation_errors.load();
+}
 
 Status Context::submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user) {
     Impl& impl = *impl_;

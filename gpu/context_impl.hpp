@@ -33,9 +33,9 @@ const char* vk_result_name(VkResult result);
 /// An Error for a failed Vulkan call: out_of_memory for the OOM results, else vulkan_error.
 Error vk_error(VkResult result, const std::string& what);
 
-#define BP_VK_TRY(call, what)                                        \
-    do {                                                             \
-        VkResult bp_result_ = (call);                                \
+#define BP_VK_TRY(call, what)                                            \
+    do {                                                                 \
+        VkResult bp_result_ = (call);                                    \
         if (bp_result_ != VK_SUCCESS) return vk_error(bp_result_, what); \
     } while (0)
 

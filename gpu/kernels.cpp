@@ -5,7 +5,9 @@
 
 namespace broadphase::gpu {
 
-Kernel::Kernel(Kernel&& other) noexcept { *this = std::move(other); }
+Kernel::Kernel(Kernel&& other) noexcept {
+    *this = std::move(other);
+}
 
 Kernel& Kernel::operator=(Kernel&& other) noexcept {
     if (this != &other) {
@@ -72,7 +74,8 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
     pipeline_info.stage.module = module;
     pipeline_info.stage.pName = "main";
     pipeline_info.layout = k.layout_;
-    VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &k.pipeline_);
+    VkResult r =
+        vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &k.pipeline_);
     vkDestroyShaderModule(device, module, nullptr);
     if (r != VK_SUCCESS) return vk_error(r, "vkCreateComputePipelines" + what);
     return k;

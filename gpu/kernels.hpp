@@ -46,9 +46,13 @@ private:
 };
 
 /// ceil(a / b) for unsigned values.
-constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) {
+    return (a + b - 1) / b;
+}
 /// a rounded up to a multiple of b.
-constexpr std::uint64_t align_up(std::uint64_t a, std::uint64_t b) { return div_up(a, b) * b; }
+constexpr std::uint64_t align_up(std::uint64_t a, std::uint64_t b) {
+    return div_up(a, b) * b;
+}
 
 /// Carves consecutive aligned ranges out of one buffer (e.g. a scratch buffer).
 class Arena {

@@ -17,8 +17,12 @@ namespace {
 constexpr std::uint32_t kBuildQueries = 6;  // stage boundaries of a build
 constexpr std::uint32_t kQueries = kBuildQueries + 1;
 
-std::uint32_t key_words(CodeKind code) { return code == CodeKind::morton63 ? 2 : 1; }
-std::uint32_t key_bits(CodeKind code) { return code == CodeKind::morton63 ? 63 : 30; }
+std::uint32_t key_words(CodeKind code) {
+    return code == CodeKind::morton63 ? 2 : 1;
+}
+std::uint32_t key_bits(CodeKind code) {
+    return code == CodeKind::morton63 ? 63 : 30;
+}
 
 // Where each array of a build lives inside the scratch buffer.
 struct ScratchLayout {
@@ -79,9 +83,11 @@ struct Lbvh::Impl {
         if (bytes <= context->info().max_storage_buffer_range) return {};
         return Error{ErrorCode::limit_exceeded,
                      std::string(what) + " for " + std::to_string(n) + " boxes needs " +
-                         std::to_string(bytes) + " bytes, over the device's maxStorageBufferRange of " +
+                         std::to_string(bytes) +
+                         " bytes, over the device's maxStorageBufferRange of " +
                          std::to_string(context->info().max_storage_buffer_range),
-                     {}, {}};
+                     {},
+                     {}};
     }
 
     Status prepare(std::span<const Box> input) {
@@ -101,7 +107,9 @@ struct Lbvh::Impl {
         return context->upload(boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
     }
 
-    LbvhBuildBuffers build_buffers() const { return {boxes.handle(), nodes.handle(), scratch.handle()}; }
+    LbvhBuildBuffers build_buffers() const {
+        return {boxes.handle(), nodes.handle(), scratch.handle()};
+    }
 
     void read_times(bool with_pairs) {
         times = {};
@@ -155,7 +163,8 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
         VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         info.queryType = VK_QUERY_TYPE_TIMESTAMP;
         info.queryCount = kQueries;
-        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries), "vkCreateQueryPool");
+        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries),
+                  "vkCreateQueryPool");
     }
     return std::unique_ptr<Lbvh>(new Lbvh(std::move(impl)));
 }
@@ -171,7 +180,9 @@ void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, st
     ScratchLayout s = scratch_layout(buffers.scratch, n, code);
     BufferRange boxes{buffers.boxes, 0, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)};
     BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
-    auto groups = [](std::uint32_t count) { return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize)); };
+    auto groups = [](std::uint32_t count) {
+        return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
+    };
     PushConstants pc{};
     pc.count = n;
     pc.key_words = key_words(code);
@@ -224,7 +235,8 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     auto n = static_cast<std::uint32_t>(input.size());
     const VkDeviceSize max_pairs = im.context->info().max_storage_buffer_range / 8;
     if (im.pair_capacity == 0) {
-        im.pair_capacity = static_cast<std::uint32_t>(std::min<VkDeviceSize>(std::max(4ull * n, 1024ull), max_pairs));
+        im.pair_capacity = static_cast<std::uint32_t>(
+            std::min<VkDeviceSize>(std::max(4ull * n, 1024ull), max_pairs));
         if (Status s = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !s) return s.error();
     }
     bool first = true;
@@ -247,16 +259,20 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         if (found <= im.pair_capacity) break;
         if (found > max_pairs)
             return Error{ErrorCode::limit_exceeded,
-                         std::to_string(found) + " pairs do not fit one storage buffer (device limit " +
+                         std::to_string(found) +
+                             " pairs do not fit one storage buffer (device limit " +
                              std::to_string(max_pairs) + " pairs)",
-                         {}, {}};
+                         {},
+                         {}};
         // Grow with headroom for the next frame, and run the pairs pass again.
-        im.pair_capacity = static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));
+        im.pair_capacity =
+            static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));
         im.pair_buffer = Buffer();
         if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
     }
     std::vector<Pair> pairs(found);
-    if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d) return d.error();
+    if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
+        return d.error();
     std::sort(pairs.begin(), pairs.end());
     return pairs;
 }
@@ -275,12 +291,15 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
     if (!s) return s.error();
     im.read_times(false);
     std::vector<LbvhNode> nodes(2 * n - 1);
-    if (Status d = im.context->download(im.nodes, nodes.data(), nodes.size() * sizeof(LbvhNode)); !d)
+    if (Status d = im.context->download(im.nodes, nodes.data(), nodes.size() * sizeof(LbvhNode));
+        !d)
         return d.error();
     return nodes;
 }
 
-const StageTimes& Lbvh::last_times() const { return impl_->times; }
+const StageTimes& Lbvh::last_times() const {
+    return impl_->times;
+}
 
 std::vector<GpuBox> to_gpu_boxes(std::span<const Box> boxes) {
     std::vector<GpuBox> out(boxes.size());

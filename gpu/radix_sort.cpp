@@ -23,7 +23,9 @@ std::vector<std::uint32_t> scan_levels(std::uint32_t count) {
     return levels;
 }
 
-std::uint32_t sort_tiles(std::uint32_t n) { return static_cast<std::uint32_t>(div_up(n, kSortTile)); }
+std::uint32_t sort_tiles(std::uint32_t n) {
+    return static_cast<std::uint32_t>(div_up(n, kSortTile));
+}
 
 }  // namespace
 
@@ -36,9 +38,12 @@ Result<RadixSort> RadixSort::create(Context& context) {
         k = std::move(r.value());
         return {};
     };
-    if (Status st = make(s.histogram_, shaders::radix_histogram, 2, "radix_histogram"); !st) return st.error();
-    if (Status st = make(s.scatter_, shaders::radix_scatter, 5, "radix_scatter"); !st) return st.error();
-    if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st) return st.error();
+    if (Status st = make(s.histogram_, shaders::radix_histogram, 2, "radix_histogram"); !st)
+        return st.error();
+    if (Status st = make(s.scatter_, shaders::radix_scatter, 5, "radix_scatter"); !st)
+        return st.error();
+    if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st)
+        return st.error();
     if (Status st = make(s.scan_add_, shaders::scan_add, 2, "scan_add"); !st) return st.error();
     return s;
 }
@@ -113,7 +118,8 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         histogram_.dispatch(cmd, {*keys[src], hist}, pc, tiles);
         compute_barrier(cmd);
         record_scan(cmd, hist, hist_count, scan_scratch);
-        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist}, pc, tiles);
+        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist}, pc,
+                          tiles);
         compute_barrier(cmd);
     }
     if (passes & 1) {

@@ -30,7 +30,9 @@ int fail(const Error& e) {
     return kExitUsage;
 }
 
-int fail(const std::string& message) { return fail(Error{ErrorCode::invalid_argument, message, {}, {}}); }
+int fail(const std::string& message) {
+    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -55,7 +57,8 @@ Result<gpu::CodeKind> parse_code(const Args& args) {
     std::string code = args.get("code", "morton30");
     if (code == "morton30") return gpu::CodeKind::morton30;
     if (code == "morton63") return gpu::CodeKind::morton63;
-    return Error{ErrorCode::invalid_argument, "unknown --code '" + code + "' (morton30, morton63)", {}, {}};
+    return Error{
+        ErrorCode::invalid_argument, "unknown --code '" + code + "' (morton30, morton63)", {}, {}};
 }
 
 Result<Gpu> open_gpu(const Args& args) {
@@ -72,7 +75,9 @@ Result<Gpu> open_gpu(const Args& args) {
 }
 #endif
 
-bool is_gpu_method(const std::string& m) { return m == "gpu_lbvh"; }
+bool is_gpu_method(const std::string& m) {
+    return m == "gpu_lbvh";
+}
 
 std::vector<std::string> all_methods() {
     std::vector<std::string> methods;
@@ -84,7 +89,8 @@ std::vector<std::string> all_methods() {
 }
 
 // Canonical pairs of `method` over the scene.
-Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& scene, const Args& args) {
+Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& scene,
+                                       const Args& args) {
     if (is_gpu_method(method)) {
 #ifdef BROADPHASE_HAS_GPU
         auto g = open_gpu(args);
@@ -94,7 +100,8 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
             return Error{ErrorCode::vulkan_error,
                          std::to_string(g->context->validation_errors()) +
                              " Vulkan validation errors (printed above)",
-                         {}, {}};
+                         {},
+                         {}};
         return pairs;
 #else
         (void)args;
@@ -104,16 +111,19 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
     return find_pairs_cpu(method, scene.boxes);
 }
 
-Result<Scene> scene_from(const Args& args) { return load_scene(args.get("scene", kDefaultScene)); }
+Result<Scene> scene_from(const Args& args) {
+    return load_scene(args.get("scene", kDefaultScene));
+}
 
 }  // namespace
 
 int run_pairs(const Args& args) {
-    if (!args.has("method")) return fail("pairs needs --method (" + [] {
-        std::string s;
-        for (const auto& m : all_methods()) s += (s.empty() ? "" : ", ") + m;
-        return s;
-    }() + ")");
+    if (!args.has("method"))
+        return fail("pairs needs --method (" + [] {
+            std::string s;
+            for (const auto& m : all_methods()) s += (s.empty() ? "" : ", ") + m;
+            return s;
+        }() + ")");
     auto scene = scene_from(args);
     if (!scene) return fail(scene.error());
     auto pairs = method_pairs(args.get("method"), scene.value(), args);
@@ -132,8 +142,10 @@ int run_validate(const Args& args) {
     auto scene = scene_from(args);
     if (!scene) return fail(scene.error());
     std::size_t n = scene->boxes.size();
-    std::vector<std::string> methods = args.has("methods") ? split(args.get("methods"), ',') : all_methods();
-    std::string reference = args.get("reference", n <= kBruteForceLimit ? "brute_force" : "sweep_and_prune");
+    std::vector<std::string> methods =
+        args.has("methods") ? split(args.get("methods"), ',') : all_methods();
+    std::string reference =
+        args.get("reference", n <= kBruteForceLimit ? "brute_force" : "sweep_and_prune");
     std::printf("scene %s: %zu boxes; reference %s\n", scene->name.c_str(), n, reference.c_str());
 
     auto start = std::chrono::steady_clock::now();
@@ -162,7 +174,8 @@ int run_validate(const Args& args) {
             std::set_difference(got->begin(), got->end(), expected->begin(), expected->end(),
                                 std::back_inserter(extra));
             std::printf("    %zu missing, %zu extra", missing.size(), extra.size());
-            if (!missing.empty()) std::printf("; first missing (%u, %u)", missing[0].i, missing[0].j);
+            if (!missing.empty())
+                std::printf("; first missing (%u, %u)", missing[0].i, missing[0].j);
             if (!extra.empty()) std::printf("; first extra (%u, %u)", extra[0].i, extra[0].j);
             std::printf("\n");
             status = kExitDiff;
@@ -209,12 +222,10 @@ int run_bench(const Args& args) {
         const char* name;
         double gpu::StageTimes::*field;
     };
-    const Row rows[] = {{"scene bounds", &gpu::StageTimes::bounds},
-                        {"morton codes", &gpu::StageTimes::codes},
-                        {"radix sort", &gpu::StageTimes::sort},
-                        {"hierarchy", &gpu::StageTimes::hierarchy},
-                        {"node bounds", &gpu::StageTimes::node_bounds},
-                        {"all pairs", &gpu::StageTimes::pairs}};
+    const Row rows[] = {
+        {"scene bounds", &gpu::StageTimes::bounds},     {"morton codes", &gpu::StageTimes::codes},
+        {"radix sort", &gpu::StageTimes::sort},         {"hierarchy", &gpu::StageTimes::hierarchy},
+        {"node bounds", &gpu::StageTimes::node_bounds}, {"all pairs", &gpu::StageTimes::pairs}};
     double build = 0, total = 0;
     for (const Row& row : rows) {
         double ms = median(row.field);
@@ -240,7 +251,8 @@ int run_scene(const Args& args) {
     if (args.has("out")) {
         Status s = write_scene_file(args.get("out"), scene->boxes);
         if (!s) return fail(s.error());
-        std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(), args.get("out").c_str());
+        std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(),
+                     args.get("out").c_str());
     } else {
         std::string text = format_scene_text(scene->boxes);
         std::fwrite(text.data(), 1, text.size(), stdout);
@@ -253,9 +265,10 @@ int run_devices(const Args& args) {
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
-    std::printf("chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n",
-                info.name.c_str(), info.driver.c_str(), info.subgroup_size,
-                static_cast<unsigned long long>(info.max_storage_buffer_range));
+    std::printf(
+        "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n",
+        info.name.c_str(), info.driver.c_str(), info.subgroup_size,
+        static_cast<unsigned long long>(info.max_storage_buffer_range));
     return 0;
 #else
     (void)args;

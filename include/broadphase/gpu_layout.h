@@ -72,14 +72,14 @@ struct LbvhNode {
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
 // total: 32 bytes
 struct PushConstants {
-    uint count;       // number of elements (boxes, keys, pairs...)
-    uint capacity;    // capacity of the output buffer, where there is one
-    uint shift;       // radix sort: bit offset of the digit within its key word
-    uint key_word;    // radix sort: which key word (0 lo, 1 hi); codes: code kind
-    uint key_words;   // radix sort: words per key (1 or 2)
-    uint tiles;       // number of tiles / workgroups in the whole problem
-    uint offset;      // scan: element offset of this level
-    uint flags;       // kernel-specific switches
+    uint count;      // number of elements (boxes, keys, pairs...)
+    uint capacity;   // capacity of the output buffer, where there is one
+    uint shift;      // radix sort: bit offset of the digit within its key word
+    uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind
+    uint key_words;  // radix sort: words per key (1 or 2)
+    uint tiles;      // number of tiles / workgroups in the whole problem
+    uint offset;     // scan: element offset of this level
+    uint flags;      // kernel-specific switches
 };
 
 #ifdef __cplusplus

@@ -31,14 +31,14 @@ struct Box {
 
 /// Closed-box overlap: touching faces, edges and corners count as overlapping.
 inline bool overlaps(const Box& a, const Box& b) {
-    return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y &&
-           b.min.y <= a.max.y && a.min.z <= b.max.z && b.min.z <= a.max.z;
+    return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y && b.min.y <= a.max.y &&
+           a.min.z <= b.max.z && b.min.z <= a.max.z;
 }
 
 /// True when point p lies in the closed box b.
 inline bool contains(const Box& b, const Vec3& p) {
-    return b.min.x <= p.x && p.x <= b.max.x && b.min.y <= p.y && p.y <= b.max.y &&
-           b.min.z <= p.z && p.z <= b.max.z;
+    return b.min.x <= p.x && p.x <= b.max.x && b.min.y <= p.y && p.y <= b.max.y && b.min.z <= p.z &&
+           p.z <= b.max.z;
 }
 
 /// Smallest box containing both a and b.

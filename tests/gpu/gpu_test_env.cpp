@@ -10,7 +10,9 @@ namespace {
 std::unique_ptr<gpu::Context> g_context;
 }
 
-gpu::Context& gpu_context() { return *g_context; }
+gpu::Context& gpu_context() {
+    return *g_context;
+}
 
 }  // namespace broadphase::testing
 
@@ -20,7 +22,8 @@ int main(int argc, char** argv) {
     options.validation = true;
     auto context = broadphase::gpu::Context::create(options);
     if (!context) {
-        std::fprintf(stderr, "cannot create a Vulkan context: %s\n", context.error().message.c_str());
+        std::fprintf(stderr, "cannot create a Vulkan context: %s\n",
+                     context.error().message.c_str());
         return 1;
     }
     const auto& info = context.value()->info();

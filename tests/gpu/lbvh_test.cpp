@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "brute_force.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "brute_force.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh.hpp"
@@ -74,9 +74,9 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
         const LbvhNode& g = (*nodes)[i];
         const LbvhNode& e = expected[i];
         ASSERT_TRUE(std::memcmp(&g, &e, sizeof(LbvhNode)) == 0)
-            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z << " "
-            << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z << " "
-            << e.link.w << ")";
+            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z
+            << " " << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z
+            << " " << e.link.w << ")";
     }
 }
 
@@ -104,7 +104,8 @@ std::vector<SceneCase> scene_cases() {
     return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(StandardScenes, LbvhSceneTest, ::testing::ValuesIn(scene_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(StandardScenes, LbvhSceneTest, ::testing::ValuesIn(scene_cases()),
+                         case_name);
 
 class LbvhTest : public GpuTest {};
 
@@ -189,7 +190,8 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     auto count = ctx.create_buffer(4, gpu::MemoryKind::device);
     ASSERT_TRUE(boxes && nodes && scratch && pairs && count);
     auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
-    ASSERT_TRUE(ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+    ASSERT_TRUE(
+        ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
     gpu::LbvhBuildBuffers build{boxes->handle(), nodes->handle(), scratch->handle()};
     ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
         gpu::compute_barrier(cmd);

@@ -15,15 +15,23 @@ using gpu::BufferRange;
 
 enum class Pattern { random, sorted, reversed, all_equal, few_distinct };
 
-std::vector<std::uint64_t> make_keys(std::size_t n, Pattern pattern, std::uint64_t mask, std::uint32_t seed) {
+std::vector<std::uint64_t> make_keys(std::size_t n, Pattern pattern, std::uint64_t mask,
+                                     std::uint32_t seed) {
     std::mt19937_64 rng(seed);
     std::vector<std::uint64_t> keys(n);
     for (auto& k : keys) k = rng() & mask;
     switch (pattern) {
-        case Pattern::random: break;
-        case Pattern::sorted: std::sort(keys.begin(), keys.end()); break;
-        case Pattern::reversed: std::sort(keys.rbegin(), keys.rend()); break;
-        case Pattern::all_equal: std::fill(keys.begin(), keys.end(), 0x2a2a2a2a2a2a2a2aull & mask); break;
+        case Pattern::random:
+            break;
+        case Pattern::sorted:
+            std::sort(keys.begin(), keys.end());
+            break;
+        case Pattern::reversed:
+            std::sort(keys.rbegin(), keys.rend());
+            break;
+        case Pattern::all_equal:
+            std::fill(keys.begin(), keys.end(), 0x2a2a2a2a2a2a2a2aull & mask);
+            break;
         case Pattern::few_distinct:
             for (auto& k : keys) k = (k % 5) * (mask / 7);
             break;
@@ -32,8 +40,9 @@ std::vector<std::uint64_t> make_keys(std::size_t n, Pattern pattern, std::uint64
 }
 
 // Sorts (key, index) on the GPU and returns (keys, values) as the GPU left them.
-void gpu_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_words, std::uint32_t key_bits,
-              std::vector<std::uint64_t>& out_keys, std::vector<std::uint32_t>& out_values) {
+void gpu_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_words,
+              std::uint32_t key_bits, std::vector<std::uint64_t>& out_keys,
+              std::vector<std::uint32_t>& out_values) {
     gpu::Context& ctx = gpu_context();
     auto sort = gpu::RadixSort::create(ctx);
     ASSERT_TRUE(sort) << sort.error().message;
@@ -70,7 +79,8 @@ void gpu_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_words, s
     ASSERT_TRUE(ctx.download(*vb, out_values.data(), n * 4ull));
     out_keys.resize(n);
     for (std::uint32_t i = 0; i < n; ++i)
-        out_keys[i] = key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
+        out_keys[i] =
+            key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
 }
 
 struct SortCase {
@@ -107,23 +117,23 @@ constexpr std::size_t kGroup = gpu_layout::kWorkgroupSize;
 
 INSTANTIATE_TEST_SUITE_P(
     Sizes, RadixSortTest,
-    ::testing::Values(SortCase{0, Pattern::random, 1, 32}, SortCase{1, Pattern::random, 1, 32},
-                      SortCase{7, Pattern::random, 1, 32}, SortCase{kGroup, Pattern::random, 1, 32},
-                      SortCase{kGroup + 1, Pattern::random, 1, 32},
-                      SortCase{kTile, Pattern::random, 1, 32},
-                      SortCase{kTile + 1, Pattern::random, 1, 32},
-                      SortCase{200003, Pattern::random, 1, 32},
-                      SortCase{7, Pattern::random, 2, 64}, SortCase{kTile + 1, Pattern::random, 2, 64},
-                      SortCase{100001, Pattern::random, 2, 63}, SortCase{50000, Pattern::random, 1, 30}));
+    ::testing::Values(
+        SortCase{0, Pattern::random, 1, 32}, SortCase{1, Pattern::random, 1, 32},
+        SortCase{7, Pattern::random, 1, 32}, SortCase{kGroup, Pattern::random, 1, 32},
+        SortCase{kGroup + 1, Pattern::random, 1, 32}, SortCase{kTile, Pattern::random, 1, 32},
+        SortCase{kTile + 1, Pattern::random, 1, 32}, SortCase{200003, Pattern::random, 1, 32},
+        SortCase{7, Pattern::random, 2, 64}, SortCase{kTile + 1, Pattern::random, 2, 64},
+        SortCase{100001, Pattern::random, 2, 63}, SortCase{50000, Pattern::random, 1, 30}));
 
-INSTANTIATE_TEST_SUITE_P(
-    Patterns, RadixSortTest,
-    ::testing::Values(SortCase{30000, Pattern::sorted, 1, 32}, SortCase{30000, Pattern::reversed, 1, 32},
-                      SortCase{30000, Pattern::all_equal, 1, 32},
-                      SortCase{30000, Pattern::few_distinct, 1, 32},
-                      SortCase{30000, Pattern::sorted, 2, 64}, SortCase{30000, Pattern::reversed, 2, 64},
-                      SortCase{30000, Pattern::all_equal, 2, 64},
-                      SortCase{30000, Pattern::few_distinct, 2, 63}));
+INSTANTIATE_TEST_SUITE_P(Patterns, RadixSortTest,
+                         ::testing::Values(SortCase{30000, Pattern::sorted, 1, 32},
+                                           SortCase{30000, Pattern::reversed, 1, 32},
+                                           SortCase{30000, Pattern::all_equal, 1, 32},
+                                           SortCase{30000, Pattern::few_distinct, 1, 32},
+                                           SortCase{30000, Pattern::sorted, 2, 64},
+                                           SortCase{30000, Pattern::reversed, 2, 64},
+                                           SortCase{30000, Pattern::all_equal, 2, 64},
+                                           SortCase{30000, Pattern::few_distinct, 2, 63}));
 
 class ScanTest : public GpuTest, public ::testing::WithParamInterface<std::size_t> {};
 
@@ -140,8 +150,8 @@ TEST_P(ScanTest, MatchesExclusiveScan) {
     ASSERT_TRUE(sort);
     VkDeviceSize bytes = std::max<VkDeviceSize>(n * 4, 4);
     auto buffer = ctx.create_buffer(bytes, gpu::MemoryKind::device);
-    auto scratch = ctx.create_buffer(gpu::RadixSort::scan_scratch_size(static_cast<std::uint32_t>(n)),
-                                     gpu::MemoryKind::device);
+    auto scratch = ctx.create_buffer(
+        gpu::RadixSort::scan_scratch_size(static_cast<std::uint32_t>(n)), gpu::MemoryKind::device);
     ASSERT_TRUE(buffer && scratch);
     ASSERT_TRUE(ctx.upload(*buffer, data.data(), n * 4));
     ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
@@ -154,10 +164,11 @@ TEST_P(ScanTest, MatchesExclusiveScan) {
     EXPECT_EQ(got, expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, ScanTest,
-                         ::testing::Values(0, 1, 255, 256, gpu_layout::kScanTile - 1, gpu_layout::kScanTile,
-                                           gpu_layout::kScanTile + 1, 1000000,
-                                           std::size_t(gpu_layout::kScanTile) * gpu_layout::kScanTile + 5));
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, ScanTest,
+    ::testing::Values(0, 1, 255, 256, gpu_layout::kScanTile - 1, gpu_layout::kScanTile,
+                      gpu_layout::kScanTile + 1, 1000000,
+                      std::size_t(gpu_layout::kScanTile) * gpu_layout::kScanTile + 5));
 
 }  // namespace
 }  // namespace broadphase::testing
