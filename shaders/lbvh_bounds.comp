@@ -7,26 +7,31 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) coherent buffer Nodes { LbvhNode nodes[]; };
-layout(std430, binding = 1) coherent buffer Flags { uint flags[]; };
+layout(std430, binding = 0) coherent buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 1) coherent buffer Flags {
+    uint flags[];
+};
 
 // One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                                                     \
-    if (climbing) {                                                                    \
-        memoryBarrierBuffer();                                                         \
-        uint arrived = atomicAdd(flags[node], 1u);                                     \
-        memoryBarrierBuffer();                                                         \
-        if (arrived == 0u) {                                                           \
-            climbing = false;                                                          \
-        } else {                                                                       \
-            uint l = nodes[node].link.x, r = nodes[node].link.y;                       \
-            nodes[node].lo = vec4(min(nodes[l].lo.xyz, nodes[r].lo.xyz), 0.0);         \
-            nodes[node].hi = vec4(max(nodes[l].hi.xyz, nodes[r].hi.xyz), 0.0);         \
-            node = nodes[node].link.z;                                                 \
-            climbing = node != kInvalidNode;                                           \
-        }                                                                              \
+#define CLIMB_STEP                                                             \
+    if (climbing) {                                                            \
+        memoryBarrierBuffer();                                                 \
+        uint arrived = atomicAdd(flags[node], 1u);                             \
+        memoryBarrierBuffer();                                                 \
+        if (arrived == 0u) {                                                   \
+            climbing = false;                                                  \
+        } else {                                                               \
+            uint l = nodes[node].link.x, r = nodes[node].link.y;               \
+            nodes[node].lo = vec4(min(nodes[l].lo.xyz, nodes[r].lo.xyz), 0.0); \
+            nodes[node].hi = vec4(max(nodes[l].hi.xyz, nodes[r].hi.xyz), 0.0); \
+            node = nodes[node].link.z;                                         \
+            climbing = node != kInvalidNode;                                   \
+        }                                                                      \
     }
-#define CLIMB_8 CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
+#define CLIMB_8 \
+    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
 
 void main() {
     uint p = linear_thread();
@@ -37,6 +42,5 @@ void main() {
     // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
     // makes after an atomic inside a loop once other invocations have left the loop. The tree
     // is at most kTraversalStack = 96 = 12 * 8 levels deep (gpu_layout.h).
-    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
-    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
+    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
 }

@@ -8,10 +8,18 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };  // sorted codes
-layout(std430, binding = 1) readonly buffer Ids { uint ids[]; };    // box id per position
-layout(std430, binding = 2) readonly buffer Boxes { GpuBox boxes[]; };
-layout(std430, binding = 3) buffer Nodes { LbvhNode nodes[]; };
+layout(std430, binding = 0) readonly buffer Keys {
+    uint keys[];
+};  // sorted codes
+layout(std430, binding = 1) readonly buffer Ids {
+    uint ids[];
+};  // box id per position
+layout(std430, binding = 2) readonly buffer Boxes {
+    GpuBox boxes[];
+};
+layout(std430, binding = 3) buffer Nodes {
+    LbvhNode nodes[];
+};
 
 uvec2 key_at(int i) {
     if (pc.key_words == 2u) return uvec2(keys[2 * i], keys[2 * i + 1]);

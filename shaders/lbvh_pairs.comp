@@ -8,9 +8,15 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Nodes { LbvhNode nodes[]; };
-layout(std430, binding = 1) writeonly buffer Pairs { uint pairs[]; };  // (i, j) per pair
-layout(std430, binding = 2) buffer Count { uint pair_count; };
+layout(std430, binding = 0) readonly buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 1) writeonly buffer Pairs {
+    uint pairs[];
+};  // (i, j) per pair
+layout(std430, binding = 2) buffer Count {
+    uint pair_count;
+};
 
 void emit(uint a, uint b) {
     uint slot = atomicAdd(pair_count, 1u);

@@ -6,10 +6,18 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Boxes { GpuBox boxes[]; };
-layout(std430, binding = 1) readonly buffer Bounds { GpuBounds bounds; };
-layout(std430, binding = 2) writeonly buffer Keys { uint keys[]; };
-layout(std430, binding = 3) writeonly buffer Values { uint values[]; };
+layout(std430, binding = 0) readonly buffer Boxes {
+    GpuBox boxes[];
+};
+layout(std430, binding = 1) readonly buffer Bounds {
+    GpuBounds bounds;
+};
+layout(std430, binding = 2) writeonly buffer Keys {
+    uint keys[];
+};
+layout(std430, binding = 3) writeonly buffer Values {
+    uint values[];
+};
 
 // 1/x correctly rounded: the driver's reciprocal may be off by an ulp or two, so one Newton
 // step with fused residual picks the right neighbour (the CPU computes 1.0f / x exactly).
@@ -25,7 +33,10 @@ float exact_reciprocal(float x) {
     for (int k = -1; k <= 1; k += 2) {
         precise float c = uintBitsToFloat(uint(int(floatBitsToUint(r)) + k));
         precise float err = abs(fma(-x, c, 1.0));
-        if (err < best_err) { best = c; best_err = err; }
+        if (err < best_err) {
+            best = c;
+            best_err = err;
+        }
     }
     return best;
 }
@@ -55,7 +66,10 @@ uvec2 expand_bits_21(uint v) {
     for (uint k = 0u; k < 21u; ++k) {
         uint bit = (v >> k) & 1u;
         uint pos = 3u * k;
-        if (pos < 32u) r.x |= bit << pos; else r.y |= bit << (pos - 32u);
+        if (pos < 32u)
+            r.x |= bit << pos;
+        else
+            r.y |= bit << (pos - 32u);
     }
     return r;
 }
@@ -64,8 +78,10 @@ void main() {
     uint i = linear_thread();
     if (i >= pc.count) return;
     uint bits = pc.key_word == kCodeMorton63 ? 21u : 10u;
-    vec3 lo = vec3(ordered_to_float(bounds.lo.x), ordered_to_float(bounds.lo.y), ordered_to_float(bounds.lo.z));
-    vec3 hi = vec3(ordered_to_float(bounds.hi.x), ordered_to_float(bounds.hi.y), ordered_to_float(bounds.hi.z));
+    vec3 lo = vec3(ordered_to_float(bounds.lo.x), ordered_to_float(bounds.lo.y),
+                   ordered_to_float(bounds.lo.z));
+    vec3 hi = vec3(ordered_to_float(bounds.hi.x), ordered_to_float(bounds.hi.y),
+                   ordered_to_float(bounds.hi.z));
     precise vec3 c = (boxes[i].lo.xyz + boxes[i].hi.xyz) * 0.5;
     uint qx = quantize(c.x, lo.x, axis_scale(lo.x, hi.x, bits), bits);
     uint qy = quantize(c.y, lo.y, axis_scale(lo.y, hi.y, bits), bits);

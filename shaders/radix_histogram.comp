@@ -7,8 +7,12 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
-layout(std430, binding = 1) writeonly buffer Hist { uint hist[]; };
+layout(std430, binding = 0) readonly buffer Keys {
+    uint keys[];
+};
+layout(std430, binding = 1) writeonly buffer Hist {
+    uint hist[];
+};
 
 shared uint s_count[kSortBuckets];
 

@@ -8,11 +8,21 @@
 #include "workgroup_scan.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer KeysIn { uint keys_in[]; };
-layout(std430, binding = 1) readonly buffer ValuesIn { uint values_in[]; };
-layout(std430, binding = 2) writeonly buffer KeysOut { uint keys_out[]; };
-layout(std430, binding = 3) writeonly buffer ValuesOut { uint values_out[]; };
-layout(std430, binding = 4) readonly buffer Hist { uint hist[]; };  // scanned
+layout(std430, binding = 0) readonly buffer KeysIn {
+    uint keys_in[];
+};
+layout(std430, binding = 1) readonly buffer ValuesIn {
+    uint values_in[];
+};
+layout(std430, binding = 2) writeonly buffer KeysOut {
+    uint keys_out[];
+};
+layout(std430, binding = 3) writeonly buffer ValuesOut {
+    uint values_out[];
+};
+layout(std430, binding = 4) readonly buffer Hist {
+    uint hist[];
+};  // scanned
 
 const uint kCells = kSortBuckets * kWorkgroupSize;     // 4096 counters
 const uint kCellsPerThread = kCells / kWorkgroupSize;  // 16

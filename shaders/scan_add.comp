@@ -3,8 +3,12 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) buffer Data { uint data[]; };
-layout(std430, binding = 1) readonly buffer Sums { uint sums[]; };
+layout(std430, binding = 0) buffer Data {
+    uint data[];
+};
+layout(std430, binding = 1) readonly buffer Sums {
+    uint sums[];
+};
 
 void main() {
     uint i = linear_thread();

@@ -6,8 +6,12 @@
 #include "workgroup_scan.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) buffer Data { uint data[]; };
-layout(std430, binding = 1) writeonly buffer Sums { uint sums[]; };
+layout(std430, binding = 0) buffer Data {
+    uint data[];
+};
+layout(std430, binding = 1) writeonly buffer Sums {
+    uint sums[];
+};
 
 void main() {
     uint tile = linear_group();

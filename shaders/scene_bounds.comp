@@ -5,8 +5,12 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Boxes { GpuBox boxes[]; };
-layout(std430, binding = 1) buffer Bounds { GpuBounds bounds; };
+layout(std430, binding = 0) readonly buffer Boxes {
+    GpuBox boxes[];
+};
+layout(std430, binding = 1) buffer Bounds {
+    GpuBounds bounds;
+};
 
 shared uvec3 s_lo[kWorkgroupSize];
 shared uvec3 s_hi[kWorkgroupSize];
