@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct QueryStats {
     std::uint64_t nodes_visited = 0;   ///< internal nodes / cells entered
     std::uint64_t leaves_visited = 0;  ///< leaves / buckets whose boxes were tested
     std::uint64_t box_tests = 0;       ///< box-versus-box (or ray/point) tests on input boxes
+};
+
+/// One of the k nearest boxes to a point: distance from the point to the closed box (0 inside).
+struct Neighbor {
+    std::uint32_t id = 0;
+    float distance = 0;
+    friend bool operator==(const Neighbor&, const Neighbor&) = default;
 };
 
 /// A CPU spatial structure over a set of boxes whose ids are their input indices.
@@ -44,6 +52,32 @@ public:
     /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
     virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
 
+    /// The k boxes nearest to p (Euclidean distance to the box, 0 inside), nearest first,
+    /// ties to the smaller id; fewer when the structure holds fewer. Structures that cannot
+    /// answer return ErrorCode::unsupported.
+    virtual Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+        (void)p, (void)k, (void)out;
+        return unsupported("nearest");
+    }
+
+    /// Dynamic structures (is_dynamic() true) also insert, remove and move boxes by id. Ids
+    /// are chosen by the caller: insert needs an unused id, remove and move a present one.
+    /// After build(boxes) the ids are 0 .. boxes.size()-1. Static structures return
+    /// ErrorCode::unsupported.
+    virtual bool is_dynamic() const { return false; }
+    virtual Status insert(std::uint32_t id, const Box& box) {
+        (void)id, (void)box;
+        return unsupported("insert");
+    }
+    virtual Status remove(std::uint32_t id) {
+        (void)id;
+        return unsupported("remove");
+    }
+    virtual Status move(std::uint32_t id, const Box& box) {
+        (void)id, (void)box;
+        return unsupported("move");
+    }
+
     /// Checks the structure's invariants; an error says which one failed and where.
     virtual Status validate() const = 0;
 
@@ -54,6 +88,10 @@ public:
     void reset_stats() const { stats_ = {}; }
 
 protected:
+    Error unsupported(const char* what) const {
+        return Error{ErrorCode::unsupported,
+                     std::string(name()) + " does not support " + what, {}, {}};
+    }
     mutable QueryStats stats_;
 };
 
