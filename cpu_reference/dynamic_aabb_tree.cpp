@@ -1,0 +1,602 @@
+// Dynamic AABB tree, after seed 000 (Ming-Lun "Allen" Chou, "Game Physics: Broadphase -
+// Dynamic AABB Tree") and Box2D's b2DynamicTree (E. Catto; GDC 2019, "Dynamic Bounding Volume
+// Hierarchies", on insertion cost and tree rotations).
+//
+// - Fat boxes: each leaf stores the caller's tight box and a fat box grown by a margin; move()
+//   re-inserts a leaf only when its tight box leaves its fat box (the seed's "AABB Update").
+// - Insertion descends by least cost. The seed descends by least volume growth; volume is 0 for
+//   every flat or point box (a 2D scene), so this uses Box2D's surface-area branch cost instead:
+//   stop at a node when making the leaf its sibling is cheaper than descending into either
+//   child, counting the area growth inherited by every ancestor.
+// - Rotations: the seed's comments note that a sorted insertion order degenerates into a list
+//   and suggest AVL-like rotations; balance() is Box2D's b2DynamicTree::Balance, applied on the
+//   path to the root after every insert and remove.
+// - Self-pairs: the seed's ComputePairsHelper tests boxes only at leaves, so (as a comment
+//   points out) it visits every pair of leaves. Here a dual-tree traversal prunes every pair of
+//   nodes whose fat boxes are disjoint, and a node's two children are crossed only when their
+//   fat boxes overlap. Each leaf pair has one lowest common ancestor, so each pair is reached
+//   once and no "children crossed" flags are needed. The final test is on the tight boxes.
+// - build() makes a balanced tree by top-down median splits of box centroids along the longest
+//   axis (as Box2D v3's b2DynamicTree_Rebuild does, there with binned SAH), or inserts one by one.
+#include "dynamic_aabb_tree.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <string>
+#include <utility>
+
+#include "broadphase/scene.hpp"
+
+namespace broadphase {
+namespace {
+
+// Half the surface area, in double so that large coordinates neither overflow nor cancel.
+double half_area(const Box& b) {
+    const double dx = double(b.max.x) - b.min.x;
+    const double dy = double(b.max.y) - b.min.y;
+    const double dz = double(b.max.z) - b.min.z;
+    return dx * dy + dy * dz + dz * dx;
+}
+
+bool box_contains(const Box& outer, const Box& inner) {
+    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
+           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
+}
+
+// Euclidean distance from p to the closed box (0 inside). Monotone under box containment, so
+// the distance to a fat box is a lower bound of the distance to every box inside it.
+float point_box_distance(const Box& b, const Vec3& p) {
+    double sum = 0;
+    for (int a = 0; a < 3; ++a) {
+        const double d = std::max({double(b.min[a]) - p[a], 0.0, double(p[a]) - b.max[a]});
+        sum += d * d;
+    }
+    return static_cast<float>(std::sqrt(sum));
+}
+
+bool neighbor_less(const Neighbor& a, const Neighbor& b) {
+    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+}
+
+Error invariant_error(const std::string& what) {
+    return Error{ErrorCode::invalid_argument, "dynamic_aabb_tree: " + what, std::nullopt,
+                 std::nullopt};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Node pool
+
+std::int32_t DynamicAabbTree::allocate_node() {
+    if (free_list_ != kNull) {
+        const std::int32_t index = free_list_;
+        free_list_ = nodes_[index].parent;
+        nodes_[index] = Node{};
+        return index;
+    }
+    nodes_.emplace_back();
+    return static_cast<std::int32_t>(nodes_.size() - 1);
+}
+
+void DynamicAabbTree::free_node(std::int32_t index) {
+    Node& node = nodes_[index];
+    node.parent = free_list_;
+    node.child1 = node.child2 = kNull;
+    node.height = -1;
+    free_list_ = index;
+}
+
+Box DynamicAabbTree::fatten(const Box& box) const {
+    if (!(margin_ > 0)) return box;
+    constexpr float kLowest = std::numeric_limits<float>::lowest();
+    constexpr float kHighest = std::numeric_limits<float>::max();
+    Box fat;
+    for (int a = 0; a < 3; ++a) {
+        fat.min[a] = std::max(kLowest, box.min[a] - margin_);
+        fat.max[a] = std::min(kHighest, box.max[a] + margin_);
+    }
+    return fat;
+}
+
+void DynamicAabbTree::set_relative_margin(std::span<const Box> boxes) {
+    double margin = config_.margin;
+    if (config_.margin_is_relative) {
+        double sum = 0;
+        for (const Box& b : boxes) {
+            sum += (double(b.max.x) - b.min.x + double(b.max.y) - b.min.y + double(b.max.z) -
+                    b.min.z) /
+                   3.0;
+        }
+        margin = boxes.empty() ? 0.0 : config_.margin * (sum / double(boxes.size()));
+    }
+    margin_ = margin > 0 && std::isfinite(margin) ? static_cast<float>(margin) : 0.0f;
+    margin_chosen_ = !config_.margin_is_relative || !boxes.empty();
+}
+
+std::int32_t DynamicAabbTree::make_leaf(std::uint32_t id, const Box& box) {
+    const std::int32_t index = allocate_node();
+    Node& node = nodes_[index];
+    node.tight = box;
+    node.fat = fatten(box);
+    node.id = id;
+    node.height = 0;
+    leaf_of_[id] = index;
+    return index;
+}
+
+void DynamicAabbTree::clear() {
+    nodes_.clear();
+    root_ = kNull;
+    free_list_ = kNull;
+    leaf_of_.clear();
+    margin_chosen_ = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Build
+
+Status DynamicAabbTree::build(std::span<const Box> boxes) {
+    clear();
+    if (Status s = validate_boxes(boxes); !s) return s;
+    set_relative_margin(boxes);
+    if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
+        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", std::nullopt,
+                     std::nullopt};
+    }
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    if (!config_.bulk_build) {
+        for (std::uint32_t i = 0; i < n; ++i) insert_leaf(make_leaf(i, boxes[i]));
+        return Status::success();
+    }
+    if (n == 0) return Status::success();
+    nodes_.reserve(2 * std::size_t{n} - 1);
+    leaf_of_.reserve(n);
+    std::vector<BuildItem> items(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        for (int a = 0; a < 3; ++a) {
+            items[i].centre[a] = 0.5f * boxes[i].min[a] + 0.5f * boxes[i].max[a];
+        }
+        items[i].id = i;
+    }
+    root_ = build_top_down(boxes, items, kNull);
+    return Status::success();
+}
+
+// Splits `items` at the median centroid along the longest axis of their centroid bounds;
+// nodes are allocated in pre-order, so a subtree is contiguous in memory.
+std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
+                                             std::int32_t parent) {
+    if (items.size() == 1) {
+        const std::uint32_t id = items[0].id;
+        const std::int32_t leaf = make_leaf(id, boxes[id]);
+        nodes_[leaf].parent = parent;
+        return leaf;
+    }
+    const std::int32_t index = allocate_node();
+    nodes_[index].parent = parent;
+    float lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) lo[a] = hi[a] = items[0].centre[a];
+    for (const BuildItem& item : items) {
+        for (int a = 0; a < 3; ++a) {
+            lo[a] = std::min(lo[a], item.centre[a]);
+            hi[a] = std::max(hi[a], item.centre[a]);
+        }
+    }
+    int axis = 0;
+    for (int a = 1; a < 3; ++a) {
+        if (double(hi[a]) - lo[a] > double(hi[axis]) - lo[axis]) axis = a;
+    }
+    const std::size_t mid = items.size() / 2;
+    std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(mid), items.end(),
+                     [axis](const BuildItem& x, const BuildItem& y) {
+                         return x.centre[axis] < y.centre[axis] ||
+                                (x.centre[axis] == y.centre[axis] && x.id < y.id);
+                     });
+    const std::int32_t c1 = build_top_down(boxes, items.first(mid), index);
+    const std::int32_t c2 = build_top_down(boxes, items.subspan(mid), index);
+    Node& node = nodes_[index];
+    node.child1 = c1;
+    node.child2 = c2;
+    node.fat = merge(nodes_[c1].fat, nodes_[c2].fat);
+    node.height = 1 + std::max(nodes_[c1].height, nodes_[c2].height);
+    return index;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Insert, remove, move
+
+void DynamicAabbTree::insert_leaf(std::int32_t leaf) {
+    if (root_ == kNull) {
+        root_ = leaf;
+        nodes_[leaf].parent = kNull;
+        return;
+    }
+    // Find the best sibling (Box2D's branch cost, surface area instead of volume).
+    const Box leaf_box = nodes_[leaf].fat;
+    std::int32_t index = root_;
+    while (!nodes_[index].leaf()) {
+        const Node& node = nodes_[index];
+        const double area = half_area(node.fat);
+        const double combined_area = half_area(merge(node.fat, leaf_box));
+        // Cost of making a new parent of this node and the leaf.
+        const double cost = 2 * combined_area;
+        // Cost of pushing the leaf further down: every ancestor grows.
+        const double inheritance = 2 * (combined_area - area);
+        const auto descend_cost = [&](std::int32_t child) {
+            const Node& c = nodes_[child];
+            const double grown = half_area(merge(leaf_box, c.fat));
+            return (c.leaf() ? grown : grown - half_area(c.fat)) + inheritance;
+        };
+        const double cost1 = descend_cost(node.child1);
+        const double cost2 = descend_cost(node.child2);
+        if (cost < cost1 && cost < cost2) break;
+        index = cost1 < cost2 ? node.child1 : node.child2;
+    }
+
+    const std::int32_t sibling = index;
+    const std::int32_t old_parent = nodes_[sibling].parent;
+    const std::int32_t new_parent = allocate_node();
+    {
+        Node& p = nodes_[new_parent];
+        p.parent = old_parent;
+        p.fat = merge(leaf_box, nodes_[sibling].fat);
+        p.height = nodes_[sibling].height + 1;
+        p.child1 = sibling;
+        p.child2 = leaf;
+    }
+    if (old_parent != kNull) {
+        Node& op = nodes_[old_parent];
+        (op.child1 == sibling ? op.child1 : op.child2) = new_parent;
+    } else {
+        root_ = new_parent;
+    }
+    nodes_[sibling].parent = new_parent;
+    nodes_[leaf].parent = new_parent;
+    refit_upwards(old_parent);
+}
+
+void DynamicAabbTree::remove_leaf(std::int32_t leaf) {
+    if (leaf == root_) {
+        root_ = kNull;
+        return;
+    }
+    const std::int32_t parent = nodes_[leaf].parent;
+    const std::int32_t grand_parent = nodes_[parent].parent;
+    const std::int32_t sibling =
+        nodes_[parent].child1 == leaf ? nodes_[parent].child2 : nodes_[parent].child1;
+    // The sibling takes the parent's place.
+    if (grand_parent != kNull) {
+        Node& g = nodes_[grand_parent];
+        (g.child1 == parent ? g.child1 : g.child2) = sibling;
+    } else {
+        root_ = sibling;
+    }
+    nodes_[sibling].parent = grand_parent;
+    free_node(parent);
+    nodes_[leaf].parent = kNull;
+    refit_upwards(grand_parent);
+}
+
+// Rotates (if enabled) and recomputes fat boxes and heights from `index` to the root.
+void DynamicAabbTree::refit_upwards(std::int32_t index) {
+    while (index != kNull) {
+        if (config_.rotations) index = balance(index);
+        Node& node = nodes_[index];
+        node.fat = merge(nodes_[node.child1].fat, nodes_[node.child2].fat);
+        node.height = 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height);
+        index = node.parent;
+    }
+}
+
+// Box2D's b2DynamicTree::Balance: when one child of A is more than one level taller than the
+// other, that child X takes A's place, A becomes X's child, and X's shorter child moves to A
+// in X's old place. Returns the index now at A's position.
+std::int32_t DynamicAabbTree::balance(std::int32_t a) {
+    const Node& node_a = nodes_[a];
+    if (node_a.leaf() || node_a.height < 2) return a;
+    const std::int32_t b = node_a.child1, c = node_a.child2;
+    const std::int32_t skew = nodes_[c].height - nodes_[b].height;
+    if (skew >= -1 && skew <= 1) return a;
+    const std::int32_t x = skew > 1 ? c : b;  // the taller child rises
+    std::int32_t keep = nodes_[x].child1, give = nodes_[x].child2;
+    if (nodes_[keep].height < nodes_[give].height) std::swap(keep, give);
+
+    // X takes A's place under A's parent.
+    const std::int32_t parent = nodes_[a].parent;
+    nodes_[x].parent = parent;
+    if (parent != kNull) {
+        Node& p = nodes_[parent];
+        (p.child1 == a ? p.child1 : p.child2) = x;
+    } else {
+        root_ = x;
+    }
+    // A replaces its child X by X's shorter child; X's children become A and the taller one.
+    {
+        Node& na = nodes_[a];
+        (na.child1 == x ? na.child1 : na.child2) = give;
+        na.parent = x;
+        nodes_[give].parent = a;
+        na.fat = merge(nodes_[na.child1].fat, nodes_[na.child2].fat);
+        na.height = 1 + std::max(nodes_[na.child1].height, nodes_[na.child2].height);
+    }
+    Node& nx = nodes_[x];
+    nx.child1 = a;
+    nx.child2 = keep;
+    nx.fat = merge(nodes_[a].fat, nodes_[keep].fat);
+    nx.height = 1 + std::max(nodes_[a].height, nodes_[keep].height);
+    return x;
+}
+
+Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    if (leaf_of_.count(id) != 0) {
+        return Error{ErrorCode::invalid_argument,
+                     "dynamic_aabb_tree: insert of id " + std::to_string(id) + ", already present",
+                     id, std::nullopt};
+    }
+    if (leaf_of_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
+        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", id,
+                     std::nullopt};
+    }
+    if (!margin_chosen_) set_relative_margin(std::span<const Box>(&box, 1));
+    insert_leaf(make_leaf(id, box));
+    return Status::success();
+}
+
+Status DynamicAabbTree::remove(std::uint32_t id) {
+    const auto it = leaf_of_.find(id);
+    if (it == leaf_of_.end()) {
+        return Error{ErrorCode::invalid_argument,
+                     "dynamic_aabb_tree: remove of id " + std::to_string(id) + ", not present", id,
+                     std::nullopt};
+    }
+    const std::int32_t leaf = it->second;
+    leaf_of_.erase(it);
+    remove_leaf(leaf);
+    free_node(leaf);
+    return Status::success();
+}
+
+Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    const auto it = leaf_of_.find(id);
+    if (it == leaf_of_.end()) {
+        return Error{ErrorCode::invalid_argument,
+                     "dynamic_aabb_tree: move of id " + std::to_string(id) + ", not present", id,
+                     std::nullopt};
+    }
+    const std::int32_t leaf = it->second;
+    nodes_[leaf].tight = box;
+    if (box_contains(nodes_[leaf].fat, box)) return Status::success();
+    remove_leaf(leaf);
+    nodes_[leaf].fat = fatten(box);
+    insert_leaf(leaf);
+    ++reinserts_;
+    return Status::success();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
+    if (root_ == kNull) return;
+    // (a, kNull): pairs inside subtree a. (a, b): pairs between disjoint subtrees a and b,
+    // pushed only when their fat boxes overlap.
+    std::vector<std::pair<std::int32_t, std::int32_t>> stack;
+    stack.reserve(256);
+    stack.emplace_back(root_, kNull);
+    while (!stack.empty()) {
+        const auto [a, b] = stack.back();
+        stack.pop_back();
+        const Node& na = nodes_[a];
+        if (b == kNull) {
+            if (na.leaf()) continue;
+            ++stats_.nodes_visited;
+            stack.emplace_back(na.child1, kNull);
+            stack.emplace_back(na.child2, kNull);
+            if (overlaps(nodes_[na.child1].fat, nodes_[na.child2].fat)) {
+                stack.emplace_back(na.child1, na.child2);
+            }
+            continue;
+        }
+        const Node& nb = nodes_[b];
+        if (na.leaf() && nb.leaf()) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            if (overlaps(na.tight, nb.tight)) {
+                out.push_back(Pair{std::min(na.id, nb.id), std::max(na.id, nb.id)});
+            }
+            continue;
+        }
+        ++stats_.nodes_visited;
+        // Descend the internal node, the larger one when both are.
+        const bool split_a = nb.leaf() || (!na.leaf() && half_area(na.fat) >= half_area(nb.fat));
+        const Node& split = split_a ? na : nb;
+        const Node& other = split_a ? nb : na;
+        const std::int32_t other_index = split_a ? b : a;
+        for (const std::int32_t child : {split.child1, split.child2}) {
+            if (overlaps(nodes_[child].fat, other.fat)) stack.emplace_back(child, other_index);
+        }
+    }
+}
+
+void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    if (root_ == kNull) return;
+    std::vector<std::int32_t> stack;
+    stack.reserve(64);
+    stack.push_back(root_);
+    while (!stack.empty()) {
+        const Node& node = nodes_[stack.back()];
+        stack.pop_back();
+        if (!overlaps(node.fat, region)) continue;
+        if (node.leaf()) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            if (overlaps(node.tight, region)) out.push_back(node.id);
+        } else {
+            ++stats_.nodes_visited;
+            stack.push_back(node.child1);
+            stack.push_back(node.child2);
+        }
+    }
+}
+
+void DynamicAabbTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+    query_box(Box{p, p}, out);
+}
+
+std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
+    std::optional<RayHit> best;
+    if (root_ == kNull) return best;
+    // ray_box_entry is monotone under box containment, so a fat box's entry parameter bounds
+    // every entry below it; nodes entered after the best hit so far are skipped (not equal
+    // ones: a smaller id may tie).
+    const std::optional<float> root_t = ray_box_entry(ray, nodes_[root_].fat);
+    if (!root_t) return best;
+    std::vector<std::pair<std::int32_t, float>> stack;
+    stack.reserve(64);
+    stack.emplace_back(root_, *root_t);
+    while (!stack.empty()) {
+        const auto [index, entry] = stack.back();
+        stack.pop_back();
+        if (best && entry > best->t) continue;
+        const Node& node = nodes_[index];
+        if (node.leaf()) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            const std::optional<float> t = ray_box_entry(ray, node.tight);
+            if (t && (!best || *t < best->t || (*t == best->t && node.id < best->id))) {
+                best = RayHit{node.id, *t};
+            }
+            continue;
+        }
+        ++stats_.nodes_visited;
+        const std::optional<float> t1 = ray_box_entry(ray, nodes_[node.child1].fat);
+        const std::optional<float> t2 = ray_box_entry(ray, nodes_[node.child2].fat);
+        // Push the farther child first so that the nearer one is searched first.
+        if (t1 && t2 && *t1 < *t2) {
+            stack.emplace_back(node.child2, *t2);
+            stack.emplace_back(node.child1, *t1);
+        } else {
+            if (t1) stack.emplace_back(node.child1, *t1);
+            if (t2) stack.emplace_back(node.child2, *t2);
+        }
+    }
+    return best;
+}
+
+Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
+    if (k == 0 || root_ == kNull) return Status::success();
+    // `out` is a max-heap of the best k so far under neighbor_less; the frontier a min-heap of
+    // nodes by the distance to their fat box, a lower bound for every box below them.
+    using Entry = std::pair<float, std::int32_t>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
+    frontier.emplace(point_box_distance(nodes_[root_].fat, p), root_);
+    while (!frontier.empty()) {
+        const auto [bound, index] = frontier.top();
+        frontier.pop();
+        if (out.size() == k && bound > out.front().distance) break;
+        const Node& node = nodes_[index];
+        if (node.leaf()) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            const Neighbor candidate{node.id, point_box_distance(node.tight, p)};
+            if (out.size() < k) {
+                out.push_back(candidate);
+                std::push_heap(out.begin(), out.end(), neighbor_less);
+            } else if (neighbor_less(candidate, out.front())) {
+                std::pop_heap(out.begin(), out.end(), neighbor_less);
+                out.back() = candidate;
+                std::push_heap(out.begin(), out.end(), neighbor_less);
+            }
+            continue;
+        }
+        ++stats_.nodes_visited;
+        for (const std::int32_t child : {node.child1, node.child2}) {
+            const float d = point_box_distance(nodes_[child].fat, p);
+            if (out.size() < k || d <= out.front().distance) frontier.emplace(d, child);
+        }
+    }
+    std::sort_heap(out.begin(), out.end(), neighbor_less);
+    return Status::success();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invariants
+
+int DynamicAabbTree::height() const {
+    return root_ == kNull ? 0 : nodes_[root_].height;
+}
+
+Status DynamicAabbTree::validate() const {
+    const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
+    const auto total = static_cast<std::int64_t>(nodes_.size());
+    const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
+
+    std::int64_t free_count = 0;
+    for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
+        if (!in_range(i)) return invariant_error("free list points outside the pool");
+        if (nodes_[i].height != -1) return invariant_error(node_name(i) + " on free list in use");
+        if (++free_count > total) return invariant_error("free list has a cycle");
+    }
+    if (root_ == kNull) {
+        if (!leaf_of_.empty()) return invariant_error("no root but ids are mapped");
+        if (free_count != total) return invariant_error("empty tree with nodes in use");
+        return Status::success();
+    }
+    if (!in_range(root_)) return invariant_error("root outside the pool");
+    if (nodes_[root_].parent != kNull) return invariant_error("root has a parent");
+
+    std::int64_t reached = 0;
+    std::size_t leaves = 0;
+    std::vector<std::int32_t> stack{root_};
+    while (!stack.empty()) {
+        const std::int32_t i = stack.back();
+        stack.pop_back();
+        if (++reached > total) return invariant_error("tree links form a cycle");
+        const Node& node = nodes_[i];
+        if (node.height < 0) return invariant_error(node_name(i) + " is free but linked");
+        if (node.leaf()) {
+            if (node.child2 != kNull) return invariant_error(node_name(i) + " has one child");
+            if (node.height != 0) return invariant_error(node_name(i) + " leaf height not 0");
+            if (Status s = validate_box(node.tight, node.id); !s) return s;
+            if (!box_contains(node.fat, node.tight)) {
+                return invariant_error("fat box of id " + std::to_string(node.id) +
+                                       " does not contain its box");
+            }
+            const auto it = leaf_of_.find(node.id);
+            if (it == leaf_of_.end() || it->second != i) {
+                return invariant_error("id " + std::to_string(node.id) + " not mapped to " +
+                                       node_name(i));
+            }
+            ++leaves;
+            continue;
+        }
+        for (const std::int32_t child : {node.child1, node.child2}) {
+            if (!in_range(child)) return invariant_error(node_name(i) + " child out of range");
+            if (nodes_[child].parent != i) {
+                return invariant_error(node_name(child) + " parent link is not " + node_name(i));
+            }
+            if (!box_contains(node.fat, nodes_[child].fat)) {
+                return invariant_error(node_name(i) + " fat box does not contain child " +
+                                       node_name(child));
+            }
+            stack.push_back(child);
+        }
+        if (node.height != 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height)) {
+            return invariant_error(node_name(i) + " height inconsistent with its children");
+        }
+    }
+    if (leaves != leaf_of_.size()) {
+        return invariant_error(std::to_string(leaves) + " leaves but " +
+                               std::to_string(leaf_of_.size()) + " ids mapped");
+    }
+    if (reached + free_count != total) return invariant_error("nodes leaked from the pool");
+    return Status::success();
+}
+
+}  // namespace broadphase
