@@ -31,4 +31,15 @@ std::optional<float> ray_box_entry(const Ray& ray, const Box& box) {
     return t_near;
 }
 
+float point_box_distance(const Vec3& p, const Box& b) {
+    double sum = 0;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double below = double(b.min[axis]) - double(p[axis]);
+        const double above = double(p[axis]) - double(b.max[axis]);
+        const double d = std::max({below, above, 0.0});
+        sum += d * d;
+    }
+    return static_cast<float>(std::sqrt(sum));
+}
+
 }  // namespace broadphase

@@ -45,16 +45,6 @@ bool box_contains(const Box& outer, const Box& inner) {
            inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
-// Euclidean distance from p to the closed box (0 inside). Monotone under box containment, so
-// the distance to a fat box is a lower bound of the distance to every box inside it.
-float point_box_distance(const Box& b, const Vec3& p) {
-    double sum = 0;
-    for (int a = 0; a < 3; ++a) {
-        const double d = std::max({double(b.min[a]) - p[a], 0.0, double(p[a]) - b.max[a]});
-        sum += d * d;
-    }
-    return static_cast<float>(std::sqrt(sum));
-}
 
 bool neighbor_less(const Neighbor& a, const Neighbor& b) {
     return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
@@ -495,7 +485,7 @@ Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighb
     // nodes by the distance to their fat box, a lower bound for every box below them.
     using Entry = std::pair<float, std::int32_t>;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
-    frontier.emplace(point_box_distance(nodes_[root_].fat, p), root_);
+    frontier.emplace(point_box_distance(p, nodes_[root_].fat), root_);
     while (!frontier.empty()) {
         const auto [bound, index] = frontier.top();
         frontier.pop();
@@ -504,7 +494,7 @@ Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighb
         if (node.leaf()) {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
-            const Neighbor candidate{node.id, point_box_distance(node.tight, p)};
+            const Neighbor candidate{node.id, point_box_distance(p, node.tight)};
             if (out.size() < k) {
                 out.push_back(candidate);
                 std::push_heap(out.begin(), out.end(), neighbor_less);
@@ -517,7 +507,7 @@ Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighb
         }
         ++stats_.nodes_visited;
         for (const std::int32_t child : {node.child1, node.child2}) {
-            const float d = point_box_distance(nodes_[child].fat, p);
+            const float d = point_box_distance(p, nodes_[child].fat);
             if (out.size() < k || d <= out.front().distance) frontier.emplace(d, child);
         }
     }

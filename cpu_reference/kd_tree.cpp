@@ -37,19 +37,6 @@ bool box_contains(const Box& outer, const Box& inner) {
            inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
-// Distance from p to the closed box, in double, rounded to float. Every step is monotone in
-// the box bounds, so a node's distance never exceeds that of a box inside it.
-float box_distance(const Vec3& p, const Box& b) {
-    double d2 = 0;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double below = double(b.min[axis]) - double(p[axis]);
-        const double above = double(p[axis]) - double(b.max[axis]);
-        const double d = std::max({below, above, 0.0});
-        d2 += d * d;
-    }
-    return static_cast<float>(std::sqrt(d2));
-}
-
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "kd_tree: " + what, box, std::nullopt};
 }
@@ -314,6 +301,7 @@ std::optional<RayHit> KdTree::ray_cast(const Ray& ray) const {
 // ---- nearest ---------------------------------------------------------------------------------
 
 Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();
     // One queue for nodes and boxes, ordered by (distance, nodes before boxes, index). A box is
     // popped only after every node at no greater distance has been opened, so boxes come out
@@ -330,7 +318,7 @@ Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
         }
     };
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    queue.push({box_distance(p, nodes_[0].bounds), false, 0, 0});
+    queue.push({point_box_distance(p, nodes_[0].bounds), false, 0, 0});
     std::size_t found = 0;
     while (!queue.empty() && found < k) {
         const Item item = queue.top();
@@ -345,14 +333,14 @@ Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
             ++stats_.leaves_visited;
             stats_.box_tests += node.end - node.begin;
             for (std::uint32_t s = node.begin; s < node.end; ++s) {
-                queue.push({box_distance(p, boxes_[s]), true, ids_[s], s});
+                queue.push({point_box_distance(p, boxes_[s]), true, ids_[s], s});
             }
             continue;
         }
         ++stats_.nodes_visited;
         const std::uint32_t left = item.index + 1;
-        queue.push({box_distance(p, nodes_[left].bounds), false, left, 0});
-        queue.push({box_distance(p, nodes_[node.right].bounds), false, node.right, 0});
+        queue.push({point_box_distance(p, nodes_[left].bounds), false, left, 0});
+        queue.push({point_box_distance(p, nodes_[node.right].bounds), false, node.right, 0});
     }
     return Status::success();
 }

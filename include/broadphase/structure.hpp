@@ -52,9 +52,9 @@ public:
     /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
     virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
 
-    /// The k boxes nearest to p (Euclidean distance to the box, 0 inside), nearest first,
-    /// ties to the smaller id; fewer when the structure holds fewer. Structures that cannot
-    /// answer return ErrorCode::unsupported.
+    /// Replaces `out` with the k boxes nearest to p (point_box_distance), nearest first, ties
+    /// to the smaller id; fewer when the structure holds fewer. Structures that cannot answer
+    /// return ErrorCode::unsupported.
     virtual Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
         (void)p, (void)k, (void)out;
         return unsupported("nearest");

@@ -70,6 +70,11 @@ struct RayHit {
 /// nothing when the ray misses. Axis-parallel rays (dir component 0) are handled exactly.
 std::optional<float> ray_box_entry(const Ray& ray, const Box& box);
 
+/// Euclidean distance from p to the closed box b (0 inside), computed in double and rounded
+/// to float once: every structure's k-nearest query ranks by exactly this value (ties by id).
+/// Monotone under containment: a box's distance bounds those of the boxes inside it.
+float point_box_distance(const Vec3& p, const Box& b);
+
 /// What kind of thing went wrong; the message says where.
 enum class ErrorCode {
     invalid_box,       ///< NaN, infinity or min > max in a box
