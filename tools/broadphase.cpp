@@ -16,6 +16,10 @@ commands:
                                                  exits 1 on any difference
   bench     [--scene S] [--repeat R] [--code morton30|morton63]
                                                  per-stage GPU times (timestamp queries)
+  bench     --cpu [--scenes a,b] [--sizes 1000,10000,...] [--methods a,b]
+            [--max-seconds S] [--out-dir DIR] [--table FILE]
+                                                 build + self-pairs time of every CPU
+                                                 structure; a table and one PNG per scene
   scene     --scene S [--out FILE]               write a scene as text (generators too)
   devices   [--device D]                         show the Vulkan device that would be used
 

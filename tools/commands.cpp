@@ -1,9 +1,12 @@
 // Implementation of the tool's commands over the public API only.
 #include "commands.hpp"
 
+#include "plot.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -185,7 +188,86 @@ int run_validate(const Args& args) {
     return status;
 }
 
+namespace {
+
+// `bench --cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
+// range of N, as a markdown table and one log-log PNG per scene (seed 004's figures).
+int run_cpu_bench(const Args& args) {
+    std::vector<std::string> scenes =
+        split(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate"), ',');
+    std::vector<std::size_t> sizes;
+    for (const std::string& s : split(args.get("sizes", "1000,10000,100000,1000000"), ','))
+        sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
+    std::vector<std::string> methods;
+    if (args.has("methods")) {
+        methods = split(args.get("methods"), ',');
+    } else {
+        for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
+    }
+    // A method that needed longer than this at one size is not run at larger sizes.
+    double budget = std::atof(args.get("max-seconds", "10").c_str());
+    std::string out_dir = args.get("out-dir", ".");
+
+    std::string table = "| scene | N | pairs |";
+    for (const std::string& m : methods) table += " " + m + " |";
+    table += "\n|---|---|---|";
+    for (std::size_t k = 0; k < methods.size(); ++k) table += "---|";
+    table += "\n";
+    std::printf("%s", table.c_str());
+    for (const std::string& scene_name : scenes) {
+        std::vector<Series> series(methods.size());
+        std::vector<bool> retired(methods.size(), false);
+        for (std::size_t k = 0; k < methods.size(); ++k) series[k].name = methods[k];
+        for (std::size_t n : sizes) {
+            auto scene = generate_scene(scene_name, n);
+            if (!scene) return fail(scene.error());
+            std::string row = "| " + scene_name + " | " + std::to_string(n) + " | ";
+            std::string cells;
+            std::size_t pair_count = 0;
+            for (std::size_t k = 0; k < methods.size(); ++k) {
+                if (retired[k]) {
+                    cells += " — |";
+                    continue;
+                }
+                auto structure = make_structure(methods[k]);
+                if (!structure) return fail(structure.error());
+                auto start = std::chrono::steady_clock::now();
+                Status built = structure.value()->build(scene->boxes);
+                if (!built) return fail(built.error());
+                std::vector<Pair> pairs;
+                structure.value()->self_pairs(pairs);
+                double t = seconds_since(start);
+                pair_count = pairs.size();
+                char cell[48];
+                std::snprintf(cell, sizeof cell, " %.4f |", t);
+                cells += cell;
+                series[k].x.push_back(double(n));
+                series[k].y.push_back(std::max(t, 1e-6));
+                if (t > budget) retired[k] = true;
+            }
+            row += std::to_string(pair_count) + " |" + cells + "\n";
+            std::printf("%s", row.c_str());
+            std::fflush(stdout);
+            table += row;
+        }
+        std::string path = out_dir + "/bench_cpu_" + scene_name + ".png";
+        Status s =
+            write_png(path, plot_loglog("build + self pairs, " + scene_name + " scene (one core)",
+                                        "boxes (N)", "seconds", series));
+        if (!s) return fail(s.error());
+        std::fprintf(stderr, "wrote %s\n", path.c_str());
+    }
+    if (args.has("table")) {
+        std::ofstream out(args.get("table"));
+        if (!out || !(out << table)) return fail("cannot write '" + args.get("table") + "'");
+    }
+    return 0;
+}
+
+}  // namespace
+
 int run_bench(const Args& args) {
+    if (args.has("cpu")) return run_cpu_bench(args);
 #ifdef BROADPHASE_HAS_GPU
     auto scene = scene_from(args);
     if (!scene) return fail(scene.error());

@@ -1,0 +1,239 @@
+// PNG writer, rasteriser and log-log plot for the tool (see plot.hpp).
+#include "plot.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+namespace broadphase::tool {
+
+namespace {
+
+// Classic 5x7 font, ASCII 32..126, five column bytes per glyph, bit 0 at the top.
+constexpr std::uint8_t kFont[95][5] = {
+    {0x00, 0x00, 0x00, 0x00, 0x00}, {0x00, 0x00, 0x5F, 0x00, 0x00}, {0x00, 0x07, 0x00, 0x07, 0x00},
+    {0x14, 0x7F, 0x14, 0x7F, 0x14}, {0x24, 0x2A, 0x7F, 0x2A, 0x12}, {0x23, 0x13, 0x08, 0x64, 0x62},
+    {0x36, 0x49, 0x55, 0x22, 0x50}, {0x00, 0x05, 0x03, 0x00, 0x00}, {0x00, 0x1C, 0x22, 0x41, 0x00},
+    {0x00, 0x41, 0x22, 0x1C, 0x00}, {0x08, 0x2A, 0x1C, 0x2A, 0x08}, {0x08, 0x08, 0x3E, 0x08, 0x08},
+    {0x00, 0x50, 0x30, 0x00, 0x00}, {0x08, 0x08, 0x08, 0x08, 0x08}, {0x00, 0x60, 0x60, 0x00, 0x00},
+    {0x20, 0x10, 0x08, 0x04, 0x02}, {0x3E, 0x51, 0x49, 0x45, 0x3E}, {0x00, 0x42, 0x7F, 0x40, 0x00},
+    {0x42, 0x61, 0x51, 0x49, 0x46}, {0x21, 0x41, 0x45, 0x4B, 0x31}, {0x18, 0x14, 0x12, 0x7F, 0x10},
+    {0x27, 0x45, 0x45, 0x45, 0x39}, {0x3C, 0x4A, 0x49, 0x49, 0x30}, {0x01, 0x71, 0x09, 0x05, 0x03},
+    {0x36, 0x49, 0x49, 0x49, 0x36}, {0x06, 0x49, 0x49, 0x29, 0x1E}, {0x00, 0x36, 0x36, 0x00, 0x00},
+    {0x00, 0x56, 0x36, 0x00, 0x00}, {0x00, 0x08, 0x14, 0x22, 0x41}, {0x14, 0x14, 0x14, 0x14, 0x14},
+    {0x41, 0x22, 0x14, 0x08, 0x00}, {0x02, 0x01, 0x51, 0x09, 0x06}, {0x32, 0x49, 0x79, 0x41, 0x3E},
+    {0x7E, 0x11, 0x11, 0x11, 0x7E}, {0x7F, 0x49, 0x49, 0x49, 0x36}, {0x3E, 0x41, 0x41, 0x41, 0x22},
+    {0x7F, 0x41, 0x41, 0x22, 0x1C}, {0x7F, 0x49, 0x49, 0x49, 0x41}, {0x7F, 0x09, 0x09, 0x01, 0x01},
+    {0x3E, 0x41, 0x41, 0x51, 0x32}, {0x7F, 0x08, 0x08, 0x08, 0x7F}, {0x00, 0x41, 0x7F, 0x41, 0x00},
+    {0x20, 0x40, 0x41, 0x3F, 0x01}, {0x7F, 0x08, 0x14, 0x22, 0x41}, {0x7F, 0x40, 0x40, 0x40, 0x40},
+    {0x7F, 0x02, 0x04, 0x02, 0x7F}, {0x7F, 0x04, 0x08, 0x10, 0x7F}, {0x3E, 0x41, 0x41, 0x41, 0x3E},
+    {0x7F, 0x09, 0x09, 0x09, 0x06}, {0x3E, 0x41, 0x51, 0x21, 0x5E}, {0x7F, 0x09, 0x19, 0x29, 0x46},
+    {0x46, 0x49, 0x49, 0x49, 0x31}, {0x01, 0x01, 0x7F, 0x01, 0x01}, {0x3F, 0x40, 0x40, 0x40, 0x3F},
+    {0x1F, 0x20, 0x40, 0x20, 0x1F}, {0x7F, 0x20, 0x18, 0x20, 0x7F}, {0x63, 0x14, 0x08, 0x14, 0x63},
+    {0x03, 0x04, 0x78, 0x04, 0x03}, {0x61, 0x51, 0x49, 0x45, 0x43}, {0x00, 0x00, 0x7F, 0x41, 0x41},
+    {0x02, 0x04, 0x08, 0x10, 0x20}, {0x41, 0x41, 0x7F, 0x00, 0x00}, {0x04, 0x02, 0x01, 0x02, 0x04},
+    {0x40, 0x40, 0x40, 0x40, 0x40}, {0x00, 0x01, 0x02, 0x04, 0x00}, {0x20, 0x54, 0x54, 0x54, 0x78},
+    {0x7F, 0x48, 0x44, 0x44, 0x38}, {0x38, 0x44, 0x44, 0x44, 0x20}, {0x38, 0x44, 0x44, 0x48, 0x7F},
+    {0x38, 0x54, 0x54, 0x54, 0x18}, {0x08, 0x7E, 0x09, 0x01, 0x02}, {0x08, 0x14, 0x54, 0x54, 0x3C},
+    {0x7F, 0x08, 0x04, 0x04, 0x78}, {0x00, 0x44, 0x7D, 0x40, 0x00}, {0x20, 0x40, 0x44, 0x3D, 0x00},
+    {0x00, 0x7F, 0x10, 0x28, 0x44}, {0x00, 0x41, 0x7F, 0x40, 0x00}, {0x7C, 0x04, 0x18, 0x04, 0x78},
+    {0x7C, 0x08, 0x04, 0x04, 0x78}, {0x38, 0x44, 0x44, 0x44, 0x38}, {0x7C, 0x14, 0x14, 0x14, 0x08},
+    {0x08, 0x14, 0x14, 0x18, 0x7C}, {0x7C, 0x08, 0x04, 0x04, 0x08}, {0x48, 0x54, 0x54, 0x54, 0x20},
+    {0x04, 0x3F, 0x44, 0x40, 0x20}, {0x3C, 0x40, 0x40, 0x20, 0x7C}, {0x1C, 0x20, 0x40, 0x20, 0x1C},
+    {0x3C, 0x40, 0x30, 0x40, 0x3C}, {0x44, 0x28, 0x10, 0x28, 0x44}, {0x0C, 0x50, 0x50, 0x50, 0x3C},
+    {0x44, 0x64, 0x54, 0x4C, 0x44}, {0x00, 0x08, 0x36, 0x41, 0x00}, {0x00, 0x00, 0x7F, 0x00, 0x00},
+    {0x00, 0x41, 0x36, 0x08, 0x00}, {0x08, 0x08, 0x2A, 0x1C, 0x08},
+};
+
+std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc = 0) {
+    static const std::array<std::uint32_t, 256> table = [] {
+        std::array<std::uint32_t, 256> t{};
+        for (std::uint32_t n = 0; n < 256; ++n) {
+            std::uint32_t c = n;
+            for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            t[n] = c;
+        }
+        return t;
+    }();
+    crc = ~crc;
+    for (std::size_t i = 0; i < size; ++i) crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+
+void chunk(std::vector<std::uint8_t>& out, const char* type,
+           const std::vector<std::uint8_t>& data) {
+    put32(out, static_cast<std::uint32_t>(data.size()));
+    std::size_t start = out.size();
+    out.insert(out.end(), type, type + 4);
+    out.insert(out.end(), data.begin(), data.end());
+    put32(out, crc32(out.data() + start, out.size() - start));
+}
+
+const Rgb kPalette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                        {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127},
+                        {188, 189, 34},  {23, 190, 207}, {0, 0, 0},       {128, 0, 0},
+                        {0, 0, 128},     {0, 128, 128},  {128, 128, 0},   {255, 0, 255}};
+
+std::string format_tick(double v) {
+    char buf[32];
+    if (v >= 1e4 || v < 1e-3)
+        std::snprintf(buf, sizeof buf, "1e%d", int(std::lround(std::log10(v))));
+    else
+        std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+}  // namespace
+
+void Image::line(int x0, int y0, int x1, int y1, Rgb c, int thickness) {
+    int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0);
+    int sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
+    int err = dx + dy;
+    int r = thickness / 2;
+    while (true) {
+        for (int oy = -r; oy <= r; ++oy)
+            for (int ox = -r; ox <= r; ++ox) set(x0 + ox, y0 + oy, c);
+        if (x0 == x1 && y0 == y1) break;
+        int e2 = 2 * err;
+        if (e2 >= dy) err += dy, x0 += sx;
+        if (e2 <= dx) err += dx, y0 += sy;
+    }
+}
+
+void Image::rect(int x0, int y0, int x1, int y1, Rgb c) {
+    for (int y = std::min(y0, y1); y <= std::max(y0, y1); ++y)
+        for (int x = std::min(x0, x1); x <= std::max(x0, x1); ++x) set(x, y, c);
+}
+
+void Image::text(int x, int y, const std::string& s, Rgb c, int scale) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        int ch = static_cast<unsigned char>(s[i]);
+        const std::uint8_t* glyph = (ch >= 32 && ch < 127) ? kFont[ch - 32] : nullptr;
+        for (int col = 0; col < 5; ++col)
+            for (int row = 0; row < 7; ++row) {
+                bool on = glyph ? (glyph[col] >> row) & 1
+                                : (row == 0 || row == 6 || col == 0 || col == 4);
+                if (on)
+                    rect(x + (int(i) * 6 + col) * scale, y + row * scale,
+                         x + (int(i) * 6 + col) * scale + scale - 1, y + row * scale + scale - 1,
+                         c);
+            }
+    }
+}
+
+std::vector<std::uint8_t> encode_png(const Image& image) {
+    std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    std::vector<std::uint8_t> header;
+    put32(header, static_cast<std::uint32_t>(image.width));
+    put32(header, static_cast<std::uint32_t>(image.height));
+    header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit RGB, no interlace
+    chunk(out, "IHDR", header);
+
+    // Raw scanlines (filter byte 0), wrapped in zlib with stored (uncompressed) deflate blocks.
+    std::vector<std::uint8_t> raw;
+    raw.reserve(std::size_t(image.height) * (1 + 3 * std::size_t(image.width)));
+    for (int y = 0; y < image.height; ++y) {
+        raw.push_back(0);
+        for (int x = 0; x < image.width; ++x) {
+            const Rgb& p = image.pixels[std::size_t(y) * image.width + x];
+            raw.insert(raw.end(), {p.r, p.g, p.b});
+        }
+    }
+    std::vector<std::uint8_t> z = {0x78, 0x01};
+    std::size_t pos = 0;
+    do {
+        std::size_t n = std::min<std::size_t>(65535, raw.size() - pos);
+        bool last = pos + n == raw.size();
+        z.push_back(last ? 1 : 0);
+        z.push_back(static_cast<std::uint8_t>(n & 0xff));
+        z.push_back(static_cast<std::uint8_t>(n >> 8));
+        z.push_back(static_cast<std::uint8_t>(~n & 0xff));
+        z.push_back(static_cast<std::uint8_t>((~n >> 8) & 0xff));
+        z.insert(z.end(), raw.begin() + std::ptrdiff_t(pos), raw.begin() + std::ptrdiff_t(pos + n));
+        pos += n;
+    } while (pos < raw.size());
+    std::uint32_t a = 1, b = 0;
+    for (std::uint8_t v : raw) a = (a + v) % 65521, b = (b + a) % 65521;
+    put32(z, (b << 16) | a);
+    chunk(out, "IDAT", z);
+    chunk(out, "IEND", {});
+    return out;
+}
+
+Status write_png(const std::string& path, const Image& image) {
+    std::vector<std::uint8_t> bytes = encode_png(image);
+    std::ofstream file(path, std::ios::binary);
+    if (!file ||
+        !file.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size())))
+        return Error{ErrorCode::io_error, "cannot write '" + path + "'", {}, {}};
+    return {};
+}
+
+Image plot_loglog(const std::string& title, const std::string& x_label, const std::string& y_label,
+                  const std::vector<Series>& series, int width, int height) {
+    Image img(width, height);
+    const Rgb black{0, 0, 0}, grid{225, 225, 225};
+    const int left = 90, right = width - 260, top = 50, bottom = height - 70;
+    double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = 0;
+    for (const Series& s : series)
+        for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+            if (s.x[i] <= 0 || s.y[i] <= 0) continue;
+            x_lo = std::min(x_lo, s.x[i]), x_hi = std::max(x_hi, s.x[i]);
+            y_lo = std::min(y_lo, s.y[i]), y_hi = std::max(y_hi, s.y[i]);
+        }
+    if (x_hi <= 0) x_lo = 1, x_hi = 10;
+    if (y_hi <= 0) y_lo = 1, y_hi = 10;
+    // Whole decades around the data.
+    double lx0 = std::floor(std::log10(x_lo)), lx1 = std::max(std::ceil(std::log10(x_hi)), lx0 + 1);
+    double ly0 = std::floor(std::log10(y_lo)), ly1 = std::max(std::ceil(std::log10(y_hi)), ly0 + 1);
+    auto px = [&](double x) {
+        return left + int(std::lround((std::log10(x) - lx0) / (lx1 - lx0) * (right - left)));
+    };
+    auto py = [&](double y) {
+        return bottom - int(std::lround((std::log10(y) - ly0) / (ly1 - ly0) * (bottom - top)));
+    };
+
+    for (double d = lx0; d <= lx1; ++d) {
+        int x = px(std::pow(10.0, d));
+        img.line(x, top, x, bottom, grid);
+        std::string t = format_tick(std::pow(10.0, d));
+        img.text(x - Image::text_width(t) / 2, bottom + 8, t, black);
+    }
+    for (double d = ly0; d <= ly1; ++d) {
+        int y = py(std::pow(10.0, d));
+        img.line(left, y, right, y, grid);
+        std::string t = format_tick(std::pow(10.0, d));
+        img.text(left - 8 - Image::text_width(t), y - 3, t, black);
+    }
+    img.line(left, bottom, right, bottom, black);
+    img.line(left, top, left, bottom, black);
+    img.text((left + right - Image::text_width(title, 2)) / 2, 14, title, black, 2);
+    img.text((left + right - Image::text_width(x_label)) / 2, bottom + 30, x_label, black);
+    img.text(8, top - 20, y_label, black);
+
+    for (std::size_t k = 0; k < series.size(); ++k) {
+        const Series& s = series[k];
+        Rgb c = kPalette[k % std::size(kPalette)];
+        int prev_x = 0, prev_y = 0;
+        bool have_prev = false;
+        for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+            if (s.x[i] <= 0 || s.y[i] <= 0) continue;
+            int x = px(s.x[i]), y = py(s.y[i]);
+            if (have_prev) img.line(prev_x, prev_y, x, y, c, 2);
+            img.rect(x - 2, y - 2, x + 2, y + 2, c);
+            prev_x = x, prev_y = y, have_prev = true;
+        }
+        int ly = top + 10 + int(k) * 18;
+        img.line(right + 20, ly + 3, right + 45, ly + 3, c, 3);
+        img.text(right + 52, ly, s.name, black);
+    }
+    return img;
+}
+
+}  // namespace broadphase::tool
