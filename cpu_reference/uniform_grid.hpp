@@ -1,0 +1,147 @@
+// Uniform grid with spatial hashing (seed 004's "grid hashing"; M. Teschner et al., "Optimized
+// Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003). Cell sides are
+// chosen from the boxes, cells are kept in a hash table so that only occupied cells cost
+// memory, and a box is entered in EVERY cell it overlaps, not only the cells of its corners
+// (seed 004's "missed middle cell" flaw). Boxes spanning too many cells are kept aside in a
+// `large` list. Dynamic: insert, remove and move by caller-chosen id.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "broadphase/structure.hpp"
+
+namespace broadphase {
+
+/// The `uniform_grid` Structure.
+class UniformGrid final : public Structure {
+public:
+    /// Build parameters.
+    struct Config {
+        /// The cell side on each axis is cell_scale times the median box extent on that axis,
+        /// taken over the boxes given to build() (per axis, so that XLine/YLine-like scenes get
+        /// flat cells). Must be > 0.
+        double cell_scale = 2.0;
+        /// A box spanning more cells than this (product over the axes) is not entered in cells
+        /// but kept in the large list, which every query and every box tests directly.
+        std::uint64_t max_cells_per_box = 64;
+        /// Cell side on an axis where the boxes give none: an empty build, or all boxes with
+        /// zero extent and zero spread on that axis. Must be > 0.
+        double fallback_cell_size = 1.0;
+    };
+
+    /// Integer cell coordinates (x, y, z), clamped to +-kCoordLimit.
+    using CellCoord = std::array<std::int64_t, 3>;
+    /// Cell coordinates are clamped to this magnitude (the clamp is monotone, so it only makes
+    /// the outermost cells larger, never loses an overlap).
+    static constexpr std::int64_t kCoordLimit = std::int64_t{1} << 52;
+
+    UniformGrid() = default;
+    explicit UniformGrid(const Config& config) : config_(config) {}
+
+    std::string_view name() const override { return "uniform_grid"; }
+    /// Chooses the cell sides (see Config) and the grid origin (the scene's min corner), then
+    /// enters every box. They stay fixed until the next build(), whatever is inserted later.
+    Status build(std::span<const Box> boxes) override;
+    /// Each pair is reported once: from the cell holding the max of the two min corners (the
+    /// lowest cell the two boxes share); a large box against another large box by a sweep on x.
+    void self_pairs(std::vector<Pair>& out) const override;
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
+    /// A 3D-DDA walk through the cells along the ray, each step widened by a rounding margin,
+    /// stopping once the best hit is before the next cell; falls back to a linear scan when the
+    /// walk would cross more cells than there are boxes.
+    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    /// Expanding shells of cells around p's cell; falls back to a linear scan once the shells
+    /// hold more cells than there are occupied cells. Appends to `out`, nearest first. Distances
+    /// are computed in double and rounded to float; ties go to the smaller id.
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
+
+    bool is_dynamic() const override { return true; }
+    Status insert(std::uint32_t id, const Box& box) override;
+    Status remove(std::uint32_t id) override;
+    Status move(std::uint32_t id, const Box& box) override;
+
+    /// Checks: id <-> slot maps agree, boxes valid, cached cell ranges match the boxes, each
+    /// small box is in exactly the cells of its range (no cell twice, no empty cell stored),
+    /// large boxes are exactly those spanning more than max_cells_per_box cells, and the
+    /// small-box bounds hold every small box.
+    Status validate() const override;
+    std::size_t size() const override { return boxes_.size(); }
+
+    const Config& config() const { return config_; }
+    /// Cell side on each axis, chosen by build().
+    std::array<double, 3> cell_size() const { return cell_size_; }
+    /// Number of occupied cells.
+    std::size_t cell_count() const { return cells_.size(); }
+    /// Number of boxes kept in the large list.
+    std::size_t large_count() const { return large_.size(); }
+    /// The cell holding coordinate x on `axis` (monotone in x; NaN maps to 0).
+    std::int64_t cell_coord(float x, int axis) const;
+
+private:
+    /// An occupied cell: its coordinates and the slots of the small boxes entered in it.
+    struct Cell {
+        CellCoord key;
+        std::vector<std::uint32_t> slots;
+    };
+    /// Open-addressing hash table (linear probing, backward-shift deletion) over a dense array
+    /// of occupied cells; iterating the cells is a walk over that array.
+    class CellTable {
+    public:
+        const std::vector<std::uint32_t>* find(const CellCoord& key) const;
+        std::vector<std::uint32_t>& get_or_add(const CellCoord& key);
+        /// Erases the cell `key`, which must be present.
+        void erase(const CellCoord& key);
+        void clear();
+        void reserve(std::size_t cells);
+        std::size_t size() const { return cells_.size(); }
+        const std::vector<Cell>& cells() const { return cells_; }
+
+    private:
+        static constexpr std::uint32_t kVacant = 0xffffffffu;
+        static std::size_t hash(const CellCoord& c);
+        std::size_t position(const CellCoord& key) const;  ///< table position of key or vacancy
+        void rehash(std::size_t capacity);
+        std::vector<Cell> cells_;
+        std::vector<std::uint32_t> table_;  ///< index into cells_, or kVacant
+        std::size_t mask_ = 0;
+    };
+
+    static constexpr std::uint32_t kNotLarge = 0xffffffffu;
+
+    CellCoord cell_of(const Vec3& p) const;
+    double span_cells(std::uint32_t slot) const;
+    void add_slot(std::uint32_t id, const Box& box);
+    void enter(std::uint32_t slot);
+    void leave(std::uint32_t slot);
+    void relabel(std::uint32_t from, std::uint32_t to);
+    /// Calls f(cell, slots) for every occupied cell in [lo, hi], by lookup or by scanning the
+    /// occupied cells, whichever visits fewer.
+    template <class F>
+    void for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f) const;
+    void linear_nearest(const Vec3& p, std::vector<Neighbor>& candidates) const;
+
+    Config config_;
+    std::array<double, 3> origin_{0, 0, 0};
+    std::array<double, 3> cell_size_{1, 1, 1};
+    std::array<double, 3> inv_cell_{1, 1, 1};
+
+    // Per slot (slots are dense; remove swaps the last slot into the hole).
+    std::vector<Box> boxes_;
+    std::vector<std::uint32_t> ids_;
+    std::vector<CellCoord> lo_, hi_;                            ///< cell range of the box
+    std::vector<std::uint32_t> large_pos_;                      ///< index in large_, or kNotLarge
+    std::unordered_map<std::uint32_t, std::uint32_t> slot_of_;  ///< id -> slot
+
+    CellTable cells_;                   ///< occupied cell -> slots of the small boxes in it
+    std::vector<std::uint32_t> large_;  ///< slots of the large boxes
+    std::size_t small_count_ = 0;
+    Box small_bounds_{};  ///< holds every small box entered since build (grows only)
+    bool has_small_bounds_ = false;
+};
+
+}  // namespace broadphase

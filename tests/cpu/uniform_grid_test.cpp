@@ -1,0 +1,487 @@
+// Tests of the uniform hash grid against brute force: every standard generator at several
+// sizes and grid configurations (self pairs, region queries, point picks, ray casts, k
+// nearest), hand-made degenerate scenes (identical boxes, zero-volume boxes, one huge box, far
+// offsets, a 2D scene, seed 004's missed middle cell), and random insert/remove/move sequences
+// mirrored into a brute force rebuilt from the live id -> box map, validated after every step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "broadphase/scene.hpp"
+#include "brute_force.hpp"
+#include "uniform_grid.hpp"
+
+namespace broadphase {
+namespace {
+
+// ---- references ---------------------------------------------------------------------------
+
+std::vector<std::uint32_t> sorted(std::vector<std::uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+// The k nearest by a linear scan: distance in double rounded to float, ties to the smaller id.
+std::vector<Neighbor> linear_nearest(std::span<const Box> boxes, std::span<const std::uint32_t> ids,
+                                     const Vec3& p, std::size_t k) {
+    std::vector<Neighbor> all;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        double sum = 0;
+        for (int a = 0; a < 3; ++a) {
+            const double v = std::max({double(boxes[i].min[a]) - double(p[a]), 0.0,
+                                       double(p[a]) - double(boxes[i].max[a])});
+            sum += v * v;
+        }
+        const auto id = ids.empty() ? static_cast<std::uint32_t>(i) : ids[i];
+        all.push_back(Neighbor{id, static_cast<float>(std::sqrt(sum))});
+    }
+    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
+        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    if (all.size() > k) all.resize(k);
+    return all;
+}
+
+Box scene_bounds(std::span<const Box> boxes) {
+    if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
+    Box b = boxes[0];
+    for (const Box& x : boxes) b = merge(b, x);
+    return b;
+}
+
+// Compares `grid` with brute force over `boxes` whose ids are `ids` (input indices when empty).
+// Brute force numbers its boxes 0..n-1; `ids` translates them.
+void expect_matches_brute_force(const UniformGrid& grid, std::span<const Box> boxes,
+                                std::vector<std::uint32_t> ids, std::uint32_t seed,
+                                const std::string& label, int queries = 200) {
+    SCOPED_TRACE(label);
+    if (ids.empty()) {
+        for (std::size_t i = 0; i < boxes.size(); ++i) ids.push_back(std::uint32_t(i));
+    }
+    ASSERT_EQ(ids.size(), boxes.size());
+    BruteForce bf;
+    ASSERT_TRUE(bf.build(boxes).ok());
+    ASSERT_EQ(grid.size(), boxes.size());
+    const auto map_ids = [&](std::vector<std::uint32_t> v) {
+        for (std::uint32_t& x : v) x = ids[x];
+        return sorted(std::move(v));
+    };
+
+    // Self pairs, as sorted lists, in the caller's ids.
+    std::vector<Pair> expected;
+    for (const Pair& p : sorted_pairs(bf)) {
+        expected.push_back(Pair{std::min(ids[p.i], ids[p.j]), std::max(ids[p.i], ids[p.j])});
+    }
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(sorted_pairs(grid), expected);
+
+    const Box bounds = scene_bounds(boxes);
+    std::mt19937 rng(seed);
+    const auto unit = [&] { return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng); };
+    Vec3 span;
+    for (int a = 0; a < 3; ++a) span[a] = std::max(bounds.max[a] - bounds.min[a], 1e-3f);
+    const auto random_point = [&] {
+        Vec3 p;
+        for (int a = 0; a < 3; ++a) p[a] = bounds.min[a] + span[a] * (1.4f * unit() - 0.2f);
+        return p;
+    };
+    const auto random_corner = [&] {
+        const Box& b = boxes[rng() % boxes.size()];
+        Vec3 p;
+        for (int a = 0; a < 3; ++a) p[a] = (rng() & 1) ? b.min[a] : b.max[a];
+        return p;
+    };
+
+    // Region queries: small, large, flat and inverted (empty) regions.
+    for (int q = 0; q < queries; ++q) {
+        Box region;
+        const Vec3 c = (!boxes.empty() && q % 3 == 0) ? random_corner() : random_point();
+        const float scale = (q % 10 == 0) ? 0.6f : 0.05f * unit();
+        for (int a = 0; a < 3; ++a) {
+            region.min[a] = c[a];
+            region.max[a] = (q % 7 == 3 && a == 2) ? c[a] : c[a] + scale * span[a] * unit();
+        }
+        if (q % 50 == 49) std::swap(region.min.x, region.max.x);
+        std::vector<std::uint32_t> got, want;
+        grid.query_box(region, got);
+        bf.query_box(region, want);
+        EXPECT_EQ(sorted(got), map_ids(want)) << "region query " << q;
+    }
+
+    // Point picks, half of them at box corners.
+    for (int q = 0; q < queries; ++q) {
+        const Vec3 p = (!boxes.empty() && q % 2 == 0) ? random_corner() : random_point();
+        std::vector<std::uint32_t> got, want;
+        grid.query_point(p, got);
+        bf.query_point(p, want);
+        EXPECT_EQ(sorted(got), map_ids(want)) << "point pick " << q;
+    }
+
+    // Rays: random directions, axis-parallel ones, from box corners, short and unbounded.
+    for (int q = 0; q < queries; ++q) {
+        Ray ray;
+        ray.origin = (!boxes.empty() && q % 4 == 1) ? random_corner() : random_point();
+        if (q % 3 == 0) {
+            const int axis = q % 9 / 3;
+            ray.dir = {};
+            ray.dir[axis] = (q % 2 == 0) ? 1.0f : -1.0f;
+        } else {
+            const Vec3 target = random_point();
+            for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
+        }
+        ray.tmax = (q % 5 == 0) ? std::numeric_limits<float>::infinity()
+                                : (q % 5 == 1 ? 0.1f : 2.0f) * (1.0f + std::abs(span.x));
+        const std::optional<RayHit> got = grid.ray_cast(ray);
+        const std::optional<RayHit> want = bf.ray_cast(ray);
+        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
+        if (want) {
+            EXPECT_EQ(got->id, ids[want->id]) << "ray " << q;
+            EXPECT_NEAR(got->t, want->t, 1e-5 * std::max(1.0f, std::abs(want->t))) << "ray " << q;
+        }
+    }
+
+    // k nearest, k = 1 and 5.
+    for (int q = 0; q < queries / 2; ++q) {
+        const Vec3 p = (!boxes.empty() && q % 4 == 0) ? random_corner() : random_point();
+        for (const std::size_t k : {std::size_t{1}, std::size_t{5}}) {
+            std::vector<Neighbor> got;
+            ASSERT_TRUE(grid.nearest(p, k, got).ok());
+            EXPECT_EQ(got, linear_nearest(boxes, ids, p, k)) << "nearest " << q << " k " << k;
+        }
+    }
+}
+
+void build_and_compare(UniformGrid& grid, std::span<const Box> boxes, const std::string& label) {
+    ASSERT_TRUE(grid.build(boxes).ok()) << label;
+    const Status v = grid.validate();
+    ASSERT_TRUE(v.ok()) << label << ": " << v.error().message;
+    expect_matches_brute_force(grid, boxes, {}, 7, label);
+}
+
+// ---- every standard generator -------------------------------------------------------------
+
+struct NamedConfig {
+    const char* name;
+    UniformGrid::Config config;
+};
+
+std::vector<NamedConfig> configs() {
+    UniformGrid::Config fine;
+    fine.cell_scale = 0.3;  // many cells per box
+    UniformGrid::Config all_large;
+    all_large.max_cells_per_box = 1;  // most boxes go to the large list
+    UniformGrid::Config coarse;
+    coarse.cell_scale = 40;  // many boxes per cell
+    return {{"default", {}}, {"fine", fine}, {"all_large", all_large}, {"coarse", coarse}};
+}
+
+// Scenario 1: every generator at N = 0, 1, 2, 7, 300, 3000, under several configurations.
+TEST(UniformGrid, Scenario1_EveryGeneratorMatchesBruteForce) {
+    for (const NamedConfig& nc : configs()) {
+        for (const std::string_view gen : generator_names()) {
+            for (const std::size_t n : {0, 1, 2, 7, 300, 3000}) {
+                if (n == 3000 && std::string(nc.name) != "default" &&
+                    std::string(nc.name) != "all_large") {
+                    continue;  // the slow configurations at 3000 add nothing but time
+                }
+                auto scene = generate_scene(gen, n);
+                ASSERT_TRUE(scene.ok());
+                UniformGrid grid(nc.config);
+                build_and_compare(
+                    grid, scene->boxes,
+                    std::string(nc.name) + " " + std::string(gen) + ":" + std::to_string(n));
+            }
+        }
+    }
+}
+
+// Scenario 2: large-list and cell paths are both exercised (the test above would pass
+// trivially if everything landed in one list).
+TEST(UniformGrid, Scenario2_MixedSizesUseBothCellsAndLargeList) {
+    auto scene = generate_scene("mixed_sizes", 3000);
+    ASSERT_TRUE(scene.ok());
+    UniformGrid::Config c;
+    c.max_cells_per_box = 8;
+    UniformGrid grid(c);
+    ASSERT_TRUE(grid.build(scene->boxes).ok());
+    EXPECT_GT(grid.large_count(), 0u);
+    EXPECT_LT(grid.large_count(), scene->boxes.size());
+    EXPECT_GT(grid.cell_count(), 0u);
+    expect_matches_brute_force(grid, scene->boxes, {}, 11, "mixed_sizes:3000 cap 8");
+}
+
+// ---- hand-made degenerate scenes ------------------------------------------------------------
+
+// Scenario 3: 200 identical boxes: every pair, once.
+TEST(UniformGrid, Scenario3_AllIdentical) {
+    std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {0.5f, 0.75f, 1.0f}});
+    UniformGrid grid;
+    build_and_compare(grid, boxes, "identical");
+    EXPECT_EQ(sorted_pairs(grid).size(), 200u * 199u / 2);
+}
+
+// Scenario 4: zero-volume boxes: points (some repeated) and flat boxes on each axis.
+TEST(UniformGrid, Scenario4_ZeroVolume) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<Box> points, mixed;
+    for (int i = 0; i < 400; ++i) {
+        Vec3 p{std::round(u(rng) * 20) / 20, std::round(u(rng) * 20) / 20,
+               std::round(u(rng) * 20) / 20};
+        points.push_back({p, p});
+        Box b{p, p};
+        const int axis = i % 4;
+        for (int a = 0; a < 3; ++a) {
+            if (a != axis) b.max[a] = b.min[a] + 0.05f * u(rng);
+        }
+        mixed.push_back(b);
+    }
+    UniformGrid grid;
+    build_and_compare(grid, points, "points");
+    build_and_compare(grid, mixed, "points and flat boxes");
+}
+
+// Scenario 5: one huge box over everything: it goes to the large list and meets every box.
+TEST(UniformGrid, Scenario5_OneHugeBox) {
+    auto scene = generate_scene("uniform", 2000);
+    ASSERT_TRUE(scene.ok());
+    std::vector<Box> boxes = scene->boxes;
+    boxes.insert(boxes.begin() + 1000, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    UniformGrid grid;
+    build_and_compare(grid, boxes, "huge box");
+    EXPECT_EQ(grid.large_count(), 1u);
+}
+
+// Scenario 6: coordinates far from the origin (1e7 offsets), with and without a near group.
+TEST(UniformGrid, Scenario6_FarFromOrigin) {
+    auto scene = generate_scene("uniform", 1500);
+    ASSERT_TRUE(scene.ok());
+    std::vector<Box> far = scene->boxes, both = scene->boxes;
+    for (Box& b : far) {
+        for (int a = 0; a < 3; ++a) {
+            const float offset = a == 1 ? -1e7f : 1e7f;
+            b.min[a] = offset + b.min[a] * 1000.0f;
+            b.max[a] = offset + b.max[a] * 1000.0f;
+        }
+    }
+    both.insert(both.end(), far.begin(), far.end());
+    UniformGrid grid;
+    build_and_compare(grid, far, "far");
+    build_and_compare(grid, both, "near and far");
+}
+
+// Scenario 7: a 2D scene (zero z extent everywhere).
+TEST(UniformGrid, Scenario7_FlatScene) {
+    auto scene = generate_scene("uniform", 2000);
+    ASSERT_TRUE(scene.ok());
+    std::vector<Box> boxes = scene->boxes;
+    for (Box& b : boxes) b.min.z = b.max.z = 0.0f;
+    UniformGrid grid;
+    build_and_compare(grid, boxes, "2D");
+}
+
+// Scenario 8: seed 004's flaw. Two long boxes cross only in a middle cell where neither has a
+// corner; corner-only bucketing misses the pair, entering every overlapped cell finds it.
+TEST(UniformGrid, Scenario8_MissedMiddleCell) {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 100; ++i) {  // small boxes fix the cell side at 0.02 (2 x 0.01)
+        const float x = 0.01f * float(i);
+        boxes.push_back({{x, 5, 5}, {x + 0.01f, 5.01f, 5.01f}});
+    }
+    const auto horizontal = std::uint32_t(boxes.size());
+    boxes.push_back({{0.0f, 0.49f, 0.0f}, {0.2f, 0.5f, 0.01f}});  // 10 cells long on x
+    boxes.push_back({{0.1f, 0.4f, 0.0f}, {0.11f, 0.6f, 0.01f}});  // 10 cells long on y
+    UniformGrid grid;
+    ASSERT_TRUE(grid.build(boxes).ok());
+    EXPECT_NEAR(grid.cell_size()[0], 0.02, 1e-6);
+    EXPECT_EQ(grid.large_count(), 0u);
+    const std::vector<Pair> pairs = sorted_pairs(grid);
+    EXPECT_TRUE(std::binary_search(pairs.begin(), pairs.end(), Pair{horizontal, horizontal + 1}));
+    build_and_compare(grid, boxes, "crossing boxes");
+}
+
+// Scenario 9: bad input is rejected, naming the box; the grid is left empty.
+TEST(UniformGrid, Scenario9_RejectsInvalidBoxes) {
+    UniformGrid grid;
+    std::vector<Box> boxes = {{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(grid.build(boxes).ok());
+    boxes[1].max.y = std::numeric_limits<float>::quiet_NaN();
+    Status s = grid.build(boxes);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
+    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
+    EXPECT_EQ(grid.size(), 0u);
+    EXPECT_TRUE(grid.validate().ok());
+    boxes[1] = {{2, 0, 0}, {1, 1, 1}};  // min > max
+    EXPECT_FALSE(grid.build(boxes).ok());
+    boxes[1] = {{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
+    EXPECT_FALSE(grid.build(boxes).ok());
+    UniformGrid::Config bad;
+    bad.cell_scale = 0;
+    UniformGrid bad_grid(bad);
+    EXPECT_FALSE(bad_grid.build(std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}).ok());
+}
+
+// Scenario 10: queries are local: a short ray, a point pick and a nearest query on a uniform
+// scene test far fewer boxes than a linear scan would.
+TEST(UniformGrid, Scenario10_QueriesAreLocal) {
+    auto scene = generate_scene("uniform", 20000);
+    ASSERT_TRUE(scene.ok());
+    UniformGrid grid;
+    ASSERT_TRUE(grid.build(scene->boxes).ok());
+    grid.reset_stats();
+    Ray ray{{0.5f, 0.5f, -0.1f}, {0.01f, 0.02f, 1.0f}, 2.0f};
+    BruteForce bf;
+    ASSERT_TRUE(bf.build(scene->boxes).ok());
+    const auto got = grid.ray_cast(ray);
+    const auto want = bf.ray_cast(ray);
+    ASSERT_TRUE(got && want);
+    EXPECT_EQ(got->id, want->id);
+    EXPECT_GT(grid.stats().nodes_visited, 0u);
+    EXPECT_LT(grid.stats().box_tests, 2000u);
+    grid.reset_stats();
+    std::vector<Neighbor> near;
+    ASSERT_TRUE(grid.nearest({0.5f, 0.5f, 0.5f}, 5, near).ok());
+    EXPECT_EQ(near, linear_nearest(scene->boxes, {}, {0.5f, 0.5f, 0.5f}, 5));
+    EXPECT_LT(grid.stats().box_tests, 2000u);
+    grid.reset_stats();
+    std::vector<std::uint32_t> ids;
+    grid.query_point({0.5f, 0.5f, 0.5f}, ids);
+    EXPECT_LT(grid.stats().box_tests, 200u);
+    EXPECT_EQ(grid.stats().nodes_visited, 1u);
+}
+
+// Scenario 11: nearest on an empty grid, with k = 0, with k above the count, with ties, and
+// from a point far outside the grid.
+TEST(UniformGrid, Scenario11_NearestEdgeCases) {
+    UniformGrid grid;
+    std::vector<Neighbor> out;
+    ASSERT_TRUE(grid.build({}).ok());
+    ASSERT_TRUE(grid.nearest({0, 0, 0}, 3, out).ok());
+    EXPECT_TRUE(out.empty());
+    std::vector<Box> boxes = {
+        {{0, 0, 0}, {1, 1, 1}}, {{3, 0, 0}, {4, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(grid.build(boxes).ok());
+    ASSERT_TRUE(grid.nearest({2, 0.5f, 0.5f}, 0, out).ok());
+    EXPECT_TRUE(out.empty());
+    ASSERT_TRUE(grid.nearest({2, 0.5f, 0.5f}, 10, out).ok());  // k larger than the count
+    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1}, {1, 1}, {2, 1}}));
+    out.clear();
+    ASSERT_TRUE(grid.nearest({1e30f, 0, 0}, 1, out).ok());  // far outside the grid
+    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1e30f}}));    // all three tie in float
+}
+
+// ---- dynamic ---------------------------------------------------------------------------------
+
+// Scenario 12: random insert / remove / move sequences, mirrored into a brute force rebuilt
+// from the live id -> box map. validate() after every step; everything compared every few.
+TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
+    for (const std::uint32_t seed : {1u, 2u, 3u}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> u(0.0f, 1.0f);
+        const auto random_box = [&] {
+            Box b;
+            const int kind = int(rng() % 10);
+            const float side = kind == 0 ? 0.0f : (kind == 1 ? 0.6f : 0.05f * u(rng));
+            for (int a = 0; a < 3; ++a) {
+                b.min[a] = u(rng) * (kind == 2 ? 3.0f : 1.0f) - (kind == 2 ? 1.0f : 0.0f);
+                b.max[a] = b.min[a] + side * (kind == 3 && a == 2 ? 0.0f : 1.0f);
+            }
+            return b;
+        };
+        std::vector<Box> initial;
+        for (int i = 0; i < 150; ++i) initial.push_back(random_box());
+        UniformGrid grid;
+        ASSERT_TRUE(grid.build(initial).ok());
+        std::map<std::uint32_t, Box> live;
+        for (std::uint32_t i = 0; i < initial.size(); ++i) live[i] = initial[i];
+
+        const auto pick_live = [&] {
+            auto it = live.begin();
+            std::advance(it, rng() % live.size());
+            return it->first;
+        };
+        for (int step = 0; step < 400; ++step) {
+            const int op = int(rng() % 3);
+            if (op == 0 || live.empty()) {
+                std::uint32_t id = (rng() % 4 == 0) ? std::uint32_t(rng()) : rng() % 400;
+                while (live.contains(id)) ++id;
+                const Box b = random_box();
+                ASSERT_TRUE(grid.insert(id, b).ok());
+                live[id] = b;
+                EXPECT_FALSE(grid.insert(id, b).ok());  // id in use
+            } else if (op == 1) {
+                const std::uint32_t id = pick_live();
+                ASSERT_TRUE(grid.remove(id).ok());
+                live.erase(id);
+                EXPECT_FALSE(grid.remove(id).ok());
+                EXPECT_FALSE(grid.move(id, random_box()).ok());
+            } else {
+                const std::uint32_t id = pick_live();
+                Box b = live[id];
+                if (rng() % 2) {
+                    const float dx = 0.02f * (u(rng) - 0.5f);
+                    b.min.x += dx;
+                    b.max.x += dx;
+                } else {
+                    b = random_box();
+                }
+                ASSERT_TRUE(grid.move(id, b).ok());
+                live[id] = b;
+                Box bad = b;
+                bad.min.z = std::numeric_limits<float>::quiet_NaN();
+                EXPECT_FALSE(grid.move(id, bad).ok());
+            }
+            const Status v = grid.validate();
+            ASSERT_TRUE(v.ok()) << "step " << step << ": " << v.error().message;
+            ASSERT_EQ(grid.size(), live.size());
+            if (step % 10 == 9) {
+                std::vector<Box> boxes;
+                std::vector<std::uint32_t> ids;
+                for (const auto& [id, b] : live) {
+                    ids.push_back(id);
+                    boxes.push_back(b);
+                }
+                expect_matches_brute_force(grid, boxes, ids, seed * 1000 + step,
+                                           "step " + std::to_string(step), 30);
+            }
+        }
+        // Empty it completely, then refill.
+        while (!live.empty()) {
+            const std::uint32_t id = live.begin()->first;
+            ASSERT_TRUE(grid.remove(id).ok());
+            live.erase(id);
+            ASSERT_TRUE(grid.validate().ok());
+        }
+        EXPECT_EQ(grid.cell_count(), 0u);
+        EXPECT_EQ(grid.large_count(), 0u);
+        ASSERT_TRUE(grid.insert(7, {{0, 0, 0}, {1, 1, 1}}).ok());
+        ASSERT_TRUE(grid.insert(9, {{1, 1, 1}, {2, 2, 2}}).ok());
+        EXPECT_EQ(sorted_pairs(grid), (std::vector<Pair>{{7, 9}}));
+    }
+}
+
+// Scenario 13: a dynamic grid built empty picks the fallback cell side and still works.
+TEST(UniformGrid, Scenario13_InsertIntoEmptyBuild) {
+    UniformGrid grid;
+    ASSERT_TRUE(grid.build({}).ok());
+    auto scene = generate_scene("clustered", 500);
+    ASSERT_TRUE(scene.ok());
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t i = 0; i < scene->boxes.size(); ++i) {
+        ASSERT_TRUE(grid.insert(1000 + 3 * i, scene->boxes[i]).ok());
+        ids.push_back(1000 + 3 * i);
+    }
+    ASSERT_TRUE(grid.validate().ok());
+    expect_matches_brute_force(grid, scene->boxes, ids, 5, "inserted into empty");
+}
+
+}  // namespace
+}  // namespace broadphase
