@@ -1,0 +1,557 @@
+// Loose octree with O(1) depth and cell computation on insert (seed 002; Ulrich 2000). See
+// loose_octree.hpp for the placement rule and the corrections to the seed's pseudocode.
+#include "loose_octree.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <string>
+
+#include "broadphase/scene.hpp"
+
+namespace broadphase {
+namespace {
+
+constexpr std::size_t kOutsideSlack = 16;
+
+Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
+    return Error{ErrorCode::invalid_argument, "loose_octree: " + what, box, std::nullopt};
+}
+
+float round_down(double v) {
+    float f = static_cast<float>(v);
+    if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+}
+
+float round_up(double v) {
+    float f = static_cast<float>(v);
+    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+}
+
+bool box_inside(const Box& outer, const Box& inner) {
+    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
+           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
+}
+
+// Distance from p to the closed box (the kd_tree formula); monotone in the bounds.
+float box_distance(const Vec3& p, const Box& b) {
+    double d2 = 0;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double below = double(b.min[axis]) - double(p[axis]);
+        const double above = double(p[axis]) - double(b.max[axis]);
+        const double d = std::max({below, above, 0.0});
+        d2 += d * d;
+    }
+    return static_cast<float>(std::sqrt(d2));
+}
+
+// Child slot of the octant at depth `depth` on the path to `ideal` (seed 002's child index,
+// with the precedence and masking fixed).
+std::uint32_t child_slot(const LooseOctree::Cell& ideal, std::uint32_t depth) {
+    const std::uint32_t shift = ideal.depth - depth;
+    return ((ideal.x >> shift) & 1u) | (((ideal.y >> shift) & 1u) << 1) |
+           (((ideal.z >> shift) & 1u) << 2);
+}
+
+}  // namespace
+
+// ---- placement -------------------------------------------------------------------------------
+
+std::pair<Box, Box> LooseOctree::cell_bounds(const Cell& cell) const {
+    const double side = std::ldexp(root_side_, -static_cast<int>(cell.depth));
+    const double margin = 0.5 * (double(config_.k) - 1.0) * side;
+    const std::uint32_t coord[3] = {cell.x, cell.y, cell.z};
+    Box strict, loose;
+    for (int a = 0; a < 3; ++a) {
+        const double lo = root_min_[a] + double(coord[a]) * side;
+        const double hi = lo + side;
+        strict.min[a] = round_down(lo);
+        strict.max[a] = round_up(hi);
+        loose.min[a] = round_down(lo - margin);
+        loose.max[a] = round_up(hi + margin);
+    }
+    return {strict, loose};
+}
+
+std::optional<LooseOctree::Cell> LooseOctree::ideal_cell(const Box& box) const {
+    if (nodes_.empty()) return std::nullopt;
+    double centre[3], extent = 0;
+    for (int a = 0; a < 3; ++a) {
+        centre[a] = 0.5 * (double(box.min[a]) + double(box.max[a]));
+        if (!(root_min_[a] <= centre[a] && centre[a] <= root_min_[a] + root_side_)) {
+            return std::nullopt;  // centre outside the root's strict cube
+        }
+        extent = std::max(extent, double(box.max[a]) - double(box.min[a]));
+    }
+    // Deepest d with side_d * (k-1)/2 >= extent/2, i.e. 2^d <= (k-1) * side_0 / extent.
+    int depth = static_cast<int>(config_.max_depth);
+    if (extent > 0) {
+        const double ratio = (double(config_.k) - 1.0) * root_side_ / extent;
+        depth = ratio < 1.0 ? 0 : std::min(depth, std::ilogb(ratio));
+    }
+    // Rounding may push the box a hair outside the loose bound: then one level up (at most a
+    // step or two; a box that fits nowhere goes outside).
+    for (; depth >= 0; --depth) {
+        const double side = std::ldexp(root_side_, -depth);
+        const std::uint32_t last = (1u << depth) - 1;
+        std::uint32_t coord[3];
+        for (int a = 0; a < 3; ++a) {
+            const double index = std::floor((centre[a] - root_min_[a]) / side);
+            coord[a] = index <= 0 ? 0 : std::min(last, static_cast<std::uint32_t>(index));
+        }
+        const Cell cell{static_cast<std::uint32_t>(depth), coord[0], coord[1], coord[2]};
+        if (box_inside(cell_bounds(cell).second, box)) return cell;
+    }
+    return std::nullopt;
+}
+
+// ---- build and dynamic updates ---------------------------------------------------------------
+
+Status LooseOctree::build(std::span<const Box> boxes) {
+    nodes_.clear();
+    outside_.clear();
+    items_.clear();
+    inside_count_ = 0;
+    if (!(config_.k > 1.0f && config_.k <= 8.0f)) return invalid("k must be in (1, 8]");
+    if (config_.capacity == 0) return invalid("capacity must be at least 1");
+    if (config_.max_depth > 24) return invalid("max_depth must be at most 24");
+    if (Status s = validate_boxes(boxes); !s) return s;
+    std::vector<Entry> entries(boxes.size());
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        entries[i].box = boxes[i];
+        entries[i].id = static_cast<std::uint32_t>(i);
+    }
+    rebuild(std::move(entries));
+    return Status::success();
+}
+
+void LooseOctree::rebuild(std::vector<Entry> entries) {
+    nodes_.clear();
+    outside_.clear();
+    items_.clear();
+    items_.reserve(entries.size());
+    inside_count_ = 0;
+    if (entries.empty()) return;
+    Box bounds = entries[0].box;
+    for (const Entry& e : entries) bounds = merge(bounds, e.box);
+    root_side_ = 0;
+    for (int a = 0; a < 3; ++a) {
+        root_min_[a] = bounds.min[a];
+        root_side_ = std::max(root_side_, double(bounds.max[a]) - double(bounds.min[a]));
+    }
+    if (!(root_side_ > 0)) root_side_ = 1;
+    Node root;
+    root.cell = Cell{};
+    std::tie(root.strict, root.loose) = cell_bounds(root.cell);
+    nodes_.push_back(std::move(root));
+    // Everything goes to the root first, then splits push boxes down level by level.
+    std::vector<Entry>& at_root = nodes_[0].entries;
+    at_root.reserve(entries.size());
+    for (Entry& e : entries) {
+        const std::optional<Cell> ideal = ideal_cell(e.box);
+        items_.emplace(e.id, Item{e.box, !ideal});
+        if (!ideal) {
+            outside_.push_back(e);
+            continue;
+        }
+        e.ideal = *ideal;
+        at_root.push_back(e);
+    }
+    inside_count_ = at_root.size();
+    nodes_[0].subtree_count = static_cast<std::uint32_t>(inside_count_);
+    maybe_split(0);
+}
+
+void LooseOctree::maybe_split(std::uint32_t index) {
+    {
+        const Node& node = nodes_[index];
+        if (!node.is_leaf() || node.entries.size() <= config_.capacity) return;
+        const std::uint32_t depth = node.cell.depth;
+        if (depth >= config_.max_depth) return;
+        const bool any_deeper =
+            std::any_of(node.entries.begin(), node.entries.end(),
+                        [depth](const Entry& e) { return e.ideal.depth > depth; });
+        if (!any_deeper) return;
+    }
+    const auto first = static_cast<std::uint32_t>(nodes_.size());
+    const Cell parent = nodes_[index].cell;
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        Node child;
+        child.cell = Cell{parent.depth + 1, 2 * parent.x + (c & 1u), 2 * parent.y + ((c >> 1) & 1u),
+                          2 * parent.z + ((c >> 2) & 1u)};
+        std::tie(child.strict, child.loose) = cell_bounds(child.cell);
+        nodes_.push_back(std::move(child));
+    }
+    Node& node = nodes_[index];
+    node.first_child = first;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < node.entries.size(); ++i) {
+        const Entry e = node.entries[i];
+        if (e.ideal.depth == node.cell.depth) {
+            node.entries[kept++] = e;
+            continue;
+        }
+        Node& child = nodes_[first + child_slot(e.ideal, node.cell.depth + 1)];
+        child.entries.push_back(e);
+        ++child.subtree_count;
+    }
+    nodes_[index].entries.resize(kept);
+    nodes_[index].entries.shrink_to_fit();
+    for (std::uint32_t c = 0; c < 8; ++c) maybe_split(first + c);
+}
+
+// The deepest allocated octant on the path to `ideal` (seed 002's findBestFittingOctant).
+std::uint32_t LooseOctree::find_node(const Cell& ideal) const {
+    std::uint32_t index = 0;
+    while (!nodes_[index].is_leaf() && nodes_[index].cell.depth < ideal.depth) {
+        index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
+    }
+    return index;
+}
+
+void LooseOctree::insert_entry(const Entry& entry) {
+    std::uint32_t index = 0;
+    for (;;) {
+        ++nodes_[index].subtree_count;
+        if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= entry.ideal.depth) break;
+        index = nodes_[index].first_child + child_slot(entry.ideal, nodes_[index].cell.depth + 1);
+    }
+    nodes_[index].entries.push_back(entry);
+    maybe_split(index);
+}
+
+Status LooseOctree::insert(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    if (items_.count(id)) return invalid("insert: id " + std::to_string(id) + " is in use", id);
+    Entry entry;
+    entry.box = box;
+    entry.id = id;
+    const std::optional<Cell> ideal = ideal_cell(box);
+    items_.emplace(id, Item{box, !ideal});
+    if (ideal) {
+        entry.ideal = *ideal;
+        ++inside_count_;
+        insert_entry(entry);
+        return Status::success();
+    }
+    outside_.push_back(entry);
+    if (outside_.size() > kOutsideSlack + inside_count_ / 4) {
+        std::vector<Entry> all;
+        all.reserve(items_.size());
+        for (const auto& [key, item] : items_) {
+            Entry e;
+            e.box = item.box;
+            e.id = key;
+            all.push_back(e);
+        }
+        // Ascending ids keep the rebuilt tree independent of the hash map's order.
+        std::sort(all.begin(), all.end(),
+                  [](const Entry& a, const Entry& b) { return a.id < b.id; });
+        rebuild(std::move(all));
+    }
+    return Status::success();
+}
+
+Status LooseOctree::remove(std::uint32_t id) {
+    auto it = items_.find(id);
+    if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
+    const auto erase_from = [id](std::vector<Entry>& list) {
+        auto pos =
+            std::find_if(list.begin(), list.end(), [id](const Entry& e) { return e.id == id; });
+        if (pos == list.end()) return false;
+        *pos = list.back();
+        list.pop_back();
+        return true;
+    };
+    if (it->second.outside) {
+        erase_from(outside_);
+    } else {
+        // The box sits where insert_entry put it: the same O(1) ideal cell, the same path.
+        const Cell ideal = *ideal_cell(it->second.box);
+        std::uint32_t index = 0;
+        for (;;) {
+            --nodes_[index].subtree_count;
+            if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= ideal.depth) break;
+            index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
+        }
+        erase_from(nodes_[index].entries);
+        --inside_count_;
+    }
+    items_.erase(it);
+    return Status::success();
+}
+
+Status LooseOctree::move(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    if (!items_.count(id)) return invalid("move: id " + std::to_string(id) + " is absent", id);
+    if (Status s = remove(id); !s) return s;
+    return insert(id, box);
+}
+
+// ---- queries ---------------------------------------------------------------------------------
+
+// Calls visit(node) for every non-empty octant whose loose bound overlaps `region`.
+template <class Visit>
+void LooseOctree::descend(const Box& region, std::vector<std::uint32_t>& stack,
+                          Visit&& visit) const {
+    if (nodes_.empty() || nodes_[0].subtree_count == 0 || !overlaps(region, nodes_[0].loose)) {
+        return;
+    }
+    stack.clear();
+    stack.push_back(0);
+    while (!stack.empty()) {
+        const Node& node = nodes_[stack.back()];
+        stack.pop_back();
+        ++stats_.nodes_visited;
+        visit(node);
+        if (node.is_leaf()) continue;
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const Node& child = nodes_[node.first_child + c];
+            if (child.subtree_count > 0 && overlaps(region, child.loose)) {
+                stack.push_back(node.first_child + c);
+            }
+        }
+    }
+}
+
+void LooseOctree::self_pairs(std::vector<Pair>& out) const {
+    std::vector<std::uint32_t> stack;
+    const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
+        out.push_back(Pair{std::min(a, b), std::max(a, b)});
+    };
+    // A pair is met from the box stored higher up (shallower), or at equal depth from the
+    // smaller id.
+    for (const Node& home : nodes_) {
+        const std::uint32_t depth = home.cell.depth;
+        for (const Entry& a : home.entries) {
+            descend(a.box, stack, [&](const Node& node) {
+                if (node.cell.depth < depth || node.entries.empty()) return;
+                ++stats_.leaves_visited;
+                stats_.box_tests += node.entries.size();
+                const bool same_level = node.cell.depth == depth;
+                for (const Entry& b : node.entries) {
+                    if ((!same_level || a.id < b.id) && overlaps(a.box, b.box)) emit(a.id, b.id);
+                }
+            });
+        }
+    }
+    // Outside boxes: against the later outside boxes and the whole tree.
+    for (std::size_t i = 0; i < outside_.size(); ++i) {
+        const Entry& a = outside_[i];
+        for (std::size_t j = i + 1; j < outside_.size(); ++j) {
+            ++stats_.box_tests;
+            if (overlaps(a.box, outside_[j].box)) emit(a.id, outside_[j].id);
+        }
+        descend(a.box, stack, [&](const Node& node) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& b : node.entries) {
+                if (overlaps(a.box, b.box)) emit(a.id, b.id);
+            }
+        });
+    }
+}
+
+void LooseOctree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) {
+        if (overlaps(region, e.box)) out.push_back(e.id);
+    }
+    std::vector<std::uint32_t> stack;
+    descend(region, stack, [&](const Node& node) {
+        if (node.entries.empty()) return;
+        ++stats_.leaves_visited;
+        stats_.box_tests += node.entries.size();
+        for (const Entry& e : node.entries) {
+            if (overlaps(region, e.box)) out.push_back(e.id);
+        }
+    });
+}
+
+void LooseOctree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+    query_box(Box{p, p}, out);
+}
+
+std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
+    std::optional<RayHit> best;
+    const auto consider = [&best](const Entry& e, std::optional<float> t) {
+        if (t && (!best || *t < best->t || (*t == best->t && e.id < best->id))) {
+            best = RayHit{e.id, *t};
+        }
+    };
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) consider(e, ray_box_entry(ray, e.box));
+    if (nodes_.empty() || nodes_[0].subtree_count == 0) return best;
+    const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].loose);
+    if (!root_t) return best;
+    // A loose bound's entry t never exceeds that of a box inside it (the slab test is monotone
+    // in the bounds), so an octant entered after the best hit is skipped.
+    struct Visit {
+        std::uint32_t node;
+        float t;
+    };
+    std::vector<Visit> stack = {{0, *root_t}};
+    while (!stack.empty()) {
+        const Visit v = stack.back();
+        stack.pop_back();
+        if (best && v.t > best->t) continue;
+        const Node& node = nodes_[v.node];
+        ++stats_.nodes_visited;
+        if (!node.entries.empty()) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& e : node.entries) consider(e, ray_box_entry(ray, e.box));
+        }
+        if (node.is_leaf()) continue;
+        Visit children[8];
+        int count = 0;
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const Node& child = nodes_[node.first_child + c];
+            if (child.subtree_count == 0) continue;
+            const std::optional<float> t = ray_box_entry(ray, child.loose);
+            if (t) children[count++] = {node.first_child + c, *t};
+        }
+        // Insertion sort, farthest first (8 at most).
+        for (int i = 1; i < count; ++i) {
+            for (int j = i; j > 0 && children[j - 1].t < children[j].t; --j) {
+                std::swap(children[j - 1], children[j]);
+            }
+        }
+        for (int i = 0; i < count; ++i) stack.push_back(children[i]);
+    }
+    return best;
+}
+
+Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    if (k == 0) return Status::success();
+    // One queue of octants and boxes ordered by (distance, octants first, index): a box pops
+    // only after every octant at no greater distance was opened, so boxes pop in final order.
+    struct Item {
+        float distance;
+        bool is_box;
+        std::uint32_t index;  // node index or box id
+        bool operator>(const Item& o) const {
+            if (distance != o.distance) return distance > o.distance;
+            if (is_box != o.is_box) return is_box;
+            return index > o.index;
+        }
+    };
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) queue.push({box_distance(p, e.box), true, e.id});
+    if (!nodes_.empty() && nodes_[0].subtree_count > 0) {
+        queue.push({box_distance(p, nodes_[0].loose), false, 0});
+    }
+    std::size_t found = 0;
+    while (!queue.empty() && found < k) {
+        const Item item = queue.top();
+        queue.pop();
+        if (item.is_box) {
+            out.push_back(Neighbor{item.index, item.distance});
+            ++found;
+            continue;
+        }
+        const Node& node = nodes_[item.index];
+        ++stats_.nodes_visited;
+        if (!node.entries.empty()) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& e : node.entries) queue.push({box_distance(p, e.box), true, e.id});
+        }
+        if (node.is_leaf()) continue;
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const std::uint32_t child = node.first_child + c;
+            if (nodes_[child].subtree_count == 0) continue;
+            queue.push({box_distance(p, nodes_[child].loose), false, child});
+        }
+    }
+    return Status::success();
+}
+
+// ---- invariants ------------------------------------------------------------------------------
+
+Status LooseOctree::validate() const {
+    std::size_t stored = 0;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const Node& node = nodes_[i];
+        const std::string where = "octant " + std::to_string(i);
+        const auto [strict, loose] = cell_bounds(node.cell);
+        if (!(strict == node.strict) || !(loose == node.loose)) {
+            return invalid(where + " has wrong bounds");
+        }
+        if (i == 0 && !(node.cell == Cell{})) return invalid("the root is not cell (0, 0, 0, 0)");
+        std::size_t count = node.entries.size();
+        if (!node.is_leaf()) {
+            if (node.first_child + 8 > nodes_.size() || node.first_child <= i) {
+                return invalid(where + " has a bad child index");
+            }
+            for (std::uint32_t c = 0; c < 8; ++c) {
+                const Node& child = nodes_[node.first_child + c];
+                const Cell want{node.cell.depth + 1, 2 * node.cell.x + (c & 1u),
+                                2 * node.cell.y + ((c >> 1) & 1u),
+                                2 * node.cell.z + ((c >> 2) & 1u)};
+                if (!(child.cell == want)) return invalid(where + " child has the wrong cell");
+                if (!box_inside(node.loose, child.loose)) {
+                    return invalid(where + " child's loose bound sticks out");
+                }
+                count += child.subtree_count;
+            }
+        }
+        if (count != node.subtree_count) return invalid(where + " has a wrong subtree count");
+        if (node.cell.depth > config_.max_depth) return invalid(where + " is too deep");
+        bool any_deeper = false;
+        for (const Entry& e : node.entries) {
+            auto it = items_.find(e.id);
+            if (it == items_.end()) return invalid(where + " holds an unknown id", e.id);
+            if (it->second.outside || !(it->second.box == e.box)) {
+                return invalid(where + " holds a stale box", e.id);
+            }
+            const std::optional<Cell> ideal = ideal_cell(e.box);
+            if (!ideal || !(*ideal == e.ideal)) return invalid(where + " stale ideal cell", e.id);
+            if (e.ideal.depth < node.cell.depth || find_node(e.ideal) != i) {
+                return invalid(where + " is not the deepest octant on the box's path", e.id);
+            }
+            if (!node.is_leaf() && e.ideal.depth != node.cell.depth) {
+                return invalid(where + " has children but keeps a deeper box", e.id);
+            }
+            if (!box_inside(node.loose, e.box)) {
+                return invalid(where + " holds a box outside its loose bound", e.id);
+            }
+            // Centre in the strict cell (in double, as placed).
+            const double side = std::ldexp(root_side_, -static_cast<int>(node.cell.depth));
+            const std::uint32_t coord[3] = {node.cell.x, node.cell.y, node.cell.z};
+            for (int a = 0; a < 3; ++a) {
+                const double centre = 0.5 * (double(e.box.min[a]) + double(e.box.max[a]));
+                const double lo = root_min_[a] + double(coord[a]) * side;
+                if (centre < lo || centre > lo + side) {
+                    return invalid(where + " holds a box whose centre is outside it", e.id);
+                }
+            }
+            any_deeper = any_deeper || e.ideal.depth > node.cell.depth;
+        }
+        if (node.is_leaf() && node.entries.size() > config_.capacity &&
+            node.cell.depth < config_.max_depth && any_deeper) {
+            return invalid(where + " is over capacity but did not split");
+        }
+        stored += node.entries.size();
+    }
+    if (stored != inside_count_ || (!nodes_.empty() && nodes_[0].subtree_count != stored)) {
+        return invalid("stored box counts disagree");
+    }
+    if (inside_count_ + outside_.size() != items_.size()) {
+        return invalid("counts of tree and outside boxes disagree");
+    }
+    for (const Entry& e : outside_) {
+        auto it = items_.find(e.id);
+        if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
+            return invalid("outside list holds a stale or unknown id", e.id);
+        }
+        if (ideal_cell(e.box)) return invalid("an outside box fits the root", e.id);
+    }
+    return Status::success();
+}
+
+}  // namespace broadphase

@@ -1,0 +1,137 @@
+// Loose octree (seed 002; T. Ulrich, "Loose octrees", Game Programming Gems, 2000). Each octant
+// has its strict cell and a loose bound k times as wide about the same centre. A box is stored
+// in one octant only, chosen in O(1) from the box itself: the depth from its size (the deepest
+// level whose margin (k-1)/2 * side still covers the box's half extent when its centre lies
+// anywhere in the strict cell) and the cell from its centre ("centre-in-strict-bounds"). The
+// octree subdivides dynamically: a box lives in the deepest allocated octant on the path to its
+// ideal one (seed 002's findBestFittingOctant), and an octant holding more than `capacity`
+// boxes splits, pushing down the boxes whose ideal octant lies deeper.
+//
+// Seed 002's pseudocode has slips that this implementation corrects: the fit test must read
+// side * (k-1)/2 >= extent/2 (it writes (1-k), which is negative for k > 1); after the loop the
+// depth is already the deepest fitting level, so its "off by one" depth-- is wrong; the loop
+// never ends for a zero-size box (a depth cap is needed); the cell index needs the centre
+// relative to the root's min corner, clamped to [0, 2^d - 1] for centres on the root's upper
+// faces; and the child index must be ((x >> s) & 1) | ((y >> s) & 1) << 1 | ((z >> s) & 1) << 2,
+// not x + y << 1 + z << 2 (which C++ parses as (x + y) << (1 + z) << 2). Here the depth is one
+// ilogb, with no loop. Float rounding can leave a box a hair outside the computed loose bound; it
+// then goes one level up, so "box inside its octant's loose bound" holds exactly.
+//
+// Dynamic: insert/remove/move by caller id. A box whose centre is not in the root's strict
+// cube, or that does not fit the root's loose bound, goes to an `outside` list tested linearly;
+// once that list exceeds 16 + n/4 the tree is rebuilt around every box. Removal does not merge
+// emptied octants (empty subtrees are skipped by their counts).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "broadphase/structure.hpp"
+
+namespace broadphase {
+
+/// The `loose_octree` Structure.
+class LooseOctree final : public Structure {
+public:
+    /// Subdivision parameters.
+    struct Config {
+        /// Loose factor: a loose bound is k times the strict cell's side; 1 < k <= 8.
+        float k = 2.0f;
+        /// An octant holding more boxes than this splits (if some of them belong deeper).
+        std::uint32_t capacity = 8;
+        /// Deepest level (the root is 0); at most 24.
+        std::uint32_t max_depth = 16;
+    };
+
+    /// An octant by its level and integer coordinates (0 .. 2^depth - 1 on each axis).
+    struct Cell {
+        std::uint32_t depth = 0, x = 0, y = 0, z = 0;
+        friend bool operator==(const Cell&, const Cell&) = default;
+    };
+
+    /// One stored box: its bounds, id and ideal octant.
+    struct Entry {
+        Box box;
+        std::uint32_t id = 0;
+        Cell ideal;
+    };
+
+    /// One octant. Its 8 children are consecutive, child c being the upper half on axis a iff
+    /// bit a of c is set.
+    struct Node {
+        Cell cell;
+        Box strict;                            ///< the cell, rounded outwards to float
+        Box loose;                             ///< holds every box of the subtree
+        std::uint32_t first_child = kNoChild;  ///< index of child 0, or kNoChild for a leaf
+        std::uint32_t subtree_count = 0;       ///< boxes stored in this subtree
+        std::vector<Entry> entries;
+        bool is_leaf() const { return first_child == kNoChild; }
+    };
+
+    static constexpr std::uint32_t kNoChild = 0xffffffffu;
+
+    LooseOctree() = default;
+    explicit LooseOctree(const Config& config) : config_(config) {}
+
+    std::string_view name() const override { return "loose_octree"; }
+    /// Root strict cube = the scene's bounding cube (side 1 if the scene has no extent); every
+    /// box placed by ideal_cell, then octants over capacity split top-down. Rejects bad boxes
+    /// and a bad Config.
+    Status build(std::span<const Box> boxes) override;
+    /// For each box, a descent over loose bounds testing the boxes stored at its own level
+    /// (larger id only) and deeper, so each pair is met once.
+    void self_pairs(std::vector<Pair>& out) const override;
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
+    /// Front-to-back over loose bounds by entry t, stopping past the best hit.
+    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    /// Best first by distance to loose bounds; appends to `out`, nearest first.
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
+
+    bool is_dynamic() const override { return true; }
+    Status insert(std::uint32_t id, const Box& box) override;
+    Status remove(std::uint32_t id) override;
+    Status move(std::uint32_t id, const Box& box) override;
+
+    /// Octants nest with the right coordinates and bounds, counts add up, each box sits inside
+    /// its octant's loose bound on the path to its ideal octant (exactly there when the octant
+    /// has children), outside boxes have no octant.
+    Status validate() const override;
+    std::size_t size() const override { return items_.size(); }
+
+    /// The ideal octant of a box, in O(1): depth from the box's largest extent, cell from its
+    /// centre; nothing when the box does not fit the root (it then goes to the outside list).
+    std::optional<Cell> ideal_cell(const Box& box) const;
+    /// Strict (first) and loose (second) bounds of a cell, rounded outwards to float.
+    std::pair<Box, Box> cell_bounds(const Cell& cell) const;
+
+    const Config& config() const { return config_; }
+    std::span<const Node> nodes() const { return nodes_; }
+    std::span<const Entry> outside() const { return outside_; }
+
+private:
+    struct Item {
+        Box box;
+        bool outside = false;
+    };
+
+    void rebuild(std::vector<Entry> entries);
+    std::uint32_t find_node(const Cell& ideal) const;
+    void insert_entry(const Entry& entry);
+    void maybe_split(std::uint32_t node);
+    template <class Visit>
+    void descend(const Box& region, std::vector<std::uint32_t>& stack, Visit&& visit) const;
+
+    Config config_;
+    double root_min_[3] = {0, 0, 0};
+    double root_side_ = 1;
+    std::vector<Node> nodes_;  ///< nodes_[0] is the root; empty when nothing was ever built
+    std::vector<Entry> outside_;
+    std::unordered_map<std::uint32_t, Item> items_;
+    std::size_t inside_count_ = 0;
+};
+
+}  // namespace broadphase

@@ -1,0 +1,558 @@
+// Regular octree, every box referenced from every leaf it overlaps, results kept unique by the
+// owner-leaf rule (see octree.hpp; seed 002's introduction, Meagher 1982).
+#include "octree.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <string>
+#include <unordered_set>
+
+#include "broadphase/scene.hpp"
+
+namespace broadphase {
+namespace {
+
+constexpr std::size_t kOutsideSlack = 16;
+
+Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
+    return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
+}
+
+// Distance from p to the closed box, in double, rounded to float (the kd_tree formula). Every
+// step is monotone in the bounds, so a cell's distance never exceeds that of a box inside it.
+float box_distance(const Vec3& p, const Box& b) {
+    double d2 = 0;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double below = double(b.min[axis]) - double(p[axis]);
+        const double above = double(p[axis]) - double(b.max[axis]);
+        const double d = std::max({below, above, 0.0});
+        d2 += d * d;
+    }
+    return static_cast<float>(std::sqrt(d2));
+}
+
+Vec3 max_corner(const Vec3& a, const Vec3& b) {
+    return {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)};
+}
+
+Vec3 centre_of(const Box& cell) {
+    Vec3 m;
+    for (int a = 0; a < 3; ++a) m[a] = cell.min[a] + 0.5f * (cell.max[a] - cell.min[a]);
+    return m;
+}
+
+Box child_cell(const Box& cell, const Vec3& mid, std::uint32_t c) {
+    Box b;
+    for (int a = 0; a < 3; ++a) {
+        const bool upper = (c >> a) & 1u;
+        b.min[a] = upper ? mid[a] : cell.min[a];
+        b.max[a] = upper ? cell.max[a] : mid[a];
+    }
+    return b;
+}
+
+bool box_inside(const Box& outer, const Box& inner) {
+    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
+           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
+}
+
+// Mask of the children (bit c) whose closed cells a box overlapping `cell` overlaps.
+std::uint32_t child_mask(const Box& box, const Vec3& mid) {
+    std::uint32_t lower[3], upper[3];
+    for (int a = 0; a < 3; ++a) {
+        lower[a] = box.min[a] <= mid[a];
+        upper[a] = box.max[a] >= mid[a];
+    }
+    std::uint32_t mask = 0;
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        const bool hit = ((c & 1u) ? upper[0] : lower[0]) && ((c & 2u) ? upper[1] : lower[1]) &&
+                         ((c & 4u) ? upper[2] : lower[2]);
+        mask |= std::uint32_t(hit) << c;
+    }
+    return mask;
+}
+
+}  // namespace
+
+// ---- build and dynamic updates ---------------------------------------------------------------
+
+Status Octree::build(std::span<const Box> boxes) {
+    nodes_.clear();
+    outside_.clear();
+    items_.clear();
+    inside_count_ = 0;
+    if (config_.capacity == 0) return invalid("capacity must be at least 1");
+    if (config_.max_depth > 30) return invalid("max_depth must be at most 30");
+    if (Status s = validate_boxes(boxes); !s) return s;
+    std::vector<Entry> entries(boxes.size());
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        entries[i] = Entry{boxes[i], static_cast<std::uint32_t>(i)};
+    }
+    rebuild(std::move(entries));
+    return Status::success();
+}
+
+void Octree::rebuild(std::vector<Entry> entries) {
+    nodes_.clear();
+    outside_.clear();
+    items_.clear();
+    items_.reserve(entries.size());
+    inside_count_ = entries.size();
+    for (const Entry& e : entries) items_.emplace(e.id, Item{e.box, false});
+    if (entries.empty()) return;
+    // The root: the bounding cube from the scene's min corner, its upper faces rounded up so
+    // that every box is inside.
+    Box bounds = entries[0].box;
+    for (const Entry& e : entries) bounds = merge(bounds, e.box);
+    float side = 0;
+    for (int a = 0; a < 3; ++a) side = std::max(side, bounds.max[a] - bounds.min[a]);
+    Box root{bounds.min, bounds.min};
+    for (int a = 0; a < 3; ++a) {
+        root.max[a] = bounds.min[a] + side;
+        while (root.max[a] < bounds.max[a]) {
+            root.max[a] = std::nextafter(root.max[a], std::numeric_limits<float>::max());
+        }
+    }
+    nodes_.push_back(Node{root, kNoChild, 0, std::move(entries)});
+    maybe_split(0);
+}
+
+bool Octree::inside_root(const Box& box) const {
+    return !nodes_.empty() && box_inside(nodes_[0].cell, box);
+}
+
+void Octree::maybe_split(std::uint32_t index) {
+    {
+        const Node& node = nodes_[index];
+        const std::size_t count = node.entries.size();
+        if (count <= config_.capacity || node.depth >= config_.max_depth) return;
+        const Vec3 mid = centre_of(node.cell);
+        for (int a = 0; a < 3; ++a) {
+            if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return;
+        }
+        if (node.cell.max.x - node.cell.min.x < 2.0f * config_.min_size) return;
+        // Split only when it separates something (some box misses some non-empty child) and
+        // at least half of the boxes are no larger than a child cell on every axis. Boxes as
+        // large as the cell would otherwise be copied into every child, level after level,
+        // without ever being separated.
+        std::uint32_t nonempty = 0;
+        std::size_t shared = 0, small = 0;
+        std::vector<std::uint32_t> masks(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            const Box& b = node.entries[i].box;
+            masks[i] = child_mask(b, mid);
+            nonempty |= masks[i];
+            small += b.max.x - b.min.x <= mid.x - node.cell.min.x &&
+                     b.max.y - b.min.y <= mid.y - node.cell.min.y &&
+                     b.max.z - b.min.z <= mid.z - node.cell.min.z;
+        }
+        for (std::size_t i = 0; i < count; ++i) shared += (masks[i] & nonempty) == nonempty;
+        if (shared == count || 2 * small <= count) return;
+    }
+    const auto first = static_cast<std::uint32_t>(nodes_.size());
+    const Box cell = nodes_[index].cell;
+    const Vec3 mid = centre_of(cell);
+    const std::uint32_t depth = nodes_[index].depth + 1;
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        nodes_.push_back(Node{child_cell(cell, mid, c), kNoChild, depth, {}});
+    }
+    std::vector<Entry> entries = std::move(nodes_[index].entries);
+    nodes_[index].entries = {};
+    nodes_[index].first_child = first;
+    for (const Entry& e : entries) {
+        const std::uint32_t mask = child_mask(e.box, mid);
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            if ((mask >> c) & 1u) nodes_[first + c].entries.push_back(e);
+        }
+    }
+    for (std::uint32_t c = 0; c < 8; ++c) maybe_split(first + c);
+}
+
+void Octree::insert_into(std::uint32_t index, const Entry& entry) {
+    if (nodes_[index].is_leaf()) {
+        nodes_[index].entries.push_back(entry);
+        maybe_split(index);
+        return;
+    }
+    const std::uint32_t first = nodes_[index].first_child;
+    const std::uint32_t mask = child_mask(entry.box, centre_of(nodes_[index].cell));
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        if ((mask >> c) & 1u) insert_into(first + c, entry);
+    }
+}
+
+void Octree::remove_from(std::uint32_t index, std::uint32_t id, const Box& box) {
+    Node& node = nodes_[index];
+    if (node.is_leaf()) {
+        auto it = std::find_if(node.entries.begin(), node.entries.end(),
+                               [id](const Entry& e) { return e.id == id; });
+        if (it != node.entries.end()) {
+            *it = node.entries.back();
+            node.entries.pop_back();
+        }
+        return;
+    }
+    const std::uint32_t first = node.first_child;
+    const std::uint32_t mask = child_mask(box, centre_of(node.cell));
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        if ((mask >> c) & 1u) remove_from(first + c, id, box);
+    }
+}
+
+Status Octree::insert(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    if (items_.count(id)) return invalid("insert: id " + std::to_string(id) + " is in use", id);
+    const Entry entry{box, id};
+    if (inside_root(box)) {
+        items_.emplace(id, Item{box, false});
+        ++inside_count_;
+        insert_into(0, entry);
+        return Status::success();
+    }
+    items_.emplace(id, Item{box, true});
+    outside_.push_back(entry);
+    if (outside_.size() > kOutsideSlack + inside_count_ / 4) {
+        std::vector<Entry> all;
+        all.reserve(items_.size());
+        for (const auto& [key, item] : items_) all.push_back(Entry{item.box, key});
+        // Ascending ids keep the rebuilt tree independent of the hash map's order.
+        std::sort(all.begin(), all.end(),
+                  [](const Entry& a, const Entry& b) { return a.id < b.id; });
+        rebuild(std::move(all));
+    }
+    return Status::success();
+}
+
+Status Octree::remove(std::uint32_t id) {
+    auto it = items_.find(id);
+    if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
+    if (it->second.outside) {
+        auto pos = std::find_if(outside_.begin(), outside_.end(),
+                                [id](const Entry& e) { return e.id == id; });
+        *pos = outside_.back();
+        outside_.pop_back();
+    } else {
+        remove_from(0, id, it->second.box);
+        --inside_count_;
+    }
+    items_.erase(it);
+    return Status::success();
+}
+
+Status Octree::move(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    if (!items_.count(id)) return invalid("move: id " + std::to_string(id) + " is absent", id);
+    if (Status s = remove(id); !s) return s;
+    return insert(id, box);
+}
+
+// ---- queries ---------------------------------------------------------------------------------
+
+bool Octree::owns(const Node& leaf, const Vec3& p) const {
+    const Box& root = nodes_[0].cell;
+    for (int a = 0; a < 3; ++a) {
+        if (p[a] < leaf.cell.min[a]) return false;
+        if (p[a] >= leaf.cell.max[a] && leaf.cell.max[a] != root.max[a]) return false;
+    }
+    return true;
+}
+
+void Octree::self_pairs(std::vector<Pair>& out) const {
+    const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
+        out.push_back(Pair{std::min(a, b), std::max(a, b)});
+    };
+    for (const Node& node : nodes_) {
+        if (!node.is_leaf()) {
+            ++stats_.nodes_visited;
+            continue;
+        }
+        ++stats_.leaves_visited;
+        const std::size_t n = node.entries.size();
+        stats_.box_tests += n * (n > 0 ? n - 1 : 0) / 2;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Entry& a = node.entries[i];
+            for (std::size_t j = i + 1; j < n; ++j) {
+                const Entry& b = node.entries[j];
+                if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
+                    emit(a.id, b.id);
+                }
+            }
+        }
+    }
+    // Outside boxes are in no leaf: each meets the later outside boxes and the tree once.
+    std::vector<std::uint32_t> hits;
+    for (std::size_t i = 0; i < outside_.size(); ++i) {
+        const Entry& a = outside_[i];
+        for (std::size_t j = i + 1; j < outside_.size(); ++j) {
+            ++stats_.box_tests;
+            if (overlaps(a.box, outside_[j].box)) emit(a.id, outside_[j].id);
+        }
+        hits.clear();
+        if (!nodes_.empty() && overlaps(a.box, nodes_[0].cell)) {
+            // Tree part of query_box only (the outside list is handled above).
+            std::vector<std::uint32_t> stack = {0};
+            while (!stack.empty()) {
+                const Node& node = nodes_[stack.back()];
+                stack.pop_back();
+                if (!node.is_leaf()) {
+                    ++stats_.nodes_visited;
+                    for (std::uint32_t c = 0; c < 8; ++c) {
+                        if (overlaps(a.box, nodes_[node.first_child + c].cell)) {
+                            stack.push_back(node.first_child + c);
+                        }
+                    }
+                    continue;
+                }
+                ++stats_.leaves_visited;
+                stats_.box_tests += node.entries.size();
+                for (const Entry& b : node.entries) {
+                    if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
+                        emit(a.id, b.id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+void Octree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) {
+        if (overlaps(region, e.box)) out.push_back(e.id);
+    }
+    if (nodes_.empty() || !overlaps(region, nodes_[0].cell)) return;
+    std::vector<std::uint32_t> stack = {0};
+    while (!stack.empty()) {
+        const Node& node = nodes_[stack.back()];
+        stack.pop_back();
+        if (!node.is_leaf()) {
+            ++stats_.nodes_visited;
+            for (std::uint32_t c = 0; c < 8; ++c) {
+                if (overlaps(region, nodes_[node.first_child + c].cell)) {
+                    stack.push_back(node.first_child + c);
+                }
+            }
+            continue;
+        }
+        ++stats_.leaves_visited;
+        stats_.box_tests += node.entries.size();
+        for (const Entry& e : node.entries) {
+            // max(region.min, box.min) lies in both: report from its owner leaf only.
+            if (overlaps(region, e.box) && owns(node, max_corner(region.min, e.box.min))) {
+                out.push_back(e.id);
+            }
+        }
+    }
+}
+
+void Octree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) {
+        if (contains(e.box, p)) out.push_back(e.id);
+    }
+    if (nodes_.empty() || !contains(nodes_[0].cell, p)) return;
+    // p's owner leaf holds every box containing p (they all overlap its closed cell).
+    const Node* node = &nodes_[0];
+    while (!node->is_leaf()) {
+        ++stats_.nodes_visited;
+        const Vec3 mid = centre_of(node->cell);
+        const std::uint32_t c = std::uint32_t(p.x >= mid.x) | (std::uint32_t(p.y >= mid.y) << 1) |
+                                (std::uint32_t(p.z >= mid.z) << 2);
+        node = &nodes_[node->first_child + c];
+    }
+    ++stats_.leaves_visited;
+    stats_.box_tests += node->entries.size();
+    for (const Entry& e : node->entries) {
+        if (contains(e.box, p)) out.push_back(e.id);
+    }
+}
+
+std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
+    std::optional<RayHit> best;
+    const auto consider = [&best](const Entry& e, std::optional<float> t) {
+        if (t && (!best || *t < best->t || (*t == best->t && e.id < best->id))) {
+            best = RayHit{e.id, *t};
+        }
+    };
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) consider(e, ray_box_entry(ray, e.box));
+    if (nodes_.empty()) return best;
+    const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].cell);
+    if (!root_t) return best;
+    // The entry t of a cell never exceeds that of a box inside it (every step of the slab
+    // test is monotone in the bounds), so a cell entered after the best hit is skipped.
+    struct Visit {
+        std::uint32_t node;
+        float t;
+    };
+    std::vector<Visit> stack = {{0, *root_t}};
+    while (!stack.empty()) {
+        const Visit v = stack.back();
+        stack.pop_back();
+        if (best && v.t > best->t) continue;
+        const Node& node = nodes_[v.node];
+        if (node.is_leaf()) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& e : node.entries) consider(e, ray_box_entry(ray, e.box));
+            continue;
+        }
+        ++stats_.nodes_visited;
+        Visit children[8];
+        int count = 0;
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const std::optional<float> t = ray_box_entry(ray, nodes_[node.first_child + c].cell);
+            if (t) children[count++] = {node.first_child + c, *t};
+        }
+        // Push the farthest first so that the nearest is popped next.
+        // Insertion sort, farthest first (8 at most).
+        for (int i = 1; i < count; ++i) {
+            for (int j = i; j > 0 && children[j - 1].t < children[j].t; --j) {
+                std::swap(children[j - 1], children[j]);
+            }
+        }
+        for (int i = 0; i < count; ++i) stack.push_back(children[i]);
+    }
+    return best;
+}
+
+Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    if (k == 0) return Status::success();
+    // One queue of nodes and boxes ordered by (distance, nodes first, index): a box pops only
+    // after every cell at no greater distance was opened. The leaf holding a box's nearest
+    // point is no farther than the box, so the box's first copy pops in its final place;
+    // copies from farther leaves pop later and are skipped.
+    struct Item {
+        float distance;
+        bool is_box;
+        std::uint32_t index;  // node index or box id
+        bool operator>(const Item& o) const {
+            if (distance != o.distance) return distance > o.distance;
+            if (is_box != o.is_box) return is_box;
+            return index > o.index;
+        }
+    };
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) queue.push({box_distance(p, e.box), true, e.id});
+    if (!nodes_.empty()) queue.push({box_distance(p, nodes_[0].cell), false, 0});
+    std::unordered_set<std::uint32_t> emitted;
+    std::size_t found = 0;
+    while (!queue.empty() && found < k) {
+        const Item item = queue.top();
+        queue.pop();
+        if (item.is_box) {
+            if (!emitted.insert(item.index).second) continue;  // another copy
+            out.push_back(Neighbor{item.index, item.distance});
+            ++found;
+            continue;
+        }
+        const Node& node = nodes_[item.index];
+        if (node.is_leaf()) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& e : node.entries) queue.push({box_distance(p, e.box), true, e.id});
+            continue;
+        }
+        ++stats_.nodes_visited;
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const std::uint32_t child = node.first_child + c;
+            queue.push({box_distance(p, nodes_[child].cell), false, child});
+        }
+    }
+    return Status::success();
+}
+
+// ---- invariants ------------------------------------------------------------------------------
+
+std::uint32_t Octree::height() const {
+    std::uint32_t h = 0;
+    for (const Node& n : nodes_) h = std::max(h, n.depth);
+    return h;
+}
+
+std::size_t Octree::leaves_overlapping(const Box& box) const {
+    std::size_t count = 0;
+    std::vector<std::uint32_t> stack = {0};
+    while (!stack.empty()) {
+        const Node& node = nodes_[stack.back()];
+        stack.pop_back();
+        if (!overlaps(box, node.cell)) continue;
+        if (node.is_leaf()) {
+            ++count;
+        } else {
+            for (std::uint32_t c = 0; c < 8; ++c) stack.push_back(node.first_child + c);
+        }
+    }
+    return count;
+}
+
+Status Octree::validate() const {
+    std::unordered_map<std::uint32_t, std::size_t> references;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const Node& node = nodes_[i];
+        const std::string where = "node " + std::to_string(i);
+        if (node.is_leaf()) {
+            std::vector<std::uint32_t> ids;
+            for (const Entry& e : node.entries) {
+                auto it = items_.find(e.id);
+                if (it == items_.end()) return invalid(where + " holds unknown id", e.id);
+                if (it->second.outside || !(it->second.box == e.box)) {
+                    return invalid(where + " holds a stale box", e.id);
+                }
+                if (!overlaps(e.box, node.cell)) {
+                    return invalid(where + " holds a box outside its cell", e.id);
+                }
+                ids.push_back(e.id);
+                ++references[e.id];
+            }
+            std::sort(ids.begin(), ids.end());
+            if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+                return invalid(where + " holds an id twice");
+            }
+            continue;
+        }
+        if (!node.entries.empty()) return invalid(where + " is internal but holds boxes");
+        if (node.first_child + 8 > nodes_.size() || node.first_child <= i) {
+            return invalid(where + " has a bad child index");
+        }
+        const Vec3 mid = centre_of(node.cell);
+        for (std::uint32_t c = 0; c < 8; ++c) {
+            const Node& child = nodes_[node.first_child + c];
+            if (!(child.cell == child_cell(node.cell, mid, c))) {
+                return invalid(where + " child " + std::to_string(c) + " is not its octant");
+            }
+            if (child.depth != node.depth + 1 || child.depth > config_.max_depth) {
+                return invalid(where + " child " + std::to_string(c) + " has a bad depth");
+            }
+        }
+    }
+    std::size_t inside = 0;
+    for (const auto& [id, item] : items_) {
+        if (item.outside) {
+            if (inside_root(item.box)) return invalid("an outside box is inside the root", id);
+            continue;
+        }
+        ++inside;
+        if (!inside_root(item.box)) return invalid("a tree box is outside the root", id);
+        const auto it = references.find(id);
+        const std::size_t have = it == references.end() ? 0 : it->second;
+        if (have != leaves_overlapping(item.box)) {
+            return invalid("id is not in exactly the leaves it overlaps", id);
+        }
+    }
+    if (inside != inside_count_ || inside + outside_.size() != items_.size()) {
+        return invalid("counts of tree and outside boxes disagree");
+    }
+    for (const Entry& e : outside_) {
+        auto it = items_.find(e.id);
+        if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
+            return invalid("outside list holds a stale or unknown id", e.id);
+        }
+    }
+    return Status::success();
+}
+
+}  // namespace broadphase

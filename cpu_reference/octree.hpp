@@ -1,0 +1,117 @@
+// Regular (strict) octree with dynamic subdivision (seed 002's introduction; D. Meagher,
+// "Geometric modeling using octree encoding", 1982). The root is the cubic bounding cube of the
+// scene; a leaf holding more than `capacity` box references splits into 8 octants at its
+// centre, down to `max_depth` or `min_size`, provided the split separates some box from some
+// non-empty child and at least half of the leaf's boxes fit a child cell's size: identical or
+// cell-sized boxes are never copied down level after level.
+//
+// Placement: a box is referenced from EVERY leaf whose closed cell it overlaps. Seed 002 shows
+// the alternative (keep a box in the smallest node containing it) piling the boxes that straddle
+// high split planes into the root ("hot spots"), which every query must then test; duplicating
+// references instead keeps each leaf small. Results stay unique by an ownership rule: descending
+// a point p chooses the upper octant on an axis iff p >= the split, so p has exactly one owner
+// leaf (cells half-open, the root's upper faces closed). A pair (a, b) is reported only in the
+// leaf owning max(a.min, b.min) (a point of both boxes), a region hit only in the leaf owning
+// max(region.min, b.min), and a point pick looks in p's owner leaf alone.
+//
+// Dynamic: insert/remove/move by caller id. A box that is not inside the root cube goes to an
+// `outside` list, tested linearly by every query; once that list exceeds 16 + n/4 the whole tree
+// is rebuilt around the bounds of every box (amortised O(log n) per insert). Removal does not
+// merge emptied octants back together.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "broadphase/structure.hpp"
+
+namespace broadphase {
+
+/// The `octree` Structure.
+class Octree final : public Structure {
+public:
+    /// Subdivision parameters.
+    struct Config {
+        /// A leaf referencing more boxes than this splits (when that separates them; see above).
+        std::uint32_t capacity = 16;
+        /// Leaves at this depth (the root is 0) never split; at most 30.
+        std::uint32_t max_depth = 16;
+        /// A cell whose side is below 2 * min_size never splits (0: only max_depth limits).
+        float min_size = 0.0f;
+    };
+
+    /// One stored reference: the box and its id.
+    struct Entry {
+        Box box;
+        std::uint32_t id = 0;
+    };
+
+    /// One octant. Internal nodes hold no entries; their 8 children are consecutive, child c
+    /// taking the upper half on axis a iff bit a of c is set.
+    struct Node {
+        Box cell;                              ///< closed cell bounds (a cube, up to rounding)
+        std::uint32_t first_child = kNoChild;  ///< index of child 0, or kNoChild for a leaf
+        std::uint32_t depth = 0;               ///< root is 0
+        std::vector<Entry> entries;            ///< leaves: every box overlapping the cell
+        bool is_leaf() const { return first_child == kNoChild; }
+    };
+
+    static constexpr std::uint32_t kNoChild = 0xffffffffu;
+
+    Octree() = default;
+    explicit Octree(const Config& config) : config_(config) {}
+
+    std::string_view name() const override { return "octree"; }
+    /// Root = the scene's bounding cube; then top-down splits. Rejects bad boxes.
+    Status build(std::span<const Box> boxes) override;
+    /// Per leaf, all pairs of its references, each kept only in the owner leaf of its
+    /// intersection's min corner; plus the outside list against everything.
+    void self_pairs(std::vector<Pair>& out) const override;
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
+    /// Front-to-back over octants by entry t, stopping past the best hit.
+    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    /// Best first by distance to cells; appends to `out`, nearest first.
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
+
+    bool is_dynamic() const override { return true; }
+    Status insert(std::uint32_t id, const Box& box) override;
+    Status remove(std::uint32_t id) override;
+    Status move(std::uint32_t id, const Box& box) override;
+
+    /// Cells nest and halve exactly, leaves reference exactly the boxes overlapping them, every
+    /// id is referenced by exactly the leaves its box overlaps, outside boxes are outside.
+    Status validate() const override;
+    std::size_t size() const override { return items_.size(); }
+
+    const Config& config() const { return config_; }
+    std::span<const Node> nodes() const { return nodes_; }
+    /// Boxes not inside the root cube, tested linearly.
+    std::span<const Entry> outside() const { return outside_; }
+    /// Deepest leaf depth.
+    std::uint32_t height() const;
+
+private:
+    struct Item {
+        Box box;
+        bool outside = false;
+    };
+
+    void rebuild(std::vector<Entry> entries);
+    void insert_into(std::uint32_t node, const Entry& entry);
+    void remove_from(std::uint32_t node, std::uint32_t id, const Box& box);
+    void maybe_split(std::uint32_t node);
+    bool owns(const Node& leaf, const Vec3& p) const;
+    bool inside_root(const Box& box) const;
+    std::size_t leaves_overlapping(const Box& box) const;
+
+    Config config_;
+    std::vector<Node> nodes_;  ///< nodes_[0] is the root; empty when nothing was ever built
+    std::vector<Entry> outside_;
+    std::unordered_map<std::uint32_t, Item> items_;
+    std::size_t inside_count_ = 0;
+};
+
+}  // namespace broadphase

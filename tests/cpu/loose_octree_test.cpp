@@ -1,0 +1,205 @@
+// Tests of the loose octree (seed 002): the O(1) placement (depth from size, cell from centre,
+// the seed's pseudocode slips), numbered scenarios against brute force on the standard and
+// degenerate scenes for several loose factors, dynamic sequences with caller ids, outside-the-
+// root boxes and rebuilds, and error paths.
+#include "loose_octree.hpp"
+
+#include "octree_test_common.hpp"
+
+namespace broadphase {
+namespace {
+
+using namespace octree_test;
+using Cell = LooseOctree::Cell;
+
+// A tree whose root strict cube is [0, 1]^3 (two boxes span it).
+LooseOctree unit_tree(LooseOctree::Config config = {}) {
+    LooseOctree tree(config);
+    const std::vector<Box> frame = {Box{{0, 0, 0}, {0, 0, 0}}, Box{{1, 1, 1}, {1, 1, 1}}};
+    EXPECT_TRUE(tree.build(frame).ok());
+    return tree;
+}
+
+TEST(LooseOctree, Test1_DepthFromSizeCellFromCentre) {
+    const LooseOctree tree = unit_tree();  // k = 2: a box fits level d iff extent <= 2^-d
+    // Extent 0.2: 2^-2 = 0.25 >= 0.2 > 0.125, so depth 2 (the seed's depth-- would give 1).
+    EXPECT_EQ(tree.ideal_cell(Box{{0.6f, 0.1f, 0.3f}, {0.8f, 0.2f, 0.35f}}), (Cell{2, 2, 0, 1}));
+    // Extent exactly 0.25 still fits level 2 (half extent == margin).
+    EXPECT_EQ(tree.ideal_cell(Box{{0.0f, 0.0f, 0.0f}, {0.25f, 0.1f, 0.1f}}), (Cell{2, 0, 0, 0}));
+    // A box straddling the root's centre planes is not stuck at the root (no hot spots).
+    EXPECT_EQ(tree.ideal_cell(Box{{0.49f, 0.49f, 0.49f}, {0.51f, 0.51f, 0.51f}}).value().depth, 5u);
+    // A point: no extent, so the depth cap (the seed's loop would never end).
+    EXPECT_EQ(tree.ideal_cell(Box{{0.3f, 0.3f, 0.3f}, {0.3f, 0.3f, 0.3f}}).value().depth,
+              tree.config().max_depth);
+    // Centre on the root's upper faces: the cell index is clamped to 2^d - 1.
+    const auto top = tree.ideal_cell(Box{{1, 1, 1}, {1, 1, 1}});
+    ASSERT_TRUE(top.has_value());
+    const std::uint32_t last = (1u << top->depth) - 1;
+    EXPECT_EQ(*top, (Cell{top->depth, last, last, last}));
+    // The whole root: depth 0. Centre outside the root, or too big for its loose bound: none.
+    EXPECT_EQ(tree.ideal_cell(Box{{0, 0, 0}, {1, 1, 1}}), (Cell{0, 0, 0, 0}));
+    EXPECT_FALSE(tree.ideal_cell(Box{{1.2f, 0, 0}, {1.3f, 0.1f, 0.1f}}).has_value());
+    EXPECT_FALSE(tree.ideal_cell(Box{{-0.6f, 0, 0}, {1.6f, 0.1f, 0.1f}}).has_value());
+    // Fits the root's loose bound [-0.5, 1.5] with its centre inside: depth 0.
+    EXPECT_EQ(tree.ideal_cell(Box{{-0.4f, 0, 0}, {1.4f, 0.1f, 0.1f}}), (Cell{0, 0, 0, 0}));
+}
+
+TEST(LooseOctree, Test2_PlacementAgreesWithTheSeedsLoop) {
+    // The seed's loop with its slips corrected: halve until the level no longer fits.
+    for (const float k : {1.25f, 2.0f, 3.0f}) {
+        const LooseOctree tree = unit_tree(LooseOctree::Config{k, 8, 16});
+        std::mt19937 rng(k * 100);
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        for (int i = 0; i < 3000; ++i) {
+            const float e = std::pow(2.0f, -12.0f * unit(rng));
+            Vec3 c{unit(rng), unit(rng), unit(rng)};
+            Box b;
+            for (int a = 0; a < 3; ++a) {
+                const float ea = a == i % 3 ? e : e * unit(rng);
+                b.min[a] = c[a] - 0.5f * ea, b.max[a] = c[a] + 0.5f * ea;
+            }
+            const double extent = std::max(
+                {double(b.max.x) - b.min.x, double(b.max.y) - b.min.y, double(b.max.z) - b.min.z});
+            std::uint32_t depth = 0;
+            double side = 1.0;
+            while (depth < 16 && (side / 2) * (k - 1) / 2 >= extent / 2) side /= 2, ++depth;
+            const auto got = tree.ideal_cell(b);
+            if (!got) {  // only boxes that do not fit the root's loose bound
+                EXPECT_GT(extent, double(k - 1)) << i;
+                continue;
+            }
+            // Rounding may lift a box one level; never deeper than the exact answer.
+            EXPECT_LE(got->depth, depth) << i;
+            EXPECT_GE(got->depth + 1, depth) << i;
+            const auto [strict, loose] = tree.cell_bounds(*got);
+            for (int a = 0; a < 3; ++a) {
+                const float centre = 0.5f * (b.min[a] + b.max[a]);
+                EXPECT_LE(strict.min[a], centre);
+                EXPECT_GE(strict.max[a], centre);
+                EXPECT_LE(loose.min[a], b.min[a]);
+                EXPECT_GE(loose.max[a], b.max[a]);
+            }
+        }
+    }
+}
+
+TEST(LooseOctree, Test3_StandardScenesMatchBruteForce) {
+    LooseOctree tree;
+    check_standard_scenes(tree);
+}
+
+TEST(LooseOctree, Test4_OtherLooseFactorsAndCapacities) {
+    for (const LooseOctree::Config config :
+         {LooseOctree::Config{1.1f, 8, 16}, LooseOctree::Config{3.0f, 1, 16},
+          LooseOctree::Config{2.0f, 4, 2}, LooseOctree::Config{8.0f, 16, 24}}) {
+        SCOPED_TRACE(config.k);
+        LooseOctree tree(config);
+        for (const std::string_view gen : generator_names()) {
+            auto scene = generate_scene(gen, 1000, 5);
+            ASSERT_TRUE(scene.ok());
+            SCOPED_TRACE(scene->name);
+            check_static(tree, scene->boxes, 11, 60);
+        }
+    }
+}
+
+TEST(LooseOctree, Test5_DegenerateScenesMatchBruteForce) {
+    for (const auto& [name, boxes] : degenerate_scenes()) {
+        SCOPED_TRACE(name);
+        LooseOctree tree(LooseOctree::Config{2.0f, 4, 16});
+        check_static(tree, boxes);
+        EXPECT_LE(tree.nodes().size(), 64 + 40 * boxes.size()) << name;
+    }
+}
+
+TEST(LooseOctree, Test6_MixedSizesSpreadOverLevels) {
+    // Seed 002's scene: small boxes sink deep, large ones stay high, nothing at the root.
+    auto scene = generate_scene("mixed_sizes", 5000);
+    ASSERT_TRUE(scene.ok());
+    LooseOctree tree;
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    ASSERT_TRUE(tree.validate().ok());
+    EXPECT_LE(tree.nodes()[0].entries.size(), 5u);
+    std::size_t deep = 0;
+    for (const LooseOctree::Node& n : tree.nodes()) {
+        if (n.cell.depth >= 3) deep += n.entries.size();
+    }
+    EXPECT_GT(deep, 4000u);
+    EXPECT_TRUE(tree.outside().empty());
+}
+
+TEST(LooseOctree, Test7_DynamicSequencesFromBuiltTree) {
+    for (const std::uint32_t seed : {1u, 2u, 3u}) {
+        SCOPED_TRACE(seed);
+        LooseOctree tree(LooseOctree::Config{2.0f, 2, 16});
+        run_dynamic(tree, seed, 400, true);
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+TEST(LooseOctree, Test8_DynamicSequencesFromEmpty) {
+    for (const std::uint32_t seed : {4u, 5u}) {
+        SCOPED_TRACE(seed);
+        LooseOctree tree(LooseOctree::Config{1.5f, 8, 16});
+        run_dynamic(tree, seed, 400, false);
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+TEST(LooseOctree, Test9_BoxOutsideRootGoesOutsideThenRebuilds) {
+    auto scene = generate_scene("uniform", 100);
+    ASSERT_TRUE(scene.ok());
+    LooseOctree tree;
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    std::map<std::uint32_t, Box> current;
+    for (std::uint32_t i = 0; i < 100; ++i) current[i] = scene->boxes[i];
+    const Box far{{10, 10, 10}, {11, 11, 11}};
+    ASSERT_TRUE(tree.insert(1000, far).ok());
+    current[1000] = far;
+    EXPECT_EQ(tree.outside().size(), 1u);
+    ASSERT_TRUE(tree.validate().ok());
+    for (std::uint32_t i = 0; i < 60; ++i) {
+        const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
+        ASSERT_TRUE(tree.insert(2000 + i, b).ok());
+        current[2000 + i] = b;
+        ASSERT_TRUE(tree.validate().ok());
+    }
+    EXPECT_LT(tree.outside().size(), 56u);
+    EXPECT_LE(tree.nodes()[0].strict.min.x, scene->boxes[0].min.x);
+    EXPECT_GE(tree.nodes()[0].strict.max.x, 11.0f);
+    std::vector<std::uint32_t> ids;
+    std::vector<Box> boxes;
+    for (const auto& [id, box] : current) ids.push_back(id), boxes.push_back(box);
+    expect_matches(tree, ids, boxes, 3, 100);
+}
+
+TEST(LooseOctree, Test10_ErrorsAreReportedAndLeaveTheTreeIntact) {
+    LooseOctree tree;
+    check_errors(tree);
+    for (const LooseOctree::Config bad :
+         {LooseOctree::Config{1.0f, 8, 16}, LooseOctree::Config{2.0f, 0, 16},
+          LooseOctree::Config{2.0f, 8, 25}}) {
+        LooseOctree t(bad);
+        EXPECT_FALSE(t.build(std::vector<Box>{Box{}}).ok());
+    }
+}
+
+TEST(LooseOctree, Test11_RemovingEverythingLeavesAnEmptyValidTree) {
+    auto scene = generate_scene("clustered", 500);
+    ASSERT_TRUE(scene.ok());
+    LooseOctree tree(LooseOctree::Config{2.0f, 2, 16});
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    for (std::uint32_t i = 0; i < 500; ++i) {
+        ASSERT_TRUE(tree.remove((i * 7) % 500).ok());
+        ASSERT_TRUE(tree.validate().ok()) << i;
+    }
+    EXPECT_EQ(tree.size(), 0u);
+    EXPECT_EQ(tree.nodes()[0].subtree_count, 0u);
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_TRUE(pairs.empty());
+    EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 1, 1}, 10}).has_value());
+}
+
+}  // namespace
+}  // namespace broadphase

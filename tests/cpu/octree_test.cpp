@@ -1,0 +1,163 @@
+// Tests of the regular octree (every box in every leaf it overlaps, results unique by the
+// owner-leaf rule): numbered scenarios against brute force on the standard and degenerate
+// scenes, small configurations, dynamic sequences with caller ids, outside-the-root boxes and
+// rebuilds, error paths, and bounds on the tree's growth on degenerate input.
+#include "octree.hpp"
+
+#include "octree_test_common.hpp"
+
+namespace broadphase {
+namespace {
+
+using namespace octree_test;
+
+TEST(Octree, Test1_StandardScenesMatchBruteForce) {
+    Octree tree;
+    check_standard_scenes(tree);
+}
+
+TEST(Octree, Test2_StandardScenesWithTinyLeavesAndShallowDepth) {
+    for (const Octree::Config config :
+         {Octree::Config{1, 16, 0.0f}, Octree::Config{4, 3, 0.0f}, Octree::Config{2, 16, 0.05f}}) {
+        Octree tree(config);
+        SCOPED_TRACE(config.capacity);
+        for (const std::string_view gen : generator_names()) {
+            auto scene = generate_scene(gen, 1000, 5);
+            ASSERT_TRUE(scene.ok());
+            SCOPED_TRACE(scene->name);
+            check_static(tree, scene->boxes, 11, 60);
+        }
+    }
+}
+
+TEST(Octree, Test3_DegenerateScenesMatchBruteForce) {
+    for (const auto& [name, boxes] : degenerate_scenes()) {
+        SCOPED_TRACE(name);
+        Octree tree(Octree::Config{4, 16, 0.0f});
+        check_static(tree, boxes);
+        // Degenerate input must not blow the tree up: a few nodes per box at most.
+        EXPECT_LE(tree.nodes().size(), 64 + 40 * boxes.size()) << name;
+    }
+}
+
+TEST(Octree, Test4_IdenticalBoxesStayInOneLeaf) {
+    // 200 copies over the centre of the root: splitting cannot separate them, so it must not
+    // happen (otherwise all 8 children would hold all 200, recursively).
+    std::vector<Box> boxes(200, Box{{0.4f, 0.4f, 0.4f}, {0.6f, 0.6f, 0.6f}});
+    boxes.push_back(Box{{0, 0, 0}, {0, 0, 0}});
+    boxes.push_back(Box{{1, 1, 1}, {1, 1, 1}});
+    Octree tree;
+    check_static(tree, boxes);
+    // Split while the copies are small against the cell (twice), then never again.
+    EXPECT_LE(tree.nodes().size(), 1u + 8u + 64u);
+    EXPECT_LE(tree.height(), 2u);
+    // 200 identical points: split in a chain down to max_depth at most.
+    std::vector<Box> points(200, Box{{0.3f, 0.3f, 0.3f}, {0.3f, 0.3f, 0.3f}});
+    points.push_back(Box{{0, 0, 0}, {1, 1, 1}});
+    check_static(tree, points);
+    EXPECT_LE(tree.height(), tree.config().max_depth);
+    EXPECT_LE(tree.nodes().size(), 1 + 8u * tree.config().max_depth);
+}
+
+TEST(Octree, Test5_LeavesStaySmallOnUniformScenes) {
+    auto scene = generate_scene("uniform", 5000);
+    ASSERT_TRUE(scene.ok());
+    Octree tree(Octree::Config{8, 16, 0.0f});
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    ASSERT_TRUE(tree.validate().ok());
+    std::size_t references = 0, leaves = 0, largest = 0;
+    for (const Octree::Node& n : tree.nodes()) {
+        if (!n.is_leaf()) continue;
+        ++leaves;
+        references += n.entries.size();
+        largest = std::max(largest, n.entries.size());
+    }
+    // Splitting stops once children are smaller than the boxes (side 0.047 here), so leaves
+    // exceed the capacity somewhat, but stay small and the copies stay few.
+    EXPECT_GT(leaves, 500u);
+    EXPECT_LT(references, 8 * scene->boxes.size());
+    EXPECT_LT(references, 4 * 8 * leaves);
+    EXPECT_LT(largest, 100u);
+    EXPECT_TRUE(tree.outside().empty());
+}
+
+TEST(Octree, Test6_PointPickVisitsOneLeaf) {
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene.ok());
+    Octree tree;
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    tree.reset_stats();
+    std::vector<std::uint32_t> out;
+    tree.query_point(scene->boxes[17].max, out);
+    EXPECT_EQ(tree.stats().leaves_visited, 1u);
+    EXPECT_NE(std::find(out.begin(), out.end(), 17u), out.end());
+}
+
+TEST(Octree, Test7_DynamicSequencesFromBuiltTree) {
+    for (const std::uint32_t seed : {1u, 2u, 3u}) {
+        SCOPED_TRACE(seed);
+        Octree tree(Octree::Config{4, 16, 0.0f});
+        run_dynamic(tree, seed, 400, true);
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+TEST(Octree, Test8_DynamicSequencesFromEmpty) {
+    for (const std::uint32_t seed : {4u, 5u}) {
+        SCOPED_TRACE(seed);
+        Octree tree;
+        run_dynamic(tree, seed, 400, false);
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+TEST(Octree, Test9_BoxOutsideRootGoesOutsideThenRebuilds) {
+    auto scene = generate_scene("uniform", 100);
+    ASSERT_TRUE(scene.ok());
+    Octree tree;
+    ASSERT_TRUE(tree.build(scene->boxes).ok());
+    std::map<std::uint32_t, Box> current;
+    for (std::uint32_t i = 0; i < 100; ++i) current[i] = scene->boxes[i];
+    const Box far{{10, 10, 10}, {11, 11, 11}};
+    ASSERT_TRUE(tree.insert(1000, far).ok());
+    current[1000] = far;
+    EXPECT_EQ(tree.outside().size(), 1u);
+    ASSERT_TRUE(tree.validate().ok());
+    // Enough far boxes trigger a rebuild around all of them: the outside list empties.
+    for (std::uint32_t i = 0; i < 60; ++i) {
+        const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
+        ASSERT_TRUE(tree.insert(2000 + i, b).ok());
+        current[2000 + i] = b;
+        ASSERT_TRUE(tree.validate().ok());
+    }
+    EXPECT_LT(tree.outside().size(), 16u + 40u);
+    // The rebuilt root covers the scene and the far boxes inserted so far.
+    EXPECT_LE(tree.nodes()[0].cell.min.x, scene->boxes[0].min.x);
+    EXPECT_GE(tree.nodes()[0].cell.max.x, 11.0f);
+    std::vector<std::uint32_t> ids;
+    std::vector<Box> boxes;
+    for (const auto& [id, box] : current) ids.push_back(id), boxes.push_back(box);
+    expect_matches(tree, ids, boxes, 3, 100);
+}
+
+TEST(Octree, Test10_ErrorsAreReportedAndLeaveTheTreeIntact) {
+    Octree tree;
+    check_errors(tree);
+    Octree bad(Octree::Config{0, 16, 0.0f});
+    EXPECT_FALSE(bad.build(std::vector<Box>{Box{}}).ok());
+}
+
+TEST(Octree, Test11_NearestAppendsAndHandlesLargeK) {
+    const std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {3, 1, 1}},
+                                    Box{{0, 0, 0}, {1, 1, 1}}};
+    Octree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    std::vector<Neighbor> out = {Neighbor{99, 0}};
+    ASSERT_TRUE(tree.nearest(Vec3{1.5f, 0.5f, 0.5f}, 10, out).ok());
+    const std::vector<Neighbor> want = {Neighbor{99, 0}, Neighbor{0, 0.5f}, Neighbor{1, 0.5f},
+                                        Neighbor{2, 0.5f}};
+    EXPECT_EQ(out, want);
+}
+
+}  // namespace
+}  // namespace broadphase
