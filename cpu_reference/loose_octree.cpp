@@ -322,21 +322,31 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
     const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
         out.push_back(Pair{std::min(a, b), std::max(a, b)});
     };
-    // A pair is met from the box stored higher up (shallower), or at equal depth from the
-    // smaller id.
-    for (const Node& home : nodes_) {
+    // Per octant, one descent with the bounds of its boxes: a pair of boxes stored in octants
+    // A and B is met from the shallower one, or at equal depth from the lower index (inside one
+    // octant, i < j).
+    for (std::uint32_t h = 0; h < nodes_.size(); ++h) {
+        const Node& home = nodes_[h];
+        if (home.entries.empty()) continue;
+        Box bounds = home.entries[0].box;
+        for (const Entry& e : home.entries) bounds = merge(bounds, e.box);
         const std::uint32_t depth = home.cell.depth;
-        for (const Entry& a : home.entries) {
-            descend(a.box, stack, [&](const Node& node) {
-                if (node.cell.depth < depth || node.entries.empty()) return;
-                ++stats_.leaves_visited;
-                stats_.box_tests += node.entries.size();
-                const bool same_level = node.cell.depth == depth;
-                for (const Entry& b : node.entries) {
-                    if ((!same_level || a.id < b.id) && overlaps(a.box, b.box)) emit(a.id, b.id);
+        descend(bounds, stack, [&](const Node& node) {
+            if (node.cell.depth < depth || node.entries.empty()) return;
+            const bool same = &node == &home;
+            if (node.cell.depth == depth && !same && &node < &home) return;
+            ++stats_.leaves_visited;
+            for (std::size_t i = 0; i < home.entries.size(); ++i) {
+                const Entry& a = home.entries[i];
+                if (!overlaps(a.box, node.loose)) continue;
+                const std::size_t begin = same ? i + 1 : 0;
+                stats_.box_tests += node.entries.size() - begin;
+                for (std::size_t j = begin; j < node.entries.size(); ++j) {
+                    const Entry& b = node.entries[j];
+                    if (overlaps(a.box, b.box)) emit(a.id, b.id);
                 }
-            });
-        }
+            }
+        });
     }
     // Outside boxes: against the later outside boxes and the whole tree.
     for (std::size_t i = 0; i < outside_.size(); ++i) {

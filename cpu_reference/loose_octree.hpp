@@ -81,8 +81,8 @@ public:
     /// box placed by ideal_cell, then octants over capacity split top-down. Rejects bad boxes
     /// and a bad Config.
     Status build(std::span<const Box> boxes) override;
-    /// For each box, a descent over loose bounds testing the boxes stored at its own level
-    /// (larger id only) and deeper, so each pair is met once.
+    /// Per octant, one descent over loose bounds with the bounds of its boxes, testing them
+    /// against the boxes at its own level (later octants only) and deeper: each pair once.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
