@@ -36,18 +36,6 @@ bool box_inside(const Box& outer, const Box& inner) {
            inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
-// Distance from p to the closed box (the kd_tree formula); monotone in the bounds.
-float box_distance(const Vec3& p, const Box& b) {
-    double d2 = 0;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double below = double(b.min[axis]) - double(p[axis]);
-        const double above = double(p[axis]) - double(b.max[axis]);
-        const double d = std::max({below, above, 0.0});
-        d2 += d * d;
-    }
-    return static_cast<float>(std::sqrt(d2));
-}
-
 // Child slot of the octant at depth `depth` on the path to `ideal` (seed 002's child index,
 // with the precedence and masking fixed).
 std::uint32_t child_slot(const LooseOctree::Cell& ideal, std::uint32_t depth) {
@@ -436,6 +424,7 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
 }
 
 Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
     if (k == 0) return Status::success();
     // One queue of octants and boxes ordered by (distance, octants first, index): a box pops
     // only after every octant at no greater distance was opened, so boxes pop in final order.
@@ -451,9 +440,9 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
     };
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push({box_distance(p, e.box), true, e.id});
+    for (const Entry& e : outside_) queue.push({point_box_distance(p, e.box), true, e.id});
     if (!nodes_.empty() && nodes_[0].subtree_count > 0) {
-        queue.push({box_distance(p, nodes_[0].loose), false, 0});
+        queue.push({point_box_distance(p, nodes_[0].loose), false, 0});
     }
     std::size_t found = 0;
     while (!queue.empty() && found < k) {
@@ -469,13 +458,13 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
         if (!node.entries.empty()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) queue.push({box_distance(p, e.box), true, e.id});
+            for (const Entry& e : node.entries) queue.push({point_box_distance(p, e.box), true, e.id});
         }
         if (node.is_leaf()) continue;
         for (std::uint32_t c = 0; c < 8; ++c) {
             const std::uint32_t child = node.first_child + c;
             if (nodes_[child].subtree_count == 0) continue;
-            queue.push({box_distance(p, nodes_[child].loose), false, child});
+            queue.push({point_box_distance(p, nodes_[child].loose), false, child});
         }
     }
     return Status::success();

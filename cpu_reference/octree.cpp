@@ -20,19 +20,6 @@ Error invalid(const std::string& what, std::optional<std::size_t> box = std::nul
     return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
 }
 
-// Distance from p to the closed box, in double, rounded to float (the kd_tree formula). Every
-// step is monotone in the bounds, so a cell's distance never exceeds that of a box inside it.
-float box_distance(const Vec3& p, const Box& b) {
-    double d2 = 0;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double below = double(b.min[axis]) - double(p[axis]);
-        const double above = double(p[axis]) - double(b.max[axis]);
-        const double d = std::max({below, above, 0.0});
-        d2 += d * d;
-    }
-    return static_cast<float>(std::sqrt(d2));
-}
-
 Vec3 max_corner(const Vec3& a, const Vec3& b) {
     return {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)};
 }
@@ -419,6 +406,7 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
 }
 
 Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
     if (k == 0) return Status::success();
     // One queue of nodes and boxes ordered by (distance, nodes first, index): a box pops only
     // after every cell at no greater distance was opened. The leaf holding a box's nearest
@@ -436,8 +424,8 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
     };
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push({box_distance(p, e.box), true, e.id});
-    if (!nodes_.empty()) queue.push({box_distance(p, nodes_[0].cell), false, 0});
+    for (const Entry& e : outside_) queue.push({point_box_distance(p, e.box), true, e.id});
+    if (!nodes_.empty()) queue.push({point_box_distance(p, nodes_[0].cell), false, 0});
     std::unordered_set<std::uint32_t> emitted;
     std::size_t found = 0;
     while (!queue.empty() && found < k) {
@@ -453,13 +441,13 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) queue.push({box_distance(p, e.box), true, e.id});
+            for (const Entry& e : node.entries) queue.push({point_box_distance(p, e.box), true, e.id});
             continue;
         }
         ++stats_.nodes_visited;
         for (std::uint32_t c = 0; c < 8; ++c) {
             const std::uint32_t child = node.first_child + c;
-            queue.push({box_distance(p, nodes_[child].cell), false, child});
+            queue.push({point_box_distance(p, nodes_[child].cell), false, child});
         }
     }
     return Status::success();
