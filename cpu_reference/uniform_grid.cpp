@@ -158,7 +158,7 @@ double UniformGrid::span_cells(std::uint32_t slot) const {
     return cell_span(lo_[slot], hi_[slot]);
 }
 
-Status UniformGrid::build(std::span<const Box> boxes) {
+void UniformGrid::reset_level() {
     boxes_.clear();
     ids_.clear();
     lo_.clear();
@@ -167,13 +167,19 @@ Status UniformGrid::build(std::span<const Box> boxes) {
     slot_of_.clear();
     cells_.clear();
     large_.clear();
+    coarse_.reset();
     small_count_ = 0;
     has_small_bounds_ = false;
     small_bounds_ = {};
     origin_ = {0, 0, 0};
-    cell_size_ = {config_.fallback_cell_size, config_.fallback_cell_size,
-                  config_.fallback_cell_size};
-    inv_cell_ = {1 / cell_size_[0], 1 / cell_size_[1], 1 / cell_size_[2]};
+    for (int a = 0; a < 3; ++a) {
+        cell_size_[a] = std::max(config_.fallback_cell_size, min_cell_[a]);
+        inv_cell_[a] = 1 / cell_size_[a];
+    }
+}
+
+Status UniformGrid::build(std::span<const Box> boxes) {
+    reset_level();
     if (!(config_.cell_scale > 0) || !(config_.fallback_cell_size > 0) ||
         !std::isfinite(config_.cell_scale) || !std::isfinite(config_.fallback_cell_size)) {
         return Error{ErrorCode::invalid_argument,
@@ -185,7 +191,13 @@ Status UniformGrid::build(std::span<const Box> boxes) {
         return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes", std::nullopt,
                      std::nullopt};
     }
+    std::vector<std::uint32_t> ids(boxes.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint32_t>(i);
+    return build_level(boxes, ids);
+}
 
+Status UniformGrid::build_level(std::span<const Box> boxes, std::span<const std::uint32_t> ids) {
+    reset_level();
     const std::size_t n = boxes.size();
     if (n > 0) {
         Box bounds = boxes[0];
@@ -200,28 +212,73 @@ Status UniformGrid::build(std::span<const Box> boxes) {
             // Mostly zero-extent boxes (points, flat boxes): about one box per cell instead.
             if (!(side > 0) && spread > 0) side = spread / std::max(1.0, std::cbrt(double(n)));
             if (!(side > 0) || !std::isfinite(side)) side = config_.fallback_cell_size;
+            side = std::max(side, min_cell_[a]);
             origin_[a] = bounds.min[a];
             cell_size_[a] = side;
             inv_cell_[a] = 1 / side;
         }
     }
 
-    boxes_.reserve(n);
-    ids_.reserve(n);
-    lo_.reserve(n);
-    hi_.reserve(n);
-    large_pos_.reserve(n);
-    slot_of_.reserve(n);
-    cells_.reserve(n);
     // Slots in cell order of the min corners, so that the boxes of a cell sit close together
     // in memory and consecutive insertions touch the same cells.
-    std::vector<std::pair<CellCoord, std::uint32_t>> order(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        order[i] = {cell_of(boxes[i].min), static_cast<std::uint32_t>(i)};
+    std::vector<std::pair<CellCoord, std::uint32_t>> order;
+    std::vector<Box> coarse_boxes;
+    std::vector<std::uint32_t> coarse_ids;
+    order.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (depth_ < kMaxDepth && !fits(boxes[i])) {
+            coarse_boxes.push_back(boxes[i]);
+            coarse_ids.push_back(ids[i]);
+        } else {
+            order.emplace_back(cell_of(boxes[i].min), i);
+        }
     }
     std::sort(order.begin(), order.end());
-    for (const auto& [key, id] : order) add_slot(id, boxes[id]);
+    const std::size_t m = order.size();
+    boxes_.reserve(m);
+    ids_.reserve(m);
+    lo_.reserve(m);
+    hi_.reserve(m);
+    large_pos_.reserve(m);
+    slot_of_.reserve(m);
+    cells_.reserve(m);
+    for (const auto& [key, i] : order) add_slot(ids[i], boxes[i]);
+    if (!coarse_boxes.empty()) return coarse_level().build_level(coarse_boxes, coarse_ids);
     return Status::success();
+}
+
+bool UniformGrid::fits(const Box& box) const {
+    return cell_span(cell_of(box.min), cell_of(box.max)) <= double(config_.max_cells_per_box);
+}
+
+UniformGrid& UniformGrid::coarse_level() {
+    if (!coarse_) {
+        coarse_ = std::make_unique<UniformGrid>(config_);
+        coarse_->depth_ = depth_ + 1;
+        for (int a = 0; a < 3; ++a) coarse_->min_cell_[a] = kLevelGrowth * cell_size_[a];
+        coarse_->reset_level();
+        coarse_->origin_ = origin_;
+    }
+    return *coarse_;
+}
+
+bool UniformGrid::contains_id(std::uint32_t id) const {
+    return slot_of_.contains(id) || (coarse_ && coarse_->contains_id(id));
+}
+
+void UniformGrid::place(std::uint32_t id, const Box& box) {
+    if (depth_ < kMaxDepth && !fits(box)) {
+        coarse_level().place(id, box);
+    } else {
+        add_slot(id, box);
+    }
+}
+
+void UniformGrid::absorb(const UniformGrid& level) const {
+    stats_.nodes_visited += level.stats_.nodes_visited;
+    stats_.leaves_visited += level.stats_.leaves_visited;
+    stats_.box_tests += level.stats_.box_tests;
+    level.reset_stats();
 }
 
 void UniformGrid::add_slot(std::uint32_t id, const Box& box) {
@@ -307,27 +364,20 @@ void UniformGrid::relabel(std::uint32_t from, std::uint32_t to) {
 
 Status UniformGrid::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
-    if (slot_of_.contains(id)) {
+    if (contains_id(id)) {
         return Error{ErrorCode::invalid_argument,
                      "uniform_grid insert: id " + std::to_string(id) + " is already present", id,
                      std::nullopt};
     }
-    if (boxes_.size() + 1 >= std::numeric_limits<std::uint32_t>::max()) {
+    if (size() + 1 >= std::numeric_limits<std::uint32_t>::max()) {
         return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes", id, std::nullopt};
     }
-    add_slot(id, box);
+    place(id, box);
     return Status::success();
 }
 
-Status UniformGrid::remove(std::uint32_t id) {
-    const auto it = slot_of_.find(id);
-    if (it == slot_of_.end()) {
-        return Error{ErrorCode::invalid_argument,
-                     "uniform_grid remove: id " + std::to_string(id) + " is not present", id,
-                     std::nullopt};
-    }
-    const std::uint32_t slot = it->second;
-    slot_of_.erase(it);
+void UniformGrid::erase_slot(std::uint32_t slot) {
+    slot_of_.erase(ids_[slot]);
     leave(slot);
     const auto last = static_cast<std::uint32_t>(boxes_.size() - 1);
     if (slot != last) relabel(last, slot);
@@ -336,21 +386,29 @@ Status UniformGrid::remove(std::uint32_t id) {
     lo_.pop_back();
     hi_.pop_back();
     large_pos_.pop_back();
-    return Status::success();
+}
+
+Status UniformGrid::remove(std::uint32_t id) {
+    if (const auto it = slot_of_.find(id); it != slot_of_.end()) {
+        erase_slot(it->second);
+        return Status::success();
+    }
+    if (coarse_ && coarse_->contains_id(id)) return coarse_->remove(id);
+    return Error{ErrorCode::invalid_argument,
+                 "uniform_grid remove: id " + std::to_string(id) + " is not present", id,
+                 std::nullopt};
 }
 
 Status UniformGrid::move(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
-    const auto it = slot_of_.find(id);
-    if (it == slot_of_.end()) {
+    if (!contains_id(id)) {
         return Error{ErrorCode::invalid_argument,
                      "uniform_grid move: id " + std::to_string(id) + " is not present", id,
                      std::nullopt};
     }
-    const std::uint32_t slot = it->second;
-    leave(slot);
-    boxes_[slot] = box;
-    enter(slot);
+    // Removed and placed again from the finest level: the box may change level.
+    if (Status s = remove(id); !s) return s;
+    place(id, box);
     return Status::success();
 }
 
@@ -426,6 +484,20 @@ void UniformGrid::self_pairs(std::vector<Pair>& out) const {
             if (overlaps(box, boxes_[order[q]])) report(order[p], order[q]);
         }
     }
+
+    // This level against the coarser ones: each box's region query there reports every
+    // coarser box it overlaps once.
+    if (coarse_count() == 0) return;
+    coarse_->self_pairs(out);
+    std::vector<std::uint32_t> hits;
+    for (std::uint32_t s = 0; s < boxes_.size(); ++s) {
+        hits.clear();
+        coarse_->query_box(boxes_[s], hits);
+        for (const std::uint32_t id : hits) {
+            out.push_back(Pair{std::min(ids_[s], id), std::max(ids_[s], id)});
+        }
+    }
+    absorb(*coarse_);
 }
 
 void UniformGrid::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
@@ -445,9 +517,17 @@ void UniformGrid::query_box(const Box& region, std::vector<std::uint32_t>& out) 
             if (overlaps(region, boxes_[s]) && max_coord(lo, lo_[s]) == key) out.push_back(ids_[s]);
         }
     });
+    if (coarse_) {
+        coarse_->query_box(region, out);
+        absorb(*coarse_);
+    }
 }
 
 void UniformGrid::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+    if (coarse_) {
+        coarse_->query_point(p, out);
+        absorb(*coarse_);
+    }
     stats_.box_tests += large_.size();
     for (const std::uint32_t s : large_) {
         if (contains(boxes_[s], p)) out.push_back(ids_[s]);
@@ -463,7 +543,12 @@ void UniformGrid::query_point(const Vec3& p, std::vector<std::uint32_t>& out) co
 }
 
 std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
+    // The coarser levels first: their hit can only cut this level's walk short.
     std::optional<RayHit> best;
+    if (coarse_) {
+        best = coarse_->ray_cast(ray);
+        absorb(*coarse_);
+    }
     const auto consider = [&](std::uint32_t slot) {
         ++stats_.box_tests;
         const std::optional<float> t = ray_box_entry(ray, boxes_[slot]);
@@ -591,7 +676,12 @@ void UniformGrid::linear_nearest(const Vec3& p, std::vector<Neighbor>& candidate
 
 Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     if (k == 0) return Status::success();
+    // The coarser levels' k nearest are the only ones of theirs that can make the answer.
     std::vector<Neighbor> candidates;
+    if (coarse_) {
+        if (Status s = coarse_->nearest(p, k, candidates); !s) return s;
+        absorb(*coarse_);
+    }
     stats_.box_tests += large_.size();
     for (const std::uint32_t s : large_) {
         candidates.push_back(Neighbor{ids_[s], box_distance(boxes_[s], p)});
@@ -676,6 +766,14 @@ Status UniformGrid::validate() const {
         if (large != (large_pos_[s] != kNotLarge)) {
             return invariant("box " + std::to_string(id) + " is in the wrong list", id);
         }
+        if (large && depth_ < kMaxDepth) {
+            return invariant("box " + std::to_string(id) + " is too large for level " +
+                                 std::to_string(depth_) + " but was not moved to a coarser one",
+                             id);
+        }
+        if (coarse_ && coarse_->contains_id(id)) {
+            return invariant("id " + std::to_string(id) + " is in two levels", id);
+        }
         if (large && (large_pos_[s] >= large_.size() || large_[large_pos_[s]] != s)) {
             return invariant("box " + std::to_string(id) + " has a wrong large-list index", id);
         }
@@ -718,7 +816,22 @@ Status UniformGrid::validate() const {
                 ids_[s]);
         }
     }
-    return Status::success();
+    if (!coarse_) return Status::success();
+    if (coarse_->depth_ != depth_ + 1) return invariant("a coarser level has the wrong depth");
+    for (int a = 0; a < 3; ++a) {
+        if (!(coarse_->cell_size_[a] >= kLevelGrowth * cell_size_[a])) {
+            return invariant("level " + std::to_string(depth_ + 1) + " has cells too small");
+        }
+    }
+    for (std::uint32_t s = 0; s < coarse_->boxes_.size(); ++s) {
+        if (fits(coarse_->boxes_[s])) {
+            const std::uint32_t id = coarse_->ids_[s];
+            return invariant("box " + std::to_string(id) + " fits level " + std::to_string(depth_) +
+                                 " but is kept in a coarser one",
+                             id);
+        }
+    }
+    return coarse_->validate();
 }
 
 }  // namespace broadphase

@@ -2,12 +2,15 @@
 // Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003). Cell sides are
 // chosen from the boxes, cells are kept in a hash table so that only occupied cells cost
 // memory, and a box is entered in EVERY cell it overlaps, not only the cells of its corners
-// (seed 004's "missed middle cell" flaw). Boxes spanning too many cells are kept aside in a
-// `large` list. Dynamic: insert, remove and move by caller-chosen id.
+// (seed 004's "missed middle cell" flaw). Boxes spanning too many cells go to a coarser grid
+// (cells at least kLevelGrowth times larger, sized from those boxes), and so on: a hierarchy
+// of hash grids, each level holding the boxes that fit it. Dynamic: insert, remove and move by
+// caller-chosen id.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -25,8 +28,8 @@ public:
         /// taken over the boxes given to build() (per axis, so that XLine/YLine-like scenes get
         /// flat cells). Must be > 0.
         double cell_scale = 2.0;
-        /// A box spanning more cells than this (product over the axes) is not entered in cells
-        /// but kept in the large list, which every query and every box tests directly.
+        /// A box spanning more cells than this (product over the axes) goes to the next coarser
+        /// level; past kMaxDepth levels, to a list that every query tests directly.
         std::uint64_t max_cells_per_box = 64;
         /// Cell side on an axis where the boxes give none: an empty build, or all boxes with
         /// zero extent and zero spread on that axis. Must be > 0.
@@ -38,16 +41,24 @@ public:
     /// Cell coordinates are clamped to this magnitude (the clamp is monotone, so it only makes
     /// the outermost cells larger, never loses an overlap).
     static constexpr std::int64_t kCoordLimit = std::int64_t{1} << 52;
+    /// Each level's cell side is at least this many times its finer level's, on every axis.
+    static constexpr double kLevelGrowth = 4;
+    /// The coarsest level is this deep (the finest is depth 0); it keeps boxes that still span
+    /// more than max_cells_per_box cells in a linear list.
+    static constexpr std::uint32_t kMaxDepth = 24;
 
     UniformGrid() = default;
     explicit UniformGrid(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "uniform_grid"; }
     /// Chooses the cell sides (see Config) and the grid origin (the scene's min corner), then
-    /// enters every box. They stay fixed until the next build(), whatever is inserted later.
+    /// enters every box; those spanning too many cells build the coarser levels the same way.
+    /// Cell sides and origins stay fixed until the next build(), whatever is inserted later (a
+    /// coarser level first made by insert() gets kLevelGrowth times this level's sides).
     Status build(std::span<const Box> boxes) override;
-    /// Each pair is reported once: from the cell holding the max of the two min corners (the
-    /// lowest cell the two boxes share); a large box against another large box by a sweep on x.
+    /// Each pair is reported once: within a level, from the cell holding the max of the two min
+    /// corners (the lowest cell the two boxes share); across levels, by the finer box's region
+    /// query on the coarser levels; in the deepest level's list, by a sweep on x.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
@@ -70,15 +81,21 @@ public:
     /// large boxes are exactly those spanning more than max_cells_per_box cells, and the
     /// small-box bounds hold every small box.
     Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
+    std::size_t size() const override { return boxes_.size() + coarse_count(); }
 
     const Config& config() const { return config_; }
     /// Cell side on each axis, chosen by build().
     std::array<double, 3> cell_size() const { return cell_size_; }
-    /// Number of occupied cells.
+    /// Number of occupied cells of this level.
     std::size_t cell_count() const { return cells_.size(); }
-    /// Number of boxes kept in the large list.
+    /// Number of boxes in this level's linear list (only the deepest level has one).
     std::size_t large_count() const { return large_.size(); }
+    /// Number of boxes held by the coarser levels.
+    std::size_t coarse_count() const { return coarse_ ? coarse_->size() : 0; }
+    /// The next coarser level, if any.
+    const UniformGrid* coarse() const { return coarse_.get(); }
+    /// Number of levels, this one included.
+    std::size_t levels() const { return 1 + (coarse_ ? coarse_->levels() : 0); }
     /// The cell holding coordinate x on `axis` (monotone in x; NaN maps to 0).
     std::int64_t cell_coord(float x, int axis) const;
 
@@ -115,6 +132,14 @@ private:
 
     CellCoord cell_of(const Vec3& p) const;
     double span_cells(std::uint32_t slot) const;
+    bool fits(const Box& box) const;  ///< spans at most max_cells_per_box cells here
+    void reset_level();
+    Status build_level(std::span<const Box> boxes, std::span<const std::uint32_t> ids);
+    UniformGrid& coarse_level();  ///< the next coarser level, made on first use
+    bool contains_id(std::uint32_t id) const;
+    void place(std::uint32_t id, const Box& box);  ///< at this level if it fits, else coarser
+    void erase_slot(std::uint32_t slot);
+    void absorb(const UniformGrid& level) const;  ///< adds a coarser level's stats to ours
     void add_slot(std::uint32_t id, const Box& box);
     void enter(std::uint32_t slot);
     void leave(std::uint32_t slot);
@@ -126,6 +151,9 @@ private:
     void linear_nearest(const Vec3& p, std::vector<Neighbor>& candidates) const;
 
     Config config_;
+    std::uint32_t depth_ = 0;
+    std::array<double, 3> min_cell_{0, 0, 0};  ///< lower bound on cell_size_ (coarser levels)
+    std::unique_ptr<UniformGrid> coarse_;      ///< boxes too large for this level
     std::array<double, 3> origin_{0, 0, 0};
     std::array<double, 3> cell_size_{1, 1, 1};
     std::array<double, 3> inv_cell_{1, 1, 1};
@@ -138,7 +166,7 @@ private:
     std::unordered_map<std::uint32_t, std::uint32_t> slot_of_;  ///< id -> slot
 
     CellTable cells_;                   ///< occupied cell -> slots of the small boxes in it
-    std::vector<std::uint32_t> large_;  ///< slots of the large boxes
+    std::vector<std::uint32_t> large_;  ///< slots of the boxes too large for the deepest level
     std::size_t small_count_ = 0;
     Box small_bounds_{};  ///< holds every small box entered since build (grows only)
     bool has_small_bounds_ = false;

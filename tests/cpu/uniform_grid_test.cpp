@@ -174,11 +174,11 @@ struct NamedConfig {
 std::vector<NamedConfig> configs() {
     UniformGrid::Config fine;
     fine.cell_scale = 0.3;  // many cells per box
-    UniformGrid::Config all_large;
-    all_large.max_cells_per_box = 1;  // most boxes go to the large list
+    UniformGrid::Config one_cell;
+    one_cell.max_cells_per_box = 1;  // boxes crossing a cell face go coarser: many levels
     UniformGrid::Config coarse;
     coarse.cell_scale = 40;  // many boxes per cell
-    return {{"default", {}}, {"fine", fine}, {"all_large", all_large}, {"coarse", coarse}};
+    return {{"default", {}}, {"fine", fine}, {"one_cell", one_cell}, {"coarse", coarse}};
 }
 
 // Scenario 1: every generator at N = 0, 1, 2, 7, 300, 3000, under several configurations.
@@ -187,7 +187,7 @@ TEST(UniformGrid, Scenario1_EveryGeneratorMatchesBruteForce) {
         for (const std::string_view gen : generator_names()) {
             for (const std::size_t n : {0, 1, 2, 7, 300, 3000}) {
                 if (n == 3000 && std::string(nc.name) != "default" &&
-                    std::string(nc.name) != "all_large") {
+                    std::string(nc.name) != "one_cell") {
                     continue;  // the slow configurations at 3000 add nothing but time
                 }
                 auto scene = generate_scene(gen, n);
@@ -201,17 +201,17 @@ TEST(UniformGrid, Scenario1_EveryGeneratorMatchesBruteForce) {
     }
 }
 
-// Scenario 2: large-list and cell paths are both exercised (the test above would pass
-// trivially if everything landed in one list).
-TEST(UniformGrid, Scenario2_MixedSizesUseBothCellsAndLargeList) {
+// Scenario 2: the finest level and the coarser ones are both used (the test above would pass
+// trivially if everything landed in one level).
+TEST(UniformGrid, Scenario2_MixedSizesUseSeveralLevels) {
     auto scene = generate_scene("mixed_sizes", 3000);
     ASSERT_TRUE(scene.ok());
     UniformGrid::Config c;
     c.max_cells_per_box = 8;
     UniformGrid grid(c);
     ASSERT_TRUE(grid.build(scene->boxes).ok());
-    EXPECT_GT(grid.large_count(), 0u);
-    EXPECT_LT(grid.large_count(), scene->boxes.size());
+    EXPECT_GT(grid.coarse_count(), 0u);
+    EXPECT_LT(grid.coarse_count(), scene->boxes.size());
     EXPECT_GT(grid.cell_count(), 0u);
     expect_matches_brute_force(grid, scene->boxes, {}, 11, "mixed_sizes:3000 cap 8");
 }
@@ -255,7 +255,8 @@ TEST(UniformGrid, Scenario5_OneHugeBox) {
     boxes.insert(boxes.begin() + 1000, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
     UniformGrid grid;
     build_and_compare(grid, boxes, "huge box");
-    EXPECT_EQ(grid.large_count(), 1u);
+    EXPECT_EQ(grid.coarse_count(), 1u);
+    EXPECT_EQ(grid.levels(), 2u);
 }
 
 // Scenario 6: coordinates far from the origin (1e7 offsets), with and without a near group.
@@ -300,7 +301,7 @@ TEST(UniformGrid, Scenario8_MissedMiddleCell) {
     UniformGrid grid;
     ASSERT_TRUE(grid.build(boxes).ok());
     EXPECT_NEAR(grid.cell_size()[0], 0.02, 1e-6);
-    EXPECT_EQ(grid.large_count(), 0u);
+    EXPECT_EQ(grid.coarse_count(), 0u);
     const std::vector<Pair> pairs = sorted_pairs(grid);
     EXPECT_TRUE(std::binary_search(pairs.begin(), pairs.end(), Pair{horizontal, horizontal + 1}));
     build_and_compare(grid, boxes, "crossing boxes");
@@ -382,8 +383,10 @@ TEST(UniformGrid, Scenario11_NearestEdgeCases) {
 // Scenario 12: random insert / remove / move sequences, mirrored into a brute force rebuilt
 // from the live id -> box map. validate() after every step; everything compared every few.
 TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
-    for (const std::uint32_t seed : {1u, 2u, 3u}) {
+    for (const std::uint32_t seed : {1u, 2u, 3u, 4u}) {
         SCOPED_TRACE("seed " + std::to_string(seed));
+        UniformGrid::Config config;
+        if (seed == 4) config.max_cells_per_box = 1;  // boxes hop between many levels
         std::mt19937 rng(seed);
         std::uniform_real_distribution<float> u(0.0f, 1.0f);
         const auto random_box = [&] {
@@ -398,7 +401,7 @@ TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
         };
         std::vector<Box> initial;
         for (int i = 0; i < 150; ++i) initial.push_back(random_box());
-        UniformGrid grid;
+        UniformGrid grid(config);
         ASSERT_TRUE(grid.build(initial).ok());
         std::map<std::uint32_t, Box> live;
         for (std::uint32_t i = 0; i < initial.size(); ++i) live[i] = initial[i];
@@ -461,7 +464,7 @@ TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
             ASSERT_TRUE(grid.validate().ok());
         }
         EXPECT_EQ(grid.cell_count(), 0u);
-        EXPECT_EQ(grid.large_count(), 0u);
+        EXPECT_EQ(grid.size(), 0u);
         ASSERT_TRUE(grid.insert(7, {{0, 0, 0}, {1, 1, 1}}).ok());
         ASSERT_TRUE(grid.insert(9, {{1, 1, 1}, {2, 2, 2}}).ok());
         EXPECT_EQ(sorted_pairs(grid), (std::vector<Pair>{{7, 9}}));
@@ -481,6 +484,41 @@ TEST(UniformGrid, Scenario13_InsertIntoEmptyBuild) {
     }
     ASSERT_TRUE(grid.validate().ok());
     expect_matches_brute_force(grid, scene->boxes, ids, 5, "inserted into empty");
+}
+
+}  // namespace
+}  // namespace broadphase
+
+namespace broadphase {
+namespace {
+
+// Scenario 14: the level hierarchy. The degenerate scene needs coarser levels (a far group of
+// larger cubes, one huge box); with max_cells_per_box = 0 nothing fits any level and every
+// box ends in the deepest level's linear list.
+TEST(UniformGrid, Scenario14_Levels) {
+    auto scene = generate_scene("degenerate", 3000);
+    ASSERT_TRUE(scene.ok());
+    UniformGrid grid;
+    ASSERT_TRUE(grid.build(scene->boxes).ok());
+    EXPECT_GE(grid.levels(), 2u);
+    EXPECT_GT(grid.coarse_count(), 0u);
+    ASSERT_TRUE(grid.coarse());
+    EXPECT_GE(grid.coarse()->cell_size()[0], UniformGrid::kLevelGrowth * grid.cell_size()[0]);
+
+    UniformGrid::Config none_fit;
+    none_fit.max_cells_per_box = 0;
+    UniformGrid deepest(none_fit);
+    auto small = generate_scene("clustered", 300);
+    ASSERT_TRUE(small.ok());
+    build_and_compare(deepest, small->boxes, "max_cells_per_box 0");
+    EXPECT_EQ(deepest.levels(), UniformGrid::kMaxDepth + 1);
+    EXPECT_EQ(deepest.cell_count(), 0u);
+    ASSERT_TRUE(deepest.insert(5000, {{0, 0, 0}, {0, 0, 0}}).ok());
+    ASSERT_TRUE(deepest.validate().ok());
+    ASSERT_TRUE(deepest.move(5000, {{0.5f, 0.5f, 0.5f}, {0.6f, 0.6f, 0.6f}}).ok());
+    ASSERT_TRUE(deepest.remove(5000).ok());
+    ASSERT_TRUE(deepest.validate().ok());
+    EXPECT_EQ(deepest.size(), 300u);
 }
 
 }  // namespace
