@@ -48,17 +48,6 @@ std::int64_t clamp_floor(double g) {
     return static_cast<std::int64_t>(std::clamp(g, -limit, limit));
 }
 
-// Distance from p to the closed box, in double, rounded once to float.
-float box_distance(const Box& b, const Vec3& p) {
-    double sum = 0;
-    for (int a = 0; a < 3; ++a) {
-        const double v =
-            std::max({double(b.min[a]) - double(p[a]), 0.0, double(p[a]) - double(b.max[a])});
-        sum += v * v;
-    }
-    return static_cast<float>(std::sqrt(sum));
-}
-
 bool neighbor_less(const Neighbor& a, const Neighbor& b) {
     return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
 }
@@ -669,12 +658,13 @@ void UniformGrid::linear_nearest(const Vec3& p, std::vector<Neighbor>& candidate
         ++stats_.leaves_visited;
         stats_.box_tests += slots.size();
         for (const std::uint32_t s : slots) {
-            candidates.push_back(Neighbor{ids_[s], box_distance(boxes_[s], p)});
+            candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
         }
     }
 }
 
 Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
     if (k == 0) return Status::success();
     // The coarser levels' k nearest are the only ones of theirs that can make the answer.
     std::vector<Neighbor> candidates;
@@ -684,7 +674,7 @@ Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
     }
     stats_.box_tests += large_.size();
     for (const std::uint32_t s : large_) {
-        candidates.push_back(Neighbor{ids_[s], box_distance(boxes_[s], p)});
+        candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
     }
     // Sorts and dedups the candidates; true once k of them are nearer than `bound`.
     const auto settled = [&](double bound) {
@@ -727,7 +717,8 @@ Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
                         ++stats_.leaves_visited;
                         stats_.box_tests += slots->size();
                         for (const std::uint32_t s : *slots) {
-                            candidates.push_back(Neighbor{ids_[s], box_distance(boxes_[s], p)});
+                            candidates.push_back(
+                                Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
                         }
                     }
                 }

@@ -66,9 +66,9 @@ public:
     /// stopping once the best hit is before the next cell; falls back to a linear scan when the
     /// walk would cross more cells than there are boxes.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
-    /// Expanding shells of cells around p's cell; falls back to a linear scan once the shells
-    /// hold more cells than there are occupied cells. Appends to `out`, nearest first. Distances
-    /// are computed in double and rounded to float; ties go to the smaller id.
+    /// Expanding shells of cells around p's cell (each level, coarsest first); falls back to a
+    /// linear scan of a level once its shells hold more cells than it has occupied cells.
+    /// Replaces `out` with the k nearest by point_box_distance, nearest first, ties by id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 
     bool is_dynamic() const override { return true; }

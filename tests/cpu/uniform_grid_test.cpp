@@ -27,19 +27,13 @@ std::vector<std::uint32_t> sorted(std::vector<std::uint32_t> v) {
     return v;
 }
 
-// The k nearest by a linear scan: distance in double rounded to float, ties to the smaller id.
+// The k nearest by a linear scan of point_box_distance, ties to the smaller id.
 std::vector<Neighbor> linear_nearest(std::span<const Box> boxes, std::span<const std::uint32_t> ids,
                                      const Vec3& p, std::size_t k) {
     std::vector<Neighbor> all;
     for (std::size_t i = 0; i < boxes.size(); ++i) {
-        double sum = 0;
-        for (int a = 0; a < 3; ++a) {
-            const double v = std::max({double(boxes[i].min[a]) - double(p[a]), 0.0,
-                                       double(p[a]) - double(boxes[i].max[a])});
-            sum += v * v;
-        }
         const auto id = ids.empty() ? static_cast<std::uint32_t>(i) : ids[i];
-        all.push_back(Neighbor{id, static_cast<float>(std::sqrt(sum))});
+        all.push_back(Neighbor{id, point_box_distance(p, boxes[i])});
     }
     std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
         return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
@@ -150,7 +144,7 @@ void expect_matches_brute_force(const UniformGrid& grid, std::span<const Box> bo
     for (int q = 0; q < queries / 2; ++q) {
         const Vec3 p = (!boxes.empty() && q % 4 == 0) ? random_corner() : random_point();
         for (const std::size_t k : {std::size_t{1}, std::size_t{5}}) {
-            std::vector<Neighbor> got;
+            std::vector<Neighbor> got = {{99999, -1.0f}};  // replaced, not appended to
             ASSERT_TRUE(grid.nearest(p, k, got).ok());
             EXPECT_EQ(got, linear_nearest(boxes, ids, p, k)) << "nearest " << q << " k " << k;
         }
@@ -373,7 +367,7 @@ TEST(UniformGrid, Scenario11_NearestEdgeCases) {
     EXPECT_TRUE(out.empty());
     ASSERT_TRUE(grid.nearest({2, 0.5f, 0.5f}, 10, out).ok());  // k larger than the count
     EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1}, {1, 1}, {2, 1}}));
-    out.clear();
+    // The output is replaced, not appended to.
     ASSERT_TRUE(grid.nearest({1e30f, 0, 0}, 1, out).ok());  // far outside the grid
     EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1e30f}}));    // all three tie in float
 }
