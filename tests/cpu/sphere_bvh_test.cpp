@@ -1,0 +1,752 @@
+// Tests of the sphere BVH with split planes (cpu_reference/sphere_bvh.*, seed 003): every query
+// against brute force on every standard generator and on hand-made degenerate scenes, with the
+// seed's one-box leaves and with larger ones; the front-to-back order (every id once, exactly
+// sorted where the split planes separate the boxes); the shape of the tree; validate() on
+// corrupted trees; rejection of bad input.
+#include "sphere_bvh.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "broadphase/scene.hpp"
+#include "brute_force.hpp"
+
+namespace broadphase {
+
+// Reaches the tree's internals so that tests can corrupt it.
+struct SphereBvhTestAccess {
+    static std::vector<SphereBvh::Node>& nodes(SphereBvh& t) { return t.nodes_; }
+    static std::vector<std::uint32_t>& ids(SphereBvh& t) { return t.ids_; }
+    static std::vector<Box>& boxes(SphereBvh& t) { return t.boxes_; }
+};
+
+namespace {
+
+static_assert(sizeof(SphereBvh::Node) == 24, "the documented node layout is 24 bytes");
+
+using Config = SphereBvh::Config;
+
+const Config kSeedLeaves{1, 48};  // one box per leaf, as in the seed
+const Config kMedianOnly{8, 0};   // every split at the median
+
+std::vector<Pair> sorted_self_pairs(const Structure& s) {
+    std::vector<Pair> pairs;
+    s.self_pairs(pairs);
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+}
+
+template <class F>
+std::vector<std::uint32_t> sorted_ids(F&& query) {
+    std::vector<std::uint32_t> ids;
+    query(ids);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+// point_box_distance over every box, ordered by (distance, id).
+std::vector<Neighbor> brute_nearest(std::span<const Box> boxes, const Vec3& p, std::size_t k) {
+    std::vector<Neighbor> all;
+    for (std::uint32_t i = 0; i < boxes.size(); ++i) {
+        all.push_back(Neighbor{i, point_box_distance(p, boxes[i])});
+    }
+    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
+        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    all.resize(std::min(k, all.size()));
+    return all;
+}
+
+Box scene_bounds(std::span<const Box> boxes) {
+    if (boxes.empty()) return Box{{0, 0, 0}, {1, 1, 1}};
+    Box b = boxes[0];
+    for (const Box& box : boxes) b = merge(b, box);
+    return b;
+}
+
+void expect_each_id_once(std::span<const std::uint32_t> order, std::size_t n) {
+    ASSERT_EQ(order.size(), n);
+    std::vector<std::uint32_t> sorted(order.begin(), order.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i);
+}
+
+// Builds a SphereBvh with `config` and brute force over `boxes`, validates the tree, and
+// compares self pairs, 200 region queries, 200 point picks, 200 rays and nearest k = 1, 5;
+// front_to_back returns every id once.
+void expect_matches_brute_force(std::span<const Box> boxes, const Config& config,
+                                const std::string& label) {
+    SCOPED_TRACE(label);
+    SphereBvh tree(config);
+    BruteForce brute;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(brute.build(boxes).ok());
+    ASSERT_EQ(tree.size(), boxes.size());
+    const Status valid = tree.validate();
+    ASSERT_TRUE(valid.ok()) << valid.error().message;
+
+    ASSERT_EQ(sorted_self_pairs(tree), sorted_self_pairs(brute));
+
+    std::mt19937 rng(1234);
+    const Box bounds = scene_bounds(boxes);
+    const Vec3 extent{bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,
+                      bounds.max.z - bounds.min.z};
+    auto uniform = [&](float lo, float hi) {
+        return std::uniform_real_distribution<float>(lo, std::max(lo, hi))(rng);
+    };
+    auto random_point = [&]() {
+        Vec3 p;
+        for (int axis = 0; axis < 3; ++axis) {
+            const float margin = 0.1f * extent[axis];
+            p[axis] = uniform(bounds.min[axis] - margin, bounds.max[axis] + margin);
+        }
+        return p;
+    };
+    auto random_box = [&]() -> const Box& {
+        return boxes[std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng)];
+    };
+    auto corner = [&](const Box& b) {
+        const unsigned bits = rng();
+        return Vec3{bits & 1 ? b.max.x : b.min.x, bits & 2 ? b.max.y : b.min.y,
+                    bits & 4 ? b.max.z : b.min.z};
+    };
+
+    for (int q = 0; q < 200; ++q) {
+        Box region;
+        if (q % 5 == 4 && !boxes.empty()) {
+            region = random_box();  // a region exactly equal to a box
+        } else if (q % 5 == 3 && !boxes.empty()) {
+            const Vec3 c = corner(random_box());  // a zero-volume region on a box corner
+            region = Box{c, c};
+        } else {
+            const Vec3 c = random_point();
+            for (int axis = 0; axis < 3; ++axis) {
+                const float half = uniform(0, 0.15f * extent[axis]);
+                region.min[axis] = c[axis] - half;
+                region.max[axis] = c[axis] + half;
+            }
+        }
+        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_box(region, o); }),
+                  sorted_ids([&](auto& o) { brute.query_box(region, o); }))
+            << "region query " << q;
+    }
+
+    for (int q = 0; q < 200; ++q) {
+        Vec3 p = random_point();
+        if (q % 2 == 1 && !boxes.empty()) p = corner(random_box());
+        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_point(p, o); }),
+                  sorted_ids([&](auto& o) { brute.query_point(p, o); }))
+            << "point pick " << q;
+    }
+
+    const float diagonal =
+        std::sqrt(extent.x * extent.x + extent.y * extent.y + extent.z * extent.z);
+    for (int q = 0; q < 200; ++q) {
+        Ray ray;
+        ray.origin = random_point();
+        if (q % 7 == 3 && !boxes.empty()) ray.origin = corner(random_box());
+        for (int axis = 0; axis < 3; ++axis) ray.dir[axis] = uniform(-1, 1);
+        if (q % 4 == 1) {  // axis-parallel
+            const int keep = q % 3;
+            for (int axis = 0; axis < 3; ++axis) {
+                if (axis != keep) ray.dir[axis] = 0;
+            }
+            if (ray.dir[keep] == 0) ray.dir[keep] = 1;
+        } else if (q % 4 == 2) {  // parallel to one coordinate plane
+            ray.dir[q % 3] = 0;
+        }
+        ray.tmax = q % 5 == 0 ? uniform(0, 0.3f) * (diagonal + 1) : 4 * (diagonal + 1);
+        const std::optional<RayHit> got = tree.ray_cast(ray);
+        const std::optional<RayHit> want = brute.ray_cast(ray);
+        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
+        if (want) {
+            EXPECT_EQ(got->id, want->id) << "ray " << q;
+            EXPECT_NEAR(got->t, want->t, 1e-5 * std::max(1.0f, std::abs(want->t))) << "ray " << q;
+        }
+    }
+
+    for (int q = 0; q < 100; ++q) {
+        Vec3 p = random_point();
+        if (q % 4 == 3 && !boxes.empty()) p = corner(random_box());
+        for (std::size_t k : {std::size_t{1}, std::size_t{5}}) {
+            std::vector<Neighbor> got;
+            ASSERT_TRUE(tree.nearest(p, k, got).ok());
+            ASSERT_EQ(got, brute_nearest(boxes, p, k)) << "nearest " << q << " k " << k;
+        }
+    }
+
+    for (int q = 0; q < 3; ++q) {
+        std::vector<std::uint32_t> order;
+        tree.front_to_back(random_point(), order);
+        expect_each_id_once(order, boxes.size());
+    }
+}
+
+// ---- every generator, every size, three configurations ---------------------------------------
+
+class SphereBvhGenerators
+    : public ::testing::TestWithParam<std::tuple<std::string_view, std::size_t>> {};
+
+TEST_P(SphereBvhGenerators, MatchesBruteForce) {
+    const auto [generator, count] = GetParam();
+    Result<Scene> scene = generate_scene(generator, count);
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    ASSERT_EQ(scene->boxes.size(), count);
+    const std::string label = std::string(generator) + ":" + std::to_string(count);
+    expect_matches_brute_force(scene->boxes, {}, label + " default");
+    expect_matches_brute_force(scene->boxes, kSeedLeaves, label + " seed leaves");
+    expect_matches_brute_force(scene->boxes, kMedianOnly, label + " median only");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllScenes, SphereBvhGenerators,
+                         ::testing::Combine(::testing::ValuesIn(generator_names()),
+                                            ::testing::Values(std::size_t{0}, std::size_t{1},
+                                                              std::size_t{2}, std::size_t{7},
+                                                              std::size_t{300}, std::size_t{3000})),
+                         [](const auto& info) {
+                             return std::string(std::get<0>(info.param)) + "_" +
+                                    std::to_string(std::get<1>(info.param));
+                         });
+
+// ---- hand-made degenerate scenes --------------------------------------------------------------
+
+std::vector<Box> uniform_boxes(std::size_t count, std::uint32_t seed) {
+    Result<Scene> scene = generate_scene("uniform", count, seed);
+    EXPECT_TRUE(scene.ok());
+    return scene.ok() ? scene->boxes : std::vector<Box>{};
+}
+
+void expect_all_configs_match(std::span<const Box> boxes, const std::string& label) {
+    expect_matches_brute_force(boxes, {}, label + " default");
+    expect_matches_brute_force(boxes, kSeedLeaves, label + " seed leaves");
+    expect_matches_brute_force(boxes, kMedianOnly, label + " median only");
+}
+
+TEST(SphereBvhScenes, Scenario1_TwoHundredIdenticalBoxes) {
+    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, -1}, {0.75f, 1.5f, 2}});
+    expect_all_configs_match(boxes, "identical");
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    EXPECT_EQ(sorted_self_pairs(tree).size(), 200u * 199u / 2u);
+    // No centre lies below any midpoint, so every split is a median: a balanced tree.
+    EXPECT_EQ(tree.height(), 6u);  // 200 / 2^6 <= 4
+    // Ties: every box is hit at the same t, the smallest id wins.
+    const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->id, 0u);
+    EXPECT_FLOAT_EQ(hit->t, 4.0f);
+    std::vector<Neighbor> near;
+    ASSERT_TRUE(tree.nearest({5, 1, 0}, 3, near).ok());
+    ASSERT_EQ(near.size(), 3u);
+    EXPECT_EQ(near[0].id, 0u);
+    EXPECT_EQ(near[1].id, 1u);
+    EXPECT_EQ(near[2].id, 2u);
+}
+
+TEST(SphereBvhScenes, Scenario2_ZeroVolumeBoxes) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<Box> boxes;
+    for (int i = 0; i < 600; ++i) {
+        const Vec3 p{u(rng), u(rng), u(rng)};
+        Box b{p, p};
+        if (i % 3 == 1) b.max[i % 3] += 0.05f, b.max[(i + 1) % 3] += 0.05f;  // flat box
+        if (i % 3 == 2) b.max[i % 3] += 0.1f;                                // segment
+        boxes.push_back(b);
+    }
+    boxes.push_back(boxes[10]);  // a duplicate point
+    expect_all_configs_match(boxes, "zero volume");
+    // Only points: every leaf sphere of a one-box leaf has radius 0.
+    std::vector<Box> points;
+    for (int i = 0; i < 300; ++i) {
+        const Vec3 p{u(rng), u(rng), u(rng)};
+        points.push_back(Box{p, p});
+    }
+    points.push_back(points[3]);
+    expect_all_configs_match(points, "points");
+    SphereBvh tree(kSeedLeaves);
+    ASSERT_TRUE(tree.build(points).ok());
+    for (const SphereBvh::Node& node : tree.nodes()) {
+        if (node.is_leaf()) {
+            EXPECT_EQ(node.radius, 0.0f);
+        }
+    }
+}
+
+TEST(SphereBvhScenes, Scenario3_OneHugeBoxOverEverything) {
+    std::vector<Box> boxes = uniform_boxes(1000, 3);
+    boxes.insert(boxes.begin() + 500, Box{{-100, -100, -100}, {100, 100, 100}});
+    expect_all_configs_match(boxes, "huge box");
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    const std::vector<Pair> pairs = sorted_self_pairs(tree);
+    EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
+                            [](const Pair& p) { return p.i == 500 || p.j == 500; }),
+              1000);
+}
+
+TEST(SphereBvhScenes, Scenario4_FarFromTheOrigin) {
+    std::vector<Box> boxes = uniform_boxes(1500, 4);
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        // Scale up so the boxes are wider than a float ulp at 1e7 (which is 1).
+        const Vec3 offset{1e7f, -1e7f, i % 2 ? 1e7f : 0.0f};
+        for (int axis = 0; axis < 3; ++axis) {
+            boxes[i].min[axis] = boxes[i].min[axis] * 1000 + offset[axis];
+            boxes[i].max[axis] = boxes[i].max[axis] * 1000 + offset[axis];
+        }
+    }
+    expect_all_configs_match(boxes, "far");
+    // Unscaled: boxes thinner than an ulp at 1e7 collapse onto points and flat boxes.
+    std::vector<Box> tiny = uniform_boxes(800, 14);
+    for (Box& b : tiny) {
+        for (int axis = 0; axis < 3; ++axis) b.min[axis] += 1e7f, b.max[axis] += 1e7f;
+    }
+    expect_all_configs_match(tiny, "far, sub-ulp");
+}
+
+TEST(SphereBvhScenes, Scenario5_FlatTwoDimensionalScene) {
+    std::vector<Box> boxes = uniform_boxes(2000, 5);
+    for (Box& b : boxes) b.min.z = b.max.z = 0;
+    expect_all_configs_match(boxes, "2D");
+    // The longest-axis rule never splits on z, where nothing varies.
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    for (const SphereBvh::Node& node : tree.nodes()) {
+        if (!node.is_leaf()) {
+            EXPECT_NE(node.axis(), 2u);
+        }
+    }
+}
+
+TEST(SphereBvhScenes, Scenario6_NestedBoxesAndLongThinOnes) {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 50; ++i) {  // same centre, growing sizes
+        const float h = 0.01f * float(i);
+        boxes.push_back(Box{{-h, -h, -h}, {h, h, h}});
+    }
+    for (int i = 0; i < 300; ++i) {  // long thin boxes crossing many split planes
+        const float x = 0.01f * float(i);
+        const float y = 0.003f * float(i % 37);
+        boxes.push_back(Box{{x - 1.5f, y, 0}, {x + 1.5f, y + 0.002f, 0.5f}});
+    }
+    expect_all_configs_match(boxes, "nested and thin");
+}
+
+TEST(SphereBvhScenes, Scenario7_ExponentialSpacingHitsTheDepthGuard) {
+    // Centres at 2^i: every midpoint split peels off the last box, so the tree would be as
+    // deep as the scene is long without the median fallback below max_midpoint_depth.
+    std::vector<Box> boxes;
+    for (int i = 0; i < 120; ++i) {
+        const float x = std::ldexp(1.0f, i);
+        boxes.push_back(Box{{x, 0, 0}, {x, 1, 1}});
+    }
+    expect_all_configs_match(boxes, "exponential");
+    SphereBvh tree({1, 10});
+    ASSERT_TRUE(tree.build(boxes).ok());
+    EXPECT_TRUE(tree.validate().ok());
+    EXPECT_LE(tree.height(), 10u + 7u);  // 10 peeled, then ceil(log2(110)) medians
+    EXPECT_GE(tree.height(), 10u);
+}
+
+TEST(SphereBvhScenes, Scenario8_OddRays) {
+    const std::vector<Box> boxes = uniform_boxes(500, 15);
+    SphereBvh tree;
+    BruteForce brute;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(brute.build(boxes).ok());
+    const float inf = std::numeric_limits<float>::infinity();
+    const Vec3 inside = boxes[17].min;
+    const std::vector<Ray> rays = {
+        Ray{inside, {0, 0, 0}, 1},                          // zero direction: a point test
+        Ray{{2, 2, 2}, {0, 0, 0}, 1},                       // zero direction, outside everything
+        Ray{inside, {1, 0, 0}, 0},                          // zero length
+        Ray{inside, {1, 1, 0}, -1},                         // negative tmax: never hits
+        Ray{{-1, 0.5f, 0.5f}, {1, 0, 0}, inf},              // unbounded
+        Ray{{-1, 0.5f, 0.5f}, {1e-20f, 1e-21f, 0}, 1e25f},  // tiny direction, huge tmax
+    };
+    for (std::size_t q = 0; q < rays.size(); ++q) {
+        const std::optional<RayHit> got = tree.ray_cast(rays[q]);
+        const std::optional<RayHit> want = brute.ray_cast(rays[q]);
+        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
+        if (want) {
+            EXPECT_EQ(got->id, want->id) << "ray " << q;
+            EXPECT_EQ(got->t, want->t) << "ray " << q;
+        }
+    }
+}
+
+// ---- front-to-back order ---------------------------------------------------------------------
+
+// Boxes on a line along x with gaps, in shuffled input order, of equal y and z extents: every
+// split is on x, and seen from beyond either end the near-child-first order is exactly the
+// order of distance.
+std::vector<Box> line_with_gaps(std::size_t count, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> width(0.1f, 1.9f);
+    std::vector<Box> boxes;
+    for (std::size_t i = 0; i < count; ++i) {
+        const float x = 2.0f * float(i);
+        boxes.push_back(Box{{x, 0, 0}, {x + width(rng), 1, 1}});
+    }
+    std::shuffle(boxes.begin(), boxes.end(), rng);
+    return boxes;
+}
+
+bool sorted_by_distance(std::span<const Box> boxes, const Vec3& eye,
+                        std::span<const std::uint32_t> order) {
+    for (std::size_t k = 1; k < order.size(); ++k) {
+        if (point_box_distance(eye, boxes[order[k - 1]]) >
+            point_box_distance(eye, boxes[order[k]])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+TEST(SphereBvhFrontToBack, Scenario1_LineWithGapsIsExactlySorted) {
+    for (std::size_t count : {1u, 2u, 7u, 100u, 1000u}) {
+        const std::vector<Box> boxes = line_with_gaps(count, 21);
+        const float end = 2.0f * float(count) + 3;
+        for (const Config& config : {Config{}, kSeedLeaves, kMedianOnly}) {
+            SphereBvh tree(config);
+            ASSERT_TRUE(tree.build(boxes).ok());
+            ASSERT_TRUE(tree.validate().ok());
+            for (const Vec3& eye : {Vec3{-3, 0.5f, 0.5f}, Vec3{-0.5f, 4, -2}, Vec3{end, 0.5f, 0},
+                                    Vec3{end + 50, -7, 9}}) {
+                std::vector<std::uint32_t> order;
+                tree.front_to_back(eye, order);
+                expect_each_id_once(order, count);
+                EXPECT_TRUE(sorted_by_distance(boxes, eye, order))
+                    << count << " boxes, leaf size " << config.max_leaf_size << ", eye " << eye.x
+                    << " " << eye.y << " " << eye.z;
+            }
+        }
+    }
+}
+
+TEST(SphereBvhFrontToBack, Scenario2_NearSideOfEverySplitFirst) {
+    // Eight clusters at the corners of a cube, far apart: the root and its descendants split
+    // them by octant, and from an eye beyond a corner every box of the nearest cluster comes
+    // before every box of the farthest one.
+    std::mt19937 rng(22);
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<Box> boxes;
+    for (int i = 0; i < 800; ++i) {
+        const int c = i % 8;
+        const Vec3 base{c & 1 ? 100.0f : 0.0f, c & 2 ? 100.0f : 0.0f, c & 4 ? 100.0f : 0.0f};
+        const Vec3 p{base.x + 10 * u(rng), base.y + 10 * u(rng), base.z + 10 * u(rng)};
+        boxes.push_back(Box{p, {p.x + 0.5f, p.y + 0.5f, p.z + 0.5f}});
+    }
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    std::vector<std::uint32_t> order;
+    tree.front_to_back({-50, -50, -50}, order);
+    expect_each_id_once(order, boxes.size());
+    // Cluster 0 (nearest the eye) fills the first 100 places, cluster 7 the last 100.
+    for (std::size_t k = 0; k < 100; ++k) EXPECT_EQ(order[k] % 8, 0u) << k;
+    for (std::size_t k = 700; k < 800; ++k) EXPECT_EQ(order[k] % 8, 7u) << k;
+    // Seen from the opposite corner the order of clusters reverses.
+    order.clear();
+    tree.front_to_back({150, 150, 150}, order);
+    for (std::size_t k = 0; k < 100; ++k) EXPECT_EQ(order[k] % 8, 7u) << k;
+    for (std::size_t k = 700; k < 800; ++k) EXPECT_EQ(order[k] % 8, 0u) << k;
+}
+
+TEST(SphereBvhFrontToBack, Scenario3_RoughlySortedOnAUniformScene) {
+    const std::vector<Box> boxes = uniform_boxes(3000, 23);
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    const Vec3 eye{-0.5f, 0.3f, 1.7f};
+    std::vector<std::uint32_t> order;
+    tree.front_to_back(eye, order);
+    expect_each_id_once(order, boxes.size());
+    // Approximate: the first tenth is much nearer on average than the last tenth.
+    auto mean_distance = [&](std::size_t from, std::size_t to) {
+        double sum = 0;
+        for (std::size_t k = from; k < to; ++k) sum += point_box_distance(eye, boxes[order[k]]);
+        return sum / double(to - from);
+    };
+    EXPECT_LT(mean_distance(0, 300) * 1.5, mean_distance(2700, 3000));
+}
+
+TEST(SphereBvhFrontToBack, Scenario4_AppendsAndHandlesEmpty) {
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build({}).ok());
+    std::vector<std::uint32_t> order{42};
+    tree.front_to_back({0, 0, 0}, order);
+    EXPECT_EQ(order, std::vector<std::uint32_t>{42});
+    ASSERT_TRUE(tree.build(std::vector<Box>(3, Box{{0, 0, 0}, {1, 1, 1}})).ok());
+    tree.front_to_back({0, 0, 0}, order);
+    EXPECT_EQ(order, (std::vector<std::uint32_t>{42, 0, 1, 2}));  // ties by id inside a leaf
+}
+
+// ---- shape of the tree -----------------------------------------------------------------------
+
+TEST(SphereBvhShape, Scenario1_SeedSplitRuleLongestAxisAndMidpoint) {
+    // Boxes strung along y: the root splits on y, its sphere centred on the bounds' midpoint.
+    std::vector<Box> boxes;
+    for (int i = 0; i < 500; ++i) {
+        const float y = float(i);
+        boxes.push_back(Box{{0, y, 0}, {0.5f, y + 0.5f, 0.5f}});
+    }
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_FALSE(tree.nodes().empty());
+    const SphereBvh::Node& root = tree.nodes()[0];
+    EXPECT_EQ(root.axis(), 1u);
+    EXPECT_EQ(root.center.y, 249.75f);  // (0 + 499.5) / 2
+    EXPECT_EQ(root.count, 500u);
+    EXPECT_EQ(tree.nodes()[1].count, 250u);  // centres 0.25 .. 249.25 lie below the midpoint
+
+    // The midpoint, not the median: four boxes near 0 and one far away.
+    std::vector<Box> lopsided;
+    for (float x : {0.0f, 1.0f, 2.0f, 3.0f, 100.0f}) lopsided.push_back(Box{{x, 0, 0}, {x, 1, 1}});
+    SphereBvh seed(kSeedLeaves);
+    ASSERT_TRUE(seed.build(lopsided).ok());
+    EXPECT_EQ(seed.nodes()[0].axis(), 0u);
+    EXPECT_EQ(seed.nodes()[1].count, 4u);
+    EXPECT_EQ(seed.nodes()[seed.nodes()[0].right()].count, 1u);
+    EXPECT_TRUE(seed.validate().ok());
+}
+
+TEST(SphereBvhShape, Scenario2_SeedLeavesHoldOneBoxAndSpheresAreTight) {
+    const std::vector<Box> boxes = uniform_boxes(2000, 24);
+    SphereBvh tree(kSeedLeaves);
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.validate().ok());
+    EXPECT_EQ(tree.nodes().size(), 2 * boxes.size() - 1);  // a full binary tree
+    const float side = boxes[0].max.x - boxes[0].min.x;
+    for (const SphereBvh::Node& node : tree.nodes()) {
+        if (node.is_leaf()) {
+            EXPECT_EQ(node.count, 1u);
+            // A cube's sphere: half its diagonal, rounded up by at most a few ulps.
+            EXPECT_NEAR(node.radius, 0.5f * side * std::sqrt(3.0f), 1e-6f);
+        }
+    }
+    EXPECT_LE(tree.height(), 40u);
+}
+
+TEST(SphereBvhShape, Scenario3_QueriesPruneAndCountWork) {
+    const std::vector<Box> boxes = uniform_boxes(20000, 11);
+    SphereBvh tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    tree.reset_stats();
+    std::vector<std::uint32_t> out;
+    tree.query_box(Box{{0.5f, 0.5f, 0.5f}, {0.52f, 0.52f, 0.52f}}, out);
+    EXPECT_GT(tree.stats().nodes_visited, 0u);
+    EXPECT_GT(tree.stats().leaves_visited, 0u);
+    EXPECT_GT(tree.stats().box_tests, 0u);
+    EXPECT_LT(tree.stats().box_tests, boxes.size() / 50);
+    tree.reset_stats();
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_LT(tree.stats().box_tests, 100u * boxes.size());  // far from n^2 / 2
+    EXPECT_GT(tree.stats().box_tests, pairs.size());
+    tree.reset_stats();
+    std::vector<Neighbor> near;
+    ASSERT_TRUE(tree.nearest({0.3f, 0.3f, 0.3f}, 5, near).ok());
+    EXPECT_LT(tree.stats().box_tests, boxes.size() / 50);
+    tree.reset_stats();
+    ASSERT_TRUE(tree.ray_cast(Ray{{-1, 0.41f, 0.43f}, {1, 0.01f, 0}, 10}).has_value());
+    EXPECT_LT(tree.stats().box_tests, boxes.size() / 20);
+}
+
+// ---- validate() catches corruption -----------------------------------------------------------
+
+class SphereBvhValidate : public ::testing::Test {
+protected:
+    void SetUp() override {
+        boxes_ = uniform_boxes(500, 12);
+        ASSERT_TRUE(tree_.build(boxes_).ok());
+        ASSERT_TRUE(tree_.validate().ok());
+    }
+    void expect_invalid(const std::string& fragment) {
+        const Status s = tree_.validate();
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.error().message.find(fragment), std::string::npos) << s.error().message;
+    }
+    std::vector<SphereBvh::Node>& nodes() { return SphereBvhTestAccess::nodes(tree_); }
+    std::vector<Box> boxes_;
+    SphereBvh tree_;
+};
+
+TEST_F(SphereBvhValidate, Scenario1_DuplicateId) {
+    SphereBvhTestAccess::ids(tree_)[3] = SphereBvhTestAccess::ids(tree_)[4];
+    expect_invalid("stored twice");
+}
+
+TEST_F(SphereBvhValidate, Scenario2_IdOutOfRange) {
+    SphereBvhTestAccess::ids(tree_)[0] = 500;
+    expect_invalid("out of range");
+}
+
+TEST_F(SphereBvhValidate, Scenario3_LeafSphereTooSmall) {
+    for (SphereBvh::Node& node : nodes()) {
+        if (node.is_leaf()) {
+            node.radius *= 0.999f;  // beyond kRadiusSlack
+            break;
+        }
+    }
+    expect_invalid("sphere does not contain box");
+}
+
+TEST_F(SphereBvhValidate, Scenario4_WithinTheSlackIsAccepted) {
+    for (SphereBvh::Node& node : nodes()) {
+        if (node.is_leaf()) {
+            node.radius *= 1 - 1e-7f;
+            break;
+        }
+    }
+    EXPECT_TRUE(tree_.validate().ok());
+}
+
+TEST_F(SphereBvhValidate, Scenario5_ParentDoesNotHoldAChildSphere) {
+    // Shrink the root to the tightest sphere over its boxes: it still holds every box, but no
+    // longer its children's (looser) spheres.
+    SphereBvh::Node& root = nodes()[0];
+    double r = 0;
+    for (const Box& b : boxes_) {
+        double d2 = 0;
+        for (int axis = 0; axis < 3; ++axis) {
+            const double lo = std::abs(double(root.center[axis]) - b.min[axis]);
+            const double hi = std::abs(double(b.max[axis]) - root.center[axis]);
+            d2 += std::max(lo, hi) * std::max(lo, hi);
+        }
+        r = std::max(r, std::sqrt(d2));
+    }
+    ASSERT_LT(r * 1.0001, root.radius);
+    root.radius = static_cast<float>(r * 1.00001);
+    expect_invalid("does not contain a child's sphere");
+}
+
+TEST_F(SphereBvhValidate, Scenario6_MovedCentre) {
+    nodes()[0].center.x += 0.5f;
+    expect_invalid("sphere does not contain");
+}
+
+TEST_F(SphereBvhValidate, Scenario7_SplitAxisChanged) {
+    // Re-labelling the root's split axis breaks the separation of its children on that axis.
+    SphereBvh::Node& root = nodes()[0];
+    root.link = (root.link & ~3u) | ((root.axis() + 1) % 3);
+    expect_invalid("not separated along the split axis");
+}
+
+TEST_F(SphereBvhValidate, Scenario8_SwappedBoxesAcrossTheSplit) {
+    auto& boxes = SphereBvhTestAccess::boxes(tree_);
+    auto& ids = SphereBvhTestAccess::ids(tree_);
+    std::swap(boxes.front(), boxes.back());
+    std::swap(ids.front(), ids.back());
+    EXPECT_FALSE(tree_.validate().ok());
+}
+
+TEST_F(SphereBvhValidate, Scenario9_OverfullLeaf) {
+    // Graft a tree with leaves of up to 8 onto one configured for leaves of at most 2.
+    SphereBvh loose({8, 48});
+    ASSERT_TRUE(loose.build(boxes_).ok());
+    SphereBvh strict({2, 48});
+    ASSERT_TRUE(strict.build(boxes_).ok());
+    SphereBvhTestAccess::nodes(strict) = SphereBvhTestAccess::nodes(loose);
+    SphereBvhTestAccess::ids(strict) = SphereBvhTestAccess::ids(loose);
+    SphereBvhTestAccess::boxes(strict) = SphereBvhTestAccess::boxes(loose);
+    const Status s = strict.validate();
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("more than max_leaf_size"), std::string::npos);
+}
+
+TEST_F(SphereBvhValidate, Scenario10_BrokenChildLink) {
+    SphereBvh::Node& root = nodes()[0];
+    root.link = (static_cast<std::uint32_t>(nodes().size()) << 2) | root.axis();
+    expect_invalid("bad right child");
+}
+
+TEST_F(SphereBvhValidate, Scenario11_CountsDoNotAddUp) {
+    nodes()[1].count += 1;
+    expect_invalid("children do not partition its boxes");
+    nodes()[1].count -= 1;
+    ASSERT_TRUE(tree_.validate().ok());
+    nodes()[0].count += 1;
+    expect_invalid("count does not match");
+}
+
+TEST_F(SphereBvhValidate, Scenario12_UnreachableNode) {
+    nodes().push_back(SphereBvh::Node{});
+    expect_invalid("unreachable");
+}
+
+TEST_F(SphereBvhValidate, Scenario13_InternalNodeMarkedAsLeaf) {
+    SphereBvh::Node& root = nodes()[0];
+    root.link |= SphereBvh::kLeafAxis;  // a leaf of 500 boxes at slot `right`
+    EXPECT_FALSE(tree_.validate().ok());
+}
+
+TEST_F(SphereBvhValidate, Scenario14_InvalidStoredBox) {
+    SphereBvhTestAccess::boxes(tree_)[7].min.z = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(tree_.validate().ok());
+}
+
+// ---- input and interface ---------------------------------------------------------------------
+
+TEST(SphereBvhInput, Scenario1_RejectsBadBoxesNamingThem) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const Box good{{0, 0, 0}, {1, 1, 1}};
+    const std::vector<Box> bad_ones = {Box{{nan, 0, 0}, {1, 1, 1}}, Box{{0, 0, 0}, {1, inf, 1}},
+                                       Box{{0, 0, 2}, {1, 1, 1}}};
+    for (const Box& bad : bad_ones) {
+        SphereBvh tree;
+        ASSERT_TRUE(tree.build(std::vector<Box>(5, good)).ok());
+        std::vector<Box> boxes(5, good);
+        boxes[3] = bad;
+        const Status s = tree.build(boxes);
+        ASSERT_FALSE(s.ok());
+        EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
+        EXPECT_EQ(s.error().box, std::optional<std::size_t>(3));
+        EXPECT_EQ(tree.size(), 0u);  // the old tree is gone, not half-replaced
+        EXPECT_TRUE(tree.validate().ok());
+    }
+}
+
+TEST(SphereBvhInput, Scenario2_RejectsBadConfig) {
+    for (const Config& config : {Config{0, 48}, Config{4, 129}}) {
+        SphereBvh tree(config);
+        const Status s = tree.build(uniform_boxes(10, 1));
+        ASSERT_FALSE(s.ok());
+        EXPECT_EQ(s.error().code, ErrorCode::invalid_argument);
+    }
+}
+
+TEST(SphereBvhInput, Scenario3_StaticAndNamed) {
+    SphereBvh tree;
+    EXPECT_EQ(tree.name(), "sphere_bvh");
+    EXPECT_FALSE(tree.is_dynamic());
+    EXPECT_EQ(tree.insert(0, Box{}).error().code, ErrorCode::unsupported);
+    EXPECT_EQ(tree.remove(0).error().code, ErrorCode::unsupported);
+    EXPECT_EQ(tree.move(0, Box{}).error().code, ErrorCode::unsupported);
+    EXPECT_EQ(tree.config().max_leaf_size, 4u);
+}
+
+TEST(SphereBvhInput, Scenario4_NearestEdgeCases) {
+    SphereBvh tree;
+    std::vector<Neighbor> out{{1, 1}};
+    ASSERT_TRUE(tree.build({}).ok());
+    ASSERT_TRUE(tree.nearest({0, 0, 0}, 3, out).ok());
+    EXPECT_TRUE(out.empty());
+    const std::vector<Box> boxes = uniform_boxes(4, 2);
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.nearest({0, 0, 0}, 0, out).ok());
+    EXPECT_TRUE(out.empty());
+    ASSERT_TRUE(tree.nearest({0, 0, 0}, 10, out).ok());  // fewer than k boxes
+    EXPECT_EQ(out, brute_nearest(boxes, {0, 0, 0}, 10));
+    EXPECT_EQ(out.size(), 4u);
+}
+
+}  // namespace
+}  // namespace broadphase
