@@ -1,0 +1,732 @@
+// StaticAabbTree (PhysX AABBTree, seed 001) against brute force: every standard generator at
+// several sizes and leaf limits, hand-made degenerate scenes, the progressive build equal node
+// for node to the one-shot build, refit of dirty paths equal to a rebuild, removal by
+// swap-with-last, merging of a fresh tree, random insert/remove/move sequences mirrored into a
+// brute force rebuilt from the id -> box map, the runtime node packing, and validate() on
+// corrupted trees.
+#include "static_aabb_tree.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broadphase/scene.hpp"
+#include "brute_force.hpp"
+
+namespace broadphase {
+
+// Reaches the tree's internals so that tests can corrupt it.
+struct StaticAabbTreeTestAccess {
+    static std::vector<StaticAabbTree::RuntimeNode>& nodes(StaticAabbTree& t) { return t.nodes_; }
+    static std::vector<std::uint32_t>& parents(StaticAabbTree& t) { return t.parents_; }
+    static std::vector<std::uint32_t>& indices(StaticAabbTree& t) { return t.indices_; }
+    static std::vector<Box>& boxes(StaticAabbTree& t) { return t.boxes_; }
+};
+
+namespace {
+
+using Config = StaticAabbTree::Config;
+using Node = StaticAabbTree::RuntimeNode;
+using Access = StaticAabbTreeTestAccess;
+
+std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+std::vector<Pair> sorted_pairs_of(const Structure& s) {
+    std::vector<Pair> pairs;
+    s.self_pairs(pairs);
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+}
+
+std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
+    std::vector<std::uint32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = first + static_cast<std::uint32_t>(i);
+    return ids;
+}
+
+// The definition of nearest, with the library's distance: nearest first, ties to smaller id.
+std::vector<Neighbor> reference_nearest(std::span<const Box> boxes,
+                                        std::span<const std::uint32_t> ids, const Vec3& p,
+                                        std::size_t k) {
+    std::vector<Neighbor> all;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        all.push_back(Neighbor{ids[i], point_box_distance(p, boxes[i])});
+    }
+    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
+        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    all.resize(std::min(k, all.size()));
+    return all;
+}
+
+struct Queries {
+    std::vector<Box> regions;
+    std::vector<Vec3> points;
+    std::vector<Ray> rays;
+};
+
+// `count` random regions, points (every fourth a box corner) and rays (some axis-parallel) over
+// the scene bounds grown 10%, plus queries made from the boxes themselves.
+Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) {
+    Queries q;
+    std::mt19937 rng(seed);
+    Box b{{0, 0, 0}, {1, 1, 1}};
+    for (const Box& x : boxes) b = merge(b, x);
+    auto coord = [&](int a) {
+        const float pad = 0.1f * (b.max[a] - b.min[a]);
+        return std::uniform_real_distribution<float>(b.min[a] - pad, b.max[a] + pad)(rng);
+    };
+    auto point = [&] { return Vec3{coord(0), coord(1), coord(2)}; };
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::uniform_int_distribution<std::size_t> pick(0, boxes.empty() ? 0 : boxes.size() - 1);
+    for (int i = 0; i < count; ++i) {
+        const Vec3 c = point();
+        const float scale = std::pow(10.0f, -3.0f * unit(rng));
+        Box r;
+        for (int a = 0; a < 3; ++a) {
+            const float h = 0.5f * (b.max[a] - b.min[a]) * scale * unit(rng);
+            r.min[a] = c[a] - h;
+            r.max[a] = c[a] + h;
+        }
+        q.regions.push_back(r);
+        if (i % 4 == 0 && !boxes.empty()) {
+            q.points.push_back(i % 8 == 0 ? boxes[pick(rng)].min : boxes[pick(rng)].max);
+        } else {
+            q.points.push_back(point());
+        }
+        Ray ray;
+        ray.origin = point();
+        Vec3 target = point();
+        if (!boxes.empty() && i % 2 == 0) {
+            const Box& t = boxes[pick(rng)];
+            for (int a = 0; a < 3; ++a) target[a] = 0.5f * (t.min[a] + t.max[a]);
+        }
+        for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
+        if (i % 5 == 1) ray.dir[i % 3] = 0.0f;
+        if (i % 5 == 2) ray.dir = {0.0f, 0.0f, 0.0f}, ray.dir[i % 3] = (i % 2 ? 1.0f : -1.0f);
+        ray.tmax = i % 3 == 0 ? std::numeric_limits<float>::max() : 2.0f * unit(rng);
+        q.rays.push_back(ray);
+    }
+    if (!boxes.empty()) {
+        for (int i = 0; i < count / 4; ++i) {
+            const Box& t = boxes[pick(rng)];
+            q.regions.push_back(t);
+            q.regions.push_back(Box{t.max, t.max});
+            q.rays.push_back(Ray{Vec3{t.min.x - 1.0f, t.min.y, t.min.z}, Vec3{1, 0, 0}, 10.0f});
+        }
+    }
+    return q;
+}
+
+// Compares every query of `tree` with brute force over `boxes`, whose ids are `ids[k]`
+// (ascending, so brute force's smallest-index tie rule is the smallest-id rule).
+void expect_same_as_brute_force(const StaticAabbTree& tree, std::span<const Box> boxes,
+                                std::span<const std::uint32_t> ids, std::uint32_t seed,
+                                int query_count) {
+    BruteForce oracle;
+    ASSERT_TRUE(oracle.build(boxes).ok());
+    ASSERT_EQ(tree.size(), boxes.size());
+
+    std::vector<Pair> want;
+    {
+        std::vector<Pair> raw;
+        oracle.self_pairs(raw);
+        for (const Pair& p : raw) {
+            want.push_back(Pair{std::min(ids[p.i], ids[p.j]), std::max(ids[p.i], ids[p.j])});
+        }
+        std::sort(want.begin(), want.end());
+    }
+    std::vector<Pair> have;
+    tree.self_pairs(have);
+    for (const Pair& p : have) ASSERT_LT(p.i, p.j);
+    std::sort(have.begin(), have.end());
+    ASSERT_EQ(have.size(), want.size());
+    ASSERT_TRUE(have == want);
+
+    const auto map_ids = [&](std::vector<std::uint32_t> v) {
+        for (std::uint32_t& x : v) x = ids[x];
+        return sorted_ids(std::move(v));
+    };
+    const Queries q = make_queries(boxes, seed, query_count);
+    for (const Box& r : q.regions) {
+        std::vector<std::uint32_t> w, h;
+        oracle.query_box(r, w);
+        tree.query_box(r, h);
+        ASSERT_EQ(sorted_ids(h), map_ids(w));
+    }
+    for (const Vec3& p : q.points) {
+        std::vector<std::uint32_t> w, h;
+        oracle.query_point(p, w);
+        tree.query_point(p, h);
+        ASSERT_EQ(sorted_ids(h), map_ids(w));
+    }
+    for (const Ray& r : q.rays) {
+        const auto w = oracle.ray_cast(r);
+        const auto h = tree.ray_cast(r);
+        ASSERT_EQ(h.has_value(), w.has_value());
+        if (w) {
+            EXPECT_EQ(h->id, ids[w->id]);
+            EXPECT_NEAR(h->t, w->t, 1e-5 * std::max(1.0f, std::abs(w->t)));
+        }
+    }
+    for (std::size_t i = 0; i < q.points.size(); i += 2) {
+        for (const std::size_t k : {1u, 5u}) {
+            std::vector<Neighbor> h{Neighbor{12345, -1.0f}};  // replaced, not appended to
+            ASSERT_TRUE(tree.nearest(q.points[i], k, h).ok());
+            ASSERT_EQ(h, reference_nearest(boxes, ids, q.points[i], k));
+        }
+    }
+}
+
+void expect_valid(const StaticAabbTree& tree) {
+    const Status valid = tree.validate();
+    ASSERT_TRUE(valid.ok()) << valid.error().message;
+}
+
+void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
+                     int query_count = 200) {
+    StaticAabbTree tree(config);
+    const Status built = tree.build(boxes);
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    expect_valid(tree);
+    const std::vector<std::uint32_t> ids = iota_ids(boxes.size());
+    expect_same_as_brute_force(tree, boxes, ids, seed, query_count);
+}
+
+// Runs a progressive build of `boxes` to the end; returns the number of steps taken.
+int build_progressively(StaticAabbTree& tree, std::span<const Box> boxes,
+                        std::span<const std::uint32_t> ids = {}) {
+    EXPECT_TRUE(tree.begin_progressive_build(boxes, ids).ok());
+    int steps = 1;
+    while (!tree.step_progressive_build()) ++steps;
+    return steps;
+}
+
+void expect_same_layout(const StaticAabbTree& a, const StaticAabbTree& b) {
+    ASSERT_EQ(a.nodes().size(), b.nodes().size());
+    for (std::size_t i = 0; i < a.nodes().size(); ++i) {
+        ASSERT_EQ(a.nodes()[i], b.nodes()[i]) << "node " << i;
+    }
+    ASSERT_TRUE(std::ranges::equal(a.parent_indices(), b.parent_indices()));
+    ASSERT_TRUE(std::ranges::equal(a.indices(), b.indices()));
+    ASSERT_TRUE(std::ranges::equal(a.slot_ids(), b.slot_ids()));
+}
+
+std::vector<Box> scene(std::string_view name, std::size_t n, std::uint32_t seed = 42) {
+    auto s = generate_scene(name, n, seed);
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? s->boxes : std::vector<Box>{};
+}
+
+// Scenario 1: every standard generator, N = 0, 1, 2, 7, 300, 3000, default config.
+TEST(StaticAabbTree, Scenario01_StandardScenesMatchBruteForce) {
+    for (const std::string_view gen : generator_names()) {
+        for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 3000u}) {
+            SCOPED_TRACE(std::string(gen) + ":" + std::to_string(n));
+            build_and_check(Config{}, scene(gen, n));
+        }
+    }
+}
+
+// Scenario 2: leaf limits 1 and 15 (the packing's extremes) on other seeds.
+TEST(StaticAabbTree, Scenario02_OtherLeafLimitsAndSeeds) {
+    for (const std::uint32_t limit : {1u, 15u}) {
+        Config config;
+        config.leaf_limit = limit;
+        for (const std::string_view gen : generator_names()) {
+            SCOPED_TRACE(std::string(gen) + " leaf_limit " + std::to_string(limit));
+            build_and_check(config, scene(gen, 700, 1234), 99, 60);
+        }
+    }
+}
+
+// Scenario 3: 200 copies of one box: all centroids equal, every pair overlaps, and the half
+// split still keeps leaves within the limit.
+TEST(StaticAabbTree, Scenario03_AllBoxesIdentical) {
+    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
+    build_and_check(Config{}, boxes);
+    StaticAabbTree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    EXPECT_EQ(sorted_pairs_of(tree).size(), 200u * 199u / 2u);
+    EXPECT_LE(tree.depth(), 8u);  // halving 200 down to 4: balanced
+}
+
+// Scenario 4: points, segments and flat boxes on a coarse lattice (many coincide).
+TEST(StaticAabbTree, Scenario04_ZeroVolumeBoxes) {
+    std::vector<Box> boxes;
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> cell(0, 6);
+    for (int i = 0; i < 400; ++i) {
+        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
+        Box b{p, p};
+        if (i % 3 == 1) b.max[i % 3] += 0.25f;
+        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
+        boxes.push_back(b);
+    }
+    build_and_check(Config{}, boxes);
+}
+
+// Scenario 5: one huge box over a uniform scene, first and last.
+TEST(StaticAabbTree, Scenario05_HugeBoxOverEverything) {
+    std::vector<Box> boxes = scene("uniform", 800);
+    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
+    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    build_and_check(Config{}, boxes);
+}
+
+// Scenario 6: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
+TEST(StaticAabbTree, Scenario06_FarFromOrigin) {
+    std::vector<Box> boxes;
+    for (const Box& b : scene("uniform", 1000)) {
+        Box s;
+        for (int a = 0; a < 3; ++a) {
+            s.min[a] = 1e7f + 1000.0f * b.min[a];
+            s.max[a] = 1e7f + 1000.0f * b.max[a];
+        }
+        boxes.push_back(s);
+    }
+    build_and_check(Config{}, boxes);
+}
+
+// Scenario 7: a 2D scene (z extent 0 everywhere).
+TEST(StaticAabbTree, Scenario07_FlatScene) {
+    std::vector<Box> boxes;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int i = 0; i < 1500; ++i) {
+        const float x = u(rng), y = u(rng);
+        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
+    }
+    build_and_check(Config{}, boxes);
+}
+
+// Scenario 8: the progressive build (FIFO, bounded work per step) equals the one-shot build
+// (depth first) node for node, takes several steps, and the old tree answers until it is done.
+TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
+    for (const std::string_view gen : generator_names()) {
+        for (const std::size_t n : {0u, 1u, 7u, 3000u}) {
+            SCOPED_TRACE(std::string(gen) + ":" + std::to_string(n));
+            const std::vector<Box> boxes = scene(gen, n);
+            StaticAabbTree one_shot, progressive;
+            ASSERT_TRUE(one_shot.build(boxes).ok());
+            const int steps = build_progressively(progressive, boxes);
+            EXPECT_FALSE(progressive.progressive_build_pending());
+            expect_valid(progressive);
+            expect_same_layout(one_shot, progressive);
+            if (n == 3000) {
+                EXPECT_GT(steps, 3);
+            }
+        }
+    }
+    // Caller ids and a small step: still identical; the live tree serves the old scene meanwhile.
+    const std::vector<Box> old_boxes = scene("clustered", 500);
+    const std::vector<Box> boxes = scene("uniform", 2000, 9);
+    const std::vector<std::uint32_t> ids = iota_ids(boxes.size(), 100);
+    Config small;
+    small.progressive_work_per_step = 64;
+    StaticAabbTree one_shot(small), progressive(small);
+    ASSERT_TRUE(one_shot.build(boxes, ids).ok());
+    ASSERT_TRUE(progressive.build(old_boxes).ok());
+    ASSERT_TRUE(progressive.begin_progressive_build(boxes, ids).ok());
+    int steps = 0;
+    while (!progressive.step_progressive_build()) {
+        ++steps;
+        if (steps == 5) {
+            expect_valid(progressive);
+            expect_same_as_brute_force(progressive, old_boxes, iota_ids(old_boxes.size()), 1, 20);
+        }
+    }
+    EXPECT_GT(steps, 2000 / 64);  // each step processes about 64 primitives
+    expect_same_layout(one_shot, progressive);
+    expect_same_as_brute_force(progressive, boxes, ids, 2, 50);
+    EXPECT_TRUE(progressive.step_progressive_build());  // nothing pending: done at once
+
+    // A bad box is rejected up front and leaves the live tree alone.
+    std::vector<Box> bad = boxes;
+    bad[5].min.y = bad[5].max.y + 1;
+    const Status s = progressive.begin_progressive_build(bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().box, std::optional<std::size_t>(5));
+    EXPECT_FALSE(progressive.progressive_build_pending());
+    EXPECT_EQ(progressive.size(), boxes.size());
+}
+
+// Scenario 9: mark_dirty + refit touches only dirty paths; afterwards queries equal a rebuild's
+// (and brute force's), and validate() reports dirty bits until refit runs.
+TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
+    std::vector<Box> boxes = scene("uniform", 3000);
+    StaticAabbTree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    std::mt19937 rng(21);
+    std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+    std::uniform_int_distribution<std::uint32_t> pick(0, 2999);
+    const std::size_t node_count = tree.nodes().size();
+    for (int round = 0; round < 4; ++round) {
+        for (int i = 0; i < 200; ++i) {
+            const std::uint32_t id = pick(rng);
+            Box b = boxes[id];
+            const float scale = round == 3 ? 10.0f : 1.0f;  // last round: large moves
+            for (int a = 0; a < 3; ++a) {
+                const float delta = scale * d(rng);
+                b.min[a] += delta;
+                b.max[a] += delta;
+            }
+            boxes[id] = b;
+            ASSERT_TRUE(tree.mark_dirty(id, b).ok());
+        }
+        const Status pending = tree.validate();
+        ASSERT_FALSE(pending.ok());
+        EXPECT_NE(pending.error().message.find("dirty"), std::string::npos);
+        tree.refit();
+        expect_valid(tree);
+        StaticAabbTree rebuilt;
+        ASSERT_TRUE(rebuilt.build(boxes).ok());
+        EXPECT_EQ(sorted_pairs_of(tree), sorted_pairs_of(rebuilt));
+        expect_same_as_brute_force(tree, boxes, iota_ids(boxes.size()), 30 + round, 100);
+        // The shape is kept: same nodes, only bounds changed.
+        EXPECT_EQ(tree.nodes().size(), node_count);
+    }
+    // A refit of one box changes only the bounds on its path; a clean refit changes nothing.
+    const std::vector<Node> before(tree.nodes().begin(), tree.nodes().end());
+    boxes[17] = Box{{5, 5, 5}, {6, 6, 6}};
+    ASSERT_TRUE(tree.mark_dirty(17, boxes[17]).ok());
+    tree.refit();
+    expect_valid(tree);
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < before.size(); ++i) changed += !(before[i] == tree.nodes()[i]);
+    EXPECT_GT(changed, 0u);
+    EXPECT_LE(changed, tree.depth() + 1u);
+    tree.refit();
+    EXPECT_EQ(sorted_pairs_of(tree), sorted_pairs_of(tree));
+    EXPECT_FALSE(tree.mark_dirty(3000, boxes[0]).ok());                // unknown id
+    EXPECT_FALSE(tree.mark_dirty(1, Box{{1, 0, 0}, {0, 1, 1}}).ok());  // invalid box
+}
+
+// Scenario 10: remove by swap-with-last: the last slot's id takes the removed slot; ids stay
+// the caller's.
+TEST(StaticAabbTree, Scenario10_RemoveSwapsWithLast) {
+    std::vector<Box> boxes = scene("clustered", 300);
+    StaticAabbTree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_EQ(tree.slot_ids()[299], 299u);
+    ASSERT_TRUE(tree.remove(10).ok());
+    expect_valid(tree);
+    EXPECT_EQ(tree.size(), 299u);
+    EXPECT_EQ(tree.slot_ids()[10], 299u);  // the last one moved into slot 10
+    EXPECT_FALSE(tree.remove(10).ok());
+    std::map<std::uint32_t, Box> live;
+    for (std::uint32_t i = 0; i < boxes.size(); ++i) {
+        if (i != 10) live[i] = boxes[i];
+    }
+    // Remove most boxes, in a scattered order; queries stay exact (empty leaves included).
+    for (std::uint32_t i = 0; i < 300; i += 1 + i % 3) {
+        if (i == 10) continue;
+        ASSERT_TRUE(tree.remove(i).ok());
+        live.erase(i);
+        expect_valid(tree);
+    }
+    std::vector<Box> list;
+    std::vector<std::uint32_t> ids;
+    for (const auto& [id, b] : live) ids.push_back(id), list.push_back(b);
+    expect_same_as_brute_force(tree, list, ids, 4, 100);
+    for (const std::uint32_t id : ids) {
+        ASSERT_TRUE(tree.remove(id).ok());
+        expect_valid(tree);
+    }
+    EXPECT_EQ(tree.size(), 0u);
+    EXPECT_TRUE(tree.nodes().empty());
+    EXPECT_TRUE(sorted_pairs_of(tree).empty());
+}
+
+// Scenario 11: merging a fresh tree (new ids) into the live one equals a tree of all boxes,
+// whether the fresh root lands in a leaf, below an internal node, or beside the root.
+TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
+    const std::vector<Box> base = scene("uniform", 2000);
+    struct Case {
+        const char* what;
+        std::vector<Box> fresh;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"uniform batch", scene("uniform", 500, 5)});
+    cases.push_back({"one tiny box inside", {Box{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}}}});
+    std::vector<Box> corner;
+    for (const Box& b : scene("clustered", 200, 3)) {
+        corner.push_back(Box{{0.05f * b.min.x, 0.05f * b.min.y, 0.05f * b.min.z},
+                             {0.05f * b.max.x, 0.05f * b.max.y, 0.05f * b.max.z}});
+    }
+    cases.push_back({"small cluster in a corner", corner});
+    std::vector<Box> outside;
+    for (const Box& b : scene("uniform", 300, 8)) {
+        outside.push_back(Box{{b.min.x + 3, b.min.y, b.min.z}, {b.max.x + 3, b.max.y, b.max.z}});
+    }
+    cases.push_back({"outside the live root", outside});
+    cases.push_back({"overlapping the live root", scene("mixed_sizes", 300, 6)});
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        StaticAabbTree live, fresh;
+        ASSERT_TRUE(live.build(base).ok());
+        const std::vector<std::uint32_t> fresh_ids = iota_ids(c.fresh.size(), 5000);
+        ASSERT_TRUE(fresh.build(c.fresh, fresh_ids).ok());
+        const std::size_t fresh_nodes = fresh.nodes().size();
+        const std::size_t live_nodes = live.nodes().size();
+        ASSERT_TRUE(live.merge(fresh).ok());
+        expect_valid(live);
+        EXPECT_EQ(live.size(), base.size() + c.fresh.size());
+        EXPECT_EQ(live.nodes().size(), live_nodes + fresh_nodes + 1);  // + copy of the target
+        std::vector<Box> all = base;
+        all.insert(all.end(), c.fresh.begin(), c.fresh.end());
+        std::vector<std::uint32_t> ids = iota_ids(base.size());
+        ids.insert(ids.end(), fresh_ids.begin(), fresh_ids.end());
+        expect_same_as_brute_force(live, all, ids, 12, 100);
+        // And equal pairs to a tree built from all the boxes at once.
+        StaticAabbTree whole;
+        ASSERT_TRUE(whole.build(all, ids).ok());
+        EXPECT_EQ(sorted_pairs_of(live), sorted_pairs_of(whole));
+        // The fresh tree is untouched, and merging it again is refused (ids present).
+        EXPECT_EQ(fresh.nodes().size(), fresh_nodes);
+        EXPECT_FALSE(live.merge(fresh).ok());
+        expect_valid(live);
+    }
+    // Merging into an empty tree adopts the fresh tree.
+    StaticAabbTree empty, fresh;
+    ASSERT_TRUE(fresh.build(base).ok());
+    ASSERT_TRUE(empty.merge(fresh).ok());
+    expect_same_layout(empty, fresh);
+    EXPECT_FALSE(empty.merge(empty).ok());
+}
+
+// Random insert / remove / move / merge steps (seeded), mirrored into an id -> box map; the
+// tree is validated after every step and compared with brute force every few steps.
+void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    const auto random_box = [&] {
+        const Vec3 p{unit(rng), unit(rng), unit(rng)};
+        const float s = 0.02f + 0.1f * unit(rng) * unit(rng);
+        return Box{p, {p.x + s, p.y + s, p.z + (unit(rng) < 0.2f ? 0.0f : s)}};
+    };
+    StaticAabbTree tree;
+    std::map<std::uint32_t, Box> boxes;
+    {
+        std::vector<Box> start;
+        for (std::size_t i = 0; i < initial; ++i) start.push_back(random_box());
+        ASSERT_TRUE(tree.build(start).ok());
+        for (std::size_t i = 0; i < initial; ++i) boxes[static_cast<std::uint32_t>(i)] = start[i];
+    }
+    std::uint32_t next_id = 1000;
+    for (int step = 0; step < steps; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const float action = unit(rng);
+        if (boxes.empty() || action < 0.3f) {
+            const std::uint32_t id = unit(rng) < 0.1f ? 4000000000u + next_id : next_id;
+            next_id += 1 + static_cast<std::uint32_t>(3 * unit(rng));
+            const Box b = random_box();
+            const Status s = tree.insert(id, b);
+            ASSERT_TRUE(s.ok()) << s.error().message;
+            boxes[id] = b;
+        } else if (action < 0.35f) {
+            // A batch merged at once.
+            std::vector<Box> batch;
+            std::vector<std::uint32_t> ids;
+            for (int i = 0; i < 12; ++i) {
+                batch.push_back(random_box());
+                ids.push_back(next_id++);
+                boxes[ids.back()] = batch.back();
+            }
+            StaticAabbTree fresh;
+            ASSERT_TRUE(fresh.build(batch, ids).ok());
+            ASSERT_TRUE(tree.merge(fresh).ok());
+        } else {
+            auto it = boxes.begin();
+            std::advance(it, std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng));
+            if (action < 0.55f) {
+                ASSERT_TRUE(tree.remove(it->first).ok());
+                boxes.erase(it);
+            } else {
+                Box b = it->second;
+                const float step_size = unit(rng) < 0.3f ? 0.5f : 0.01f;
+                for (int a = 0; a < 3; ++a) {
+                    const float d = step_size * (2 * unit(rng) - 1);
+                    b.min[a] += d;
+                    b.max[a] += d;
+                }
+                ASSERT_TRUE(tree.move(it->first, b).ok());
+                it->second = b;
+            }
+        }
+        expect_valid(tree);
+        if (::testing::Test::HasFatalFailure()) return;
+        ASSERT_EQ(tree.size(), boxes.size());
+        if (step % 10 == 0 || step == steps - 1) {
+            std::vector<Box> list;
+            std::vector<std::uint32_t> ids;
+            for (const auto& [id, b] : boxes) ids.push_back(id), list.push_back(b);
+            expect_same_as_brute_force(tree, list, ids, seed + static_cast<std::uint32_t>(step),
+                                       40);
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+    }
+}
+
+// Scenario 12: a few hundred random dynamic steps from a built tree and from an empty one.
+TEST(StaticAabbTree, Scenario12_RandomInsertRemoveMove) {
+    random_steps(11, 200, 400);
+    random_steps(12, 0, 300);
+}
+
+// Scenario 13: the runtime node packing (28 bytes; leaf bit, 4-bit count, 27-bit first index).
+TEST(StaticAabbTree, Scenario13_RuntimeNodePacking) {
+    static_assert(sizeof(Node) == 28);
+    const Box b{{0, 0, 0}, {1, 1, 1}};
+    const Node leaf = Node::leaf(b, (1u << 27) - 1, 15);
+    EXPECT_TRUE(leaf.is_leaf());
+    EXPECT_EQ(leaf.first(), (1u << 27) - 1);
+    EXPECT_EQ(leaf.count(), 15u);
+    const Node internal = Node::internal(b, (1u << 31) - 1);
+    EXPECT_FALSE(internal.is_leaf());
+    EXPECT_EQ(internal.left(), (1u << 31) - 1);
+
+    // A built tree: every leaf within the limit, children after parents, leaves cover 0..n-1.
+    StaticAabbTree tree;
+    ASSERT_TRUE(tree.build(scene("uniform", 1000)).ok());
+    std::size_t covered = 0;
+    for (std::size_t i = 0; i < tree.nodes().size(); ++i) {
+        const Node& n = tree.nodes()[i];
+        if (n.is_leaf()) {
+            EXPECT_LE(n.count(), 4u);
+            EXPECT_GE(n.count(), 1u);
+            covered += n.count();
+        } else {
+            EXPECT_GT(n.left(), i);
+            EXPECT_EQ(tree.parent_indices()[n.left()], i);
+        }
+    }
+    EXPECT_EQ(covered, 1000u);
+    EXPECT_EQ(tree.parent_indices()[0], StaticAabbTree::kNone);
+    // The variance split: the root splits the axis of largest centroid variance (x for an
+    // x-stretched scene): every left-subtree centroid is above every right-subtree one... in x.
+    std::vector<Box> stretched;
+    for (const Box& b2 : scene("uniform", 500)) {
+        stretched.push_back(
+            Box{{10 * b2.min.x, b2.min.y, b2.min.z}, {10 * b2.min.x + 0.01f, b2.max.y, b2.max.z}});
+    }
+    ASSERT_TRUE(tree.build(stretched).ok());
+    const Node& root = tree.nodes()[0];
+    ASSERT_FALSE(root.is_leaf());
+    EXPECT_GT(tree.nodes()[root.left()].bounds.min.x, 4.0f);
+    EXPECT_LT(tree.nodes()[root.left() + 1].bounds.max.x, 6.0f);
+}
+
+// Scenario 14: validate() notices corrupted bounds, parents, indices and leaf sizes.
+TEST(StaticAabbTree, Scenario14_ValidateCatchesCorruption) {
+    const std::vector<Box> boxes = scene("uniform", 200);
+    const auto fresh = [&] {
+        StaticAabbTree t;
+        EXPECT_TRUE(t.build(boxes).ok());
+        return t;
+    };
+    {
+        StaticAabbTree t = fresh();
+        expect_valid(t);
+        Access::nodes(t)[0].bounds.max.x -= 0.5f;
+        EXPECT_FALSE(t.validate().ok());
+    }
+    {
+        StaticAabbTree t = fresh();
+        Access::parents(t)[3] = 2;
+        EXPECT_FALSE(t.validate().ok());
+    }
+    {
+        StaticAabbTree t = fresh();
+        std::swap(Access::indices(t)[0], Access::indices(t)[150]);
+        EXPECT_FALSE(t.validate().ok());
+    }
+    {
+        StaticAabbTree t = fresh();
+        Access::indices(t)[7] = Access::indices(t)[8];
+        EXPECT_FALSE(t.validate().ok());
+    }
+    {
+        StaticAabbTree t = fresh();
+        Access::boxes(t)[5].max.y += 10;  // a box grew without mark_dirty
+        EXPECT_FALSE(t.validate().ok());
+    }
+    {
+        StaticAabbTree t = fresh();
+        for (Node& n : Access::nodes(t)) {
+            if (n.is_leaf()) {
+                n = Node::leaf(n.bounds, n.first(), 5);  // over the limit and overlapping ranges
+                break;
+            }
+        }
+        EXPECT_FALSE(t.validate().ok());
+    }
+}
+
+// Scenario 15: bad input is rejected, naming the box; bad ids are rejected; the tree is intact.
+TEST(StaticAabbTree, Scenario15_RejectsBadInput) {
+    StaticAabbTree tree;
+    std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {1, 1, 1}}};
+    Status s = tree.build(boxes);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
+    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
+    EXPECT_EQ(tree.size(), 0u);
+    boxes[1].min.x = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(tree.build(boxes).ok());
+    boxes[1] = Box{{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
+    EXPECT_FALSE(tree.build(boxes).ok());
+    boxes[1] = boxes[0];
+    const std::vector<std::uint32_t> dup_ids = {4, 4};
+    EXPECT_FALSE(tree.build(boxes, dup_ids).ok());
+    Config bad;
+    bad.leaf_limit = 16;
+    EXPECT_FALSE(StaticAabbTree(bad).build(boxes).ok());
+
+    ASSERT_TRUE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.insert(6, Box{{1, 0, 0}, {0, 1, 1}}).ok());
+    EXPECT_FALSE(tree.remove(6).ok());
+    EXPECT_FALSE(tree.move(6, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.move(5, Box{{0, 0, 0}, {1, -1, 1}}).ok());
+    EXPECT_EQ(tree.size(), 1u);
+    expect_valid(tree);
+    ASSERT_TRUE(tree.remove(5).ok());
+    EXPECT_EQ(tree.size(), 0u);
+    expect_valid(tree);
+    EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1}).has_value());
+    std::vector<Neighbor> near;
+    EXPECT_TRUE(tree.nearest({0, 0, 0}, 3, near).ok());
+    EXPECT_TRUE(near.empty());
+}
+
+// Scenario 16: self-pairs and region queries prune at internal nodes.
+TEST(StaticAabbTree, Scenario16_QueriesPrune) {
+    const std::vector<Box> boxes = scene("uniform", 3000);
+    StaticAabbTree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    tree.reset_stats();
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_GE(tree.stats().box_tests, pairs.size());
+    EXPECT_LT(tree.stats().box_tests, 40u * 3000u);
+    tree.reset_stats();
+    std::vector<std::uint32_t> hits;
+    tree.query_box(boxes[17], hits);
+    EXPECT_LT(tree.stats().box_tests, 100u);
+    EXPECT_FALSE(hits.empty());
+}
+
+}  // namespace
+}  // namespace broadphase
