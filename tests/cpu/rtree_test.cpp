@@ -1,0 +1,606 @@
+// RTree (rtree_linear, rtree_quadratic, rstar_tree) against brute force: every standard
+// generator at several sizes under every split policy (default fill 4..16 and a small 2..5
+// fill that splits often), hand-made degenerate scenes, random insert/remove/move sequences
+// mirrored into a brute force rebuilt from the current id -> box map with validate() after
+// every step, and the tree-quality scenarios: height O(log n) after degenerate insertion
+// orders, forced reinsertion only in R*, self-pairs pruned above the leaves.
+#include "rtree.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broadphase/scene.hpp"
+#include "brute_force.hpp"
+
+namespace broadphase {
+namespace {
+
+using Config = RTree::Config;
+using Policy = RTree::SplitPolicy;
+
+std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+// The definition of nearest: point_box_distance over all boxes, nearest first, ties by id.
+std::vector<Neighbor> reference_nearest(std::span<const Box> boxes,
+                                        std::span<const std::uint32_t> ids, const Vec3& p,
+                                        std::size_t k) {
+    std::vector<Neighbor> all;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        all.push_back(Neighbor{ids[i], point_box_distance(p, boxes[i])});
+    }
+    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
+        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    all.resize(std::min(k, all.size()));
+    return all;
+}
+
+struct Queries {
+    std::vector<Box> regions;
+    std::vector<Vec3> points;
+    std::vector<Ray> rays;
+};
+
+// `count` random regions, points (every fourth a box corner) and rays (some axis-parallel)
+// over the scene bounds grown 10%, plus queries made from the boxes themselves.
+Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) {
+    Queries q;
+    std::mt19937 rng(seed);
+    Box b = boxes.empty() ? Box{{0, 0, 0}, {1, 1, 1}} : boxes[0];
+    for (const Box& x : boxes) b = merge(b, x);
+    auto coord = [&](int a) {
+        const float pad = 0.1f * (b.max[a] - b.min[a]) + 1e-3f * std::abs(b.max[a]);
+        return std::uniform_real_distribution<float>(b.min[a] - pad, b.max[a] + pad)(rng);
+    };
+    auto point = [&] { return Vec3{coord(0), coord(1), coord(2)}; };
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::uniform_int_distribution<std::size_t> pick(0, boxes.empty() ? 0 : boxes.size() - 1);
+    for (int i = 0; i < count; ++i) {
+        const Vec3 c = point();
+        const float scale = std::pow(10.0f, -3.0f * unit(rng));
+        Box r;
+        for (int a = 0; a < 3; ++a) {
+            const float h = 0.5f * (b.max[a] - b.min[a]) * scale * unit(rng);
+            r.min[a] = c[a] - h;
+            r.max[a] = c[a] + h;
+        }
+        q.regions.push_back(r);
+        q.points.push_back(i % 4 == 0 && !boxes.empty() ? boxes[pick(rng)].min : point());
+        Ray ray;
+        ray.origin = point();
+        Vec3 target = point();
+        if (!boxes.empty() && i % 2 == 0) {
+            const Box& t = boxes[pick(rng)];
+            for (int a = 0; a < 3; ++a) target[a] = 0.5f * (t.min[a] + t.max[a]);
+        }
+        for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
+        if (i % 5 == 1) ray.dir[i % 3] = 0.0f;
+        if (i % 5 == 2) ray.dir = {0.0f, 0.0f, 0.0f}, ray.dir[i % 3] = (i % 2 ? 1.0f : -1.0f);
+        ray.tmax = i % 3 == 0 ? std::numeric_limits<float>::max() : 2.0f * unit(rng);
+        q.rays.push_back(ray);
+    }
+    if (!boxes.empty()) {
+        for (int i = 0; i < count / 4; ++i) {
+            const Box& t = boxes[pick(rng)];
+            q.regions.push_back(t);
+            q.regions.push_back(Box{t.max, t.max});
+            q.points.push_back(t.max);
+            q.rays.push_back(Ray{Vec3{t.min.x - 1.0f, t.min.y, t.min.z}, Vec3{1, 0, 0}, 10.0f});
+            q.rays.push_back(Ray{t.min, Vec3{0.3f, -0.2f, 0.1f}, 1.0f});
+        }
+    }
+    return q;
+}
+
+// Compares every query of `tree` with brute force over `boxes`, whose ids are `ids[k]`
+// (ascending, so brute force's smallest-index tie rule is the smallest-id rule).
+void expect_same_as_brute_force(const RTree& tree, std::span<const Box> boxes,
+                                std::span<const std::uint32_t> ids, std::uint32_t seed,
+                                int query_count) {
+    BruteForce oracle;
+    ASSERT_TRUE(oracle.build(boxes).ok());
+    ASSERT_EQ(tree.size(), boxes.size());
+
+    std::vector<Pair> want;
+    {
+        std::vector<Pair> raw;
+        oracle.self_pairs(raw);
+        for (const Pair& p : raw) {
+            want.push_back(Pair{std::min(ids[p.i], ids[p.j]), std::max(ids[p.i], ids[p.j])});
+        }
+        std::sort(want.begin(), want.end());
+    }
+    std::vector<Pair> have;
+    tree.self_pairs(have);
+    for (const Pair& p : have) ASSERT_LT(p.i, p.j);
+    std::sort(have.begin(), have.end());
+    ASSERT_EQ(have.size(), want.size());
+    ASSERT_TRUE(have == want);
+
+    const auto map_ids = [&](std::vector<std::uint32_t> v) {
+        for (std::uint32_t& x : v) x = ids[x];
+        return sorted_ids(std::move(v));
+    };
+    const Queries q = make_queries(boxes, seed, query_count);
+    for (const Box& r : q.regions) {
+        std::vector<std::uint32_t> w, h;
+        oracle.query_box(r, w);
+        tree.query_box(r, h);
+        ASSERT_EQ(sorted_ids(h), map_ids(w));
+    }
+    for (const Vec3& p : q.points) {
+        std::vector<std::uint32_t> w, h;
+        oracle.query_point(p, w);
+        tree.query_point(p, h);
+        ASSERT_EQ(sorted_ids(h), map_ids(w));
+    }
+    for (const Ray& r : q.rays) {
+        const auto w = oracle.ray_cast(r);
+        const auto h = tree.ray_cast(r);
+        ASSERT_EQ(h.has_value(), w.has_value());
+        if (w) {
+            EXPECT_EQ(h->id, ids[w->id]);
+            EXPECT_NEAR(h->t, w->t, 1e-5 * std::max(1.0f, std::abs(w->t)));
+        }
+    }
+    for (std::size_t i = 0; i < q.points.size(); i += 4) {
+        for (const std::size_t k : {1u, 5u}) {
+            std::vector<Neighbor> h{Neighbor{12345, -1.0f}};  // replaced, not appended to
+            ASSERT_TRUE(tree.nearest(q.points[i], k, h).ok());
+            ASSERT_EQ(h, reference_nearest(boxes, ids, q.points[i], k));
+        }
+    }
+}
+
+void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
+                     int query_count = 200) {
+    RTree tree(config);
+    const Status built = tree.build(boxes);
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    const Status valid = tree.validate();
+    ASSERT_TRUE(valid.ok()) << valid.error().message;
+    std::vector<std::uint32_t> ids(boxes.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint32_t>(i);
+    expect_same_as_brute_force(tree, boxes, ids, seed, query_count);
+}
+
+Config make_config(Policy policy, std::uint32_t min_entries = 4, std::uint32_t max_entries = 16) {
+    Config c;
+    c.split = policy;
+    c.min_entries = min_entries;
+    c.max_entries = max_entries;
+    return c;
+}
+
+std::vector<std::pair<std::string, Config>> configs() {
+    return {{"linear 4..16", make_config(Policy::linear)},
+            {"quadratic 4..16", make_config(Policy::quadratic)},
+            {"rstar 4..16", make_config(Policy::rstar)},
+            {"linear 2..5", make_config(Policy::linear, 2, 5)},
+            {"quadratic 2..5", make_config(Policy::quadratic, 2, 5)},
+            {"rstar 2..5", make_config(Policy::rstar, 2, 5)}};
+}
+
+class RTreeConfigs : public ::testing::TestWithParam<std::size_t> {
+protected:
+    Config config() const { return configs()[GetParam()].second; }
+};
+
+INSTANTIATE_TEST_SUITE_P(All, RTreeConfigs, ::testing::Range<std::size_t>(0, configs().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                             std::string name = configs()[info.param].first;
+                             for (char& c : name) {
+                                 if (c == ' ' || c == '.') c = '_';
+                             }
+                             return name;
+                         });
+
+// Scenario 1: every standard generator, N = 0, 1, 2, 7, 300, 3000.
+TEST_P(RTreeConfigs, Scenario01_StandardScenesMatchBruteForce) {
+    for (const std::string_view gen : generator_names()) {
+        for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 3000u}) {
+            auto scene = generate_scene(gen, n);
+            ASSERT_TRUE(scene.ok()) << scene.error().message;
+            SCOPED_TRACE(scene->name + " / " + configs()[GetParam()].first);
+            build_and_check(config(), scene->boxes);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// Scenario 2: 200 copies of one box: every pair overlaps, every split is a tie.
+TEST_P(RTreeConfigs, Scenario02_AllBoxesIdentical) {
+    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
+    build_and_check(config(), boxes);
+    RTree tree(config());
+    ASSERT_TRUE(tree.build(boxes).ok());
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_EQ(pairs.size(), 200u * 199u / 2u);
+}
+
+// Scenario 3: points, segments and flat boxes on a coarse lattice (many coincide).
+TEST_P(RTreeConfigs, Scenario03_ZeroVolumeBoxes) {
+    std::vector<Box> boxes;
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> cell(0, 6);
+    for (int i = 0; i < 400; ++i) {
+        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
+        Box b{p, p};
+        if (i % 3 == 1) b.max[i % 3] += 0.25f;
+        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
+        boxes.push_back(b);
+    }
+    build_and_check(config(), boxes);
+}
+
+// Scenario 4: one huge box over a uniform scene, first and last.
+TEST_P(RTreeConfigs, Scenario04_HugeBoxOverEverything) {
+    auto scene = generate_scene("uniform", 800);
+    ASSERT_TRUE(scene.ok());
+    std::vector<Box> boxes = scene->boxes;
+    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
+    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    build_and_check(config(), boxes);
+}
+
+// Scenario 5: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
+TEST_P(RTreeConfigs, Scenario05_FarFromOrigin) {
+    auto scene = generate_scene("uniform", 1000);
+    ASSERT_TRUE(scene.ok());
+    std::vector<Box> boxes;
+    for (const Box& b : scene->boxes) {
+        Box s;
+        for (int a = 0; a < 3; ++a) {
+            s.min[a] = 1e7f + 1000.0f * b.min[a];
+            s.max[a] = 1e7f + 1000.0f * b.max[a];
+        }
+        boxes.push_back(s);
+    }
+    build_and_check(config(), boxes);
+}
+
+// Scenario 6: a 2D scene (z extent 0 everywhere), where every volume is 0; the tree must still
+// be a good one (content falls back on area), so region queries stay local.
+TEST_P(RTreeConfigs, Scenario06_FlatScene) {
+    std::vector<Box> boxes;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int i = 0; i < 1500; ++i) {
+        const float x = u(rng), y = u(rng);
+        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
+    }
+    build_and_check(config(), boxes);
+    RTree tree(config());
+    ASSERT_TRUE(tree.build(boxes).ok());
+    tree.reset_stats();
+    std::vector<std::uint32_t> hits;
+    for (int i = 0; i < 100; ++i) tree.query_point(Vec3{u(rng), u(rng), 0.0f}, hits);
+    EXPECT_LT(tree.stats().box_tests, 100u * 300u);  // brute force: 100 * 1500
+}
+
+// Scenario 7: other seeds of every generator.
+TEST_P(RTreeConfigs, Scenario07_OtherSeeds) {
+    for (const std::string_view gen : generator_names()) {
+        auto scene = generate_scene(gen, 1000, 1234);
+        ASSERT_TRUE(scene.ok());
+        SCOPED_TRACE(scene->name);
+        build_and_check(config(), scene->boxes, 99, 100);
+        if (HasFatalFailure()) return;
+    }
+}
+
+// Random insert / remove / move steps (seeded), mirrored into an id -> box map; the tree is
+// validated after every step and compared with brute force over the map every few steps.
+void random_steps(const Config& config, std::uint32_t seed, std::size_t initial, int steps) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    const auto random_box = [&] {
+        const Vec3 p{unit(rng), unit(rng), unit(rng)};
+        const float s = 0.02f + 0.1f * unit(rng) * unit(rng);
+        Box b{p, {p.x + s, p.y + s, p.z + (unit(rng) < 0.2f ? 0.0f : s)}};
+        return b;
+    };
+    RTree tree(config);
+    std::map<std::uint32_t, Box> boxes;
+    {
+        std::vector<Box> start;
+        for (std::size_t i = 0; i < initial; ++i) start.push_back(random_box());
+        ASSERT_TRUE(tree.build(start).ok());
+        for (std::size_t i = 0; i < initial; ++i) boxes[static_cast<std::uint32_t>(i)] = start[i];
+    }
+    std::uint32_t next_id = 1000;
+    for (int step = 0; step < steps; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const float action = unit(rng);
+        // Grow for the first third, then shrink, then mix, so that CondenseTree collapses levels.
+        const float insert_share = step < steps / 3 ? 0.7f : (step < 2 * steps / 3 ? 0.1f : 0.35f);
+        if (boxes.empty() || action < insert_share) {
+            const std::uint32_t id = unit(rng) < 0.1f ? 4000000000u + next_id : next_id;
+            next_id += 1 + static_cast<std::uint32_t>(3 * unit(rng));
+            const Box b = random_box();
+            const Status s = tree.insert(id, b);
+            ASSERT_TRUE(s.ok()) << s.error().message;
+            boxes[id] = b;
+        } else {
+            auto it = boxes.begin();
+            std::advance(it, std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng));
+            if (action < insert_share + 0.5f * (1 - insert_share)) {
+                ASSERT_TRUE(tree.remove(it->first).ok());
+                boxes.erase(it);
+            } else {
+                Box b = it->second;
+                const float step_size = unit(rng) < 0.3f ? 0.5f : 0.01f;
+                for (int a = 0; a < 3; ++a) {
+                    const float d = step_size * (2 * unit(rng) - 1);
+                    b.min[a] += d;
+                    b.max[a] += d;
+                }
+                ASSERT_TRUE(tree.move(it->first, b).ok());
+                it->second = b;
+            }
+        }
+        const Status valid = tree.validate();
+        ASSERT_TRUE(valid.ok()) << valid.error().message;
+        ASSERT_EQ(tree.size(), boxes.size());
+        if (step % 10 == 0 || step == steps - 1) {
+            std::vector<Box> list;
+            std::vector<std::uint32_t> ids;
+            for (const auto& [id, b] : boxes) ids.push_back(id), list.push_back(b);
+            expect_same_as_brute_force(tree, list, ids, seed + static_cast<std::uint32_t>(step),
+                                       40);
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+    }
+}
+
+// Scenario 8: a few hundred random dynamic steps from a built tree and from an empty one.
+TEST_P(RTreeConfigs, Scenario08_RandomInsertRemoveMove) {
+    random_steps(config(), 11, 200, 450);
+    random_steps(config(), 12, 0, 450);
+}
+
+// Scenario 9: min_entries 1 (the loosest fill Guttman allows) under random steps: CondenseTree
+// can then make the tree lower than an orphaned subtree, whose boxes go back one by one.
+TEST(RTree, Scenario09_MinimumFillOne) {
+    for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
+        random_steps(make_config(policy, 1, 3), 21, 60, 300);
+        random_steps(make_config(policy, 1, 2), 22, 30, 200);
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+// The bound on the height that the fill invariant implies: a root with >= 2 entries over
+// nodes with >= m entries each holds n >= 2 m^(h-1) boxes.
+int max_height(std::size_t n, std::uint32_t m) {
+    return 1 + static_cast<int>(std::floor(std::log(double(n) / 2) / std::log(double(m)) + 1e-9));
+}
+
+// Scenario 10: degenerate insertion orders (sorted along a line, reversed, identical boxes,
+// nested growing boxes, a diagonal staircase) keep the height O(log n) under every policy, as
+// do removals of every other box.
+TEST(RTree, Scenario10_HeightAfterDegenerateInsertionOrders) {
+    constexpr std::uint32_t kCount = 2000;
+    std::vector<std::pair<std::string, std::vector<Box>>> orders;
+    std::vector<Box> sorted, reversed, copies, nested, staircase;
+    for (std::uint32_t i = 0; i < kCount; ++i) {
+        const float x = float(i);
+        sorted.push_back(Box{{x, 0, 0}, {x + 0.5f, 0.5f, 0.5f}});
+        copies.push_back(Box{{1, 1, 1}, {2, 2, 2}});
+        nested.push_back(Box{{-x, -x, -x}, {x, x, x}});
+        staircase.push_back(Box{{x, x, x}, {x + 2, x + 2, x + 2}});
+    }
+    reversed.assign(sorted.rbegin(), sorted.rend());
+    orders = {{"sorted", sorted},
+              {"reversed", reversed},
+              {"identical", copies},
+              {"nested", nested},
+              {"staircase", staircase}};
+    for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
+        for (const auto& [label, boxes] : orders) {
+            SCOPED_TRACE(label + " / policy " + std::to_string(int(policy)));
+            RTree tree(make_config(policy));
+            for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(tree.insert(i, boxes[i]).ok());
+            ASSERT_TRUE(tree.validate().ok()) << tree.validate().error().message;
+            const int bound = max_height(kCount, 4);
+            EXPECT_LE(tree.height(), bound);
+            EXPECT_GE(tree.height(), 3);  // 2000 boxes do not fit in 16 * 16
+            // Every node but the root holds >= 4 entries, so there are at most ~n/3 nodes.
+            EXPECT_LE(tree.node_count(), kCount / 3);
+            for (std::uint32_t i = 0; i < kCount; i += 2) ASSERT_TRUE(tree.remove(i).ok());
+            ASSERT_TRUE(tree.validate().ok()) << tree.validate().error().message;
+            EXPECT_LE(tree.height(), max_height(kCount / 2, 4));
+            std::vector<Box> left;
+            std::vector<std::uint32_t> ids;
+            for (std::uint32_t i = 1; i < kCount; i += 2) {
+                left.push_back(boxes[i]);
+                ids.push_back(i);
+            }
+            expect_same_as_brute_force(tree, left, ids, 3, 30);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// Scenario 11: the names, and forced reinsertion only where it belongs: R* reinserts on the
+// first overflow of a level, Guttman's policies never do, and R* with fraction 0 neither.
+TEST(RTree, Scenario11_NamesAndForcedReinsertion) {
+    EXPECT_EQ(RTree(make_config(Policy::linear)).name(), "rtree_linear");
+    EXPECT_EQ(RTree(make_config(Policy::quadratic)).name(), "rtree_quadratic");
+    EXPECT_EQ(RTree(make_config(Policy::rstar)).name(), "rstar_tree");
+    EXPECT_EQ(RTree().name(), "rtree_quadratic");
+
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene.ok());
+    RTree linear(make_config(Policy::linear)), quadratic(make_config(Policy::quadratic));
+    RTree rstar(make_config(Policy::rstar));
+    Config no_reinsert = make_config(Policy::rstar);
+    no_reinsert.reinsert_fraction = 0;
+    RTree rstar_plain(no_reinsert);
+    for (RTree* tree : {&linear, &quadratic, &rstar, &rstar_plain}) {
+        ASSERT_TRUE(tree->build(scene->boxes).ok());
+        ASSERT_TRUE(tree->validate().ok());
+        EXPECT_GT(tree->split_count(), 3000u / 16u);
+    }
+    EXPECT_EQ(linear.forced_reinsert_count(), 0u);
+    EXPECT_EQ(quadratic.forced_reinsert_count(), 0u);
+    EXPECT_EQ(rstar_plain.forced_reinsert_count(), 0u);
+    EXPECT_GT(rstar.forced_reinsert_count(), 100u);
+    // At most one forced reinsertion per level per insertion, and only below the root.
+    EXPECT_LE(rstar.forced_reinsert_count(), 3000u * std::uint64_t(rstar.height() - 1));
+}
+
+// Scenario 12: self-pairs and queries prune above the leaves: on a uniform scene the box tests
+// are a small multiple of n, not n^2 / 2, and R*'s tree needs no more work than linear's.
+TEST(RTree, Scenario12_QueriesPrune) {
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene.ok());
+    std::uint64_t tests[3] = {};
+    int k = 0;
+    for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
+        RTree tree(make_config(policy));
+        ASSERT_TRUE(tree.build(scene->boxes).ok());
+        tree.reset_stats();
+        std::vector<Pair> pairs;
+        tree.self_pairs(pairs);
+        EXPECT_GE(tree.stats().box_tests, pairs.size());
+        EXPECT_LT(tree.stats().box_tests, 60u * 3000u);
+        EXPECT_GT(tree.stats().leaves_visited, 0u);
+        EXPECT_GT(tree.stats().nodes_visited, 0u);
+        tests[k++] = tree.stats().box_tests;
+        tree.reset_stats();
+        std::vector<std::uint32_t> hits;
+        tree.query_box(scene->boxes[17], hits);
+        EXPECT_LT(tree.stats().box_tests, 400u);
+        EXPECT_FALSE(hits.empty());
+        tree.reset_stats();
+        std::vector<Neighbor> near;
+        ASSERT_TRUE(tree.nearest(Vec3{0.5f, 0.5f, 0.5f}, 5, near).ok());
+        EXPECT_LT(tree.stats().box_tests, 400u);
+    }
+    EXPECT_LE(tests[2], tests[0]);
+}
+
+// Scenario 13: bad input and bad configurations are rejected, naming the box or the setting;
+// bad ids are rejected; the tree stays intact.
+TEST(RTree, Scenario13_RejectsBadInput) {
+    RTree tree(make_config(Policy::rstar));
+    std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {1, 1, 1}}};
+    Status s = tree.build(boxes);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
+    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
+    EXPECT_EQ(tree.size(), 0u);
+    boxes[1].min.x = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(tree.build(boxes).ok());
+    boxes[1] = Box{{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
+    EXPECT_FALSE(tree.build(boxes).ok());
+    EXPECT_TRUE(tree.validate().ok());
+
+    ASSERT_TRUE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.insert(6, Box{{1, 0, 0}, {0, 1, 1}}).ok());
+    EXPECT_FALSE(tree.remove(6).ok());
+    EXPECT_FALSE(tree.move(6, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(tree.move(5, Box{{0, 0, 0}, {1, -1, 1}}).ok());
+    EXPECT_EQ(tree.size(), 1u);
+    EXPECT_TRUE(tree.validate().ok());
+    ASSERT_TRUE(tree.remove(5).ok());
+    EXPECT_EQ(tree.size(), 0u);
+    EXPECT_EQ(tree.height(), 0);
+    EXPECT_TRUE(tree.validate().ok());
+    EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1}).has_value());
+    std::vector<Neighbor> near{Neighbor{1, 1.0f}};
+    EXPECT_TRUE(tree.nearest({0, 0, 0}, 3, near).ok());
+    EXPECT_TRUE(near.empty());
+
+    for (const auto& [m, big_m] : {std::pair{0u, 16u}, {9u, 16u}, {1u, 1u}, {3u, 5u}}) {
+        RTree bad(make_config(Policy::quadratic, m, big_m));
+        const Status b = bad.build(std::vector<Box>{Box{{0, 0, 0}, {1, 1, 1}}});
+        ASSERT_FALSE(b.ok());
+        EXPECT_EQ(b.error().code, ErrorCode::invalid_argument);
+        EXPECT_NE(b.error().message.find("min_entries"), std::string::npos);
+        EXPECT_FALSE(bad.insert(0, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+        EXPECT_EQ(bad.size(), 0u);
+    }
+    Config bad_fraction = make_config(Policy::rstar);
+    bad_fraction.reinsert_fraction = 1.5f;
+    EXPECT_FALSE(RTree(bad_fraction).build(boxes).ok());
+}
+
+// Scenario 14: a single box and a tiny tree, checked by hand.
+TEST(RTree, Scenario14_HandMade) {
+    RTree tree(make_config(Policy::linear, 2, 4));
+    ASSERT_TRUE(tree.insert(3, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_EQ(tree.height(), 1);
+    ASSERT_TRUE(tree.insert(8, Box{{1, 1, 1}, {2, 2, 2}}).ok());  // touches 3 at a corner
+    ASSERT_TRUE(tree.insert(9, Box{{5, 0, 0}, {6, 1, 1}}).ok());
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    ASSERT_EQ(pairs.size(), 1u);
+    EXPECT_EQ(pairs[0], (Pair{3, 8}));
+    const auto hit = tree.ray_cast(Ray{{-1, 0.5f, 0.5f}, {1, 0, 0}, 100});
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->id, 3u);
+    EXPECT_FLOAT_EQ(hit->t, 1.0f);
+    ASSERT_TRUE(tree.insert(1, Box{{5, 0, 0}, {6, 1, 1}}).ok());
+    ASSERT_TRUE(tree.insert(2, Box{{9, 9, 9}, {9, 9, 9}}).ok());  // fifth entry: a split
+    EXPECT_EQ(tree.height(), 2);
+    ASSERT_TRUE(tree.validate().ok());
+    const auto tie = tree.ray_cast(Ray{{10, 0.5f, 0.5f}, {-1, 0, 0}, 100});
+    ASSERT_TRUE(tie.has_value());
+    EXPECT_EQ(tie->id, 1u);  // 1 and 9 are identical: the smaller id
+    EXPECT_FLOAT_EQ(tie->t, 4.0f);
+    std::vector<Neighbor> near;
+    ASSERT_TRUE(tree.nearest(Vec3{9, 9, 10}, 2, near).ok());
+    ASSERT_EQ(near.size(), 2u);
+    EXPECT_EQ(near[0], (Neighbor{2, 1.0f}));
+    EXPECT_EQ(near[1].id, 1u);  // 1 and 9 tie at sqrt(3^2 + 8^2 + 9^2): the smaller id
+    ASSERT_TRUE(tree.move(2, Box{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}}).ok());
+    ASSERT_TRUE(tree.validate().ok());
+    std::vector<std::uint32_t> inside;
+    tree.query_point(Vec3{0.5f, 0.5f, 0.5f}, inside);
+    EXPECT_EQ(sorted_ids(inside), (std::vector<std::uint32_t>{2, 3}));
+    for (const std::uint32_t id : {1u, 2u, 3u, 8u}) ASSERT_TRUE(tree.remove(id).ok());
+    ASSERT_TRUE(tree.validate().ok());
+    EXPECT_EQ(tree.height(), 1);
+    EXPECT_EQ(tree.size(), 1u);
+}
+
+// Scenario 15: Beckmann's ChooseSubtree differs from Guttman's ChooseLeaf. Two leaves: A, small
+// at x in [0, 2], and B, tall at x in [10, 13]. Box X at x in [5, 10.5] enlarges A least, but A
+// would then overlap B; enlarging B creates no overlap. R* puts X in B, Guttman in A, which a
+// point query at (7, 50, 50), inside B grown by X and outside A grown by X, tells apart.
+TEST(RTree, Scenario15_RStarChoosesSubtreeByOverlap) {
+    const std::vector<Box> boxes = {
+        Box{{0, 0, 0}, {1, 10, 10}},     Box{{1, 0, 0}, {2, 10, 10}},
+        Box{{10, 0, 0}, {11, 100, 100}}, Box{{11, 0, 0}, {12, 100, 100}},
+        Box{{12, 0, 0}, {13, 100, 100}}, Box{{5, 0, 0}, {10.5f, 1, 1}}};
+    for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
+        SCOPED_TRACE("policy " + std::to_string(int(policy)));
+        RTree tree(make_config(policy, 2, 4));
+        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.validate().ok());
+        ASSERT_EQ(tree.height(), 2);
+        tree.reset_stats();
+        std::vector<std::uint32_t> hits;
+        tree.query_point(Vec3{7, 50, 50}, hits);
+        EXPECT_TRUE(hits.empty());
+        EXPECT_EQ(tree.stats().leaves_visited, policy == Policy::rstar ? 1u : 0u);
+    }
+}
+
+}  // namespace
+}  // namespace broadphase
