@@ -1,0 +1,494 @@
+// CPU twin of the GPU LBVH: space-filling-curve codes (Morton; Hilbert after J. Skilling,
+// "Programming the Hilbert curve", AIP Conf. Proc. 707, 2004), a stable sort of (code, id),
+// the hierarchy of T. Karras, "Maximizing Parallelism in the Construction of BVHs, Octrees,
+// and k-d Trees" (HPG 2012), bottom-up bounds as in C. Apetrei, "Fast and Simple Agglomerative
+// LBVH Construction" (2014), and stack-based traversals. See lbvh.hpp for the exact rules.
+#include "lbvh.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <string>
+
+#include "broadphase/scene.hpp"
+
+namespace broadphase::lbvh {
+
+using gpu_layout::kInvalidNode;
+using gpu_layout::uvec4;
+using gpu_layout::vec4;
+
+namespace {
+
+// A Karras tree over (code, index) keys of at most 64 + 32 bits has at most 96 internal
+// levels (each level lengthens the common prefix), so a traversal that pushes one child and
+// descends into the other never holds more than that many entries.
+constexpr std::size_t kStackSize = gpu_layout::kTraversalStack + 4;
+
+vec4 to_vec4(const Vec3& v) {
+    return {v.x, v.y, v.z, 0.0f};
+}
+
+Box node_box(const LbvhNode& node) {
+    return {{node.lo.x, node.lo.y, node.lo.z}, {node.hi.x, node.hi.y, node.hi.z}};
+}
+
+bool is_leaf(std::uint32_t node, std::uint32_t n) {
+    return node + 1 >= n;
+}
+
+Error tree_error(std::uint32_t node, const std::string& what) {
+    return Error{ErrorCode::invalid_argument, "lbvh node " + std::to_string(node) + ": " + what,
+                 std::nullopt, std::nullopt};
+}
+
+// Karras' delta: common prefix length of the keys (code, index) at sorted positions i and j.
+struct PrefixLength {
+    std::span<const std::uint64_t> codes;
+
+    int operator()(std::int64_t i, std::int64_t j) const {
+        const auto n = static_cast<std::int64_t>(codes.size());
+        if (j < 0 || j >= n) return -1;
+        const std::uint64_t ci = codes[static_cast<std::size_t>(i)];
+        const std::uint64_t cj = codes[static_cast<std::size_t>(j)];
+        if (ci != cj) return std::countl_zero(ci ^ cj);
+        return 64 + std::countl_zero(static_cast<std::uint32_t>(i) ^ static_cast<std::uint32_t>(j));
+    }
+};
+
+// Generic stack traversal: descends into nodes for which `enter(node_box)` holds and calls
+// `leaf(box id)` for each leaf reached. Children are pushed right first so left is visited first.
+template <class Enter, class Leaf>
+void traverse(std::span<const LbvhNode> nodes, QueryStats& stats, Enter&& enter, Leaf&& leaf) {
+    if (nodes.empty()) return;
+    const auto n = static_cast<std::uint32_t>((nodes.size() + 1) / 2);
+    std::array<std::uint32_t, kStackSize> stack;
+    std::size_t top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const std::uint32_t node = stack[--top];
+        const LbvhNode& nd = nodes[node];
+        const bool leaf_node = is_leaf(node, n);
+        if (leaf_node) ++stats.box_tests;
+        if (!enter(nd)) continue;
+        if (leaf_node) {
+            ++stats.leaves_visited;
+            leaf(nd.link.x);
+        } else {
+            ++stats.nodes_visited;
+            stack[top++] = nd.link.y;
+            stack[top++] = nd.link.x;
+        }
+    }
+}
+
+}  // namespace
+
+std::uint32_t float_to_ordered(float f) {
+    const auto bits = std::bit_cast<std::uint32_t>(f);
+    return (bits & 0x80000000u) ? ~bits : (bits ^ 0x80000000u);
+}
+
+float ordered_to_float(std::uint32_t u) {
+    const std::uint32_t bits = (u & 0x80000000u) ? (u ^ 0x80000000u) : ~u;
+    return std::bit_cast<float>(bits);
+}
+
+Box centroid_bounds(std::span<const Box> boxes) {
+    if (boxes.empty()) return Box{};
+    Box bounds;
+    for (int axis = 0; axis < 3; ++axis) {
+        const float c = (boxes[0].min[axis] + boxes[0].max[axis]) * 0.5f;
+        bounds.min[axis] = c;
+        bounds.max[axis] = c;
+    }
+    for (const Box& b : boxes) {
+        for (int axis = 0; axis < 3; ++axis) {
+            const float c = (b.min[axis] + b.max[axis]) * 0.5f;
+            bounds.min[axis] = std::min(bounds.min[axis], c);
+            bounds.max[axis] = std::max(bounds.max[axis], c);
+        }
+    }
+    return bounds;
+}
+
+Quantizer::Quantizer(const Box& bounds, std::uint32_t bits_per_axis) : bits(bits_per_axis) {
+    origin = bounds.min;
+    for (int axis = 0; axis < 3; ++axis) {
+        const float extent = bounds.max[axis] - bounds.min[axis];
+        scale[axis] = extent > 0.0f ? float(1u << bits) * (1.0f / extent) : 0.0f;
+    }
+}
+
+void Quantizer::quantize(const Box& b, std::uint32_t q[3]) const {
+    const std::uint32_t max_q = (1u << bits) - 1u;
+    for (int axis = 0; axis < 3; ++axis) {
+        const float c = (b.min[axis] + b.max[axis]) * 0.5f;
+        const float t = (c - origin[axis]) * scale[axis];
+        // min(uint32(t), max_q) for every finite t >= 0, written so that the float-to-int
+        // conversion is always defined (t is NaN or infinite only when 1 / extent overflows).
+        q[axis] = t >= float(max_q) ? max_q : (t > 0.0f ? static_cast<std::uint32_t>(t) : 0u);
+    }
+}
+
+std::uint32_t expand_bits_10(std::uint32_t v) {
+    v &= 0x3ffu;
+    v = (v * 0x00010001u) & 0xff0000ffu;
+    v = (v * 0x00000101u) & 0x0f00f00fu;
+    v = (v * 0x00000011u) & 0xc30c30c3u;
+    v = (v * 0x00000005u) & 0x49249249u;
+    return v;
+}
+
+std::uint64_t expand_bits_21(std::uint64_t v) {
+    v &= 0x1fffffull;
+    v = (v | (v << 32)) & 0x001f00000000ffffull;
+    v = (v | (v << 16)) & 0x001f0000ff0000ffull;
+    v = (v | (v << 8)) & 0x100f00f00f00f00full;
+    v = (v | (v << 4)) & 0x10c30c30c30c30c3ull;
+    v = (v | (v << 2)) & 0x1249249249249249ull;
+    return v;
+}
+
+std::uint32_t morton30(const std::uint32_t q[3]) {
+    return (expand_bits_10(q[0]) << 2) | (expand_bits_10(q[1]) << 1) | expand_bits_10(q[2]);
+}
+
+std::uint64_t morton63(const std::uint32_t q[3]) {
+    return (expand_bits_21(q[0]) << 2) | (expand_bits_21(q[1]) << 1) | expand_bits_21(q[2]);
+}
+
+std::uint32_t hilbert30(const std::uint32_t q[3]) {
+    // Skilling's AxesToTranspose with b = 10 bits and n = 3 axes.
+    constexpr std::uint32_t kTopBit = 1u << 9;
+    std::uint32_t x[3] = {q[0] & 0x3ffu, q[1] & 0x3ffu, q[2] & 0x3ffu};
+    // Inverse undo.
+    for (std::uint32_t bit = kTopBit; bit > 1; bit >>= 1) {
+        const std::uint32_t low = bit - 1;
+        for (int i = 0; i < 3; ++i) {
+            if (x[i] & bit) {
+                x[0] ^= low;  // invert
+            } else {
+                const std::uint32_t t = (x[0] ^ x[i]) & low;  // exchange
+                x[0] ^= t;
+                x[i] ^= t;
+            }
+        }
+    }
+    // Gray encode.
+    x[1] ^= x[0];
+    x[2] ^= x[1];
+    std::uint32_t t = 0;
+    for (std::uint32_t bit = kTopBit; bit > 1; bit >>= 1) {
+        if (x[2] & bit) t ^= bit - 1;
+    }
+    x[0] ^= t;
+    x[1] ^= t;
+    x[2] ^= t;
+    // The transposed form, read bit plane by bit plane with x[0] highest, is the index.
+    return morton30(x);
+}
+
+int code_bits(CodeKind kind) {
+    return kind == CodeKind::morton63 ? 63 : 30;
+}
+
+std::vector<std::uint64_t> compute_codes(std::span<const Box> boxes, CodeKind kind) {
+    const Quantizer quantizer(centroid_bounds(boxes), kind == CodeKind::morton63 ? 21u : 10u);
+    std::vector<std::uint64_t> codes(boxes.size());
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        std::uint32_t q[3];
+        quantizer.quantize(boxes[i], q);
+        switch (kind) {
+            case CodeKind::morton30:
+                codes[i] = morton30(q);
+                break;
+            case CodeKind::morton63:
+                codes[i] = morton63(q);
+                break;
+            case CodeKind::hilbert30:
+                codes[i] = hilbert30(q);
+                break;
+        }
+    }
+    return codes;
+}
+
+std::vector<std::uint32_t> sort_codes(std::vector<std::uint64_t>& codes) {
+    // Sorting (code, id) lexicographically equals a stable sort by code.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keyed(codes.size());
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+        keyed[i] = {codes[i], static_cast<std::uint32_t>(i)};
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<std::uint32_t> ids(codes.size());
+    for (std::size_t i = 0; i < keyed.size(); ++i) {
+        codes[i] = keyed[i].first;
+        ids[i] = keyed[i].second;
+    }
+    return ids;
+}
+
+std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_codes,
+                                      std::span<const std::uint32_t> sorted_ids) {
+    const auto n = static_cast<std::int64_t>(sorted_codes.size());
+    if (n == 0) return {};
+    std::vector<LbvhNode> nodes(static_cast<std::size_t>(2 * n - 1), LbvhNode{});
+    const auto leaf_node = [n](std::int64_t p) { return static_cast<std::uint32_t>(n - 1 + p); };
+    for (std::int64_t p = 0; p < n; ++p) {
+        const auto pos = static_cast<std::uint32_t>(p);
+        nodes[leaf_node(p)].link =
+            uvec4{sorted_ids[static_cast<std::size_t>(p)], pos, kInvalidNode, pos};
+    }
+    const PrefixLength delta{sorted_codes};
+    for (std::int64_t i = 0; i + 1 < n; ++i) {
+        // Direction of the range and the prefix length the range must exceed.
+        const int d = delta(i, i + 1) - delta(i, i - 1) > 0 ? 1 : -1;
+        const int delta_min = delta(i, i - d);
+        // Upper bound of the range length, then binary search for the other end j.
+        std::int64_t l_max = 2;
+        while (delta(i, i + l_max * d) > delta_min) l_max *= 2;
+        std::int64_t l = 0;
+        for (std::int64_t t = l_max / 2; t >= 1; t /= 2) {
+            if (delta(i, i + (l + t) * d) > delta_min) l += t;
+        }
+        const std::int64_t j = i + l * d;
+        // Split: the last position (from i towards j) sharing more than the range's prefix.
+        const int delta_node = delta(i, j);
+        std::int64_t s = 0;
+        std::int64_t t = l;
+        do {
+            t = (t + 1) / 2;
+            if (delta(i, i + (s + t) * d) > delta_node) s += t;
+        } while (t > 1);
+        const std::int64_t gamma = i + s * d + std::min(d, 0);
+
+        const std::uint32_t left =
+            std::min(i, j) == gamma ? leaf_node(gamma) : static_cast<std::uint32_t>(gamma);
+        const std::uint32_t right = std::max(i, j) == gamma + 1
+                                        ? leaf_node(gamma + 1)
+                                        : static_cast<std::uint32_t>(gamma + 1);
+        const auto self = static_cast<std::uint32_t>(i);
+        nodes[self].link.x = left;
+        nodes[self].link.y = right;
+        nodes[self].link.w = static_cast<std::uint32_t>(std::max(i, j));
+        nodes[left].link.z = self;
+        nodes[right].link.z = self;
+    }
+    if (n >= 2) nodes[0].link.z = kInvalidNode;
+    return nodes;
+}
+
+void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
+    if (nodes.empty()) return;
+    const auto n = static_cast<std::uint32_t>((nodes.size() + 1) / 2);
+    // Apetrei 2014: each leaf climbs towards the root; the first child to reach a parent
+    // stops there, the second merges both children and carries on.
+    std::vector<std::uint8_t> arrived(n > 1 ? n - 1 : 0, 0);
+    for (std::uint32_t p = 0; p < n; ++p) {
+        const std::uint32_t leaf = n - 1 + p;
+        const Box& b = boxes[nodes[leaf].link.x];
+        nodes[leaf].lo = to_vec4(b.min);
+        nodes[leaf].hi = to_vec4(b.max);
+        std::uint32_t node = nodes[leaf].link.z;
+        while (node != kInvalidNode) {
+            if (arrived[node]++ == 0) break;
+            LbvhNode& nd = nodes[node];
+            const LbvhNode& a = nodes[nd.link.x];
+            const LbvhNode& c = nodes[nd.link.y];
+            nd.lo = {std::min(a.lo.x, c.lo.x), std::min(a.lo.y, c.lo.y), std::min(a.lo.z, c.lo.z),
+                     0.0f};
+            nd.hi = {std::max(a.hi.x, c.hi.x), std::max(a.hi.y, c.hi.y), std::max(a.hi.z, c.hi.z),
+                     0.0f};
+            node = nd.link.z;
+        }
+    }
+}
+
+void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
+                QueryStats* stats) {
+    QueryStats local;
+    QueryStats& st = stats ? *stats : local;
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    if (n < 2) return;
+    for (std::uint32_t p = 0; p < n; ++p) {
+        const std::uint32_t id = nodes[n - 1 + p].link.x;
+        const Box& query = boxes[id];
+        traverse(
+            nodes, st,
+            [&](const LbvhNode& nd) { return nd.link.w > p && overlaps(query, node_box(nd)); },
+            [&](std::uint32_t other) {
+                out.push_back(Pair{std::min(id, other), std::max(id, other)});
+            });
+    }
+}
+
+Status validate_tree(std::span<const LbvhNode> nodes, std::span<const Box> boxes) {
+    const std::size_t n = boxes.size();
+    if (n == 0) {
+        if (!nodes.empty()) return tree_error(0, "nodes present for an empty scene");
+        return Status::success();
+    }
+    if (nodes.size() != 2 * n - 1) {
+        return tree_error(0, "expected " + std::to_string(2 * n - 1) + " nodes, found " +
+                                 std::to_string(nodes.size()));
+    }
+    const auto n32 = static_cast<std::uint32_t>(n);
+    const auto count = static_cast<std::uint32_t>(nodes.size());
+    if (nodes[0].link.z != kInvalidNode) return tree_error(0, "root has a parent");
+
+    // Pre-order walk from the root; every node must be reached exactly once.
+    std::vector<std::uint8_t> reached(count, 0);
+    std::vector<std::uint32_t> order;
+    order.reserve(count);
+    std::vector<std::uint32_t> stack = {0};
+    reached[0] = 1;
+    while (!stack.empty()) {
+        const std::uint32_t node = stack.back();
+        stack.pop_back();
+        order.push_back(node);
+        if (is_leaf(node, n32)) continue;
+        const uvec4& link = nodes[node].link;
+        for (const std::uint32_t child : {link.x, link.y}) {
+            if (child >= count || child == 0) {
+                return tree_error(node, "child index " + std::to_string(child) + " out of range");
+            }
+            if (reached[child]) {
+                return tree_error(
+                    child, "reached twice (second time from node " + std::to_string(node) + ")");
+            }
+            reached[child] = 1;
+            if (nodes[child].link.z != node) {
+                return tree_error(child, "parent link " + std::to_string(nodes[child].link.z) +
+                                             " but child of node " + std::to_string(node));
+            }
+            stack.push_back(child);
+        }
+    }
+    for (std::uint32_t node = 0; node < count; ++node) {
+        if (!reached[node]) return tree_error(node, "not reachable from the root");
+    }
+
+    // Leaves: links, ids (a permutation), bounds equal to their box.
+    std::vector<std::uint8_t> seen_id(n, 0);
+    for (std::uint32_t p = 0; p < n32; ++p) {
+        const std::uint32_t leaf = n32 - 1 + p;
+        const LbvhNode& nd = nodes[leaf];
+        if (nd.link.y != p || nd.link.w != p) {
+            return tree_error(leaf, "leaf sorted position is not " + std::to_string(p));
+        }
+        if (nd.link.x >= n) return tree_error(leaf, "box id out of range");
+        if (seen_id[nd.link.x]++) {
+            return tree_error(leaf, "box " + std::to_string(nd.link.x) + " in two leaves");
+        }
+        if (!(node_box(nd) == boxes[nd.link.x]) || nd.lo.w != 0.0f || nd.hi.w != 0.0f) {
+            return tree_error(leaf, "bounds differ from box " + std::to_string(nd.link.x));
+        }
+    }
+
+    // Internal nodes, children before parents: contiguous ranges and enclosing bounds.
+    std::vector<std::uint32_t> first(count), last(count);
+    for (std::uint32_t p = 0; p < n32; ++p) first[n32 - 1 + p] = last[n32 - 1 + p] = p;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const std::uint32_t node = *it;
+        if (is_leaf(node, n32)) continue;
+        const LbvhNode& nd = nodes[node];
+        const std::uint32_t left = nd.link.x, right = nd.link.y;
+        if (last[left] + 1 != first[right]) {
+            return tree_error(node, "children ranges are not adjacent");
+        }
+        first[node] = first[left];
+        last[node] = last[right];
+        if (nd.link.w != last[node]) {
+            return tree_error(node, "last sorted position " + std::to_string(nd.link.w) +
+                                        ", expected " + std::to_string(last[node]));
+        }
+        if (nd.lo.w != 0.0f || nd.hi.w != 0.0f) return tree_error(node, "w components not 0");
+        const Box bounds = node_box(nd);
+        for (const std::uint32_t child : {left, right}) {
+            const Box cb = node_box(nodes[child]);
+            if (!(merge(bounds, cb) == bounds)) {
+                return tree_error(node, "bounds do not contain child " + std::to_string(child));
+            }
+        }
+    }
+    if (first[0] != 0 || last[0] != n32 - 1) return tree_error(0, "root does not span all");
+    return Status::success();
+}
+
+Status LbvhStructure::build(std::span<const Box> boxes) {
+    boxes_.clear();
+    nodes_.clear();
+    if (Status s = validate_boxes(boxes); !s) return s;
+    boxes_.assign(boxes.begin(), boxes.end());
+    std::vector<std::uint64_t> codes = compute_codes(boxes_, kind_);
+    const std::vector<std::uint32_t> ids = sort_codes(codes);
+    nodes_ = build_hierarchy(codes, ids);
+    compute_bounds(nodes_, boxes_);
+    return Status::success();
+}
+
+void LbvhStructure::self_pairs(std::vector<Pair>& out) const {
+    lbvh::self_pairs(nodes_, boxes_, out, &stats_);
+}
+
+void LbvhStructure::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    traverse(
+        nodes_, stats_, [&](const LbvhNode& nd) { return overlaps(region, node_box(nd)); },
+        [&](std::uint32_t id) { out.push_back(id); });
+}
+
+void LbvhStructure::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+    traverse(
+        nodes_, stats_, [&](const LbvhNode& nd) { return contains(node_box(nd), p); },
+        [&](std::uint32_t id) { out.push_back(id); });
+}
+
+std::optional<RayHit> LbvhStructure::ray_cast(const Ray& ray) const {
+    if (nodes_.empty()) return std::nullopt;
+    const auto n = static_cast<std::uint32_t>(boxes_.size());
+    std::optional<RayHit> best;
+    // Entries carry the node's entry t so that nodes farther than the best hit are pruned
+    // when popped; a node at exactly the best t is still entered, for the smallest-id tie.
+    struct Entry {
+        std::uint32_t node;
+        float t;
+    };
+    std::array<Entry, kStackSize> stack;
+    std::size_t top = 0;
+    if (const auto t = ray_box_entry(ray, node_box(nodes_[0]))) stack[top++] = {0, *t};
+    while (top > 0) {
+        const Entry e = stack[--top];
+        if (best && e.t > best->t) continue;
+        const LbvhNode& nd = nodes_[e.node];
+        if (is_leaf(e.node, n)) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            const std::uint32_t id = nd.link.x;
+            if (!best || e.t < best->t || (e.t == best->t && id < best->id)) best = {id, e.t};
+            continue;
+        }
+        ++stats_.nodes_visited;
+        const auto tl = ray_box_entry(ray, node_box(nodes_[nd.link.x]));
+        const auto tr = ray_box_entry(ray, node_box(nodes_[nd.link.y]));
+        // Push the farther child first so that the nearer one is visited first.
+        if (tl && tr) {
+            const bool left_first = *tl <= *tr;
+            const Entry near{left_first ? nd.link.x : nd.link.y, left_first ? *tl : *tr};
+            const Entry far{left_first ? nd.link.y : nd.link.x, left_first ? *tr : *tl};
+            stack[top++] = far;
+            stack[top++] = near;
+        } else if (tl) {
+            stack[top++] = {nd.link.x, *tl};
+        } else if (tr) {
+            stack[top++] = {nd.link.y, *tr};
+        }
+    }
+    return best;
+}
+
+Status LbvhStructure::validate() const {
+    return validate_tree(nodes_, boxes_);
+}
+
+}  // namespace broadphase::lbvh

@@ -1,0 +1,594 @@
+// Tests of the CPU LBVH twin, step by step: order-preserving float keys, Morton bit
+// interleaving, Skilling's Hilbert curve (adjacency of consecutive indices), the quantiser,
+// the stable code sort, the Karras 2012 hierarchy (against an independent top-down radix-tree
+// builder), bottom-up bounds, validate_tree on good and corrupted trees, and self-pairs
+// against brute force for every code kind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "broadphase/scene.hpp"
+#include "brute_force.hpp"
+#include "lbvh.hpp"
+
+namespace broadphase::lbvh {
+namespace {
+
+using gpu_layout::kInvalidNode;
+
+std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
+    BruteForce bf;
+    EXPECT_TRUE(bf.build(boxes).ok());
+    return sorted_pairs(bf);
+}
+
+// ---- float_to_ordered ----------------------------------------------------------------------
+
+TEST(FloatToOrdered, PreservesOrderAcrossSignsZerosDenormalsAndExtremes) {
+    const float denorm = std::numeric_limits<float>::denorm_min();
+    const float fmin = std::numeric_limits<float>::min();
+    const float fmax = std::numeric_limits<float>::max();
+    const float inf = std::numeric_limits<float>::infinity();
+    // Strictly ascending, -0 placed before +0 as the mapping defines.
+    const std::vector<float> ascending = {-inf,         -fmax,       -1e30f,  -3.5f,  -1.0f, -fmin,
+                                          -fmin * 0.5f, -2 * denorm, -denorm, -0.0f,  0.0f,  denorm,
+                                          2 * denorm,   fmin * 0.5f, fmin,    1e-20f, 0.5f,  1.0f,
+                                          1.0000001f,   1e7f,        1e30f,   fmax,   inf};
+    for (std::size_t i = 0; i + 1 < ascending.size(); ++i) {
+        EXPECT_LT(float_to_ordered(ascending[i]), float_to_ordered(ascending[i + 1]))
+            << ascending[i] << " vs " << ascending[i + 1];
+    }
+    EXPECT_EQ(float_to_ordered(0.0f), 0x80000000u);
+    EXPECT_EQ(float_to_ordered(-0.0f), 0x7fffffffu);
+    EXPECT_EQ(float_to_ordered(1.0f), 0x3f800000u ^ 0x80000000u);
+    EXPECT_EQ(float_to_ordered(-1.0f), ~0xbf800000u);
+}
+
+TEST(FloatToOrdered, RandomPairsAndRoundTrip) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<std::uint32_t> bits;
+    int compared = 0;
+    for (int i = 0; i < 200000; ++i) {
+        const float a = std::bit_cast<float>(bits(rng));
+        const float b = std::bit_cast<float>(bits(rng));
+        if (std::isnan(a) || std::isnan(b)) continue;
+        ++compared;
+        if (a < b) {
+            ASSERT_LT(float_to_ordered(a), float_to_ordered(b)) << a << " " << b;
+        } else if (b < a) {
+            ASSERT_GT(float_to_ordered(a), float_to_ordered(b)) << a << " " << b;
+        }
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(ordered_to_float(float_to_ordered(a))),
+                  std::bit_cast<std::uint32_t>(a));
+        ASSERT_EQ(float_to_ordered(ordered_to_float(bits(rng) | 1u)) & 1u, 1u);
+    }
+    EXPECT_GT(compared, 190000);
+}
+
+// ---- Morton --------------------------------------------------------------------------------
+
+std::uint64_t naive_interleave(const std::uint32_t q[3], int bits) {
+    std::uint64_t code = 0;
+    for (int b = bits - 1; b >= 0; --b) {
+        for (int axis = 0; axis < 3; ++axis) code = (code << 1) | ((q[axis] >> b) & 1u);
+    }
+    return code;
+}
+
+TEST(Morton, ExpandBitsKnownValues) {
+    EXPECT_EQ(expand_bits_10(0u), 0u);
+    EXPECT_EQ(expand_bits_10(1u), 1u);
+    EXPECT_EQ(expand_bits_10(2u), 8u);
+    EXPECT_EQ(expand_bits_10(3u), 9u);
+    EXPECT_EQ(expand_bits_10(0x3ffu), 0x09249249u);
+    EXPECT_EQ(expand_bits_10(0x200u), 1u << 27);
+    EXPECT_EQ(expand_bits_10(0x400u), 0u);  // only the low 10 bits are spread
+    EXPECT_EQ(expand_bits_21(1u), 1u);
+    EXPECT_EQ(expand_bits_21(0x1fffffu), 0x1249249249249249ull);
+    EXPECT_EQ(expand_bits_21(1u << 20), 1ull << 60);
+    EXPECT_EQ(expand_bits_21(1u << 21), 0u);
+}
+
+TEST(Morton, CodesPutXHighest) {
+    const std::uint32_t x[3] = {1, 0, 0}, y[3] = {0, 1, 0}, z[3] = {0, 0, 1};
+    EXPECT_EQ(morton30(x), 4u);
+    EXPECT_EQ(morton30(y), 2u);
+    EXPECT_EQ(morton30(z), 1u);
+    EXPECT_EQ(morton63(x), 4u);
+    const std::uint32_t top10[3] = {1023, 1023, 1023}, top21[3] = {0x1fffff, 0x1fffff, 0x1fffff};
+    EXPECT_EQ(morton30(top10), (1u << 30) - 1);
+    EXPECT_EQ(morton63(top21), (1ull << 63) - 1);
+    const std::uint32_t mixed[3] = {0x200, 0x001, 0x155};
+    EXPECT_EQ(morton30(mixed), naive_interleave(mixed, 10));
+    std::mt19937 rng(8);
+    for (int i = 0; i < 10000; ++i) {
+        std::uint32_t q10[3], q21[3];
+        for (int a = 0; a < 3; ++a) {
+            q10[a] = rng() & 0x3ffu;
+            q21[a] = rng() & 0x1fffffu;
+        }
+        ASSERT_EQ(morton30(q10), naive_interleave(q10, 10));
+        ASSERT_EQ(morton63(q21), naive_interleave(q21, 21));
+    }
+}
+
+// ---- Hilbert -------------------------------------------------------------------------------
+
+// Skilling's TransposeToAxes, the inverse of hilbert30's AxesToTranspose, for 10 bits.
+void hilbert_inverse(std::uint32_t index, std::uint32_t q[3]) {
+    std::uint32_t x[3] = {0, 0, 0};
+    for (int b = 9; b >= 0; --b) {
+        for (int axis = 0; axis < 3; ++axis) {
+            x[axis] |= ((index >> (3 * b + (2 - axis))) & 1u) << b;
+        }
+    }
+    const std::uint32_t n = 2u << 9;
+    std::uint32_t t = x[2] >> 1;
+    for (int i = 2; i > 0; --i) x[i] ^= x[i - 1];
+    x[0] ^= t;
+    for (std::uint32_t bit = 2; bit != n; bit <<= 1) {
+        const std::uint32_t low = bit - 1;
+        for (int i = 2; i >= 0; --i) {
+            if (x[i] & bit) {
+                x[0] ^= low;
+            } else {
+                t = (x[0] ^ x[i]) & low;
+                x[0] ^= t;
+                x[i] ^= t;
+            }
+        }
+    }
+    for (int a = 0; a < 3; ++a) q[a] = x[a];
+}
+
+std::uint32_t manhattan(const std::uint32_t a[3], const std::uint32_t b[3]) {
+    std::uint32_t d = 0;
+    for (int i = 0; i < 3; ++i) d += a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+    return d;
+}
+
+TEST(Hilbert, SmallGridsAreFilledByAContinuousCurve) {
+    // A Hilbert curve starting at the origin fills each cube [0, 2^k)^3 with its first 8^k
+    // indices. Invert by brute force on 8^3 and 16^3 cells and walk the curve.
+    for (const std::uint32_t side : {2u, 8u, 16u}) {
+        const std::uint32_t cells = side * side * side;
+        std::vector<std::array<std::uint32_t, 3>> cell_of(cells, {~0u, ~0u, ~0u});
+        for (std::uint32_t x = 0; x < side; ++x) {
+            for (std::uint32_t y = 0; y < side; ++y) {
+                for (std::uint32_t z = 0; z < side; ++z) {
+                    const std::uint32_t q[3] = {x, y, z};
+                    const std::uint32_t h = hilbert30(q);
+                    ASSERT_LT(h, cells) << x << " " << y << " " << z;
+                    ASSERT_EQ(cell_of[h][0], ~0u) << "index " << h << " used twice";
+                    cell_of[h] = {x, y, z};
+                }
+            }
+        }
+        for (std::uint32_t h = 0; h + 1 < cells; ++h) {
+            ASSERT_EQ(manhattan(cell_of[h].data(), cell_of[h + 1].data()), 1u)
+                << "side " << side << " index " << h;
+        }
+    }
+    const std::uint32_t origin[3] = {0, 0, 0};
+    EXPECT_EQ(hilbert30(origin), 0u);
+}
+
+TEST(Hilbert, WholeGridConsecutiveIndicesAreNeighbours) {
+    std::mt19937 rng(21);
+    std::uniform_int_distribution<std::uint32_t> index(0, (1u << 30) - 2);
+    std::vector<std::uint32_t> samples = {0u, (1u << 27) - 1, (1u << 29), (1u << 30) - 2};
+    for (int i = 0; i < 20000; ++i) samples.push_back(index(rng));
+    for (const std::uint32_t h : samples) {
+        std::uint32_t a[3], b[3];
+        hilbert_inverse(h, a);
+        hilbert_inverse(h + 1, b);
+        ASSERT_EQ(hilbert30(a), h);
+        ASSERT_EQ(hilbert30(b), h + 1);
+        ASSERT_EQ(manhattan(a, b), 1u) << h;
+    }
+    // It is not Morton order: the codes differ somewhere in a small cube.
+    int differ = 0;
+    for (std::uint32_t i = 0; i < 64; ++i) {
+        const std::uint32_t q[3] = {i >> 4, (i >> 2) & 3, i & 3};
+        differ += hilbert30(q) != morton30(q);
+    }
+    EXPECT_GT(differ, 0);
+}
+
+// ---- quantiser and codes -------------------------------------------------------------------
+
+TEST(Quantizer, FollowsTheDocumentedFormula) {
+    const Box bounds{{0, -2, 5}, {1, 2, 5}};  // z has zero extent
+    const Quantizer q(bounds, 10);
+    EXPECT_EQ(q.scale.x, 1024.0f);
+    EXPECT_EQ(q.scale.y, 1024.0f * (1.0f / 4.0f));
+    EXPECT_EQ(q.scale.z, 0.0f);
+    std::uint32_t out[3];
+    q.quantize(Box{{0, -2, 5}, {0, -2, 5}}, out);
+    EXPECT_EQ(out[0], 0u);
+    EXPECT_EQ(out[1], 0u);
+    EXPECT_EQ(out[2], 0u);
+    q.quantize(Box{{1, 2, 5}, {1, 2, 5}}, out);  // the top edge clamps to 2^bits - 1
+    EXPECT_EQ(out[0], 1023u);
+    EXPECT_EQ(out[1], 1023u);
+    q.quantize(Box{{0.25f, -1, 5}, {0.75f, 1, 5}}, out);  // centroid (0.5, 0)
+    EXPECT_EQ(out[0], 512u);
+    EXPECT_EQ(out[1], 512u);
+
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> u(-3.0f, 7.0f);
+    std::vector<Box> boxes;
+    for (int i = 0; i < 500; ++i) {
+        Box b{{u(rng), u(rng), u(rng)}, {}};
+        b.max = {b.min.x + 0.5f, b.min.y + 0.25f, b.min.z};
+        boxes.push_back(b);
+    }
+    const Box cb = centroid_bounds(boxes);
+    for (const std::uint32_t bits : {10u, 21u}) {
+        const Quantizer qz(cb, bits);
+        for (const Box& b : boxes) {
+            qz.quantize(b, out);
+            for (int a = 0; a < 3; ++a) {
+                const float c = (b.min[a] + b.max[a]) * 0.5f;
+                const float extent = cb.max[a] - cb.min[a];
+                const float scale = float(1u << bits) * (1.0f / extent);
+                const auto expect =
+                    std::min(static_cast<std::uint32_t>((c - cb.min[a]) * scale), (1u << bits) - 1);
+                ASSERT_EQ(out[a], expect);
+            }
+        }
+    }
+}
+
+TEST(Codes, CentroidBoundsAndKinds) {
+    EXPECT_EQ(centroid_bounds({}), Box{});
+    const std::vector<Box> boxes = {{{0, 0, 0}, {2, 2, 2}}, {{-4, 1, 1}, {-2, 1, 3}}};
+    const Box cb = centroid_bounds(boxes);
+    EXPECT_EQ(cb.min, (Vec3{-3, 1, 1}));
+    EXPECT_EQ(cb.max, (Vec3{1, 1, 2}));
+    EXPECT_EQ(code_bits(CodeKind::morton30), 30);
+    EXPECT_EQ(code_bits(CodeKind::hilbert30), 30);
+    EXPECT_EQ(code_bits(CodeKind::morton63), 63);
+    auto scene = generate_scene("uniform", 1000);
+    ASSERT_TRUE(scene.ok());
+    for (const CodeKind kind : {CodeKind::morton30, CodeKind::morton63, CodeKind::hilbert30}) {
+        const std::vector<std::uint64_t> codes = compute_codes(scene->boxes, kind);
+        ASSERT_EQ(codes.size(), 1000u);
+        const Quantizer q(centroid_bounds(scene->boxes), kind == CodeKind::morton63 ? 21 : 10);
+        for (std::size_t i = 0; i < codes.size(); ++i) {
+            ASSERT_LT(codes[i], 1ull << code_bits(kind));
+            std::uint32_t v[3];
+            q.quantize(scene->boxes[i], v);
+            const std::uint64_t expect = kind == CodeKind::morton30   ? morton30(v)
+                                         : kind == CodeKind::morton63 ? morton63(v)
+                                                                      : hilbert30(v);
+            ASSERT_EQ(codes[i], expect);
+        }
+    }
+}
+
+// ---- sort ----------------------------------------------------------------------------------
+
+TEST(SortCodes, StableWithDuplicateCodes) {
+    std::vector<std::uint64_t> codes = {5, 3, 5, 3, 1, 5, 0x7fffffffffffffffull, 3};
+    const std::vector<std::uint32_t> ids = sort_codes(codes);
+    EXPECT_EQ(codes, (std::vector<std::uint64_t>{1, 3, 3, 3, 5, 5, 5, 0x7fffffffffffffffull}));
+    EXPECT_EQ(ids, (std::vector<std::uint32_t>{4, 1, 3, 7, 0, 2, 5, 6}));
+
+    std::mt19937_64 rng(17);
+    std::vector<std::uint64_t> random(20000);
+    for (auto& c : random) c = rng() % 37 + ((rng() % 2) << 40);  // heavy duplicates
+    std::vector<std::uint32_t> expect(random.size());
+    for (std::uint32_t i = 0; i < expect.size(); ++i) expect[i] = i;
+    std::stable_sort(expect.begin(), expect.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return random[a] < random[b]; });
+    const std::vector<std::uint64_t> original = random;
+    const std::vector<std::uint32_t> got = sort_codes(random);
+    EXPECT_EQ(got, expect);
+    for (std::size_t k = 0; k < got.size(); ++k) ASSERT_EQ(random[k], original[got[k]]);
+    std::vector<std::uint64_t> none;
+    EXPECT_TRUE(sort_codes(none).empty());
+}
+
+// ---- hierarchy -----------------------------------------------------------------------------
+
+// Common prefix of the keys (code, index), as documented.
+int prefix(std::span<const std::uint64_t> c, std::int64_t i, std::int64_t j) {
+    if (j < 0 || j >= static_cast<std::int64_t>(c.size())) return -1;
+    if (c[i] != c[j]) return std::countl_zero(c[i] ^ c[j]);
+    return 64 + std::countl_zero(static_cast<std::uint32_t>(i ^ j));
+}
+
+// The binary radix tree built top down: a range splits after the last key sharing more than
+// the range's common prefix with its first key. Node numbering as Karras: a child range that
+// ends (left child) or starts (right child) at the split is numbered by that split position.
+std::vector<gpu_layout::uvec4> reference_links(std::span<const std::uint64_t> codes,
+                                               std::span<const std::uint32_t> ids) {
+    const auto n = static_cast<std::uint32_t>(codes.size());
+    std::vector<gpu_layout::uvec4> links(2 * n - 1, {0, 0, kInvalidNode, 0});
+    for (std::uint32_t p = 0; p < n; ++p) links[n - 1 + p] = {ids[p], p, kInvalidNode, p};
+    if (n == 1) return links;
+    std::function<void(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t)> split =
+        [&](std::uint32_t node, std::uint32_t first, std::uint32_t last, std::uint32_t parent) {
+            const int common = prefix(codes, first, last);
+            std::uint32_t gamma = first;
+            for (std::uint32_t k = first; k < last; ++k) {
+                if (prefix(codes, first, k) > common) gamma = k;
+            }
+            const std::uint32_t left = gamma == first ? n - 1 + gamma : gamma;
+            const std::uint32_t right = gamma + 1 == last ? n - 1 + gamma + 1 : gamma + 1;
+            links[node] = {left, right, parent, last};
+            if (gamma == first) {
+                links[left].z = node;
+            } else {
+                split(left, first, gamma, node);
+            }
+            if (gamma + 1 == last) {
+                links[right].z = node;
+            } else {
+                split(right, gamma + 1, last, node);
+            }
+        };
+    split(0, 0, n - 1, kInvalidNode);
+    return links;
+}
+
+std::vector<Box> boxes_for(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<Box> boxes(n);
+    for (Box& b : boxes) {
+        b.min = {u(rng), u(rng), u(rng)};
+        b.max = {b.min.x + 0.05f * u(rng), b.min.y + 0.05f * u(rng), b.min.z + 0.05f * u(rng)};
+    }
+    return boxes;
+}
+
+int tree_height(std::span<const LbvhNode> nodes, std::uint32_t n) {
+    std::function<int(std::uint32_t)> height = [&](std::uint32_t node) -> int {
+        if (node + 1 >= n) return 0;
+        return 1 + std::max(height(nodes[node].link.x), height(nodes[node].link.y));
+    };
+    return height(0);
+}
+
+// Builds a hierarchy over the given (unsorted) codes and checks it against the reference
+// radix tree and validate_tree.
+std::vector<LbvhNode> check_hierarchy(std::vector<std::uint64_t> codes) {
+    const std::vector<std::uint32_t> ids = sort_codes(codes);
+    std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
+    const std::vector<gpu_layout::uvec4> expect = reference_links(codes, ids);
+    EXPECT_EQ(nodes.size(), expect.size());
+    for (std::size_t i = 0; i < std::min(nodes.size(), expect.size()); ++i) {
+        const auto& a = nodes[i].link;
+        const auto& b = expect[i];
+        EXPECT_TRUE(a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w)
+            << "node " << i << ": (" << a.x << "," << a.y << "," << a.z << "," << a.w
+            << ") expected (" << b.x << "," << b.y << "," << b.z << "," << b.w << ")";
+    }
+    const std::vector<Box> boxes = boxes_for(codes.size(), 1);
+    compute_bounds(nodes, boxes);
+    const Status valid = validate_tree(nodes, boxes);
+    EXPECT_TRUE(valid.ok()) << valid.error().message;
+    return nodes;
+}
+
+TEST(Hierarchy, RandomCodesMatchTheTopDownRadixTree) {
+    std::mt19937_64 rng(2);
+    for (const std::size_t n : {2u, 3u, 4u, 5u, 17u, 100u, 1000u, 4097u}) {
+        for (const int bits : {30, 63}) {
+            std::vector<std::uint64_t> codes(n);
+            for (auto& c : codes) c = rng() >> (64 - bits);
+            SCOPED_TRACE("n " + std::to_string(n) + " bits " + std::to_string(bits));
+            check_hierarchy(codes);
+        }
+    }
+}
+
+TEST(Hierarchy, AllEqualCodesGiveABalancedTree) {
+    for (const std::size_t n : {2u, 3u, 100u, 1024u, 1500u}) {
+        SCOPED_TRACE(n);
+        const std::vector<LbvhNode> nodes = check_hierarchy(std::vector<std::uint64_t>(n, 42));
+        // Equal codes split on the index bits: a complete binary split of the positions.
+        EXPECT_LE(tree_height(nodes, static_cast<std::uint32_t>(n)),
+                  static_cast<int>(std::ceil(std::log2(double(n)))));
+    }
+}
+
+TEST(Hierarchy, HeavyDuplicatesAndShallowEnoughForTheGpuStack) {
+    std::mt19937_64 rng(9);
+    for (const std::uint64_t distinct : {1u, 2u, 5u, 300u}) {
+        std::vector<std::uint64_t> codes(5000);
+        for (auto& c : codes) c = (rng() % distinct) * 0x123456789ull;
+        SCOPED_TRACE(distinct);
+        const std::vector<LbvhNode> nodes = check_hierarchy(codes);
+        EXPECT_LE(tree_height(nodes, 5000), int(gpu_layout::kTraversalStack));
+    }
+    // Worst case for depth: codes 0, 1, 2, 4, 8, ... make a chain one level per bit.
+    std::vector<std::uint64_t> chain = {0};
+    for (int b = 0; b < 63; ++b) chain.push_back(1ull << b);
+    const std::vector<LbvhNode> nodes = check_hierarchy(chain);
+    EXPECT_EQ(tree_height(nodes, static_cast<std::uint32_t>(chain.size())), 63);
+}
+
+TEST(Hierarchy, TinyTreesByHand) {
+    const std::vector<Box> one = {{{1, 2, 3}, {4, 5, 6}}};
+    std::vector<std::uint64_t> c1 = {7};
+    const auto ids1 = sort_codes(c1);
+    std::vector<LbvhNode> t1 = build_hierarchy(c1, ids1);
+    ASSERT_EQ(t1.size(), 1u);
+    EXPECT_EQ(t1[0].link.x, 0u);
+    EXPECT_EQ(t1[0].link.y, 0u);
+    EXPECT_EQ(t1[0].link.z, kInvalidNode);
+    EXPECT_EQ(t1[0].link.w, 0u);
+    compute_bounds(t1, one);
+    EXPECT_EQ(t1[0].lo.x, 1.0f);
+    EXPECT_EQ(t1[0].hi.z, 6.0f);
+    EXPECT_EQ(t1[0].hi.w, 0.0f);
+    EXPECT_TRUE(validate_tree(t1, one).ok());
+
+    // n = 2, codes out of order: box 1 sorts first.
+    std::vector<std::uint64_t> c2 = {9, 2};
+    const auto ids2 = sort_codes(c2);
+    const std::vector<LbvhNode> t2 = build_hierarchy(c2, ids2);
+    ASSERT_EQ(t2.size(), 3u);
+    EXPECT_EQ(t2[0].link.x, 1u);
+    EXPECT_EQ(t2[0].link.y, 2u);
+    EXPECT_EQ(t2[0].link.z, kInvalidNode);
+    EXPECT_EQ(t2[0].link.w, 1u);
+    EXPECT_EQ(t2[1].link.x, 1u);  // box id of sorted position 0
+    EXPECT_EQ(t2[1].link.y, 0u);
+    EXPECT_EQ(t2[1].link.z, 0u);
+    EXPECT_EQ(t2[2].link.x, 0u);
+    EXPECT_EQ(t2[2].link.w, 1u);
+
+    // n = 3, codes 0b000, 0b001, 0b100: positions 0 and 1 pair up under node 1.
+    std::vector<std::uint64_t> c3 = {0, 1, 4};
+    const auto ids3 = sort_codes(c3);
+    const std::vector<LbvhNode> t3 = build_hierarchy(c3, ids3);
+    ASSERT_EQ(t3.size(), 5u);
+    EXPECT_EQ(t3[0].link.x, 1u);
+    EXPECT_EQ(t3[0].link.y, 4u);
+    EXPECT_EQ(t3[0].link.w, 2u);
+    EXPECT_EQ(t3[1].link.x, 2u);
+    EXPECT_EQ(t3[1].link.y, 3u);
+    EXPECT_EQ(t3[1].link.z, 0u);
+    EXPECT_EQ(t3[1].link.w, 1u);
+    EXPECT_EQ(t3[2].link.z, 1u);
+    EXPECT_EQ(t3[3].link.z, 1u);
+    EXPECT_EQ(t3[4].link.z, 0u);
+
+    std::vector<std::uint64_t> c0;
+    EXPECT_TRUE(build_hierarchy(c0, sort_codes(c0)).empty());
+    EXPECT_TRUE(validate_tree({}, {}).ok());
+}
+
+TEST(Bounds, InternalNodesAreTheUnionOfTheirChildren) {
+    const std::vector<Box> boxes = boxes_for(777, 12);
+    std::vector<std::uint64_t> codes = compute_codes(boxes, CodeKind::morton30);
+    const auto ids = sort_codes(codes);
+    std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
+    compute_bounds(nodes, boxes);
+    Box all = boxes[0];
+    for (const Box& b : boxes) all = merge(all, b);
+    EXPECT_EQ(nodes[0].lo.x, all.min.x);
+    EXPECT_EQ(nodes[0].lo.y, all.min.y);
+    EXPECT_EQ(nodes[0].hi.z, all.max.z);
+    for (std::uint32_t i = 0; i + 1 < boxes.size(); ++i) {
+        const LbvhNode& a = nodes[nodes[i].link.x];
+        const LbvhNode& b = nodes[nodes[i].link.y];
+        ASSERT_EQ(nodes[i].lo.x, std::min(a.lo.x, b.lo.x));
+        ASSERT_EQ(nodes[i].hi.y, std::max(a.hi.y, b.hi.y));
+        ASSERT_EQ(nodes[i].lo.w, 0.0f);
+    }
+}
+
+// ---- validate_tree -------------------------------------------------------------------------
+
+TEST(ValidateTree, CatchesEachKindOfCorruption) {
+    const std::vector<Box> boxes = boxes_for(200, 3);
+    std::vector<std::uint64_t> codes = compute_codes(boxes, CodeKind::morton30);
+    const auto ids = sort_codes(codes);
+    std::vector<LbvhNode> good = build_hierarchy(codes, ids);
+    compute_bounds(good, boxes);
+    ASSERT_TRUE(validate_tree(good, boxes).ok());
+    const std::uint32_t n = 200;
+
+    // Find an internal node whose children are both internal, and a leaf.
+    std::uint32_t inner = 0;
+    for (std::uint32_t i = 1; i + 1 < n; ++i) {
+        if (good[i].link.x < n - 1 && good[i].link.y < n - 1) inner = i;
+    }
+    ASSERT_NE(inner, 0u);
+    const std::uint32_t leaf = n - 1 + 57;
+
+    const std::vector<std::pair<std::string, std::function<void(std::vector<LbvhNode>&)>>>
+        corruptions = {
+            {"swapped children", [&](auto& t) { std::swap(t[inner].link.x, t[inner].link.y); }},
+            {"child out of range", [&](auto& t) { t[inner].link.y = 5000; }},
+            {"child pointing at root", [&](auto& t) { t[inner].link.x = 0; }},
+            {"wrong parent",
+             [&](auto& t) { t[t[inner].link.x].link.z = n - 2 == inner ? 1 : n - 2; }},
+            {"root with parent", [&](auto& t) { t[0].link.z = 3; }},
+            {"wrong last position", [&](auto& t) { t[inner].link.w += 1; }},
+            {"duplicate box id", [&](auto& t) { t[leaf].link.x = t[leaf + 1].link.x; }},
+            {"wrong leaf position", [&](auto& t) { t[leaf].link.y = 3; }},
+            {"shrunk internal bounds", [&](auto& t) { t[inner].hi.x = t[inner].lo.x; }},
+            {"leaf bounds not its box", [&](auto& t) { t[leaf].lo.y -= 0.5f; }},
+            {"nonzero w", [&](auto& t) { t[inner].lo.w = 1.0f; }},
+            {"node shared by two parents", [&](auto& t) { t[inner].link.x = t[inner].link.y; }},
+            {"missing node", [&](auto& t) { t.pop_back(); }},
+        };
+    for (const auto& [what, corrupt] : corruptions) {
+        std::vector<LbvhNode> bad = good;
+        corrupt(bad);
+        const Status st = validate_tree(bad, boxes);
+        EXPECT_FALSE(st.ok()) << what;
+        if (!st.ok()) {
+            EXPECT_NE(st.error().message.find("node"), std::string::npos) << st.error().message;
+        }
+    }
+}
+
+// ---- self-pairs and the Structure ----------------------------------------------------------
+
+TEST(SelfPairs, MatchBruteForceForEveryCodeKind) {
+    for (const char* gen : {"uniform", "clustered", "xline", "mixed_sizes", "degenerate"}) {
+        for (const std::size_t count : {1u, 2u, 3u, 64u, 2500u}) {
+            auto scene = generate_scene(gen, count);
+            ASSERT_TRUE(scene.ok());
+            const std::vector<Pair> expect = brute_pairs(scene->boxes);
+            for (const CodeKind kind :
+                 {CodeKind::morton30, CodeKind::morton63, CodeKind::hilbert30}) {
+                SCOPED_TRACE(scene->name + " kind " + std::to_string(int(kind)));
+                std::vector<std::uint64_t> codes = compute_codes(scene->boxes, kind);
+                const auto ids = sort_codes(codes);
+                std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
+                compute_bounds(nodes, scene->boxes);
+                ASSERT_TRUE(validate_tree(nodes, scene->boxes).ok());
+                std::vector<Pair> pairs;
+                QueryStats stats;
+                self_pairs(nodes, scene->boxes, pairs, &stats);
+                std::sort(pairs.begin(), pairs.end());
+                ASSERT_EQ(pairs, expect);
+                if (count >= 64) {
+                    EXPECT_GT(stats.nodes_visited, 0u);
+                }
+
+                LbvhStructure s(kind);
+                ASSERT_TRUE(s.build(scene->boxes).ok());
+                ASSERT_TRUE(s.validate().ok());
+                EXPECT_EQ(sorted_pairs(s), expect);
+                // The structure is exactly the step-by-step pipeline.
+                ASSERT_EQ(s.nodes().size(), nodes.size());
+                for (std::size_t i = 0; i < nodes.size(); ++i) {
+                    ASSERT_EQ(std::memcmp(&s.nodes()[i], &nodes[i], sizeof(LbvhNode)), 0);
+                }
+            }
+        }
+    }
+}
+
+TEST(SelfPairs, PrunesWork) {
+    auto scene = generate_scene("uniform", 20000);
+    ASSERT_TRUE(scene.ok());
+    LbvhStructure s;
+    ASSERT_TRUE(s.build(scene->boxes).ok());
+    s.reset_stats();
+    std::vector<Pair> pairs;
+    s.self_pairs(pairs);
+    // Far fewer box tests than the n^2 / 2 of brute force.
+    EXPECT_LT(s.stats().box_tests, 20000ull * 200ull);
+    EXPECT_GT(s.stats().box_tests, pairs.size());
+}
+
+}  // namespace
+}  // namespace broadphase::lbvh
