@@ -48,7 +48,10 @@ float axis_scale(float lo, float hi, uint bits) {
 
 uint quantize(float c, float origin, float scale, uint bits) {
     precise float t = (c - origin) * scale;
-    return min(uint(t), (1u << bits) - 1u);
+    // min(uint(t), max) for every finite t >= 0, and defined when 1 / extent overflowed (t NaN
+    // or infinite), exactly as lbvh::Quantizer::quantize.
+    uint max_q = (1u << bits) - 1u;
+    return t >= float(max_q) ? max_q : (t > 0.0 ? uint(t) : 0u);
 }
 
 uint expand_bits_10(uint v) {

@@ -147,15 +147,14 @@ TEST(Octree, Test10_ErrorsAreReportedAndLeaveTheTreeIntact) {
     EXPECT_FALSE(bad.build(std::vector<Box>{Box{}}).ok());
 }
 
-TEST(Octree, Test11_NearestAppendsAndHandlesLargeK) {
+TEST(Octree, Test11_NearestReplacesOutputAndHandlesLargeK) {
     const std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {3, 1, 1}},
                                     Box{{0, 0, 0}, {1, 1, 1}}};
     Octree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
     std::vector<Neighbor> out = {Neighbor{99, 0}};
     ASSERT_TRUE(tree.nearest(Vec3{1.5f, 0.5f, 0.5f}, 10, out).ok());
-    const std::vector<Neighbor> want = {Neighbor{99, 0}, Neighbor{0, 0.5f}, Neighbor{1, 0.5f},
-                                        Neighbor{2, 0.5f}};
+    const std::vector<Neighbor> want = {Neighbor{0, 0.5f}, Neighbor{1, 0.5f}, Neighbor{2, 0.5f}};
     EXPECT_EQ(out, want);
 }
 

@@ -70,13 +70,18 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
     ASSERT_EQ(nodes->size(), expected.size());
     Status valid = lbvh::validate_tree(nodes.value(), scene->boxes);
     EXPECT_TRUE(valid) << (valid ? "" : valid.error().message);
+    // Links bit for bit; bounds by float equality (min/max may pick either of -0 and +0).
+    auto same = [](const gpu_layout::vec4& a, const gpu_layout::vec4& b) {
+        return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w;
+    };
     for (std::size_t i = 0; i < expected.size(); ++i) {
         const LbvhNode& g = (*nodes)[i];
         const LbvhNode& e = expected[i];
-        ASSERT_TRUE(std::memcmp(&g, &e, sizeof(LbvhNode)) == 0)
-            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z
-            << " " << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z
-            << " " << e.link.w << ")";
+        ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 && same(g.lo, e.lo) &&
+                    same(g.hi, e.hi))
+            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z << " "
+            << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z << " "
+            << e.link.w << ")";
     }
 }
 
