@@ -26,7 +26,10 @@ commands:
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
   yline, mixed_sizes, degenerate (default scene: uniform:20000).
-  Methods: brute_force, sweep_and_prune, lbvh (CPU), gpu_lbvh (Vulkan).
+  Methods: gpu_lbvh (Vulkan) and the CPU structures brute_force, sweep_and_prune,
+  uniform_grid, octree, loose_octree, rtree_linear, rtree_quadratic, rstar_tree,
+  rtree_nearest_x, rtree_str, rtree_hilbert, kd_tree, dynamic_aabb_tree,
+  static_aabb_tree, sphere_bvh, lbvh.
   GPU options: --device INDEX|NAME (or BROADPHASE_DEVICE), --validation, --code KIND.
 )";
 
