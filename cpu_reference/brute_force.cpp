@@ -2,14 +2,21 @@
 // seed 004). It is the oracle: each loop is the definition of the query it answers.
 #include "brute_force.hpp"
 
+#include <algorithm>
+
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
 
 Status BruteForce::build(std::span<const Box> boxes) {
     boxes_.clear();
+    ids_.clear();
+    slot_of_.clear();
+    identity_ = true;
     if (Status s = validate_boxes(boxes); !s) return s;
     boxes_.assign(boxes.begin(), boxes.end());
+    ids_.resize(boxes_.size());
+    for (std::size_t s = 0; s < ids_.size(); ++s) ids_[s] = static_cast<std::uint32_t>(s);
     return Status::success();
 }
 
@@ -17,41 +24,121 @@ void BruteForce::self_pairs(std::vector<Pair>& out) const {
     const auto n = static_cast<std::uint32_t>(boxes_.size());
     for (std::uint32_t i = 0; i < n; ++i) {
         for (std::uint32_t j = i + 1; j < n; ++j) {
-            if (overlaps(boxes_[i], boxes_[j])) out.push_back(Pair{i, j});
+            if (overlaps(boxes_[i], boxes_[j]))
+                out.push_back(Pair{std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j])});
         }
     }
     stats_.box_tests += std::uint64_t{n} * (n > 0 ? n - 1 : 0) / 2;
 }
 
 void BruteForce::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
-    const auto n = static_cast<std::uint32_t>(boxes_.size());
-    for (std::uint32_t i = 0; i < n; ++i) {
-        if (overlaps(region, boxes_[i])) out.push_back(i);
+    for (std::size_t s = 0; s < boxes_.size(); ++s) {
+        if (overlaps(region, boxes_[s])) out.push_back(ids_[s]);
     }
-    stats_.box_tests += n;
+    stats_.box_tests += boxes_.size();
 }
 
 void BruteForce::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    const auto n = static_cast<std::uint32_t>(boxes_.size());
-    for (std::uint32_t i = 0; i < n; ++i) {
-        if (contains(boxes_[i], p)) out.push_back(i);
+    for (std::size_t s = 0; s < boxes_.size(); ++s) {
+        if (contains(boxes_[s], p)) out.push_back(ids_[s]);
     }
-    stats_.box_tests += n;
+    stats_.box_tests += boxes_.size();
 }
 
 std::optional<RayHit> BruteForce::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
-    const auto n = static_cast<std::uint32_t>(boxes_.size());
-    for (std::uint32_t i = 0; i < n; ++i) {
-        // Ascending ids and a strict < keep the smallest id among equal t.
-        const std::optional<float> t = ray_box_entry(ray, boxes_[i]);
-        if (t && (!best || *t < best->t)) best = RayHit{i, *t};
+    for (std::size_t s = 0; s < boxes_.size(); ++s) {
+        const std::optional<float> t = ray_box_entry(ray, boxes_[s]);
+        if (t && (!best || *t < best->t || (*t == best->t && ids_[s] < best->id)))
+            best = RayHit{ids_[s], *t};
     }
-    stats_.box_tests += n;
+    stats_.box_tests += boxes_.size();
     return best;
 }
 
+Status BruteForce::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
+    out.clear();
+    for (std::size_t s = 0; s < boxes_.size(); ++s)
+        out.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
+    auto closer = [](const Neighbor& a, const Neighbor& b) {
+        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    };
+    k = std::min(k, out.size());
+    std::partial_sort(out.begin(), out.begin() + std::ptrdiff_t(k), out.end(), closer);
+    out.resize(k);
+    stats_.box_tests += boxes_.size();
+    return Status::success();
+}
+
+void BruteForce::make_slot_map() {
+    if (!identity_) return;
+    slot_of_.clear();
+    for (std::size_t s = 0; s < ids_.size(); ++s) slot_of_[ids_[s]] = static_cast<std::uint32_t>(s);
+    identity_ = false;
+}
+
+Status BruteForce::insert(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    make_slot_map();
+    if (slot_of_.count(id))
+        return Error{ErrorCode::invalid_argument,
+                     "brute_force: id " + std::to_string(id) + " is already present",
+                     id,
+                     {}};
+    slot_of_[id] = static_cast<std::uint32_t>(boxes_.size());
+    boxes_.push_back(box);
+    ids_.push_back(id);
+    return Status::success();
+}
+
+Status BruteForce::remove(std::uint32_t id) {
+    make_slot_map();
+    auto it = slot_of_.find(id);
+    if (it == slot_of_.end())
+        return Error{ErrorCode::invalid_argument,
+                     "brute_force: no box with id " + std::to_string(id),
+                     id,
+                     {}};
+    const std::uint32_t slot = it->second;
+    slot_of_.erase(it);
+    if (slot + 1 != boxes_.size()) {  // swap with the last
+        boxes_[slot] = boxes_.back();
+        ids_[slot] = ids_.back();
+        slot_of_[ids_[slot]] = slot;
+    }
+    boxes_.pop_back();
+    ids_.pop_back();
+    return Status::success();
+}
+
+Status BruteForce::move(std::uint32_t id, const Box& box) {
+    if (Status s = validate_box(box, id); !s) return s;
+    make_slot_map();
+    auto it = slot_of_.find(id);
+    if (it == slot_of_.end())
+        return Error{ErrorCode::invalid_argument,
+                     "brute_force: no box with id " + std::to_string(id),
+                     id,
+                     {}};
+    boxes_[it->second] = box;
+    return Status::success();
+}
+
 Status BruteForce::validate() const {
+    if (ids_.size() != boxes_.size())
+        return Error{ErrorCode::invalid_argument, "brute_force: id and box counts differ", {}, {}};
+    if (!identity_) {
+        if (slot_of_.size() != ids_.size())
+            return Error{ErrorCode::invalid_argument, "brute_force: slot map size differs", {}, {}};
+        for (std::size_t s = 0; s < ids_.size(); ++s) {
+            auto it = slot_of_.find(ids_[s]);
+            if (it == slot_of_.end() || it->second != s)
+                return Error{ErrorCode::invalid_argument,
+                             "brute_force: slot map wrong for id " + std::to_string(ids_[s]),
+                             ids_[s],
+                             {}};
+        }
+    }
     return validate_boxes(boxes_);
 }
 

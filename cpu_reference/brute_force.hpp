@@ -3,13 +3,15 @@
 #pragma once
 
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "broadphase/structure.hpp"
 
 namespace broadphase {
 
-/// The `brute_force` Structure: no acceleration at all, obviously correct.
+/// The `brute_force` Structure: no acceleration at all, obviously correct. Dynamic too, so
+/// that it is the oracle of the dynamic structures' insert/remove/move sequences.
 class BruteForce final : public Structure {
 public:
     std::string_view name() const override { return "brute_force"; }
@@ -18,11 +20,22 @@ public:
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
+    bool is_dynamic() const override { return true; }
+    Status insert(std::uint32_t id, const Box& box) override;
+    Status remove(std::uint32_t id) override;
+    Status move(std::uint32_t id, const Box& box) override;
     Status validate() const override;
     std::size_t size() const override { return boxes_.size(); }
 
 private:
+    // Slot s holds box boxes_[s] with id ids_[s]; after build, ids_[s] == s.
     std::vector<Box> boxes_;
+    std::vector<std::uint32_t> ids_;
+    std::unordered_map<std::uint32_t, std::uint32_t> slot_of_;  // filled on first mutation
+    bool identity_ = true;                                      // ids_[s] == s for all s
+
+    void make_slot_map();
 };
 
 }  // namespace broadphase

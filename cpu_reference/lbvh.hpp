@@ -77,8 +77,8 @@ void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
 /// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
 /// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
 /// Appends (min id, max id) pairs in no particular order.
-void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes,
-                std::vector<Pair>& out, QueryStats* stats = nullptr);
+void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
+                QueryStats* stats = nullptr);
 
 /// Checks the tree: every leaf reached exactly once from the root, parent links consistent,
 /// every node's bounds contain its children's, ranges consistent. Error names the node.
@@ -94,6 +94,7 @@ public:
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
     Status validate() const override;
     std::size_t size() const override { return boxes_.size(); }
     std::span<const LbvhNode> nodes() const { return nodes_; }

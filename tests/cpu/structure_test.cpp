@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -102,6 +103,30 @@ Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) 
     return q;
 }
 
+// Methods allowed to answer k-nearest with ErrorCode::unsupported (no hierarchy to search).
+bool nearest_optional(std::string_view method) {
+    return method == "sweep_and_prune";
+}
+
+// k nearest (k = 1, 5, all) from every point equals brute force's, in order.
+void check_nearest(const Structure& oracle, const Structure& s, std::span<const Vec3> points) {
+    for (const Vec3& p : points) {
+        for (std::size_t k : {std::size_t{1}, std::size_t{5}, oracle.size() + 1}) {
+            std::vector<Neighbor> want, have = {Neighbor{12345, -1.0f}};
+            ASSERT_TRUE(oracle.nearest(p, k, want).ok());
+            const Status status = s.nearest(p, k, have);
+            if (!status.ok()) {
+                ASSERT_TRUE(nearest_optional(s.name()))
+                    << s.name() << ": " << status.error().message;
+                ASSERT_EQ(status.error().code, ErrorCode::unsupported);
+                return;
+            }
+            ASSERT_EQ(have, want) << s.name() << " nearest k=" << k << " at (" << p.x << ", " << p.y
+                                  << ", " << p.z << ")";
+        }
+    }
+}
+
 // Builds `method` and brute force over `boxes` and compares everything.
 void check_against_brute_force(const std::string& method, std::span<const Box> boxes,
                                std::uint32_t seed = 7, int query_count = 60) {
@@ -147,6 +172,7 @@ void check_against_brute_force(const std::string& method, std::span<const Box> b
             EXPECT_EQ(have->t, want->t);
         }
     }
+    check_nearest(oracle, s, q.points);
 }
 
 class EveryStructure : public ::testing::TestWithParam<std::string> {};
@@ -354,6 +380,87 @@ TEST_P(EveryStructure, RebuildReplacesBoxes) {
     EXPECT_TRUE(s.validate().ok());
     EXPECT_EQ(s.size(), 300u);
     EXPECT_EQ(sorted_pairs(s), brute_pairs(b->boxes));
+}
+
+// Dynamic structures: a seeded random sequence of insert / remove / move with caller-chosen
+// sparse ids, mirrored into the (dynamic) brute force; validate() after every step, and pairs,
+// queries, rays and nearest compared every 10 steps.
+TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
+    auto made = make_structure(GetParam());
+    ASSERT_TRUE(made.ok());
+    Structure& s = **made;
+    if (!s.is_dynamic()) {
+        EXPECT_EQ(s.insert(0, Box{}).error().code, ErrorCode::unsupported);
+        return;
+    }
+    for (const char* start : {"built", "empty"}) {
+        SCOPED_TRACE(start);
+        BruteForce oracle;
+        auto scene = generate_scene("clustered", std::strcmp(start, "built") == 0 ? 400 : 0);
+        ASSERT_TRUE(scene.ok());
+        ASSERT_TRUE(s.build(scene->boxes).ok());
+        ASSERT_TRUE(oracle.build(scene->boxes).ok());
+        std::vector<std::uint32_t> live;
+        for (std::uint32_t i = 0; i < scene->boxes.size(); ++i) live.push_back(i);
+        std::mt19937 rng(99);
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        auto random_box = [&] {
+            Vec3 lo{unit(rng), unit(rng), unit(rng)};
+            const float side = 0.01f + 0.08f * unit(rng);
+            return Box{lo, {lo.x + side, lo.y + side * unit(rng), lo.z + side}};
+        };
+        std::uint32_t next_id = 1000;
+        for (int step = 0; step < 300; ++step) {
+            const float op = unit(rng);
+            if (live.empty() || op < 0.4f) {
+                const std::uint32_t id = next_id;
+                next_id += 1 + static_cast<std::uint32_t>(rng() % 100000);  // sparse ids
+                const Box b = random_box();
+                ASSERT_TRUE(s.insert(id, b).ok()) << "insert " << id;
+                ASSERT_TRUE(oracle.insert(id, b).ok());
+                live.push_back(id);
+            } else if (op < 0.65f) {
+                const std::size_t k = rng() % live.size();
+                ASSERT_TRUE(s.remove(live[k]).ok()) << "remove " << live[k];
+                ASSERT_TRUE(oracle.remove(live[k]).ok());
+                live[k] = live.back();
+                live.pop_back();
+            } else {
+                const std::uint32_t id = live[rng() % live.size()];
+                const Box b = random_box();
+                ASSERT_TRUE(s.move(id, b).ok()) << "move " << id;
+                ASSERT_TRUE(oracle.move(id, b).ok());
+            }
+            const Status valid = s.validate();
+            ASSERT_TRUE(valid.ok()) << "step " << step << ": " << valid.error().message;
+            ASSERT_EQ(s.size(), live.size());
+            if (step % 10 != 9) continue;
+            ASSERT_EQ(sorted_pairs(s), sorted_pairs(oracle)) << "step " << step;
+            const Queries q = make_queries(scene->boxes, 1000u + std::uint32_t(step), 20);
+            for (const Box& r : q.regions) {
+                std::vector<std::uint32_t> want, have;
+                oracle.query_box(r, want);
+                s.query_box(r, have);
+                ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "step " << step;
+            }
+            for (const Vec3& p : q.points) {
+                std::vector<std::uint32_t> want, have;
+                oracle.query_point(p, want);
+                s.query_point(p, have);
+                ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "step " << step;
+            }
+            for (const Ray& r : q.rays) {
+                const auto want = oracle.ray_cast(r);
+                const auto have = s.ray_cast(r);
+                ASSERT_EQ(have.has_value(), want.has_value()) << "step " << step;
+                if (want) {
+                    EXPECT_EQ(have->id, want->id);
+                    EXPECT_EQ(have->t, want->t);
+                }
+            }
+            check_nearest(oracle, s, q.points);
+        }
+    }
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
