@@ -71,11 +71,10 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(StandardScenes, CullSceneTest,
-                         ::testing::Values(SceneCase{"uniform", 10000},
-                                           SceneCase{"clustered", 10000}, SceneCase{"xline", 10000},
-                                           SceneCase{"yline", 10000},
-                                           SceneCase{"mixed_sizes", 10000},
-                                           SceneCase{"degenerate", 10000}, SceneCase{"uniform", 1},
+                         ::testing::Values(SceneCase{"uniform", 5000}, SceneCase{"clustered", 5000},
+                                           SceneCase{"xline", 5000}, SceneCase{"yline", 5000},
+                                           SceneCase{"mixed_sizes", 5000},
+                                           SceneCase{"degenerate", 5000}, SceneCase{"uniform", 1},
                                            SceneCase{"uniform", 2}, SceneCase{"clustered", 33},
                                            SceneCase{"degenerate", 100}),
                          case_name);
@@ -195,7 +194,7 @@ TEST_F(CullTest, CapacityOverflowReportsExactCount) {
 
 // Test 4: the host helper grows its output past the initial capacity.
 TEST_F(CullTest, HostHelperGrows) {
-    auto scene = generate_scene("uniform", 20000);
+    auto scene = generate_scene("uniform", 8000);
     ASSERT_TRUE(scene);
     Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
     auto culler = make_culler();
