@@ -22,6 +22,12 @@ commands:
                                                  structure; a table and one PNG per scene
   scene     --scene S [--out FILE]               write a scene as text (generators too)
   devices   [--device D]                         show the Vulkan device that would be used
+  query     --scene S --boxes Q --method M       boxes of S overlapping each box of Q:
+                                                 "q: id id ..." per query, ids ascending
+  raycast   --scene S --rays R --method M        closest hit of each ray of R (lines
+                                                 "ox oy oz dx dy dz tmax"): "r: id t" or "r: -"
+  pairs     --scene A --against B --method M     set versus set: "a b" for every box a of A
+                                                 overlapping box b of B, sorted
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
@@ -65,6 +71,8 @@ int main(int argc, char** argv) {
     if (command == "bench") return run_bench(args);
     if (command == "scene") return run_scene(args);
     if (command == "devices") return run_devices(args);
+    if (command == "query") return run_query(args);
+    if (command == "raycast") return run_raycast(args);
     std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
 }
