@@ -26,6 +26,12 @@ commands:
             [--order exact|approx] [--method gpu_lbvh|sphere_bvh|brute_force]
                                                  visible box ids, one per line, front to
                                                  back (exact: by distance, then id)
+  query     --scene S --boxes Q --method M       boxes of S overlapping each box of Q:
+                                                 "q: id id ..." per query, ids ascending
+  raycast   --scene S --rays R --method M        closest hit of each ray of R (lines
+                                                 "ox oy oz dx dy dz tmax"): "r: id t" or "r: -"
+  pairs     --scene A --against B --method M     set versus set: "a b" for every box a of A
+                                                 overlapping box b of B, sorted
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
@@ -70,6 +76,8 @@ int main(int argc, char** argv) {
     if (command == "scene") return run_scene(args);
     if (command == "devices") return run_devices(args);
     if (command == "cull") return run_cull(args);
+    if (command == "query") return run_query(args);
+    if (command == "raycast") return run_raycast(args);
     std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
 }

@@ -121,6 +121,7 @@ Result<Scene> scene_from(const Args& args) {
 }  // namespace
 
 int run_pairs(const Args& args) {
+    if (args.has("against")) return run_pairs_against(args);
     if (!args.has("method"))
         return fail("pairs needs --method (" + [] {
             std::string s;

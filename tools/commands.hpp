@@ -26,6 +26,12 @@ int run_scene(const Args& args);
 int run_devices(const Args& args);
 /// `broadphase cull`: visible box ids of a camera, one per line, in order (cull_command.cpp).
 int run_cull(const Args& args);
+/// `query`: region queries from a boxes file, `q: id id ...` per query (tools/query_commands).
+int run_query(const Args& args);
+/// `raycast`: closest hits of a rays file, `r: id t` or `r: -` per ray.
+int run_raycast(const Args& args);
+/// `pairs --against B`: set-versus-set pairs `a b` (a from --scene, b from B), sorted.
+int run_pairs_against(const Args& args);
 
 /// Default scene of every command that takes --scene.
 inline constexpr const char* kDefaultScene = "uniform:20000";

@@ -1,0 +1,159 @@
+// CPU twins of the batched GPU LBVH queries: region (box / point) queries and closest-hit
+// ray casts by stack traversal of a Karras 2012 tree, mirroring shaders/lbvh_query.comp and
+// shaders/lbvh_raycast.comp statement for statement. See lbvh_queries.hpp.
+#include "lbvh_queries.hpp"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "broadphase/gpu_layout_queries.h"
+
+namespace broadphase::lbvh {
+
+using gpu_layout::kInvalidNode;
+using gpu_layout::LbvhNode;
+
+namespace {
+
+Box node_box(const LbvhNode& nd) {
+    return {{nd.lo.x, nd.lo.y, nd.lo.z}, {nd.hi.x, nd.hi.y, nd.hi.z}};
+}
+
+std::uint32_t leaf_count(std::span<const LbvhNode> nodes) {
+    return nodes.empty() ? 0u : static_cast<std::uint32_t>((nodes.size() + 1) / 2);
+}
+
+// a + |a| * slack, the upper bound a node's entry may reach and still be entered.
+float slack_bound(float a) {
+    return a + std::fabs(a) * gpu_layout::kRayNodeSlack + 1e-30f;
+}
+
+}  // namespace
+
+void query_region(std::span<const LbvhNode> nodes, const Box& region,
+                  std::vector<std::uint32_t>& out) {
+    const std::uint32_t n = leaf_count(nodes);
+    if (n == 0) return;
+    if (n == 1) {
+        if (overlaps(region, node_box(nodes[0]))) out.push_back(nodes[0].link.x);
+        return;
+    }
+    const std::uint32_t leaf_base = n - 1;
+    std::array<std::uint32_t, gpu_layout::kTraversalStack> stack;
+    std::uint32_t top = 0;
+    std::uint32_t node = 0;
+    while (true) {
+        const std::uint32_t children[2] = {nodes[node].link.x, nodes[node].link.y};
+        std::uint32_t descend = kInvalidNode;
+        for (std::uint32_t child : children) {
+            if (!overlaps(region, node_box(nodes[child]))) continue;
+            if (child >= leaf_base) {
+                out.push_back(nodes[child].link.x);
+            } else if (descend == kInvalidNode) {
+                descend = child;
+            } else {
+                stack[top++] = child;
+            }
+        }
+        if (descend != kInvalidNode) {
+            node = descend;
+        } else if (top > 0) {
+            node = stack[--top];
+        } else {
+            break;
+        }
+    }
+}
+
+bool ray_may_hit_node(const Ray& ray, const Box& box, float best_t, float& t_near) {
+    t_near = 0.0f;
+    float t_far = ray.tmax;
+    for (int axis = 0; axis < 3; ++axis) {
+        const float o = ray.origin[axis];
+        const float d = ray.dir[axis];
+        const float lo = box.min[axis];
+        const float hi = box.max[axis];
+        if (d == 0.0f) {
+            if (!(lo <= o && o <= hi)) return false;
+            continue;
+        }
+        float t0 = (lo - o) / d;
+        float t1 = (hi - o) / d;
+        if (std::isnan(t0) || std::isnan(t1)) return false;
+        if (t0 > t1) std::swap(t0, t1);
+        if (t_near < t0) t_near = t0;
+        if (t1 < t_far) t_far = t1;
+    }
+    return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
+}
+
+std::optional<RayHit> ray_cast_nodes(std::span<const LbvhNode> nodes, const Ray& ray) {
+    const std::uint32_t n = leaf_count(nodes);
+    if (n == 0) return std::nullopt;
+    std::uint32_t best_id = kInvalidNode;
+    float best_t = std::numeric_limits<float>::infinity();
+    auto leaf = [&](const LbvhNode& nd) {
+        const auto t = ray_box_entry(ray, node_box(nd));
+        if (t && (*t < best_t || (*t == best_t && nd.link.x < best_id))) {
+            best_t = *t;
+            best_id = nd.link.x;
+        }
+    };
+    if (n == 1) {
+        leaf(nodes[0]);
+    } else {
+        const std::uint32_t leaf_base = n - 1;
+        std::array<std::uint32_t, gpu_layout::kTraversalStack> stack;
+        std::array<float, gpu_layout::kTraversalStack> stack_t;
+        std::uint32_t top = 0;
+        std::uint32_t node = 0;
+        float t_root = 0;
+        bool alive = ray_may_hit_node(ray, node_box(nodes[0]), best_t, t_root);
+        while (alive) {
+            // Leaves are tested exactly at once; internal children that may hold a closer hit
+            // are entered nearer first, the other deferred with its entry t.
+            std::uint32_t cand[2] = {kInvalidNode, kInvalidNode};
+            float cand_t[2] = {0, 0};
+            std::uint32_t found = 0;
+            const std::uint32_t children[2] = {nodes[node].link.x, nodes[node].link.y};
+            for (std::uint32_t child : children) {
+                if (child >= leaf_base) {
+                    leaf(nodes[child]);
+                    continue;
+                }
+                float t = 0;
+                if (ray_may_hit_node(ray, node_box(nodes[child]), best_t, t)) {
+                    cand[found] = child;
+                    cand_t[found] = t;
+                    ++found;
+                }
+            }
+            if (found == 2) {
+                const std::uint32_t near = cand_t[1] < cand_t[0] ? 1u : 0u;
+                stack[top] = cand[1u - near];
+                stack_t[top] = cand_t[1u - near];
+                ++top;
+                node = cand[near];
+                continue;
+            }
+            if (found == 1) {
+                node = cand[0];
+                continue;
+            }
+            alive = false;
+            while (top > 0) {
+                --top;
+                if (!(stack_t[top] > slack_bound(best_t))) {
+                    node = stack[top];
+                    alive = true;
+                    break;
+                }
+            }
+        }
+    }
+    if (best_id == kInvalidNode) return std::nullopt;
+    return RayHit{best_id, best_t};
+}
+
+}  // namespace broadphase::lbvh

@@ -1,0 +1,331 @@
+// Batched LBVH queries on the GPU: region queries and point picks in two passes (count per
+// query, exclusive scan with RadixSort::record_scan, fill: exact CSR output without atomics,
+// so nothing is dropped and the per-query order is deterministic), closest-hit ray casts,
+// and set-versus-set pairs as region queries of set A against a tree over set B.
+// Kernels: shaders/lbvh_query.comp, shaders/lbvh_raycast.comp; CPU twins in
+// cpu_reference/lbvh_queries.hpp.
+#include "broadphase/gpu_queries.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "broadphase/scene.hpp"
+#include "radix_sort.hpp"
+#include "shaders.hpp"
+
+namespace broadphase::gpu {
+
+using namespace gpu_layout;
+
+namespace {
+
+VkDeviceSize nodes_bytes(std::uint32_t n) {
+    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
+}
+
+BufferRange whole(VkBuffer buffer, VkDeviceSize bytes) {
+    return {buffer, 0, std::max<VkDeviceSize>(bytes, 4)};
+}
+
+std::uint32_t groups(std::uint32_t count) {
+    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
+}
+
+Error query_error(std::size_t q, const std::string& what) {
+    return Error{ErrorCode::invalid_argument, "query " + std::to_string(q) + ": " + what, q, {}};
+}
+
+}  // namespace
+
+struct LbvhQueries::Impl {
+    Context* context = nullptr;
+    std::unique_ptr<Lbvh> lbvh;
+    RadixSort scan;
+    Kernel query, raycast;
+    std::uint32_t n = 0;
+    // Working buffers of the host-array helpers, grown on demand.
+    Buffer boxes, nodes, build_scratch, queries, offsets, ids, scan_scratch, rays, hits;
+    std::uint32_t ids_capacity = 0;
+
+    Status ensure(Buffer& buffer, VkDeviceSize size) {
+        size = std::max<VkDeviceSize>(size, 4);
+        if (buffer.handle() && buffer.size() >= size) return {};
+        buffer = Buffer();
+        auto b = context->create_buffer(size, MemoryKind::device);
+        if (!b) return b.error();
+        buffer = std::move(b.value());
+        return {};
+    }
+
+    Status check_range(VkDeviceSize bytes, const std::string& what) const {
+        if (bytes <= context->info().max_storage_buffer_range) return {};
+        return Error{ErrorCode::limit_exceeded,
+                     what + " needs " + std::to_string(bytes) +
+                         " bytes, over the device's maxStorageBufferRange of " +
+                         std::to_string(context->info().max_storage_buffer_range),
+                     {},
+                     {}};
+    }
+
+    LbvhTree tree() const { return {nodes.handle(), n}; }
+
+    Result<QueryHits> run_regions(LbvhQueries& self, std::span<const GpuBox> input);
+};
+
+LbvhQueries::LbvhQueries(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LbvhQueries::~LbvhQueries() = default;
+
+Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
+                                                         const LbvhOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->context = &context;
+    auto lbvh = Lbvh::create(context, options);
+    if (!lbvh) return lbvh.error();
+    impl->lbvh = std::move(lbvh.value());
+    auto scan = RadixSort::create(context);
+    if (!scan) return scan.error();
+    impl->scan = std::move(scan.value());
+    auto query = Kernel::create(context, shaders::lbvh_query, 4, "lbvh_query");
+    if (!query) return query.error();
+    impl->query = std::move(query.value());
+    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 3, "lbvh_raycast");
+    if (!raycast) return raycast.error();
+    impl->raycast = std::move(raycast.value());
+    return std::unique_ptr<LbvhQueries>(new LbvhQueries(std::move(impl)));
+}
+
+VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) {
+    return RadixSort::scan_scratch_size(queries + 1);
+}
+
+void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
+                                      const RegionQueryBuffers& b, std::uint32_t queries) {
+    // offsets[Q] starts at 0 so that the exclusive scan leaves the total there.
+    fill(cmd, {b.offsets, queries * 4ull, 4}, 0u);
+    compute_barrier(cmd);
+    PushConstants pc{};
+    pc.count = queries;
+    pc.offset = tree.n;
+    pc.flags = kQueryCount;
+    const BufferRange offsets = whole(b.offsets, (queries + 1ull) * 4);
+    impl_->query.dispatch(
+        cmd,
+        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
+         offsets, whole(b.ids, b.capacity * 4ull)},
+        pc, groups(queries));
+    compute_barrier(cmd);
+    impl_->scan.record_scan(cmd, offsets, queries + 1, {b.scratch, 0, scan_scratch_size(queries)});
+    compute_barrier(cmd);
+}
+
+void LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
+                                     const RegionQueryBuffers& b, std::uint32_t queries) {
+    PushConstants pc{};
+    pc.count = queries;
+    pc.offset = tree.n;
+    pc.capacity = b.capacity;
+    pc.flags = kQueryFill;
+    impl_->query.dispatch(
+        cmd,
+        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
+         whole(b.offsets, (queries + 1ull) * 4), whole(b.ids, b.capacity * 4ull)},
+        pc, groups(queries));
+}
+
+void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
+                                  const RayQueryBuffers& b, std::uint32_t rays) {
+    PushConstants pc{};
+    pc.count = rays;
+    pc.offset = tree.n;
+    impl_->raycast.dispatch(
+        cmd,
+        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
+         whole(b.hits, rays * sizeof(GpuRayHit))},
+        pc, groups(rays));
+}
+
+Status LbvhQueries::build(std::span<const Box> input) {
+    Impl& im = *impl_;
+    im.n = 0;
+    if (Status s = validate_boxes(input); !s) return s;
+    if (input.size() >= (1ull << 31))
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
+    const auto n = static_cast<std::uint32_t>(input.size());
+    const std::string what = "the LBVH over " + std::to_string(n) + " boxes";
+    // The larger of both code kinds' sizes, whichever the Lbvh was created with.
+    const LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton63);
+    if (Status s = im.check_range(req.nodes, what); !s) return s;
+    if (Status s = im.check_range(n * sizeof(GpuBox), what); !s) return s;
+    if (Status s = im.check_range(n * 8ull, what); !s) return s;
+    if (Status s = im.ensure(im.nodes, nodes_bytes(n)); !s) return s;
+    if (n == 0) return {};
+    if (Status s = im.ensure(im.boxes, n * sizeof(GpuBox)); !s) return s;
+    if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s;
+    std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
+    if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s) return s;
+    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+        compute_barrier(cmd);
+        im.lbvh->record_build(cmd,
+                              {im.boxes.handle(), im.nodes.handle(), im.build_scratch.handle()}, n);
+        compute_barrier(cmd);
+    });
+    if (!s) return s;
+    im.n = n;
+    return {};
+}
+
+std::uint32_t LbvhQueries::size() const {
+    return impl_->n;
+}
+
+Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<const GpuBox> input) {
+    if (input.size() >= (1ull << 31))
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch", {}, {}};
+    const auto q = static_cast<std::uint32_t>(input.size());
+    const std::string what = "a batch of " + std::to_string(q) + " queries";
+    if (Status s = check_range(q * sizeof(GpuBox), what); !s) return s.error();
+    if (Status s = check_range((q + 1ull) * 4, what); !s) return s.error();
+    if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s.error();
+    if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s.error();
+    if (Status s = ensure(scan_scratch, scan_scratch_size(q)); !s) return s.error();
+    const VkDeviceSize max_ids = context->info().max_storage_buffer_range / 4;
+    if (ids_capacity == 0) {
+        ids_capacity = static_cast<std::uint32_t>(
+            std::min<VkDeviceSize>(std::max<VkDeviceSize>(4ull * q, 1024), max_ids));
+        if (Status s = ensure(ids, ids_capacity * 4ull); !s) return s.error();
+    }
+    if (q > 0) {
+        if (Status s = context->upload(queries, input.data(), q * sizeof(GpuBox)); !s)
+            return s.error();
+    }
+    auto buffers = [&] {
+        return RegionQueryBuffers{queries.handle(), offsets.handle(), ids.handle(), ids_capacity,
+                                  scan_scratch.handle()};
+    };
+    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        compute_barrier(cmd);  // make the staged upload visible to the shaders
+        self.record_region_count(cmd, tree(), buffers(), q);
+        self.record_region_fill(cmd, tree(), buffers(), q);
+        compute_barrier(cmd);
+    });
+    if (!s) return s.error();
+    QueryHits hits;
+    hits.offsets.resize(q + 1ull);
+    if (Status d = context->download(offsets, hits.offsets.data(), (q + 1ull) * 4); !d)
+        return d.error();
+    for (std::uint32_t i = 0; i < q; ++i) {
+        // Counts are below 2^31 each, so a 32-bit wrap of the running sum shows as a decrease.
+        if (hits.offsets[i + 1] < hits.offsets[i])
+            return Error{ErrorCode::limit_exceeded, "more than 2^32 - 1 hits in one batch", {}, {}};
+    }
+    const std::uint32_t total = hits.offsets[q];
+    if (total > ids_capacity) {
+        if (total > max_ids)
+            return Error{ErrorCode::limit_exceeded,
+                         std::to_string(total) +
+                             " hits do not fit one storage buffer (device limit " +
+                             std::to_string(max_ids) + " ids)",
+                         {},
+                         {}};
+        // Grow with headroom for the next batch, and run the fill pass again.
+        ids_capacity =
+            static_cast<std::uint32_t>(std::min<VkDeviceSize>(total + total / 4ull, max_ids));
+        ids = Buffer();
+        if (Status e = ensure(ids, ids_capacity * 4ull); !e) return e.error();
+        Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);
+            self.record_region_fill(cmd, tree(), buffers(), q);
+            compute_barrier(cmd);
+        });
+        if (!f) return f.error();
+    }
+    hits.ids.resize(total);
+    if (total > 0) {
+        if (Status d = context->download(ids, hits.ids.data(), total * 4ull); !d) return d.error();
+    }
+    for (std::uint32_t i = 0; i < q; ++i)
+        std::sort(hits.ids.begin() + hits.offsets[i], hits.ids.begin() + hits.offsets[i + 1]);
+    return hits;
+}
+
+Result<QueryHits> LbvhQueries::query_boxes(std::span<const Box> regions) {
+    std::vector<GpuBox> input(regions.size());
+    for (std::size_t q = 0; q < regions.size(); ++q) {
+        if (Status s = validate_box(regions[q], q); !s) {
+            Error e = s.error();
+            e.message = "query " + e.message;  // "query box 3: min.x is NaN"
+            return e;
+        }
+        input[q] = to_gpu_boxes(regions.subspan(q, 1))[0];
+    }
+    return impl_->run_regions(*this, input);
+}
+
+Result<QueryHits> LbvhQueries::query_points(std::span<const Vec3> points) {
+    std::vector<Box> regions(points.size());
+    for (std::size_t q = 0; q < points.size(); ++q) {
+        const Vec3& p = points[q];
+        if (!std::isfinite(p.x) || !std::isfinite(p.y) || !std::isfinite(p.z))
+            return query_error(q, "point is not finite");
+        regions[q] = {p, p};
+    }
+    return query_boxes(regions);
+}
+
+Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const Ray> input) {
+    Impl& im = *impl_;
+    if (input.size() >= (1ull << 31))
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 rays per batch", {}, {}};
+    const auto r = static_cast<std::uint32_t>(input.size());
+    std::vector<GpuRay> rays(r);
+    for (std::uint32_t i = 0; i < r; ++i) {
+        const Ray& ray = input[i];
+        for (int axis = 0; axis < 3; ++axis) {
+            if (!std::isfinite(ray.origin[axis]) || !std::isfinite(ray.dir[axis]))
+                return query_error(i, "ray origin and direction must be finite");
+        }
+        if (std::isnan(ray.tmax)) return query_error(i, "ray tmax is NaN");
+        rays[i] = {{ray.origin.x, ray.origin.y, ray.origin.z, ray.tmax},
+                   {ray.dir.x, ray.dir.y, ray.dir.z, 0}};
+    }
+    std::vector<std::optional<RayHit>> out(r);
+    if (r == 0) return out;
+    const std::string what = "a batch of " + std::to_string(r) + " rays";
+    if (Status s = im.check_range(r * sizeof(GpuRay), what); !s) return s.error();
+    if (Status s = im.ensure(im.rays, r * sizeof(GpuRay)); !s) return s.error();
+    if (Status s = im.ensure(im.hits, r * sizeof(GpuRayHit)); !s) return s.error();
+    if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
+        return s.error();
+    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+        compute_barrier(cmd);
+        record_ray_cast(cmd, im.tree(), {im.rays.handle(), im.hits.handle()}, r);
+        compute_barrier(cmd);
+    });
+    if (!s) return s.error();
+    std::vector<GpuRayHit> hits(r);
+    if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)
+        return d.error();
+    for (std::uint32_t i = 0; i < r; ++i) {
+        if (hits[i].id == kInvalidNode) continue;
+        float t;
+        static_assert(sizeof(t) == sizeof(hits[i].t_bits));
+        std::memcpy(&t, &hits[i].t_bits, sizeof(t));
+        out[i] = RayHit{hits[i].id, t};
+    }
+    return out;
+}
+
+Result<std::vector<Pair>> LbvhQueries::find_pairs_against(std::span<const Box> a,
+                                                          std::span<const Box> b) {
+    if (Status s = build(b); !s) return s.error();
+    auto hits = query_boxes(a);
+    if (!hits) return hits.error();
+    std::vector<Pair> pairs;
+    pairs.reserve(hits->ids.size());
+    for (std::size_t q = 0; q < hits->size(); ++q)
+        for (std::uint32_t id : hits->hits(q)) pairs.push_back({static_cast<std::uint32_t>(q), id});
+    return pairs;
+}
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,59 @@
+// Data layouts of the batched LBVH queries (region/point queries, closest-hit ray casts,
+// set-versus-set pairs), shared by shaders/lbvh_query.comp, shaders/lbvh_raycast.comp and the
+// C++ host (gpu/queries.cpp). Same rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only,
+// static_asserts on every std430 size and offset.
+//
+// Push constants of the query kernels (gpu_layout::PushConstants, generic fields):
+//   count    = number of queries (boxes or rays) in the batch
+//   offset   = number of boxes n in the tree (2n-1 nodes; 0 is an empty tree)
+//   capacity = capacity of the id output (lbvh_query fill pass)
+//   flags    = kQueryCount or kQueryFill (lbvh_query)
+#ifndef BROADPHASE_GPU_LAYOUT_QUERIES_H
+#define BROADPHASE_GPU_LAYOUT_QUERIES_H
+
+#include "gpu_layout.h"
+
+#ifdef __cplusplus
+namespace broadphase::gpu_layout {
+#define BP_CONST inline constexpr uint
+#else
+#define BP_CONST const uint
+#endif
+
+// lbvh_query passes (push constant `flags`).
+BP_CONST kQueryCount = 0u;  // write the number of hits of query q to offsets[q]
+BP_CONST kQueryFill = 1u;   // write the hits of query q to ids[offsets[q] ...]
+
+// A ray: origin.xyz and tmax in origin.w; dir.xyz (w ignored).
+// total: 32 bytes
+struct GpuRay {
+    vec4 origin;
+    vec4 dir;
+};
+
+// The closest hit of one ray: id = kInvalidNode when the ray hits nothing; t_bits is the
+// entry parameter t as floatBitsToUint (0 on a miss).
+// total: 8 bytes
+struct GpuRayHit {
+    uint id;
+    uint t_bits;
+};
+
+// Relative slack of the conservative ray-versus-node test of the ray cast traversal: a node
+// is skipped only when its entry exceeds its exit (or the best hit so far) by more than this
+// relative amount, so that an inexact division (Vulkan allows 2.5 ulp) never prunes a subtree
+// holding the closest box. Leaves use the exact test of ray_box_entry.
+#ifdef __cplusplus
+inline constexpr float kRayNodeSlack = 1e-5f;
+#else
+const float kRayNodeSlack = 1e-5;
+#endif
+
+#ifdef __cplusplus
+static_assert(sizeof(GpuRay) == 32 && offsetof(GpuRay, dir) == 16);
+static_assert(sizeof(GpuRayHit) == 8 && offsetof(GpuRayHit, t_bits) == 4);
+}  // namespace broadphase::gpu_layout
+#endif
+#undef BP_CONST
+
+#endif  // BROADPHASE_GPU_LAYOUT_QUERIES_H

@@ -1,0 +1,124 @@
+// Batched queries on the GPU LBVH (Karras 2012 tree built by gpu::Lbvh): region (box) queries
+// and point picks returning every hit in CSR form (two passes: count, exclusive scan, fill;
+// nothing dropped, no per-query cap), closest-hit ray casts, and set-versus-set pairs (the
+// boxes of a set A queried against a tree over a set B). Recorders work on the caller's
+// buffers inside the caller's command buffer; host-array helpers stage, run, grow and download.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "broadphase/gpu.hpp"
+#include "broadphase/gpu_layout_queries.h"
+#include "broadphase/types.hpp"
+
+namespace broadphase::gpu {
+
+/// Hits of a batch of Q queries in compressed-sparse-row form: the ids hit by query q are
+/// ids[offsets[q] .. offsets[q+1]), ascending; offsets has Q+1 entries (offsets[0] = 0).
+struct QueryHits {
+    std::vector<std::uint32_t> offsets{0};
+    std::vector<std::uint32_t> ids;
+    /// Number of queries Q.
+    std::size_t size() const { return offsets.size() - 1; }
+    /// The ascending ids hit by query q (q < size()).
+    std::span<const std::uint32_t> hits(std::size_t q) const {
+        return std::span<const std::uint32_t>(ids).subspan(offsets[q], offsets[q + 1] - offsets[q]);
+    }
+};
+
+/// A built tree in the caller's buffers: `nodes` as written by Lbvh::record_build over n boxes
+/// (2n-1 LbvhNode; any 48-byte buffer when n == 0).
+struct LbvhTree {
+    VkBuffer nodes = VK_NULL_HANDLE;
+    std::uint32_t n = 0;
+};
+
+/// The caller's buffers of a region query batch (all STORAGE | TRANSFER_DST, offsets 0):
+/// `queries` holds Q GpuBox (a point p is the box {p, p}); `offsets` Q+1 uints; `ids`
+/// `capacity` uints; `scratch` LbvhQueries::scan_scratch_size(Q) bytes.
+struct RegionQueryBuffers {
+    VkBuffer queries = VK_NULL_HANDLE;
+    VkBuffer offsets = VK_NULL_HANDLE;
+    VkBuffer ids = VK_NULL_HANDLE;
+    std::uint32_t capacity = 0;
+    VkBuffer scratch = VK_NULL_HANDLE;
+};
+
+/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit.
+struct RayQueryBuffers {
+    VkBuffer rays = VK_NULL_HANDLE;
+    VkBuffer hits = VK_NULL_HANDLE;
+};
+
+/// Batched queries against a GPU LBVH. Holds pipelines, and for the host-array helpers the
+/// tree of the last build() and working buffers (grown on demand). Not thread-safe.
+class LbvhQueries {
+public:
+    static Result<std::unique_ptr<LbvhQueries>> create(Context& context,
+                                                       const LbvhOptions& options = {});
+    ~LbvhQueries();
+
+    /// Scratch bytes of record_region_count for Q queries (the scan of Q+1 counts).
+    static VkDeviceSize scan_scratch_size(std::uint32_t queries);
+
+    /// Records the count pass and its scan: offsets[q] = number of boxes overlapping query q,
+    /// then scanned in place, so offsets[q] is query q's first slot and offsets[Q] the total
+    /// (the ids capacity needed; the caller keeps it below 2^32). Preconditions: the tree's
+    /// nodes and `queries` visible to compute-shader reads. Postcondition: offsets written and
+    /// made visible to later compute-shader reads and writes (ends with a compute barrier);
+    /// a transfer read of offsets needs the caller's barrier (srcStage COMPUTE_SHADER,
+    /// srcAccess SHADER_WRITE). `ids` and `capacity` are not used.
+    void record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
+                             const RegionQueryBuffers& buffers, std::uint32_t queries);
+
+    /// Records the fill pass: the hits of query q go to ids[offsets[q] ...] in traversal
+    /// order (not sorted), slots at or past `capacity` skipped (if offsets[Q] > capacity, grow
+    /// `ids` and record this pass again). Preconditions: record_region_count's offsets, the
+    /// nodes and `queries` visible to compute-shader reads. Postcondition: the last command is
+    /// a compute dispatch writing `ids`; the caller makes it visible (srcStage COMPUTE_SHADER,
+    /// srcAccess SHADER_WRITE) before reading.
+    void record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
+                            const RegionQueryBuffers& buffers, std::uint32_t queries);
+
+    /// Records R closest-hit ray casts: hits[r] = {id, t bits} of the smallest entry t in
+    /// [0, tmax] (ties to the smallest id), or id kInvalidNode. Preconditions: nodes and
+    /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`.
+    void record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree, const RayQueryBuffers& buffers,
+                         std::uint32_t rays);
+
+    /// Host helper: uploads `boxes` and builds the tree that the queries below run against
+    /// (replacing any earlier one). Rejects invalid boxes, naming the box.
+    Status build(std::span<const Box> boxes);
+    /// Number of boxes of the current tree (0 before build()).
+    std::uint32_t size() const;
+
+    /// Host helper: every box overlapping each closed region, ids ascending per query.
+    /// Rejects invalid regions (NaN, infinity, min > max), naming the query.
+    Result<QueryHits> query_boxes(std::span<const Box> regions);
+    /// Host helper: every box containing each point, ids ascending per query. Points must be
+    /// finite.
+    Result<QueryHits> query_points(std::span<const Vec3> points);
+    /// Host helper: closest hit of each ray (nothing on a miss). Origins and directions must
+    /// be finite and tmax not NaN; t may differ from ray_box_entry by the rounding of GPU
+    /// division (Vulkan: 2.5 ulp), never the id.
+    Result<std::vector<std::optional<RayHit>>> ray_cast(std::span<const Ray> rays);
+
+    /// Host helper, set versus set: builds a tree over `b` and returns every overlapping
+    /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j
+    /// need not hold), sorted ascending.
+    Result<std::vector<Pair>> find_pairs_against(std::span<const Box> a, std::span<const Box> b);
+
+    struct Impl;
+
+private:
+    explicit LbvhQueries(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace broadphase::gpu

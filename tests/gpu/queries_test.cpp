@@ -1,0 +1,417 @@
+// Batched GPU LBVH queries (gpu/queries.cpp): region queries, point picks, closest-hit ray
+// casts and set-versus-set pairs against brute force (exact id sets; ray t within 1e-5
+// relative, the GPU's division being allowed 2.5 ulp) and against the CPU twins
+// (cpu_reference/lbvh_queries) on the GPU-built tree, on every standard scene; recorders on
+// caller buffers; the growth path of the id output; empty batches and trees; hostile input.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "broadphase/gpu_queries.hpp"
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "gpu_test_env.hpp"
+#include "kernels.hpp"
+#include "lbvh_queries.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu_layout::GpuBox;
+using gpu_layout::LbvhNode;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Pipelines shared by the tests of a suite (pipeline creation dominates the run time on
+// lavapipe); created in SetUpTestSuite, destroyed in TearDownTestSuite, before the context.
+std::unique_ptr<gpu::LbvhQueries> g_queries;
+std::unique_ptr<gpu::Lbvh> g_lbvh;
+
+gpu::LbvhQueries* make_queries() {
+    return g_queries.get();
+}
+
+gpu::Lbvh* shared_lbvh() {
+    return g_lbvh.get();
+}
+
+class QueriesFixture : public GpuTest {
+public:
+    static void SetUpTestSuite() {
+        auto q = gpu::LbvhQueries::create(gpu_context());
+        if (q) g_queries = std::move(q.value());
+        auto l = gpu::Lbvh::create(gpu_context());
+        if (l) g_lbvh = std::move(l.value());
+    }
+    static void TearDownTestSuite() {
+        g_queries.reset();
+        g_lbvh.reset();
+    }
+};
+
+std::unique_ptr<Structure> brute(std::span<const Box> boxes) {
+    auto s = make_structure("brute_force");
+    EXPECT_TRUE(s);
+    EXPECT_TRUE(s.value()->build(boxes));
+    return std::move(s.value());
+}
+
+Box bounds_of(std::span<const Box> boxes) {
+    if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
+    Box b = boxes[0];
+    for (const Box& x : boxes) b = merge(b, x);
+    return b;
+}
+
+float lerp(float a, float b, float u) {
+    return a + (b - a) * u;
+}
+
+// Regions of every kind: small and medium ones inside the scene, far-away ones (no hits),
+// flat ones, and two covering everything (the growth path of the id output).
+std::vector<Box> make_regions(std::span<const Box> boxes, std::size_t count) {
+    const Box s = bounds_of(boxes);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<Box> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        Vec3 c{lerp(s.min.x, s.max.x, u(rng)), lerp(s.min.y, s.max.y, u(rng)),
+               lerp(s.min.z, s.max.z, u(rng))};
+        const float size = (i % 3 == 0 ? 0.01f : 0.05f) * (s.max.x - s.min.x + 1.0f);
+        Box b{c, {c.x + size * u(rng), c.y + size * u(rng), c.z + size * u(rng)}};
+        if (i % 7 == 0) b.max.z = b.min.z;  // flat
+        out.push_back(b);
+    }
+    out.push_back(
+        {{s.max.x + 10, s.max.y + 10, s.max.z + 10}, {s.max.x + 11, s.max.y + 11, s.max.z + 11}});
+    out.push_back(s);
+    out.push_back(
+        {{s.min.x - 1, s.min.y - 1, s.min.z - 1}, {s.max.x + 1, s.max.y + 1, s.max.z + 1}});
+    return out;
+}
+
+// Points on box corners and centres, and a miss.
+std::vector<Vec3> make_points(std::span<const Box> boxes, std::size_t count) {
+    std::vector<Vec3> out;
+    for (std::size_t i = 0; i < count && i < boxes.size(); ++i) {
+        const Box& b = boxes[(i * 7919) % boxes.size()];
+        out.push_back(i % 3 == 0 ? b.min : (i % 3 == 1 ? b.max : Vec3{b.min.x, b.max.y, b.min.z}));
+    }
+    const Box s = bounds_of(boxes);
+    out.push_back({s.max.x + 5, s.max.y, s.max.z});
+    return out;
+}
+
+// Rays of every kind: random, axis-parallel, starting inside boxes, missing everything,
+// with finite, zero and infinite tmax.
+std::vector<Ray> make_rays(std::span<const Box> boxes, std::size_t count) {
+    const Box s = bounds_of(boxes);
+    const float extent = std::max({s.max.x - s.min.x, s.max.y - s.min.y, s.max.z - s.min.z, 1.0f});
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<Ray> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        Ray r;
+        r.origin = {lerp(s.min.x - 0.1f * extent, s.max.x, u(rng)),
+                    lerp(s.min.y - 0.1f * extent, s.max.y, u(rng)),
+                    lerp(s.min.z - 0.1f * extent, s.max.z, u(rng))};
+        r.dir = {u(rng) - 0.3f, u(rng) - 0.3f, u(rng) - 0.3f};
+        r.tmax = i % 5 == 0 ? kInf : 2.0f * extent;
+        switch (i % 6) {
+            case 1:  // axis-parallel
+                r.dir = {0, 0, 0};
+                r.dir[static_cast<int>(i / 6 % 3)] = (i / 18) % 2 ? 1.0f : -1.0f;
+                break;
+            case 2:  // starting inside a box (its centre)
+                if (!boxes.empty()) {
+                    const Box& b = boxes[(i * 104729) % boxes.size()];
+                    r.origin = {0.5f * (b.min.x + b.max.x), 0.5f * (b.min.y + b.max.y),
+                                0.5f * (b.min.z + b.max.z)};
+                }
+                break;
+            case 3:  // missing everything: outside, pointing away
+                r.origin = {s.max.x + extent, s.max.y + extent, s.max.z + extent};
+                r.dir = {1, 0.5f, 0.25f};
+                break;
+            case 4:  // a box corner, two axes parallel
+                if (!boxes.empty()) {
+                    const Box& b = boxes[(i * 31) % boxes.size()];
+                    r.origin = {b.min.x - 0.5f * extent, b.min.y, b.max.z};
+                    r.dir = {1, 0, 0};
+                }
+                break;
+            default:
+                break;
+        }
+        if (i % 17 == 0) r.tmax = 0;
+        out.push_back(r);
+    }
+    return out;
+}
+
+void expect_near_t(float gpu, float cpu, const std::string& what) {
+    EXPECT_LE(std::fabs(gpu - cpu), 1e-5f * std::max(std::fabs(gpu), std::fabs(cpu))) << what;
+}
+
+void check_scene(std::span<const Box> boxes, std::size_t queries) {
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->build(boxes));
+    ASSERT_EQ(q->size(), boxes.size());
+    auto oracle = brute(boxes);
+    // The twin's tree is the GPU's own (tests/gpu/lbvh_test checks it against the CPU build).
+    gpu::Lbvh* lbvh = shared_lbvh();
+    ASSERT_TRUE(lbvh);
+    auto nodes = lbvh->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+
+    // Test 1: regions; every hit set equals brute force and the twin.
+    std::vector<Box> regions = make_regions(boxes, queries);
+    auto hits = q->query_boxes(regions);
+    ASSERT_TRUE(hits) << hits.error().message;
+    ASSERT_EQ(hits->size(), regions.size());
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+        std::vector<std::uint32_t> expected, twin;
+        oracle->query_box(regions[i], expected);
+        std::sort(expected.begin(), expected.end());
+        lbvh::query_region(nodes.value(), regions[i], twin);
+        std::sort(twin.begin(), twin.end());
+        auto got = hits->hits(i);
+        ASSERT_EQ(std::vector<std::uint32_t>(got.begin(), got.end()), expected) << "region " << i;
+        ASSERT_EQ(twin, expected) << "twin, region " << i;
+    }
+    if (!boxes.empty()) {
+        EXPECT_EQ(hits->hits(regions.size() - 1).size(), boxes.size());
+    }
+
+    // Test 2: point picks on corners.
+    std::vector<Vec3> points = make_points(boxes, queries);
+    auto picks = q->query_points(points);
+    ASSERT_TRUE(picks) << picks.error().message;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        std::vector<std::uint32_t> expected;
+        oracle->query_point(points[i], expected);
+        std::sort(expected.begin(), expected.end());
+        auto got = picks->hits(i);
+        ASSERT_EQ(std::vector<std::uint32_t>(got.begin(), got.end()), expected) << "point " << i;
+        if (i + 1 < points.size()) {
+            EXPECT_FALSE(expected.empty());
+        }
+    }
+
+    // Test 3: rays; ids exactly, t within 1e-5 relative (bit-exact against the twin on a
+    // device whose division is correctly rounded, as lavapipe's).
+    std::vector<Ray> rays = make_rays(boxes, queries);
+    auto cast = q->ray_cast(rays);
+    ASSERT_TRUE(cast) << cast.error().message;
+    ASSERT_EQ(cast->size(), rays.size());
+    std::size_t hit_count = 0;
+    for (std::size_t i = 0; i < rays.size(); ++i) {
+        const auto expected = oracle->ray_cast(rays[i]);
+        const auto twin = lbvh::ray_cast_nodes(nodes.value(), rays[i]);
+        const auto& got = (*cast)[i];
+        ASSERT_EQ(got.has_value(), expected.has_value()) << "ray " << i;
+        ASSERT_EQ(twin.has_value(), expected.has_value()) << "twin, ray " << i;
+        if (!expected) continue;
+        ++hit_count;
+        EXPECT_EQ(got->id, expected->id) << "ray " << i;
+        EXPECT_EQ(twin->id, expected->id) << "twin, ray " << i;
+        EXPECT_EQ(twin->t, expected->t) << "twin, ray " << i;
+        expect_near_t(got->t, expected->t, "ray " + std::to_string(i));
+    }
+    if (!boxes.empty()) {
+        EXPECT_GT(hit_count, rays.size() / 10);
+    }
+}
+
+struct SceneCase {
+    const char* generator;
+    std::size_t n;
+};
+
+class QueriesSceneTest : public QueriesFixture, public ::testing::WithParamInterface<SceneCase> {};
+
+TEST_P(QueriesSceneTest, MatchBruteForceAndTwin) {
+    auto scene = generate_scene(GetParam().generator, GetParam().n);
+    ASSERT_TRUE(scene) << scene.error().message;
+    check_scene(scene->boxes, 300);
+}
+
+std::vector<SceneCase> scene_cases() {
+    std::vector<SceneCase> cases;
+    for (std::string_view g : generator_names())
+        for (std::size_t n : {0, 1, 2, 3, 100, 5000}) cases.push_back({g.data(), n});
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(StandardScenes, QueriesSceneTest, ::testing::ValuesIn(scene_cases()),
+                         [](const ::testing::TestParamInfo<SceneCase>& info) {
+                             return std::string(info.param.generator) + "_" +
+                                    std::to_string(info.param.n);
+                         });
+
+class QueriesTest : public QueriesFixture {};
+
+// Test 4: batches of zero and one query.
+TEST_F(QueriesTest, EmptyAndSingleBatches) {
+    auto scene = generate_scene("uniform", 1000);
+    ASSERT_TRUE(scene);
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->build(scene->boxes));
+    auto none = q->query_boxes({});
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_EQ(none->size(), 0u);
+    EXPECT_TRUE(none->ids.empty());
+    auto no_rays = q->ray_cast({});
+    ASSERT_TRUE(no_rays);
+    EXPECT_TRUE(no_rays->empty());
+    const Box region = scene->boxes[10];
+    auto one = q->query_boxes(std::span<const Box>(&region, 1));
+    ASSERT_TRUE(one);
+    ASSERT_EQ(one->size(), 1u);
+    std::vector<std::uint32_t> expected;
+    brute(scene->boxes)->query_box(region, expected);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(std::vector<std::uint32_t>(one->hits(0).begin(), one->hits(0).end()), expected);
+    const Ray ray{{-1, 0.5f, 0.5f}, {1, 0, 0}, kInf};
+    auto hit = q->ray_cast(std::span<const Ray>(&ray, 1));
+    ASSERT_TRUE(hit);
+    auto want = brute(scene->boxes)->ray_cast(ray);
+    ASSERT_EQ((*hit)[0].has_value(), want.has_value());
+    if (want) {
+        EXPECT_EQ((*hit)[0]->id, want->id);
+    }
+}
+
+// Test 5: many queries hitting everything: far more hits than the first id capacity, so the
+// helper grows and runs the fill pass again; nothing is lost.
+TEST_F(QueriesTest, HugeRegionsGrowTheOutput) {
+    auto scene = generate_scene("clustered", 4000);
+    ASSERT_TRUE(scene);
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->build(scene->boxes));
+    std::vector<Box> regions(64, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    auto hits = q->query_boxes(regions);
+    ASSERT_TRUE(hits) << hits.error().message;
+    ASSERT_EQ(hits->ids.size(), 64u * 4000u);
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+        auto h = hits->hits(i);
+        ASSERT_EQ(h.size(), 4000u);
+        for (std::uint32_t k = 0; k < 4000; ++k) ASSERT_EQ(h[k], k);
+    }
+}
+
+// Test 6: the recorders on caller-owned buffers with a too-small id capacity: the scanned
+// total is exact, the stored prefix matches the twin's traversal order, and after growing
+// the fill pass stores every hit in exactly the twin's order.
+TEST_F(QueriesTest, RecordersOnCallerBuffers) {
+    auto& ctx = gpu_context();
+    auto scene = generate_scene("mixed_sizes", 3000);
+    ASSERT_TRUE(scene);
+    gpu::Lbvh* lbvh = shared_lbvh();
+    ASSERT_TRUE(lbvh);
+    auto tree_nodes = lbvh->build_nodes(scene->boxes);
+    ASSERT_TRUE(tree_nodes);
+    auto queries = make_queries();
+    ASSERT_TRUE(queries);
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    std::vector<Box> regions = make_regions(scene->boxes, 200);
+    const auto count = static_cast<std::uint32_t>(regions.size());
+    std::vector<GpuBox> gpu_regions = gpu::to_gpu_boxes(regions);
+
+    auto nodes = ctx.create_buffer(tree_nodes->size() * sizeof(LbvhNode), gpu::MemoryKind::device);
+    auto qbuf = ctx.create_buffer(count * sizeof(GpuBox), gpu::MemoryKind::device);
+    auto offsets = ctx.create_buffer((count + 1) * 4, gpu::MemoryKind::device);
+    auto scratch =
+        ctx.create_buffer(std::max<VkDeviceSize>(gpu::LbvhQueries::scan_scratch_size(count), 4),
+                          gpu::MemoryKind::device);
+    ASSERT_TRUE(nodes && qbuf && offsets && scratch);
+    ASSERT_TRUE(ctx.upload(*nodes, tree_nodes->data(), tree_nodes->size() * sizeof(LbvhNode)));
+    ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
+
+    std::vector<std::uint32_t> expected_offsets{0}, expected_ids;
+    for (const Box& r : regions) {
+        lbvh::query_region(tree_nodes.value(), r, expected_ids);
+        expected_offsets.push_back(static_cast<std::uint32_t>(expected_ids.size()));
+    }
+    ASSERT_GT(expected_ids.size(), 100u);
+
+    for (std::uint32_t capacity : {100u, static_cast<std::uint32_t>(expected_ids.size())}) {
+        auto ids = ctx.create_buffer(capacity * 4ull, gpu::MemoryKind::device);
+        ASSERT_TRUE(ids);
+        gpu::RegionQueryBuffers b{qbuf->handle(), offsets->handle(), ids->handle(), capacity,
+                                  scratch->handle()};
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            queries->record_region_count(cmd, {nodes->handle(), n}, b, count);
+            queries->record_region_fill(cmd, {nodes->handle(), n}, b, count);
+            gpu::compute_barrier(cmd);
+        }));
+        std::vector<std::uint32_t> got_offsets(count + 1), got_ids(capacity);
+        ASSERT_TRUE(ctx.download(*offsets, got_offsets.data(), got_offsets.size() * 4));
+        ASSERT_TRUE(ctx.download(*ids, got_ids.data(), got_ids.size() * 4));
+        EXPECT_EQ(got_offsets, expected_offsets);
+        EXPECT_TRUE(std::equal(got_ids.begin(), got_ids.end(), expected_ids.begin()))
+            << "capacity " << capacity;
+    }
+}
+
+// Test 7: set versus set: moving boxes A against a static world B.
+TEST_F(QueriesTest, SetVersusSetPairs) {
+    auto world = generate_scene("uniform", 5000);
+    auto moving = generate_scene("mixed_sizes", 800, 3);
+    ASSERT_TRUE(world && moving);
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    auto pairs = q->find_pairs_against(moving->boxes, world->boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    auto oracle = brute(world->boxes);
+    std::vector<Pair> expected;
+    for (std::uint32_t a = 0; a < moving->boxes.size(); ++a) {
+        std::vector<std::uint32_t> ids;
+        oracle->query_box(moving->boxes[a], ids);
+        for (std::uint32_t b : ids) expected.push_back({a, b});
+    }
+    std::sort(expected.begin(), expected.end());
+    EXPECT_GT(expected.size(), 100u);
+    EXPECT_EQ(pairs.value(), expected);
+    EXPECT_TRUE(std::is_sorted(pairs->begin(), pairs->end()));
+    // Either set empty.
+    auto none = q->find_pairs_against({}, world->boxes);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+    auto none2 = q->find_pairs_against(moving->boxes, {});
+    ASSERT_TRUE(none2);
+    EXPECT_TRUE(none2->empty());
+}
+
+// Test 8: hostile input is rejected with the offending query named.
+TEST_F(QueriesTest, RejectsInvalidQueries) {
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->build(std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<Box> regions{{{0, 0, 0}, {1, 1, 1}}, {{0, nan, 0}, {1, 1, 1}}};
+    auto r = q->query_boxes(regions);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().box, 1u);
+    std::vector<Box> inverted{{{2, 0, 0}, {1, 1, 1}}};
+    EXPECT_FALSE(q->query_boxes(inverted));
+    std::vector<Vec3> points{{0, 0, kInf}};
+    EXPECT_FALSE(q->query_points(points));
+    std::vector<Ray> rays{{{0, 0, 0}, {1, 0, 0}, 1}, {{0, 0, 0}, {nan, 0, 0}, 1}};
+    auto rc = q->ray_cast(rays);
+    ASSERT_FALSE(rc);
+    EXPECT_NE(rc.error().message.find("query 1"), std::string::npos) << rc.error().message;
+    std::vector<Box> bad{{{0, 0, 0}, {nan, 1, 1}}};
+    EXPECT_FALSE(q->build(bad));
+    EXPECT_EQ(q->size(), 0u);
+}
+
+}  // namespace
+}  // namespace broadphase::testing

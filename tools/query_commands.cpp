@@ -1,0 +1,236 @@
+// The tool's batched query commands over the public API: `query` (boxes against a scene),
+// `raycast` (closest hits) and `pairs --against` (set versus set), each by any CPU structure
+// (make_structure) or by the GPU LBVH (gpu::LbvhQueries).
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "commands.hpp"
+#ifdef BROADPHASE_HAS_GPU
+#include "broadphase/gpu_queries.hpp"
+#endif
+
+namespace broadphase::tool {
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+int fail(const Error& e) {
+    std::fprintf(stderr, "broadphase: %s\n", e.message.c_str());
+    return kExitUsage;
+}
+
+int fail(const std::string& message) {
+    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
+}
+
+Error parse_error(const std::string& source, std::size_t line, const std::string& what) {
+    return Error{
+        ErrorCode::parse_error, source + ":" + std::to_string(line) + ": " + what, {}, line};
+}
+
+// Rays file: one ray per line, `ox oy oz dx dy dz tmax`, white space or commas between
+// numbers, `#` starts a comment; the ray's index is its 0-based data-line index.
+Result<std::vector<Ray>> read_rays(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{ErrorCode::io_error, "cannot open '" + path + "'", {}, {}};
+    std::vector<Ray> rays;
+    std::string text;
+    std::size_t line_no = 0;
+    while (std::getline(in, text)) {
+        ++line_no;
+        if (auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
+        std::replace(text.begin(), text.end(), ',', ' ');
+        std::istringstream words(text);
+        std::vector<std::string> fields;
+        for (std::string w; words >> w;) fields.push_back(w);
+        if (fields.empty()) continue;
+        if (fields.size() != 7)
+            return parse_error(path, line_no,
+                               "expected 7 numbers (ox oy oz dx dy dz tmax), got " +
+                                   std::to_string(fields.size()));
+        float v[7];
+        for (int k = 0; k < 7; ++k) {
+            const char* s = fields[k].c_str();
+            char* end = nullptr;
+            errno = 0;
+            v[k] = std::strtof(s, &end);
+            if (end == s || *end != '\0')
+                return parse_error(path, line_no, "'" + fields[k] + "' is not a number");
+            if (std::isnan(v[k]) || (k < 6 && !std::isfinite(v[k])))
+                return parse_error(
+                    path, line_no,
+                    k < 6 ? "origin and direction must be finite" : "tmax must not be NaN");
+        }
+        rays.push_back({{v[0], v[1], v[2]}, {v[3], v[4], v[5]}, v[6]});
+    }
+    return rays;
+}
+
+// One query backend: a CPU structure or the GPU LBVH, built over `boxes`.
+struct Backend {
+    std::unique_ptr<Structure> cpu;
+#ifdef BROADPHASE_HAS_GPU
+    std::unique_ptr<gpu::Context> context;
+    std::unique_ptr<gpu::LbvhQueries> gpu;
+#endif
+
+    static Result<Backend> open(const std::string& method, std::span<const Box> boxes,
+                                const Args& args) {
+        Backend b;
+        if (method == "gpu_lbvh") {
+#ifdef BROADPHASE_HAS_GPU
+            gpu::ContextOptions options;
+            options.device = args.get("device");
+            options.validation = args.has("validation");
+            auto context = gpu::Context::create(options);
+            if (!context) return context.error();
+            b.context = std::move(context.value());
+            auto q = gpu::LbvhQueries::create(*b.context);
+            if (!q) return q.error();
+            b.gpu = std::move(q.value());
+            if (Status s = b.gpu->build(boxes); !s) return s.error();
+            return b;
+#else
+            (void)args;
+            return Error{ErrorCode::unsupported, "this build has no GPU support", {}, {}};
+#endif
+        }
+        auto s = make_structure(method);
+        if (!s) return s.error();
+        b.cpu = std::move(s.value());
+        if (Status st = b.cpu->build(boxes); !st) return st.error();
+        return b;
+    }
+
+    // Ascending hits of each region.
+    Result<std::vector<std::vector<std::uint32_t>>> query(std::span<const Box> regions) {
+        std::vector<std::vector<std::uint32_t>> out(regions.size());
+        if (cpu) {
+            for (std::size_t q = 0; q < regions.size(); ++q) {
+                cpu->query_box(regions[q], out[q]);
+                std::sort(out[q].begin(), out[q].end());
+            }
+            return out;
+        }
+#ifdef BROADPHASE_HAS_GPU
+        auto hits = gpu->query_boxes(regions);
+        if (!hits) return hits.error();
+        if (Status s = check_validation(); !s) return s.error();
+        for (std::size_t q = 0; q < regions.size(); ++q)
+            out[q].assign(hits->hits(q).begin(), hits->hits(q).end());
+#endif
+        return out;
+    }
+
+    Result<std::vector<std::optional<RayHit>>> cast(std::span<const Ray> rays) {
+        if (cpu) {
+            std::vector<std::optional<RayHit>> out;
+            for (const Ray& r : rays) out.push_back(cpu->ray_cast(r));
+            return out;
+        }
+#ifdef BROADPHASE_HAS_GPU
+        auto hits = gpu->ray_cast(rays);
+        if (hits) {
+            if (Status s = check_validation(); !s) return s.error();
+        }
+        return hits;
+#else
+        return std::vector<std::optional<RayHit>>{};
+#endif
+    }
+
+    Status check_validation() const {
+#ifdef BROADPHASE_HAS_GPU
+        if (context && context->validation_errors() > 0)
+            return Error{ErrorCode::vulkan_error,
+                         std::to_string(context->validation_errors()) +
+                             " Vulkan validation errors (printed above)",
+                         {},
+                         {}};
+#endif
+        return {};
+    }
+};
+
+int write_text(const Args& args, const std::string& text) {
+    if (args.has("out")) {
+        std::ofstream out(args.get("out"), std::ios::binary);
+        if (!out || !(out << text)) return fail("cannot write '" + args.get("out") + "'");
+    } else {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int run_query(const Args& args) {
+    if (!args.has("boxes") || !args.has("method"))
+        return fail("query needs --boxes FILE and --method M");
+    auto scene = load_scene(args.get("scene", kDefaultScene));
+    if (!scene) return fail(scene.error());
+    auto regions = load_scene(args.get("boxes"));
+    if (!regions) return fail(regions.error());
+    auto backend = Backend::open(args.get("method"), scene->boxes, args);
+    if (!backend) return fail(backend.error());
+    auto hits = backend->query(regions->boxes);
+    if (!hits) return fail(hits.error());
+    std::string text;
+    for (std::size_t q = 0; q < hits->size(); ++q) {
+        text.append(std::to_string(q)).push_back(':');
+        for (std::uint32_t id : (*hits)[q]) text.append(1, ' ').append(std::to_string(id));
+        text.push_back('\n');
+    }
+    return write_text(args, text);
+}
+
+int run_raycast(const Args& args) {
+    if (!args.has("rays") || !args.has("method"))
+        return fail("raycast needs --rays FILE and --method M");
+    auto scene = load_scene(args.get("scene", kDefaultScene));
+    if (!scene) return fail(scene.error());
+    auto rays = read_rays(args.get("rays"));
+    if (!rays) return fail(rays.error());
+    auto backend = Backend::open(args.get("method"), scene->boxes, args);
+    if (!backend) return fail(backend.error());
+    auto hits = backend->cast(rays.value());
+    if (!hits) return fail(hits.error());
+    std::string text;
+    char buf[64];
+    for (std::size_t r = 0; r < hits->size(); ++r) {
+        const auto& h = (*hits)[r];
+        if (h)
+            std::snprintf(buf, sizeof(buf), "%zu: %u %.9g\n", r, h->id, double(h->t));
+        else
+            std::snprintf(buf, sizeof(buf), "%zu: -\n", r);
+        text += buf;
+    }
+    return write_text(args, text);
+}
+
+int run_pairs_against(const Args& args) {
+    if (!args.has("method")) return fail("pairs --against needs --method M");
+    auto a = load_scene(args.get("scene", kDefaultScene));
+    if (!a) return fail(a.error());
+    auto b = load_scene(args.get("against"));
+    if (!b) return fail(b.error());
+    auto backend = Backend::open(args.get("method"), b->boxes, args);
+    if (!backend) return fail(backend.error());
+    auto hits = backend->query(a->boxes);
+    if (!hits) return fail(hits.error());
+    std::vector<Pair> pairs;
+    for (std::size_t q = 0; q < hits->size(); ++q)
+        for (std::uint32_t id : (*hits)[q]) pairs.push_back({static_cast<std::uint32_t>(q), id});
+    return write_text(args, format_pairs(pairs));
+}
+
+}  // namespace broadphase::tool
