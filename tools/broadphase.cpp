@@ -22,6 +22,11 @@ commands:
                                                  structure; a table and one PNG per scene
   scene     --scene S [--out FILE]               write a scene as text (generators too)
   devices   [--device D]                         show the Vulkan device that would be used
+  events    --scenes S0 S1 ... --method M        per frame after the first: "frame K", then
+            [--frames F] [--policy ratio|refit|rebuild] [--rebuild-ratio R] [--verbose]
+                                                 "+ i j" (began) and "- i j" (ended), sorted;
+                                                 one generator with --frames F animates it
+                                                 (deterministic jitter, tools/events_command.cpp)
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return run_bench(args);
     if (command == "scene") return run_scene(args);
     if (command == "devices") return run_devices(args);
+    if (command == "events") return run_events(args);
     std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
 }

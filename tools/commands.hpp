@@ -24,6 +24,8 @@ int run_validate(const Args& args);
 int run_bench(const Args& args);
 int run_scene(const Args& args);
 int run_devices(const Args& args);
+/// `events`: begin/end overlap events per frame of an animated scene (tools/events_command.cpp).
+int run_events(const Args& args);
 
 /// Default scene of every command that takes --scene.
 inline constexpr const char* kDefaultScene = "uniform:20000";
