@@ -14,7 +14,7 @@ commands:
   pairs     --scene S --method M [--out FILE]   print overlapping pairs "i j", sorted
   validate  [--scene S] [--methods a,b,...]      check every method against brute force;
                                                  exits 1 on any difference
-  bench     [--scene S] [--repeat R] [--code morton30|morton63]
+  bench     [--scene S] [--repeat R] [--code morton30|morton63|hilbert30]
                                                  per-stage GPU times (timestamp queries)
   bench     --cpu [--scenes a,b] [--sizes 1000,10000,...] [--methods a,b]
             [--max-seconds S] [--out-dir DIR] [--table FILE]

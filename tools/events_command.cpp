@@ -116,8 +116,10 @@ int run_events(const Args& args) {
         std::string code = args.get("code", "morton30");
         if (code == "morton63") {
             options.code = gpu::CodeKind::morton63;
+        } else if (code == "hilbert30") {
+            options.code = gpu::CodeKind::hilbert30;
         } else if (code != "morton30") {
-            return events_fail("unknown --code '" + code + "' (morton30, morton63)");
+            return events_fail("unknown --code '" + code + "' (morton30, morton63, hilbert30)");
         }
         std::string policy = args.get("policy", "ratio");
         if (policy == "refit") {
