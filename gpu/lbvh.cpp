@@ -196,7 +196,9 @@ void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, st
         compute_barrier(cmd);
     }
     timestamp(cmd, pool, first_query + 1);
-    pc.key_word = code == CodeKind::morton63 ? kCodeMorton63 : kCodeMorton30;
+    pc.key_word = code == CodeKind::morton63    ? kCodeMorton63
+                  : code == CodeKind::hilbert30 ? kCodeHilbert30
+                                                : kCodeMorton30;
     im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n));
     compute_barrier(cmd);
     pc.key_word = 0;

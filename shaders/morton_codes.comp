@@ -1,7 +1,9 @@
 // Morton codes of box centroids (30-bit: 10 bits per axis; 63-bit: 21 bits per axis, stored
-// as two uints, low word first), and the identity permutation as sort values.
-// CPU twin: lbvh::Quantizer, lbvh::morton30, lbvh::morton63 (bit-identical: only correctly
-// rounded operations; the reciprocal is refined to the correctly rounded one).
+// as two uints, low word first), or 30-bit Hilbert indices (J. Skilling, "Programming the
+// Hilbert curve", AIP Conf. Proc. 707, 2004: AxesToTranspose, then the transposed bits read
+// as a Morton code), and the identity permutation as sort values.
+// CPU twin: lbvh::Quantizer, lbvh::morton30, lbvh::morton63, lbvh::hilbert30 (bit-identical:
+// only correctly rounded operations; the reciprocal is refined to the correctly rounded one).
 #version 450
 #include "common.glsl"
 
@@ -77,6 +79,33 @@ uvec2 expand_bits_21(uint v) {
     return r;
 }
 
+// Skilling's AxesToTranspose (b = 10, n = 3) then Gray encode; x[0] is the highest axis.
+uint hilbert30(uint q0, uint q1, uint q2) {
+    uint x[3] = uint[3](q0 & 0x3ffu, q1 & 0x3ffu, q2 & 0x3ffu);
+    for (uint bit = 1u << 9; bit > 1u; bit >>= 1u) {
+        uint low = bit - 1u;
+        for (int i = 0; i < 3; ++i) {
+            if ((x[i] & bit) != 0u) {
+                x[0] ^= low;
+            } else {
+                uint t = (x[0] ^ x[i]) & low;
+                x[0] ^= t;
+                x[i] ^= t;
+            }
+        }
+    }
+    x[1] ^= x[0];
+    x[2] ^= x[1];
+    uint t = 0u;
+    for (uint bit = 1u << 9; bit > 1u; bit >>= 1u) {
+        if ((x[2] & bit) != 0u) t ^= bit - 1u;
+    }
+    x[0] ^= t;
+    x[1] ^= t;
+    x[2] ^= t;
+    return (expand_bits_10(x[0]) << 2) | (expand_bits_10(x[1]) << 1) | expand_bits_10(x[2]);
+}
+
 void main() {
     uint i = linear_thread();
     if (i >= pc.count) return;
@@ -97,6 +126,8 @@ void main() {
         code.y = (x.y << 2) | (x.x >> 30) | (y.y << 1) | (y.x >> 31) | z.y;
         keys[2u * i] = code.x;
         keys[2u * i + 1u] = code.y;
+    } else if (pc.key_word == kCodeHilbert30) {
+        keys[i] = hilbert30(qx, qy, qz);
     } else {
         keys[i] = (expand_bits_10(qx) << 2) | (expand_bits_10(qy) << 1) | expand_bits_10(qz);
     }

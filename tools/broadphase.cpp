@@ -14,7 +14,7 @@ commands:
   pairs     --scene S --method M [--out FILE]   print overlapping pairs "i j", sorted
   validate  [--scene S] [--methods a,b,...]      check every method against brute force;
                                                  exits 1 on any difference
-  bench     [--scene S] [--repeat R] [--code morton30|morton63]
+  bench     [--scene S] [--repeat R] [--code morton30|morton63|hilbert30]
                                                  per-stage GPU times (timestamp queries)
   bench     --cpu [--scenes a,b] [--sizes 1000,10000,...] [--methods a,b]
             [--max-seconds S] [--out-dir DIR] [--table FILE]
@@ -32,6 +32,11 @@ commands:
                                                  "ox oy oz dx dy dz tmax"): "r: id t" or "r: -"
   pairs     --scene A --against B --method M     set versus set: "a b" for every box a of A
                                                  overlapping box b of B, sorted
+  events    --scenes S0 S1 ... --method M        per frame after the first: "frame K", then
+            [--frames F] [--policy ratio|refit|rebuild] [--rebuild-ratio R] [--verbose]
+                                                 "+ i j" (began) and "- i j" (ended), sorted;
+                                                 one generator with --frames F animates it
+                                                 (deterministic jitter, tools/events_command.cpp)
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
     if (command == "cull") return run_cull(args);
     if (command == "query") return run_query(args);
     if (command == "raycast") return run_raycast(args);
+    if (command == "events") return run_events(args);
     std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
 }

@@ -60,8 +60,11 @@ Result<gpu::CodeKind> parse_code(const Args& args) {
     std::string code = args.get("code", "morton30");
     if (code == "morton30") return gpu::CodeKind::morton30;
     if (code == "morton63") return gpu::CodeKind::morton63;
-    return Error{
-        ErrorCode::invalid_argument, "unknown --code '" + code + "' (morton30, morton63)", {}, {}};
+    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
+    return Error{ErrorCode::invalid_argument,
+                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
+                 {},
+                 {}};
 }
 
 Result<Gpu> open_gpu(const Args& args) {

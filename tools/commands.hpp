@@ -32,6 +32,8 @@ int run_query(const Args& args);
 int run_raycast(const Args& args);
 /// `pairs --against B`: set-versus-set pairs `a b` (a from --scene, b from B), sorted.
 int run_pairs_against(const Args& args);
+/// `events`: begin/end overlap events per frame of an animated scene (tools/events_command.cpp).
+int run_events(const Args& args);
 
 /// Default scene of every command that takes --scene.
 inline constexpr const char* kDefaultScene = "uniform:20000";

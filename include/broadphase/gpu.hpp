@@ -126,7 +126,7 @@ Status Context::submit_and_wait(F&& record) {
 }
 
 /// Which space-filling curve orders the leaves.
-enum class CodeKind { morton30, morton63 };
+enum class CodeKind { morton30, morton63, hilbert30 };
 
 struct LbvhOptions {
     CodeKind code = CodeKind::morton30;

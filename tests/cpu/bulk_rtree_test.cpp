@@ -17,6 +17,7 @@
 
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase {
 
@@ -30,6 +31,9 @@ struct BulkRTreeTestAccess {
 
 namespace {
 
+using testing::brute_nearest;
+using testing::uniform_boxes;
+
 using BulkLoad = BulkRTree::BulkLoad;
 constexpr BulkLoad kMethods[] = {BulkLoad::nearest_x, BulkLoad::str, BulkLoad::hilbert};
 
@@ -37,186 +41,22 @@ std::string method_name(BulkLoad m) {
     return std::string(BulkRTree({m, 16}).name());
 }
 
-std::vector<Pair> sorted_self_pairs(const Structure& s) {
-    std::vector<Pair> pairs;
-    s.self_pairs(pairs);
-    std::sort(pairs.begin(), pairs.end());
-    return pairs;
-}
-
-template <class F>
-std::vector<std::uint32_t> sorted_ids(F&& query) {
-    std::vector<std::uint32_t> ids;
-    query(ids);
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
-
-// The reference: point_box_distance over every box, ordered by (distance, id).
-std::vector<Neighbor> brute_nearest(std::span<const Box> boxes, const Vec3& p, std::size_t k) {
-    std::vector<Neighbor> all;
-    for (std::uint32_t i = 0; i < boxes.size(); ++i) {
-        all.push_back(Neighbor{i, point_box_distance(p, boxes[i])});
-    }
-    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
-        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-    });
-    all.resize(std::min(k, all.size()));
-    return all;
-}
-
-Box scene_bounds(std::span<const Box> boxes) {
-    if (boxes.empty()) return Box{{0, 0, 0}, {1, 1, 1}};
-    Box b = boxes[0];
-    for (const Box& box : boxes) b = merge(b, box);
-    return b;
-}
-
-// Brute force's answers to one scene's queries: self pairs, 200 region queries, 200 point picks
-// (half at box corners), 200 rays (a quarter axis-parallel) and nearest k = 1, 5 at 100 points.
-// Computed once per scene and compared with every tree configuration.
-struct Reference {
-    std::vector<Pair> pairs;
-    std::vector<Box> regions;
-    std::vector<std::vector<std::uint32_t>> region_hits;
-    std::vector<Vec3> points;
-    std::vector<std::vector<std::uint32_t>> point_hits;
-    std::vector<Ray> rays;
-    std::vector<std::optional<RayHit>> ray_hits;
-    std::vector<Vec3> near_points;
-    std::vector<std::vector<Neighbor>> nearest_1, nearest_5;
-};
-
-Reference make_reference(std::span<const Box> boxes) {
-    Reference ref;
-    BruteForce brute;
-    EXPECT_TRUE(brute.build(boxes).ok());
-    ref.pairs = sorted_self_pairs(brute);
-
-    std::mt19937 rng(1234);
-    const Box bounds = scene_bounds(boxes);
-    const Vec3 extent{bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,
-                      bounds.max.z - bounds.min.z};
-    auto uniform = [&](float lo, float hi) {
-        return std::uniform_real_distribution<float>(lo, std::max(lo, hi))(rng);
-    };
-    auto random_point = [&]() {
-        Vec3 p;
-        for (int axis = 0; axis < 3; ++axis) {
-            const float margin = 0.1f * extent[axis];
-            p[axis] = uniform(bounds.min[axis] - margin, bounds.max[axis] + margin);
-        }
-        return p;
-    };
-    auto random_box = [&]() -> const Box& {
-        return boxes[std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng)];
-    };
-    auto corner = [&](const Box& b) {
-        const unsigned bits = rng();
-        return Vec3{bits & 1 ? b.max.x : b.min.x, bits & 2 ? b.max.y : b.min.y,
-                    bits & 4 ? b.max.z : b.min.z};
-    };
-
-    for (int q = 0; q < 200; ++q) {
-        Box region;
-        if (q % 5 == 4 && !boxes.empty()) {
-            region = random_box();  // a region exactly equal to a box
-        } else {
-            const Vec3 c = random_point();
-            for (int axis = 0; axis < 3; ++axis) {
-                const float half = uniform(0, 0.15f * extent[axis]);
-                region.min[axis] = c[axis] - half;
-                region.max[axis] = c[axis] + half;
-            }
-        }
-        ref.regions.push_back(region);
-        ref.region_hits.push_back(sorted_ids([&](auto& o) { brute.query_box(region, o); }));
-    }
-
-    for (int q = 0; q < 200; ++q) {
-        Vec3 p = random_point();
-        if (q % 2 == 1 && !boxes.empty()) p = corner(random_box());
-        ref.points.push_back(p);
-        ref.point_hits.push_back(sorted_ids([&](auto& o) { brute.query_point(p, o); }));
-    }
-
-    const float diagonal =
-        std::sqrt(extent.x * extent.x + extent.y * extent.y + extent.z * extent.z);
-    for (int q = 0; q < 200; ++q) {
-        Ray ray;
-        ray.origin = random_point();
-        if (q % 7 == 3 && !boxes.empty()) ray.origin = corner(random_box());
-        for (int axis = 0; axis < 3; ++axis) ray.dir[axis] = uniform(-1, 1);
-        if (q % 4 == 1) {  // axis-parallel
-            const int keep = q % 3;
-            for (int axis = 0; axis < 3; ++axis) {
-                if (axis != keep) ray.dir[axis] = 0;
-            }
-            if (ray.dir[keep] == 0) ray.dir[keep] = 1;
-        } else if (q % 4 == 2) {  // parallel to one coordinate plane
-            ray.dir[q % 3] = 0;
-        }
-        ray.tmax = q % 5 == 0 ? uniform(0, 0.3f) * (diagonal + 1) : 4 * (diagonal + 1);
-        ref.rays.push_back(ray);
-        ref.ray_hits.push_back(brute.ray_cast(ray));
-    }
-
-    for (int q = 0; q < 100; ++q) {
-        Vec3 p = random_point();
-        if (q % 4 == 3 && !boxes.empty()) p = corner(random_box());
-        ref.near_points.push_back(p);
-        ref.nearest_1.push_back(brute_nearest(boxes, p, 1));
-        ref.nearest_5.push_back(brute_nearest(boxes, p, 5));
-    }
-    return ref;
-}
-
-// Builds a BulkRTree with `config` over `boxes`, validates it and checks every query of `ref`.
-void expect_matches(std::span<const Box> boxes, const Reference& ref,
-                    const BulkRTree::Config& config, const std::string& label) {
-    SCOPED_TRACE(label + " " + method_name(config.method) + " capacity " +
-                 std::to_string(config.node_capacity));
-    BulkRTree tree(config);
-    ASSERT_TRUE(tree.build(boxes).ok());
-    ASSERT_EQ(tree.size(), boxes.size());
-    const Status valid = tree.validate();
-    ASSERT_TRUE(valid.ok()) << valid.error().message;
-
-    ASSERT_EQ(sorted_self_pairs(tree), ref.pairs);
-    for (std::size_t q = 0; q < ref.regions.size(); ++q) {
-        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_box(ref.regions[q], o); }),
-                  ref.region_hits[q])
-            << "region query " << q;
-    }
-    for (std::size_t q = 0; q < ref.points.size(); ++q) {
-        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_point(ref.points[q], o); }),
-                  ref.point_hits[q])
-            << "point pick " << q;
-    }
-    for (std::size_t q = 0; q < ref.rays.size(); ++q) {
-        const std::optional<RayHit> got = tree.ray_cast(ref.rays[q]);
-        const std::optional<RayHit>& want = ref.ray_hits[q];
-        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
-        if (want) {
-            EXPECT_EQ(got->id, want->id) << "ray " << q;
-            EXPECT_NEAR(got->t, want->t, 1e-5 * std::max(1.0f, std::abs(want->t))) << "ray " << q;
-        }
-    }
-    for (std::size_t q = 0; q < ref.near_points.size(); ++q) {
-        std::vector<Neighbor> got;
-        ASSERT_TRUE(tree.nearest(ref.near_points[q], 1, got).ok());
-        ASSERT_EQ(got, ref.nearest_1[q]) << "nearest " << q << " k 1";
-        ASSERT_TRUE(tree.nearest(ref.near_points[q], 5, got).ok());
-        ASSERT_EQ(got, ref.nearest_5[q]) << "nearest " << q << " k 5";
-    }
-}
-
-// Every method at the default capacity and at a small odd one (deep trees, partial nodes).
+// Every method at the default capacity and at a small odd one (deep trees, partial nodes),
+// compared with brute force (oracle_harness.hpp): 200 random queries of each kind and those
+// made from the boxes.
 void expect_all_methods_match(std::span<const Box> boxes, const std::string& label) {
-    const Reference ref = make_reference(boxes);
+    testing::CompareOptions options;
+    options.seed = 1234;
+    options.query_count = 200;
+    options.nearest_stride = 3;
+    options.nearest_all = false;
     for (BulkLoad m : kMethods) {
-        expect_matches(boxes, ref, {m, 16}, label);
-        expect_matches(boxes, ref, {m, 3}, label);
+        for (std::uint32_t capacity : {16u, 3u}) {
+            SCOPED_TRACE(label + " " + method_name(m) + " capacity " + std::to_string(capacity));
+            BulkRTree tree({m, capacity});
+            testing::build_and_match(tree, boxes, options);
+            if (::testing::Test::HasFatalFailure()) return;
+        }
     }
 }
 
@@ -245,12 +85,6 @@ INSTANTIATE_TEST_SUITE_P(AllScenes, BulkRTreeGenerators,
 
 // ---- hand-made degenerate scenes --------------------------------------------------------------
 
-std::vector<Box> uniform_boxes(std::size_t count, std::uint32_t seed) {
-    Result<Scene> scene = generate_scene("uniform", count, seed);
-    EXPECT_TRUE(scene.ok());
-    return scene.ok() ? scene->boxes : std::vector<Box>{};
-}
-
 TEST(BulkRTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
     const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, -1}, {0.75f, 1.5f, 2}});
     expect_all_methods_match(boxes, "identical");
@@ -259,7 +93,7 @@ TEST(BulkRTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
         ASSERT_TRUE(tree.build(boxes).ok());
         EXPECT_TRUE(tree.validate().ok());
         EXPECT_EQ(tree.nodes().size(), 13u + 1u);  // 13 leaves (12 full) and the root
-        EXPECT_EQ(sorted_self_pairs(tree).size(), 200u * 199u / 2u);
+        EXPECT_EQ(sorted_pairs(tree).size(), 200u * 199u / 2u);
         // Ties: every box is hit at the same t, the smallest id wins.
         const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
         ASSERT_TRUE(hit.has_value());
@@ -296,7 +130,7 @@ TEST(BulkRTreeScenes, Scenario3_OneHugeBoxOverEverything) {
     for (BulkLoad m : kMethods) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(boxes).ok());
-        const std::vector<Pair> pairs = sorted_self_pairs(tree);
+        const std::vector<Pair> pairs = sorted_pairs(tree);
         EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
                                 [](const Pair& p) { return p.i == 500 || p.j == 500; }),
                   1000);

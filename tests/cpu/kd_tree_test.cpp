@@ -16,6 +16,7 @@
 
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase {
 
@@ -28,150 +29,23 @@ struct KdTreeTestAccess {
 
 namespace {
 
+using testing::brute_nearest;
+using testing::uniform_boxes;
+
 using AxisRule = KdTree::AxisRule;
 
-std::vector<Pair> sorted_self_pairs(const Structure& s) {
-    std::vector<Pair> pairs;
-    s.self_pairs(pairs);
-    std::sort(pairs.begin(), pairs.end());
-    return pairs;
-}
-
-template <class F>
-std::vector<std::uint32_t> sorted_ids(F&& query) {
-    std::vector<std::uint32_t> ids;
-    query(ids);
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
-
-// Written independently of the tree: distance to the closed box in double, rounded to float;
-// ordered by (distance, id).
-std::vector<Neighbor> brute_nearest(std::span<const Box> boxes, const Vec3& p, std::size_t k) {
-    std::vector<Neighbor> all;
-    for (std::uint32_t i = 0; i < boxes.size(); ++i) {
-        double d2 = 0;
-        for (int axis = 0; axis < 3; ++axis) {
-            double d = 0;
-            if (p[axis] < boxes[i].min[axis]) d = double(boxes[i].min[axis]) - double(p[axis]);
-            if (p[axis] > boxes[i].max[axis]) d = double(p[axis]) - double(boxes[i].max[axis]);
-            d2 += d * d;
-        }
-        all.push_back(Neighbor{i, static_cast<float>(std::sqrt(d2))});
-    }
-    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
-        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-    });
-    all.resize(std::min(k, all.size()));
-    return all;
-}
-
-Box scene_bounds(std::span<const Box> boxes) {
-    if (boxes.empty()) return Box{{0, 0, 0}, {1, 1, 1}};
-    Box b = boxes[0];
-    for (const Box& box : boxes) b = merge(b, box);
-    return b;
-}
-
-// Builds a KdTree with `config` and brute force over `boxes`, validates the tree, and compares
-// self pairs, 200 region queries, 200 point picks, 200 rays and nearest k = 1, 5.
+// Builds a KdTree with `config` over `boxes` and compares it with brute force
+// (oracle_harness.hpp): 200 random queries of each kind and those made from the boxes.
 void expect_matches_brute_force(std::span<const Box> boxes, const KdTree::Config& config,
                                 const std::string& label) {
     SCOPED_TRACE(label);
     KdTree tree(config);
-    BruteForce brute;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    ASSERT_TRUE(brute.build(boxes).ok());
-    ASSERT_EQ(tree.size(), boxes.size());
-    const Status valid = tree.validate();
-    ASSERT_TRUE(valid.ok()) << valid.error().message;
-
-    ASSERT_EQ(sorted_self_pairs(tree), sorted_self_pairs(brute));
-
-    std::mt19937 rng(1234);
-    const Box bounds = scene_bounds(boxes);
-    const Vec3 extent{bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,
-                      bounds.max.z - bounds.min.z};
-    auto uniform = [&](float lo, float hi) {
-        return std::uniform_real_distribution<float>(lo, std::max(lo, hi))(rng);
-    };
-    auto random_point = [&]() {
-        Vec3 p;
-        for (int axis = 0; axis < 3; ++axis) {
-            const float margin = 0.1f * extent[axis];
-            p[axis] = uniform(bounds.min[axis] - margin, bounds.max[axis] + margin);
-        }
-        return p;
-    };
-    auto random_box = [&]() -> const Box& {
-        return boxes[std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng)];
-    };
-    auto corner = [&](const Box& b) {
-        const unsigned bits = rng();
-        return Vec3{bits & 1 ? b.max.x : b.min.x, bits & 2 ? b.max.y : b.min.y,
-                    bits & 4 ? b.max.z : b.min.z};
-    };
-
-    for (int q = 0; q < 200; ++q) {
-        Box region;
-        if (q % 5 == 4 && !boxes.empty()) {
-            region = random_box();  // a region exactly equal to a box
-        } else {
-            const Vec3 c = random_point();
-            for (int axis = 0; axis < 3; ++axis) {
-                const float half = uniform(0, 0.15f * extent[axis]);
-                region.min[axis] = c[axis] - half;
-                region.max[axis] = c[axis] + half;
-            }
-        }
-        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_box(region, o); }),
-                  sorted_ids([&](auto& o) { brute.query_box(region, o); }))
-            << "region query " << q;
-    }
-
-    for (int q = 0; q < 200; ++q) {
-        Vec3 p = random_point();
-        if (q % 2 == 1 && !boxes.empty()) p = corner(random_box());
-        ASSERT_EQ(sorted_ids([&](auto& o) { tree.query_point(p, o); }),
-                  sorted_ids([&](auto& o) { brute.query_point(p, o); }))
-            << "point pick " << q;
-    }
-
-    const float diagonal =
-        std::sqrt(extent.x * extent.x + extent.y * extent.y + extent.z * extent.z);
-    for (int q = 0; q < 200; ++q) {
-        Ray ray;
-        ray.origin = random_point();
-        if (q % 7 == 3 && !boxes.empty()) ray.origin = corner(random_box());
-        for (int axis = 0; axis < 3; ++axis) ray.dir[axis] = uniform(-1, 1);
-        if (q % 4 == 1) {  // axis-parallel
-            const int keep = q % 3;
-            for (int axis = 0; axis < 3; ++axis) {
-                if (axis != keep) ray.dir[axis] = 0;
-            }
-            if (ray.dir[keep] == 0) ray.dir[keep] = 1;
-        } else if (q % 4 == 2) {  // parallel to one coordinate plane
-            ray.dir[q % 3] = 0;
-        }
-        ray.tmax = q % 5 == 0 ? uniform(0, 0.3f) * (diagonal + 1) : 4 * (diagonal + 1);
-        const std::optional<RayHit> got = tree.ray_cast(ray);
-        const std::optional<RayHit> want = brute.ray_cast(ray);
-        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
-        if (want) {
-            EXPECT_EQ(got->id, want->id) << "ray " << q;
-            EXPECT_NEAR(got->t, want->t, 1e-5 * std::max(1.0f, std::abs(want->t))) << "ray " << q;
-        }
-    }
-
-    for (int q = 0; q < 100; ++q) {
-        Vec3 p = random_point();
-        if (q % 4 == 3 && !boxes.empty()) p = corner(random_box());
-        for (std::size_t k : {std::size_t{1}, std::size_t{5}}) {
-            std::vector<Neighbor> got;
-            ASSERT_TRUE(tree.nearest(p, k, got).ok());
-            ASSERT_EQ(got, brute_nearest(boxes, p, k)) << "nearest " << q << " k " << k;
-        }
-    }
+    testing::CompareOptions options;
+    options.seed = 1234;
+    options.query_count = 200;
+    options.nearest_stride = 3;
+    options.nearest_all = false;
+    testing::build_and_match(tree, boxes, options);
 }
 
 // ---- every generator, every size, both axis rules --------------------------------------------
@@ -203,12 +77,6 @@ INSTANTIATE_TEST_SUITE_P(AllScenes, KdTreeGenerators,
 
 // ---- hand-made degenerate scenes --------------------------------------------------------------
 
-std::vector<Box> uniform_boxes(std::size_t count, std::uint32_t seed) {
-    Result<Scene> scene = generate_scene("uniform", count, seed);
-    EXPECT_TRUE(scene.ok());
-    return scene.ok() ? scene->boxes : std::vector<Box>{};
-}
-
 void expect_all_configs_match(std::span<const Box> boxes, const std::string& label) {
     expect_matches_brute_force(boxes, {}, label + " widest");
     expect_matches_brute_force(boxes, {AxisRule::alternate, 8, 64}, label + " alternate");
@@ -223,7 +91,7 @@ TEST(KdTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
     ASSERT_TRUE(tree.build(boxes).ok());
     EXPECT_EQ(tree.nodes().size(), 1u);
     EXPECT_TRUE(tree.validate().ok());
-    EXPECT_EQ(sorted_self_pairs(tree).size(), 200u * 199u / 2u);
+    EXPECT_EQ(sorted_pairs(tree).size(), 200u * 199u / 2u);
     // Ties: every box is hit at the same t, the smallest id wins.
     const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
     ASSERT_TRUE(hit.has_value());
@@ -258,7 +126,7 @@ TEST(KdTreeScenes, Scenario3_OneHugeBoxOverEverything) {
     expect_all_configs_match(boxes, "huge box");
     KdTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
-    const std::vector<Pair> pairs = sorted_self_pairs(tree);
+    const std::vector<Pair> pairs = sorted_pairs(tree);
     EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
                             [](const Pair& p) { return p.i == 500 || p.j == 500; }),
               1000);

@@ -18,17 +18,14 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "lbvh.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase::lbvh {
 namespace {
 
 using gpu_layout::kInvalidNode;
 
-std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    BruteForce bf;
-    EXPECT_TRUE(bf.build(boxes).ok());
-    return sorted_pairs(bf);
-}
+using broadphase::testing::brute_pairs;
 
 // ---- float_to_ordered ----------------------------------------------------------------------
 

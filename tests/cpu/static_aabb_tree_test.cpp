@@ -20,6 +20,7 @@
 
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase {
 
@@ -37,11 +38,6 @@ using Config = StaticAabbTree::Config;
 using Node = StaticAabbTree::RuntimeNode;
 using Access = StaticAabbTreeTestAccess;
 
-std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> ids) {
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
-
 std::vector<Pair> sorted_pairs_of(const Structure& s) {
     std::vector<Pair> pairs;
     s.self_pairs(pairs);
@@ -55,138 +51,23 @@ std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
     return ids;
 }
 
-// The definition of nearest, with the library's distance: nearest first, ties to smaller id.
-std::vector<Neighbor> reference_nearest(std::span<const Box> boxes,
-                                        std::span<const std::uint32_t> ids, const Vec3& p,
-                                        std::size_t k) {
-    std::vector<Neighbor> all;
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        all.push_back(Neighbor{ids[i], point_box_distance(p, boxes[i])});
-    }
-    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
-        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-    });
-    all.resize(std::min(k, all.size()));
-    return all;
-}
+using testing::sorted_ids;
 
-struct Queries {
-    std::vector<Box> regions;
-    std::vector<Vec3> points;
-    std::vector<Ray> rays;
-};
-
-// `count` random regions, points (every fourth a box corner) and rays (some axis-parallel) over
-// the scene bounds grown 10%, plus queries made from the boxes themselves.
-Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) {
-    Queries q;
-    std::mt19937 rng(seed);
-    Box b{{0, 0, 0}, {1, 1, 1}};
-    for (const Box& x : boxes) b = merge(b, x);
-    auto coord = [&](int a) {
-        const float pad = 0.1f * (b.max[a] - b.min[a]);
-        return std::uniform_real_distribution<float>(b.min[a] - pad, b.max[a] + pad)(rng);
-    };
-    auto point = [&] { return Vec3{coord(0), coord(1), coord(2)}; };
-    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    std::uniform_int_distribution<std::size_t> pick(0, boxes.empty() ? 0 : boxes.size() - 1);
-    for (int i = 0; i < count; ++i) {
-        const Vec3 c = point();
-        const float scale = std::pow(10.0f, -3.0f * unit(rng));
-        Box r;
-        for (int a = 0; a < 3; ++a) {
-            const float h = 0.5f * (b.max[a] - b.min[a]) * scale * unit(rng);
-            r.min[a] = c[a] - h;
-            r.max[a] = c[a] + h;
-        }
-        q.regions.push_back(r);
-        if (i % 4 == 0 && !boxes.empty()) {
-            q.points.push_back(i % 8 == 0 ? boxes[pick(rng)].min : boxes[pick(rng)].max);
-        } else {
-            q.points.push_back(point());
-        }
-        Ray ray;
-        ray.origin = point();
-        Vec3 target = point();
-        if (!boxes.empty() && i % 2 == 0) {
-            const Box& t = boxes[pick(rng)];
-            for (int a = 0; a < 3; ++a) target[a] = 0.5f * (t.min[a] + t.max[a]);
-        }
-        for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
-        if (i % 5 == 1) ray.dir[i % 3] = 0.0f;
-        if (i % 5 == 2) ray.dir = {0.0f, 0.0f, 0.0f}, ray.dir[i % 3] = (i % 2 ? 1.0f : -1.0f);
-        ray.tmax = i % 3 == 0 ? std::numeric_limits<float>::max() : 2.0f * unit(rng);
-        q.rays.push_back(ray);
-    }
-    if (!boxes.empty()) {
-        for (int i = 0; i < count / 4; ++i) {
-            const Box& t = boxes[pick(rng)];
-            q.regions.push_back(t);
-            q.regions.push_back(Box{t.max, t.max});
-            q.rays.push_back(Ray{Vec3{t.min.x - 1.0f, t.min.y, t.min.z}, Vec3{1, 0, 0}, 10.0f});
-        }
-    }
-    return q;
-}
-
-// Compares every query of `tree` with brute force over `boxes`, whose ids are `ids[k]`
-// (ascending, so brute force's smallest-index tie rule is the smallest-id rule).
+// Compares every query of `tree` with brute force over `boxes` under the ids `ids[k]`
+// (oracle_harness.hpp); k nearest (k = 1, 5) at every second query point.
 void expect_same_as_brute_force(const StaticAabbTree& tree, std::span<const Box> boxes,
                                 std::span<const std::uint32_t> ids, std::uint32_t seed,
                                 int query_count) {
-    BruteForce oracle;
-    ASSERT_TRUE(oracle.build(boxes).ok());
-    ASSERT_EQ(tree.size(), boxes.size());
-
-    std::vector<Pair> want;
-    {
-        std::vector<Pair> raw;
-        oracle.self_pairs(raw);
-        for (const Pair& p : raw) {
-            want.push_back(Pair{std::min(ids[p.i], ids[p.j]), std::max(ids[p.i], ids[p.j])});
-        }
-        std::sort(want.begin(), want.end());
-    }
-    std::vector<Pair> have;
-    tree.self_pairs(have);
-    for (const Pair& p : have) ASSERT_LT(p.i, p.j);
-    std::sort(have.begin(), have.end());
-    ASSERT_EQ(have.size(), want.size());
-    ASSERT_TRUE(have == want);
-
-    const auto map_ids = [&](std::vector<std::uint32_t> v) {
-        for (std::uint32_t& x : v) x = ids[x];
-        return sorted_ids(std::move(v));
-    };
-    const Queries q = make_queries(boxes, seed, query_count);
-    for (const Box& r : q.regions) {
-        std::vector<std::uint32_t> w, h;
-        oracle.query_box(r, w);
-        tree.query_box(r, h);
-        ASSERT_EQ(sorted_ids(h), map_ids(w));
-    }
-    for (const Vec3& p : q.points) {
-        std::vector<std::uint32_t> w, h;
-        oracle.query_point(p, w);
-        tree.query_point(p, h);
-        ASSERT_EQ(sorted_ids(h), map_ids(w));
-    }
-    for (const Ray& r : q.rays) {
-        const auto w = oracle.ray_cast(r);
-        const auto h = tree.ray_cast(r);
-        ASSERT_EQ(h.has_value(), w.has_value());
-        if (w) {
-            EXPECT_EQ(h->id, ids[w->id]);
-            EXPECT_NEAR(h->t, w->t, 1e-5 * std::max(1.0f, std::abs(w->t)));
-        }
-    }
-    for (std::size_t i = 0; i < q.points.size(); i += 2) {
-        for (const std::size_t k : {1u, 5u}) {
-            std::vector<Neighbor> h{Neighbor{12345, -1.0f}};  // replaced, not appended to
-            ASSERT_TRUE(tree.nearest(q.points[i], k, h).ok());
-            ASSERT_EQ(h, reference_nearest(boxes, ids, q.points[i], k));
-        }
-    }
+    ASSERT_EQ(ids.size(), boxes.size());
+    std::map<std::uint32_t, Box> live;
+    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
+    ASSERT_EQ(live.size(), ids.size());
+    testing::CompareOptions options;
+    options.seed = seed;
+    options.query_count = query_count;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    testing::expect_matches_live(tree, live, options);
 }
 
 void expect_valid(const StaticAabbTree& tree) {
@@ -506,77 +387,47 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
     EXPECT_FALSE(empty.merge(empty).ok());
 }
 
-// Random insert / remove / move / merge steps (seeded), mirrored into an id -> box map; the
-// tree is validated after every step and compared with brute force every few steps.
+// Random insert / remove / move / merge steps (seeded, oracle_harness.hpp) with sparse ids,
+// some near the top of the id range: validate() after every step, everything compared with
+// brute force every 10 steps. Moves shift by 0.5 (30%) or 0.01.
 void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    const auto random_box = [&] {
-        const Vec3 p{unit(rng), unit(rng), unit(rng)};
-        const float s = 0.02f + 0.1f * unit(rng) * unit(rng);
-        return Box{p, {p.x + s, p.y + s, p.z + (unit(rng) < 0.2f ? 0.0f : s)}};
+    testing::SequenceContext boxes_rng(seed + 7919u);
+    testing::SequenceOptions options;
+    options.seed = seed;
+    options.steps = steps;
+    options.new_box = [](testing::SequenceContext& ctx) {
+        const Vec3 p{ctx.unit(), ctx.unit(), ctx.unit()};
+        const float s = 0.02f + 0.1f * ctx.unit() * ctx.unit();
+        return Box{p, {p.x + s, p.y + s, p.z + (ctx.unit() < 0.2f ? 0.0f : s)}};
     };
+    for (std::size_t i = 0; i < initial; ++i) options.start.push_back(options.new_box(boxes_rng));
+    // A batch of 12 merged at once at 5% of the steps.
+    options.extra_share = 0.05f;
+    options.extra = [new_box = options.new_box](Structure& s, testing::SequenceContext& ctx) {
+        std::vector<std::pair<std::uint32_t, Box>> added;
+        std::vector<Box> batch;
+        std::vector<std::uint32_t> ids;
+        for (int i = 0; i < 12; ++i) {
+            batch.push_back(new_box(ctx));
+            ids.push_back(ctx.new_id());
+            added.emplace_back(ids.back(), batch.back());
+        }
+        StaticAabbTree fresh;
+        EXPECT_TRUE(fresh.build(batch, ids).ok());
+        EXPECT_TRUE(static_cast<StaticAabbTree&>(s).merge(fresh).ok());
+        return added;
+    };
+    options.insert_share = [](int) { return 0.3f / 0.95f; };
+    options.remove_share = 0.2f / 0.65f;
+    options.moved_box = [](testing::SequenceContext& ctx, const Box& b) {
+        return ctx.nudged(b, ctx.unit() < 0.3f ? 0.5f : 0.01f);
+    };
+    options.query_count = 40;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    options.max_gap = 3;
     StaticAabbTree tree;
-    std::map<std::uint32_t, Box> boxes;
-    {
-        std::vector<Box> start;
-        for (std::size_t i = 0; i < initial; ++i) start.push_back(random_box());
-        ASSERT_TRUE(tree.build(start).ok());
-        for (std::size_t i = 0; i < initial; ++i) boxes[static_cast<std::uint32_t>(i)] = start[i];
-    }
-    std::uint32_t next_id = 1000;
-    for (int step = 0; step < steps; ++step) {
-        SCOPED_TRACE("step " + std::to_string(step));
-        const float action = unit(rng);
-        if (boxes.empty() || action < 0.3f) {
-            const std::uint32_t id = unit(rng) < 0.1f ? 4000000000u + next_id : next_id;
-            next_id += 1 + static_cast<std::uint32_t>(3 * unit(rng));
-            const Box b = random_box();
-            const Status s = tree.insert(id, b);
-            ASSERT_TRUE(s.ok()) << s.error().message;
-            boxes[id] = b;
-        } else if (action < 0.35f) {
-            // A batch merged at once.
-            std::vector<Box> batch;
-            std::vector<std::uint32_t> ids;
-            for (int i = 0; i < 12; ++i) {
-                batch.push_back(random_box());
-                ids.push_back(next_id++);
-                boxes[ids.back()] = batch.back();
-            }
-            StaticAabbTree fresh;
-            ASSERT_TRUE(fresh.build(batch, ids).ok());
-            ASSERT_TRUE(tree.merge(fresh).ok());
-        } else {
-            auto it = boxes.begin();
-            std::advance(it, std::uniform_int_distribution<std::size_t>(0, boxes.size() - 1)(rng));
-            if (action < 0.55f) {
-                ASSERT_TRUE(tree.remove(it->first).ok());
-                boxes.erase(it);
-            } else {
-                Box b = it->second;
-                const float step_size = unit(rng) < 0.3f ? 0.5f : 0.01f;
-                for (int a = 0; a < 3; ++a) {
-                    const float d = step_size * (2 * unit(rng) - 1);
-                    b.min[a] += d;
-                    b.max[a] += d;
-                }
-                ASSERT_TRUE(tree.move(it->first, b).ok());
-                it->second = b;
-            }
-        }
-        expect_valid(tree);
-        if (::testing::Test::HasFatalFailure()) return;
-        ASSERT_EQ(tree.size(), boxes.size());
-        if (step % 10 == 0 || step == steps - 1) {
-            std::vector<Box> list;
-            std::vector<std::uint32_t> ids;
-            for (const auto& [id, b] : boxes) ids.push_back(id), list.push_back(b);
-            expect_same_as_brute_force(tree, list, ids, seed + static_cast<std::uint32_t>(step),
-                                       40);
-            if (::testing::Test::HasFatalFailure()) return;
-        }
-    }
+    testing::run_dynamic_sequence(tree, options);
 }
 
 // Scenario 12: a few hundred random dynamic steps from a built tree and from an empty one.

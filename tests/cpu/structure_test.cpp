@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -16,163 +15,28 @@
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "brute_force.hpp"
+#include "oracle_harness.hpp"
 #include "sweep_and_prune.hpp"
 
 namespace broadphase {
 namespace {
 
-std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    BruteForce oracle;
-    EXPECT_TRUE(oracle.build(boxes).ok());
-    return sorted_pairs(oracle);
-}
+using testing::brute_pairs;
 
-std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> ids) {
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
-
-Box bounds_of(std::span<const Box> boxes) {
-    Box b{{0, 0, 0}, {1, 1, 1}};
-    for (const Box& x : boxes) b = merge(b, x);
-    return b;
-}
-
-// Seeded queries over the scene's bounds (grown a little), plus queries built from the boxes
-// themselves so that touching boundaries and exact corners are exercised.
-struct Queries {
-    std::vector<Box> regions;
-    std::vector<Vec3> points;
-    std::vector<Ray> rays;
-};
-
-Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) {
-    Queries q;
-    std::mt19937 rng(seed);
-    const Box b = bounds_of(boxes);
-    Vec3 size;
-    for (int a = 0; a < 3; ++a) size[a] = b.max[a] - b.min[a];
-    auto coord = [&](int a) {
-        std::uniform_real_distribution<float> d(b.min[a] - 0.1f * size[a],
-                                                b.max[a] + 0.1f * size[a]);
-        return d(rng);
-    };
-    auto point = [&] { return Vec3{coord(0), coord(1), coord(2)}; };
-    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    std::uniform_int_distribution<std::size_t> pick(0, boxes.empty() ? 0 : boxes.size() - 1);
-
-    for (int i = 0; i < count; ++i) {
-        // Random regions of widely varying size.
-        Vec3 c = point();
-        Box r;
-        const float scale = std::pow(10.0f, -3.0f * unit(rng));
-        for (int a = 0; a < 3; ++a) {
-            const float h = 0.5f * size[a] * scale * unit(rng);
-            r.min[a] = c[a] - h;
-            r.max[a] = c[a] + h;
-        }
-        q.regions.push_back(r);
-        q.points.push_back(point());
-        // Random rays, some with axis-parallel directions.
-        Ray ray;
-        ray.origin = point();
-        Vec3 target = point();
-        if (!boxes.empty() && i % 2 == 0) {
-            const Box& t = boxes[pick(rng)];
-            for (int a = 0; a < 3; ++a) target[a] = 0.5f * (t.min[a] + t.max[a]);
-        }
-        for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
-        if (i % 5 == 1) ray.dir[i % 3] = 0.0f;
-        if (i % 5 == 2) ray.dir = {0.0f, 0.0f, 0.0f}, ray.dir[i % 3] = (i % 2 ? 1.0f : -1.0f);
-        ray.tmax = i % 3 == 0 ? std::numeric_limits<float>::max() : 2.0f * unit(rng);
-        q.rays.push_back(ray);
-    }
-    if (!boxes.empty()) {
-        for (int i = 0; i < count / 4; ++i) {
-            const Box& t = boxes[pick(rng)];
-            q.regions.push_back(t);                  // touches its neighbours exactly
-            q.regions.push_back(Box{t.max, t.max});  // a corner as a degenerate region
-            q.points.push_back(t.min);               // exact corners
-            q.points.push_back(t.max);
-            Ray along{Vec3{t.min.x - 1.0f, t.min.y, t.min.z}, Vec3{1.0f, 0.0f, 0.0f}, 10.0f};
-            q.rays.push_back(along);  // grazes an edge of t
-            Ray inside{t.min, Vec3{0.3f, -0.2f, 0.1f}, 1.0f};
-            q.rays.push_back(inside);  // starts on t: t = 0
-        }
-    }
-    return q;
-}
-
-// Methods allowed to answer k-nearest with ErrorCode::unsupported (no hierarchy to search).
-bool nearest_optional(std::string_view method) {
-    return method == "sweep_and_prune";
-}
-
-// k nearest (k = 1, 5, all) from every point equals brute force's, in order.
-void check_nearest(const Structure& oracle, const Structure& s, std::span<const Vec3> points) {
-    for (const Vec3& p : points) {
-        for (std::size_t k : {std::size_t{1}, std::size_t{5}, oracle.size() + 1}) {
-            std::vector<Neighbor> want, have = {Neighbor{12345, -1.0f}};
-            ASSERT_TRUE(oracle.nearest(p, k, want).ok());
-            const Status status = s.nearest(p, k, have);
-            if (!status.ok()) {
-                ASSERT_TRUE(nearest_optional(s.name()))
-                    << s.name() << ": " << status.error().message;
-                ASSERT_EQ(status.error().code, ErrorCode::unsupported);
-                return;
-            }
-            ASSERT_EQ(have, want) << s.name() << " nearest k=" << k << " at (" << p.x << ", " << p.y
-                                  << ", " << p.z << ")";
-        }
-    }
-}
-
-// Builds `method` and brute force over `boxes` and compares everything.
+// Builds `method` over `boxes` and compares everything with brute force (oracle_harness.hpp):
+// pairs, region queries, point picks, rays and k nearest (k = 1, 5, all; sweep and prune may
+// answer nearest with ErrorCode::unsupported, having no hierarchy to search).
 void check_against_brute_force(const std::string& method, std::span<const Box> boxes,
                                std::uint32_t seed = 7, int query_count = 60) {
-    BruteForce oracle;
-    ASSERT_TRUE(oracle.build(boxes).ok());
     auto made = make_structure(method);
     ASSERT_TRUE(made.ok()) << made.error().message;
     Structure& s = **made;
     EXPECT_EQ(s.name(), method);
-    const Status built = s.build(boxes);
-    ASSERT_TRUE(built.ok()) << built.error().message;
-    const Status valid = s.validate();
-    ASSERT_TRUE(valid.ok()) << valid.error().message;
-    EXPECT_EQ(s.size(), boxes.size());
-
-    const std::vector<Pair> expected = sorted_pairs(oracle);
-    std::vector<Pair> raw;
-    s.self_pairs(raw);
-    for (const Pair& p : raw) ASSERT_LT(p.i, p.j);
-    const std::vector<Pair> got = sorted_pairs(s);
-    ASSERT_EQ(got.size(), expected.size());
-    EXPECT_TRUE(got == expected);
-
-    const Queries q = make_queries(boxes, seed, query_count);
-    for (const Box& r : q.regions) {
-        std::vector<std::uint32_t> want, have;
-        oracle.query_box(r, want);
-        s.query_box(r, have);
-        ASSERT_EQ(sorted_ids(have), sorted_ids(want));
-    }
-    for (const Vec3& p : q.points) {
-        std::vector<std::uint32_t> want, have;
-        oracle.query_point(p, want);
-        s.query_point(p, have);
-        ASSERT_EQ(sorted_ids(have), sorted_ids(want));
-    }
-    for (const Ray& r : q.rays) {
-        const auto want = oracle.ray_cast(r);
-        const auto have = s.ray_cast(r);
-        ASSERT_EQ(have.has_value(), want.has_value());
-        if (want) {
-            EXPECT_EQ(have->id, want->id);
-            EXPECT_EQ(have->t, want->t);
-        }
-    }
-    check_nearest(oracle, s, q.points);
+    testing::CompareOptions options;
+    options.seed = seed;
+    options.query_count = query_count;
+    options.nearest_may_be_unsupported = method == "sweep_and_prune";
+    testing::build_and_match(s, boxes, options);
 }
 
 class EveryStructure : public ::testing::TestWithParam<std::string> {};
@@ -384,7 +248,7 @@ TEST_P(EveryStructure, RebuildReplacesBoxes) {
 
 // Dynamic structures: a seeded random sequence of insert / remove / move with caller-chosen
 // sparse ids, mirrored into the (dynamic) brute force; validate() after every step, and pairs,
-// queries, rays and nearest compared every 10 steps.
+// queries, rays and nearest compared every 10 steps (oracle_harness.hpp).
 TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
     auto made = make_structure(GetParam());
     ASSERT_TRUE(made.ok());
@@ -393,73 +257,17 @@ TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
         EXPECT_EQ(s.insert(0, Box{}).error().code, ErrorCode::unsupported);
         return;
     }
-    for (const char* start : {"built", "empty"}) {
-        SCOPED_TRACE(start);
-        BruteForce oracle;
-        auto scene = generate_scene("clustered", std::strcmp(start, "built") == 0 ? 400 : 0);
-        ASSERT_TRUE(scene.ok());
-        ASSERT_TRUE(s.build(scene->boxes).ok());
-        ASSERT_TRUE(oracle.build(scene->boxes).ok());
-        std::vector<std::uint32_t> live;
-        for (std::uint32_t i = 0; i < scene->boxes.size(); ++i) live.push_back(i);
-        std::mt19937 rng(99);
-        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-        auto random_box = [&] {
-            Vec3 lo{unit(rng), unit(rng), unit(rng)};
-            const float side = 0.01f + 0.08f * unit(rng);
-            return Box{lo, {lo.x + side, lo.y + side * unit(rng), lo.z + side}};
-        };
-        std::uint32_t next_id = 1000;
-        for (int step = 0; step < 300; ++step) {
-            const float op = unit(rng);
-            if (live.empty() || op < 0.4f) {
-                const std::uint32_t id = next_id;
-                next_id += 1 + static_cast<std::uint32_t>(rng() % 100000);  // sparse ids
-                const Box b = random_box();
-                ASSERT_TRUE(s.insert(id, b).ok()) << "insert " << id;
-                ASSERT_TRUE(oracle.insert(id, b).ok());
-                live.push_back(id);
-            } else if (op < 0.65f) {
-                const std::size_t k = rng() % live.size();
-                ASSERT_TRUE(s.remove(live[k]).ok()) << "remove " << live[k];
-                ASSERT_TRUE(oracle.remove(live[k]).ok());
-                live[k] = live.back();
-                live.pop_back();
-            } else {
-                const std::uint32_t id = live[rng() % live.size()];
-                const Box b = random_box();
-                ASSERT_TRUE(s.move(id, b).ok()) << "move " << id;
-                ASSERT_TRUE(oracle.move(id, b).ok());
-            }
-            const Status valid = s.validate();
-            ASSERT_TRUE(valid.ok()) << "step " << step << ": " << valid.error().message;
-            ASSERT_EQ(s.size(), live.size());
-            if (step % 10 != 9) continue;
-            ASSERT_EQ(sorted_pairs(s), sorted_pairs(oracle)) << "step " << step;
-            const Queries q = make_queries(scene->boxes, 1000u + std::uint32_t(step), 20);
-            for (const Box& r : q.regions) {
-                std::vector<std::uint32_t> want, have;
-                oracle.query_box(r, want);
-                s.query_box(r, have);
-                ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "step " << step;
-            }
-            for (const Vec3& p : q.points) {
-                std::vector<std::uint32_t> want, have;
-                oracle.query_point(p, want);
-                s.query_point(p, have);
-                ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "step " << step;
-            }
-            for (const Ray& r : q.rays) {
-                const auto want = oracle.ray_cast(r);
-                const auto have = s.ray_cast(r);
-                ASSERT_EQ(have.has_value(), want.has_value()) << "step " << step;
-                if (want) {
-                    EXPECT_EQ(have->id, want->id);
-                    EXPECT_EQ(have->t, want->t);
-                }
-            }
-            check_nearest(oracle, s, q.points);
-        }
+    auto scene = generate_scene("clustered", 400);
+    ASSERT_TRUE(scene.ok());
+    for (const bool built : {true, false}) {
+        SCOPED_TRACE(built ? "built" : "empty");
+        testing::SequenceOptions options;
+        options.seed = 99;
+        options.steps = 300;
+        if (built) options.start = scene->boxes;
+        options.remove_share = 0.25f / 0.6f;
+        testing::run_dynamic_sequence(s, options);
+        if (HasFailure()) return;
     }
 }
 

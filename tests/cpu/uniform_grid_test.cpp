@@ -15,6 +15,7 @@
 
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
+#include "oracle_harness.hpp"
 #include "uniform_grid.hpp"
 
 namespace broadphase {
@@ -22,133 +23,22 @@ namespace {
 
 // ---- references ---------------------------------------------------------------------------
 
-std::vector<std::uint32_t> sorted(std::vector<std::uint32_t> v) {
-    std::sort(v.begin(), v.end());
-    return v;
-}
-
-// The k nearest by a linear scan of point_box_distance, ties to the smaller id.
-std::vector<Neighbor> linear_nearest(std::span<const Box> boxes, std::span<const std::uint32_t> ids,
-                                     const Vec3& p, std::size_t k) {
-    std::vector<Neighbor> all;
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        const auto id = ids.empty() ? static_cast<std::uint32_t>(i) : ids[i];
-        all.push_back(Neighbor{id, point_box_distance(p, boxes[i])});
-    }
-    std::sort(all.begin(), all.end(), [](const Neighbor& a, const Neighbor& b) {
-        return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-    });
-    if (all.size() > k) all.resize(k);
-    return all;
-}
-
-Box scene_bounds(std::span<const Box> boxes) {
-    if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
-    Box b = boxes[0];
-    for (const Box& x : boxes) b = merge(b, x);
-    return b;
-}
-
-// Compares `grid` with brute force over `boxes` whose ids are `ids` (input indices when empty).
-// Brute force numbers its boxes 0..n-1; `ids` translates them.
+// Compares `grid` with brute force over `boxes` whose ids are `ids` (input indices when empty),
+// on `queries` random queries of each kind and those made from the boxes (oracle_harness.hpp).
 void expect_matches_brute_force(const UniformGrid& grid, std::span<const Box> boxes,
                                 std::vector<std::uint32_t> ids, std::uint32_t seed,
                                 const std::string& label, int queries = 200) {
     SCOPED_TRACE(label);
-    if (ids.empty()) {
-        for (std::size_t i = 0; i < boxes.size(); ++i) ids.push_back(std::uint32_t(i));
-    }
+    if (ids.empty()) ids = testing::iota_ids(boxes.size());
     ASSERT_EQ(ids.size(), boxes.size());
-    BruteForce bf;
-    ASSERT_TRUE(bf.build(boxes).ok());
-    ASSERT_EQ(grid.size(), boxes.size());
-    const auto map_ids = [&](std::vector<std::uint32_t> v) {
-        for (std::uint32_t& x : v) x = ids[x];
-        return sorted(std::move(v));
-    };
-
-    // Self pairs, as sorted lists, in the caller's ids.
-    std::vector<Pair> expected;
-    for (const Pair& p : sorted_pairs(bf)) {
-        expected.push_back(Pair{std::min(ids[p.i], ids[p.j]), std::max(ids[p.i], ids[p.j])});
-    }
-    std::sort(expected.begin(), expected.end());
-    EXPECT_EQ(sorted_pairs(grid), expected);
-
-    const Box bounds = scene_bounds(boxes);
-    std::mt19937 rng(seed);
-    const auto unit = [&] { return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng); };
-    Vec3 span;
-    for (int a = 0; a < 3; ++a) span[a] = std::max(bounds.max[a] - bounds.min[a], 1e-3f);
-    const auto random_point = [&] {
-        Vec3 p;
-        for (int a = 0; a < 3; ++a) p[a] = bounds.min[a] + span[a] * (1.4f * unit() - 0.2f);
-        return p;
-    };
-    const auto random_corner = [&] {
-        const Box& b = boxes[rng() % boxes.size()];
-        Vec3 p;
-        for (int a = 0; a < 3; ++a) p[a] = (rng() & 1) ? b.min[a] : b.max[a];
-        return p;
-    };
-
-    // Region queries: small, large, flat and inverted (empty) regions.
-    for (int q = 0; q < queries; ++q) {
-        Box region;
-        const Vec3 c = (!boxes.empty() && q % 3 == 0) ? random_corner() : random_point();
-        const float scale = (q % 10 == 0) ? 0.6f : 0.05f * unit();
-        for (int a = 0; a < 3; ++a) {
-            region.min[a] = c[a];
-            region.max[a] = (q % 7 == 3 && a == 2) ? c[a] : c[a] + scale * span[a] * unit();
-        }
-        if (q % 50 == 49) std::swap(region.min.x, region.max.x);
-        std::vector<std::uint32_t> got, want;
-        grid.query_box(region, got);
-        bf.query_box(region, want);
-        EXPECT_EQ(sorted(got), map_ids(want)) << "region query " << q;
-    }
-
-    // Point picks, half of them at box corners.
-    for (int q = 0; q < queries; ++q) {
-        const Vec3 p = (!boxes.empty() && q % 2 == 0) ? random_corner() : random_point();
-        std::vector<std::uint32_t> got, want;
-        grid.query_point(p, got);
-        bf.query_point(p, want);
-        EXPECT_EQ(sorted(got), map_ids(want)) << "point pick " << q;
-    }
-
-    // Rays: random directions, axis-parallel ones, from box corners, short and unbounded.
-    for (int q = 0; q < queries; ++q) {
-        Ray ray;
-        ray.origin = (!boxes.empty() && q % 4 == 1) ? random_corner() : random_point();
-        if (q % 3 == 0) {
-            const int axis = q % 9 / 3;
-            ray.dir = {};
-            ray.dir[axis] = (q % 2 == 0) ? 1.0f : -1.0f;
-        } else {
-            const Vec3 target = random_point();
-            for (int a = 0; a < 3; ++a) ray.dir[a] = target[a] - ray.origin[a];
-        }
-        ray.tmax = (q % 5 == 0) ? std::numeric_limits<float>::infinity()
-                                : (q % 5 == 1 ? 0.1f : 2.0f) * (1.0f + std::abs(span.x));
-        const std::optional<RayHit> got = grid.ray_cast(ray);
-        const std::optional<RayHit> want = bf.ray_cast(ray);
-        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
-        if (want) {
-            EXPECT_EQ(got->id, ids[want->id]) << "ray " << q;
-            EXPECT_NEAR(got->t, want->t, 1e-5 * std::max(1.0f, std::abs(want->t))) << "ray " << q;
-        }
-    }
-
-    // k nearest, k = 1 and 5.
-    for (int q = 0; q < queries / 2; ++q) {
-        const Vec3 p = (!boxes.empty() && q % 4 == 0) ? random_corner() : random_point();
-        for (const std::size_t k : {std::size_t{1}, std::size_t{5}}) {
-            std::vector<Neighbor> got = {{99999, -1.0f}};  // replaced, not appended to
-            ASSERT_TRUE(grid.nearest(p, k, got).ok());
-            EXPECT_EQ(got, linear_nearest(boxes, ids, p, k)) << "nearest " << q << " k " << k;
-        }
-    }
+    std::map<std::uint32_t, Box> live;
+    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
+    testing::CompareOptions options;
+    options.seed = seed;
+    options.query_count = queries;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    testing::expect_matches_live(grid, live, options);
 }
 
 void build_and_compare(UniformGrid& grid, std::span<const Box> boxes, const std::string& label) {
@@ -343,7 +233,7 @@ TEST(UniformGrid, Scenario10_QueriesAreLocal) {
     grid.reset_stats();
     std::vector<Neighbor> near;
     ASSERT_TRUE(grid.nearest({0.5f, 0.5f, 0.5f}, 5, near).ok());
-    EXPECT_EQ(near, linear_nearest(scene->boxes, {}, {0.5f, 0.5f, 0.5f}, 5));
+    EXPECT_EQ(near, testing::brute_nearest(scene->boxes, {0.5f, 0.5f, 0.5f}, 5));
     EXPECT_LT(grid.stats().box_tests, 2000u);
     grid.reset_stats();
     std::vector<std::uint32_t> ids;
@@ -381,75 +271,39 @@ TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         UniformGrid::Config config;
         if (seed == 4) config.max_cells_per_box = 1;  // boxes hop between many levels
-        std::mt19937 rng(seed);
-        std::uniform_real_distribution<float> u(0.0f, 1.0f);
-        const auto random_box = [&] {
+        testing::SequenceOptions options;
+        options.seed = seed;
+        options.steps = 400;
+        options.query_count = 30;
+        options.nearest_stride = 2;
+        options.nearest_all = false;
+        options.check_misuse = true;
+        options.new_box = [](testing::SequenceContext& ctx) {
             Box b;
-            const int kind = int(rng() % 10);
-            const float side = kind == 0 ? 0.0f : (kind == 1 ? 0.6f : 0.05f * u(rng));
+            const int kind = int(ctx.rng() % 10);
+            const float side = kind == 0 ? 0.0f : (kind == 1 ? 0.6f : 0.05f * ctx.unit());
             for (int a = 0; a < 3; ++a) {
-                b.min[a] = u(rng) * (kind == 2 ? 3.0f : 1.0f) - (kind == 2 ? 1.0f : 0.0f);
+                b.min[a] = ctx.unit() * (kind == 2 ? 3.0f : 1.0f) - (kind == 2 ? 1.0f : 0.0f);
                 b.max[a] = b.min[a] + side * (kind == 3 && a == 2 ? 0.0f : 1.0f);
             }
             return b;
         };
-        std::vector<Box> initial;
-        for (int i = 0; i < 150; ++i) initial.push_back(random_box());
-        UniformGrid grid(config);
-        ASSERT_TRUE(grid.build(initial).ok());
-        std::map<std::uint32_t, Box> live;
-        for (std::uint32_t i = 0; i < initial.size(); ++i) live[i] = initial[i];
-
-        const auto pick_live = [&] {
-            auto it = live.begin();
-            std::advance(it, rng() % live.size());
-            return it->first;
+        testing::SequenceContext start_rng(seed + 7919u);
+        for (int i = 0; i < 150; ++i) options.start.push_back(options.new_box(start_rng));
+        options.insert_share = [](int) { return 1.0f / 3.0f; };
+        options.remove_share = 0.5f;
+        options.moved_box = [new_box = options.new_box](testing::SequenceContext& ctx, Box b) {
+            if (ctx.rng() % 2) {
+                const float dx = 0.02f * (ctx.unit() - 0.5f);
+                b.min.x += dx;
+                b.max.x += dx;
+                return b;
+            }
+            return new_box(ctx);
         };
-        for (int step = 0; step < 400; ++step) {
-            const int op = int(rng() % 3);
-            if (op == 0 || live.empty()) {
-                std::uint32_t id = (rng() % 4 == 0) ? std::uint32_t(rng()) : rng() % 400;
-                while (live.contains(id)) ++id;
-                const Box b = random_box();
-                ASSERT_TRUE(grid.insert(id, b).ok());
-                live[id] = b;
-                EXPECT_FALSE(grid.insert(id, b).ok());  // id in use
-            } else if (op == 1) {
-                const std::uint32_t id = pick_live();
-                ASSERT_TRUE(grid.remove(id).ok());
-                live.erase(id);
-                EXPECT_FALSE(grid.remove(id).ok());
-                EXPECT_FALSE(grid.move(id, random_box()).ok());
-            } else {
-                const std::uint32_t id = pick_live();
-                Box b = live[id];
-                if (rng() % 2) {
-                    const float dx = 0.02f * (u(rng) - 0.5f);
-                    b.min.x += dx;
-                    b.max.x += dx;
-                } else {
-                    b = random_box();
-                }
-                ASSERT_TRUE(grid.move(id, b).ok());
-                live[id] = b;
-                Box bad = b;
-                bad.min.z = std::numeric_limits<float>::quiet_NaN();
-                EXPECT_FALSE(grid.move(id, bad).ok());
-            }
-            const Status v = grid.validate();
-            ASSERT_TRUE(v.ok()) << "step " << step << ": " << v.error().message;
-            ASSERT_EQ(grid.size(), live.size());
-            if (step % 10 == 9) {
-                std::vector<Box> boxes;
-                std::vector<std::uint32_t> ids;
-                for (const auto& [id, b] : live) {
-                    ids.push_back(id);
-                    boxes.push_back(b);
-                }
-                expect_matches_brute_force(grid, boxes, ids, seed * 1000 + step,
-                                           "step " + std::to_string(step), 30);
-            }
-        }
+        UniformGrid grid(config);
+        std::map<std::uint32_t, Box> live = testing::run_dynamic_sequence(grid, options);
+        if (HasFailure()) return;
         // Empty it completely, then refill.
         while (!live.empty()) {
             const std::uint32_t id = live.begin()->first;

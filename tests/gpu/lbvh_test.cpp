@@ -31,7 +31,14 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
 }
 
 lbvh::CodeKind cpu_kind(gpu::CodeKind code) {
-    return code == gpu::CodeKind::morton63 ? lbvh::CodeKind::morton63 : lbvh::CodeKind::morton30;
+    switch (code) {
+        case gpu::CodeKind::morton63:
+            return lbvh::CodeKind::morton63;
+        case gpu::CodeKind::hilbert30:
+            return lbvh::CodeKind::hilbert30;
+        default:
+            return lbvh::CodeKind::morton30;
+    }
 }
 
 // The CPU twin's tree for the same boxes.
@@ -51,7 +58,9 @@ struct SceneCase {
 
 std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
     return std::string(info.param.generator) + "_" + std::to_string(info.param.n) +
-           (info.param.code == gpu::CodeKind::morton63 ? "_m63" : "_m30");
+           (info.param.code == gpu::CodeKind::morton63    ? "_m63"
+            : info.param.code == gpu::CodeKind::hilbert30 ? "_h30"
+                                                          : "_m30");
 }
 
 class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
@@ -79,9 +88,9 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
         const LbvhNode& e = expected[i];
         ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 && same(g.lo, e.lo) &&
                     same(g.hi, e.hi))
-            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z << " "
-            << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z << " "
-            << e.link.w << ")";
+            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z
+            << " " << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z
+            << " " << e.link.w << ")";
     }
 }
 
@@ -105,6 +114,8 @@ std::vector<SceneCase> scene_cases() {
         }
         cases.push_back({g.data(), 20000, gpu::CodeKind::morton30});
         cases.push_back({g.data(), 5000, gpu::CodeKind::morton63});
+        for (std::size_t n : {2, 100, 5000})
+            cases.push_back({g.data(), n, gpu::CodeKind::hilbert30});
     }
     return cases;
 }
@@ -142,7 +153,8 @@ Scene hand_made(const char* kind) {
 TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
     for (const char* kind : {"identical", "points", "far", "huge"}) {
         Scene s = hand_made(kind);
-        for (gpu::CodeKind code : {gpu::CodeKind::morton30, gpu::CodeKind::morton63}) {
+        for (gpu::CodeKind code :
+             {gpu::CodeKind::morton30, gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {
             auto lbvh = make_lbvh(code);
             ASSERT_TRUE(lbvh);
             auto pairs = lbvh->find_pairs(s.boxes);

@@ -1,0 +1,100 @@
+// CPU twins of the moving-scene kernels: refit, SAH cost, policy, sorted-pair difference
+// (see lbvh_refit.hpp).
+#include "lbvh_refit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace broadphase::lbvh {
+
+std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind) {
+    if (boxes.empty()) return {};
+    std::vector<std::uint64_t> codes = compute_codes(boxes, kind);
+    std::vector<std::uint32_t> ids = sort_codes(codes);
+    std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
+    compute_bounds(nodes, boxes);
+    return nodes;
+}
+
+void refit(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
+    if (!boxes.empty()) compute_bounds(nodes, boxes);
+}
+
+float node_area(const LbvhNode& node) {
+    float dx = node.hi.x - node.lo.x, dy = node.hi.y - node.lo.y, dz = node.hi.z - node.lo.z;
+    return 2.0f * (dx * dy + dy * dz + dz * dx);
+}
+
+std::vector<float> sah_partials(std::span<const LbvhNode> nodes, std::uint32_t n) {
+    constexpr std::uint32_t g = gpu_layout::kWorkgroupSize;
+    std::uint32_t internal = n > 1 ? n - 1 : 0;
+    std::uint32_t tiles = std::max<std::uint32_t>((internal + g - 1) / g, 1);
+    std::vector<float> out(tiles + 1);
+    std::vector<float> sums(g);
+    for (std::uint32_t tile = 0; tile < tiles; ++tile) {
+        for (std::uint32_t t = 0; t < g; ++t) {
+            std::uint32_t i = tile * g + t;
+            sums[t] = i < internal ? node_area(nodes[i]) : 0.0f;
+        }
+        for (std::uint32_t s = g / 2; s > 0; s >>= 1)
+            for (std::uint32_t t = 0; t < s; ++t) sums[t] += sums[t + s];
+        out[tile] = sums[0];
+    }
+    out[tiles] = internal > 0 ? node_area(nodes[0]) : 0.0f;
+    return out;
+}
+
+double sah_cost(std::span<const LbvhNode> nodes, std::uint32_t n) {
+    std::vector<float> p = sah_partials(nodes, n);
+    double sum = 0;
+    for (std::size_t i = 0; i + 1 < p.size(); ++i) sum += p[i];
+    double root = p.back();
+    return root > 0 ? sum / root : 0.0;
+}
+
+std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b) {
+    // pair_diff_mark.comp: one mark per element of A, plus a trailing 0.
+    std::vector<std::uint32_t> marks(a.size() + 1, 0);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        auto it = std::lower_bound(b.begin(), b.end(), a[i]);
+        marks[i] = (it != b.end() && *it == a[i]) ? 0u : 1u;
+    }
+    // Exclusive scan, then pair_diff_compact.comp.
+    std::uint32_t running = 0;
+    for (std::uint32_t& m : marks) {
+        std::uint32_t v = m;
+        m = running;
+        running += v;
+    }
+    std::vector<Pair> out(marks.back());
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (marks[i + 1] != marks[i]) out[marks[i]] = a[i];
+    return out;
+}
+
+void MovingTwin::reset(std::span<const Box> boxes) {
+    n_ = static_cast<std::uint32_t>(boxes.size());
+    nodes_ = build_tree(boxes, kind_);
+    base_cost_ = sah_cost(nodes_, n_);
+    ratio_ = 1;
+}
+
+bool MovingTwin::step(std::span<const Box> boxes) {
+    ratio_ = 1;
+    bool rebuild = policy_ == Policy::always_rebuild;
+    if (!rebuild) {
+        refit(nodes_, boxes);
+        if (n_ > 1) {
+            double cost = sah_cost(nodes_, n_);
+            ratio_ = base_cost_ > 0 ? cost / base_cost_ : (cost > 0 ? HUGE_VAL : 1.0);
+            rebuild = policy_ == Policy::by_ratio && ratio_ > rebuild_ratio_;
+        }
+    }
+    if (rebuild) {
+        nodes_ = build_tree(boxes, kind_);
+        base_cost_ = sah_cost(nodes_, n_);
+    }
+    return rebuild;
+}
+
+}  // namespace broadphase::lbvh

@@ -1,0 +1,61 @@
+// CPU twins of the moving-scene kernels (gpu/moving_scene.cpp): refit of an LBVH for new box
+// positions (leaves take their box's bounds, bottom-up union; lbvh_refit.comp +
+// lbvh_bounds.comp), its normalised surface-area cost (MacDonald & Booth 1990, as the refit
+// quality measure of Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D
+// 2012; lbvh_sah.comp), the refit-or-rebuild policy, and the difference of sorted pair lists
+// (pair_diff_mark.comp + scan + pair_diff_compact.comp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lbvh.hpp"
+
+namespace broadphase::lbvh {
+
+/// Builds the tree of `boxes` as the GPU does (codes, stable sort, hierarchy, bounds).
+std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind);
+
+/// Refits a built tree in place for new box positions (same count, same ids).
+void refit(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
+
+/// Surface area 2 (dx dy + dy dz + dz dx) of a node, in float as the shader computes it.
+float node_area(const LbvhNode& node);
+
+/// Per-workgroup partial sums of the internal nodes' areas (kWorkgroupSize nodes each, same
+/// shared-memory tree reduction as lbvh_sah.comp), then the root's area as the last element.
+std::vector<float> sah_partials(std::span<const LbvhNode> nodes, std::uint32_t n);
+
+/// Normalised SAH cost: sum of internal node areas over the root's area (0 when n < 2 or the
+/// root has no area).
+double sah_cost(std::span<const LbvhNode> nodes, std::uint32_t n);
+
+/// A \ B of two ascending pair lists, per element as the GPU does it: binary search in B,
+/// mark, exclusive scan, compact. Equals std::set_difference.
+std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b);
+
+/// The refit-or-rebuild decision of gpu::MovingScene over the CPU twin.
+class MovingTwin {
+public:
+    enum class Policy { always_refit, always_rebuild, by_ratio };
+    MovingTwin(CodeKind kind, Policy policy, double rebuild_ratio)
+        : kind_(kind), policy_(policy), rebuild_ratio_(rebuild_ratio) {}
+    /// Builds the tree for the first frame.
+    void reset(std::span<const Box> boxes);
+    /// One frame: refits (and measures the ratio) or rebuilds; returns true when it rebuilt.
+    bool step(std::span<const Box> boxes);
+    double ratio() const { return ratio_; }
+    double build_cost() const { return base_cost_; }
+    std::span<const LbvhNode> nodes() const { return nodes_; }
+
+private:
+    CodeKind kind_;
+    Policy policy_;
+    double rebuild_ratio_;
+    std::vector<LbvhNode> nodes_;
+    std::uint32_t n_ = 0;
+    double base_cost_ = 0, ratio_ = 1;
+};
+
+}  // namespace broadphase::lbvh

@@ -1,0 +1,90 @@
+// Moving scenes on the GPU: per-frame refit or rebuild of the LBVH and begin/end overlap
+// events. Each frame the tree is refitted in place (leaves take their box's new bounds, then
+// bottom-up bounds) and its normalised surface-area cost (SAH: sum of internal node areas over
+// the root's area; Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D 2012)
+// is compared with the cost right after the last build; above a threshold the tree is rebuilt.
+// The frame's pairs are sorted on the GPU as 64-bit keys (i << 32 | j) and diffed against the
+// previous frame's sorted pairs (binary search, scan, compact), giving exact began/ended lists.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "broadphase/gpu.hpp"
+
+namespace broadphase::gpu {
+
+/// When a frame refits the tree and when it rebuilds it.
+enum class RefitPolicy {
+    always_refit,    ///< never rebuild after reset (quality may degrade; pairs stay exact)
+    always_rebuild,  ///< rebuild every frame (no refit, ratio reported as 1)
+    by_ratio,        ///< refit, then rebuild when cost / cost_after_build > rebuild_ratio
+};
+
+struct MovingSceneOptions {
+    CodeKind code = CodeKind::morton30;
+    RefitPolicy policy = RefitPolicy::by_ratio;
+    /// Rebuild threshold on the refitted tree's SAH cost relative to the last build's (> 0).
+    double rebuild_ratio = 1.5;
+    /// Download the frame's full sorted pair list into FrameResult::pairs (events always are).
+    bool return_pairs = true;
+};
+
+/// Which path a frame took.
+enum class FramePath { refit, rebuild };
+
+/// One frame's outcome. Pair lists are sorted ascending, (i, j) with i < j.
+struct FrameResult {
+    std::vector<Pair> pairs;       ///< all overlapping pairs (empty unless return_pairs)
+    std::vector<Pair> began;       ///< pairs overlapping now and not in the previous frame
+    std::vector<Pair> ended;       ///< pairs of the previous frame not overlapping now
+    std::uint32_t pair_count = 0;  ///< exact number of pairs this frame
+    FramePath path = FramePath::refit;
+    /// SAH cost of the refitted tree over the cost right after the last build (1 when the
+    /// policy is always_rebuild or there are fewer than 2 boxes).
+    double ratio = 1;
+};
+
+/// A scene of n boxes moving from frame to frame (same count, same ids). Owns its device
+/// buffers; the Context must outlive it. Not thread-safe.
+class MovingScene {
+public:
+    /// Creates pipelines; no scene yet (call reset). Rejects a non-positive rebuild_ratio.
+    static Result<std::unique_ptr<MovingScene>> create(Context& context,
+                                                       const MovingSceneOptions& options = {});
+    ~MovingScene();
+
+    /// Starts over with these boxes: builds the tree and records their pairs as the previous
+    /// frame's. Rejects invalid boxes (the error names the box).
+    Status reset(std::span<const Box> boxes);
+    /// Advances one frame: the boxes' new positions (same count as reset, same ids).
+    Result<FrameResult> step(std::span<const Box> new_boxes);
+    /// As step, on the caller's device buffer of n GpuBox (n as in reset, offset 0, storage
+    /// usage). Precondition: its writes complete and visible to the queue (e.g. uploaded with
+    /// Context::upload or written by an earlier waited-on submit). The boxes are not validated.
+    Result<FrameResult> step(VkBuffer boxes, std::uint32_t n);
+
+    /// Records a refit of a built tree on the caller's buffers: leaves take the bounds of
+    /// `buffers.boxes`, then internal nodes are recomputed bottom-up. `flags` holds at least
+    /// max(n - 1, 1) uints (zeroed here). Preconditions: boxes and nodes visible to compute
+    /// reads/writes. Postcondition: the last command is a compute dispatch writing nodes.
+    void record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,
+                      std::uint32_t n) const;
+
+    /// Number of boxes since the last reset.
+    std::uint32_t size() const;
+    /// Normalised SAH cost right after the last build.
+    double build_cost() const;
+    /// Nodes of the current tree (2n-1; empty when n == 0), for inspection and tests.
+    Result<std::vector<gpu_layout::LbvhNode>> nodes();
+
+    struct Impl;
+
+private:
+    explicit MovingScene(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,287 @@
+// gpu::MovingScene (per-frame refit or rebuild, overlap events) against brute force and the
+// CPU twin (cpu_reference/lbvh_refit): standard scenes animated over several frames with small
+// deterministic motions and one large jump; every frame the pairs equal brute force's, the
+// began/ended events equal std::set_difference of consecutive brute-force pair lists, the
+// tree equals the twin's node for node, and the policy's decisions and ratios match the twin's.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "gpu_test_env.hpp"
+#include "lbvh_refit.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu_layout::LbvhNode;
+
+std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
+    auto r = find_pairs_cpu("brute_force", boxes);
+    EXPECT_TRUE(r);
+    return r ? r.value() : std::vector<Pair>{};
+}
+
+std::vector<Pair> set_diff(const std::vector<Pair>& a, const std::vector<Pair>& b) {
+    std::vector<Pair> out;
+    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    return out;
+}
+
+// A deterministic value in [-1, 1) from (box, frame, axis) (splitmix64 finaliser).
+float jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
+    std::uint64_t z = k * 0x9e3779b97f4a7c15ull + frame * 0xbf58476d1ce4e5b9ull + axis + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
+}
+
+// Frame f of an animation of `base`: every box drifts by a small step per frame (a few
+// percent of the mean spacing); at frame `jump_frame` a third of the boxes swap places with
+// other boxes (a large incoherent jump that spoils the tree), and stay there.
+std::vector<Box> animate(const std::vector<Box>& base, int frame, int jump_frame) {
+    std::vector<Box> boxes = base;
+    if (boxes.empty()) return boxes;
+    Box bounds = boxes[0];
+    for (const Box& b : boxes) {
+        bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
+                      std::min(bounds.min.z, b.min.z)};
+        bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
+                      std::max(bounds.max.z, b.max.z)};
+    }
+    float spacing = 1.0f / std::cbrt(float(boxes.size()));
+    Vec3 step{(bounds.max.x - bounds.min.x) * spacing * 0.1f,
+              (bounds.max.y - bounds.min.y) * spacing * 0.1f,
+              (bounds.max.z - bounds.min.z) * spacing * 0.1f};
+    if (frame >= jump_frame) {
+        for (std::size_t k = 0; k < boxes.size(); k += 3) {
+            std::size_t other =
+                std::size_t((jitter(k, 999, 0) * 0.5f + 0.5f) * float(boxes.size()));
+            other = std::min(other, boxes.size() - 1);
+            Vec3 d{base[other].min.x - base[k].min.x, base[other].min.y - base[k].min.y,
+                   base[other].min.z - base[k].min.z};
+            boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
+            boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
+        }
+    }
+    for (std::size_t k = 0; k < boxes.size(); ++k) {
+        Vec3 d{0, 0, 0};
+        for (int f = 1; f <= frame; ++f) {
+            d.x += step.x * jitter(k, f, 0);
+            d.y += step.y * jitter(k, f, 1);
+            d.z += step.z * jitter(k, f, 2);
+        }
+        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
+        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
+    }
+    return boxes;
+}
+
+std::unique_ptr<gpu::MovingScene> make_scene(const gpu::MovingSceneOptions& options) {
+    auto scene = gpu::MovingScene::create(gpu_context(), options);
+    EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
+    return scene ? std::move(scene.value()) : nullptr;
+}
+
+lbvh::MovingTwin::Policy twin_policy(gpu::RefitPolicy p) {
+    switch (p) {
+        case gpu::RefitPolicy::always_refit:
+            return lbvh::MovingTwin::Policy::always_refit;
+        case gpu::RefitPolicy::always_rebuild:
+            return lbvh::MovingTwin::Policy::always_rebuild;
+        default:
+            return lbvh::MovingTwin::Policy::by_ratio;
+    }
+}
+
+struct Counts {
+    int refits = 0, rebuilds = 0;
+};
+
+std::string message(const Status& s) {
+    return s ? "" : s.error().message;
+}
+
+// Runs `frames` frames of the animation of a generated scene and checks every frame: pairs
+// against brute force, events against the set difference of brute-force lists (and the twin's
+// per-element diff), the tree against the twin node for node, decisions and ratios.
+void run_animation(const char* generator, std::size_t n, gpu::RefitPolicy policy, int frames,
+                   int jump_frame, Counts& counts) {
+    SCOPED_TRACE(std::string(generator) + ":" + std::to_string(n));
+    auto scene = generate_scene(generator, n);
+    ASSERT_TRUE(scene);
+    gpu::MovingSceneOptions options;
+    options.policy = policy;
+    auto moving = make_scene(options);
+    ASSERT_TRUE(moving);
+    lbvh::MovingTwin twin(lbvh::CodeKind::morton30, twin_policy(policy), options.rebuild_ratio);
+
+    std::vector<Box> boxes = scene->boxes;
+    Status reset = moving->reset(boxes);
+    ASSERT_TRUE(reset) << message(reset);
+    twin.reset(boxes);
+    EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
+    std::vector<Pair> previous = brute_pairs(boxes);
+    for (int frame = 1; frame <= frames; ++frame) {
+        SCOPED_TRACE("frame " + std::to_string(frame));
+        boxes = animate(scene->boxes, frame, jump_frame);
+        auto r = moving->step(boxes);
+        ASSERT_TRUE(r) << r.error().message;
+        bool twin_rebuilt = twin.step(boxes);
+        std::vector<Pair> expected = brute_pairs(boxes);
+        EXPECT_EQ(r->pair_count, expected.size());
+        EXPECT_TRUE(r->pairs == expected) << r->pairs.size() << " vs " << expected.size();
+        std::vector<Pair> began = set_diff(expected, previous);
+        std::vector<Pair> ended = set_diff(previous, expected);
+        EXPECT_TRUE(r->began == began) << r->began.size() << " vs " << began.size();
+        EXPECT_TRUE(r->ended == ended) << r->ended.size() << " vs " << ended.size();
+        EXPECT_TRUE(lbvh::diff_sorted_pairs(expected, previous) == began);
+        EXPECT_TRUE(lbvh::diff_sorted_pairs(previous, expected) == ended);
+        // Policy: the same path and ratio as the twin, and the same tree.
+        EXPECT_NEAR(r->ratio, twin.ratio(), 1e-4 * std::max(1.0, twin.ratio()));
+        ASSERT_EQ(r->path == gpu::FramePath::rebuild, twin_rebuilt) << "ratio " << r->ratio;
+        auto nodes = moving->nodes();
+        ASSERT_TRUE(nodes);
+        ASSERT_EQ(nodes->size(), twin.nodes().size());
+        EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
+                  0);
+        (r->path == gpu::FramePath::rebuild ? counts.rebuilds : counts.refits)++;
+        if (policy == gpu::RefitPolicy::always_refit) {
+            EXPECT_EQ(r->path, gpu::FramePath::refit);
+        }
+        if (policy == gpu::RefitPolicy::always_rebuild) {
+            EXPECT_EQ(r->path, gpu::FramePath::rebuild);
+            EXPECT_EQ(r->ratio, 1.0);
+        }
+        previous = expected;
+    }
+}
+
+class MovingSceneTest : public GpuTest {};
+
+// Test 1: every standard scene, ratio policy: small motions refit, the large jump rebuilds.
+TEST_F(MovingSceneTest, StandardScenesByRatio) {
+    Counts counts;
+    for (const char* generator :
+         {"uniform", "clustered", "xline", "yline", "mixed_sizes", "degenerate"}) {
+        Counts c;
+        run_animation(generator, 2000, gpu::RefitPolicy::by_ratio, 5, 3, c);
+        counts.refits += c.refits;
+        counts.rebuilds += c.rebuilds;
+        if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_GE(counts.refits, 1);
+    EXPECT_GE(counts.rebuilds, 1);
+}
+
+// Test 2: the uniform scene with the ratio policy refits on small motions and rebuilds on the
+// jump (the jump frame's refitted cost is far above the threshold).
+TEST_F(MovingSceneTest, UniformRefitsThenRebuildsOnJump) {
+    Counts c;
+    run_animation("uniform", 3000, gpu::RefitPolicy::by_ratio, 5, 3, c);
+    EXPECT_GE(c.refits, 2);
+    EXPECT_GE(c.rebuilds, 1);
+}
+
+// Test 3: fixed policies.
+TEST_F(MovingSceneTest, AlwaysRefitAndAlwaysRebuild) {
+    Counts refit, rebuild;
+    run_animation("clustered", 2000, gpu::RefitPolicy::always_refit, 4, 2, refit);
+    EXPECT_EQ(refit.rebuilds, 0);
+    run_animation("mixed_sizes", 2000, gpu::RefitPolicy::always_rebuild, 3, 2, rebuild);
+    EXPECT_EQ(rebuild.refits, 0);
+}
+
+// Test 4: tiny scenes: empty, one box, two boxes that meet and part.
+TEST_F(MovingSceneTest, TinyScenes) {
+    auto moving = make_scene({});
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE(moving->reset({}));
+    auto r = moving->step(std::span<const Box>{});
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->pairs.empty() && r->began.empty() && r->ended.empty());
+
+    std::vector<Box> one{{{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(moving->reset(one));
+    one[0] = {{5, 5, 5}, {6, 6, 6}};
+    r = moving->step(one);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->pairs.empty());
+
+    std::vector<Box> two{{{0, 0, 0}, {1, 1, 1}}, {{3, 0, 0}, {4, 1, 1}}};
+    ASSERT_TRUE(moving->reset(two));
+    two[1] = {{1, 0, 0}, {2, 1, 1}};  // touching counts
+    r = moving->step(two);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->began, (std::vector<Pair>{{0, 1}}));
+    EXPECT_TRUE(r->ended.empty());
+    r = moving->step(two);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->began.empty() && r->ended.empty());
+    EXPECT_EQ(r->pairs, (std::vector<Pair>{{0, 1}}));
+    two[1] = {{3, 0, 0}, {4, 1, 1}};
+    r = moving->step(two);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->began.empty());
+    EXPECT_EQ(r->ended, (std::vector<Pair>{{0, 1}}));
+}
+
+// Test 5: the caller's device buffer as input gives the same events as host arrays.
+TEST_F(MovingSceneTest, CallerBoxBuffer) {
+    auto scene = generate_scene("uniform", 2000);
+    ASSERT_TRUE(scene);
+    auto a = make_scene({});
+    auto b = make_scene({});
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(a->reset(scene->boxes));
+    ASSERT_TRUE(b->reset(scene->boxes));
+    auto buffer =
+        gpu_context().create_buffer(2000 * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+    ASSERT_TRUE(buffer);
+    for (int frame = 1; frame <= 3; ++frame) {
+        std::vector<Box> boxes = animate(scene->boxes, frame, 2);
+        auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+        ASSERT_TRUE(gpu_context().upload(buffer.value(), gpu_boxes.data(),
+                                         gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+        auto ra = a->step(boxes);
+        auto rb = b->step(buffer->handle(), 2000);
+        ASSERT_TRUE(ra && rb);
+        EXPECT_EQ(ra->pairs, rb->pairs);
+        EXPECT_EQ(ra->began, rb->began);
+        EXPECT_EQ(ra->ended, rb->ended);
+        EXPECT_EQ(ra->path, rb->path);
+    }
+}
+
+// Test 6: hostile use is rejected with a clear error.
+TEST_F(MovingSceneTest, RejectsBadInput) {
+    gpu::MovingSceneOptions bad;
+    bad.rebuild_ratio = 0;
+    EXPECT_FALSE(gpu::MovingScene::create(gpu_context(), bad));
+    auto moving = make_scene({});
+    ASSERT_TRUE(moving);
+    std::vector<Box> boxes{{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
+    auto early = moving->step(boxes);
+    ASSERT_FALSE(early);
+    EXPECT_NE(early.error().message.find("reset"), std::string::npos);
+    ASSERT_TRUE(moving->reset(boxes));
+    std::vector<Box> three(3, boxes[0]);
+    auto wrong = moving->step(three);
+    ASSERT_FALSE(wrong);
+    EXPECT_NE(wrong.error().message.find("3 boxes"), std::string::npos);
+    boxes[1].max.y = std::nanf("");
+    auto nan = moving->step(boxes);
+    ASSERT_FALSE(nan);
+    EXPECT_EQ(nan.error().box, 1u);
+    Status bad_reset = moving->reset(boxes);
+    EXPECT_FALSE(bad_reset);
+}
+
+}  // namespace
+}  // namespace broadphase::testing
