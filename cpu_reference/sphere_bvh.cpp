@@ -493,6 +493,50 @@ void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) 
     }
 }
 
+void SphereBvh::cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>& out) const {
+    if (nodes_.empty()) return;
+    // A sphere is outside plane (n, d) when dot(n, c) + d < -r; the slack covers |n| != 1 in
+    // float and the rounding of the boxes' own float margins.
+    auto sphere_outside = [&](const Node& node) {
+        for (const Plane& p : f.planes) {
+            const double m = double(p.normal.x) * node.center.x +
+                             double(p.normal.y) * node.center.y +
+                             double(p.normal.z) * node.center.z + double(p.d);
+            const double scale = std::abs(double(p.d)) +
+                                 std::abs(double(p.normal.x) * node.center.x) +
+                                 std::abs(double(p.normal.y) * node.center.y) +
+                                 std::abs(double(p.normal.z) * node.center.z);
+            if (m + double(node.radius) * (1 + 1e-5) + 1e-5 * scale < 0) return true;
+        }
+        return false;
+    };
+    std::vector<std::uint32_t> stack{0};
+    std::vector<std::pair<float, std::uint32_t>> leaf;  // (distance, id)
+    while (!stack.empty()) {
+        const std::uint32_t index = stack.back();
+        stack.pop_back();
+        const Node& node = nodes_[index];
+        if (sphere_outside(node)) continue;
+        if (node.is_leaf()) {
+            ++stats_.leaves_visited;
+            stats_.box_tests += node.count;
+            leaf.clear();
+            for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
+                if (frustum_may_see(f, boxes_[k]))
+                    leaf.push_back({point_box_distance(f.eye, boxes_[k]), ids_[k]});
+            }
+            std::sort(leaf.begin(), leaf.end());
+            for (const auto& entry : leaf) out.push_back(entry.second);
+            continue;
+        }
+        ++stats_.nodes_visited;
+        const int axis = static_cast<int>(node.axis());
+        const bool left_first = f.eye[axis] < node.center[axis];
+        stack.push_back(left_first ? node.right() : index + 1);
+        stack.push_back(left_first ? index + 1 : node.right());
+    }
+}
+
 // ---- validate --------------------------------------------------------------------------------
 
 Status SphereBvh::validate() const {

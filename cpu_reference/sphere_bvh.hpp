@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "broadphase/frustum.hpp"
 #include "broadphase/structure.hpp"
 
 namespace broadphase {
@@ -86,6 +87,11 @@ public:
     /// each node the child on the eye's side of the split plane (eye[axis] < center[axis]
     /// means the left child) goes first; inside a leaf, by point_box_distance, then id.
     void front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) const;
+
+    /// Frustum cull in the approximate order: the front_to_back traversal from f.eye, skipping
+    /// every node whose sphere lies entirely outside one plane (with slack, so it only prunes),
+    /// and keeping exactly the leaf boxes frustum_may_see keeps: the set is cull_brute_force's.
+    void cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>& out) const;
 
     const Config& config() const { return config_; }
     /// Nodes in depth-first order; the root is nodes()[0] (empty when there are no boxes).

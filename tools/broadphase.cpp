@@ -22,6 +22,10 @@ commands:
                                                  structure; a table and one PNG per scene
   scene     --scene S [--out FILE]               write a scene as text (generators too)
   devices   [--device D]                         show the Vulkan device that would be used
+  cull      --scene S --camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far
+            [--order exact|approx] [--method gpu_lbvh|sphere_bvh|brute_force]
+                                                 visible box ids, one per line, front to
+                                                 back (exact: by distance, then id)
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return run_bench(args);
     if (command == "scene") return run_scene(args);
     if (command == "devices") return run_devices(args);
+    if (command == "cull") return run_cull(args);
     std::fprintf(stderr, "broadphase: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
 }

@@ -24,6 +24,8 @@ int run_validate(const Args& args);
 int run_bench(const Args& args);
 int run_scene(const Args& args);
 int run_devices(const Args& args);
+/// `broadphase cull`: visible box ids of a camera, one per line, in order (cull_command.cpp).
+int run_cull(const Args& args);
 
 /// Default scene of every command that takes --scene.
 inline constexpr const char* kDefaultScene = "uniform:20000";

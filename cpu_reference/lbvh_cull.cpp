@@ -1,0 +1,110 @@
+// CPU twin of the GPU LBVH frustum cull; see lbvh_cull.hpp and shaders/lbvh_cull*.comp.
+#include "lbvh_cull.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "broadphase/gpu_layout_cull.h"
+#include "lbvh.hpp"
+
+namespace broadphase::lbvh {
+
+using gpu_layout::kCullChunk;
+
+namespace {
+
+// 0: outside one plane, 1: straddles, 2: inside all planes (lbvh_cull.comp classify).
+int classify(const LbvhNode& node, const Frustum& f) {
+    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
+    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
+    bool inside = true;
+    for (const Plane& p : f.planes) {
+        const float nrm[3] = {p.normal.x, p.normal.y, p.normal.z};
+        float pv[3], nv[3];
+        for (int a = 0; a < 3; ++a) {
+            pv[a] = nrm[a] >= 0 ? hi[a] : lo[a];
+            nv[a] = nrm[a] >= 0 ? lo[a] : hi[a];
+        }
+        const float mp = nrm[0] * pv[0] + nrm[1] * pv[1] + nrm[2] * pv[2] + p.d;
+        const float mn = nrm[0] * nv[0] + nrm[1] * nv[1] + nrm[2] * nv[2] + p.d;
+        if (mp < 0) return 0;
+        if (mn < 0) inside = false;
+    }
+    return inside ? 2 : 1;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint32_t n,
+                                      const Frustum& f, std::uint32_t chunk) {
+    std::vector<std::uint32_t> out;
+    if (n == 0) return out;
+    const std::uint32_t leaf_base = n - 1;
+    const std::uint32_t lo = chunk * kCullChunk;
+    const std::uint32_t hi = std::min(n, lo + kCullChunk) - 1;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // (node, first position)
+    std::uint32_t node = 0, first = 0;
+    while (true) {
+        const std::uint32_t last = nodes[node].link.w;
+        bool descend = false;
+        if (last >= lo && first <= hi) {
+            const int cls = classify(nodes[node], f);
+            if (cls == 2 || (cls == 1 && node >= leaf_base)) {
+                for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p)
+                    out.push_back(p);
+            } else if (cls == 1) {
+                descend = true;
+            }
+        }
+        if (descend) {
+            const std::uint32_t left = nodes[node].link.x;
+            const std::uint32_t right_first = nodes[left].link.w + 1;
+            if (right_first <= hi) stack.push_back({nodes[node].link.y, right_first});
+            node = left;
+        } else if (!stack.empty()) {
+            node = stack.back().first;
+            first = stack.back().second;
+            stack.pop_back();
+        } else {
+            break;
+        }
+    }
+    return out;
+}
+
+float cull_distance(const Vec3& e, const LbvhNode& leaf) {
+    const float lo[3] = {leaf.lo.x, leaf.lo.y, leaf.lo.z};
+    const float hi[3] = {leaf.hi.x, leaf.hi.y, leaf.hi.z};
+    float d[3];
+    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
+    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    return std::sqrt(s);
+}
+
+std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
+                                CullOrder order) {
+    std::vector<std::uint32_t> positions;
+    const std::uint32_t chunks = (n + kCullChunk - 1) / kCullChunk;
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        std::vector<std::uint32_t> seen = cull_chunk(nodes, n, f, c);
+        positions.insert(positions.end(), seen.begin(), seen.end());
+    }
+    std::vector<std::uint32_t> ids;
+    ids.reserve(positions.size());
+    if (order == CullOrder::approx) {
+        for (std::uint32_t p : positions) ids.push_back(nodes[n - 1 + p].link.x);
+        return ids;
+    }
+    std::vector<std::uint64_t> keys;
+    keys.reserve(positions.size());
+    for (std::uint32_t p : positions) {
+        const LbvhNode& leaf = nodes[n - 1 + p];
+        keys.push_back(std::uint64_t(float_to_ordered(cull_distance(f.eye, leaf))) << 32 |
+                       leaf.link.x);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::uint64_t k : keys) ids.push_back(static_cast<std::uint32_t>(k));
+    return ids;
+}
+
+}  // namespace broadphase::lbvh

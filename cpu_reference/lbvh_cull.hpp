@@ -1,0 +1,31 @@
+// CPU twin of the GPU LBVH frustum cull (shaders/lbvh_cull.comp, lbvh_cull_compact.comp,
+// lbvh_cull_emit.comp): chunked depth-first traversal with hierarchical rejection (a node
+// entirely outside one plane) and acceptance (a node entirely inside all planes emits its
+// whole leaf range), compaction in LBVH leaf order, and the exact order by the float distance
+// key. Same float operations as the shaders, so tests compare GPU output with these exactly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "broadphase/frustum.hpp"
+#include "broadphase/gpu_layout.h"
+
+namespace broadphase::lbvh {
+
+/// What lbvh_cull.comp's invocation `chunk` writes: the sorted positions it sees, ascending,
+/// among [chunk * kCullChunk, (chunk + 1) * kCullChunk) of a tree over n >= 1 leaves.
+std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
+                                      const Frustum& f, std::uint32_t chunk);
+
+/// The shaders' eye-to-box distance in float: sqrt of the float sum of squared per-axis gaps.
+float cull_distance(const Vec3& eye, const gpu_layout::LbvhNode& leaf);
+
+/// The whole GPU cull of a tree over n leaves (nodes.size() == 2n - 1; empty when n == 0).
+/// approx: ids in LBVH leaf order (sorted-position order: the Morton order of the centroids).
+/// exact: sorted by (float_to_ordered(cull_distance), id).
+std::vector<std::uint32_t> cull(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
+                                const Frustum& f, CullOrder order);
+
+}  // namespace broadphase::lbvh

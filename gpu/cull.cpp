@@ -1,0 +1,238 @@
+// GPU frustum cull of an LBVH (shaders/lbvh_cull.comp -> scan -> lbvh_cull_compact.comp ->
+// [64-bit radix sort of (distance, id)] -> lbvh_cull_emit.comp) and its host helper, which
+// builds the tree and grows the output until every visible id fits.
+#include <algorithm>
+#include <cstring>
+
+#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/scene.hpp"
+#include "radix_sort.hpp"
+#include "shaders.hpp"
+
+namespace broadphase::gpu {
+
+using namespace gpu_layout;
+
+namespace {
+
+std::uint32_t chunk_count(std::uint32_t n) {
+    return static_cast<std::uint32_t>(div_up(n, kCullChunk));
+}
+
+// Where each array of a cull lives inside the scratch buffer.
+struct ScratchLayout {
+    BufferRange params, slots, offsets, keys, values, keys_tmp, values_tmp, work;
+    VkDeviceSize size = 0;
+};
+
+ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n) {
+    Arena arena(scratch);
+    ScratchLayout s;
+    s.params = arena.take(sizeof(CullParams));
+    s.slots = arena.take(n * 4ull);
+    s.offsets = arena.take((chunk_count(n) + 1ull) * 4);
+    s.keys = arena.take(n * 8ull);
+    s.values = arena.take(n * 4ull);
+    s.keys_tmp = arena.take(n * 8ull);
+    s.values_tmp = arena.take(n * 4ull);
+    s.work = arena.take(
+        std::max(RadixSort::scratch_size(n), RadixSort::scan_scratch_size(chunk_count(n) + 1)));
+    s.size = arena.used();
+    return s;
+}
+
+VkDeviceSize nodes_bytes(std::uint32_t n) {
+    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
+}
+
+std::uint32_t groups(std::uint64_t count) {
+    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
+}
+
+}  // namespace
+
+struct Culler::Impl {
+    Context* context = nullptr;
+    CullOptions options;
+    RadixSort sort;
+    Kernel traverse, compact, emit;
+    std::unique_ptr<Lbvh> lbvh;
+    // Working buffers of the host helper, grown on demand.
+    Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
+    std::uint32_t capacity = 0;
+
+    Status ensure(Buffer& buffer, VkDeviceSize size) {
+        if (buffer.handle() && buffer.size() >= size) return {};
+        buffer = Buffer();
+        auto b = context->create_buffer(size, MemoryKind::device);
+        if (!b) return b.error();
+        buffer = std::move(b.value());
+        return {};
+    }
+
+    Status ensure_output(std::uint32_t wanted) {
+        const VkDeviceSize max_range = context->info().max_storage_buffer_range;
+        const VkDeviceSize max_ids = max_range / (kDrawCommandWords * 4);
+        if (wanted > max_ids)
+            return Error{ErrorCode::limit_exceeded,
+                         std::to_string(wanted) +
+                             " visible boxes do not fit one storage buffer of draw commands "
+                             "(device limit " +
+                             std::to_string(max_ids) + ")",
+                         {},
+                         {}};
+        if (wanted <= capacity && ids.handle()) return {};
+        capacity = std::max<std::uint32_t>(wanted, 1);
+        ids = Buffer();
+        commands = Buffer();
+        if (Status s = ensure(ids, capacity * 4ull); !s) return s;
+        if (Status s = ensure(commands, capacity * 4ull * kDrawCommandWords); !s) return s;
+        return ensure(count, 8);
+    }
+};
+
+Culler::Culler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Culler::~Culler() = default;
+
+Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->context = &context;
+    impl->options = options;
+    auto sort = RadixSort::create(context);
+    if (!sort) return sort.error();
+    impl->sort = std::move(sort.value());
+    auto traverse = Kernel::create(context, shaders::lbvh_cull, 4, "lbvh_cull");
+    if (!traverse) return traverse.error();
+    impl->traverse = std::move(traverse.value());
+    auto compact = Kernel::create(context, shaders::lbvh_cull_compact, 6, "lbvh_cull_compact");
+    if (!compact) return compact.error();
+    impl->compact = std::move(compact.value());
+    auto emit = Kernel::create(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
+    if (!emit) return emit.error();
+    impl->emit = std::move(emit.value());
+    auto lbvh = Lbvh::create(context);
+    if (!lbvh) return lbvh.error();
+    impl->lbvh = std::move(lbvh.value());
+    return std::unique_ptr<Culler>(new Culler(std::move(impl)));
+}
+
+VkDeviceSize Culler::scratch_size(std::uint32_t n) {
+    return scratch_layout(VK_NULL_HANDLE, n).size;
+}
+
+void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint32_t n,
+                    const Frustum& frustum, CullOrder order, VkBuffer scratch,
+                    const CullOutput& out) {
+    Impl& im = *impl_;
+    ScratchLayout s = scratch_layout(scratch, n);
+    CullParams params{};
+    for (int i = 0; i < 6; ++i) {
+        const Plane& p = frustum.planes[i];
+        params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
+    }
+    params.eye = {frustum.eye.x, frustum.eye.y, frustum.eye.z, 0};
+    std::uint32_t vertex_offset = 0;
+    std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
+    params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
+    vkCmdUpdateBuffer(cmd, scratch, s.params.offset, sizeof(params), &params);
+    const bool exact = order == CullOrder::exact;
+    if (exact && n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
+    compute_barrier(cmd);
+
+    const std::uint32_t chunks = chunk_count(n);
+    BufferRange nodes{tree.nodes, 0, nodes_bytes(n)};
+    PushConstants pc{};
+    pc.count = n;
+    pc.tiles = chunks;
+    if (n > 0) {
+        im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, pc, groups(chunks));
+        compute_barrier(cmd);
+        im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
+        compute_barrier(cmd);
+        pc.flags = exact ? kCullFlagKeys : 0u;
+        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values}, pc,
+                            groups(n));
+        compute_barrier(cmd);
+        pc.flags = 0;
+        if (exact) {
+            im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.work}, n, 2, 64);
+            compute_barrier(cmd);
+        }
+    }
+    pc.capacity = out.capacity;
+    const VkDeviceSize cap = out.capacity;
+    im.emit.dispatch(
+        cmd,
+        {s.params,
+         s.offsets,
+         s.values,
+         {out.visible_ids, 0, std::max<VkDeviceSize>(cap * 4, 4)},
+         {out.draw_commands, 0, std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4)},
+         {out.draw_count, 0, 8}},
+        pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+}
+
+Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
+                                                CullOrder order) {
+    Impl& im = *impl_;
+    if (Status s = validate_boxes(input); !s) return s.error();
+    if (input.size() >= (1ull << 31))
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull", {}, {}};
+    const auto n = static_cast<std::uint32_t>(input.size());
+    const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
+    if (nodes_bytes(n) > max_range || n * 32ull > max_range || n * 8ull > max_range)
+        return Error{ErrorCode::limit_exceeded,
+                     std::to_string(n) + " boxes exceed the device's maxStorageBufferRange",
+                     {},
+                     {}};
+    LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton30);
+    if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)); !s)
+        return s.error();
+    if (Status s = im.ensure(im.nodes, req.nodes); !s) return s.error();
+    if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s.error();
+    if (Status s = im.ensure(im.scratch, scratch_size(n)); !s) return s.error();
+    if (Status s = im.ensure_output(std::max(im.capacity, std::min<std::uint32_t>(n, 1024))); !s)
+        return s.error();
+    if (n > 0) {
+        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
+        if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s)
+            return s.error();
+    }
+    LbvhBuildBuffers tree{im.boxes.handle(), im.nodes.handle(), im.build_scratch.handle()};
+    bool first = true;
+    std::uint32_t counts[2] = {0, 0};
+    while (true) {
+        CullOutput out{im.ids.handle(), im.commands.handle(), im.count.handle(), im.capacity};
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);  // make the staged upload visible to the shaders
+            if (first) {
+                im.lbvh->record_build(cmd, tree, n);
+                compute_barrier(cmd);
+            }
+            record(cmd, tree, n, frustum, order, im.scratch.handle(), out);
+            compute_barrier(cmd);
+        });
+        if (!s) return s.error();
+        first = false;
+        if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
+        if (counts[1] <= im.capacity) break;
+        // Grow with headroom for the next frame (none past the device limit), and cull again.
+        const VkDeviceSize max_ids = max_range / (kDrawCommandWords * 4);
+        const auto grown = static_cast<std::uint32_t>(std::min<VkDeviceSize>(
+            counts[1] + counts[1] / 4ull, std::max<VkDeviceSize>(max_ids, counts[1])));
+        if (Status e = im.ensure_output(grown); !e) return e.error();
+    }
+    std::vector<std::uint32_t> visible(counts[1]);
+    if (counts[1] > 0) {
+        if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
+            return d.error();
+    }
+    return visible;
+}
+
+std::uint32_t Culler::capacity() const {
+    return impl_->capacity;
+}
+
+}  // namespace broadphase::gpu

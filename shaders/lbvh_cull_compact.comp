@@ -1,0 +1,54 @@
+// Compaction of the cull's per-chunk slots (lbvh_cull.comp) into one dense array, after an
+// exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
+// (values) and, with kCullFlagKeys, the 64-bit exact-order key (low word id, high word
+// float_to_ordered(distance from the eye)). Order-preserving: the dense array is in LBVH leaf
+// order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
+#version 450
+#include "common.glsl"
+#include "gpu_layout_cull.h"
+
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 1) readonly buffer Params {
+    CullParams params;
+};
+layout(std430, binding = 2) readonly buffer Slots {
+    uint slots[];
+};
+layout(std430, binding = 3) readonly buffer Offsets {
+    uint offsets[];
+};  // exclusive scan of the chunk counts; offsets[chunks] is the total
+layout(std430, binding = 4) writeonly buffer Keys {
+    uint keys[];
+};
+layout(std430, binding = 5) writeonly buffer Values {
+    uint values[];
+};
+
+// Distance from the eye to a closed box, in float (twin: lbvh::cull_distance).
+float box_distance(vec3 e, vec3 lo, vec3 hi) {
+    vec3 d = max(max(lo - e, e - hi), vec3(0.0));
+    precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
+    return sqrt(s);
+}
+
+void main() {
+    uint s = linear_thread();
+    uint n = pc.count;
+    if (s >= n) return;
+    uint c = s / kCullChunk;
+    uint j = s - c * kCullChunk;
+    uint begin = offsets[c];
+    if (j >= offsets[c + 1u] - begin) return;
+    uint dst = begin + j;
+    uint leaf = n - 1u + slots[s];
+    uint id = nodes[leaf].link.x;
+    values[dst] = id;
+    if ((pc.flags & kCullFlagKeys) != 0u) {
+        float d = box_distance(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
+        keys[2u * dst] = id;
+        keys[2u * dst + 1u] = float_to_ordered(d);
+    }
+}

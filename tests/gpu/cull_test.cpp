@@ -1,0 +1,232 @@
+// GPU frustum cull (gpu::Culler) against its CPU twin (cpu_reference/lbvh_cull) exactly and
+// against cull_brute_force within float tolerance, on every standard scene from several
+// cameras (inside the scene and looking along axes too), both orders; the recorder on
+// caller-owned buffers (draw commands, draw count, capacity overflow); hostile input.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/scene.hpp"
+#include "cull_test_util.hpp"
+#include "gpu_test_env.hpp"
+#include "kernels.hpp"
+#include "lbvh_cull.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+std::unique_ptr<gpu::Culler> make_culler(const gpu::CullOptions& options = {}) {
+    auto culler = gpu::Culler::create(gpu_context(), options);
+    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
+    return culler ? std::move(culler.value()) : nullptr;
+}
+
+Frustum frustum_of(const Camera& c) {
+    auto f = Frustum::from_camera(c);
+    EXPECT_TRUE(f) << (f ? "" : f.error().message);
+    return f ? f.value() : Frustum{};
+}
+
+struct SceneCase {
+    const char* generator;
+    std::size_t n;
+};
+
+std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
+    return std::string(info.param.generator) + "_" + std::to_string(info.param.n);
+}
+
+class CullSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
+
+// Test 1: both orders equal the CPU twin exactly and brute force within tolerance, from
+// every camera of cameras_for (outside, inside, along +x, along -y, short far, narrow).
+TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
+    const SceneCase& c = GetParam();
+    auto scene = generate_scene(c.generator, c.n);
+    ASSERT_TRUE(scene) << scene.error().message;
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto nodes = lbvh.value()->build_nodes(scene->boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    int camera = 0;
+    for (const Camera& cam : cameras_for(scene->boxes)) {
+        Frustum f = frustum_of(cam);
+        auto expected = cull_brute_force(f, scene->boxes);
+        for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+            const bool exact = order == CullOrder::exact;
+            auto got = culler->cull(scene->boxes, f, order);
+            ASSERT_TRUE(got) << got.error().message;
+            EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), n, f, order))
+                << "camera " << camera << (exact ? " exact" : " approx");
+            EXPECT_EQ(compare_cull(f, scene->boxes, expected, got.value(), exact), "")
+                << "camera " << camera << (exact ? " exact" : " approx");
+        }
+        ++camera;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(StandardScenes, CullSceneTest,
+                         ::testing::Values(SceneCase{"uniform", 10000},
+                                           SceneCase{"clustered", 10000}, SceneCase{"xline", 10000},
+                                           SceneCase{"yline", 10000},
+                                           SceneCase{"mixed_sizes", 10000},
+                                           SceneCase{"degenerate", 10000}, SceneCase{"uniform", 1},
+                                           SceneCase{"uniform", 2}, SceneCase{"clustered", 33},
+                                           SceneCase{"degenerate", 100}),
+                         case_name);
+
+class CullTest : public GpuTest {};
+
+struct Buffers {
+    gpu::Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
+};
+
+// Records build + cull into caller-owned buffers and returns (ids, commands, counts).
+void record_cull(std::span<const Box> boxes, const Frustum& f, CullOrder order,
+                 std::uint32_t capacity, const gpu::CullOptions& options,
+                 std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& commands,
+                 std::uint32_t counts[2]) {
+    gpu::Context& ctx = gpu_context();
+    auto culler = make_culler(options);
+    auto lbvh = gpu::Lbvh::create(ctx);
+    ASSERT_TRUE(culler && lbvh);
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    auto req = gpu::Lbvh::requirements(n, gpu::CodeKind::morton30);
+    auto make = [&](VkDeviceSize size) {
+        auto b = ctx.create_buffer(std::max<VkDeviceSize>(size, 4), gpu::MemoryKind::device);
+        EXPECT_TRUE(b);
+        return b ? std::move(b.value()) : gpu::Buffer();
+    };
+    Buffers b{make(n * 32ull),
+              make(req.nodes),
+              make(req.scratch),
+              make(gpu::Culler::scratch_size(n)),
+              make(capacity * 4ull),
+              make(capacity * 20ull),
+              make(8)};
+    auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+    if (n > 0) {
+        ASSERT_TRUE(ctx.upload(b.boxes, gpu_boxes.data(), n * 32ull));
+    }
+    // Poison the outputs: the cull must overwrite everything it reports.
+    Status s = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::fill(cmd, {b.ids.handle(), 0, b.ids.size()}, 0xdeadbeefu);
+        gpu::fill(cmd, {b.commands.handle(), 0, b.commands.size()}, 0xdeadbeefu);
+        gpu::fill(cmd, {b.count.handle(), 0, 8}, 0xdeadbeefu);
+        gpu::compute_barrier(cmd);
+        gpu::LbvhBuildBuffers tree{b.boxes.handle(), b.nodes.handle(), b.build_scratch.handle()};
+        lbvh.value()->record_build(cmd, tree, n);
+        gpu::compute_barrier(cmd);
+        culler->record(cmd, tree, n, f, order, b.scratch.handle(),
+                       {b.ids.handle(), b.commands.handle(), b.count.handle(), capacity});
+        gpu::compute_barrier(cmd);
+    });
+    ASSERT_TRUE(s) << s.error().message;
+    ASSERT_TRUE(ctx.download(b.count, counts, 8));
+    ids.assign(capacity, 0);
+    commands.assign(capacity * 5ull, 0);
+    if (capacity > 0) {
+        ASSERT_TRUE(ctx.download(b.ids, ids.data(), capacity * 4ull));
+        ASSERT_TRUE(ctx.download(b.commands, commands.data(), capacity * 20ull));
+    }
+}
+
+// Test 2: recorded into caller buffers: ids, one draw command per id, and the draw count.
+TEST_F(CullTest, RecordWritesDrawCommandsAndCount) {
+    auto scene = generate_scene("uniform", 5000);
+    ASSERT_TRUE(scene);
+    Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    auto expected = cull_brute_force(f, scene->boxes);
+    gpu::CullOptions options{6, 12, -3};
+    std::vector<std::uint32_t> ids, commands;
+    std::uint32_t counts[2] = {};
+    const std::uint32_t capacity = 5000;
+    record_cull(scene->boxes, f, CullOrder::exact, capacity, options, ids, commands, counts);
+    ASSERT_GT(counts[1], 100u);
+    EXPECT_EQ(counts[0], counts[1]);
+    ids.resize(counts[0]);
+    EXPECT_EQ(compare_cull(f, scene->boxes, expected, ids, true), "");
+    for (std::uint32_t i = 0; i < counts[0]; ++i) {
+        VkDrawIndexedIndirectCommand cmd{};
+        std::memcpy(&cmd, &commands[5ull * i], sizeof(cmd));
+        ASSERT_EQ(cmd.indexCount, 6u);
+        ASSERT_EQ(cmd.instanceCount, 1u);
+        ASSERT_EQ(cmd.firstIndex, 12u);
+        ASSERT_EQ(cmd.vertexOffset, -3);
+        ASSERT_EQ(cmd.firstInstance, ids[i]);
+    }
+    // Nothing written past the count.
+    if (counts[0] < capacity) {
+        EXPECT_EQ(commands[5ull * counts[0]], 0xdeadbeefu);
+    }
+}
+
+// Test 3: overflow: with room for 7, the count buffer says 7 then the exact number, and the
+// 7 stored ids are the 7 nearest (exact order) or the first 7 of the approximate order.
+TEST_F(CullTest, CapacityOverflowReportsExactCount) {
+    auto scene = generate_scene("clustered", 3000);
+    ASSERT_TRUE(scene);
+    Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        auto full = culler->cull(scene->boxes, f, order);
+        ASSERT_TRUE(full);
+        ASSERT_GT(full->size(), 7u);
+        std::vector<std::uint32_t> ids, commands;
+        std::uint32_t counts[2] = {};
+        record_cull(scene->boxes, f, order, 7, {}, ids, commands, counts);
+        EXPECT_EQ(counts[0], 7u);
+        EXPECT_EQ(counts[1], full->size());
+        EXPECT_EQ(ids, std::vector<std::uint32_t>(full->begin(), full->begin() + 7));
+    }
+    // Capacity 0: nothing stored, the count still exact.
+    std::vector<std::uint32_t> ids, commands;
+    std::uint32_t counts[2] = {};
+    record_cull(scene->boxes, f, CullOrder::exact, 0, {}, ids, commands, counts);
+    EXPECT_EQ(counts[0], 0u);
+    EXPECT_EQ(counts[1], cull_brute_force(f, scene->boxes).size());
+}
+
+// Test 4: the host helper grows its output past the initial capacity.
+TEST_F(CullTest, HostHelperGrows) {
+    auto scene = generate_scene("uniform", 20000);
+    ASSERT_TRUE(scene);
+    Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    auto got = culler->cull(scene->boxes, f, CullOrder::exact);
+    ASSERT_TRUE(got) << got.error().message;
+    ASSERT_GT(got->size(), 1024u);
+    EXPECT_GE(culler->capacity(), got->size());
+    EXPECT_EQ(compare_cull(f, scene->boxes, cull_brute_force(f, scene->boxes), got.value(), true),
+              "");
+}
+
+// Test 5: empty scene; invalid boxes rejected naming the box.
+TEST_F(CullTest, EmptyAndHostileInput) {
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    Frustum f = frustum_of({{0, 0, 10}, {0, 0, 0}, {0, 1, 0}, 90, 1, 1, 100});
+    auto none = culler->cull({}, f, CullOrder::exact);
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_TRUE(none->empty());
+    std::vector<std::uint32_t> ids, commands;
+    std::uint32_t counts[2] = {};
+    record_cull({}, f, CullOrder::exact, 4, {}, ids, commands, counts);
+    EXPECT_EQ(counts[0], 0u);
+    EXPECT_EQ(counts[1], 0u);
+    std::vector<Box> bad{{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {1, std::nanf(""), 1}}};
+    auto r = culler->cull(bad, f, CullOrder::exact);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::invalid_box);
+    EXPECT_EQ(r.error().box, std::optional<std::size_t>(1));
+}
+
+}  // namespace
+}  // namespace broadphase::testing

@@ -1,0 +1,89 @@
+// `broadphase cull`: the boxes a camera sees, one id per line, front to back (exact order:
+// by distance from the eye, then id) or in the method's approximate order; gpu_lbvh
+// (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broadphase/frustum.hpp"
+#include "broadphase/scene.hpp"
+#include "commands.hpp"
+// The sphere BVH's cull is not on the Structure interface; reach the reference directly.
+#include "../cpu_reference/sphere_bvh.hpp"
+#ifdef BROADPHASE_HAS_GPU
+#include "broadphase/gpu_cull.hpp"
+#endif
+
+namespace broadphase::tool {
+
+namespace {
+
+int cull_fail(const std::string& message) {
+    std::fprintf(stderr, "broadphase: %s\n", message.c_str());
+    return 2;
+}
+
+}  // namespace
+
+int run_cull(const Args& args) {
+    if (!args.has("camera"))
+        return cull_fail("cull needs --camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far");
+    auto camera = parse_camera(args.get("camera"));
+    if (!camera) return cull_fail(camera.error().message);
+    auto frustum = Frustum::from_camera(camera.value());
+    if (!frustum) return cull_fail(frustum.error().message);
+    const std::string order_name = args.get("order", "exact");
+    if (order_name != "exact" && order_name != "approx")
+        return cull_fail("unknown --order '" + order_name + "' (exact, approx)");
+    const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
+    const std::string method = args.get("method", "gpu_lbvh");
+    auto scene = load_scene(args.get("scene", kDefaultScene));
+    if (!scene) {
+        const Error& e = scene.error();
+        return cull_fail(e.message);
+    }
+    std::vector<std::uint32_t> ids;
+    if (method == "brute_force") {
+        ids = cull_brute_force(frustum.value(), scene->boxes);  // already exact
+    } else if (method == "sphere_bvh") {
+        SphereBvh bvh;
+        if (Status s = bvh.build(scene->boxes); !s) return cull_fail(s.error().message);
+        bvh.cull_front_to_back(frustum.value(), ids);
+        if (order == CullOrder::exact) {
+            std::vector<std::pair<float, std::uint32_t>> keyed;
+            for (std::uint32_t id : ids)
+                keyed.push_back({point_box_distance(frustum->eye, scene->boxes[id]), id});
+            std::sort(keyed.begin(), keyed.end());
+            for (std::size_t k = 0; k < keyed.size(); ++k) ids[k] = keyed[k].second;
+        }
+    } else if (method == "gpu_lbvh") {
+#ifdef BROADPHASE_HAS_GPU
+        gpu::ContextOptions options;
+        options.device = args.get("device");
+        options.validation = args.has("validation");
+        auto context = gpu::Context::create(options);
+        if (!context) return cull_fail(context.error().message);
+        auto culler = gpu::Culler::create(*context.value());
+        if (!culler) return cull_fail(culler.error().message);
+        auto got = culler.value()->cull(scene->boxes, frustum.value(), order);
+        if (!got) return cull_fail(got.error().message);
+        if (context.value()->validation_errors() > 0)
+            return cull_fail(std::to_string(context.value()->validation_errors()) +
+                             " Vulkan validation errors (printed above)");
+        ids = std::move(got.value());
+#else
+        return cull_fail("this build has no GPU support");
+#endif
+    } else {
+        return cull_fail("unknown cull --method '" + method +
+                         "' (gpu_lbvh, sphere_bvh, brute_force)");
+    }
+    std::string text;
+    for (std::uint32_t id : ids) text += std::to_string(id) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+}
+
+}  // namespace broadphase::tool
