@@ -2,7 +2,6 @@
 // frame and a top-down debug view as PNG files. See the README section "Vulkan renderer example".
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,26 +29,6 @@ Camera default_camera() {
     c.near = 0.01f;
     c.far = 1.0f;
     return c;
-}
-
-bool parse_camera(const std::string& text, Camera& c) {
-    std::vector<float> v;
-    std::stringstream ss(text);
-    for (std::string item; std::getline(ss, item, ',');) {
-        char* end = nullptr;
-        float f = std::strtof(item.c_str(), &end);
-        if (item.empty() || *end != '\0') return false;
-        v.push_back(f);
-    }
-    if (v.size() != 13) return false;
-    c.eye = {v[0], v[1], v[2]};
-    c.target = {v[3], v[4], v[5]};
-    c.up = {v[6], v[7], v[8]};
-    c.fovy_deg = v[9];
-    c.aspect = v[10];
-    c.near = v[11];
-    c.far = v[12];
-    return true;
 }
 
 int fail(const std::string& message) {
@@ -80,10 +59,11 @@ int main(int argc, char** argv) {
             if (arg == "--out") out = v;
             if (arg == "--debug-out") debug_out = v;
             if (arg == "--device") options.device = v;
-            if (arg == "--camera" && !parse_camera(v, camera))
-                return fail(
-                    "--camera takes 13 comma-separated numbers "
-                    "ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy,aspect,near,far");
+            if (arg == "--camera") {
+                auto parsed = parse_camera(v);
+                if (!parsed) return fail(parsed.error().message);
+                camera = *parsed;
+            }
             if (arg == "--size") {
                 int size = std::atoi(v);
                 if (size < 1 || size > 16384) return fail("--size takes 1..16384");

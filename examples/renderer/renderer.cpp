@@ -603,12 +603,16 @@ Status Renderer::Impl::create_pipeline() {
 
 namespace {
 
-// Makes earlier compute and transfer writes visible to the given later stages and accesses.
+// Makes earlier compute and transfer writes visible to the given later stages and accesses, and
+// orders them after earlier indirect and vertex reads (the previous frame's draw).
 void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stages, VkAccessFlags dst_access) {
     VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     b.dstAccessMask = dst_access;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vkCmdPipelineBarrier(cmd,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                             VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT |
+                             VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
                          dst_stages, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
