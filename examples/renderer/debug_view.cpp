@@ -1,0 +1,88 @@
+// Top-down debug view of a culled frame, rasterised on the CPU with the tool's Image: an
+// orthographic projection onto the x-z plane (looking down -y), boxes as filled rectangles, the
+// camera frustum as the projection of its 12 edges.
+#include <algorithm>
+#include <cmath>
+
+#include "renderer.hpp"
+
+namespace broadphase::renderer {
+
+namespace {
+
+Vec3 sub(Vec3 a, Vec3 b) {
+    return {a.x - b.x, a.y - b.y, a.z - b.z};
+}
+Vec3 add_scaled(Vec3 a, Vec3 b, float s) {
+    return {a.x + b.x * s, a.y + b.y * s, a.z + b.z * s};
+}
+Vec3 cross(Vec3 a, Vec3 b) {
+    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+Vec3 normalize(Vec3 v) {
+    float len = std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+    return len > 0 ? Vec3{v.x / len, v.y / len, v.z / len} : v;
+}
+
+}  // namespace
+
+tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uint32_t> drawn_ids,
+                            const Camera& camera, int width, int height) {
+    tool::Image image(width, height, {250, 250, 250});
+    // The frustum's 8 corners: near then far, each (-x -y, +x -y, +x +y, -x +y) in view space.
+    Vec3 forward = normalize(sub(camera.target, camera.eye));
+    Vec3 right = normalize(cross(forward, camera.up));
+    Vec3 up = cross(right, forward);
+    float tan_half = std::tan(camera.fovy_deg * 3.14159265358979f / 360.0f);
+    Vec3 corners[8];
+    for (int plane = 0; plane < 2; ++plane) {
+        float d = plane == 0 ? camera.near : camera.far;
+        float hh = d * tan_half, hw = hh * camera.aspect;
+        Vec3 centre = add_scaled(camera.eye, forward, d);
+        const float sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+        for (int k = 0; k < 4; ++k)
+            corners[plane * 4 + k] =
+                add_scaled(add_scaled(centre, right, sx[k] * hw), up, sy[k] * hh);
+    }
+    // Window: the scene bounds and the eye, with a margin.
+    float lo_x = camera.eye.x, hi_x = camera.eye.x, lo_z = camera.eye.z, hi_z = camera.eye.z;
+    for (const Box& b : boxes) {
+        lo_x = std::min(lo_x, b.min.x), hi_x = std::max(hi_x, b.max.x);
+        lo_z = std::min(lo_z, b.min.z), hi_z = std::max(hi_z, b.max.z);
+    }
+    float span = std::max({hi_x - lo_x, hi_z - lo_z, 1e-6f}) * 1.1f;
+    float cx = 0.5f * (lo_x + hi_x), cz = 0.5f * (lo_z + hi_z);
+    float scale = float(std::min(width, height)) / span;
+    auto px = [&](float x) { return int(std::floor((x - cx) * scale + width * 0.5f)); };
+    auto pz = [&](float z) { return int(std::floor((z - cz) * scale + height * 0.5f)); };
+    auto clamp = [](int v, int limit) { return std::clamp(v, -4 * limit, 5 * limit); };
+
+    std::vector<bool> drawn(boxes.size(), false);
+    for (std::uint32_t id : drawn_ids)
+        if (id < boxes.size()) drawn[id] = true;
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::size_t i = 0; i < boxes.size(); ++i) {
+            if (drawn[i] != (pass == 1)) continue;
+            tool::Rgb c = pass == 1 ? tool::Rgb{40, 90, 220} : tool::Rgb{190, 190, 190};
+            int x0 = clamp(px(boxes[i].min.x), width), x1 = clamp(px(boxes[i].max.x), width);
+            int z0 = clamp(pz(boxes[i].min.z), height), z1 = clamp(pz(boxes[i].max.z), height);
+            image.rect(std::max(x0, -1), std::max(z0, -1), std::min(x1, width),
+                       std::min(z1, height), c);
+        }
+    const tool::Rgb red{220, 30, 30};
+    const int edges[12][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {4, 5}, {5, 6},
+                              {6, 7}, {7, 4}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    for (const auto& e : edges)
+        image.line(clamp(px(corners[e[0]].x), width), clamp(pz(corners[e[0]].z), height),
+                   clamp(px(corners[e[1]].x), width), clamp(pz(corners[e[1]].z), height), red, 2);
+    int ex = px(camera.eye.x), ez = pz(camera.eye.z);
+    image.rect(ex - 4, ez - 4, ex + 4, ez + 4, {0, 0, 0});
+    image.rect(ex - 2, ez - 2, ex + 2, ez + 2, {255, 255, 255});
+    image.text(8, 8,
+               "top view (x right, z down): drawn " + std::to_string(drawn_ids.size()) + " of " +
+                   std::to_string(boxes.size()),
+               {0, 0, 0});
+    return image;
+}
+
+}  // namespace broadphase::renderer
