@@ -81,6 +81,40 @@ float cull_distance(const Vec3& e, const LbvhNode& leaf) {
     return std::sqrt(s);
 }
 
+namespace {
+
+float node_distance2(const Vec3& e, const LbvhNode& node) {
+    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
+    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
+    float d[3];
+    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
+    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    return s;
+}
+
+}  // namespace
+
+std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, const Vec3& eye,
+                              std::uint32_t p) {
+    const std::uint32_t leaf_base = n - 1;
+    std::uint32_t node = 0, first = 0, rank = 0;
+    while (node < leaf_base) {
+        const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
+        const std::uint32_t split = nodes[left].link.w;
+        const bool right_nearer =
+            node_distance2(eye, nodes[right]) < node_distance2(eye, nodes[left]);
+        if (p <= split) {
+            if (right_nearer) rank += nodes[node].link.w - split;
+            node = left;
+        } else {
+            if (!right_nearer) rank += split - first + 1;
+            first = split + 1;
+            node = right;
+        }
+    }
+    return rank;
+}
+
 std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
                                 CullOrder order) {
     std::vector<std::uint32_t> positions;
@@ -92,7 +126,12 @@ std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n
     std::vector<std::uint32_t> ids;
     ids.reserve(positions.size());
     if (order == CullOrder::approx) {
-        for (std::uint32_t p : positions) ids.push_back(nodes[n - 1 + p].link.x);
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> ranked;  // (rank, id)
+        ranked.reserve(positions.size());
+        for (std::uint32_t p : positions)
+            ranked.push_back({near_first_rank(nodes, n, f.eye, p), nodes[n - 1 + p].link.x});
+        std::sort(ranked.begin(), ranked.end());
+        for (const auto& r : ranked) ids.push_back(r.second);
         return ids;
     }
     std::vector<std::uint64_t> keys;

@@ -1,7 +1,9 @@
 // GPU frustum cull of an LBVH (shaders/lbvh_cull.comp -> scan -> lbvh_cull_compact.comp ->
-// [64-bit radix sort of (distance, id)] -> lbvh_cull_emit.comp) and its host helper, which
-// builds the tree and grows the output until every visible id fits.
+// [32-bit radix sort of near-child-first ranks (approx) or 64-bit radix sort of (distance, id)
+// (exact)] -> lbvh_cull_emit.comp) and its host helper, which builds the tree, grows the output
+// until every visible id fits and reads per-stage GPU timestamps.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "broadphase/gpu_cull.hpp"
@@ -50,6 +52,13 @@ std::uint32_t groups(std::uint64_t count) {
     return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
 }
 
+void timestamp(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t query) {
+    if (pool) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
+}
+
+constexpr std::uint32_t kBuildQueries = 6;  // Lbvh::record_build's stage boundaries
+constexpr std::uint32_t kHelperQueries = kBuildQueries + kCullQueries;
+
 }  // namespace
 
 struct Culler::Impl {
@@ -61,6 +70,33 @@ struct Culler::Impl {
     // Working buffers of the host helper, grown on demand.
     Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
     std::uint32_t capacity = 0;
+    VkQueryPool queries = VK_NULL_HANDLE;
+    CullTimes times;
+
+    ~Impl() {
+        if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
+    }
+
+    // Reads the timestamps of one submission: the build's (when `build`) and the cull's.
+    void read_times(bool build) {
+        if (!queries) return;
+        std::uint64_t ticks[kHelperQueries] = {};
+        const std::uint32_t first = build ? 0 : kBuildQueries;
+        if (vkGetQueryPoolResults(context->device(), queries, first, kHelperQueries - first,
+                                  (kHelperQueries - first) * sizeof(std::uint64_t), ticks + first,
+                                  sizeof(std::uint64_t),
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+            return;
+        const double ms = context->info().timestamp_period_ns * 1e-6;
+        auto span = [&](std::uint32_t a) { return double(ticks[a + 1] - ticks[a]) * ms; };
+        if (build) {
+            times.build = {span(0), span(1), span(2), span(3), span(4), 0};
+        }
+        times.cull = span(kBuildQueries + 0);
+        times.compact = span(kBuildQueries + 1);
+        times.sort = span(kBuildQueries + 2);
+        times.emit = span(kBuildQueries + 3);
+    }
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
         if (buffer.handle() && buffer.size() >= size) return {};
@@ -114,6 +150,13 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     auto lbvh = Lbvh::create(context);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
+    if (context.info().timestamp_period_ns > 0) {
+        VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        info.queryCount = kHelperQueries;
+        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries),
+                  "vkCreateQueryPool");
+    }
     return std::unique_ptr<Culler>(new Culler(std::move(impl)));
 }
 
@@ -123,7 +166,7 @@ VkDeviceSize Culler::scratch_size(std::uint32_t n) {
 
 void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint32_t n,
                     const Frustum& frustum, CullOrder order, VkBuffer scratch,
-                    const CullOutput& out) {
+                    const CullOutput& out, VkQueryPool pool, std::uint32_t first_query) {
     Impl& im = *impl_;
     ScratchLayout s = scratch_layout(scratch, n);
     CullParams params{};
@@ -137,8 +180,9 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
     vkCmdUpdateBuffer(cmd, scratch, s.params.offset, sizeof(params), &params);
     const bool exact = order == CullOrder::exact;
-    if (exact && n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
+    if (n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
     compute_barrier(cmd);
+    timestamp(cmd, pool, first_query + 0);
 
     const std::uint32_t chunks = chunk_count(n);
     BufferRange nodes{tree.nodes, 0, nodes_bytes(n)};
@@ -148,18 +192,26 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
     if (n > 0) {
         im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, pc, groups(chunks));
         compute_barrier(cmd);
+    }
+    timestamp(cmd, pool, first_query + 1);
+    if (n > 0) {
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
-        pc.flags = exact ? kCullFlagKeys : 0u;
+        pc.flags = exact ? kCullFlagKeys : kCullFlagRank;
         im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values}, pc,
                             groups(n));
         compute_barrier(cmd);
         pc.flags = 0;
-        if (exact) {
-            im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.work}, n, 2, 64);
-            compute_barrier(cmd);
-        }
     }
+    timestamp(cmd, pool, first_query + 2);
+    if (n > 0) {
+        // Ranks are below n; the all-ones padding of the low bits sorts after every one of them.
+        const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
+        im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.work}, n, exact ? 2 : 1,
+                       exact ? 64 : rank_bits);
+        compute_barrier(cmd);
+    }
+    timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
     const VkDeviceSize cap = out.capacity;
     im.emit.dispatch(
@@ -171,6 +223,7 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
          {out.draw_commands, 0, std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4)},
          {out.draw_count, 0, 8}},
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+    timestamp(cmd, pool, first_query + 4);
 }
 
 Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
@@ -206,14 +259,17 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
         CullOutput out{im.ids.handle(), im.commands.handle(), im.count.handle(), im.capacity};
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
+            if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kHelperQueries);
             if (first) {
-                im.lbvh->record_build(cmd, tree, n);
+                im.lbvh->record_build(cmd, tree, n, im.queries, 0);
                 compute_barrier(cmd);
             }
-            record(cmd, tree, n, frustum, order, im.scratch.handle(), out);
+            record(cmd, tree, n, frustum, order, im.scratch.handle(), out, im.queries,
+                   kBuildQueries);
             compute_barrier(cmd);
         });
         if (!s) return s.error();
+        im.read_times(first);
         first = false;
         if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
         if (counts[1] <= im.capacity) break;
@@ -229,6 +285,10 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
             return d.error();
     }
     return visible;
+}
+
+const CullTimes& Culler::last_times() const {
+    return impl_->times;
 }
 
 std::uint32_t Culler::capacity() const {

@@ -16,6 +16,8 @@ commands:
                                                  exits 1 on any difference
   bench     [--scene S] [--repeat R] [--code morton30|morton63|hilbert30]
                                                  per-stage GPU times (timestamp queries)
+  bench     --cull [--scene S] [--camera C] [--order exact|approx] [--repeat R]
+                                                 per-stage GPU times of the frustum cull
   bench     --cpu [--scenes a,b] [--sizes 1000,10000,...] [--methods a,b]
             [--max-seconds S] [--out-dir DIR] [--table FILE]
                                                  build + self-pairs time of every CPU

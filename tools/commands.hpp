@@ -26,6 +26,8 @@ int run_scene(const Args& args);
 int run_devices(const Args& args);
 /// `broadphase cull`: visible box ids of a camera, one per line, in order (cull_command.cpp).
 int run_cull(const Args& args);
+/// `bench --cull`: per-stage median GPU times of the frustum cull (tools/cull_bench.cpp).
+int run_cull_bench(const Args& args);
 /// `query`: region queries from a boxes file, `q: id id ...` per query (tools/query_commands).
 int run_query(const Args& args);
 /// `raycast`: closest hits of a rays file, `r: id t` or `r: -` per ray.

@@ -1,7 +1,8 @@
 // Front-to-back frustum culling of a GPU LBVH into indirect draw commands: hierarchical
 // rejection and acceptance per chunk of leaves (shaders/lbvh_cull.comp), compaction by an
-// exclusive scan (no atomics, deterministic), then either the LBVH leaf order (approx) or a
-// 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
+// exclusive scan (no atomics, deterministic), then either a 32-bit radix sort of near-child-first
+// depth-first ranks (approx; seed 003's front-to-back traversal order, computed per leaf without
+// a stack) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +35,25 @@ struct CullOptions {
     std::int32_t vertex_offset = 0;
 };
 
+/// GPU times of the stages of one cull (milliseconds; all 0 when the queue has no timestamps).
+struct CullTimes {
+    StageTimes build;    ///< LBVH build stages (host helper only; pairs stays 0)
+    double cull = 0;     ///< hierarchical traversal (lbvh_cull.comp)
+    double compact = 0;  ///< exclusive scan of the chunk counts + compaction (and order keys)
+    double sort = 0;     ///< radix sort of the order keys (32-bit ranks or 64-bit distances)
+    double emit = 0;     ///< visible ids, draw commands and draw count
+    double cull_total() const { return cull + compact + sort + emit; }
+    double total() const { return build.total() + cull_total(); }
+};
+
+/// Timestamp queries Culler::record writes when given a query pool.
+inline constexpr std::uint32_t kCullQueries = 5;
+
 /// The GPU culler. Holds pipelines (and, for the host helper, its working buffers).
-/// Approximate order (CullOrder::approx): the LBVH leaf order, i.e. the Morton order of the
-/// box centroids, of the visible boxes; exactly the visible set, not front to back.
+/// Approximate order (CullOrder::approx): near-child-first depth-first order of the LBVH
+/// (seed 003): at every internal node the subtree whose bounds are nearer the eye (squared
+/// float distance, ties: left child) comes first; roughly front to back, exactly the visible
+/// set, ids in that order.
 /// Exact order: by the float distance from the eye to the box (sqrt of the float sum of
 /// squared per-axis gaps; equals point_box_distance up to rounding), ties by id.
 class Culler {
@@ -54,13 +71,21 @@ public:
     /// Postcondition: the last command is a compute dispatch writing all three outputs; make
     /// them visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE; dstStage DRAW_INDIRECT /
     /// INDIRECT_COMMAND_READ for draws, or as needed) before use.
+    /// With a timestamp `pool`, also writes kCullQueries timestamps at first_query.. (before
+    /// the traversal and after traversal, compaction, sort and emit; reset them beforehand);
+    /// the last command is then that timestamp write, after the emit dispatch.
     void record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint32_t n,
-                const Frustum& frustum, CullOrder order, VkBuffer scratch, const CullOutput& out);
+                const Frustum& frustum, CullOrder order, VkBuffer scratch, const CullOutput& out,
+                VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
 
     /// Host helper: uploads boxes (rejecting invalid ones), builds the LBVH, culls (growing the
     /// output until every visible id fits), and downloads the visible ids in order.
     Result<std::vector<std::uint32_t>> cull(std::span<const Box> boxes, const Frustum& frustum,
                                             CullOrder order);
+
+    /// GPU stage times of the host helper's last cull (build from its first submission, the
+    /// cull stages from the last one, after any growth).
+    const CullTimes& last_times() const;
 
     /// Capacity of the host helper's output now (grows when a cull overflows it).
     std::uint32_t capacity() const;

@@ -20,6 +20,9 @@ BP_CONST kCullChunk = 32u;
 BP_CONST kDrawCommandWords = 5u;
 // Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys (exact order).
 BP_CONST kCullFlagKeys = 1u;
+// Push constant `flags` of lbvh_cull_compact: write 32-bit near-child-first DFS ranks
+// (approximate front-to-back order).
+BP_CONST kCullFlagRank = 2u;
 
 // Parameters of one cull, written by the recorder with vkCmdUpdateBuffer: planes left,
 // right, bottom, top, near, far as (normal.xyz, d) with dot(normal, p) + d >= 0 inside;

@@ -95,6 +95,16 @@ if(NOT err MATCHES "eye and target")
 endif()
 run_tool(err FALSE cull --scene uniform:100 --camera 1,2,3)
 run_tool(err FALSE cull --scene uniform:100 --camera 2,2,2,0,0,0,0,1,0,60,1,0.1,10 --method nope)
+# bench --cull names every stage and prints the visible count for both orders.
+foreach(order exact approx)
+  run_tool(out TRUE bench --cull --scene uniform:2000 --order ${order} --repeat 2)
+  foreach(stage "tree build" " cull +[0-9]" "compact" "order sort" "emit" "cull total" "gpu total" "visible: [1-9]")
+    if(NOT out MATCHES "${stage}")
+      message(FATAL_ERROR "bench --cull --order ${order} does not name '${stage}':\n${out}")
+    endif()
+  endforeach()
+endforeach()
+run_tool(err FALSE bench --cull --scene uniform:100 --order nope)
 # Test 6: batched queries. Region queries (generated boxes, one hitting nothing, one hitting
 # everything), ray casts and set-versus-set pairs: gpu_lbvh and lbvh print exactly what
 # brute_force prints (ray casts: the same ids; t is compared numerically by the GPU tests,

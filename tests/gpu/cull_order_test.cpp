@@ -1,0 +1,152 @@
+// The approximate front-to-back order of gpu::Culler (near-child-first depth-first order of the
+// LBVH, seed 003): the stackless per-leaf rank (lbvh::near_first_rank, the twin of
+// lbvh_cull_compact.comp) against a recursive near-child-first traversal, the GPU output against
+// the twin and brute force, boxes on a line along the view equal the exact order, and the
+// host helper's per-stage timestamps.
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "broadphase/gpu_cull.hpp"
+#include "broadphase/scene.hpp"
+#include "cull_test_util.hpp"
+#include "gpu_test_env.hpp"
+#include "lbvh_cull.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu_layout::LbvhNode;
+
+std::unique_ptr<gpu::Culler> make_culler() {
+    auto culler = gpu::Culler::create(gpu_context());
+    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
+    return culler ? std::move(culler.value()) : nullptr;
+}
+
+Frustum frustum_of(const Camera& c) {
+    auto f = Frustum::from_camera(c);
+    EXPECT_TRUE(f) << (f ? "" : f.error().message);
+    return f ? f.value() : Frustum{};
+}
+
+float distance2(const Vec3& e, const LbvhNode& node) {
+    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
+    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
+    float d[3];
+    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
+    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    return s;
+}
+
+// Sorted positions of all leaves in a recursive near-child-first depth-first traversal.
+std::vector<std::uint32_t> recursive_order(const std::vector<LbvhNode>& nodes, std::uint32_t n,
+                                           const Vec3& eye) {
+    std::vector<std::uint32_t> order;
+    std::function<void(std::uint32_t)> visit = [&](std::uint32_t node) {
+        if (node >= n - 1) {
+            order.push_back(nodes[node].link.y);
+            return;
+        }
+        std::uint32_t a = nodes[node].link.x, b = nodes[node].link.y;
+        if (distance2(eye, nodes[b]) < distance2(eye, nodes[a])) std::swap(a, b);
+        visit(a);
+        visit(b);
+    };
+    visit(0);
+    return order;
+}
+
+class CullOrderTest : public GpuTest {};
+
+// Test 1: on every standard scene and camera, the stackless rank of each leaf is its index in
+// the recursive near-child-first traversal, and the GPU approx output equals the twin exactly
+// and holds exactly the brute-force visible set.
+TEST_F(CullOrderTest, RankMatchesRecursiveTraversalAndGpuMatchesTwin) {
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    for (const char* name : {"uniform", "clustered", "degenerate", "mixed_sizes"}) {
+        for (std::size_t count : {std::size_t(1), std::size_t(3), std::size_t(3000)}) {
+            auto scene = generate_scene(name, count);
+            ASSERT_TRUE(scene) << scene.error().message;
+            auto nodes = lbvh.value()->build_nodes(scene->boxes);
+            ASSERT_TRUE(nodes) << nodes.error().message;
+            const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+            int camera = 0;
+            for (const Camera& cam : cameras_for(scene->boxes)) {
+                Frustum f = frustum_of(cam);
+                std::vector<std::uint32_t> order = recursive_order(nodes.value(), n, f.eye);
+                for (std::uint32_t r = 0; r < n; ++r)
+                    ASSERT_EQ(lbvh::near_first_rank(nodes.value(), n, f.eye, order[r]), r)
+                        << name << " " << count << " camera " << camera;
+                auto got = culler->cull(scene->boxes, f, CullOrder::approx);
+                ASSERT_TRUE(got) << got.error().message;
+                EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), n, f, CullOrder::approx))
+                    << name << " " << count << " camera " << camera;
+                EXPECT_EQ(compare_cull(f, scene->boxes, cull_brute_force(f, scene->boxes),
+                                       got.value(), false),
+                          "")
+                    << name << " " << count << " camera " << camera;
+                ++camera;
+            }
+        }
+    }
+}
+
+// Test 2: boxes on a line along the view direction with gaps between them (ids shuffled, Morton
+// codes distinct): the approximate order is the exact front-to-back order, from either end.
+TEST_F(CullOrderTest, LineAlongViewIsExactOrder) {
+    const std::uint32_t n = 500;
+    std::vector<std::uint32_t> slot(n);
+    std::iota(slot.begin(), slot.end(), 0u);
+    std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
+    std::vector<Box> boxes(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const float z = -2.0f * float(slot[i]);
+        boxes[i] = {{0.4f, 0.4f, z - 1.0f}, {0.6f, 0.6f, z}};
+    }
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    const Camera cams[] = {{{0.5f, 0.5f, 5}, {0.5f, 0.5f, 0}, {0, 1, 0}, 60, 1, 0.1f, 5000},
+                           {{0.5f, 0.5f, -1010}, {0.5f, 0.5f, 0}, {0, 1, 0}, 60, 1, 0.1f, 5000}};
+    for (const Camera& cam : cams) {
+        Frustum f = frustum_of(cam);
+        auto expected = cull_brute_force(f, boxes);
+        ASSERT_EQ(expected.size(), n);
+        auto approx = culler->cull(boxes, f, CullOrder::approx);
+        ASSERT_TRUE(approx) << approx.error().message;
+        EXPECT_EQ(approx.value(), expected);
+        auto exact = culler->cull(boxes, f, CullOrder::exact);
+        ASSERT_TRUE(exact) << exact.error().message;
+        EXPECT_EQ(exact.value(), expected);
+    }
+}
+
+// Test 3: the host helper reports per-stage GPU times when the queue has timestamps.
+TEST_F(CullOrderTest, HostHelperRecordsStageTimes) {
+    auto scene = generate_scene("uniform", 4000);
+    ASSERT_TRUE(scene);
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        auto got = culler->cull(scene->boxes, f, order);
+        ASSERT_TRUE(got) << got.error().message;
+        const gpu::CullTimes& t = culler->last_times();
+        if (gpu_context().info().timestamp_period_ns == 0) GTEST_SKIP() << "no timestamps";
+        EXPECT_GT(t.build.total(), 0.0);
+        EXPECT_GT(t.cull, 0.0);
+        EXPECT_GT(t.compact, 0.0);
+        EXPECT_GT(t.sort, 0.0);
+        EXPECT_GT(t.emit, 0.0);
+        EXPECT_NEAR(t.total(), t.build.total() + t.cull_total(), 1e-9);
+        EXPECT_LT(t.total(), 60e3);
+    }
+}
+
+}  // namespace
+}  // namespace broadphase::testing

@@ -1,0 +1,133 @@
+// `broadphase bench --cull`: per-stage GPU times (timestamp queries, median of R runs) of the
+// frustum cull of gpu::Culler's host helper: LBVH build (Karras 2012), hierarchical cull,
+// compaction, order sort (near-child-first ranks or exact distances) and draw-command emit.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "broadphase/frustum.hpp"
+#include "broadphase/scene.hpp"
+#include "commands.hpp"
+#ifdef BROADPHASE_HAS_GPU
+#include "broadphase/gpu_cull.hpp"
+#endif
+
+namespace broadphase::tool {
+
+namespace {
+
+int cull_bench_fail(const std::string& message) {
+    std::fprintf(stderr, "broadphase: %s\n", message.c_str());
+    return 2;
+}
+
+// The default camera: outside the scene's bounds, looking at a point near its centre, seeing
+// part of it (the first camera of the cull tests).
+Camera default_camera(const std::vector<Box>& boxes) {
+    Box bounds{{0, 0, 0}, {1, 1, 1}};
+    if (!boxes.empty()) {
+        bounds = boxes[0];
+        for (const Box& b : boxes) bounds = merge(bounds, b);
+    }
+    const Vec3 c{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
+                 (bounds.min.z + bounds.max.z) / 2};
+    const float size = std::max({bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,
+                                 bounds.max.z - bounds.min.z, 1e-3f});
+    return {{c.x + 0.8f * size, c.y + 0.5f * size, c.z + size},
+            {c.x + 0.1f * size, c.y, c.z},
+            {0, 1, 0},
+            35,
+            1.5f,
+            1e-3f * size,
+            4 * size};
+}
+
+}  // namespace
+
+int run_cull_bench(const Args& args) {
+#ifdef BROADPHASE_HAS_GPU
+    auto scene = load_scene(args.get("scene", kDefaultScene));
+    if (!scene) return cull_bench_fail(scene.error().message);
+    Camera camera = default_camera(scene->boxes);
+    if (args.has("camera")) {
+        auto parsed = parse_camera(args.get("camera"));
+        if (!parsed) return cull_bench_fail(parsed.error().message);
+        camera = parsed.value();
+    }
+    auto frustum = Frustum::from_camera(camera);
+    if (!frustum) return cull_bench_fail(frustum.error().message);
+    const std::string order_name = args.get("order", "exact");
+    if (order_name != "exact" && order_name != "approx")
+        return cull_bench_fail("unknown --order '" + order_name + "' (exact, approx)");
+    const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
+    const int repeat = std::max(1, std::atoi(args.get("repeat", "5").c_str()));
+
+    gpu::ContextOptions options;
+    options.device = args.get("device");
+    options.validation = args.has("validation");
+    auto context = gpu::Context::create(options);
+    if (!context) return cull_bench_fail(context.error().message);
+    const gpu::DeviceInfo& info = context.value()->info();
+    auto culler = gpu::Culler::create(*context.value());
+    if (!culler) return cull_bench_fail(culler.error().message);
+    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
+                info.subgroup_size);
+    std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n", scene->name.c_str(),
+                scene->boxes.size(), order_name.c_str(), repeat);
+    std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
+                camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
+                camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near, camera.far);
+    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+
+    std::vector<gpu::CullTimes> runs;
+    std::size_t visible = 0;
+    double wall = 0;
+    for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        const auto start = std::chrono::steady_clock::now();
+        auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
+        const double t =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!ids) return cull_bench_fail(ids.error().message);
+        visible = ids->size();
+        if (r > 0) {
+            runs.push_back(culler.value()->last_times());
+            wall += t;
+        }
+    }
+    if (context.value()->validation_errors() > 0)
+        return cull_bench_fail(std::to_string(context.value()->validation_errors()) +
+                               " Vulkan validation errors (printed above)");
+    auto median = [&](auto get) {
+        std::vector<double> v;
+        for (const gpu::CullTimes& t : runs) v.push_back(get(t));
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    struct Row {
+        const char* name;
+        double (*get)(const gpu::CullTimes&);
+    };
+    const Row rows[] = {
+        {"tree build", [](const gpu::CullTimes& t) { return t.build.total(); }},
+        {"cull", [](const gpu::CullTimes& t) { return t.cull; }},
+        {"compact", [](const gpu::CullTimes& t) { return t.compact; }},
+        {"order sort", [](const gpu::CullTimes& t) { return t.sort; }},
+        {"emit", [](const gpu::CullTimes& t) { return t.emit; }},
+        {"cull total", [](const gpu::CullTimes& t) { return t.cull_total(); }},
+        {"gpu total", [](const gpu::CullTimes& t) { return t.total(); }},
+    };
+    for (const Row& row : rows) std::printf("  %-12s %10.3f ms\n", row.name, median(row.get));
+    std::printf("visible: %zu\n", visible);
+    std::printf("host wall per run (upload, build, cull, download): %.3f ms\n",
+                wall / repeat * 1e3);
+    return 0;
+#else
+    (void)args;
+    return cull_bench_fail("bench --cull needs the GPU build");
+#endif
+}
+
+}  // namespace broadphase::tool
