@@ -33,37 +33,69 @@ int classify(const LbvhNode& node, const Frustum& f) {
     return inside ? 2 : 1;
 }
 
+// Squared float distance from the eye to a node's bounds (lbvh_cull.comp node_distance2).
+float node_distance2(const Vec3& e, const LbvhNode& node) {
+    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
+    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
+    float d[3];
+    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
+    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    return s;
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint32_t n,
-                                      const Frustum& f, std::uint32_t chunk) {
+                                      const Frustum& f, std::uint32_t chunk,
+                                      std::vector<std::uint32_t>* ranks) {
     std::vector<std::uint32_t> out;
+    if (ranks) ranks->clear();
     if (n == 0) return out;
+    const bool want_ranks = ranks != nullptr;
     const std::uint32_t leaf_base = n - 1;
     const std::uint32_t lo = chunk * kCullChunk;
     const std::uint32_t hi = std::min(n, lo + kCullChunk) - 1;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // (node, first position)
-    std::uint32_t node = 0, first = 0;
+    struct Entry {
+        std::uint32_t node, first, rank;
+        bool accepted;
+    };
+    std::vector<Entry> stack;
+    std::uint32_t node = 0, first = 0, rank = 0;
+    bool accepted = false;
     while (true) {
         const std::uint32_t last = nodes[node].link.w;
         bool descend = false;
         if (last >= lo && first <= hi) {
-            const int cls = classify(nodes[node], f);
-            if (cls == 2 || (cls == 1 && node >= leaf_base)) {
-                for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p)
+            const int cls = accepted ? 2 : classify(nodes[node], f);
+            const bool leaf = node >= leaf_base;
+            if ((cls == 2 && (leaf || !want_ranks)) || (cls == 1 && leaf)) {
+                for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p) {
+                    if (want_ranks) ranks->push_back(rank);
                     out.push_back(p);
-            } else if (cls == 1) {
+                }
+            } else if (cls != 0) {
                 descend = true;
+                accepted = cls == 2;
             }
         }
         if (descend) {
-            const std::uint32_t left = nodes[node].link.x;
-            const std::uint32_t right_first = nodes[left].link.w + 1;
-            if (right_first <= hi) stack.push_back({nodes[node].link.y, right_first});
+            const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
+            const std::uint32_t split = nodes[left].link.w;
+            std::uint32_t left_rank = rank, right_rank = rank;
+            if (want_ranks) {
+                if (node_distance2(f.eye, nodes[right]) < node_distance2(f.eye, nodes[left]))
+                    left_rank += last - split;
+                else
+                    right_rank += split - first + 1;
+            }
+            if (split + 1 <= hi) stack.push_back({right, split + 1, right_rank, accepted});
             node = left;
+            rank = left_rank;
         } else if (!stack.empty()) {
-            node = stack.back().first;
-            first = stack.back().second;
+            node = stack.back().node;
+            first = stack.back().first;
+            rank = stack.back().rank;
+            accepted = stack.back().accepted;
             stack.pop_back();
         } else {
             break;
@@ -80,19 +112,6 @@ float cull_distance(const Vec3& e, const LbvhNode& leaf) {
     const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
     return std::sqrt(s);
 }
-
-namespace {
-
-float node_distance2(const Vec3& e, const LbvhNode& node) {
-    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
-    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
-    float d[3];
-    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
-    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    return s;
-}
-
-}  // namespace
 
 std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, const Vec3& eye,
                               std::uint32_t p) {
@@ -117,19 +136,23 @@ std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, 
 
 std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
                                 CullOrder order) {
-    std::vector<std::uint32_t> positions;
+    std::vector<std::uint32_t> positions, ranks;
     const std::uint32_t chunks = (n + kCullChunk - 1) / kCullChunk;
+    const bool approx = order == CullOrder::approx;
     for (std::uint32_t c = 0; c < chunks; ++c) {
-        std::vector<std::uint32_t> seen = cull_chunk(nodes, n, f, c);
+        std::vector<std::uint32_t> chunk_ranks;
+        std::vector<std::uint32_t> seen =
+            cull_chunk(nodes, n, f, c, approx ? &chunk_ranks : nullptr);
         positions.insert(positions.end(), seen.begin(), seen.end());
+        ranks.insert(ranks.end(), chunk_ranks.begin(), chunk_ranks.end());
     }
     std::vector<std::uint32_t> ids;
     ids.reserve(positions.size());
     if (order == CullOrder::approx) {
         std::vector<std::pair<std::uint32_t, std::uint32_t>> ranked;  // (rank, id)
         ranked.reserve(positions.size());
-        for (std::uint32_t p : positions)
-            ranked.push_back({near_first_rank(nodes, n, f.eye, p), nodes[n - 1 + p].link.x});
+        for (std::size_t k = 0; k < positions.size(); ++k)
+            ranked.push_back({ranks[k], nodes[n - 1 + positions[k]].link.x});
         std::sort(ranked.begin(), ranked.end());
         for (const auto& r : ranked) ids.push_back(r.second);
         return ids;

@@ -24,7 +24,7 @@ std::uint32_t chunk_count(std::uint32_t n) {
 
 // Where each array of a cull lives inside the scratch buffer.
 struct ScratchLayout {
-    BufferRange params, slots, offsets, keys, values, keys_tmp, values_tmp, work;
+    BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
     VkDeviceSize size = 0;
 };
 
@@ -33,6 +33,7 @@ ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n) {
     ScratchLayout s;
     s.params = arena.take(sizeof(CullParams));
     s.slots = arena.take(n * 4ull);
+    s.ranks = arena.take(n * 4ull);
     s.offsets = arena.take((chunk_count(n) + 1ull) * 4);
     s.keys = arena.take(n * 8ull);
     s.values = arena.take(n * 4ull);
@@ -138,10 +139,10 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     auto sort = RadixSort::create(context);
     if (!sort) return sort.error();
     impl->sort = std::move(sort.value());
-    auto traverse = Kernel::create(context, shaders::lbvh_cull, 4, "lbvh_cull");
+    auto traverse = Kernel::create(context, shaders::lbvh_cull, 5, "lbvh_cull");
     if (!traverse) return traverse.error();
     impl->traverse = std::move(traverse.value());
-    auto compact = Kernel::create(context, shaders::lbvh_cull_compact, 6, "lbvh_cull_compact");
+    auto compact = Kernel::create(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
     if (!compact) return compact.error();
     impl->compact = std::move(compact.value());
     auto emit = Kernel::create(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
@@ -190,7 +191,9 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
     pc.count = n;
     pc.tiles = chunks;
     if (n > 0) {
-        im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, pc, groups(chunks));
+        pc.flags = exact ? 0u : kCullFlagRank;
+        im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks}, pc,
+                             groups(chunks));
         compute_barrier(cmd);
     }
     timestamp(cmd, pool, first_query + 1);
@@ -198,8 +201,8 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
         pc.flags = exact ? kCullFlagKeys : kCullFlagRank;
-        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values}, pc,
-                            groups(n));
+        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values, s.ranks},
+                            pc, groups(n));
         compute_barrier(cmd);
         pc.flags = 0;
     }

@@ -6,6 +6,13 @@
 // first sorted position is carried down the traversal (a right child starts after its left
 // sibling's last position). Seen positions go, in LBVH leaf order, to the invocation's own
 // slots, and their number to counts[c]: no atomics, no inter-invocation dependence.
+// With kCullFlagRank (approximate order) it also writes each seen leaf's near-child-first
+// depth-first rank to ranks[] beside its slot: the leaf's index in a depth-first traversal of
+// the whole tree that visits first, at every internal node, the child whose bounds are nearer
+// the eye (smaller squared float distance; ties: left), as in seed 003's front-to-back sphere
+// BVH traversal. The rank of the first leaf under each node is carried down with its first
+// position (the farther child starts after the nearer child's leaf count), and an accepted
+// node is descended (without plane tests) to give each of its leaves its rank.
 // CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
@@ -24,6 +31,16 @@ layout(std430, binding = 2) writeonly buffer Slots {
 layout(std430, binding = 3) writeonly buffer Counts {
     uint counts[];
 };
+layout(std430, binding = 4) writeonly buffer Ranks {
+    uint ranks[];
+};
+
+// Squared distance from the eye to node's bounds, in float (twin: lbvh::cull_chunk).
+float node_distance2(vec3 e, uint node) {
+    vec3 d = max(max(nodes[node].lo.xyz - e, e - nodes[node].hi.xyz), vec3(0.0));
+    precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
+    return s;
+}
 
 // 0: outside one plane, 1: straddles, 2: inside all planes (same float ops as the C++ test).
 uint classify(uint node) {
@@ -48,42 +65,64 @@ void main() {
     uint n = pc.count;
     if (c == 0u) counts[chunks] = 0u;  // the exclusive scan's total slot
     if (c >= chunks || n == 0u) return;
+    bool want_ranks = (pc.flags & kCullFlagRank) != 0u;
+    vec3 eye = params.eye.xyz;
     uint leaf_base = n - 1u;
     uint lo = c * kCullChunk;
     uint hi = min(n, lo + kCullChunk) - 1u;  // inclusive
     uint written = 0u;
 
     uint stack_node[kTraversalStack];
-    uint stack_first[kTraversalStack];
+    uint stack_first[kTraversalStack];  // high bit: the node lies inside an accepted node
+    uint stack_rank[kTraversalStack];
     uint top = 0u;
     uint node = 0u;
     uint first = 0u;
+    uint rank = 0u;  // near-child-first rank of the first leaf under node (want_ranks)
+    bool accepted = false;
     while (true) {
         uint last = nodes[node].link.w;
         bool descend = false;
         if (last >= lo && first <= hi) {
-            uint cls = classify(node);
-            if (cls == 2u || (cls == 1u && node >= leaf_base)) {
+            uint cls = accepted ? 2u : classify(node);
+            bool leaf = node >= leaf_base;
+            if ((cls == 2u && (leaf || !want_ranks)) || (cls == 1u && leaf)) {
                 uint end = min(last, hi);
-                for (uint p = max(first, lo); p <= end; ++p) slots[lo + written++] = p;
-            } else if (cls == 1u) {
+                for (uint p = max(first, lo); p <= end; ++p) {
+                    if (want_ranks) ranks[lo + written] = rank;
+                    slots[lo + written++] = p;
+                }
+            } else if (cls != 0u) {
                 descend = true;
+                accepted = cls == 2u;
             }
         }
         if (descend) {
             uint left = nodes[node].link.x;
             uint right = nodes[node].link.y;
-            uint right_first = nodes[left].link.w + 1u;
-            if (right_first <= hi) {
+            uint split = nodes[left].link.w;
+            uint left_rank = rank;
+            uint right_rank = rank;
+            if (want_ranks) {
+                if (node_distance2(eye, right) < node_distance2(eye, left))
+                    left_rank += last - split;
+                else
+                    right_rank += split - first + 1u;
+            }
+            if (split + 1u <= hi) {
                 stack_node[top] = right;
-                stack_first[top] = right_first;
+                stack_first[top] = (split + 1u) | (accepted ? 0x80000000u : 0u);
+                stack_rank[top] = right_rank;
                 ++top;
             }
             node = left;
+            rank = left_rank;
         } else if (top > 0u) {
             --top;
             node = stack_node[top];
-            first = stack_first[top];
+            first = stack_first[top] & 0x7fffffffu;
+            accepted = (stack_first[top] & 0x80000000u) != 0u;
+            rank = stack_rank[top];
         } else {
             break;
         }

@@ -2,13 +2,8 @@
 // exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
 // (values) and, with kCullFlagKeys, the 64-bit exact-order key (low word id, high word
 // float_to_ordered(distance from the eye)) or, with kCullFlagRank, the 32-bit near-child-first
-// rank: the leaf's position in a depth-first traversal of the whole tree that visits first, at
-// every internal node, the child whose bounds are nearer the eye (smaller squared float
-// distance; ties: left). Computed without a stack or atomics by one root-to-leaf descent along
-// the leaf's sorted position, adding the leaf count of the nearer sibling wherever the path
-// takes the farther child (after Sphere BVH front-to-back culling, seed 003).
-// Order-preserving: the dense array is in LBVH leaf order.
-// CPU twins: lbvh::cull, lbvh::near_first_rank (cpu_reference/lbvh_cull.hpp).
+// rank lbvh_cull.comp wrote beside the slot. Order-preserving: the dense array is in LBVH leaf
+// order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
 #include "gpu_layout_cull.h"
@@ -32,42 +27,15 @@ layout(std430, binding = 4) writeonly buffer Keys {
 layout(std430, binding = 5) writeonly buffer Values {
     uint values[];
 };
+layout(std430, binding = 6) readonly buffer Ranks {
+    uint ranks[];
+};
 
 // Distance from the eye to a closed box, in float (twin: lbvh::cull_distance).
 float box_distance(vec3 e, vec3 lo, vec3 hi) {
     vec3 d = max(max(lo - e, e - hi), vec3(0.0));
     precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
     return sqrt(s);
-}
-
-// Squared distance from the eye to node's bounds, in float (twin: lbvh::near_first_rank).
-float node_distance2(vec3 e, uint node) {
-    vec3 d = max(max(nodes[node].lo.xyz - e, e - nodes[node].hi.xyz), vec3(0.0));
-    precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
-    return s;
-}
-
-// Near-child-first depth-first rank of the leaf at sorted position p (tree over n leaves).
-uint near_first_rank(vec3 e, uint p, uint n) {
-    uint leaf_base = n - 1u;
-    uint node = 0u;
-    uint first = 0u;  // first sorted position under node
-    uint rank = 0u;
-    while (node < leaf_base) {
-        uint left = nodes[node].link.x;
-        uint right = nodes[node].link.y;
-        uint split = nodes[left].link.w;  // last sorted position under left
-        bool right_nearer = node_distance2(e, right) < node_distance2(e, left);
-        if (p <= split) {
-            if (right_nearer) rank += nodes[node].link.w - split;
-            node = left;
-        } else {
-            if (!right_nearer) rank += split - first + 1u;
-            first = split + 1u;
-            node = right;
-        }
-    }
-    return rank;
 }
 
 void main() {
@@ -87,6 +55,6 @@ void main() {
         keys[2u * dst] = id;
         keys[2u * dst + 1u] = float_to_ordered(d);
     } else if ((pc.flags & kCullFlagRank) != 0u) {
-        keys[dst] = near_first_rank(params.eye.xyz, slots[s], n);
+        keys[dst] = ranks[s];
     }
 }

@@ -1,8 +1,8 @@
 // The approximate front-to-back order of gpu::Culler (near-child-first depth-first order of the
-// LBVH, seed 003): the stackless per-leaf rank (lbvh::near_first_rank, the twin of
-// lbvh_cull_compact.comp) against a recursive near-child-first traversal, the GPU output against
-// the twin and brute force, boxes on a line along the view equal the exact order, and the
-// host helper's per-stage timestamps.
+// LBVH, seed 003): the per-leaf rank (lbvh::near_first_rank, and the ranks lbvh::cull_chunk,
+// the twin of lbvh_cull.comp, carries down) against a recursive near-child-first traversal, the GPU
+// output against the twin and brute force, boxes on a line along the view equal the exact order,
+// and the host helper's per-stage timestamps.
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
@@ -61,9 +62,10 @@ std::vector<std::uint32_t> recursive_order(const std::vector<LbvhNode>& nodes, s
 
 class CullOrderTest : public GpuTest {};
 
-// Test 1: on every standard scene and camera, the stackless rank of each leaf is its index in
-// the recursive near-child-first traversal, and the GPU approx output equals the twin exactly
-// and holds exactly the brute-force visible set.
+// Test 1: on every standard scene and camera, the root-to-leaf rank of each leaf is its index
+// in the recursive near-child-first traversal, the ranks the chunked cull carries down (twin of
+// lbvh_cull.comp) equal it and do not change what the chunk sees, and the GPU approx output
+// equals the twin exactly and holds exactly the brute-force visible set.
 TEST_F(CullOrderTest, RankMatchesRecursiveTraversalAndGpuMatchesTwin) {
     auto culler = make_culler();
     ASSERT_TRUE(culler);
@@ -83,6 +85,17 @@ TEST_F(CullOrderTest, RankMatchesRecursiveTraversalAndGpuMatchesTwin) {
                 for (std::uint32_t r = 0; r < n; ++r)
                     ASSERT_EQ(lbvh::near_first_rank(nodes.value(), n, f.eye, order[r]), r)
                         << name << " " << count << " camera " << camera;
+                const std::uint32_t chunks =
+                    (n + gpu_layout::kCullChunk - 1) / gpu_layout::kCullChunk;
+                for (std::uint32_t c = 0; c < chunks; ++c) {
+                    std::vector<std::uint32_t> ranks;
+                    auto seen = lbvh::cull_chunk(nodes.value(), n, f, c, &ranks);
+                    ASSERT_EQ(ranks.size(), seen.size());
+                    for (std::size_t k = 0; k < seen.size(); ++k)
+                        ASSERT_EQ(ranks[k], lbvh::near_first_rank(nodes.value(), n, f.eye, seen[k]))
+                            << name << " " << count << " camera " << camera << " chunk " << c;
+                    EXPECT_EQ(seen, lbvh::cull_chunk(nodes.value(), n, f, c));
+                }
                 auto got = culler->cull(scene->boxes, f, CullOrder::approx);
                 ASSERT_TRUE(got) << got.error().message;
                 EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), n, f, CullOrder::approx))
