@@ -1,8 +1,9 @@
 // Front-to-back frustum culling of a GPU LBVH into indirect draw commands: hierarchical
 // rejection and acceptance per chunk of leaves (shaders/lbvh_cull.comp), compaction by an
 // exclusive scan (no atomics, deterministic), then either a 32-bit radix sort of near-child-first
-// depth-first ranks (approx; seed 003's front-to-back traversal order, computed per leaf without
-// a stack) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
+// depth-first ranks (approx; seed 003's front-to-back traversal order, each leaf's rank carried
+// down the chunked traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw
+// commands.
 #pragma once
 
 #include <cstdint>

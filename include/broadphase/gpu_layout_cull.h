@@ -20,8 +20,8 @@ BP_CONST kCullChunk = 32u;
 BP_CONST kDrawCommandWords = 5u;
 // Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys (exact order).
 BP_CONST kCullFlagKeys = 1u;
-// Push constant `flags` of lbvh_cull_compact: write 32-bit near-child-first DFS ranks
-// (approximate front-to-back order).
+// Push constant `flags` of lbvh_cull (carry and write 32-bit near-child-first DFS ranks) and
+// lbvh_cull_compact (use them as the sort keys): approximate front-to-back order.
 BP_CONST kCullFlagRank = 2u;
 
 // Parameters of one cull, written by the recorder with vkCmdUpdateBuffer: planes left,
