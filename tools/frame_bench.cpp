@@ -144,9 +144,9 @@ int run_frame_bench(const Args& args) {
     }
     auto row = [](const char* stage, const std::vector<double>& v) {
         if (v.empty())
-            std::printf("  %-22s %10s\n", stage, "-");
+            std::printf("  %-28s %10s\n", stage, "-");
         else
-            std::printf("  %-22s %10.3f\n", stage, median(v));
+            std::printf("  %-28s %10.3f\n", stage, median(v));
     };
     std::printf("per frame, median over %d frames (ms):\n", frames);
     row("upload (host wall)", upload);
