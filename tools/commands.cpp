@@ -271,6 +271,8 @@ int run_cpu_bench(const Args& args) {
 }  // namespace
 
 int run_bench(const Args& args) {
+    if (args.has("frames")) return run_frame_bench(args);
+    if (args.has("rays")) return run_ray_bench(args);
     if (args.has("cpu")) return run_cpu_bench(args);
 #ifdef BROADPHASE_HAS_GPU
     auto scene = scene_from(args);
