@@ -1,6 +1,8 @@
 // Buffers: one VkDeviceMemory per buffer (memory type chosen by MemoryKind), persistent
 // mapping for host-visible kinds, and staged upload/download through the context's queue.
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "context_impl.hpp"
 
@@ -45,6 +47,18 @@ std::optional<std::uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProper
 
 Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
     Impl& impl = *impl_;
+    // A size no memory heap could hold is refused before Vulkan sees it (an allocation larger
+    // than its heap is invalid usage, not an out-of-memory result).
+    VkDeviceSize largest_heap = 0;
+    for (std::uint32_t h = 0; h < impl.memory.memoryHeapCount; ++h)
+        largest_heap = std::max(largest_heap, impl.memory.memoryHeaps[h].size);
+    if (size > largest_heap)
+        return Error{ErrorCode::out_of_memory,
+                     "a buffer of " + std::to_string(size) +
+                         " bytes is larger than the device's largest memory heap (" +
+                         std::to_string(largest_heap) + " bytes)",
+                     {},
+                     {}};
     Buffer buffer;
     buffer.device_ = impl.device;
     buffer.size_ = std::max<VkDeviceSize>(size, 4);
@@ -82,6 +96,15 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
     if (!type) type = find_memory_type(impl.memory, req.memoryTypeBits, 0);
     if (!type) return Error{ErrorCode::unsupported, "no memory type for a buffer", {}, {}};
 
+    const VkDeviceSize heap =
+        impl.memory.memoryHeaps[impl.memory.memoryTypes[*type].heapIndex].size;
+    if (req.size > heap)
+        return Error{ErrorCode::out_of_memory,
+                     "a buffer of " + std::to_string(req.size) +
+                         " bytes is larger than its memory heap (" + std::to_string(heap) +
+                         " bytes)",
+                     {},
+                     {}};
     VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = *type;

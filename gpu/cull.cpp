@@ -237,11 +237,23 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull", {}, {}};
     const auto n = static_cast<std::uint32_t>(input.size());
     const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
-    if (nodes_bytes(n) > max_range || n * 32ull > max_range || n * 8ull > max_range)
-        return Error{ErrorCode::limit_exceeded,
-                     std::to_string(n) + " boxes exceed the device's maxStorageBufferRange",
-                     {},
-                     {}};
+    struct Need {
+        const char* what;
+        VkDeviceSize bytes;
+    };
+    const Need needs[] = {{"the node buffer", nodes_bytes(n)},
+                          {"the box buffer", n * 32ull},
+                          {"the sort-key buffer", n * 8ull}};
+    for (const Need& need : needs) {
+        if (need.bytes > max_range)
+            return Error{ErrorCode::limit_exceeded,
+                         std::string(need.what) + " of a cull of " + std::to_string(n) +
+                             " boxes needs " + std::to_string(need.bytes) +
+                             " bytes, over the device's maxStorageBufferRange of " +
+                             std::to_string(max_range),
+                         {},
+                         {}};
+    }
     LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton30);
     if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)); !s)
         return s.error();

@@ -6,12 +6,14 @@
 // both ways (shaders/pair_diff_mark.comp, exclusive scan, shaders/pair_diff_compact.comp).
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/scene.hpp"
 #include "radix_sort.hpp"
 #include "shaders.hpp"
+#include "timestamps.hpp"
 
 namespace broadphase::gpu {
 
@@ -35,6 +37,15 @@ Error limit(const std::string& what) {
     return Error{ErrorCode::limit_exceeded, what, {}, {}};
 }
 
+// Timestamp queries of a frame: refit [0, 1], rebuild and pairs [2, 3, 4], sort and diff
+// [5, 6, 7].
+constexpr std::uint32_t kFrameQueries = 8;
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
 }  // namespace
 
 struct MovingScene::Impl {
@@ -43,6 +54,8 @@ struct MovingScene::Impl {
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
     Kernel refit, node_bounds, sah, pair_keys, diff_mark, diff_compact;
+    Timestamps timestamps;
+    FrameTimes times;
 
     std::uint32_t n = 0;
     bool ready = false;
@@ -108,13 +121,19 @@ struct MovingScene::Impl {
         while (true) {
             LbvhPairBuffers out{pair_buffer.handle(), pair_capacity, counts.handle()};
             Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+                timestamps.reset(cmd, 2, 3);
                 compute_barrier(cmd);
+                timestamps.write(cmd, 2);
                 if (with_first) first(cmd);
                 compute_barrier(cmd);
+                timestamps.write(cmd, 3);
                 lbvh->record_pairs(cmd, build_buffers(box_buffer), n, out);
                 compute_barrier(cmd);
+                timestamps.write(cmd, 4);
             });
             if (!s) return s.error();
+            if (with_first && times.path == FramePath::rebuild) times.rebuild = timestamps.ms(2, 3);
+            times.pairs += timestamps.ms(3, 4);
             with_first = false;
             std::uint32_t found = 0;
             if (Status d = context->download(counts, &found, 4); !d) return d.error();
@@ -182,6 +201,29 @@ struct MovingScene::Impl {
         compute_barrier(cmd);
     }
 
+    // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
+    // maxStorageBufferRange (names the buffer and the limit).
+    Status check_limits(std::uint32_t count) const {
+        const VkDeviceSize range = context->info().max_storage_buffer_range;
+        struct Need {
+            const char* what;
+            VkDeviceSize bytes;
+        };
+        const Need needs[] = {
+            {"the box buffer", count * VkDeviceSize(sizeof(GpuBox))},
+            {"the node buffer", nodes_bytes(count)},
+            {"the sort-key buffer", count * 8ull},
+        };
+        for (const Need& need : needs) {
+            if (need.bytes > range)
+                return limit(std::string(need.what) + " of a moving scene of " +
+                             std::to_string(count) + " boxes needs " + std::to_string(need.bytes) +
+                             " bytes, over the device's maxStorageBufferRange of " +
+                             std::to_string(range));
+        }
+        return {};
+    }
+
     Status allocate(std::uint32_t count) {
         n = count;
         LbvhRequirements req = Lbvh::requirements(n, options.code);
@@ -199,16 +241,23 @@ struct MovingScene::Impl {
 Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame,
                                              MovingScene& self) {
     FrameResult result;
+    const double upload_ms = times.upload;
+    times = {};
+    times.upload = upload_ms;
     bool rebuild = first_frame || options.policy == RefitPolicy::always_rebuild;
     if (!rebuild && n > 1) {
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            timestamps.reset(cmd, 0, 2);
             compute_barrier(cmd);
+            timestamps.write(cmd, 0);
             self.record_refit(cmd, build_buffers(box_buffer), flags.handle(), n);
             compute_barrier(cmd);
             record_sah(cmd);
             compute_barrier(cmd);
+            timestamps.write(cmd, 1);
         });
         if (!s) return s.error();
+        times.refit = timestamps.ms(0, 1);
         auto cost = read_cost();
         if (!cost) return cost.error();
         result.ratio =
@@ -224,6 +273,7 @@ Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_fra
         if (!s) return s.error();
     }
     result.path = rebuild ? FramePath::rebuild : FramePath::refit;
+    times.path = result.path;
 
     std::uint32_t m = 0;
     if (n > 0) {
@@ -253,13 +303,20 @@ Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_fra
     if (Status s = ensure(began, m * 8ull); !s) return s.error();
     if (Status s = ensure(ended, mp * 8ull); !s) return s.error();
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        timestamps.reset(cmd, 5, 3);
         compute_barrier(cmd);
+        timestamps.write(cmd, 5);
         record_sort(cmd, cur, m);
-        if (first_frame) return;
-        record_diff(cmd, keys[cur], m, keys[prev], mp, began, 256);
-        record_diff(cmd, keys[prev], mp, keys[cur], m, ended, 512);
+        timestamps.write(cmd, 6);
+        if (!first_frame) {
+            record_diff(cmd, keys[cur], m, keys[prev], mp, began, 256);
+            record_diff(cmd, keys[prev], mp, keys[cur], m, ended, 512);
+        }
+        timestamps.write(cmd, 7);
     });
     if (!s) return s.error();
+    times.sort = timestamps.ms(5, 6);
+    times.diff = timestamps.ms(6, 7);
     key_count[cur] = m;
     prev = cur;
     if (first_frame) return result;
@@ -320,6 +377,9 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
         if (!k) return k.error();
         *s.kernel = std::move(k.value());
     }
+    auto timestamps = Timestamps::create(context, kFrameQueries);
+    if (!timestamps) return timestamps.error();
+    impl->timestamps = std::move(timestamps.value());
     return std::unique_ptr<MovingScene>(new MovingScene(std::move(impl)));
 }
 
@@ -328,15 +388,19 @@ Status MovingScene::reset(std::span<const Box> input) {
     im.ready = false;
     if (Status s = validate_boxes(input); !s) return s;
     if (input.size() >= (1ull << 31)) return limit("at most 2^31 - 1 boxes per moving scene");
+    if (Status s = im.check_limits(static_cast<std::uint32_t>(input.size())); !s) return s;
     if (Status s = im.allocate(static_cast<std::uint32_t>(input.size())); !s) return s;
     im.key_count[0] = im.key_count[1] = 0;
     im.base_cost = 0;
+    im.times.upload = 0;
     if (im.n > 0) {
+        const auto start = std::chrono::steady_clock::now();
         std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
         if (Status s =
                 im.context->upload(im.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
             !s)
             return s;
+        im.times.upload = ms_since(start);
     }
     auto r = im.frame(im.boxes.handle(), true, *this);
     if (!r) return r.error();
@@ -354,12 +418,15 @@ Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
                      {},
                      {}};
     if (Status s = validate_boxes(new_boxes); !s) return s.error();
+    im.times.upload = 0;
     if (im.n > 0) {
+        const auto start = std::chrono::steady_clock::now();
         std::vector<GpuBox> gpu_boxes = to_gpu_boxes(new_boxes);
         if (Status s =
                 im.context->upload(im.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
             !s)
             return s.error();
+        im.times.upload = ms_since(start);
     }
     return im.frame(im.boxes.handle(), false, *this);
 }
@@ -373,6 +440,7 @@ Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
             "step got " + std::to_string(n) + " boxes, the scene has " + std::to_string(im.n),
             {},
             {}};
+    im.times.upload = 0;
     return im.frame(boxes, false, *this);
 }
 
@@ -388,6 +456,10 @@ void MovingScene::record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buff
     fill(cmd, flag_range, 0u);
     compute_barrier(cmd);
     impl_->node_bounds.dispatch(cmd, {nodes, flag_range}, pc, groups(n));
+}
+
+const FrameTimes& MovingScene::last_times() const {
+    return impl_->times;
 }
 
 std::uint32_t MovingScene::size() const {

@@ -13,6 +13,7 @@
 #include "broadphase/scene.hpp"
 #include "radix_sort.hpp"
 #include "shaders.hpp"
+#include "timestamps.hpp"
 
 namespace broadphase::gpu {
 
@@ -47,6 +48,12 @@ struct LbvhQueries::Impl {
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, build_scratch, queries, offsets, ids, scan_scratch, rays, hits;
     std::uint32_t ids_capacity = 0;
+    // Timestamps of the host helpers: count [0, 1], scan [1, 2], fill [3, 4], rays [5, 6].
+    // `timing` is set only while a host helper records, so the public recorders of the
+    // caller's command buffers never write them.
+    Timestamps timestamps;
+    bool timing = false;
+    QueryTimes times;
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
         size = std::max<VkDeviceSize>(size, 4);
@@ -92,6 +99,9 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     auto raycast = Kernel::create(context, shaders::lbvh_raycast, 3, "lbvh_raycast");
     if (!raycast) return raycast.error();
     impl->raycast = std::move(raycast.value());
+    auto timestamps = Timestamps::create(context, 7);
+    if (!timestamps) return timestamps.error();
+    impl->timestamps = std::move(timestamps.value());
     return std::unique_ptr<LbvhQueries>(new LbvhQueries(std::move(impl)));
 }
 
@@ -102,8 +112,10 @@ VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) {
 void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
                                       const RegionQueryBuffers& b, std::uint32_t queries) {
     // offsets[Q] starts at 0 so that the exclusive scan leaves the total there.
+    const bool timing = impl_->timing;
     fill(cmd, {b.offsets, queries * 4ull, 4}, 0u);
     compute_barrier(cmd);
+    if (timing) impl_->timestamps.write(cmd, 0);
     PushConstants pc{};
     pc.count = queries;
     pc.offset = tree.n;
@@ -115,8 +127,10 @@ void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
          offsets, whole(b.ids, b.capacity * 4ull)},
         pc, groups(queries));
     compute_barrier(cmd);
+    if (timing) impl_->timestamps.write(cmd, 1);
     impl_->scan.record_scan(cmd, offsets, queries + 1, {b.scratch, 0, scan_scratch_size(queries)});
     compute_barrier(cmd);
+    if (timing) impl_->timestamps.write(cmd, 2);
 }
 
 void LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
@@ -152,12 +166,12 @@ Status LbvhQueries::build(std::span<const Box> input) {
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
     const auto n = static_cast<std::uint32_t>(input.size());
-    const std::string what = "the LBVH over " + std::to_string(n) + " boxes";
+    const std::string what = " of the LBVH over " + std::to_string(n) + " boxes";
     // The larger of both code kinds' sizes, whichever the Lbvh was created with.
     const LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton63);
-    if (Status s = im.check_range(req.nodes, what); !s) return s;
-    if (Status s = im.check_range(n * sizeof(GpuBox), what); !s) return s;
-    if (Status s = im.check_range(n * 8ull, what); !s) return s;
+    if (Status s = im.check_range(req.nodes, "the node buffer" + what); !s) return s;
+    if (Status s = im.check_range(n * sizeof(GpuBox), "the box buffer" + what); !s) return s;
+    if (Status s = im.check_range(n * 8ull, "the sort-key buffer" + what); !s) return s;
     if (Status s = im.ensure(im.nodes, nodes_bytes(n)); !s) return s;
     if (n == 0) return {};
     if (Status s = im.ensure(im.boxes, n * sizeof(GpuBox)); !s) return s;
@@ -183,9 +197,9 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch", {}, {}};
     const auto q = static_cast<std::uint32_t>(input.size());
-    const std::string what = "a batch of " + std::to_string(q) + " queries";
-    if (Status s = check_range(q * sizeof(GpuBox), what); !s) return s.error();
-    if (Status s = check_range((q + 1ull) * 4, what); !s) return s.error();
+    const std::string what = " of a batch of " + std::to_string(q) + " queries";
+    if (Status s = check_range(q * sizeof(GpuBox), "the query buffer" + what); !s) return s.error();
+    if (Status s = check_range((q + 1ull) * 4, "the offset buffer" + what); !s) return s.error();
     if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s.error();
     if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s.error();
     if (Status s = ensure(scan_scratch, scan_scratch_size(q)); !s) return s.error();
@@ -203,13 +217,22 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         return RegionQueryBuffers{queries.handle(), offsets.handle(), ids.handle(), ids_capacity,
                                   scan_scratch.handle()};
     };
+    times = {};
+    timing = true;
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        timestamps.reset(cmd, 0, 5);
         compute_barrier(cmd);  // make the staged upload visible to the shaders
         self.record_region_count(cmd, tree(), buffers(), q);
+        timestamps.write(cmd, 3);
         self.record_region_fill(cmd, tree(), buffers(), q);
         compute_barrier(cmd);
+        timestamps.write(cmd, 4);
     });
+    timing = false;
     if (!s) return s.error();
+    times.count = timestamps.ms(0, 1);
+    times.scan = timestamps.ms(1, 2);
+    times.fill = timestamps.ms(3, 4);
     QueryHits hits;
     hits.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, hits.offsets.data(), (q + 1ull) * 4); !d)
@@ -234,11 +257,15 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         ids = Buffer();
         if (Status e = ensure(ids, ids_capacity * 4ull); !e) return e.error();
         Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            timestamps.reset(cmd, 3, 2);
             compute_barrier(cmd);
+            timestamps.write(cmd, 3);
             self.record_region_fill(cmd, tree(), buffers(), q);
             compute_barrier(cmd);
+            timestamps.write(cmd, 4);
         });
         if (!f) return f.error();
+        times.fill += timestamps.ms(3, 4);
     }
     hits.ids.resize(total);
     if (total > 0) {
@@ -291,18 +318,23 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     }
     std::vector<std::optional<RayHit>> out(r);
     if (r == 0) return out;
-    const std::string what = "a batch of " + std::to_string(r) + " rays";
+    const std::string what = "the ray buffer of a batch of " + std::to_string(r) + " rays";
     if (Status s = im.check_range(r * sizeof(GpuRay), what); !s) return s.error();
     if (Status s = im.ensure(im.rays, r * sizeof(GpuRay)); !s) return s.error();
     if (Status s = im.ensure(im.hits, r * sizeof(GpuRayHit)); !s) return s.error();
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
         return s.error();
+    im.times = {};
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+        im.timestamps.reset(cmd, 5, 2);
         compute_barrier(cmd);
+        im.timestamps.write(cmd, 5);
         record_ray_cast(cmd, im.tree(), {im.rays.handle(), im.hits.handle()}, r);
         compute_barrier(cmd);
+        im.timestamps.write(cmd, 6);
     });
     if (!s) return s.error();
+    im.times.ray_cast = im.timestamps.ms(5, 6);
     std::vector<GpuRayHit> hits(r);
     if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)
         return d.error();
@@ -314,6 +346,10 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
         out[i] = RayHit{hits[i].id, t};
     }
     return out;
+}
+
+const QueryTimes& LbvhQueries::last_times() const {
+    return impl_->times;
 }
 
 Result<std::vector<Pair>> LbvhQueries::find_pairs_against(std::span<const Box> a,

@@ -22,6 +22,13 @@ commands:
             [--max-seconds S] [--out-dir DIR] [--table FILE]
                                                  build + self-pairs time of every CPU
                                                  structure; a table and one PNG per scene
+  bench     --frames F [--scene S] [--policy ratio|refit|rebuild] [--rebuild-ratio R]
+                                                 animated moving scene: median GPU ms per
+                                                 frame of refit/rebuild, pairs, pair sort,
+                                                 event diff; refit/rebuild counts
+  bench     --rays R [--scene S] [--repeat K] [--seed X]
+                                                 R random rays and R region queries: GPU ms
+                                                 and rays (queries) per second
   scene     --scene S [--out FILE]               write a scene as text (generators too)
   devices   [--device D]                         show the Vulkan device that would be used
   cull      --scene S --camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far

@@ -272,6 +272,8 @@ int run_cpu_bench(const Args& args) {
 
 int run_bench(const Args& args) {
     if (args.has("cull")) return run_cull_bench(args);
+    if (args.has("frames")) return run_frame_bench(args);
+    if (args.has("rays")) return run_ray_bench(args);
     if (args.has("cpu")) return run_cpu_bench(args);
 #ifdef BROADPHASE_HAS_GPU
     auto scene = scene_from(args);

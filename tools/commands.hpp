@@ -36,6 +36,10 @@ int run_raycast(const Args& args);
 int run_pairs_against(const Args& args);
 /// `events`: begin/end overlap events per frame of an animated scene (tools/events_command.cpp).
 int run_events(const Args& args);
+/// `bench --frames F`: per-stage GPU ms of an animated MovingScene (tools/frame_bench.cpp).
+int run_frame_bench(const Args& args);
+/// `bench --rays R`: GPU ms and throughput of R ray casts and R region queries.
+int run_ray_bench(const Args& args);
 
 /// Default scene of every command that takes --scene.
 inline constexpr const char* kDefaultScene = "uniform:20000";

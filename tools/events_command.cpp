@@ -4,11 +4,7 @@
 // consecutive sorted pair lists.
 //
 // Frames come from scene files (--scenes f0 f1 ...: same box count in each) or from a generator
-// animated deterministically (--scenes NAME:COUNT[:SEED] --frames F): frame 0 is the generated
-// scene; in frame f >= 1 box k is shifted on each axis a by
-//     0.02 * extent_a / cbrt(N) * sum_{g=1..f} u(k, g, a),
-// where extent_a is the generated scene's extent on axis a, N the box count and u(k, g, a) in
-// [-1, 1) is splitmix64(k * 0x9e3779b97f4a7c15 + g * 0xbf58476d1ce4e5b9 + a + 1) >> 40, scaled.
+// animated deterministically (--scenes NAME:COUNT[:SEED] --frames F; tools/animation.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "animation.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "commands.hpp"
@@ -30,42 +27,6 @@ namespace {
 int events_fail(const std::string& message) {
     std::fprintf(stderr, "broadphase events: %s\n", message.c_str());
     return 2;
-}
-
-// u(k, g, a) of the file comment.
-float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
-    std::uint64_t z = k * 0x9e3779b97f4a7c15ull + frame * 0xbf58476d1ce4e5b9ull + axis + 1;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
-}
-
-// Frame f of the deterministic animation of `base` (see the file comment).
-std::vector<Box> animated_frame(const std::vector<Box>& base, int frame) {
-    std::vector<Box> boxes = base;
-    if (boxes.empty()) return boxes;
-    Box bounds = boxes[0];
-    for (const Box& b : boxes) {
-        bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
-                      std::min(bounds.min.z, b.min.z)};
-        bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
-                      std::max(bounds.max.z, b.max.z)};
-    }
-    float s = 0.02f / std::cbrt(float(boxes.size()));
-    Vec3 step{(bounds.max.x - bounds.min.x) * s, (bounds.max.y - bounds.min.y) * s,
-              (bounds.max.z - bounds.min.z) * s};
-    for (std::size_t k = 0; k < boxes.size(); ++k) {
-        Vec3 d{0, 0, 0};
-        for (int g = 1; g <= frame; ++g) {
-            d.x += step.x * frame_jitter(k, g, 0);
-            d.y += step.y * frame_jitter(k, g, 1);
-            d.z += step.z * frame_jitter(k, g, 2);
-        }
-        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
-        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
-    }
-    return boxes;
 }
 
 void print_frame(int frame, const std::vector<Pair>& began, const std::vector<Pair>& ended) {

@@ -47,6 +47,20 @@ struct FrameResult {
     double ratio = 1;
 };
 
+/// GPU time of each stage of the last reset or step, from timestamp queries (ms; all zero
+/// when the queue has no timestamps). A stage the frame did not take reads 0.
+struct FrameTimes {
+    FramePath path = FramePath::refit;  ///< the path the frame took
+    double upload = 0;   ///< host wall ms of the box upload (staging copy; 0 for a VkBuffer step)
+    double refit = 0;    ///< refit and its SAH cost (GPU)
+    double rebuild = 0;  ///< LBVH rebuild and its SAH cost (GPU)
+    double pairs = 0;    ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
+    double sort = 0;     ///< 64-bit radix sort of the pairs (GPU)
+    double diff = 0;     ///< began/ended differences with the previous frame (GPU)
+    /// GPU stages together (upload excluded).
+    double gpu_total() const { return refit + rebuild + pairs + sort + diff; }
+};
+
 /// A scene of n boxes moving from frame to frame (same count, same ids). Owns its device
 /// buffers; the Context must outlive it. Not thread-safe.
 class MovingScene {
@@ -72,6 +86,9 @@ public:
     /// reads/writes. Postcondition: the last command is a compute dispatch writing nodes.
     void record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,
                       std::uint32_t n) const;
+
+    /// Stage times and path of the last reset or step.
+    const FrameTimes& last_times() const;
 
     /// Number of boxes since the last reset.
     std::uint32_t size() const;

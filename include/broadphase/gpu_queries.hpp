@@ -56,6 +56,15 @@ struct RayQueryBuffers {
     VkBuffer hits = VK_NULL_HANDLE;
 };
 
+/// GPU time of the last host-helper batch, from timestamp queries (ms; all zero when the
+/// queue has no timestamps). Fields of the other kind of batch read 0.
+struct QueryTimes {
+    double count = 0;     ///< region queries: the count pass
+    double scan = 0;      ///< region queries: the exclusive scan of the counts
+    double fill = 0;      ///< region queries: the fill pass (both passes when ids grew)
+    double ray_cast = 0;  ///< ray casts: the closest-hit dispatch
+};
+
 /// Batched queries against a GPU LBVH. Holds pipelines, and for the host-array helpers the
 /// tree of the last build() and working buffers (grown on demand). Not thread-safe.
 class LbvhQueries {
@@ -108,6 +117,9 @@ public:
     /// be finite and tmax not NaN; t may differ from ray_box_entry by the rounding of GPU
     /// division (Vulkan: 2.5 ulp), never the id.
     Result<std::vector<std::optional<RayHit>>> ray_cast(std::span<const Ray> rays);
+
+    /// GPU times of the last query_boxes, query_points or ray_cast.
+    const QueryTimes& last_times() const;
 
     /// Host helper, set versus set: builds a tree over `b` and returns every overlapping
     /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j

@@ -44,6 +44,7 @@ public:
     virtual void self_pairs(std::vector<Pair>& out) const = 0;
 
     /// Appends the id of every box overlapping the closed region, in no particular order.
+    /// Precondition: the region is a valid box (min <= max); otherwise the result is unspecified.
     virtual void query_box(const Box& region, std::vector<std::uint32_t>& out) const = 0;
 
     /// Appends the id of every box containing point p, in no particular order.

@@ -78,7 +78,8 @@ struct Queries {
 /// grown by 10% (the unit cube when there are none); then, for count / 4 random boxes, queries
 /// made from the box: itself as a region, a corner as a degenerate region, exact corners as
 /// points, an edge-grazing ray, a ray starting on the box, a ray from a corner.
-inline Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count) {
+inline Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int count,
+                            bool inverted_regions = true) {
     Queries q;
     std::mt19937 rng(seed);
     Box b = boxes.empty() ? Box{{0, 0, 0}, {1, 1, 1}} : boxes[0];
@@ -108,8 +109,8 @@ inline Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int 
             r.min[a] = c[a] - h;
             r.max[a] = c[a] + h;
         }
-        if (i % 7 == 3) r.max.z = r.min.z;              // flat
-        if (i % 50 == 49) std::swap(r.min.x, r.max.x);  // inverted: empty
+        if (i % 7 == 3) r.max.z = r.min.z;                                  // flat
+        if (inverted_regions && i % 50 == 49) std::swap(r.min.x, r.max.x);  // inverted in x
         q.regions.push_back(r);
         Vec3 p = point();
         if (!boxes.empty() && i % 4 == 0) p = boxes[pick(rng)].min;
@@ -164,6 +165,7 @@ struct CompareOptions {
     std::size_t nearest_stride = 1;
     bool nearest_all = true;
     bool nearest_may_be_unsupported = false;  ///< ErrorCode::unsupported then passes
+    bool inverted_regions = true;             ///< regions with min.x > max.x among the queries
 };
 
 /// Compares every answer of `s` with `oracle` (which holds the same ids and boxes) on
@@ -181,7 +183,7 @@ inline void expect_same_answers(const Structure& s, const Structure& oracle,
         ASSERT_EQ(have.size(), want.size());
         ASSERT_TRUE(have == want);
     }
-    const Queries q = make_queries(boxes, o.seed, o.query_count);
+    const Queries q = make_queries(boxes, o.seed, o.query_count, o.inverted_regions);
     for (std::size_t i = 0; i < q.regions.size(); ++i) {
         std::vector<std::uint32_t> want, have;
         oracle.query_box(q.regions[i], want);

@@ -1,0 +1,130 @@
+// Device limits of every GPU host path (issue "Moving scenes and batched queries on the GPU",
+// item 6). Test 1-4: a scene just over the device's maxStorageBufferRange (the node buffer,
+// 48 bytes x (2n-1), is the largest per-box buffer: n = range / 96 + 1000) is refused by
+// Lbvh::find_pairs, Lbvh::build_nodes, Culler::cull, LbvhQueries::build and MovingScene::reset
+// with limit_exceeded and a message naming the buffer and the limit, before any allocation.
+// Test 5: a scene just under that limit builds (skipped where it would take too long).
+// Test 6: an absurd buffer size comes back as out_of_memory or limit_exceeded, not a crash.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu_queries.hpp"
+#include "gpu_test_env.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+class LimitsTest : public GpuTest {
+protected:
+    VkDeviceSize range() const { return gpu_context().info().max_storage_buffer_range; }
+
+    // Box count whose node buffer (48 bytes x (2n-1)) is just over (or under) the range.
+    std::size_t over_count() const { return std::size_t(range() / 96 + 1000); }
+    std::size_t under_count() const { return std::size_t(range() / 96 - 1000); }
+
+    // Cheap valid boxes: identical unit cubes (validation passes; nothing is built).
+    static std::vector<Box> cheap_boxes(std::size_t n) {
+        return std::vector<Box>(n, Box{{0, 0, 0}, {1, 1, 1}});
+    }
+
+    void expect_refused(const Error& e, const char* path) {
+        EXPECT_EQ(e.code, ErrorCode::limit_exceeded) << path << ": " << e.message;
+        EXPECT_NE(e.message.find("node buffer"), std::string::npos) << path << ": " << e.message;
+        EXPECT_NE(e.message.find(std::to_string(range())), std::string::npos)
+            << path << ": " << e.message;
+    }
+};
+
+// Test 1: Lbvh::find_pairs and Lbvh::build_nodes refuse the scene.
+TEST_F(LimitsTest, LbvhRefusesSceneOverStorageRange) {
+    if (over_count() >= (1ull << 31)) GTEST_SKIP() << "range allows 2^31 boxes";
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    const std::vector<Box> boxes = cheap_boxes(over_count());
+    auto pairs = lbvh.value()->find_pairs(boxes);
+    ASSERT_FALSE(pairs);
+    expect_refused(pairs.error(), "Lbvh::find_pairs");
+    auto nodes = lbvh.value()->build_nodes(boxes);
+    ASSERT_FALSE(nodes);
+    expect_refused(nodes.error(), "Lbvh::build_nodes");
+}
+
+// Test 2: Culler::cull refuses the scene.
+TEST_F(LimitsTest, CullerRefusesSceneOverStorageRange) {
+    if (over_count() >= (1ull << 31)) GTEST_SKIP() << "range allows 2^31 boxes";
+    auto culler = gpu::Culler::create(gpu_context());
+    ASSERT_TRUE(culler);
+    auto visible = culler.value()->cull(cheap_boxes(over_count()), Frustum{}, CullOrder::exact);
+    ASSERT_FALSE(visible);
+    expect_refused(visible.error(), "Culler::cull");
+}
+
+// Test 3: LbvhQueries::build (and so every query helper after it) refuses the scene.
+TEST_F(LimitsTest, QueriesRefuseSceneOverStorageRange) {
+    if (over_count() >= (1ull << 31)) GTEST_SKIP() << "range allows 2^31 boxes";
+    auto queries = gpu::LbvhQueries::create(gpu_context());
+    ASSERT_TRUE(queries);
+    const std::vector<Box> boxes = cheap_boxes(over_count());
+    Status s = queries.value()->build(boxes);
+    ASSERT_FALSE(s);
+    expect_refused(s.error(), "LbvhQueries::build");
+    EXPECT_EQ(queries.value()->size(), 0u);
+    auto against = queries.value()->find_pairs_against(cheap_boxes(1), boxes);
+    ASSERT_FALSE(against);
+    expect_refused(against.error(), "LbvhQueries::find_pairs_against");
+}
+
+// Test 4: MovingScene::reset refuses the scene, and step afterwards is an error, not a crash.
+TEST_F(LimitsTest, MovingSceneRefusesSceneOverStorageRange) {
+    if (over_count() >= (1ull << 31)) GTEST_SKIP() << "range allows 2^31 boxes";
+    auto moving = gpu::MovingScene::create(gpu_context());
+    ASSERT_TRUE(moving);
+    const std::vector<Box> boxes = cheap_boxes(over_count());
+    Status s = moving.value()->reset(boxes);
+    ASSERT_FALSE(s);
+    expect_refused(s.error(), "MovingScene::reset");
+    auto step = moving.value()->step(boxes);
+    ASSERT_FALSE(step);
+    EXPECT_EQ(step.error().code, ErrorCode::invalid_argument);
+}
+
+// Test 5: a scene just under the limit builds; its root covers every box.
+TEST_F(LimitsTest, LbvhBuildsSceneJustUnderStorageRange) {
+    // Lavapipe's 128 MiB range gives ~1.4M boxes (about a second); far larger ranges are
+    // skipped to keep the suite short.
+    if (under_count() > 3'000'000) GTEST_SKIP() << "scene of " << under_count() << " boxes";
+    const std::size_t n = under_count();
+    std::vector<Box> boxes(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float x = float(i % 128), y = float((i / 128) % 128), z = float(i / (128 * 128));
+        boxes[i] = {{x, y, z}, {x + 0.5f, y + 0.5f, z + 0.5f}};
+    }
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto nodes = lbvh.value()->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    ASSERT_EQ(nodes->size(), 2 * n - 1);
+    const gpu_layout::LbvhNode& root = (*nodes)[0];
+    EXPECT_EQ(root.lo.x, 0.0f);
+    EXPECT_EQ(root.lo.z, 0.0f);
+    EXPECT_EQ(root.hi.x, 127.5f);
+    EXPECT_EQ(root.hi.z, float((n - 1) / (128 * 128)) + 0.5f);
+}
+
+// Test 6: an absurd buffer size is an error value, never a crash or a validation error.
+TEST_F(LimitsTest, AbsurdBufferSizeIsOutOfMemory) {
+    for (gpu::MemoryKind kind :
+         {gpu::MemoryKind::device, gpu::MemoryKind::upload, gpu::MemoryKind::readback}) {
+        auto buffer = gpu_context().create_buffer(VkDeviceSize(1) << 50, kind);
+        ASSERT_FALSE(buffer);
+        EXPECT_TRUE(buffer.error().code == ErrorCode::out_of_memory ||
+                    buffer.error().code == ErrorCode::limit_exceeded)
+            << buffer.error().message;
+    }
+}
+
+}  // namespace
+}  // namespace broadphase::testing

@@ -1,0 +1,265 @@
+// `broadphase bench --frames F` and `broadphase bench --rays R`: per-stage GPU timings of the
+// moving-scene path (gpu::MovingScene: refit or rebuild, pairs, pair sort, event diff; the
+// scene animated by the deterministic jitter of tools/animation.hpp) and of the batched query
+// path (gpu::LbvhQueries: closest-hit ray casts and region queries), from timestamp queries.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "animation.hpp"
+#include "broadphase/scene.hpp"
+#include "commands.hpp"
+#ifdef BROADPHASE_HAS_GPU
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu_queries.hpp"
+#endif
+
+namespace broadphase::tool {
+
+namespace {
+
+int bench_fail(const std::string& message) {
+    std::fprintf(stderr, "broadphase bench: %s\n", message.c_str());
+    return 2;
+}
+
+#ifdef BROADPHASE_HAS_GPU
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
+    gpu::ContextOptions options;
+    options.device = args.get("device");
+    options.validation = args.has("validation");
+    return gpu::Context::create(options);
+}
+
+Result<gpu::CodeKind> code_from(const Args& args) {
+    const std::string code = args.get("code", "morton30");
+    if (code == "morton30") return gpu::CodeKind::morton30;
+    if (code == "morton63") return gpu::CodeKind::morton63;
+    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
+    return Error{ErrorCode::invalid_argument,
+                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
+                 {},
+                 {}};
+}
+
+void print_device(const gpu::Context& context) {
+    const gpu::DeviceInfo& info = context.info();
+    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
+                info.subgroup_size);
+    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+}
+
+Box scene_bounds(const std::vector<Box>& boxes) {
+    Box bounds{{0, 0, 0}, {1, 1, 1}};
+    if (boxes.empty()) return bounds;
+    bounds = boxes[0];
+    for (const Box& b : boxes) {
+        bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
+                      std::min(bounds.min.z, b.min.z)};
+        bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
+                      std::max(bounds.max.z, b.max.z)};
+    }
+    return bounds;
+}
+
+int validation_check(const gpu::Context& context) {
+    if (context.validation_errors() == 0) return 0;
+    return bench_fail(std::to_string(context.validation_errors()) +
+                      " Vulkan validation errors (printed above)");
+}
+#endif
+
+}  // namespace
+
+int run_frame_bench(const Args& args) {
+#ifdef BROADPHASE_HAS_GPU
+    const int frames = std::atoi(args.get("frames").c_str());
+    if (frames < 1) return bench_fail("--frames must be a positive frame count");
+    const std::string spec = args.get("scene", kDefaultScene);
+    auto scene = load_scene(spec);
+    if (!scene) return bench_fail(scene.error().message);
+    gpu::MovingSceneOptions options;
+    options.return_pairs = false;
+    auto code = code_from(args);
+    if (!code) return bench_fail(code.error().message);
+    options.code = code.value();
+    const std::string policy = args.get("policy", "ratio");
+    if (policy == "refit") {
+        options.policy = gpu::RefitPolicy::always_refit;
+    } else if (policy == "rebuild") {
+        options.policy = gpu::RefitPolicy::always_rebuild;
+    } else if (policy != "ratio") {
+        return bench_fail("unknown --policy '" + policy + "' (ratio, refit, rebuild)");
+    }
+    if (args.has("rebuild-ratio"))
+        options.rebuild_ratio = std::atof(args.get("rebuild-ratio").c_str());
+
+    auto context = open_context(args);
+    if (!context) return bench_fail(context.error().message);
+    print_device(*context.value());
+    std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
+                scene->boxes.size(), frames, policy.c_str(), args.get("code", "morton30").c_str());
+    auto moving = gpu::MovingScene::create(*context.value(), options);
+    if (!moving) return bench_fail(moving.error().message);
+    gpu::MovingScene& ms = *moving.value();
+    if (Status s = ms.reset(scene->boxes); !s) return bench_fail(s.error().message);
+    const gpu::FrameTimes first = ms.last_times();
+    std::printf("reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
+                first.gpu_total(), first.rebuild, first.pairs, first.sort);
+
+    std::vector<double> upload, refit, rebuild, pairs, sort, diff, total, pair_counts, events;
+    int refits = 0, rebuilds = 0;
+    for (int f = 1; f <= frames; ++f) {
+        const std::vector<Box> boxes = animated_frame(scene->boxes, f);
+        auto r = ms.step(boxes);
+        if (!r) return bench_fail(r.error().message);
+        const gpu::FrameTimes& t = ms.last_times();
+        upload.push_back(t.upload);
+        if (t.path == gpu::FramePath::refit) {
+            ++refits;
+            refit.push_back(t.refit);
+        } else {
+            ++rebuilds;
+            rebuild.push_back(t.rebuild);
+            if (t.refit > 0) refit.push_back(t.refit);  // by_ratio refits before it rebuilds
+        }
+        pairs.push_back(t.pairs);
+        sort.push_back(t.sort);
+        diff.push_back(t.diff);
+        total.push_back(t.gpu_total());
+        pair_counts.push_back(r->pair_count);
+        events.push_back(double(r->began.size() + r->ended.size()));
+    }
+    auto row = [](const char* stage, const std::vector<double>& v) {
+        if (v.empty())
+            std::printf("  %-28s %10s\n", stage, "-");
+        else
+            std::printf("  %-28s %10.3f\n", stage, median(v));
+    };
+    std::printf("per frame, median over %d frames (ms):\n", frames);
+    row("upload (host wall)", upload);
+    row("refit + cost (GPU)", refit);
+    row("rebuild + cost (GPU)", rebuild);
+    row("pairs (GPU)", pairs);
+    row("pair sort (GPU)", sort);
+    row("event diff (GPU)", diff);
+    row("total (GPU, median of sums)", total);
+    std::printf("refit frames: %d, rebuild frames: %d\n", refits, rebuilds);
+    std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
+                median(pair_counts), median(events));
+    return validation_check(*context.value());
+#else
+    (void)args;
+    return bench_fail("this build has no GPU support");
+#endif
+}
+
+int run_ray_bench(const Args& args) {
+#ifdef BROADPHASE_HAS_GPU
+    const long long count = std::atoll(args.get("rays").c_str());
+    if (count < 1 || count >= (1ll << 31)) return bench_fail("--rays must be in [1, 2^31)");
+    const int repeat = std::max(1, std::atoi(args.get("repeat", "3").c_str()));
+    const std::string spec = args.get("scene", kDefaultScene);
+    auto scene = load_scene(spec);
+    if (!scene) return bench_fail(scene.error().message);
+    auto code = code_from(args);
+    if (!code) return bench_fail(code.error().message);
+    const auto seed = static_cast<std::uint32_t>(std::atoll(args.get("seed", "42").c_str()));
+
+    // Rays from uniform points of the scene's bounds in uniform directions, unbounded; regions
+    // are boxes of the scene's mean extent at uniform points of its bounds.
+    const Box bounds = scene_bounds(scene->boxes);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto point = [&] {
+        return Vec3{bounds.min.x + (bounds.max.x - bounds.min.x) * unit(rng),
+                    bounds.min.y + (bounds.max.y - bounds.min.y) * unit(rng),
+                    bounds.min.z + (bounds.max.z - bounds.min.z) * unit(rng)};
+    };
+    std::vector<Ray> rays(static_cast<std::size_t>(count));
+    for (Ray& ray : rays) {
+        ray.origin = point();
+        Vec3 d{0, 0, 0};
+        float len = 0;
+        while (!(len > 1e-6f)) {
+            d = {normal(rng), normal(rng), normal(rng)};
+            len = std::sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+        }
+        ray.dir = {d.x / len, d.y / len, d.z / len};
+        ray.tmax = std::numeric_limits<float>::infinity();
+    }
+    Vec3 extent{0, 0, 0};
+    for (const Box& b : scene->boxes) {
+        extent.x += b.max.x - b.min.x;
+        extent.y += b.max.y - b.min.y;
+        extent.z += b.max.z - b.min.z;
+    }
+    const float inv = scene->boxes.empty() ? 0.0f : 1.0f / float(scene->boxes.size());
+    std::vector<Box> regions(static_cast<std::size_t>(count));
+    for (Box& region : regions) {
+        region.min = point();
+        region.max = {region.min.x + extent.x * inv, region.min.y + extent.y * inv,
+                      region.min.z + extent.z * inv};
+    }
+
+    auto context = open_context(args);
+    if (!context) return bench_fail(context.error().message);
+    print_device(*context.value());
+    std::printf(
+        "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
+        "median\n",
+        spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
+    auto queries = gpu::LbvhQueries::create(*context.value(), {code.value()});
+    if (!queries) return bench_fail(queries.error().message);
+    gpu::LbvhQueries& q = *queries.value();
+    if (Status s = q.build(scene->boxes); !s) return bench_fail(s.error().message);
+
+    std::vector<double> ray_ms, count_ms, scan_ms, fill_ms, region_ms;
+    std::size_t hits = 0, region_hits = 0;
+    for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        auto cast = q.ray_cast(rays);
+        if (!cast) return bench_fail(cast.error().message);
+        if (r > 0) ray_ms.push_back(q.last_times().ray_cast);
+        hits = static_cast<std::size_t>(
+            std::count_if(cast->begin(), cast->end(), [](const auto& h) { return h.has_value(); }));
+        auto found = q.query_boxes(regions);
+        if (!found) return bench_fail(found.error().message);
+        const gpu::QueryTimes& t = q.last_times();
+        if (r > 0) {
+            count_ms.push_back(t.count);
+            scan_ms.push_back(t.scan);
+            fill_ms.push_back(t.fill);
+            region_ms.push_back(t.count + t.scan + t.fill);
+        }
+        region_hits = found->ids.size();
+    }
+    auto per_second = [&](double ms) { return ms > 0 ? double(count) / (ms * 1e-3) : 0.0; };
+    const double rm = median(ray_ms), qm = median(region_ms);
+    std::printf("ray cast (GPU):            %10.3f ms, %.3g rays/s, %zu hits\n", rm, per_second(rm),
+                hits);
+    std::printf("region count (GPU):        %10.3f ms\n", median(count_ms));
+    std::printf("region scan (GPU):         %10.3f ms\n", median(scan_ms));
+    std::printf("region fill (GPU):         %10.3f ms\n", median(fill_ms));
+    std::printf("region queries (GPU):      %10.3f ms, %.3g queries/s, %zu hits\n", qm,
+                per_second(qm), region_hits);
+    return validation_check(*context.value());
+#else
+    (void)args;
+    return bench_fail("this build has no GPU support");
+#endif
+}
+
+}  // namespace broadphase::tool
