@@ -45,7 +45,6 @@ bool box_contains(const Box& outer, const Box& inner) {
            inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
-
 bool neighbor_less(const Neighbor& a, const Neighbor& b) {
     return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
 }

@@ -458,7 +458,8 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
         if (!node.entries.empty()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) queue.push({point_box_distance(p, e.box), true, e.id});
+            for (const Entry& e : node.entries)
+                queue.push({point_box_distance(p, e.box), true, e.id});
         }
         if (node.is_leaf()) continue;
         for (std::uint32_t c = 0; c < 8; ++c) {

@@ -441,7 +441,8 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) queue.push({point_box_distance(p, e.box), true, e.id});
+            for (const Entry& e : node.entries)
+                queue.push({point_box_distance(p, e.box), true, e.id});
             continue;
         }
         ++stats_.nodes_visited;

@@ -39,8 +39,8 @@ BP_CONST kTraversalStack = 96u;
 BP_CONST kInvalidNode = 0xffffffffu;
 
 // Code kinds (push constant `code_kind`).
-BP_CONST kCodeMorton30 = 0u;  // 10 bits per axis in one uint
-BP_CONST kCodeMorton63 = 1u;  // 21 bits per axis in two uints (hi word first in sort order)
+BP_CONST kCodeMorton30 = 0u;   // 10 bits per axis in one uint
+BP_CONST kCodeMorton63 = 1u;   // 21 bits per axis in two uints (hi word first in sort order)
 BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis in one uint
 
 // An input box: xyz of lo and hi; w is ignored (callers may store anything there).

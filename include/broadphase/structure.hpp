@@ -90,8 +90,8 @@ public:
 
 protected:
     Error unsupported(const char* what) const {
-        return Error{ErrorCode::unsupported,
-                     std::string(name()) + " does not support " + what, {}, {}};
+        return Error{
+            ErrorCode::unsupported, std::string(name()) + " does not support " + what, {}, {}};
     }
     mutable QueryStats stats_;
 };
