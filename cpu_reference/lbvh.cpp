@@ -116,10 +116,11 @@ Box centroid_bounds(std::span<const Box> boxes) {
 
 Quantizer::Quantizer(const Box& bounds, std::uint32_t bits_per_axis) : bits(bits_per_axis) {
     origin = bounds.min;
-    for (int axis = 0; axis < 3; ++axis) {
-        const float extent = bounds.max[axis] - bounds.min[axis];
-        scale[axis] = extent > 0.0f ? float(1u << bits) * (1.0f / extent) : 0.0f;
-    }
+    float largest = 0.0f;
+    for (int axis = 0; axis < 3; ++axis)
+        largest = std::max(largest, bounds.max[axis] - bounds.min[axis]);
+    const float common = largest > 0.0f ? float(1u << bits) * (1.0f / largest) : 0.0f;
+    scale = {common, common, common};
 }
 
 void Quantizer::quantize(const Box& b, std::uint32_t q[3]) const {

@@ -36,8 +36,9 @@ float ordered_to_float(std::uint32_t u);
 Box centroid_bounds(std::span<const Box> boxes);
 
 /// Quantisation of centroids to `bits` bits per axis:
-/// q = min(uint32(float((c - origin) * scale)), 2^bits - 1) per axis, where
-/// scale = float(2^bits) * (1.0f / extent) when extent = hi - lo > 0, else 0.
+/// q = min(uint32(float((c - origin) * scale)), 2^bits - 1) per axis, where one scale serves
+/// all axes (cubic cells): scale = float(2^bits) * (1.0f / extent) with extent the largest of
+/// hi - lo over the three axes, or 0 when that is 0.
 struct Quantizer {
     Vec3 origin;
     Vec3 scale;

@@ -43,9 +43,13 @@ float exact_reciprocal(float x) {
     return best;
 }
 
-float axis_scale(float lo, float hi, uint bits) {
-    precise float extent = hi - lo;
-    return extent > 0.0 ? float(1u << bits) * exact_reciprocal(extent) : 0.0;
+// One scale for all three axes, from the largest extent of the centroid bounds: the cells are
+// cubes, so a thin axis gets few code bits instead of as many as the wide ones (per-axis scales
+// made the top levels of the tree split the line scenes along the axis that every box spans).
+float common_scale(vec3 lo, vec3 hi, uint bits) {
+    precise vec3 extent = hi - lo;
+    float largest = max(max(extent.x, extent.y), extent.z);
+    return largest > 0.0 ? float(1u << bits) * exact_reciprocal(largest) : 0.0;
 }
 
 uint quantize(float c, float origin, float scale, uint bits) {
@@ -115,9 +119,10 @@ void main() {
     vec3 hi = vec3(ordered_to_float(bounds.hi.x), ordered_to_float(bounds.hi.y),
                    ordered_to_float(bounds.hi.z));
     precise vec3 c = (boxes[i].lo.xyz + boxes[i].hi.xyz) * 0.5;
-    uint qx = quantize(c.x, lo.x, axis_scale(lo.x, hi.x, bits), bits);
-    uint qy = quantize(c.y, lo.y, axis_scale(lo.y, hi.y, bits), bits);
-    uint qz = quantize(c.z, lo.z, axis_scale(lo.z, hi.z, bits), bits);
+    float scale = common_scale(lo, hi, bits);
+    uint qx = quantize(c.x, lo.x, scale, bits);
+    uint qy = quantize(c.y, lo.y, scale, bits);
+    uint qz = quantize(c.z, lo.z, scale, bits);
     if (pc.key_word == kCodeMorton63) {
         uvec2 x = expand_bits_21(qx), y = expand_bits_21(qy), z = expand_bits_21(qz);
         // code = x << 2 | y << 1 | z over 64 bits

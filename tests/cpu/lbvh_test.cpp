@@ -203,22 +203,26 @@ TEST(Hilbert, WholeGridConsecutiveIndicesAreNeighbours) {
 // ---- quantiser and codes -------------------------------------------------------------------
 
 TEST(Quantizer, FollowsTheDocumentedFormula) {
-    const Box bounds{{0, -2, 5}, {1, 2, 5}};  // z has zero extent
+    const Box bounds{{0, -2, 5}, {1, 2, 5}};  // z has zero extent; y is the largest (4)
     const Quantizer q(bounds, 10);
-    EXPECT_EQ(q.scale.x, 1024.0f);
+    // One scale for every axis (cubic cells), from the largest extent.
+    EXPECT_EQ(q.scale.x, 1024.0f * (1.0f / 4.0f));
     EXPECT_EQ(q.scale.y, 1024.0f * (1.0f / 4.0f));
-    EXPECT_EQ(q.scale.z, 0.0f);
+    EXPECT_EQ(q.scale.z, 1024.0f * (1.0f / 4.0f));
     std::uint32_t out[3];
     q.quantize(Box{{0, -2, 5}, {0, -2, 5}}, out);
     EXPECT_EQ(out[0], 0u);
     EXPECT_EQ(out[1], 0u);
     EXPECT_EQ(out[2], 0u);
-    q.quantize(Box{{1, 2, 5}, {1, 2, 5}}, out);  // the top edge clamps to 2^bits - 1
-    EXPECT_EQ(out[0], 1023u);
+    q.quantize(Box{{1, 2, 5}, {1, 2, 5}}, out);  // the top edge of y clamps to 2^bits - 1
+    EXPECT_EQ(out[0], 256u);                     // x spans a quarter of the cells
     EXPECT_EQ(out[1], 1023u);
+    EXPECT_EQ(out[2], 0u);
     q.quantize(Box{{0.25f, -1, 5}, {0.75f, 1, 5}}, out);  // centroid (0.5, 0)
-    EXPECT_EQ(out[0], 512u);
+    EXPECT_EQ(out[0], 128u);
     EXPECT_EQ(out[1], 512u);
+    const Quantizer flat(Box{{3, 3, 3}, {3, 3, 3}}, 10);  // every extent 0: scale 0
+    EXPECT_EQ(flat.scale.x, 0.0f);
 
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> u(-3.0f, 7.0f);
@@ -233,10 +237,11 @@ TEST(Quantizer, FollowsTheDocumentedFormula) {
         const Quantizer qz(cb, bits);
         for (const Box& b : boxes) {
             qz.quantize(b, out);
+            const float extent =
+                std::max({cb.max.x - cb.min.x, cb.max.y - cb.min.y, cb.max.z - cb.min.z});
+            const float scale = float(1u << bits) * (1.0f / extent);
             for (int a = 0; a < 3; ++a) {
                 const float c = (b.min[a] + b.max[a]) * 0.5f;
-                const float extent = cb.max[a] - cb.min[a];
-                const float scale = float(1u << bits) * (1.0f / extent);
                 const auto expect =
                     std::min(static_cast<std::uint32_t>((c - cb.min[a]) * scale), (1u << bits) - 1);
                 ASSERT_EQ(out[a], expect);
