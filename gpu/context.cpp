@@ -330,6 +330,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
               "vkCreateDevice");
     vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
     if (Status s = finish_setup(*impl); !s) return s.error();
+    if (options.max_storage_buffer_range > 0)
+        impl->info.max_storage_buffer_range =
+            std::min(impl->info.max_storage_buffer_range, options.max_storage_buffer_range);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 

@@ -25,6 +25,10 @@ struct ContextOptions {
     /// BROADPHASE_DEVICE environment variable, else the first discrete GPU, then integrated,
     /// then virtual, then CPU (e.g. lavapipe).
     std::string device;
+    /// Caps maxStorageBufferRange below the device's (0: the device's own). Every host path
+    /// refuses scenes whose buffers exceed the cap, so tests and callers can exercise and
+    /// plan for the limit on any device.
+    VkDeviceSize max_storage_buffer_range = 0;
 };
 
 /// Handles a caller already owns. All must outlive the Context. The device must have been
