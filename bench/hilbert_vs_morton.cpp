@@ -1,8 +1,7 @@
 // Hilbert vs Morton leaf order for the LBVH: node visits of the all-pairs traversal on the CPU
 // twin (lbvh::self_pairs fills QueryStats; the same per-thread logic as shaders/lbvh_pairs.comp,
 // so the counts are what the GPU does and do not depend on the device). Prints a Markdown table.
-// Build (after the library): c++ -std=c++20 -O2 -Iinclude -Icpu_reference
-//   bench/hilbert_vs_morton.cpp build/libbroadphase_cpu.a build/libbroadphase_core.a
+// Built with the project: build/hilbert_vs_morton [N]
 //   -o build/hilbert_vs_morton
 #include <cstdio>
 #include <cstdlib>
