@@ -2,7 +2,6 @@
 // twin (lbvh::self_pairs fills QueryStats; the same per-thread logic as shaders/lbvh_pairs.comp,
 // so the counts are what the GPU does and do not depend on the device). Prints a Markdown table.
 // Built with the project: build/hilbert_vs_morton [N]
-//   -o build/hilbert_vs_morton
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
