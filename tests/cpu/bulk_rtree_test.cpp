@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(AllScenes, BulkRTreeGenerators,
 // ---- hand-made degenerate scenes --------------------------------------------------------------
 
 TEST(BulkRTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
-    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, -1}, {0.75f, 1.5f, 2}});
+    const std::vector<Box> boxes = testing::identical_boxes();
     expect_all_methods_match(boxes, "identical");
     for (BulkLoad m : kMethods) {
         BulkRTree tree({m, 16});
@@ -109,50 +109,33 @@ TEST(BulkRTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
 }
 
 TEST(BulkRTreeScenes, Scenario2_ZeroVolumeBoxes) {
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(0, 1);
-    std::vector<Box> boxes;
-    for (int i = 0; i < 600; ++i) {
-        const Vec3 p{u(rng), u(rng), u(rng)};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.05f, b.max[(i + 1) % 3] += 0.05f;  // flat box
-        if (i % 3 == 2) b.max[i % 3] += 0.1f;                                // segment
-        boxes.push_back(b);
-    }
-    boxes.push_back(boxes[10]);  // a duplicate point
+    const std::vector<Box> boxes = testing::zero_volume_boxes();
     expect_all_methods_match(boxes, "zero volume");
 }
 
 TEST(BulkRTreeScenes, Scenario3_OneHugeBoxOverEverything) {
-    std::vector<Box> boxes = uniform_boxes(1000, 3);
-    boxes.insert(boxes.begin() + 500, Box{{-100, -100, -100}, {100, 100, 100}});
+    const std::vector<Box> boxes = testing::huge_box_boxes();
     expect_all_methods_match(boxes, "huge box");
     for (BulkLoad m : kMethods) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(boxes).ok());
         const std::vector<Pair> pairs = sorted_pairs(tree);
         EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
-                                [](const Pair& p) { return p.i == 500 || p.j == 500; }),
+                                [](const Pair& p) {
+                                    return p.i == testing::kHugeBoxIndex ||
+                                           p.j == testing::kHugeBoxIndex;
+                                }),
                   1000);
     }
 }
 
 TEST(BulkRTreeScenes, Scenario4_FarFromTheOrigin) {
-    std::vector<Box> boxes = uniform_boxes(1500, 4);
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        // Scale up so the boxes are wider than a float ulp at 1e7 (which is 1).
-        const Vec3 offset{1e7f, -1e7f, i % 2 ? 1e7f : 0.0f};
-        for (int axis = 0; axis < 3; ++axis) {
-            boxes[i].min[axis] = boxes[i].min[axis] * 1000 + offset[axis];
-            boxes[i].max[axis] = boxes[i].max[axis] * 1000 + offset[axis];
-        }
-    }
+    const std::vector<Box> boxes = testing::far_from_origin_boxes();
     expect_all_methods_match(boxes, "far");
 }
 
 TEST(BulkRTreeScenes, Scenario5_FlatTwoDimensionalScene) {
-    std::vector<Box> boxes = uniform_boxes(2000, 5);
-    for (Box& b : boxes) b.min.z = b.max.z = 0;
+    const std::vector<Box> boxes = testing::flat_boxes();
     expect_all_methods_match(boxes, "2D");
     // z has no variance, so STR and Hilbert work in 2D: the paper's sqrt slicing.
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
@@ -164,13 +147,7 @@ TEST(BulkRTreeScenes, Scenario5_FlatTwoDimensionalScene) {
 }
 
 TEST(BulkRTreeScenes, Scenario6_SameCentroidDifferentSizes) {
-    std::vector<Box> boxes;
-    for (int i = 0; i < 50; ++i) {
-        const float h = 0.01f * float(i);
-        boxes.push_back(Box{{-h, -h, -h}, {h, h, h}});
-    }
-    const std::vector<Box> more = uniform_boxes(100, 6);
-    boxes.insert(boxes.end(), more.begin(), more.end());
+    const std::vector<Box> boxes = testing::nested_boxes();
     expect_all_methods_match(boxes, "nested");
 }
 

@@ -28,33 +28,13 @@ using Config = DynamicAabbTree::Config;
 
 using testing::sorted_ids;
 
-// Compares every query of `tree` with brute force over `boxes` under the ids `ids[k]`
-// (oracle_harness.hpp); k nearest (k = 1, 5) at every fourth query point.
-void expect_same_as_brute_force(const DynamicAabbTree& tree, std::span<const Box> boxes,
-                                std::span<const std::uint32_t> ids, std::uint32_t seed,
-                                int query_count) {
-    ASSERT_EQ(ids.size(), boxes.size());
-    std::map<std::uint32_t, Box> live;
-    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
-    ASSERT_EQ(live.size(), ids.size());
-    testing::CompareOptions options;
-    options.seed = seed;
-    options.query_count = query_count;
-    options.nearest_stride = 4;
-    options.nearest_all = false;
-    testing::expect_matches_live(tree, live, options);
-}
+// k nearest (k = 1, 5) at every fourth query point (oracle_harness.hpp).
+constexpr std::size_t kNearestStride = 4;
 
 void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
                      int query_count = 200) {
     DynamicAabbTree tree(config);
-    const Status built = tree.build(boxes);
-    ASSERT_TRUE(built.ok()) << built.error().message;
-    const Status valid = tree.validate();
-    ASSERT_TRUE(valid.ok()) << valid.error().message;
-    std::vector<std::uint32_t> ids(boxes.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint32_t>(i);
-    expect_same_as_brute_force(tree, boxes, ids, seed, query_count);
+    testing::build_and_match_ids(tree, boxes, seed, query_count, kNearestStride);
 }
 
 std::vector<std::pair<std::string, Config>> configs() {
@@ -96,7 +76,8 @@ TEST_P(DynamicAabbTreeConfigs, Scenario01_StandardScenesMatchBruteForce) {
 
 // Scenario 2: 200 copies of one box: every pair overlaps.
 TEST_P(DynamicAabbTreeConfigs, Scenario02_AllBoxesIdentical) {
-    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
+    const std::vector<Box> boxes =
+        testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
     build_and_check(config(), boxes);
     DynamicAabbTree tree(config());
     ASSERT_TRUE(tree.build(boxes).ok());
@@ -107,55 +88,22 @@ TEST_P(DynamicAabbTreeConfigs, Scenario02_AllBoxesIdentical) {
 
 // Scenario 3: points, segments and flat boxes on a coarse lattice (many coincide).
 TEST_P(DynamicAabbTreeConfigs, Scenario03_ZeroVolumeBoxes) {
-    std::vector<Box> boxes;
-    std::mt19937 rng(3);
-    std::uniform_int_distribution<int> cell(0, 6);
-    for (int i = 0; i < 400; ++i) {
-        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.25f;
-        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
-        boxes.push_back(b);
-    }
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::lattice_zero_volume_boxes());
 }
 
 // Scenario 4: one huge box over a uniform scene, first and last.
 TEST_P(DynamicAabbTreeConfigs, Scenario04_HugeBoxOverEverything) {
-    auto scene = generate_scene("uniform", 800);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
-    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::huge_boxes_first_and_last());
 }
 
 // Scenario 5: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
 TEST_P(DynamicAabbTreeConfigs, Scenario05_FarFromOrigin) {
-    auto scene = generate_scene("uniform", 1000);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes;
-    for (const Box& b : scene->boxes) {
-        Box s;
-        for (int a = 0; a < 3; ++a) {
-            s.min[a] = 1e7f + 1000.0f * b.min[a];
-            s.max[a] = 1e7f + 1000.0f * b.max[a];
-        }
-        boxes.push_back(s);
-    }
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::far_scaled_boxes());
 }
 
 // Scenario 6: a 2D scene (z extent 0 everywhere), where every volume is 0.
 TEST_P(DynamicAabbTreeConfigs, Scenario06_FlatScene) {
-    std::vector<Box> boxes;
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (int i = 0; i < 1500; ++i) {
-        const float x = u(rng), y = u(rng);
-        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
-    }
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::flat_random_boxes());
 }
 
 // Scenario 7: other seeds of every generator.
@@ -172,16 +120,11 @@ TEST_P(DynamicAabbTreeConfigs, Scenario07_OtherSeeds) {
 // the top of the id range: validate() after every step, everything compared with brute force
 // every 10 steps. Moves shift by 0.5 (30%, out of the fat box) or 0.001 (inside it).
 void random_steps(const Config& config, std::uint32_t seed, std::size_t initial, int steps) {
-    testing::SequenceContext boxes_rng(seed + 7919u);
     testing::SequenceOptions options;
     options.seed = seed;
     options.steps = steps;
-    options.new_box = [](testing::SequenceContext& ctx) {
-        const Vec3 p{ctx.unit(), ctx.unit(), ctx.unit()};
-        const float s = 0.02f + 0.1f * ctx.unit() * ctx.unit();
-        return Box{p, {p.x + s, p.y + s, p.z + (ctx.unit() < 0.2f ? 0.0f : s)}};
-    };
-    for (std::size_t i = 0; i < initial; ++i) options.start.push_back(options.new_box(boxes_rng));
+    options.new_box = &testing::SequenceContext::small_box;
+    options.start = testing::context_boxes(seed + 7919u, initial, options.new_box);
     options.insert_share = [](int) { return 0.3f; };
     options.remove_share = 0.2f / 0.7f;
     std::uint64_t big_moves = 0;
@@ -244,7 +187,7 @@ TEST(DynamicAabbTree, Scenario09_SortedInsertionsStayBalanced) {
     std::vector<Box> left;
     std::vector<std::uint32_t> ids;
     for (std::uint32_t i = 1; i < kCount; i += 2) left.push_back(boxes[i]), ids.push_back(i);
-    expect_same_as_brute_force(balanced, left, ids, 3, 50);
+    testing::expect_matches_ids(balanced, left, ids, 3, 50, kNearestStride);
 }
 
 // Scenario 10: the bulk build is balanced (height ceil(log2 n)).

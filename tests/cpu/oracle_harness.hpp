@@ -3,13 +3,15 @@
 // regions, axis- and plane-parallel rays, edge-grazing rays, rays starting on a box), the
 // comparison of every query type of a built Structure with the BruteForce oracle (pairs, region
 // queries, point picks, closest-hit rays exactly, k nearest), and the driver of seeded random
-// insert/remove/move sequences mirrored into a BruteForce with validate() after every step.
+// insert/remove/move sequences mirrored into a BruteForce with validate() after every step; and
+// the hand-made degenerate scenes the per-structure tests share.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -66,6 +68,139 @@ inline std::vector<Box> scene_boxes(std::string_view generator, std::size_t coun
 /// A "uniform" scene's boxes.
 inline std::vector<Box> uniform_boxes(std::size_t count, std::uint32_t seed) {
     return scene_boxes("uniform", count, seed);
+}
+
+// ---- hand-made degenerate scenes -------------------------------------------------------------
+
+/// 200 copies of `b`: all centroids equal, every pair overlaps, every ray hit is a tie.
+inline std::vector<Box> identical_boxes(const Box& b = Box{{0.25f, 0.5f, -1}, {0.75f, 1.5f, 2}}) {
+    return std::vector<Box>(200, b);
+}
+
+/// 600 points, flat boxes and segments in the unit cube drawn from `rng`, then a duplicate point
+/// (of box 10).
+inline std::vector<Box> zero_volume_boxes(std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<Box> boxes;
+    for (int i = 0; i < 600; ++i) {
+        const Vec3 p{u(rng), u(rng), u(rng)};
+        Box b{p, p};
+        if (i % 3 == 1) b.max[i % 3] += 0.05f, b.max[(i + 1) % 3] += 0.05f;  // flat box
+        if (i % 3 == 2) b.max[i % 3] += 0.1f;                                // segment
+        boxes.push_back(b);
+    }
+    boxes.push_back(boxes[10]);  // a duplicate point
+    return boxes;
+}
+
+/// zero_volume_boxes drawn with seed 7.
+inline std::vector<Box> zero_volume_boxes() {
+    std::mt19937 rng(7);
+    return zero_volume_boxes(rng);
+}
+
+/// Index of the huge box in huge_box_boxes().
+inline constexpr std::size_t kHugeBoxIndex = 500;
+
+/// 1000 "uniform" boxes (seed 3) with [-100, 100]^3, over all of them, at kHugeBoxIndex.
+inline std::vector<Box> huge_box_boxes() {
+    std::vector<Box> boxes = uniform_boxes(1000, 3);
+    boxes.insert(boxes.begin() + static_cast<std::ptrdiff_t>(kHugeBoxIndex),
+                 Box{{-100, -100, -100}, {100, 100, 100}});
+    return boxes;
+}
+
+/// 1500 "uniform" boxes (seed 4) scaled by 1000, so that they are wider than a float ulp at 1e7
+/// (which is 1), and moved to (1e7, -1e7, 1e7 or 0).
+inline std::vector<Box> far_from_origin_boxes() {
+    std::vector<Box> boxes = uniform_boxes(1500, 4);
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        const Vec3 offset{1e7f, -1e7f, i % 2 ? 1e7f : 0.0f};
+        for (int axis = 0; axis < 3; ++axis) {
+            boxes[i].min[axis] = boxes[i].min[axis] * 1000 + offset[axis];
+            boxes[i].max[axis] = boxes[i].max[axis] * 1000 + offset[axis];
+        }
+    }
+    return boxes;
+}
+
+/// 2000 "uniform" boxes (seed 5) flattened onto z = 0.
+inline std::vector<Box> flat_boxes() {
+    std::vector<Box> boxes = uniform_boxes(2000, 5);
+    for (Box& b : boxes) b.min.z = b.max.z = 0;
+    return boxes;
+}
+
+/// 50 cubes centred on the origin, half sides 0, 0.01, .., 0.49.
+inline std::vector<Box> same_centroid_boxes() {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 50; ++i) {
+        const float h = 0.01f * float(i);
+        boxes.push_back(Box{{-h, -h, -h}, {h, h, h}});
+    }
+    return boxes;
+}
+
+/// same_centroid_boxes, then 100 "uniform" boxes (seed 6).
+inline std::vector<Box> nested_boxes() {
+    std::vector<Box> boxes = same_centroid_boxes();
+    const std::vector<Box> more = uniform_boxes(100, 6);
+    boxes.insert(boxes.end(), more.begin(), more.end());
+    return boxes;
+}
+
+/// 400 points, segments and flat boxes on a coarse 7^3 lattice of step 0.125 (many coincide).
+inline std::vector<Box> lattice_zero_volume_boxes() {
+    std::vector<Box> boxes;
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> cell(0, 6);
+    for (int i = 0; i < 400; ++i) {
+        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
+        Box b{p, p};
+        if (i % 3 == 1) b.max[i % 3] += 0.25f;
+        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
+        boxes.push_back(b);
+    }
+    return boxes;
+}
+
+/// 800 "uniform" boxes (seed 42) between [-100, 100]^3 first and [-1e6, 1e6]^3 last.
+inline std::vector<Box> huge_boxes_first_and_last() {
+    std::vector<Box> boxes = uniform_boxes(800, 42);
+    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
+    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    return boxes;
+}
+
+/// 1000 "uniform" boxes (seed 42) scaled by 1000 and moved 1e7 away along every axis.
+inline std::vector<Box> far_scaled_boxes() {
+    std::vector<Box> boxes;
+    for (const Box& b : uniform_boxes(1000, 42)) {
+        Box s;
+        for (int a = 0; a < 3; ++a) {
+            s.min[a] = 1e7f + 1000.0f * b.min[a];
+            s.max[a] = 1e7f + 1000.0f * b.max[a];
+        }
+        boxes.push_back(s);
+    }
+    return boxes;
+}
+
+/// 1500 boxes in the unit square drawn from `rng`, sides up to 0.03, all with z extent 0.
+inline std::vector<Box> flat_random_boxes(std::mt19937& rng) {
+    std::vector<Box> boxes;
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int i = 0; i < 1500; ++i) {
+        const float x = u(rng), y = u(rng);
+        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
+    }
+    return boxes;
+}
+
+/// flat_random_boxes drawn with seed 5.
+inline std::vector<Box> flat_random_boxes() {
+    std::mt19937 rng(5);
+    return flat_random_boxes(rng);
 }
 
 struct Queries {
@@ -260,6 +395,34 @@ inline void expect_matches_live(const Structure& s, const std::map<std::uint32_t
     expect_same_answers(s, oracle, boxes, o);
 }
 
+/// `s` holds boxes[k] under ids[k] (distinct): validates and answers everything as brute force
+/// does on query_count queries seeded `seed`, k nearest (k = 1, 5) at every nearest_stride-th
+/// query point.
+inline void expect_matches_ids(const Structure& s, std::span<const Box> boxes,
+                               std::span<const std::uint32_t> ids, std::uint32_t seed,
+                               int query_count, std::size_t nearest_stride) {
+    ASSERT_EQ(ids.size(), boxes.size());
+    std::map<std::uint32_t, Box> live;
+    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
+    ASSERT_EQ(live.size(), ids.size());
+    CompareOptions options;
+    options.seed = seed;
+    options.query_count = query_count;
+    options.nearest_stride = nearest_stride;
+    options.nearest_all = false;
+    expect_matches_live(s, live, options);
+}
+
+/// Builds `s` over `boxes` (ids 0 .. n-1), validates it, then expect_matches_ids.
+inline void build_and_match_ids(Structure& s, std::span<const Box> boxes, std::uint32_t seed,
+                                int query_count, std::size_t nearest_stride) {
+    const Status built = s.build(boxes);
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    const Status valid = s.validate();
+    ASSERT_TRUE(valid.ok()) << valid.error().message;
+    expect_matches_ids(s, boxes, iota_ids(boxes.size()), seed, query_count, nearest_stride);
+}
+
 /// Random state handed to the hooks of a dynamic sequence.
 struct SequenceContext {
     explicit SequenceContext(std::uint32_t seed) : rng(seed) {}
@@ -289,6 +452,12 @@ struct SequenceContext {
         const float side = 0.01f + 0.08f * unit();
         return Box{lo, {lo.x + side, lo.y + side * unit(), lo.z + (unit() < 0.2f ? 0.0f : side)}};
     }
+    /// A box in the unit cube of side 0.02 .. 0.12 (mostly small); every fifth flat in z.
+    Box small_box() {
+        const Vec3 p{unit(), unit(), unit()};
+        const float s = 0.02f + 0.1f * unit() * unit();
+        return Box{p, {p.x + s, p.y + s, p.z + (unit() < 0.2f ? 0.0f : s)}};
+    }
     /// `b` shifted by up to `step` along each axis.
     Box nudged(Box b, float step) {
         for (int a = 0; a < 3; ++a) {
@@ -299,6 +468,15 @@ struct SequenceContext {
         return b;
     }
 };
+
+/// `count` boxes of `make` drawn from a context of their own seeded `seed`: a sequence's start.
+inline std::vector<Box> context_boxes(std::uint32_t seed, std::size_t count,
+                                      const std::function<Box(SequenceContext&)>& make) {
+    SequenceContext ctx(seed);
+    std::vector<Box> boxes;
+    for (std::size_t i = 0; i < count; ++i) boxes.push_back(make(ctx));
+    return boxes;
+}
 
 /// A seeded random insert / remove / move sequence with caller-chosen sparse ids.
 struct SequenceOptions {

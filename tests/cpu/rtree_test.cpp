@@ -30,33 +30,13 @@ using Policy = RTree::SplitPolicy;
 
 using testing::sorted_ids;
 
-// Compares every query of `tree` with brute force over `boxes` under the ids `ids[k]`
-// (oracle_harness.hpp); k nearest (k = 1, 5) at every fourth query point.
-void expect_same_as_brute_force(const RTree& tree, std::span<const Box> boxes,
-                                std::span<const std::uint32_t> ids, std::uint32_t seed,
-                                int query_count) {
-    ASSERT_EQ(ids.size(), boxes.size());
-    std::map<std::uint32_t, Box> live;
-    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
-    ASSERT_EQ(live.size(), ids.size());
-    testing::CompareOptions options;
-    options.seed = seed;
-    options.query_count = query_count;
-    options.nearest_stride = 4;
-    options.nearest_all = false;
-    testing::expect_matches_live(tree, live, options);
-}
+// k nearest (k = 1, 5) at every fourth query point (oracle_harness.hpp).
+constexpr std::size_t kNearestStride = 4;
 
 void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
                      int query_count = 200) {
     RTree tree(config);
-    const Status built = tree.build(boxes);
-    ASSERT_TRUE(built.ok()) << built.error().message;
-    const Status valid = tree.validate();
-    ASSERT_TRUE(valid.ok()) << valid.error().message;
-    std::vector<std::uint32_t> ids(boxes.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint32_t>(i);
-    expect_same_as_brute_force(tree, boxes, ids, seed, query_count);
+    testing::build_and_match_ids(tree, boxes, seed, query_count, kNearestStride);
 }
 
 Config make_config(Policy policy, std::uint32_t min_entries = 4, std::uint32_t max_entries = 16) {
@@ -105,7 +85,8 @@ TEST_P(RTreeConfigs, Scenario01_StandardScenesMatchBruteForce) {
 
 // Scenario 2: 200 copies of one box: every pair overlaps, every split is a tie.
 TEST_P(RTreeConfigs, Scenario02_AllBoxesIdentical) {
-    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
+    const std::vector<Box> boxes =
+        testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
     build_and_check(config(), boxes);
     RTree tree(config());
     ASSERT_TRUE(tree.build(boxes).ok());
@@ -116,55 +97,25 @@ TEST_P(RTreeConfigs, Scenario02_AllBoxesIdentical) {
 
 // Scenario 3: points, segments and flat boxes on a coarse lattice (many coincide).
 TEST_P(RTreeConfigs, Scenario03_ZeroVolumeBoxes) {
-    std::vector<Box> boxes;
-    std::mt19937 rng(3);
-    std::uniform_int_distribution<int> cell(0, 6);
-    for (int i = 0; i < 400; ++i) {
-        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.25f;
-        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
-        boxes.push_back(b);
-    }
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::lattice_zero_volume_boxes());
 }
 
 // Scenario 4: one huge box over a uniform scene, first and last.
 TEST_P(RTreeConfigs, Scenario04_HugeBoxOverEverything) {
-    auto scene = generate_scene("uniform", 800);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
-    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::huge_boxes_first_and_last());
 }
 
 // Scenario 5: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
 TEST_P(RTreeConfigs, Scenario05_FarFromOrigin) {
-    auto scene = generate_scene("uniform", 1000);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes;
-    for (const Box& b : scene->boxes) {
-        Box s;
-        for (int a = 0; a < 3; ++a) {
-            s.min[a] = 1e7f + 1000.0f * b.min[a];
-            s.max[a] = 1e7f + 1000.0f * b.max[a];
-        }
-        boxes.push_back(s);
-    }
-    build_and_check(config(), boxes);
+    build_and_check(config(), testing::far_scaled_boxes());
 }
 
 // Scenario 6: a 2D scene (z extent 0 everywhere), where every volume is 0; the tree must still
 // be a good one (content falls back on area), so region queries stay local.
 TEST_P(RTreeConfigs, Scenario06_FlatScene) {
-    std::vector<Box> boxes;
     std::mt19937 rng(5);
+    const std::vector<Box> boxes = testing::flat_random_boxes(rng);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (int i = 0; i < 1500; ++i) {
-        const float x = u(rng), y = u(rng);
-        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
-    }
     build_and_check(config(), boxes);
     RTree tree(config());
     ASSERT_TRUE(tree.build(boxes).ok());
@@ -189,16 +140,11 @@ TEST_P(RTreeConfigs, Scenario07_OtherSeeds) {
 // the top of the id range: validate() after every step, everything compared with brute force
 // every 10 steps. Moves shift by 0.5 (30%) or 0.01.
 void random_steps(const Config& config, std::uint32_t seed, std::size_t initial, int steps) {
-    testing::SequenceContext boxes_rng(seed + 7919u);
     testing::SequenceOptions options;
     options.seed = seed;
     options.steps = steps;
-    options.new_box = [](testing::SequenceContext& ctx) {
-        const Vec3 p{ctx.unit(), ctx.unit(), ctx.unit()};
-        const float s = 0.02f + 0.1f * ctx.unit() * ctx.unit();
-        return Box{p, {p.x + s, p.y + s, p.z + (ctx.unit() < 0.2f ? 0.0f : s)}};
-    };
-    for (std::size_t i = 0; i < initial; ++i) options.start.push_back(options.new_box(boxes_rng));
+    options.new_box = &testing::SequenceContext::small_box;
+    options.start = testing::context_boxes(seed + 7919u, initial, options.new_box);
     // Grow for the first third, then shrink, then mix, so that CondenseTree collapses levels.
     options.insert_share = [steps](int step) {
         return step < steps / 3 ? 0.7f : (step < 2 * steps / 3 ? 0.1f : 0.35f);
@@ -277,7 +223,7 @@ TEST(RTree, Scenario10_HeightAfterDegenerateInsertionOrders) {
                 left.push_back(boxes[i]);
                 ids.push_back(i);
             }
-            expect_same_as_brute_force(tree, left, ids, 3, 30);
+            testing::expect_matches_ids(tree, left, ids, 3, 30, kNearestStride);
             if (HasFatalFailure()) return;
         }
     }

@@ -105,7 +105,7 @@ void expect_all_configs_match(std::span<const Box> boxes, const std::string& lab
 }
 
 TEST(SphereBvhScenes, Scenario1_TwoHundredIdenticalBoxes) {
-    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, -1}, {0.75f, 1.5f, 2}});
+    const std::vector<Box> boxes = testing::identical_boxes();
     expect_all_configs_match(boxes, "identical");
     SphereBvh tree;
     ASSERT_TRUE(tree.build(boxes).ok());
@@ -127,16 +127,8 @@ TEST(SphereBvhScenes, Scenario1_TwoHundredIdenticalBoxes) {
 
 TEST(SphereBvhScenes, Scenario2_ZeroVolumeBoxes) {
     std::mt19937 rng(7);
+    const std::vector<Box> boxes = testing::zero_volume_boxes(rng);
     std::uniform_real_distribution<float> u(0, 1);
-    std::vector<Box> boxes;
-    for (int i = 0; i < 600; ++i) {
-        const Vec3 p{u(rng), u(rng), u(rng)};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.05f, b.max[(i + 1) % 3] += 0.05f;  // flat box
-        if (i % 3 == 2) b.max[i % 3] += 0.1f;                                // segment
-        boxes.push_back(b);
-    }
-    boxes.push_back(boxes[10]);  // a duplicate point
     expect_all_configs_match(boxes, "zero volume");
     // Only points: every leaf sphere of a one-box leaf has radius 0.
     std::vector<Box> points;
@@ -156,27 +148,21 @@ TEST(SphereBvhScenes, Scenario2_ZeroVolumeBoxes) {
 }
 
 TEST(SphereBvhScenes, Scenario3_OneHugeBoxOverEverything) {
-    std::vector<Box> boxes = uniform_boxes(1000, 3);
-    boxes.insert(boxes.begin() + 500, Box{{-100, -100, -100}, {100, 100, 100}});
+    const std::vector<Box> boxes = testing::huge_box_boxes();
     expect_all_configs_match(boxes, "huge box");
     SphereBvh tree;
     ASSERT_TRUE(tree.build(boxes).ok());
     const std::vector<Pair> pairs = sorted_pairs(tree);
     EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
-                            [](const Pair& p) { return p.i == 500 || p.j == 500; }),
+                            [](const Pair& p) {
+                                return p.i == testing::kHugeBoxIndex ||
+                                       p.j == testing::kHugeBoxIndex;
+                            }),
               1000);
 }
 
 TEST(SphereBvhScenes, Scenario4_FarFromTheOrigin) {
-    std::vector<Box> boxes = uniform_boxes(1500, 4);
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        // Scale up so the boxes are wider than a float ulp at 1e7 (which is 1).
-        const Vec3 offset{1e7f, -1e7f, i % 2 ? 1e7f : 0.0f};
-        for (int axis = 0; axis < 3; ++axis) {
-            boxes[i].min[axis] = boxes[i].min[axis] * 1000 + offset[axis];
-            boxes[i].max[axis] = boxes[i].max[axis] * 1000 + offset[axis];
-        }
-    }
+    const std::vector<Box> boxes = testing::far_from_origin_boxes();
     expect_all_configs_match(boxes, "far");
     // Unscaled: boxes thinner than an ulp at 1e7 collapse onto points and flat boxes.
     std::vector<Box> tiny = uniform_boxes(800, 14);
@@ -187,8 +173,7 @@ TEST(SphereBvhScenes, Scenario4_FarFromTheOrigin) {
 }
 
 TEST(SphereBvhScenes, Scenario5_FlatTwoDimensionalScene) {
-    std::vector<Box> boxes = uniform_boxes(2000, 5);
-    for (Box& b : boxes) b.min.z = b.max.z = 0;
+    const std::vector<Box> boxes = testing::flat_boxes();
     expect_all_configs_match(boxes, "2D");
     // The longest-axis rule never splits on z, where nothing varies.
     SphereBvh tree;
@@ -201,11 +186,7 @@ TEST(SphereBvhScenes, Scenario5_FlatTwoDimensionalScene) {
 }
 
 TEST(SphereBvhScenes, Scenario6_NestedBoxesAndLongThinOnes) {
-    std::vector<Box> boxes;
-    for (int i = 0; i < 50; ++i) {  // same centre, growing sizes
-        const float h = 0.01f * float(i);
-        boxes.push_back(Box{{-h, -h, -h}, {h, h, h}});
-    }
+    std::vector<Box> boxes = testing::same_centroid_boxes();
     for (int i = 0; i < 300; ++i) {  // long thin boxes crossing many split planes
         const float x = 0.01f * float(i);
         const float y = 0.003f * float(i % 37);

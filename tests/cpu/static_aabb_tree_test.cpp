@@ -53,22 +53,8 @@ std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
 
 using testing::sorted_ids;
 
-// Compares every query of `tree` with brute force over `boxes` under the ids `ids[k]`
-// (oracle_harness.hpp); k nearest (k = 1, 5) at every second query point.
-void expect_same_as_brute_force(const StaticAabbTree& tree, std::span<const Box> boxes,
-                                std::span<const std::uint32_t> ids, std::uint32_t seed,
-                                int query_count) {
-    ASSERT_EQ(ids.size(), boxes.size());
-    std::map<std::uint32_t, Box> live;
-    for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
-    ASSERT_EQ(live.size(), ids.size());
-    testing::CompareOptions options;
-    options.seed = seed;
-    options.query_count = query_count;
-    options.nearest_stride = 2;
-    options.nearest_all = false;
-    testing::expect_matches_live(tree, live, options);
-}
+// k nearest (k = 1, 5) at every second query point (oracle_harness.hpp).
+constexpr std::size_t kNearestStride = 2;
 
 void expect_valid(const StaticAabbTree& tree) {
     const Status valid = tree.validate();
@@ -78,11 +64,7 @@ void expect_valid(const StaticAabbTree& tree) {
 void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
                      int query_count = 200) {
     StaticAabbTree tree(config);
-    const Status built = tree.build(boxes);
-    ASSERT_TRUE(built.ok()) << built.error().message;
-    expect_valid(tree);
-    const std::vector<std::uint32_t> ids = iota_ids(boxes.size());
-    expect_same_as_brute_force(tree, boxes, ids, seed, query_count);
+    testing::build_and_match_ids(tree, boxes, seed, query_count, kNearestStride);
 }
 
 // Runs a progressive build of `boxes` to the end; returns the number of steps taken.
@@ -135,7 +117,8 @@ TEST(StaticAabbTree, Scenario02_OtherLeafLimitsAndSeeds) {
 // Scenario 3: 200 copies of one box: all centroids equal, every pair overlaps, and the half
 // split still keeps leaves within the limit.
 TEST(StaticAabbTree, Scenario03_AllBoxesIdentical) {
-    const std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
+    const std::vector<Box> boxes =
+        testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
     build_and_check(Config{}, boxes);
     StaticAabbTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
@@ -145,51 +128,22 @@ TEST(StaticAabbTree, Scenario03_AllBoxesIdentical) {
 
 // Scenario 4: points, segments and flat boxes on a coarse lattice (many coincide).
 TEST(StaticAabbTree, Scenario04_ZeroVolumeBoxes) {
-    std::vector<Box> boxes;
-    std::mt19937 rng(3);
-    std::uniform_int_distribution<int> cell(0, 6);
-    for (int i = 0; i < 400; ++i) {
-        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.25f;
-        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
-        boxes.push_back(b);
-    }
-    build_and_check(Config{}, boxes);
+    build_and_check(Config{}, testing::lattice_zero_volume_boxes());
 }
 
 // Scenario 5: one huge box over a uniform scene, first and last.
 TEST(StaticAabbTree, Scenario05_HugeBoxOverEverything) {
-    std::vector<Box> boxes = scene("uniform", 800);
-    boxes.insert(boxes.begin(), Box{{-100, -100, -100}, {100, 100, 100}});
-    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
-    build_and_check(Config{}, boxes);
+    build_and_check(Config{}, testing::huge_boxes_first_and_last());
 }
 
 // Scenario 6: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
 TEST(StaticAabbTree, Scenario06_FarFromOrigin) {
-    std::vector<Box> boxes;
-    for (const Box& b : scene("uniform", 1000)) {
-        Box s;
-        for (int a = 0; a < 3; ++a) {
-            s.min[a] = 1e7f + 1000.0f * b.min[a];
-            s.max[a] = 1e7f + 1000.0f * b.max[a];
-        }
-        boxes.push_back(s);
-    }
-    build_and_check(Config{}, boxes);
+    build_and_check(Config{}, testing::far_scaled_boxes());
 }
 
 // Scenario 7: a 2D scene (z extent 0 everywhere).
 TEST(StaticAabbTree, Scenario07_FlatScene) {
-    std::vector<Box> boxes;
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (int i = 0; i < 1500; ++i) {
-        const float x = u(rng), y = u(rng);
-        boxes.push_back(Box{{x, y, 0.0f}, {x + 0.03f * u(rng), y + 0.03f * u(rng), 0.0f}});
-    }
-    build_and_check(Config{}, boxes);
+    build_and_check(Config{}, testing::flat_random_boxes());
 }
 
 // Scenario 8: the progressive build (FIFO, bounded work per step) equals the one-shot build
@@ -225,12 +179,13 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
         ++steps;
         if (steps == 5) {
             expect_valid(progressive);
-            expect_same_as_brute_force(progressive, old_boxes, iota_ids(old_boxes.size()), 1, 20);
+            testing::expect_matches_ids(progressive, old_boxes, iota_ids(old_boxes.size()), 1, 20,
+                                        kNearestStride);
         }
     }
     EXPECT_GT(steps, 2000 / 64);  // each step processes about 64 primitives
     expect_same_layout(one_shot, progressive);
-    expect_same_as_brute_force(progressive, boxes, ids, 2, 50);
+    testing::expect_matches_ids(progressive, boxes, ids, 2, 50, kNearestStride);
     EXPECT_TRUE(progressive.step_progressive_build());  // nothing pending: done at once
 
     // A bad box is rejected up front and leaves the live tree alone.
@@ -274,7 +229,8 @@ TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
         StaticAabbTree rebuilt;
         ASSERT_TRUE(rebuilt.build(boxes).ok());
         EXPECT_EQ(sorted_pairs_of(tree), sorted_pairs_of(rebuilt));
-        expect_same_as_brute_force(tree, boxes, iota_ids(boxes.size()), 30 + round, 100);
+        testing::expect_matches_ids(tree, boxes, iota_ids(boxes.size()), 30 + round, 100,
+                                    kNearestStride);
         // The shape is kept: same nodes, only bounds changed.
         EXPECT_EQ(tree.nodes().size(), node_count);
     }
@@ -320,7 +276,7 @@ TEST(StaticAabbTree, Scenario10_RemoveSwapsWithLast) {
     std::vector<Box> list;
     std::vector<std::uint32_t> ids;
     for (const auto& [id, b] : live) ids.push_back(id), list.push_back(b);
-    expect_same_as_brute_force(tree, list, ids, 4, 100);
+    testing::expect_matches_ids(tree, list, ids, 4, 100, kNearestStride);
     for (const std::uint32_t id : ids) {
         ASSERT_TRUE(tree.remove(id).ok());
         expect_valid(tree);
@@ -369,7 +325,7 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
         all.insert(all.end(), c.fresh.begin(), c.fresh.end());
         std::vector<std::uint32_t> ids = iota_ids(base.size());
         ids.insert(ids.end(), fresh_ids.begin(), fresh_ids.end());
-        expect_same_as_brute_force(live, all, ids, 12, 100);
+        testing::expect_matches_ids(live, all, ids, 12, 100, kNearestStride);
         // And equal pairs to a tree built from all the boxes at once.
         StaticAabbTree whole;
         ASSERT_TRUE(whole.build(all, ids).ok());
@@ -391,16 +347,11 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
 // some near the top of the id range: validate() after every step, everything compared with
 // brute force every 10 steps. Moves shift by 0.5 (30%) or 0.01.
 void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
-    testing::SequenceContext boxes_rng(seed + 7919u);
     testing::SequenceOptions options;
     options.seed = seed;
     options.steps = steps;
-    options.new_box = [](testing::SequenceContext& ctx) {
-        const Vec3 p{ctx.unit(), ctx.unit(), ctx.unit()};
-        const float s = 0.02f + 0.1f * ctx.unit() * ctx.unit();
-        return Box{p, {p.x + s, p.y + s, p.z + (ctx.unit() < 0.2f ? 0.0f : s)}};
-    };
-    for (std::size_t i = 0; i < initial; ++i) options.start.push_back(options.new_box(boxes_rng));
+    options.new_box = &testing::SequenceContext::small_box;
+    options.start = testing::context_boxes(seed + 7919u, initial, options.new_box);
     // A batch of 12 merged at once at 5% of the steps.
     options.extra_share = 0.05f;
     options.extra = [new_box = options.new_box](Structure& s, testing::SequenceContext& ctx) {
