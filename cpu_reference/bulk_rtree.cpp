@@ -35,6 +35,7 @@
 #include <queue>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -550,42 +551,22 @@ std::optional<RayHit> BulkRTree::ray_cast(const Ray& ray) const {
 Status BulkRTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();
-    // One queue for nodes and boxes, ordered by (distance, nodes before boxes, index). A box is
-    // popped only after every node at no greater distance has been opened (point_box_distance
-    // is monotone under containment), so boxes come out in the final order: distance, then id.
-    struct Item {
-        float distance;
-        bool is_box;
-        std::uint32_t index;  // node index, or box id
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (is_box != o.is_box) return is_box;
-            return index > o.index;
-        }
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    queue.push({point_box_distance(p, nodes_[root()].bounds), false, root()});
-    while (!queue.empty() && out.size() < k) {
-        const Item item = queue.top();
-        queue.pop();
-        if (item.is_box) {
-            out.push_back(Neighbor{item.index, item.distance});
-            continue;
-        }
-        const Node& node = nodes_[item.index];
-        if (is_leaf(item.index)) {
+    // Node keys are point_box_distance of the node bounds (monotone under containment).
+    best_first::Queue queue;
+    queue.push_node(point_box_distance(p, nodes_[root()].bounds), root());
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
+        const Node& node = nodes_[index];
+        if (is_leaf(index)) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
-            for (std::uint32_t s = node.first; s < node.first + node.count; ++s) {
-                queue.push({point_box_distance(p, boxes_[s]), true, ids_[s]});
-            }
-            continue;
+            for (std::uint32_t s = node.first; s < node.first + node.count; ++s)
+                q.push_box(point_box_distance(p, boxes_[s]), ids_[s]);
+            return;
         }
         ++stats_.nodes_visited;
-        for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
-            queue.push({point_box_distance(p, nodes_[c].bounds), false, c});
-        }
-    }
+        for (std::uint32_t c = node.first; c < node.first + node.count; ++c)
+            q.push_node(point_box_distance(p, nodes_[c].bounds), c);
+    });
     return Status::success();
 }
 

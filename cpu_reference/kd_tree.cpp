@@ -14,9 +14,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -303,45 +303,23 @@ std::optional<RayHit> KdTree::ray_cast(const Ray& ray) const {
 Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();
-    // One queue for nodes and boxes, ordered by (distance, nodes before boxes, index). A box is
-    // popped only after every node at no greater distance has been opened, so boxes come out
-    // in the final order: by distance, then by id.
-    struct Item {
-        float distance;
-        bool is_box;
-        std::uint32_t index;  // node index, or box id
-        std::uint32_t slot;   // for a box: its position in boxes_
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (is_box != o.is_box) return is_box;
-            return index > o.index;
-        }
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    queue.push({point_box_distance(p, nodes_[0].bounds), false, 0, 0});
-    std::size_t found = 0;
-    while (!queue.empty() && found < k) {
-        const Item item = queue.top();
-        queue.pop();
-        if (item.is_box) {
-            out.push_back(Neighbor{item.index, item.distance});
-            ++found;
-            continue;
-        }
-        const Node& node = nodes_[item.index];
+    // Node keys are point_box_distance of the node bounds (monotone under containment).
+    best_first::Queue queue;
+    queue.push_node(point_box_distance(p, nodes_[0].bounds), 0);
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
+        const Node& node = nodes_[index];
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.end - node.begin;
-            for (std::uint32_t s = node.begin; s < node.end; ++s) {
-                queue.push({point_box_distance(p, boxes_[s]), true, ids_[s], s});
-            }
-            continue;
+            for (std::uint32_t s = node.begin; s < node.end; ++s)
+                q.push_box(point_box_distance(p, boxes_[s]), ids_[s]);
+            return;
         }
         ++stats_.nodes_visited;
-        const std::uint32_t left = item.index + 1;
-        queue.push({point_box_distance(p, nodes_[left].bounds), false, left, 0});
-        queue.push({point_box_distance(p, nodes_[node.right].bounds), false, node.right, 0});
-    }
+        const std::uint32_t left = index + 1;
+        q.push_node(point_box_distance(p, nodes_[left].bounds), left);
+        q.push_node(point_box_distance(p, nodes_[node.right].bounds), node.right);
+    });
     return Status::success();
 }
 

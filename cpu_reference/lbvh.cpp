@@ -8,10 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <functional>
-#include <queue>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase::lbvh {
@@ -451,40 +450,24 @@ Status LbvhStructure::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor
     out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();
     const auto n = static_cast<std::uint32_t>(boxes_.size());
-    // Best-first over (distance, internal before leaf, id / node): a leaf pops only after every
-    // node at no greater distance was opened, so boxes pop by distance, then id. A leaf's
-    // bounds are its box, so its key distance is the box's.
-    struct Item {
-        float distance;
-        bool leaf;
-        std::uint32_t key;  // box id for a leaf, node index otherwise
-        std::uint32_t node;
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (leaf != o.leaf) return leaf;
-            return key > o.key;
-        }
-    };
-    auto item = [&](std::uint32_t node) {
-        const bool leaf = is_leaf(node, n);
-        return Item{point_box_distance(p, node_box(nodes_[node])), leaf,
-                    leaf ? nodes_[node].link.x : node, node};
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    queue.push(item(0));
-    while (!queue.empty() && out.size() < k) {
-        const Item top = queue.top();
-        queue.pop();
-        if (top.leaf) {
+    // A leaf's bounds are its box, so a leaf child goes into the queue as its box.
+    best_first::Queue queue;
+    auto push = [&](std::uint32_t node, best_first::Queue& q) {
+        const float d = point_box_distance(p, node_box(nodes_[node]));
+        if (is_leaf(node, n)) {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
-            out.push_back(Neighbor{top.key, top.distance});
-            continue;
+            q.push_box(d, nodes_[node].link.x);
+        } else {
+            q.push_node(d, node);
         }
+    };
+    push(0, queue);
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
         ++stats_.nodes_visited;
-        queue.push(item(nodes_[top.node].link.x));
-        queue.push(item(nodes_[top.node].link.y));
-    }
+        push(nodes_[index].link.x, q);
+        push(nodes_[index].link.y, q);
+    });
     return Status::success();
 }
 

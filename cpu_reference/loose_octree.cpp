@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -426,48 +426,27 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
 Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0) return Status::success();
-    // One queue of octants and boxes ordered by (distance, octants first, index): a box pops
-    // only after every octant at no greater distance was opened, so boxes pop in final order.
-    struct Item {
-        float distance;
-        bool is_box;
-        std::uint32_t index;  // node index or box id
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (is_box != o.is_box) return is_box;
-            return index > o.index;
-        }
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+    // Node keys are point_box_distance of the loose bounds, which contain every box below.
+    best_first::Queue queue;
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push({point_box_distance(p, e.box), true, e.id});
-    if (!nodes_.empty() && nodes_[0].subtree_count > 0) {
-        queue.push({point_box_distance(p, nodes_[0].loose), false, 0});
-    }
-    std::size_t found = 0;
-    while (!queue.empty() && found < k) {
-        const Item item = queue.top();
-        queue.pop();
-        if (item.is_box) {
-            out.push_back(Neighbor{item.index, item.distance});
-            ++found;
-            continue;
-        }
-        const Node& node = nodes_[item.index];
+    for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
+    if (!nodes_.empty() && nodes_[0].subtree_count > 0)
+        queue.push_node(point_box_distance(p, nodes_[0].loose), 0);
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
+        const Node& node = nodes_[index];
         ++stats_.nodes_visited;
         if (!node.entries.empty()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries)
-                queue.push({point_box_distance(p, e.box), true, e.id});
+            for (const Entry& e : node.entries) q.push_box(point_box_distance(p, e.box), e.id);
         }
-        if (node.is_leaf()) continue;
+        if (node.is_leaf()) return;
         for (std::uint32_t c = 0; c < 8; ++c) {
             const std::uint32_t child = node.first_child + c;
             if (nodes_[child].subtree_count == 0) continue;
-            queue.push({point_box_distance(p, nodes_[child].loose), false, child});
+            q.push_node(point_box_distance(p, nodes_[child].loose), child);
         }
-    }
+    });
     return Status::success();
 }
 

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
-#include <unordered_set>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -408,49 +407,30 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
 Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0) return Status::success();
-    // One queue of nodes and boxes ordered by (distance, nodes first, index): a box pops only
-    // after every cell at no greater distance was opened. The leaf holding a box's nearest
-    // point is no farther than the box, so the box's first copy pops in its final place;
-    // copies from farther leaves pop later and are skipped.
-    struct Item {
-        float distance;
-        bool is_box;
-        std::uint32_t index;  // node index or box id
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (is_box != o.is_box) return is_box;
-            return index > o.index;
-        }
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+    // Node keys are point_box_distance of the cells. The leaf holding a box's nearest point is
+    // no farther than the box, so a box's first copy pops in its final place; copies from
+    // farther leaves pop later and are skipped (repeats).
+    best_first::Queue queue;
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push({point_box_distance(p, e.box), true, e.id});
-    if (!nodes_.empty()) queue.push({point_box_distance(p, nodes_[0].cell), false, 0});
-    std::unordered_set<std::uint32_t> emitted;
-    std::size_t found = 0;
-    while (!queue.empty() && found < k) {
-        const Item item = queue.top();
-        queue.pop();
-        if (item.is_box) {
-            if (!emitted.insert(item.index).second) continue;  // another copy
-            out.push_back(Neighbor{item.index, item.distance});
-            ++found;
-            continue;
-        }
-        const Node& node = nodes_[item.index];
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries)
-                queue.push({point_box_distance(p, e.box), true, e.id});
-            continue;
-        }
-        ++stats_.nodes_visited;
-        for (std::uint32_t c = 0; c < 8; ++c) {
-            const std::uint32_t child = node.first_child + c;
-            queue.push({point_box_distance(p, nodes_[child].cell), false, child});
-        }
-    }
+    for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
+    if (!nodes_.empty()) queue.push_node(point_box_distance(p, nodes_[0].cell), 0);
+    queue.search(
+        k, out,
+        [&](std::uint32_t index, best_first::Queue& q) {
+            const Node& node = nodes_[index];
+            if (node.is_leaf()) {
+                ++stats_.leaves_visited;
+                stats_.box_tests += node.entries.size();
+                for (const Entry& e : node.entries) q.push_box(point_box_distance(p, e.box), e.id);
+                return;
+            }
+            ++stats_.nodes_visited;
+            for (std::uint32_t c = 0; c < 8; ++c) {
+                const std::uint32_t child = node.first_child + c;
+                q.push_node(point_box_distance(p, nodes_[child].cell), child);
+            }
+        },
+        /*repeats=*/true);
     return Status::success();
 }
 

@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -411,20 +411,8 @@ std::optional<RayHit> SphereBvh::ray_cast(const Ray& ray) const {
 Status SphereBvh::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();
-    // One queue for nodes and boxes, ordered by (distance, nodes before boxes, index). A node's
-    // key is a float rounded down from max(0, |p - c| - r), so it never exceeds the
-    // point_box_distance of a box inside it; a box is popped only after every node at no
-    // greater distance has been opened, so boxes come out by distance, then by id.
-    struct Item {
-        float distance;
-        bool is_box;
-        std::uint32_t index;  // node index, or box id
-        bool operator>(const Item& o) const {
-            if (distance != o.distance) return distance > o.distance;
-            if (is_box != o.is_box) return is_box;
-            return index > o.index;
-        }
-    };
+    // A node's key is a float rounded down from max(0, |p - c| - r), so it never exceeds the
+    // point_box_distance of a box inside it.
     auto lower_bound = [&p](const Node& node) {
         const double d = std::sqrt(distance2(p, node.center)) - effective_radius(node);
         const double bound = std::max(d * (1 - 1e-9), 0.0);
@@ -435,31 +423,22 @@ Status SphereBvh::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& o
         if (double(f) > bound) f = std::nextafter(f, 0.0f);
         return f;
     };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    queue.push({lower_bound(nodes_[0]), false, 0});
-    std::size_t found = 0;
-    while (!queue.empty() && found < k) {
-        const Item item = queue.top();
-        queue.pop();
-        if (item.is_box) {
-            out.push_back(Neighbor{item.index, item.distance});
-            ++found;
-            continue;
-        }
-        const Node& node = nodes_[item.index];
+    best_first::Queue queue;
+    queue.push_node(lower_bound(nodes_[0]), 0);
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
+        const Node& node = nodes_[index];
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
-            for (std::uint32_t s = node.first(); s < node.first() + node.count; ++s) {
-                queue.push({point_box_distance(p, boxes_[s]), true, ids_[s]});
-            }
-            continue;
+            for (std::uint32_t s = node.first(); s < node.first() + node.count; ++s)
+                q.push_box(point_box_distance(p, boxes_[s]), ids_[s]);
+            return;
         }
         ++stats_.nodes_visited;
-        const std::uint32_t left = item.index + 1;
-        queue.push({lower_bound(nodes_[left]), false, left});
-        queue.push({lower_bound(nodes_[node.right()]), false, node.right()});
-    }
+        const std::uint32_t left = index + 1;
+        q.push_node(lower_bound(nodes_[left]), left);
+        q.push_node(lower_bound(nodes_[node.right()]), node.right());
+    });
     return Status::success();
 }
 
