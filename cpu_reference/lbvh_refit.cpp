@@ -44,12 +44,24 @@ std::vector<float> sah_partials(std::span<const LbvhNode> nodes, std::uint32_t n
     return out;
 }
 
-double sah_cost(std::span<const LbvhNode> nodes, std::uint32_t n) {
+SahSum sah_sum(std::span<const LbvhNode> nodes, std::uint32_t n) {
+    constexpr std::uint32_t g = gpu_layout::kWorkgroupSize;
     std::vector<float> p = sah_partials(nodes, n);
-    double sum = 0;
-    for (std::size_t i = 0; i + 1 < p.size(); ++i) sum += p[i];
-    double root = p.back();
-    return root > 0 ? sum / root : 0.0;
+    const std::size_t tiles = p.size() - 1;
+    std::vector<float> sums(g, 0.0f);
+    for (std::uint32_t t = 0; t < g; ++t)
+        for (std::size_t k = t; k < tiles; k += g) sums[t] += p[k];
+    for (std::uint32_t s = g / 2; s > 0; s >>= 1)
+        for (std::uint32_t t = 0; t < s; ++t) sums[t] += sums[t + s];
+    return {sums[0], p.back()};
+}
+
+bool rebuild_wanted(const SahSum& now, const SahSum& base, float rebuild_ratio) {
+    const bool has_base = base.sum > 0 && base.root > 0;
+    if (!has_base) return now.sum > 0 && now.root > 0;
+    const float lhs = now.sum * base.root;
+    const float rhs = (rebuild_ratio * base.sum) * now.root;
+    return now.root > 0 && lhs > rhs;
 }
 
 std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b) {
@@ -75,7 +87,8 @@ std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pai
 void MovingTwin::reset(std::span<const Box> boxes) {
     n_ = static_cast<std::uint32_t>(boxes.size());
     nodes_ = build_tree(boxes, kind_);
-    base_cost_ = sah_cost(nodes_, n_);
+    base_ = n_ > 1 ? sah_sum(nodes_, n_) : SahSum{};
+    base_cost_ = base_.root > 0 ? double(base_.sum) / double(base_.root) : 0.0;
     ratio_ = 1;
 }
 
@@ -85,14 +98,19 @@ bool MovingTwin::step(std::span<const Box> boxes) {
     if (!rebuild) {
         refit(nodes_, boxes);
         if (n_ > 1) {
-            double cost = sah_cost(nodes_, n_);
-            ratio_ = base_cost_ > 0 ? cost / base_cost_ : (cost > 0 ? HUGE_VAL : 1.0);
-            rebuild = policy_ == Policy::by_ratio && ratio_ > rebuild_ratio_;
+            const SahSum now = sah_sum(nodes_, n_);
+            const bool has_base = base_.sum > 0 && base_.root > 0;
+            const bool has_cost = now.sum > 0 && now.root > 0;
+            ratio_ = has_base ? (now.root > 0 ? (double(now.sum) / now.root) / base_cost_ : 0.0)
+                              : (has_cost ? HUGE_VAL : 1.0);
+            rebuild = policy_ == Policy::by_ratio &&
+                      rebuild_wanted(now, base_, static_cast<float>(rebuild_ratio_));
         }
     }
     if (rebuild) {
         nodes_ = build_tree(boxes, kind_);
-        base_cost_ = sah_cost(nodes_, n_);
+        base_ = n_ > 1 ? sah_sum(nodes_, n_) : SahSum{};
+        base_cost_ = base_.root > 0 ? double(base_.sum) / double(base_.root) : 0.0;
     }
     return rebuild;
 }

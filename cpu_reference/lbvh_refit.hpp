@@ -27,15 +27,23 @@ float node_area(const LbvhNode& node);
 /// shared-memory tree reduction as lbvh_sah.comp), then the root's area as the last element.
 std::vector<float> sah_partials(std::span<const LbvhNode> nodes, std::uint32_t n);
 
-/// Normalised SAH cost: sum of internal node areas over the root's area (0 when n < 2 or the
-/// root has no area).
-double sah_cost(std::span<const LbvhNode> nodes, std::uint32_t n);
+/// The SAH sum and root area as frame_policy.comp reduces sah_partials: invocation t of 256
+/// adds partials t, t + 256, ... in float, then a shared-memory tree reduction.
+struct SahSum {
+    float sum = 0;
+    float root = 0;
+};
+SahSum sah_sum(std::span<const LbvhNode> nodes, std::uint32_t n);
+
+/// frame_policy.comp's decision: rebuild when sum * base.root > (ratio * base.sum) * root
+/// (float products), or when the base has no cost and `now` has one.
+bool rebuild_wanted(const SahSum& now, const SahSum& base, float rebuild_ratio);
 
 /// A \ B of two ascending pair lists, per element as the GPU does it: binary search in B,
 /// mark, exclusive scan, compact. Equals std::set_difference.
 std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b);
 
-/// The refit-or-rebuild decision of gpu::MovingScene over the CPU twin.
+/// The refit-or-rebuild decision of gpu::MovingScene (frame_policy.comp) over the CPU twin.
 class MovingTwin {
 public:
     enum class Policy { always_refit, always_rebuild, by_ratio };
@@ -55,6 +63,7 @@ private:
     double rebuild_ratio_;
     std::vector<LbvhNode> nodes_;
     std::uint32_t n_ = 0;
+    SahSum base_;
     double base_cost_ = 0, ratio_ = 1;
 };
 

@@ -82,7 +82,8 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
 }
 
 void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
-                      const gpu_layout::PushConstants& push, std::uint32_t groups) const {
+                      const gpu_layout::PushConstants& push, std::uint32_t groups,
+                      DispatchGate* gate) const {
     if (groups == 0) return;
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<VkWriteDescriptorSet> writes;
@@ -103,6 +104,11 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
     std::uint32_t max_x = std::max<std::uint32_t>(context_->info.max_workgroup_count_x, 1);
     std::uint32_t x = std::min(groups, max_x);
     std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
+    if (gate && gate->mode == DispatchGate::Mode::indirect) {
+        vkCmdDispatchIndirect(cmd, gate->args, gate->next++ * sizeof(VkDispatchIndirectCommand));
+        return;
+    }
+    if (gate) gate->counts.push_back({x, y, 1});
     vkCmdDispatch(cmd, x, y, 1);
 }
 

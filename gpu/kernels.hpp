@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "context_impl.hpp"
 
@@ -17,6 +18,20 @@ struct BufferRange {
     VkBuffer buffer = VK_NULL_HANDLE;
     VkDeviceSize offset = 0;
     VkDeviceSize size = 0;
+};
+
+/// Makes the dispatches recorded through it conditional on a decision taken on the GPU, so that
+/// a command buffer can hold both paths of a branch without the host in between. In `capture`
+/// mode a dispatch runs directly and its (x, y, 1) group counts are appended to `counts`; in
+/// `indirect` mode the k-th dispatch becomes vkCmdDispatchIndirect of slot k of `args` (one
+/// VkDispatchIndirectCommand per slot), which a kernel fills with counts[k] or zeros. The same
+/// recording code run twice with the same sizes visits the same slots in the same order.
+struct DispatchGate {
+    enum class Mode { capture, indirect };
+    Mode mode = Mode::capture;
+    VkBuffer args = VK_NULL_HANDLE;
+    std::vector<VkDispatchIndirectCommand> counts;  ///< capture: appended; indirect: the table
+    std::uint32_t next = 0;                         ///< indirect: the next slot
 };
 
 /// A compute pipeline over `bindings` storage buffers (binding i = i-th range of dispatch).
@@ -33,9 +48,11 @@ public:
                                  std::uint32_t bindings, const char* name);
 
     /// Binds, pushes descriptors and constants, and dispatches `groups` workgroups (any
-    /// count: folded into x * y). Does nothing when groups == 0.
+    /// count: folded into x * y). Does nothing when groups == 0. With a gate, the dispatch is
+    /// captured or made indirect (see DispatchGate).
     void dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
-                  const gpu_layout::PushConstants& push, std::uint32_t groups) const;
+                  const gpu_layout::PushConstants& push, std::uint32_t groups,
+                  DispatchGate* gate = nullptr) const;
 
 private:
     Context::Impl* context_ = nullptr;

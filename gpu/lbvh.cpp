@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broadphase/scene.hpp"
+#include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "shaders.hpp"
 
@@ -173,9 +174,12 @@ LbvhRequirements Lbvh::requirements(std::uint32_t n, CodeKind code) {
     return {nodes_bytes(n), scratch_layout(VK_NULL_HANDLE, n, code).size};
 }
 
-void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
-                        VkQueryPool pool, std::uint32_t first_query) {
-    Impl& im = *impl_;
+namespace {
+
+// Lbvh::record_build, optionally with its dispatches gated (DispatchGate).
+void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                         std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
+                         DispatchGate* gate) {
     CodeKind code = im.options.code;
     ScratchLayout s = scratch_layout(buffers.scratch, n, code);
     BufferRange boxes{buffers.boxes, 0, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)};
@@ -192,29 +196,41 @@ void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, st
         fill(cmd, {s.bounds.buffer, s.bounds.offset, 16}, 0xffffffffu);
         fill(cmd, {s.bounds.buffer, s.bounds.offset + 16, 16}, 0u);
         compute_barrier(cmd);
-        im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, groups(n));
+        im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, groups(n), gate);
         compute_barrier(cmd);
     }
     timestamp(cmd, pool, first_query + 1);
     pc.key_word = code == CodeKind::morton63    ? kCodeMorton63
                   : code == CodeKind::hilbert30 ? kCodeHilbert30
                                                 : kCodeMorton30;
-    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n));
+    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n), gate);
     compute_barrier(cmd);
     pc.key_word = 0;
     timestamp(cmd, pool, first_query + 2);
     im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n, key_words(code),
-                   key_bits(code));
+                   key_bits(code), gate);
     timestamp(cmd, pool, first_query + 3);
-    im.hierarchy.dispatch(cmd, {s.keys, s.values, boxes, nodes}, pc, groups(n));
+    im.hierarchy.dispatch(cmd, {s.keys, s.values, boxes, nodes}, pc, groups(n), gate);
     compute_barrier(cmd);
     timestamp(cmd, pool, first_query + 4);
     if (n > 1) {
         fill(cmd, s.flags, 0u);
         compute_barrier(cmd);
-        im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n));
+        im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n), gate);
     }
     timestamp(cmd, pool, first_query + 5);
+}
+
+}  // namespace
+
+void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                        VkQueryPool pool, std::uint32_t first_query) {
+    record_build_stages(*impl_, cmd, buffers, n, pool, first_query, nullptr);
+}
+
+void record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                        std::uint32_t n, DispatchGate& gate) {
+    record_build_stages(lbvh.impl(), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
 }
 
 void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,

@@ -1,16 +1,24 @@
 // Moving scenes on the GPU (include/broadphase/gpu_frames.hpp): per-frame LBVH refit
-// (shaders/lbvh_refit.comp + lbvh_bounds.comp) or rebuild (Lbvh::record_build), chosen by the
-// refitted tree's normalised SAH cost (shaders/lbvh_sah.comp; Kopta et al., I3D 2012), then
-// all pairs (Lbvh::record_pairs, grown until they fit), a 64-bit radix sort of the pairs
-// (shaders/pair_keys.comp, RadixSort) and the difference of consecutive frames' sorted pairs
-// both ways (shaders/pair_diff_mark.comp, exclusive scan, shaders/pair_diff_compact.comp).
+// (shaders/lbvh_refit.comp + lbvh_bounds.comp) or rebuild (the Lbvh build), chosen on the GPU
+// by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp, shaders/frame_policy.comp;
+// Kopta et al., I3D 2012), then all pairs (Lbvh::record_pairs), a 64-bit radix sort of the
+// pairs (shaders/pair_keys.comp, RadixSort) and the difference of consecutive frames' sorted
+// pairs both ways (shaders/pair_diff_mark.comp, exclusive scan, shaders/pair_diff_compact.comp).
+//
+// One frame is one recording without host decisions: the rebuild's dispatches are indirect
+// (DispatchGate), their arguments written by frame_policy.comp from a table captured while
+// recording the reset's build; the pair count is read on the GPU by the kernels after the
+// pairs pass (dynamic counts over buffers sized by the pair capacity).
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/scene.hpp"
+#include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
@@ -37,9 +45,16 @@ Error limit(const std::string& what) {
     return Error{ErrorCode::limit_exceeded, what, {}, {}};
 }
 
-// Timestamp queries of a frame: refit [0, 1], rebuild and pairs [2, 3, 4], sort and diff
-// [5, 6, 7].
-constexpr std::uint32_t kFrameQueries = 8;
+// Timestamp queries of a frame: start [0], after the refit, its cost and the decision [1],
+// after the (gated) rebuild [2], after pairs [3], sort [4], differences [5]. A repair after
+// the pair buffers grew: start [6], pairs [7], sort [8], differences [9].
+constexpr std::uint32_t kFrameQueries = 10;
+constexpr std::uint32_t kRepairQueries = 6;
+
+// Slots of the gated rebuild's dispatch-argument table. A build records at most
+// 2 + 16 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches, plus the cost
+// and the commit.
+constexpr std::uint32_t kGateSlots = 256;
 
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -53,7 +68,7 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, node_bounds, sah, pair_keys, diff_mark, diff_compact;
+    Kernel refit, node_bounds, sah, policy, pair_keys, diff_mark, diff_compact;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -62,14 +77,20 @@ struct MovingScene::Impl {
     double base_cost = 0;
     // Scene and tree.
     Buffer boxes, nodes, scratch, flags, partials;
-    // Pairs of the current frame (unsorted, as appended) and their count.
-    Buffer pair_buffer, counts;  // counts: pairs at 0, began at 256, ended at 512 (bytes)
-    std::uint32_t pair_capacity = 0;
-    // Sorted keys of the previous (index prev) and current frame.
-    Buffer keys[2];
-    std::uint32_t key_count[2] = {0, 0};
-    int prev = 0;
+    // The frame's results and the policy's state (one FrameStatus).
+    Buffer status;
+    // The gated rebuild: dispatch arguments (armed or emptied on the GPU) and their table.
+    Buffer args, args_on;
+    DispatchGate gate;
+    // Pair buffers, all sized by `capacity` pairs. keys[k] holds the sorted keys of the frame
+    // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
+    std::uint32_t capacity = 0;
+    Buffer pair_buffer, pair_count[2], keys[2];
     Buffer values, keys_tmp, values_tmp, sort_scratch, marks, scan_scratch, began, ended;
+    int cur = 0;
+    // The last recorded frame, for a repair after growing the pair buffers.
+    VkBuffer last_boxes = VK_NULL_HANDLE;
+    bool last_first = true;
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
         size = std::max<VkDeviceSize>(size, 8);
@@ -84,122 +105,159 @@ struct MovingScene::Impl {
         return {};
     }
 
+    VkDeviceSize max_pairs() const { return context->info().max_storage_buffer_range / 8; }
+
     LbvhBuildBuffers build_buffers(VkBuffer box_buffer) const {
         return {box_buffer, nodes.handle(), scratch.handle()};
     }
 
-    void record_sah(VkCommandBuffer cmd) const {
+    std::uint32_t cost_tiles() const {
+        return std::max<std::uint32_t>(groups(n > 1 ? n - 1 : 0), 1);
+    }
+
+    // Sizes every pair buffer for `pairs` pairs; keys[cur ^ 1] (the previous frame's sorted
+    // keys, which the repair of the current frame diffs against) keeps its contents.
+    Status set_capacity(std::uint32_t pairs, bool keep_previous) {
+        const std::uint32_t old_capacity = capacity;
+        Buffer previous;
+        if (keep_previous) previous = std::move(keys[cur ^ 1]);
+        capacity = pairs;
+        const VkDeviceSize c = capacity;
+        for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
+            if (Status s = ensure(*b, c * 8); !s) return s;
+        for (Buffer* b : {&values, &values_tmp})
+            if (Status s = ensure(*b, c * 4); !s) return s;
+        if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
+        if (Status s = ensure(marks, (c + 1) * 4); !s) return s;
+        if (Status s = ensure(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)); !s)
+            return s;
+        if (!previous.handle()) return {};
+        Buffer& kept = keys[cur ^ 1];
+        return context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);
+            VkBufferCopy copy{0, 0, std::min<VkDeviceSize>(old_capacity * 8ull, previous.size())};
+            vkCmdCopyBuffer(cmd, previous.handle(), kept.handle(), 1, &copy);
+            compute_barrier(cmd);
+        });
+    }
+
+    void stamp(VkCommandBuffer cmd, bool timed, std::uint32_t query) const {
+        if (timed) timestamps.write(cmd, query);
+    }
+
+    void record_sah(VkCommandBuffer cmd, DispatchGate* g) const {
         PushConstants pc{};
         pc.count = n;
-        pc.tiles = std::max<std::uint32_t>(groups(n > 1 ? n - 1 : 0), 1);
+        pc.tiles = cost_tiles();
         sah.dispatch(cmd, {whole(nodes, nodes_bytes(n)), whole(partials, (pc.tiles + 1) * 4ull)},
-                     pc, pc.tiles);
+                     pc, pc.tiles, g);
     }
 
-    // Normalised SAH cost from the partial sums of the last record_sah.
-    Result<double> read_cost() {
-        std::uint32_t tiles = std::max<std::uint32_t>(groups(n > 1 ? n - 1 : 0), 1);
-        std::vector<float> p(tiles + 1);
-        if (Status s = context->download(partials, p.data(), p.size() * 4); !s) return s.error();
-        double sum = 0;
-        for (std::uint32_t i = 0; i < tiles; ++i) sum += p[i];
-        double root = p[tiles];
-        return root > 0 ? sum / root : 0.0;
-    }
-
-    // Runs the pairs pass (after `first`, recorded before it in the same submit), growing the
-    // pair buffer until every pair fits. Returns the exact pair count.
-    template <class F>
-    Result<std::uint32_t> find_pairs(VkBuffer box_buffer, F&& first) {
-        const VkDeviceSize max_pairs = context->info().max_storage_buffer_range / 8;
-        if (pair_capacity == 0) {
-            pair_capacity = static_cast<std::uint32_t>(
-                std::min<VkDeviceSize>(std::max<VkDeviceSize>(4ull * n, 1024), max_pairs));
-            if (Status s = ensure(pair_buffer, pair_capacity * 8ull); !s) return s.error();
-        }
-        bool with_first = true;
-        while (true) {
-            LbvhPairBuffers out{pair_buffer.handle(), pair_capacity, counts.handle()};
-            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-                timestamps.reset(cmd, 2, 3);
-                compute_barrier(cmd);
-                timestamps.write(cmd, 2);
-                if (with_first) first(cmd);
-                compute_barrier(cmd);
-                timestamps.write(cmd, 3);
-                lbvh->record_pairs(cmd, build_buffers(box_buffer), n, out);
-                compute_barrier(cmd);
-                timestamps.write(cmd, 4);
-            });
-            if (!s) return s.error();
-            if (with_first && times.path == FramePath::rebuild) times.rebuild = timestamps.ms(2, 3);
-            times.pairs += timestamps.ms(3, 4);
-            with_first = false;
-            std::uint32_t found = 0;
-            if (Status d = context->download(counts, &found, 4); !d) return d.error();
-            if (found <= pair_capacity) return found;
-            if (found > max_pairs)
-                return limit(std::to_string(found) +
-                             " pairs do not fit one storage buffer (device limit " +
-                             std::to_string(max_pairs) + " pairs)");
-            pair_capacity =
-                static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));
-            pair_buffer = Buffer();
-            if (Status e = ensure(pair_buffer, pair_capacity * 8ull); !e) return e.error();
-        }
-    }
-
-    // Sorts the m pairs of pair_buffer into keys[cur] (64-bit keys, low word j).
-    Status ensure_sort_buffers(int cur, std::uint32_t m) {
-        if (Status s = ensure(keys[cur], m * 8ull); !s) return s;
-        if (Status s = ensure(keys_tmp, m * 8ull); !s) return s;
-        if (Status s = ensure(values, m * 4ull); !s) return s;
-        if (Status s = ensure(values_tmp, m * 4ull); !s) return s;
-        return ensure(sort_scratch, RadixSort::scratch_size(m));
-    }
-
-    void record_sort(VkCommandBuffer cmd, int cur, std::uint32_t m) const {
-        if (m == 0) return;
+    void record_policy(VkCommandBuffer cmd, std::uint32_t mode, DispatchGate* g) const {
         PushConstants pc{};
-        pc.count = m;
+        pc.tiles = cost_tiles();
+        pc.count = static_cast<std::uint32_t>(gate.counts.size() * 3);
+        pc.flags = mode;
+        pc.offset = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_ratio));
+        const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
+        policy.dispatch(cmd,
+                        {whole(partials, (pc.tiles + 1) * 4ull), whole(status, sizeof(FrameStatus)),
+                         whole(args_on, table), whole(args, table)},
+                        pc, 1, g);
+    }
+
+    // The build, its cost and the commit of that cost as the new base; through `g` when given
+    // (captured at reset, gated afterwards).
+    void record_rebuild(VkCommandBuffer cmd, VkBuffer box_buffer, DispatchGate* g) const {
+        if (g) {
+            record_gated_build(*lbvh, cmd, build_buffers(box_buffer), n, *g);
+        } else {
+            lbvh->record_build(cmd, build_buffers(box_buffer), n);
+        }
+        compute_barrier(cmd);
+        if (n < 2) return;
+        record_sah(cmd, g);
+        compute_barrier(cmd);
+        record_policy(cmd, kPolicyCommit, g);
+        compute_barrier(cmd);
+    }
+
+    // Records out = A \ B of the sorted keys a and b; the count goes to the status.
+    void record_diff(VkCommandBuffer cmd, int a, int b, const Buffer& out,
+                     std::uint32_t which) const {
+        const VkDeviceSize c = capacity;
+        PushConstants pc{};
+        pc.count = capacity;
+        pc.capacity = capacity;
+        diff_mark.dispatch(cmd,
+                           {whole(keys[a], c * 8), whole(keys[b], c * 8), whole(marks, (c + 1) * 4),
+                            whole(pair_count[a], 4), whole(pair_count[b], 4)},
+                           pc, groups(c + 1));
+        compute_barrier(cmd);
+        sort.record_scan(cmd, whole(marks, (c + 1) * 4), capacity + 1,
+                         whole(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)));
+        compute_barrier(cmd);
+        pc.flags = which;
+        diff_compact.dispatch(cmd,
+                              {whole(keys[a], c * 8), whole(marks, (c + 1) * 4), whole(out, c * 8),
+                               whole(pair_count[a], 4), whole(status, sizeof(FrameStatus))},
+                              pc, groups(c));
+        compute_barrier(cmd);
+    }
+
+    // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
+    // reset's frame the differences with keys[cur ^ 1]. Timestamps q, q + 1, q + 2.
+    void record_pair_stages(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed,
+                            std::uint32_t q) const {
+        const VkDeviceSize c = capacity;
+        lbvh->record_pairs(cmd, build_buffers(box_buffer), n,
+                           {pair_buffer.handle(), capacity, pair_count[cur].handle()});
+        compute_barrier(cmd);
+        stamp(cmd, timed, q);
+        PushConstants pc{};
+        pc.capacity = capacity;
         pair_keys.dispatch(
             cmd,
-            {whole(pair_buffer, m * 8ull), whole(keys[cur], m * 8ull), whole(values, m * 4ull)}, pc,
-            groups(m));
+            {whole(pair_buffer, c * 8), whole(keys[cur], c * 8), whole(values, c * 4),
+             whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
+            pc, groups(c));
         compute_barrier(cmd);
         // Keys are i << 32 | j with i < j < n: the high word needs bit_width(n - 1) bits.
-        std::uint32_t key_bits = 32 + std::max<std::uint32_t>(std::bit_width(n - 1), 1);
-        sort.record(cmd,
-                    {whole(keys[cur], m * 8ull), whole(values, m * 4ull), whole(keys_tmp, m * 8ull),
-                     whole(values_tmp, m * 4ull), whole(sort_scratch, RadixSort::scratch_size(m))},
-                    m, 2, key_bits);
+        const std::uint32_t key_bits = 32 + std::max<std::uint32_t>(std::bit_width(n - 1), 1);
+        SortBuffers sb{whole(keys[cur], c * 8), whole(values, c * 4), whole(keys_tmp, c * 8),
+                       whole(values_tmp, c * 4),
+                       whole(sort_scratch, RadixSort::scratch_size(capacity))};
+        sb.count = whole(pair_count[cur], 4);
+        sort.record(cmd, sb, capacity, 2, key_bits);
         compute_barrier(cmd);
+        stamp(cmd, timed, q + 1);
+        if (!first) {
+            record_diff(cmd, cur, cur ^ 1, began, kDiffBegan);
+            record_diff(cmd, cur ^ 1, cur, ended, kDiffEnded);
+        }
+        stamp(cmd, timed, q + 2);
     }
 
-    // Records out = A \ B for sorted key lists; the exact count goes to counts at count_offset.
-    void record_diff(VkCommandBuffer cmd, const Buffer& a, std::uint32_t ma, const Buffer& b,
-                     std::uint32_t mb, const Buffer& out, VkDeviceSize count_offset) const {
-        fill(cmd, {counts.handle(), count_offset, 4}, 0u);
-        compute_barrier(cmd);
-        if (ma == 0) return;
+    // lbvh_refit.comp, then lbvh_bounds.comp over the internal nodes (see record_refit).
+    void record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flag_buffer,
+                      std::uint32_t count) const {
+        if (count == 0) return;
         PushConstants pc{};
-        pc.count = ma;
-        pc.capacity = mb;
-        diff_mark.dispatch(
-            cmd, {whole(a, ma * 8ull), whole(b, mb * 8ull), whole(marks, (ma + 1) * 4ull)}, pc,
-            groups(ma + 1ull));
+        pc.count = count;
+        BufferRange node_range{buffers.nodes, 0, nodes_bytes(count)};
+        refit.dispatch(cmd, {{buffers.boxes, 0, count * sizeof(GpuBox)}, node_range}, pc,
+                       groups(count));
+        if (count < 2) return;
+        BufferRange flag_range{flag_buffer, 0, (count - 1) * 4ull};
+        fill(cmd, flag_range, 0u);
         compute_barrier(cmd);
-        sort.record_scan(cmd, whole(marks, (ma + 1) * 4ull), ma + 1,
-                         whole(scan_scratch, RadixSort::scan_scratch_size(ma + 1)));
-        compute_barrier(cmd);
-        diff_compact.dispatch(cmd,
-                              {whole(a, ma * 8ull),
-                               whole(marks, (ma + 1) * 4ull),
-                               whole(out, ma * 8ull),
-                               {counts.handle(), count_offset, 4}},
-                              pc, groups(ma));
-        compute_barrier(cmd);
+        node_bounds.dispatch(cmd, {node_range, flag_range}, pc, groups(count));
     }
+
+    void record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed);
+    Status repair(const FrameStatus& st);
+    Result<FrameResult> read_step();
+    Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame);
 
     // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
     // maxStorageBufferRange (names the buffer and the limit).
@@ -232,114 +290,155 @@ struct MovingScene::Impl {
         if (Status s = ensure(scratch, req.scratch); !s) return s;
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
-        return ensure(counts, 1024);
+        if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
+        for (Buffer* b : {&pair_count[0], &pair_count[1]})
+            if (Status s = ensure(*b, 4); !s) return s;
+        const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
+        if (Status s = ensure(args, table); !s) return s;
+        if (Status s = ensure(args_on, table); !s) return s;
+        std::uint64_t pairs = options.initial_pair_capacity > 0
+                                  ? options.initial_pair_capacity
+                                  : std::max<std::uint64_t>(4ull * n, 1024);
+        pairs = std::min<std::uint64_t>(pairs, max_pairs());
+        return set_capacity(static_cast<std::uint32_t>(pairs), false);
     }
-
-    Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame, MovingScene& self);
 };
 
-Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame,
-                                             MovingScene& self) {
-    FrameResult result;
-    const double upload_ms = times.upload;
-    times = {};
-    times.upload = upload_ms;
-    bool rebuild = first_frame || options.policy == RefitPolicy::always_rebuild;
-    if (!rebuild && n > 1) {
-        Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-            timestamps.reset(cmd, 0, 2);
-            compute_barrier(cmd);
-            timestamps.write(cmd, 0);
-            self.record_refit(cmd, build_buffers(box_buffer), flags.handle(), n);
-            compute_barrier(cmd);
-            record_sah(cmd);
-            compute_barrier(cmd);
-            timestamps.write(cmd, 1);
-        });
-        if (!s) return s.error();
-        times.refit = timestamps.ms(0, 1);
-        auto cost = read_cost();
-        if (!cost) return cost.error();
-        result.ratio =
-            base_cost > 0 ? cost.value() / base_cost : (cost.value() > 0 ? HUGE_VAL : 1.0);
-        rebuild = options.policy == RefitPolicy::by_ratio && result.ratio > options.rebuild_ratio;
-    } else if (!rebuild && n == 1) {
-        // A single leaf: refit only (no internal nodes, no cost).
-        Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);
-            self.record_refit(cmd, build_buffers(box_buffer), flags.handle(), n);
-            compute_barrier(cmd);
-        });
-        if (!s) return s.error();
+void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first,
+                                     bool timed) {
+    if (!first) cur ^= 1;
+    last_boxes = box_buffer;
+    last_first = first;
+    if (timed) timestamps.reset(cmd, 0, kFrameQueries);
+    compute_barrier(cmd);
+    stamp(cmd, timed, 0);
+    // The frame's defaults: no events, ratio 1, rebuilt when the recording rebuilds
+    // unconditionally. The ratio policy's decision overwrites rebuilt and ratio.
+    const bool rebuild_always = first || options.policy == RefitPolicy::always_rebuild;
+    if (first) {
+        FrameStatus initial{};
+        initial.rebuilt = 1;
+        initial.ratio = 1.0f;
+        vkCmdUpdateBuffer(cmd, status.handle(), 0, sizeof(initial), &initial);
+    } else {
+        const std::uint32_t defaults[4] = {0, 0, rebuild_always ? 1u : 0u,
+                                           std::bit_cast<std::uint32_t>(1.0f)};
+        vkCmdUpdateBuffer(cmd, status.handle(), offsetof(FrameStatus, began), sizeof(defaults),
+                          defaults);
     }
-    result.path = rebuild ? FramePath::rebuild : FramePath::refit;
-    times.path = result.path;
+    compute_barrier(cmd);
 
-    std::uint32_t m = 0;
-    if (n > 0) {
-        auto found = find_pairs(box_buffer, [&](VkCommandBuffer cmd) {
-            if (!rebuild) return;
-            lbvh->record_build(cmd, build_buffers(box_buffer), n);
+    if (n > 0 && rebuild_always) {
+        stamp(cmd, timed, 1);
+        if (first) {
+            // Capture the rebuild's dispatches: later frames replay them through the gate.
+            gate.mode = DispatchGate::Mode::capture;
+            gate.counts.clear();
+            record_rebuild(cmd, box_buffer, &gate);
+            std::vector<VkDispatchIndirectCommand> table = gate.counts;
+            table.resize(kGateSlots, VkDispatchIndirectCommand{0, 0, 0});
+            vkCmdUpdateBuffer(cmd, args_on.handle(), 0, table.size() * sizeof(table[0]),
+                              table.data());
             compute_barrier(cmd);
-            record_sah(cmd);
-        });
-        if (!found) return found.error();
-        m = found.value();
-        if (rebuild) {
-            auto cost = read_cost();
-            if (!cost) return cost.error();
-            base_cost = cost.value();
+        } else {
+            record_rebuild(cmd, box_buffer, nullptr);
         }
-    }
-    result.pair_count = m;
-
-    // Sort this frame's pairs and diff with the previous frame's.
-    int cur = prev ^ 1;
-    std::uint32_t mp = key_count[prev];
-    if (Status s = ensure_sort_buffers(cur, m); !s) return s.error();
-    if (Status s = ensure(marks, (std::max(m, mp) + 1) * 4ull); !s) return s.error();
-    if (Status s = ensure(scan_scratch, RadixSort::scan_scratch_size(std::max(m, mp) + 1)); !s)
-        return s.error();
-    if (Status s = ensure(began, m * 8ull); !s) return s.error();
-    if (Status s = ensure(ended, mp * 8ull); !s) return s.error();
-    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-        timestamps.reset(cmd, 5, 3);
+    } else if (n > 0) {
+        record_refit(cmd, build_buffers(box_buffer), flags.handle(), n);
         compute_barrier(cmd);
-        timestamps.write(cmd, 5);
-        record_sort(cmd, cur, m);
-        timestamps.write(cmd, 6);
-        if (!first_frame) {
-            record_diff(cmd, keys[cur], m, keys[prev], mp, began, 256);
-            record_diff(cmd, keys[prev], mp, keys[cur], m, ended, 512);
+        const bool by_ratio = options.policy == RefitPolicy::by_ratio;
+        if (n > 1) {
+            record_sah(cmd, nullptr);
+            compute_barrier(cmd);
+            record_policy(cmd, kPolicyDecide | (by_ratio ? 0u : kPolicyNoRebuild), nullptr);
+            indirect_barrier(cmd);
         }
-        timestamps.write(cmd, 7);
-    });
-    if (!s) return s.error();
-    times.sort = timestamps.ms(5, 6);
-    times.diff = timestamps.ms(6, 7);
-    key_count[cur] = m;
-    prev = cur;
-    if (first_frame) return result;
+        stamp(cmd, timed, 1);
+        if (n > 1 && by_ratio) {
+            gate.mode = DispatchGate::Mode::indirect;
+            gate.args = args.handle();
+            gate.next = 0;
+            record_rebuild(cmd, box_buffer, &gate);
+            // Same n, same code: the same dispatches as the captured build, slot for slot.
+            assert(gate.next == gate.counts.size());
+        }
+    } else {
+        stamp(cmd, timed, 1);
+    }
+    stamp(cmd, timed, 2);
+    record_pair_stages(cmd, box_buffer, first, timed, 3);
+}
 
-    std::uint32_t event_counts[2] = {0, 0};
-    if (Status d = context->download(counts, &event_counts[0], 4, 256); !d) return d.error();
-    if (Status d = context->download(counts, &event_counts[1], 4, 512); !d) return d.error();
-    result.began.resize(event_counts[0]);
-    result.ended.resize(event_counts[1]);
-    if (!result.began.empty())
-        if (Status d = context->download(began, result.began.data(), result.began.size() * 8); !d)
+// Grows the pair buffers to the frame's count and records the frame's pair stages again.
+Status MovingScene::Impl::repair(const FrameStatus& st) {
+    if (st.pairs > max_pairs())
+        return limit(std::to_string(st.pairs) +
+                     " pairs do not fit one storage buffer (device limit " +
+                     std::to_string(max_pairs()) + " pairs)");
+    const std::uint32_t grown = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(st.pairs + std::uint64_t(st.pairs) / 4, max_pairs()));
+    if (Status s = set_capacity(grown, !last_first); !s) return s;
+    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        timestamps.reset(cmd, kRepairQueries, 4);
+        compute_barrier(cmd);
+        timestamps.write(cmd, kRepairQueries);
+        record_pair_stages(cmd, last_boxes, last_first, true, kRepairQueries + 1);
+    });
+    if (!s) return s;
+    times.pairs += timestamps.ms(kRepairQueries, kRepairQueries + 1);
+    times.sort += timestamps.ms(kRepairQueries + 1, kRepairQueries + 2);
+    times.diff += timestamps.ms(kRepairQueries + 2, kRepairQueries + 3);
+    return {};
+}
+
+Result<FrameResult> MovingScene::Impl::read_step() {
+    FrameStatus st{};
+    if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
+    if (st.pairs > st.pair_capacity) {
+        if (Status s = repair(st); !s) return s.error();
+        if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
+    }
+    base_cost = st.base_root > 0 ? double(st.base_sum) / double(st.base_root) : 0.0;
+    FrameResult result;
+    result.pair_count = st.pairs;
+    result.path = st.rebuilt ? FramePath::rebuild : FramePath::refit;
+    result.ratio = st.ratio;
+    times.path = result.path;
+    if (!last_first) {
+        result.began.resize(st.began);
+        result.ended.resize(st.ended);
+        if (Status d = context->download(began, result.began.data(), st.began * 8ull); !d)
             return d.error();
-    if (!result.ended.empty())
-        if (Status d = context->download(ended, result.ended.data(), result.ended.size() * 8); !d)
+        if (Status d = context->download(ended, result.ended.data(), st.ended * 8ull); !d)
             return d.error();
-    if (options.return_pairs && m > 0) {
+    }
+    if (options.return_pairs) {
         // Sorted keys are (j, i) words; swap to (i, j).
-        result.pairs.resize(m);
-        if (Status d = context->download(keys[cur], result.pairs.data(), m * 8ull); !d)
+        result.pairs.resize(st.pairs);
+        if (Status d = context->download(keys[cur], result.pairs.data(), st.pairs * 8ull); !d)
             return d.error();
         for (Pair& p : result.pairs) std::swap(p.i, p.j);
     }
     return result;
+}
+
+Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame) {
+    const double upload_ms = times.upload;
+    times = {};
+    times.upload = upload_ms;
+    Status s = context->submit_and_wait(
+        [&](VkCommandBuffer cmd) { record_frame(cmd, box_buffer, first_frame, true); });
+    if (!s) return s.error();
+    times.refit = timestamps.ms(0, 1);
+    times.rebuild = timestamps.ms(1, 2);
+    times.pairs = timestamps.ms(2, 3);
+    times.sort = timestamps.ms(3, 4);
+    times.diff = timestamps.ms(4, 5);
+    if (first_frame) {
+        times.rebuild += times.refit;  // the reset's frame only builds
+        times.refit = 0;
+    }
+    return read_step();
 }
 
 MovingScene::MovingScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -368,9 +467,10 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
         {&impl->refit, shaders::lbvh_refit, 2, "lbvh_refit"},
         {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
         {&impl->sah, shaders::lbvh_sah, 2, "lbvh_sah"},
-        {&impl->pair_keys, shaders::pair_keys, 3, "pair_keys"},
-        {&impl->diff_mark, shaders::pair_diff_mark, 3, "pair_diff_mark"},
-        {&impl->diff_compact, shaders::pair_diff_compact, 4, "pair_diff_compact"},
+        {&impl->policy, shaders::frame_policy, 4, "frame_policy"},
+        {&impl->pair_keys, shaders::pair_keys, 5, "pair_keys"},
+        {&impl->diff_mark, shaders::pair_diff_mark, 5, "pair_diff_mark"},
+        {&impl->diff_compact, shaders::pair_diff_compact, 5, "pair_diff_compact"},
     };
     for (const Spec& s : specs) {
         auto k = Kernel::create(context, s.spirv, s.bindings, s.name);
@@ -389,8 +489,9 @@ Status MovingScene::reset(std::span<const Box> input) {
     if (Status s = validate_boxes(input); !s) return s;
     if (input.size() >= (1ull << 31)) return limit("at most 2^31 - 1 boxes per moving scene");
     if (Status s = im.check_limits(static_cast<std::uint32_t>(input.size())); !s) return s;
+    im.cur = 0;
+    im.capacity = 0;
     if (Status s = im.allocate(static_cast<std::uint32_t>(input.size())); !s) return s;
-    im.key_count[0] = im.key_count[1] = 0;
     im.base_cost = 0;
     im.times.upload = 0;
     if (im.n > 0) {
@@ -402,7 +503,7 @@ Status MovingScene::reset(std::span<const Box> input) {
             return s;
         im.times.upload = ms_since(start);
     }
-    auto r = im.frame(im.boxes.handle(), true, *this);
+    auto r = im.frame(im.boxes.handle(), true);
     if (!r) return r.error();
     im.ready = true;
     return {};
@@ -428,7 +529,7 @@ Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
             return s.error();
         im.times.upload = ms_since(start);
     }
-    return im.frame(im.boxes.handle(), false, *this);
+    return im.frame(im.boxes.handle(), false);
 }
 
 Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
@@ -441,21 +542,31 @@ Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
             {},
             {}};
     im.times.upload = 0;
-    return im.frame(boxes, false, *this);
+    return im.frame(boxes, false);
+}
+
+void MovingScene::record_step(VkCommandBuffer cmd, VkBuffer boxes) {
+    Impl& im = *impl_;
+    assert(im.ready && "record_step before reset");
+    im.record_frame(cmd, boxes, false, false);
+}
+
+Result<FrameResult> MovingScene::read_step() {
+    Impl& im = *impl_;
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset", {}, {}};
+    im.times = {};
+    return im.read_step();
+}
+
+FrameBuffers MovingScene::buffers() const {
+    const Impl& im = *impl_;
+    return {im.status.handle(), im.keys[im.cur].handle(), im.began.handle(), im.ended.handle(),
+            im.capacity};
 }
 
 void MovingScene::record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,
                                std::uint32_t n) const {
-    if (n == 0) return;
-    PushConstants pc{};
-    pc.count = n;
-    BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
-    impl_->refit.dispatch(cmd, {{buffers.boxes, 0, n * sizeof(GpuBox)}, nodes}, pc, groups(n));
-    if (n < 2) return;
-    BufferRange flag_range{flags, 0, (n - 1) * 4ull};
-    fill(cmd, flag_range, 0u);
-    compute_barrier(cmd);
-    impl_->node_bounds.dispatch(cmd, {nodes, flag_range}, pc, groups(n));
+    impl_->record_refit(cmd, buffers, flags, n);
 }
 
 const FrameTimes& MovingScene::last_times() const {

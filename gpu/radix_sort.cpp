@@ -38,9 +38,9 @@ Result<RadixSort> RadixSort::create(Context& context) {
         k = std::move(r.value());
         return {};
     };
-    if (Status st = make(s.histogram_, shaders::radix_histogram, 2, "radix_histogram"); !st)
+    if (Status st = make(s.histogram_, shaders::radix_histogram, 3, "radix_histogram"); !st)
         return st.error();
-    if (Status st = make(s.scatter_, shaders::radix_scatter, 5, "radix_scatter"); !st)
+    if (Status st = make(s.scatter_, shaders::radix_scatter, 6, "radix_scatter"); !st)
         return st.error();
     if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st)
         return st.error();
@@ -63,7 +63,7 @@ VkDeviceSize RadixSort::scratch_size(std::uint32_t n) {
 }
 
 void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
-                            const BufferRange& scratch) const {
+                            const BufferRange& scratch, DispatchGate* gate) const {
     if (count == 0) return;
     Arena arena(scratch.buffer);
     std::vector<BufferRange> level_ranges{data};
@@ -79,7 +79,7 @@ void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::u
         PushConstants pc{};
         pc.count = counts[k];
         pc.tiles = counts[k + 1];
-        scan_local_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc, pc.tiles);
+        scan_local_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc, pc.tiles, gate);
         compute_barrier(cmd);
     }
     // Down: add each tile's scanned offset (the top level is one tile: already complete).
@@ -87,13 +87,13 @@ void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::u
         PushConstants pc{};
         pc.count = counts[k];
         scan_add_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc,
-                           static_cast<std::uint32_t>(div_up(counts[k], kWorkgroupSize)));
+                           static_cast<std::uint32_t>(div_up(counts[k], kWorkgroupSize)), gate);
         compute_barrier(cmd);
     }
 }
 
 void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t n,
-                       std::uint32_t key_words, std::uint32_t key_bits) const {
+                       std::uint32_t key_words, std::uint32_t key_bits, DispatchGate* gate) const {
     if (n <= 1) return;
     std::uint32_t tiles = sort_tiles(n);
     std::uint32_t hist_count = kSortBuckets * tiles;
@@ -106,6 +106,9 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
     std::uint32_t passes = static_cast<std::uint32_t>(div_up(key_bits, kSortDigitBits));
     const BufferRange* keys[2] = {&b.keys, &b.keys_tmp};
     const BufferRange* values[2] = {&b.values, &b.values_tmp};
+    // Without a dynamic count the count binding is unused: any valid range will do.
+    const bool dynamic = b.count.buffer != VK_NULL_HANDLE;
+    const BufferRange count = dynamic ? b.count : hist;
     for (std::uint32_t pass = 0; pass < passes; ++pass) {
         std::uint32_t bit = pass * kSortDigitBits;
         PushConstants pc{};
@@ -114,15 +117,16 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         pc.key_word = bit / 32;
         pc.key_words = key_words;
         pc.tiles = tiles;
+        pc.flags = dynamic ? kSortDynamicCount : 0u;
         int src = pass & 1, dst = src ^ 1;
-        histogram_.dispatch(cmd, {*keys[src], hist}, pc, tiles);
+        histogram_.dispatch(cmd, {*keys[src], hist, count}, pc, tiles, gate);
         compute_barrier(cmd);
-        record_scan(cmd, hist, hist_count, scan_scratch);
-        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist}, pc,
-                          tiles);
+        record_scan(cmd, hist, hist_count, scan_scratch, gate);
+        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist, count},
+                          pc, tiles, gate);
         compute_barrier(cmd);
     }
-    if (passes & 1) {
+    if (passes & 1) {  // not gated: gated recordings sort on an even number of passes
         VkBufferCopy key_copy{b.keys_tmp.offset, b.keys.offset, n * 4ull * key_words};
         vkCmdCopyBuffer(cmd, b.keys_tmp.buffer, b.keys.buffer, 1, &key_copy);
         VkBufferCopy value_copy{b.values_tmp.offset, b.values.offset, n * 4ull};

@@ -11,8 +11,12 @@ namespace broadphase::gpu {
 
 /// Buffers of a sort. keys/keys_tmp: n * key_words uints (low word first); values/values_tmp:
 /// n uints; scratch: RadixSort::scratch_size(n) bytes. The result ends in keys/values.
+/// `count` (optional, one uint) makes the element count dynamic: the sort then orders the first
+/// min(count, n) elements, read on the GPU (elements past it end unspecified; workgroups past
+/// the count exit at once), so that a count written by an earlier kernel needs no host read.
 struct SortBuffers {
     BufferRange keys, values, keys_tmp, values_tmp, scratch;
+    BufferRange count{};
 };
 
 class RadixSort {
@@ -27,12 +31,14 @@ public:
     /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2).
     /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
     /// dispatch or a transfer; a compute_barrier makes the result visible.
+    /// With a gate, every dispatch is captured or made indirect (DispatchGate).
     void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
-                std::uint32_t key_words, std::uint32_t key_bits) const;
+                std::uint32_t key_words, std::uint32_t key_bits,
+                DispatchGate* gate = nullptr) const;
 
     /// Records an in-place exclusive scan of `count` uints in `data`.
     void record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
-                     const BufferRange& scratch) const;
+                     const BufferRange& scratch, DispatchGate* gate = nullptr) const;
 
 private:
     Kernel histogram_, scatter_, scan_local_, scan_add_;

@@ -1,10 +1,12 @@
 // Overlap events, step 3: compaction of the marked keys of A after an exclusive scan of the
-// marks (|A| + 1 of them): element i is kept when scan[i + 1] != scan[i] and written as the
-// pair (i, j) at position scan[i]; invocation 0 writes the exact count scan[|A|].
-// pc.count = |A|. The output holds at least |A| pairs, so nothing can be dropped.
+// marks (capacity of A + 1 of them): element i < |A| is kept when scan[i + 1] != scan[i] and
+// written as the pair (i, j) at position scan[i]; invocation 0 writes the exact count
+// scan[capacity] into the frame status (began or ended, by pc.flags). pc.count = capacity of
+// A; |A| is read on the GPU. The output holds the capacity of A, so nothing can be dropped.
 // CPU twin: lbvh::diff_sorted_keys.
 #version 450
 #include "common.glsl"
+#include "gpu_layout_frames.h"
 
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer A {
@@ -16,15 +18,23 @@ layout(std430, binding = 1) readonly buffer Scan {
 layout(std430, binding = 2) writeonly buffer Out {
     uint out_pairs[];
 };
-layout(std430, binding = 3) writeonly buffer Count {
-    uint out_count;
+layout(std430, binding = 3) readonly buffer CountA {
+    uint count_a;
+};
+layout(std430, binding = 4) buffer Status {
+    FrameStatus status;
 };
 
 void main() {
     uint i = linear_thread();
-    uint m = pc.count;
-    if (i == 0u) out_count = scan[m];
-    if (i >= m) return;
+    if (i == 0u) {
+        if (pc.flags == kDiffBegan) {
+            status.began = scan[pc.count];
+        } else {
+            status.ended = scan[pc.count];
+        }
+    }
+    if (i >= min(count_a, pc.count)) return;
     uint slot = scan[i];
     if (scan[i + 1u] == slot) return;
     out_pairs[2u * slot] = a[2u * i + 1u];

@@ -1,8 +1,9 @@
 // LSD radix sort, pass step 1: per-tile counts of one 4-bit digit, written digit-major
 // (hist[digit * tiles + tile]) so that one exclusive scan of hist gives every tile's
 // starting position for every digit. Keys are `key_words` uints each (low word first).
-// Algorithm: the classic reduce-then-scan radix sort (Merrill & Grimshaw 2011, without
-// decoupled look-back, so no forward-progress assumption).
+// With kSortDynamicCount the element count is min(pc.count, a count in a buffer): tiles past it
+// write zero counts and exit. Algorithm: the classic reduce-then-scan radix sort (Merrill &
+// Grimshaw 2011, without decoupled look-back, so no forward-progress assumption).
 #version 450
 #include "common.glsl"
 
@@ -13,6 +14,9 @@ layout(std430, binding = 0) readonly buffer Keys {
 layout(std430, binding = 1) writeonly buffer Hist {
     uint hist[];
 };
+layout(std430, binding = 2) readonly buffer Count {
+    uint dynamic_count;
+};  // read only with kSortDynamicCount
 
 shared uint s_count[kSortBuckets];
 
@@ -20,12 +24,17 @@ void main() {
     uint tile = linear_group();
     if (tile >= pc.tiles) return;
     uint t = gl_LocalInvocationID.x;
+    uint count = (pc.flags & kSortDynamicCount) != 0u ? min(pc.count, dynamic_count) : pc.count;
+    uint base = tile * kSortTile;
+    if (base >= count) {  // past a dynamic count: an empty tile (uniform per workgroup)
+        if (t < kSortBuckets) hist[t * pc.tiles + tile] = 0u;
+        return;
+    }
     if (t < kSortBuckets) s_count[t] = 0u;
     barrier();
-    uint base = tile * kSortTile;
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint i = base + k * kWorkgroupSize + t;
-        if (i < pc.count) {
+        if (i < count) {
             uint digit = (keys[i * pc.key_words + pc.key_word] >> pc.shift) & (kSortBuckets - 1u);
             atomicAdd(s_count[digit], 1u);
         }

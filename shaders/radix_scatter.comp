@@ -2,7 +2,8 @@
 // kSortItemsPerThread consecutive elements; per-invocation digit counts laid out digit-major
 // in shared memory are scanned once, which ranks every element by (digit, position in tile):
 // a stable local sort without subgroup operations. Global position = scanned histogram of
-// (digit, tile) + rank within the tile's digit.
+// (digit, tile) + rank within the tile's digit. With kSortDynamicCount, tiles past the count
+// (min(pc.count, a count in a buffer)) exit at once.
 #version 450
 #include "common.glsl"
 #include "workgroup_scan.glsl"
@@ -23,11 +24,16 @@ layout(std430, binding = 3) writeonly buffer ValuesOut {
 layout(std430, binding = 4) readonly buffer Hist {
     uint hist[];
 };  // scanned
+layout(std430, binding = 5) readonly buffer Count {
+    uint dynamic_count;
+};  // read only with kSortDynamicCount
 
 const uint kCells = kSortBuckets * kWorkgroupSize;     // 4096 counters
 const uint kCellsPerThread = kCells / kWorkgroupSize;  // 16
 shared uint s_cells[kCells];                           // [digit][invocation]
 shared uint s_digit_base[kSortBuckets];
+
+uint g_count;  // elements to sort: pc.count, or min(pc.count, dynamic_count)
 
 uint digit_of(uint i) {
     return (keys_in[i * pc.key_words + pc.key_word] >> pc.shift) & (kSortBuckets - 1u);
@@ -36,6 +42,8 @@ uint digit_of(uint i) {
 void main() {
     uint tile = linear_group();
     if (tile >= pc.tiles) return;
+    g_count = (pc.flags & kSortDynamicCount) != 0u ? min(pc.count, dynamic_count) : pc.count;
+    if (tile * kSortTile >= g_count) return;  // past a dynamic count (uniform per workgroup)
     uint t = gl_LocalInvocationID.x;
     uint first = tile * kSortTile + t * kSortItemsPerThread;
 
@@ -43,7 +51,7 @@ void main() {
     barrier();
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint i = first + k;
-        if (i < pc.count) s_cells[digit_of(i) * kWorkgroupSize + t] += 1u;
+        if (i < g_count) s_cells[digit_of(i) * kWorkgroupSize + t] += 1u;
     }
     barrier();
 
@@ -68,7 +76,7 @@ void main() {
 
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint i = first + k;
-        if (i >= pc.count) break;
+        if (i >= g_count) break;
         uint d = digit_of(i);
         uint cell = d * kWorkgroupSize + t;
         uint dst = s_digit_base[d] + s_cells[cell];

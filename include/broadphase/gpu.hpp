@@ -202,6 +202,7 @@ public:
     const StageTimes& last_times() const;
 
     struct Impl;
+    Impl& impl() { return *impl_; }
 
 private:
     explicit Lbvh(std::unique_ptr<Impl> impl);

@@ -5,6 +5,13 @@
 // is compared with the cost right after the last build; above a threshold the tree is rebuilt.
 // The frame's pairs are sorted on the GPU as 64-bit keys (i << 32 | j) and diffed against the
 // previous frame's sorted pairs (binary search, scan, compact), giving exact began/ended lists.
+//
+// A whole frame is one recording with no host decision inside: the refit-or-rebuild choice is
+// taken by a kernel that arms or empties the rebuild's indirect dispatches, and every count
+// (pairs, began, ended) stays on the GPU, read by the kernels that need it. record_step puts
+// the frame into the caller's command buffer; the host reads results only when it wants them
+// (read_step), and the only host round trip left is growing the pair buffers when a frame
+// finds more pairs than they hold (reported in the status, never silently dropped).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +20,7 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_layout_frames.h"
 
 namespace broadphase::gpu {
 
@@ -30,6 +38,9 @@ struct MovingSceneOptions {
     double rebuild_ratio = 1.5;
     /// Download the frame's full sorted pair list into FrameResult::pairs (events always are).
     bool return_pairs = true;
+    /// Pairs the frame buffers hold at first (0: 4 per box, at least 1024). They grow, with a
+    /// host round trip, when a frame finds more.
+    std::uint32_t initial_pair_capacity = 0;
 };
 
 /// Which path a frame took.
@@ -51,14 +62,27 @@ struct FrameResult {
 /// when the queue has no timestamps). A stage the frame did not take reads 0.
 struct FrameTimes {
     FramePath path = FramePath::refit;  ///< the path the frame took
-    double upload = 0;   ///< host wall ms of the box upload (staging copy; 0 for a VkBuffer step)
-    double refit = 0;    ///< refit and its SAH cost (GPU)
-    double rebuild = 0;  ///< LBVH rebuild and its SAH cost (GPU)
-    double pairs = 0;    ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
-    double sort = 0;     ///< 64-bit radix sort of the pairs (GPU)
-    double diff = 0;     ///< began/ended differences with the previous frame (GPU)
+    double upload = 0;  ///< host wall ms of the box upload (staging copy; 0 for a VkBuffer step)
+    double refit = 0;   ///< refit, its SAH cost and the GPU's refit-or-rebuild decision
+    /// LBVH rebuild and its SAH cost (GPU); on a refit frame of the ratio policy, the cost of
+    /// the rebuild's emptied indirect dispatches
+    double rebuild = 0;
+    double pairs = 0;  ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
+    double sort = 0;   ///< 64-bit radix sort of the pairs (GPU)
+    double diff = 0;   ///< began/ended differences with the previous frame (GPU)
     /// GPU stages together (upload excluded).
     double gpu_total() const { return refit + rebuild + pairs + sort + diff; }
+};
+
+/// The device buffers of the last recorded frame, for callers that consume the results on
+/// the GPU. Valid until the next record_step, step or reset (a grown capacity replaces them).
+/// Every buffer is read as a storage buffer at offset 0; the counts are in `status`.
+struct FrameBuffers {
+    VkBuffer status = VK_NULL_HANDLE;  ///< one gpu_layout::FrameStatus
+    VkBuffer pairs = VK_NULL_HANDLE;   ///< status.pairs sorted keys: uint pairs (j, i), ascending
+    VkBuffer began = VK_NULL_HANDLE;   ///< status.began pairs (i, j), ascending
+    VkBuffer ended = VK_NULL_HANDLE;   ///< status.ended pairs (i, j), ascending
+    std::uint32_t pair_capacity = 0;   ///< pairs each of pairs/began/ended holds
 };
 
 /// A scene of n boxes moving from frame to frame (same count, same ids). Owns its device
@@ -79,6 +103,26 @@ public:
     /// usage). Precondition: its writes complete and visible to the queue (e.g. uploaded with
     /// Context::upload or written by an earlier waited-on submit). The boxes are not validated.
     Result<FrameResult> step(VkBuffer boxes, std::uint32_t n);
+
+    /// Records one whole frame into the caller's command buffer, with no host work between its
+    /// stages: refit, SAH cost, the GPU's refit-or-rebuild decision (the rebuild's dispatches
+    /// are indirect, armed or emptied by that decision), all pairs, their sort and the
+    /// began/ended differences with the previous recorded frame. Several frames may be
+    /// recorded back to back (each diffs against the one before; only the last one's results
+    /// stay readable). `boxes` holds size() GpuBox (offset 0, storage usage; not validated).
+    /// Preconditions: reset succeeded; writes to `boxes` made available to compute-shader reads
+    /// (dstStage COMPUTE_SHADER, dstAccess SHADER_READ); the command buffer is submitted to
+    /// the Context's queue family. Postcondition: the last command is a compute dispatch; make
+    /// its writes visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE) before reading
+    /// buffers(). If status.pairs exceeds status.pair_capacity the frame's lists are
+    /// incomplete (the status says so): read_step repairs them.
+    void record_step(VkCommandBuffer cmd, VkBuffer boxes);
+    /// After the submit holding the last record_step has completed: reads the frame's status
+    /// and lists. When the frame found more pairs than the buffers hold, grows them and redoes
+    /// that frame's pairs, sort and differences (the tree is already right) before reading.
+    Result<FrameResult> read_step();
+    /// The device buffers of the last recorded frame (see FrameBuffers).
+    FrameBuffers buffers() const;
 
     /// Records a refit of a built tree on the caller's buffers: leaves take the bounds of
     /// `buffers.boxes`, then internal nodes are recomputed bottom-up. `flags` holds at least

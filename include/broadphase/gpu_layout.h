@@ -29,6 +29,8 @@ BP_CONST kSortDigitBits = 4u;
 BP_CONST kSortBuckets = 16u;
 BP_CONST kSortItemsPerThread = 8u;
 BP_CONST kSortTile = kWorkgroupSize * kSortItemsPerThread;
+// Radix sort push constant `flags`: the element count is min(pc.count, the count binding).
+BP_CONST kSortDynamicCount = 1u;
 // Scan: each workgroup scans kScanTile consecutive uints.
 BP_CONST kScanItemsPerThread = 8u;
 BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;

@@ -1,0 +1,16 @@
+// The GPU LBVH build with its dispatches gated on a decision taken on the GPU (DispatchGate),
+// for recorders that hold both a refit and a rebuild in one command buffer (gpu/moving_scene.cpp).
+#pragma once
+
+#include "broadphase/gpu.hpp"
+#include "kernels.hpp"
+
+namespace broadphase::gpu {
+
+/// Lbvh::record_build with every dispatch captured or made indirect by `gate` (the transfer
+/// fills of the build's scratch are not gated: they touch scratch only). Nodes are written
+/// by gated dispatches alone.
+void record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                        std::uint32_t n, DispatchGate& gate);
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,57 @@
+// Data layouts of the moving-scene kernels (gpu::MovingScene: refit-or-rebuild policy, pair
+// keys, overlap-event differences), shared by shaders/frame_policy.comp, pair_keys.comp,
+// pair_diff_mark.comp, pair_diff_compact.comp and the C++ host (gpu/moving_scene.cpp). Same
+// rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
+// size and offset.
+//
+// Push constants (gpu_layout::PushConstants, generic fields):
+//   frame_policy:      tiles = number of SAH partial sums (the root's area follows them),
+//                      count = uints of the dispatch-argument table, flags = kPolicy*,
+//                      offset = float bits of the rebuild ratio
+//   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it)
+//   pair_diff_mark:    count = capacity of A, capacity = capacity of B
+//   pair_diff_compact: count = capacity of A, flags = kDiffBegan or kDiffEnded
+#ifndef BROADPHASE_GPU_LAYOUT_FRAMES_H
+#define BROADPHASE_GPU_LAYOUT_FRAMES_H
+
+#include "gpu_layout.h"
+
+#ifdef __cplusplus
+namespace broadphase::gpu_layout {
+#define BP_CONST inline constexpr uint
+#else
+#define BP_CONST const uint
+#endif
+
+// frame_policy modes (push constant `flags`).
+BP_CONST kPolicyDecide = 0u;     // refitted cost vs the last build's: rebuilt, ratio, gate args
+BP_CONST kPolicyCommit = 1u;     // after a build: the cost becomes the new base
+BP_CONST kPolicyNoRebuild = 2u;  // with kPolicyDecide: measure the ratio, never rebuild
+// pair_diff_compact: which count of FrameStatus receives the size of the difference.
+BP_CONST kDiffBegan = 0u;
+BP_CONST kDiffEnded = 1u;
+
+// What one frame of a moving scene produced, and the policy's state, in one device buffer.
+// Written by the frame's kernels; read by the host (MovingScene::read_step) or by the
+// caller's own kernels. The frame's pairs, began and ended lists are complete exactly when
+// pairs <= pair_capacity.
+// total: 32 bytes
+struct FrameStatus {
+    uint pairs;          // exact number of overlapping pairs this frame
+    uint began;          // pairs overlapping now and not in the previous frame
+    uint ended;          // pairs of the previous frame not overlapping now
+    uint rebuilt;        // 1 when this frame rebuilt the tree, 0 when it refitted it
+    float ratio;         // refitted SAH cost over the cost right after the last build
+    float base_sum;      // policy state: sum of internal-node areas right after the last build
+    float base_root;     // policy state: root area right after the last build
+    uint pair_capacity;  // pairs the frame's buffers hold
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(FrameStatus) == 32 && offsetof(FrameStatus, began) == 4 &&
+              offsetof(FrameStatus, ratio) == 16 && offsetof(FrameStatus, pair_capacity) == 28);
+}  // namespace broadphase::gpu_layout
+#endif
+#undef BP_CONST
+
+#endif  // BROADPHASE_GPU_LAYOUT_FRAMES_H
