@@ -394,15 +394,36 @@ Status MovingScene::Impl::repair(const FrameStatus& st) {
 Result<FrameResult> MovingScene::Impl::read_step() {
     FrameStatus st{};
     if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
-    if (st.pairs > st.pair_capacity) {
+    // A previous frame recorded in the same submit that overflowed was never repaired: its
+    // sorted keys are incomplete, so this frame's differences with it are wrong.
+    std::uint32_t previous_pairs = 0;
+    if (!last_first)
+        if (Status s = context->download(pair_count[cur ^ 1], &previous_pairs, 4); !s)
+            return s.error();
+    const std::uint32_t recorded_capacity = st.pair_capacity;
+    const bool previous_incomplete = previous_pairs > recorded_capacity;
+    const bool regrown = st.pairs > st.pair_capacity;
+    if (regrown) {
         if (Status s = repair(st); !s) return s.error();
         if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
     }
+    if (previous_incomplete)
+        return Error{ErrorCode::limit_exceeded,
+                     "the frame before this one found " + std::to_string(previous_pairs) +
+                         " pairs, over the pair capacity of " + std::to_string(recorded_capacity) +
+                         " it was recorded with, and was not read before this frame was "
+                         "recorded: this frame's began/ended lists cannot be exact (this frame "
+                         "is repaired, so the next one will be). Call read_step after every "
+                         "frame that may overflow, or set MovingSceneOptions::"
+                         "initial_pair_capacity",
+                     {},
+                     {}};
     base_cost = st.base_root > 0 ? double(st.base_sum) / double(st.base_root) : 0.0;
     FrameResult result;
     result.pair_count = st.pairs;
     result.path = st.rebuilt ? FramePath::rebuild : FramePath::refit;
     result.ratio = st.ratio;
+    result.regrown = regrown;
     times.path = result.path;
     if (!last_first) {
         result.began.resize(st.began);

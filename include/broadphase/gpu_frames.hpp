@@ -56,6 +56,9 @@ struct FrameResult {
     /// SAH cost of the refitted tree over the cost right after the last build (1 when the
     /// policy is always_rebuild or there are fewer than 2 boxes).
     double ratio = 1;
+    /// The frame found more pairs than the pair buffers held: they were grown and the frame's
+    /// pairs, sort and differences redone (one host round trip; the results are exact).
+    bool regrown = false;
 };
 
 /// GPU time of each stage of the last reset or step, from timestamp queries (ms; all zero
@@ -120,6 +123,9 @@ public:
     /// After the submit holding the last record_step has completed: reads the frame's status
     /// and lists. When the frame found more pairs than the buffers hold, grows them and redoes
     /// that frame's pairs, sort and differences (the tree is already right) before reading.
+    /// When the frame recorded before it in the same submit had overflowed (so its lists, and
+    /// this frame's differences with it, are incomplete), returns limit_exceeded after
+    /// repairing this frame, so that the next frame is exact again.
     Result<FrameResult> read_step();
     /// The device buffers of the last recorded frame (see FrameBuffers).
     FrameBuffers buffers() const;

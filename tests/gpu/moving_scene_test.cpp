@@ -111,13 +111,12 @@ std::string message(const Status& s) {
 // Runs `frames` frames of the animation of a generated scene and checks every frame: pairs
 // against brute force, events against the set difference of brute-force lists (and the twin's
 // per-element diff), the tree against the twin node for node, decisions and ratios.
-void run_animation(const char* generator, std::size_t n, gpu::RefitPolicy policy, int frames,
-                   int jump_frame, Counts& counts) {
+void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions options,
+                   int frames, int jump_frame, Counts& counts) {
     SCOPED_TRACE(std::string(generator) + ":" + std::to_string(n));
     auto scene = generate_scene(generator, n);
     ASSERT_TRUE(scene);
-    gpu::MovingSceneOptions options;
-    options.policy = policy;
+    const gpu::RefitPolicy policy = options.policy;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
     lbvh::MovingTwin twin(lbvh::CodeKind::morton30, twin_policy(policy), options.rebuild_ratio);
@@ -163,6 +162,12 @@ void run_animation(const char* generator, std::size_t n, gpu::RefitPolicy policy
     }
 }
 
+gpu::MovingSceneOptions with_policy(gpu::RefitPolicy policy) {
+    gpu::MovingSceneOptions options;
+    options.policy = policy;
+    return options;
+}
+
 class MovingSceneTest : public GpuTest {};
 
 // Test 1: every standard scene, ratio policy: small motions refit, the large jump rebuilds.
@@ -171,7 +176,7 @@ TEST_F(MovingSceneTest, StandardScenesByRatio) {
     for (const char* generator :
          {"uniform", "clustered", "xline", "yline", "mixed_sizes", "degenerate"}) {
         Counts c;
-        run_animation(generator, 2000, gpu::RefitPolicy::by_ratio, 5, 3, c);
+        run_animation(generator, 2000, with_policy(gpu::RefitPolicy::by_ratio), 5, 3, c);
         counts.refits += c.refits;
         counts.rebuilds += c.rebuilds;
         if (::testing::Test::HasFatalFailure()) return;
@@ -184,7 +189,7 @@ TEST_F(MovingSceneTest, StandardScenesByRatio) {
 // jump (the jump frame's refitted cost is far above the threshold).
 TEST_F(MovingSceneTest, UniformRefitsThenRebuildsOnJump) {
     Counts c;
-    run_animation("uniform", 3000, gpu::RefitPolicy::by_ratio, 5, 3, c);
+    run_animation("uniform", 3000, with_policy(gpu::RefitPolicy::by_ratio), 5, 3, c);
     EXPECT_GE(c.refits, 2);
     EXPECT_GE(c.rebuilds, 1);
 }
@@ -192,9 +197,10 @@ TEST_F(MovingSceneTest, UniformRefitsThenRebuildsOnJump) {
 // Test 3: fixed policies.
 TEST_F(MovingSceneTest, AlwaysRefitAndAlwaysRebuild) {
     Counts refit, rebuild;
-    run_animation("clustered", 2000, gpu::RefitPolicy::always_refit, 4, 2, refit);
+    run_animation("clustered", 2000, with_policy(gpu::RefitPolicy::always_refit), 4, 2, refit);
     EXPECT_EQ(refit.rebuilds, 0);
-    run_animation("mixed_sizes", 2000, gpu::RefitPolicy::always_rebuild, 3, 2, rebuild);
+    run_animation("mixed_sizes", 2000, with_policy(gpu::RefitPolicy::always_rebuild), 3, 2,
+                  rebuild);
     EXPECT_EQ(rebuild.refits, 0);
 }
 
@@ -281,6 +287,152 @@ TEST_F(MovingSceneTest, RejectsBadInput) {
     EXPECT_EQ(nan.error().box, 1u);
     Status bad_reset = moving->reset(boxes);
     EXPECT_FALSE(bad_reset);
+}
+
+// Boxes grown about their centres by `scale` (more pairs as it grows).
+std::vector<Box> inflate(std::vector<Box> boxes, float scale) {
+    for (Box& b : boxes) {
+        const Vec3 c{(b.min.x + b.max.x) / 2, (b.min.y + b.max.y) / 2, (b.min.z + b.max.z) / 2};
+        b.min = {c.x + (b.min.x - c.x) * scale, c.y + (b.min.y - c.y) * scale,
+                 c.z + (b.min.z - c.z) * scale};
+        b.max = {c.x + (b.max.x - c.x) * scale, c.y + (b.max.y - c.y) * scale,
+                 c.z + (b.max.z - c.z) * scale};
+    }
+    return boxes;
+}
+
+// Test 7: pair buffers far too small (16 pairs), then boxes that grow every frame: the reset
+// and every frame overflow the buffers on the GPU; read_step grows them and redoes the frame's
+// pairs, sort and differences (FrameResult::regrown), and pairs and events stay exact. Then
+// the ratio policy's animation on buffers of 16 pairs at first matches the twin throughout.
+TEST_F(MovingSceneTest, OverflowGrowsAndRepairsTheFrame) {
+    auto scene = generate_scene("clustered", 2000);
+    ASSERT_TRUE(scene);
+    gpu::MovingSceneOptions options;
+    options.initial_pair_capacity = 16;
+    auto moving = make_scene(options);
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE(moving->reset(scene->boxes));
+    EXPECT_GT(moving->buffers().pair_capacity, 16u);
+    std::vector<Pair> previous = brute_pairs(scene->boxes);
+    for (float scale : {1.3f, 1.6f, 1.9f}) {
+        SCOPED_TRACE("scale " + std::to_string(scale));
+        std::vector<Box> boxes = inflate(scene->boxes, scale);
+        auto r = moving->step(boxes);
+        ASSERT_TRUE(r) << r.error().message;
+        std::vector<Pair> expected = brute_pairs(boxes);
+        EXPECT_TRUE(r->regrown);
+        EXPECT_EQ(r->pair_count, expected.size());
+        EXPECT_TRUE(r->pairs == expected);
+        EXPECT_TRUE(r->began == set_diff(expected, previous));
+        EXPECT_TRUE(r->ended == set_diff(previous, expected));
+        EXPECT_GE(moving->buffers().pair_capacity, expected.size());
+        previous = expected;
+    }
+    Counts c;
+    run_animation("clustered", 2000, options, 4, 2, c);
+}
+
+// Uploads each frame's boxes into its own device buffer, as a caller's simulation would have
+// them on the GPU.
+std::vector<gpu::Buffer> upload_frames(const std::vector<std::vector<Box>>& frames) {
+    std::vector<gpu::Buffer> buffers;
+    for (const std::vector<Box>& boxes : frames) {
+        auto buffer = gpu_context().create_buffer(boxes.size() * sizeof(gpu_layout::GpuBox),
+                                                  gpu::MemoryKind::device);
+        EXPECT_TRUE(buffer);
+        if (!buffer) return {};
+        auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+        EXPECT_TRUE(gpu_context().upload(buffer.value(), gpu_boxes.data(),
+                                         gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+        buffers.push_back(std::move(buffer.value()));
+    }
+    return buffers;
+}
+
+// Test 8: no host in the loop. Three frames recorded back to back into one command buffer
+// (the caller's), the second a large jump: the GPU alone decides to rebuild there, so after
+// the submit the tree equals the twin's after the same three steps, and the last frame's
+// pairs and events equal brute force's.
+TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene);
+    auto moving = make_scene({});
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE(moving->reset(scene->boxes));
+    lbvh::MovingTwin twin(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5);
+    twin.reset(scene->boxes);
+
+    std::vector<std::vector<Box>> frames;
+    std::vector<bool> twin_rebuilt;
+    for (int f = 1; f <= 3; ++f) {
+        frames.push_back(animate(scene->boxes, f, 2));
+        twin_rebuilt.push_back(twin.step(frames.back()));
+    }
+    ASSERT_EQ(twin_rebuilt, (std::vector<bool>{false, true, false}));
+    std::vector<gpu::Buffer> buffers = upload_frames(frames);
+    ASSERT_EQ(buffers.size(), 3u);
+    Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+        for (const gpu::Buffer& b : buffers) moving->record_step(cmd, b.handle());
+    });
+    ASSERT_TRUE(s) << message(s);
+    auto r = moving->read_step();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->path, gpu::FramePath::refit);
+    std::vector<Pair> expected = brute_pairs(frames[2]);
+    std::vector<Pair> previous = brute_pairs(frames[1]);
+    EXPECT_EQ(r->pair_count, expected.size());
+    EXPECT_TRUE(r->pairs == expected);
+    EXPECT_TRUE(r->began == set_diff(expected, previous));
+    EXPECT_TRUE(r->ended == set_diff(previous, expected));
+    EXPECT_FALSE(r->began.empty());
+    auto nodes = moving->nodes();
+    ASSERT_TRUE(nodes);
+    ASSERT_EQ(nodes->size(), twin.nodes().size());
+    EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)), 0);
+    EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
+
+    // The frame buffers name the status the GPU wrote: its counts are the ones read.
+    gpu::FrameBuffers fb = moving->buffers();
+    EXPECT_NE(fb.status, VK_NULL_HANDLE);
+    EXPECT_GE(fb.pair_capacity, r->pair_count);
+}
+
+// Test 9: two frames recorded back to back, both with far more pairs than the buffers were
+// grown to at reset: the first
+// one's lists were never repaired, so read_step of the second refuses to return differences
+// with it (limit_exceeded, naming the capacity), repairs the second, and the next step is exact.
+TEST_F(MovingSceneTest, UnreadOverflowedFrameIsReported) {
+    auto scene = generate_scene("uniform", 2000);
+    ASSERT_TRUE(scene);
+    gpu::MovingSceneOptions options;
+    auto moving = make_scene(options);
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE(moving->reset(scene->boxes));
+    // Several times the pairs the reset sized the buffers for.
+    std::vector<std::vector<Box>> frames{inflate(scene->boxes, 1.6f), inflate(scene->boxes, 1.7f)};
+    std::vector<gpu::Buffer> buffers = upload_frames(frames);
+    ASSERT_EQ(buffers.size(), 2u);
+    const std::uint32_t capacity = moving->buffers().pair_capacity;
+    ASSERT_LT(capacity, brute_pairs(frames[0]).size());
+    Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+        for (const gpu::Buffer& b : buffers) moving->record_step(cmd, b.handle());
+    });
+    ASSERT_TRUE(s) << message(s);
+    auto r = moving->read_step();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::limit_exceeded);
+    EXPECT_NE(r.error().message.find(std::to_string(capacity)), std::string::npos)
+        << r.error().message;
+
+    std::vector<Box> third = inflate(scene->boxes, 1.65f);
+    auto next = moving->step(third);
+    ASSERT_TRUE(next) << next.error().message;
+    std::vector<Pair> expected = brute_pairs(third);
+    std::vector<Pair> previous = brute_pairs(frames[1]);
+    EXPECT_TRUE(next->pairs == expected);
+    EXPECT_TRUE(next->began == set_diff(expected, previous));
+    EXPECT_TRUE(next->ended == set_diff(previous, expected));
 }
 
 }  // namespace
