@@ -23,9 +23,11 @@ commands:
                                                  build + self-pairs time of every CPU
                                                  structure; a table and one PNG per scene
   bench     --frames F [--scene S] [--policy ratio|refit|rebuild] [--rebuild-ratio R]
-                                                 animated moving scene: median GPU ms per
+            [--back-to-back]                     animated moving scene: median GPU ms per
                                                  frame of refit/rebuild, pairs, pair sort,
-                                                 event diff; refit/rebuild counts
+                                                 event diff; refit/rebuild counts;
+                                                 --back-to-back: also all F frames recorded
+                                                 into one submit (wall ms per frame)
   bench     --rays R [--scene S] [--repeat K] [--seed X]
                                                  R random rays and R region queries: GPU ms
                                                  and rays (queries) per second

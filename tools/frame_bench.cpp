@@ -3,6 +3,7 @@
 // scene animated by the deterministic jitter of tools/animation.hpp) and of the batched query
 // path (gpu::LbvhQueries: closest-hit ray casts and region queries), from timestamp queries.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -119,8 +120,9 @@ int run_frame_bench(const Args& args) {
     std::printf("reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
                 first.gpu_total(), first.rebuild, first.pairs, first.sort);
 
-    std::vector<double> upload, refit, rebuild, pairs, sort, diff, total, pair_counts, events;
-    int refits = 0, rebuilds = 0;
+    std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
+        events;
+    int refits = 0, rebuilds = 0, regrown = 0;
     for (int f = 1; f <= frames; ++f) {
         const std::vector<Box> boxes = animated_frame(scene->boxes, f);
         auto r = ms.step(boxes);
@@ -130,6 +132,7 @@ int run_frame_bench(const Args& args) {
         if (t.path == gpu::FramePath::refit) {
             ++refits;
             refit.push_back(t.refit);
+            if (options.policy == gpu::RefitPolicy::by_ratio) emptied.push_back(t.rebuild);
         } else {
             ++rebuilds;
             rebuild.push_back(t.rebuild);
@@ -140,6 +143,7 @@ int run_frame_bench(const Args& args) {
         diff.push_back(t.diff);
         total.push_back(t.gpu_total());
         pair_counts.push_back(r->pair_count);
+        regrown += r->regrown ? 1 : 0;
         events.push_back(double(r->began.size() + r->ended.size()));
     }
     auto row = [](const char* stage, const std::vector<double>& v) {
@@ -150,15 +154,48 @@ int run_frame_bench(const Args& args) {
     };
     std::printf("per frame, median over %d frames (ms):\n", frames);
     row("upload (host wall)", upload);
-    row("refit + cost (GPU)", refit);
+    row("refit + cost + decision (GPU)", refit);
     row("rebuild + cost (GPU)", rebuild);
+    row("emptied rebuild, refit frames", emptied);
     row("pairs (GPU)", pairs);
     row("pair sort (GPU)", sort);
     row("event diff (GPU)", diff);
     row("total (GPU, median of sums)", total);
-    std::printf("refit frames: %d, rebuild frames: %d\n", refits, rebuilds);
+    std::printf("refit frames: %d, rebuild frames: %d, frames that grew the pair buffers: %d\n",
+                refits, rebuilds, regrown);
     std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
                 median(pair_counts), median(events));
+    if (args.has("back-to-back")) {
+        // The same frames again, each already in a device buffer (as a simulation on the GPU
+        // would have them), all recorded into one command buffer: no host work between frames.
+        std::vector<gpu::Buffer> buffers;
+        for (int f = 1; f <= frames; ++f) {
+            const auto boxes = gpu::to_gpu_boxes(animated_frame(scene->boxes, f));
+            auto b = context.value()->create_buffer(boxes.size() * sizeof(boxes[0]) + 1,
+                                                    gpu::MemoryKind::device);
+            if (!b) return bench_fail(b.error().message);
+            if (Status s =
+                    context.value()->upload(*b, boxes.data(), boxes.size() * sizeof(boxes[0]));
+                !s)
+                return bench_fail(s.error().message);
+            buffers.push_back(std::move(b.value()));
+        }
+        if (Status s = ms.reset(scene->boxes); !s) return bench_fail(s.error().message);
+        const auto start = std::chrono::steady_clock::now();
+        Status s = context.value()->submit_and_wait([&](VkCommandBuffer cmd) {
+            for (const gpu::Buffer& b : buffers) ms.record_step(cmd, b.handle());
+        });
+        const double wall =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        if (!s) return bench_fail(s.error().message);
+        auto r = ms.read_step();
+        if (!r) return bench_fail(r.error().message);
+        std::printf(
+            "back to back: %d frames recorded in one submit (MovingScene::record_step): %.3f ms "
+            "wall, %.3f ms per frame; last frame %u pairs, %zu events\n",
+            frames, wall, wall / frames, r->pair_count, r->began.size() + r->ended.size());
+    }
     return validation_check(*context.value());
 #else
     (void)args;
