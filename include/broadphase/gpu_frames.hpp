@@ -122,7 +122,8 @@ public:
     void record_step(VkCommandBuffer cmd, VkBuffer boxes);
     /// After the submit holding the last record_step has completed: reads the frame's status
     /// and lists. When the frame found more pairs than the buffers hold, grows them and redoes
-    /// that frame's pairs, sort and differences (the tree is already right) before reading.
+    /// that frame's pairs, sort and differences (the tree is already right; the frame's
+    /// `boxes` buffer must still hold its boxes) before reading.
     /// When the frame recorded before it in the same submit had overflowed (so its lists, and
     /// this frame's differences with it, are incomplete), returns limit_exceeded after
     /// repairing this frame, so that the next frame is exact again.
