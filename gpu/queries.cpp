@@ -355,6 +355,10 @@ const QueryTimes& LbvhQueries::last_times() const {
 Result<std::vector<Pair>> LbvhQueries::find_pairs_against(std::span<const Box> a,
                                                           std::span<const Box> b) {
     if (Status s = build(b); !s) return s.error();
+    return pairs_against(a);
+}
+
+Result<std::vector<Pair>> LbvhQueries::pairs_against(std::span<const Box> a) {
     auto hits = query_boxes(a);
     if (!hits) return hits.error();
     std::vector<Pair> pairs;

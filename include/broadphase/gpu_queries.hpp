@@ -125,6 +125,10 @@ public:
     /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j
     /// need not hold), sorted ascending.
     Result<std::vector<Pair>> find_pairs_against(std::span<const Box> a, std::span<const Box> b);
+    /// Host helper, set versus set against a kept tree: every overlapping (a, b) of the boxes
+    /// `a` and the boxes of the last build() (a static world built once, queried each frame by
+    /// the moving set), sorted ascending. Rejects invalid boxes of `a`, naming the query.
+    Result<std::vector<Pair>> pairs_against(std::span<const Box> a);
 
     struct Impl;
 

@@ -390,6 +390,45 @@ TEST_F(QueriesTest, SetVersusSetPairs) {
     EXPECT_TRUE(none2->empty());
 }
 
+// Test 7b: the static world is built once and kept; the moving set is queried against it over
+// several frames (shifted each frame), each frame's pairs equal brute force's.
+TEST_F(QueriesTest, SetVersusSetAgainstKeptWorld) {
+    auto world = generate_scene("clustered", 4000);
+    auto moving = generate_scene("uniform", 600, 9);
+    ASSERT_TRUE(world && moving);
+    auto q = make_queries();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->build(world->boxes));
+    auto oracle = brute(world->boxes);
+    for (int frame = 0; frame < 3; ++frame) {
+        SCOPED_TRACE("frame " + std::to_string(frame));
+        std::vector<Box> boxes = moving->boxes;
+        for (Box& b : boxes) {
+            const float d = 0.07f * float(frame);
+            b.min = {b.min.x + d, b.min.y - d, b.min.z};
+            b.max = {b.max.x + d, b.max.y - d, b.max.z};
+        }
+        auto pairs = q->pairs_against(boxes);
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        std::vector<Pair> expected;
+        for (std::uint32_t a = 0; a < boxes.size(); ++a) {
+            std::vector<std::uint32_t> ids;
+            oracle->query_box(boxes[a], ids);
+            for (std::uint32_t b : ids) expected.push_back({a, b});
+        }
+        std::sort(expected.begin(), expected.end());
+        EXPECT_GT(expected.size(), 50u);
+        EXPECT_EQ(pairs.value(), expected);
+        EXPECT_EQ(q->size(), world->boxes.size());
+    }
+    std::vector<Box> bad(2, moving->boxes[0]);
+    bad[1].min.x = std::nanf("");
+    auto rejected = q->pairs_against(bad);
+    ASSERT_FALSE(rejected);
+    EXPECT_NE(rejected.error().message.find("query box 1"), std::string::npos)
+        << rejected.error().message;
+}
+
 // Test 8: hostile input is rejected with the offending query named.
 TEST_F(QueriesTest, RejectsInvalidQueries) {
     auto q = make_queries();
