@@ -56,6 +56,16 @@ constexpr std::uint32_t kRepairQueries = 6;
 // and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
+// Bits of j in a pair key i << b | j (shaders/pair_keys.comp): j < n needs bit_width(n - 1).
+std::uint32_t pair_key_bits(std::uint32_t n) {
+    return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
+}
+
+// The pair of a key (low word, high word) of pair_keys.comp.
+Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
+    return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
@@ -86,7 +96,7 @@ struct MovingScene::Impl {
     // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
     std::uint32_t capacity = 0;
     Buffer pair_buffer, pair_count[2], keys[2];
-    Buffer values, keys_tmp, values_tmp, sort_scratch, marks, scan_scratch, began, ended;
+    Buffer keys_tmp, sort_scratch, marks, scan_scratch, began, ended;
     int cur = 0;
     // The last recorded frame, for a repair after growing the pair buffers.
     VkBuffer last_boxes = VK_NULL_HANDLE;
@@ -125,8 +135,6 @@ struct MovingScene::Impl {
         const VkDeviceSize c = capacity;
         for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
             if (Status s = ensure(*b, c * 8); !s) return s;
-        for (Buffer* b : {&values, &values_tmp})
-            if (Status s = ensure(*b, c * 4); !s) return s;
         if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
         if (Status s = ensure(marks, (c + 1) * 4); !s) return s;
         if (Status s = ensure(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)); !s)
@@ -198,6 +206,7 @@ struct MovingScene::Impl {
                          whole(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)));
         compute_barrier(cmd);
         pc.flags = which;
+        pc.shift = pair_key_bits(n);
         diff_compact.dispatch(cmd,
                               {whole(keys[a], c * 8), whole(marks, (c + 1) * 4), whole(out, c * 8),
                                whole(pair_count[a], 4), whole(status, sizeof(FrameStatus))},
@@ -216,19 +225,19 @@ struct MovingScene::Impl {
         stamp(cmd, timed, q);
         PushConstants pc{};
         pc.capacity = capacity;
-        pair_keys.dispatch(
-            cmd,
-            {whole(pair_buffer, c * 8), whole(keys[cur], c * 8), whole(values, c * 4),
-             whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
-            pc, groups(c));
+        pc.shift = pair_key_bits(n);
+        pair_keys.dispatch(cmd,
+                           {whole(pair_buffer, c * 8), whole(keys[cur], c * 8),
+                            whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
+                           pc, groups(c));
         compute_barrier(cmd);
-        // Keys are i << 32 | j with i < j < n: the high word needs bit_width(n - 1) bits.
-        const std::uint32_t key_bits = 32 + std::max<std::uint32_t>(std::bit_width(n - 1), 1);
-        SortBuffers sb{whole(keys[cur], c * 8), whole(values, c * 4), whole(keys_tmp, c * 8),
-                       whole(values_tmp, c * 4),
-                       whole(sort_scratch, RadixSort::scratch_size(capacity))};
+        // Keys i << b | j with i < j < n take 2b bits; the sort moves keys only.
+        SortBuffers sb{};
+        sb.keys = whole(keys[cur], c * 8);
+        sb.keys_tmp = whole(keys_tmp, c * 8);
+        sb.scratch = whole(sort_scratch, RadixSort::scratch_size(capacity));
         sb.count = whole(pair_count[cur], 4);
-        sort.record(cmd, sb, capacity, 2, key_bits);
+        sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
         compute_barrier(cmd);
         stamp(cmd, timed, q + 1);
         if (!first) {
@@ -434,11 +443,11 @@ Result<FrameResult> MovingScene::Impl::read_step() {
             return d.error();
     }
     if (options.return_pairs) {
-        // Sorted keys are (j, i) words; swap to (i, j).
         result.pairs.resize(st.pairs);
         if (Status d = context->download(keys[cur], result.pairs.data(), st.pairs * 8ull); !d)
             return d.error();
-        for (Pair& p : result.pairs) std::swap(p.i, p.j);
+        const std::uint32_t b = pair_key_bits(n);
+        for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
     }
     return result;
 }
@@ -489,7 +498,7 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
         {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
         {&impl->sah, shaders::lbvh_sah, 2, "lbvh_sah"},
         {&impl->policy, shaders::frame_policy, 4, "frame_policy"},
-        {&impl->pair_keys, shaders::pair_keys, 5, "pair_keys"},
+        {&impl->pair_keys, shaders::pair_keys, 4, "pair_keys"},
         {&impl->diff_mark, shaders::pair_diff_mark, 5, "pair_diff_mark"},
         {&impl->diff_compact, shaders::pair_diff_compact, 5, "pair_diff_compact"},
     };
@@ -582,7 +591,7 @@ Result<FrameResult> MovingScene::read_step() {
 FrameBuffers MovingScene::buffers() const {
     const Impl& im = *impl_;
     return {im.status.handle(), im.keys[im.cur].handle(), im.began.handle(), im.ended.handle(),
-            im.capacity};
+            im.capacity,        pair_key_bits(im.n)};
 }
 
 void MovingScene::record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,

@@ -105,7 +105,10 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
 
     std::uint32_t passes = static_cast<std::uint32_t>(div_up(key_bits, kSortDigitBits));
     const BufferRange* keys[2] = {&b.keys, &b.keys_tmp};
-    const BufferRange* values[2] = {&b.values, &b.values_tmp};
+    // Keys only: the value bindings are unused (bound to the keys as placeholders).
+    const bool keys_only = b.values.buffer == VK_NULL_HANDLE;
+    const BufferRange* values[2] = {keys_only ? &b.keys : &b.values,
+                                    keys_only ? &b.keys_tmp : &b.values_tmp};
     // Without a dynamic count the count binding is unused: any valid range will do.
     const bool dynamic = b.count.buffer != VK_NULL_HANDLE;
     const BufferRange count = dynamic ? b.count : hist;
@@ -117,7 +120,7 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         pc.key_word = bit / 32;
         pc.key_words = key_words;
         pc.tiles = tiles;
-        pc.flags = dynamic ? kSortDynamicCount : 0u;
+        pc.flags = (dynamic ? kSortDynamicCount : 0u) | (keys_only ? kSortKeysOnly : 0u);
         int src = pass & 1, dst = src ^ 1;
         histogram_.dispatch(cmd, {*keys[src], hist, count}, pc, tiles, gate);
         compute_barrier(cmd);
@@ -129,8 +132,10 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
     if (passes & 1) {  // not gated: gated recordings sort on an even number of passes
         VkBufferCopy key_copy{b.keys_tmp.offset, b.keys.offset, n * 4ull * key_words};
         vkCmdCopyBuffer(cmd, b.keys_tmp.buffer, b.keys.buffer, 1, &key_copy);
-        VkBufferCopy value_copy{b.values_tmp.offset, b.values.offset, n * 4ull};
-        vkCmdCopyBuffer(cmd, b.values_tmp.buffer, b.values.buffer, 1, &value_copy);
+        if (!keys_only) {
+            VkBufferCopy value_copy{b.values_tmp.offset, b.values.offset, n * 4ull};
+            vkCmdCopyBuffer(cmd, b.values_tmp.buffer, b.values.buffer, 1, &value_copy);
+        }
         compute_barrier(cmd);
     }
 }

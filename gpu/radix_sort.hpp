@@ -11,9 +11,10 @@ namespace broadphase::gpu {
 
 /// Buffers of a sort. keys/keys_tmp: n * key_words uints (low word first); values/values_tmp:
 /// n uints; scratch: RadixSort::scratch_size(n) bytes. The result ends in keys/values.
-/// `count` (optional, one uint) makes the element count dynamic: the sort then orders the first
-/// min(count, n) elements, read on the GPU (elements past it end unspecified; workgroups past
-/// the count exit at once), so that a count written by an earlier kernel needs no host read.
+/// Without `values` (a null buffer) the sort moves keys only. `count` (optional, one uint) makes
+/// the element count dynamic: the sort then orders the first min(count, n) elements, read on the
+/// GPU (elements past it end unspecified; workgroups past the count exit at once), so that a count
+/// written by an earlier kernel needs no host read.
 struct SortBuffers {
     BufferRange keys, values, keys_tmp, values_tmp, scratch;
     BufferRange count{};

@@ -1,6 +1,6 @@
 // Overlap events, step 3: compaction of the marked keys of A after an exclusive scan of the
 // marks (capacity of A + 1 of them): element i < |A| is kept when scan[i + 1] != scan[i] and
-// written as the pair (i, j) at position scan[i]; invocation 0 writes the exact count
+// unpacked into the pair (i, j) at position scan[i]; invocation 0 writes the exact count
 // scan[capacity] into the frame status (began or ended, by pc.flags). pc.count = capacity of
 // A; |A| is read on the GPU. The output holds the capacity of A, so nothing can be dropped.
 // CPU twin: lbvh::diff_sorted_keys.
@@ -37,6 +37,8 @@ void main() {
     if (i >= min(count_a, pc.count)) return;
     uint slot = scan[i];
     if (scan[i + 1u] == slot) return;
-    out_pairs[2u * slot] = a[2u * i + 1u];
-    out_pairs[2u * slot + 1u] = a[2u * i];
+    // Key i << b | j (pair_keys.comp), b = pc.shift in 1..31.
+    uint lo = a[2u * i], hi = a[2u * i + 1u], b = pc.shift;
+    out_pairs[2u * slot] = (lo >> b) | (hi << (32u - b));
+    out_pairs[2u * slot + 1u] = lo & ((1u << b) - 1u);
 }

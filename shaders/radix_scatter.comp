@@ -83,6 +83,6 @@ void main() {
         s_cells[cell] += 1u;
         for (uint w = 0u; w < pc.key_words; ++w)
             keys_out[dst * pc.key_words + w] = keys_in[i * pc.key_words + w];
-        values_out[dst] = values_in[i];
+        if ((pc.flags & kSortKeysOnly) == 0u) values_out[dst] = values_in[i];
     }
 }

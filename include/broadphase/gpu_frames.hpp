@@ -82,10 +82,12 @@ struct FrameTimes {
 /// Every buffer is read as a storage buffer at offset 0; the counts are in `status`.
 struct FrameBuffers {
     VkBuffer status = VK_NULL_HANDLE;  ///< one gpu_layout::FrameStatus
-    VkBuffer pairs = VK_NULL_HANDLE;   ///< status.pairs sorted keys: uint pairs (j, i), ascending
-    VkBuffer began = VK_NULL_HANDLE;   ///< status.began pairs (i, j), ascending
-    VkBuffer ended = VK_NULL_HANDLE;   ///< status.ended pairs (i, j), ascending
-    std::uint32_t pair_capacity = 0;   ///< pairs each of pairs/began/ended holds
+    /// status.pairs sorted 64-bit keys i << pair_key_bits | j, as uint pairs (low word first)
+    VkBuffer pairs = VK_NULL_HANDLE;
+    VkBuffer began = VK_NULL_HANDLE;  ///< status.began pairs (i, j), ascending
+    VkBuffer ended = VK_NULL_HANDLE;  ///< status.ended pairs (i, j), ascending
+    std::uint32_t pair_capacity = 0;  ///< pairs each of pairs/began/ended holds
+    std::uint32_t pair_key_bits = 0;  ///< bits of j in a key: bit_width(size() - 1), at least 1
 };
 
 /// A scene of n boxes moving from frame to frame (same count, same ids). Owns its device

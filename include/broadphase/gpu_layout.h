@@ -31,6 +31,8 @@ BP_CONST kSortItemsPerThread = 8u;
 BP_CONST kSortTile = kWorkgroupSize * kSortItemsPerThread;
 // Radix sort push constant `flags`: the element count is min(pc.count, the count binding).
 BP_CONST kSortDynamicCount = 1u;
+// Radix sort push constant `flags`: sort keys only (the value bindings are not accessed).
+BP_CONST kSortKeysOnly = 2u;
 // Scan: each workgroup scans kScanTile consecutive uints.
 BP_CONST kScanItemsPerThread = 8u;
 BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;

@@ -8,9 +8,10 @@
 //   frame_policy:      tiles = number of SAH partial sums (the root's area follows them),
 //                      count = uints of the dispatch-argument table, flags = kPolicy*,
 //                      offset = float bits of the rebuild ratio
-//   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it)
+//   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it),
+//                      shift = b, the bits of j in a pair key i << b | j (bit_width(n - 1))
 //   pair_diff_mark:    count = capacity of A, capacity = capacity of B
-//   pair_diff_compact: count = capacity of A, flags = kDiffBegan or kDiffEnded
+//   pair_diff_compact: count = capacity of A, flags = kDiffBegan or kDiffEnded, shift = b
 #ifndef BROADPHASE_GPU_LAYOUT_FRAMES_H
 #define BROADPHASE_GPU_LAYOUT_FRAMES_H
 

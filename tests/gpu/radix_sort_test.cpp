@@ -135,6 +135,129 @@ INSTANTIATE_TEST_SUITE_P(Patterns, RadixSortTest,
                                            SortCase{30000, Pattern::all_equal, 2, 64},
                                            SortCase{30000, Pattern::few_distinct, 2, 63}));
 
+class RadixSortModesTest : public GpuTest {
+protected:
+    // 64-bit keys of 40 random bits in device buffers, with the ping-pong and scratch of a
+    // sort of `capacity` keys.
+    struct Keys {
+        std::vector<std::uint32_t> words;
+        gpu::Buffer keys, tmp, scratch, count;
+        gpu::SortBuffers buffers() const {
+            gpu::SortBuffers b{};
+            b.keys = {keys.handle(), 0, keys.size()};
+            b.keys_tmp = {tmp.handle(), 0, tmp.size()};
+            b.scratch = {scratch.handle(), 0, scratch.size()};
+            return b;
+        }
+    };
+    Keys make(std::uint32_t capacity, std::uint32_t seed) {
+        gpu::Context& ctx = gpu_context();
+        Keys k;
+        std::mt19937_64 rng(seed);
+        k.words.resize(2ull * capacity);
+        for (std::uint32_t i = 0; i < capacity; ++i) {
+            std::uint64_t v = rng() & ((1ull << 40) - 1);
+            k.words[2 * i] = static_cast<std::uint32_t>(v);
+            k.words[2 * i + 1] = static_cast<std::uint32_t>(v >> 32);
+        }
+        auto kb = ctx.create_buffer(capacity * 8ull, gpu::MemoryKind::device);
+        auto kt = ctx.create_buffer(capacity * 8ull, gpu::MemoryKind::device);
+        auto sc =
+            ctx.create_buffer(gpu::RadixSort::scratch_size(capacity), gpu::MemoryKind::device);
+        auto cb = ctx.create_buffer(4, gpu::MemoryKind::device);
+        EXPECT_TRUE(kb && kt && sc && cb);
+        if (!(kb && kt && sc && cb)) return k;
+        k.keys = std::move(kb.value());
+        k.tmp = std::move(kt.value());
+        k.scratch = std::move(sc.value());
+        k.count = std::move(cb.value());
+        EXPECT_TRUE(ctx.upload(k.keys, k.words.data(), k.words.size() * 4));
+        return k;
+    }
+    static std::vector<std::uint64_t> as_keys(const std::vector<std::uint32_t>& words,
+                                              std::size_t first, std::size_t count) {
+        std::vector<std::uint64_t> out(count);
+        for (std::size_t i = 0; i < count; ++i)
+            out[i] = std::uint64_t(words[2 * (first + i) + 1]) << 32 | words[2 * (first + i)];
+        return out;
+    }
+};
+
+// Keys only, with the count read on the GPU: the first min(count, capacity) keys come out
+// sorted, for counts of zero, inside a tile, across tiles, the capacity and beyond it.
+TEST_F(RadixSortModesTest, KeysOnlyWithDynamicCount) {
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx);
+    ASSERT_TRUE(sort);
+    const std::uint32_t capacity = 3 * gpu_layout::kSortTile + 5;
+    for (std::uint32_t count : {0u, 1u, gpu_layout::kSortTile - 1, 2 * gpu_layout::kSortTile + 3,
+                                capacity, capacity + 100}) {
+        SCOPED_TRACE("count " + std::to_string(count));
+        Keys k = make(capacity, count + 1);
+        ASSERT_TRUE(k.keys.handle());
+        ASSERT_TRUE(ctx.upload(k.count, &count, 4));
+        gpu::SortBuffers b = k.buffers();
+        b.count = {k.count.handle(), 0, 4};
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            sort->record(cmd, b, capacity, 2, 40);
+        }));
+        std::vector<std::uint32_t> got(k.words.size());
+        ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
+        const std::size_t m = std::min(count, capacity);
+        std::vector<std::uint64_t> expected = as_keys(k.words, 0, m);
+        std::sort(expected.begin(), expected.end());
+        EXPECT_EQ(as_keys(got, 0, m), expected);
+    }
+}
+
+// A gated sort: captured once (dispatched directly, sorting), then replayed as indirect
+// dispatches whose arguments are the captured table (sorts again) or zeros (changes nothing).
+TEST_F(RadixSortModesTest, GatedDispatches) {
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx);
+    ASSERT_TRUE(sort);
+    const std::uint32_t n = 2 * gpu_layout::kSortTile + 17;
+    gpu::DispatchGate gate;
+    Keys k = make(n, 5);
+    ASSERT_TRUE(k.keys.handle());
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        sort->record(cmd, k.buffers(), n, 2, 40, &gate);
+    }));
+    std::vector<std::uint64_t> expected = as_keys(k.words, 0, n);
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::uint32_t> got(k.words.size());
+    ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
+    EXPECT_EQ(as_keys(got, 0, n), expected);
+    ASSERT_GE(gate.counts.size(), 20u);  // 10 passes of histogram, scan and scatter
+
+    auto args = ctx.create_buffer(gate.counts.size() * sizeof(VkDispatchIndirectCommand),
+                                  gpu::MemoryKind::device);
+    ASSERT_TRUE(args);
+    const std::vector<VkDispatchIndirectCommand> zeros(gate.counts.size(), {0, 0, 0});
+    for (bool armed : {false, true}) {
+        SCOPED_TRACE(armed ? "armed" : "emptied");
+        Keys fresh = make(n, 6);
+        ASSERT_TRUE(fresh.keys.handle());
+        const auto& table = armed ? gate.counts : zeros;
+        ASSERT_TRUE(ctx.upload(args.value(), table.data(), table.size() * sizeof(table[0])));
+        gpu::DispatchGate replay;
+        replay.mode = gpu::DispatchGate::Mode::indirect;
+        replay.args = args->handle();
+        replay.counts = gate.counts;
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::indirect_barrier(cmd);
+            sort->record(cmd, fresh.buffers(), n, 2, 40, &replay);
+        }));
+        EXPECT_EQ(replay.next, gate.counts.size());
+        ASSERT_TRUE(ctx.download(fresh.keys, got.data(), got.size() * 4));
+        std::vector<std::uint64_t> want = as_keys(fresh.words, 0, n);
+        if (armed) std::sort(want.begin(), want.end());
+        EXPECT_EQ(as_keys(got, 0, n), want);
+    }
+}
+
 class ScanTest : public GpuTest, public ::testing::WithParamInterface<std::size_t> {};
 
 // The multi-level exclusive scan equals std::exclusive_scan, across 1, 2 and 3 levels.
