@@ -344,6 +344,7 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
             gate.mode = DispatchGate::Mode::capture;
             gate.counts.clear();
             record_rebuild(cmd, box_buffer, &gate);
+            assert(gate.counts.size() <= kGateSlots);
             std::vector<VkDispatchIndirectCommand> table = gate.counts;
             table.resize(kGateSlots, VkDispatchIndirectCommand{0, 0, 0});
             vkCmdUpdateBuffer(cmd, args_on.handle(), 0, table.size() * sizeof(table[0]),
