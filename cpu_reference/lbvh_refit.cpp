@@ -65,22 +65,14 @@ bool rebuild_wanted(const SahSum& now, const SahSum& base, float rebuild_ratio) 
 }
 
 std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b) {
-    // pair_diff_mark.comp: one mark per element of A, plus a trailing 0.
-    std::vector<std::uint32_t> marks(a.size() + 1, 0);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        auto it = std::lower_bound(b.begin(), b.end(), a[i]);
-        marks[i] = (it != b.end() && *it == a[i]) ? 0u : 1u;
+    // pair_diff_append.comp: each element of A absent from B (binary search) is appended, in
+    // no particular order on the GPU; then RadixSort and pair_unpack.comp order them.
+    std::vector<Pair> out;
+    for (const Pair& p : a) {
+        auto it = std::lower_bound(b.begin(), b.end(), p);
+        if (it == b.end() || !(*it == p)) out.push_back(p);
     }
-    // Exclusive scan, then pair_diff_compact.comp.
-    std::uint32_t running = 0;
-    for (std::uint32_t& m : marks) {
-        std::uint32_t v = m;
-        m = running;
-        running += v;
-    }
-    std::vector<Pair> out(marks.back());
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (marks[i + 1] != marks[i]) out[marks[i]] = a[i];
+    std::sort(out.begin(), out.end());
     return out;
 }
 

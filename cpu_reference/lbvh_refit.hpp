@@ -3,7 +3,7 @@
 // lbvh_bounds.comp), its normalised surface-area cost (MacDonald & Booth 1990, as the refit
 // quality measure of Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D
 // 2012; lbvh_sah.comp), the refit-or-rebuild policy, and the difference of sorted pair lists
-// (pair_diff_mark.comp + scan + pair_diff_compact.comp).
+// (pair_diff_append.comp + radix sort + pair_unpack.comp).
 #pragma once
 
 #include <cstdint>
@@ -39,8 +39,8 @@ SahSum sah_sum(std::span<const LbvhNode> nodes, std::uint32_t n);
 /// (float products), or when the base has no cost and `now` has one.
 bool rebuild_wanted(const SahSum& now, const SahSum& base, float rebuild_ratio);
 
-/// A \ B of two ascending pair lists, per element as the GPU does it: binary search in B,
-/// mark, exclusive scan, compact. Equals std::set_difference.
+/// A \ B of two ascending pair lists as the GPU does it: every element of A that a binary
+/// search does not find in B, then sorted. Equals std::set_difference.
 std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b);
 
 /// The refit-or-rebuild decision of gpu::MovingScene (frame_policy.comp) over the CPU twin.

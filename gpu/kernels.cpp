@@ -81,10 +81,8 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
     return k;
 }
 
-void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
-                      const gpu_layout::PushConstants& push, std::uint32_t groups,
-                      DispatchGate* gate) const {
-    if (groups == 0) return;
+void Kernel::bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                  const gpu_layout::PushConstants& push) const {
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<VkWriteDescriptorSet> writes;
     infos.reserve(buffers.size());
@@ -101,6 +99,13 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
     context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0,
                               static_cast<std::uint32_t>(writes.size()), writes.data());
     vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+}
+
+void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                      const gpu_layout::PushConstants& push, std::uint32_t groups,
+                      DispatchGate* gate) const {
+    if (groups == 0) return;
+    bind(cmd, buffers, push);
     std::uint32_t max_x = std::max<std::uint32_t>(context_->info.max_workgroup_count_x, 1);
     std::uint32_t x = std::min(groups, max_x);
     std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
@@ -110,6 +115,13 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
     }
     if (gate) gate->counts.push_back({x, y, 1});
     vkCmdDispatch(cmd, x, y, 1);
+}
+
+void Kernel::dispatch_indirect(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                               const gpu_layout::PushConstants& push,
+                               const BufferRange& args) const {
+    bind(cmd, buffers, push);
+    vkCmdDispatchIndirect(cmd, args.buffer, args.offset);
 }
 
 void fill(VkCommandBuffer cmd, const BufferRange& range, std::uint32_t value) {

@@ -53,8 +53,15 @@ public:
     void dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
                   const gpu_layout::PushConstants& push, std::uint32_t groups,
                   DispatchGate* gate = nullptr) const;
+    /// Binds as dispatch, then dispatches the VkDispatchIndirectCommand at `args` (written
+    /// on the GPU, e.g. by RadixSort::record_count_args; folded x * y like dispatch).
+    void dispatch_indirect(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+                           const gpu_layout::PushConstants& push, const BufferRange& args) const;
 
 private:
+    void bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
+              const gpu_layout::PushConstants& push) const;
+
     Context::Impl* context_ = nullptr;
     std::uint32_t bindings_ = 0;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;

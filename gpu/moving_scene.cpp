@@ -3,12 +3,13 @@
 // by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp, shaders/frame_policy.comp;
 // Kopta et al., I3D 2012), then all pairs (Lbvh::record_pairs), a 64-bit radix sort of the
 // pairs (shaders/pair_keys.comp, RadixSort) and the difference of consecutive frames' sorted
-// pairs both ways (shaders/pair_diff_mark.comp, exclusive scan, shaders/pair_diff_compact.comp).
+// pairs both ways (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
 //
 // One frame is one recording without host decisions: the rebuild's dispatches are indirect
 // (DispatchGate), their arguments written by frame_policy.comp from a table captured while
-// recording the reset's build; the pair count is read on the GPU by the kernels after the
-// pairs pass (dynamic counts over buffers sized by the pair capacity).
+// recording the reset's build; the pair and event counts are read on the GPU, and the kernels
+// after the pairs pass are launched indirectly for exactly those counts
+// (shaders/count_args.comp), in buffers sized by the pair capacity.
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -78,7 +79,7 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, node_bounds, sah, policy, pair_keys, diff_mark, diff_compact;
+    Kernel refit, node_bounds, sah, policy, pair_keys, diff_append, unpack;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -95,8 +96,10 @@ struct MovingScene::Impl {
     // Pair buffers, all sized by `capacity` pairs. keys[k] holds the sorted keys of the frame
     // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
     std::uint32_t capacity = 0;
-    Buffer pair_buffer, pair_count[2], keys[2];
-    Buffer keys_tmp, sort_scratch, marks, scan_scratch, began, ended;
+    Buffer pair_buffer, pair_count[2], pair_args[2], keys[2];
+    Buffer keys_tmp, sort_scratch, began, ended;
+    // The sizes of the began and ended differences and their dispatch arguments.
+    Buffer event_count[2], event_args[2];
     int cur = 0;
     // The last recorded frame, for a repair after growing the pair buffers.
     VkBuffer last_boxes = VK_NULL_HANDLE;
@@ -136,9 +139,6 @@ struct MovingScene::Impl {
         for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
             if (Status s = ensure(*b, c * 8); !s) return s;
         if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
-        if (Status s = ensure(marks, (c + 1) * 4); !s) return s;
-        if (Status s = ensure(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)); !s)
-            return s;
         if (!previous.handle()) return {};
         Buffer& kept = keys[cur ^ 1];
         return context->submit_and_wait([&](VkCommandBuffer cmd) {
@@ -190,27 +190,56 @@ struct MovingScene::Impl {
         compute_barrier(cmd);
     }
 
-    // Records out = A \ B of the sorted keys a and b; the count goes to the status.
+    // Range of a buffer's indirect dispatch arguments (kArgsSlots commands).
+    static BufferRange args_range(const Buffer& b) {
+        return whole(b, kArgsSlots * sizeof(VkDispatchIndirectCommand));
+    }
+    static BufferRange args_slot(const Buffer& b, std::uint32_t slot) {
+        return {b.handle(), slot * sizeof(VkDispatchIndirectCommand),
+                sizeof(VkDispatchIndirectCommand)};
+    }
+
+    // Sorts the m keys of `keys_buffer` (m in `count`, arguments in `args`), keys only.
+    void record_key_sort(VkCommandBuffer cmd, const Buffer& keys_buffer, const Buffer& count,
+                         const Buffer& args) const {
+        const VkDeviceSize c = capacity;
+        SortBuffers sb{};
+        sb.keys = whole(keys_buffer, c * 8);
+        sb.keys_tmp = whole(keys_tmp, c * 8);
+        sb.scratch = whole(sort_scratch, RadixSort::scratch_size(capacity));
+        sb.count = whole(count, 4);
+        sb.args = args_range(args);
+        // Keys i << b | j with i < j < n take 2b bits.
+        sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
+        compute_barrier(cmd);
+    }
+
+    // Records out = A \ B of the sorted keys a and b as sorted pairs; the size goes to the
+    // status (which: kDiffBegan or kDiffEnded). Every dispatch is sized by GPU-side counts.
     void record_diff(VkCommandBuffer cmd, int a, int b, const Buffer& out,
                      std::uint32_t which) const {
         const VkDeviceSize c = capacity;
+        const Buffer& count = event_count[which];
+        const Buffer& args = event_args[which];
+        fill(cmd, whole(count, 4), 0u);
+        compute_barrier(cmd);
         PushConstants pc{};
         pc.count = capacity;
         pc.capacity = capacity;
-        diff_mark.dispatch(cmd,
-                           {whole(keys[a], c * 8), whole(keys[b], c * 8), whole(marks, (c + 1) * 4),
-                            whole(pair_count[a], 4), whole(pair_count[b], 4)},
-                           pc, groups(c + 1));
+        diff_append.dispatch_indirect(
+            cmd,
+            {whole(keys[a], c * 8), whole(keys[b], c * 8), whole(out, c * 8),
+             whole(pair_count[a], 4), whole(pair_count[b], 4), whole(count, 4)},
+            pc, args_slot(pair_args[a], kArgsElements));
         compute_barrier(cmd);
-        sort.record_scan(cmd, whole(marks, (c + 1) * 4), capacity + 1,
-                         whole(scan_scratch, RadixSort::scan_scratch_size(capacity + 1)));
-        compute_barrier(cmd);
+        sort.record_count_args(cmd, whole(count, 4), capacity, args_range(args));
+        record_key_sort(cmd, out, count, args);
+        pc = {};
         pc.flags = which;
         pc.shift = pair_key_bits(n);
-        diff_compact.dispatch(cmd,
-                              {whole(keys[a], c * 8), whole(marks, (c + 1) * 4), whole(out, c * 8),
-                               whole(pair_count[a], 4), whole(status, sizeof(FrameStatus))},
-                              pc, groups(c));
+        unpack.dispatch_indirect(
+            cmd, {whole(out, c * 8), whole(count, 4), whole(status, sizeof(FrameStatus))}, pc,
+            args_slot(args, kArgsElements));
         compute_barrier(cmd);
     }
 
@@ -223,22 +252,17 @@ struct MovingScene::Impl {
                            {pair_buffer.handle(), capacity, pair_count[cur].handle()});
         compute_barrier(cmd);
         stamp(cmd, timed, q);
+        sort.record_count_args(cmd, whole(pair_count[cur], 4), capacity,
+                               args_range(pair_args[cur]));
         PushConstants pc{};
         pc.capacity = capacity;
         pc.shift = pair_key_bits(n);
-        pair_keys.dispatch(cmd,
-                           {whole(pair_buffer, c * 8), whole(keys[cur], c * 8),
-                            whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
-                           pc, groups(c));
+        pair_keys.dispatch_indirect(cmd,
+                                    {whole(pair_buffer, c * 8), whole(keys[cur], c * 8),
+                                     whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
+                                    pc, args_slot(pair_args[cur], kArgsElements));
         compute_barrier(cmd);
-        // Keys i << b | j with i < j < n take 2b bits; the sort moves keys only.
-        SortBuffers sb{};
-        sb.keys = whole(keys[cur], c * 8);
-        sb.keys_tmp = whole(keys_tmp, c * 8);
-        sb.scratch = whole(sort_scratch, RadixSort::scratch_size(capacity));
-        sb.count = whole(pair_count[cur], 4);
-        sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
-        compute_barrier(cmd);
+        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
         stamp(cmd, timed, q + 1);
         if (!first) {
             record_diff(cmd, cur, cur ^ 1, began, kDiffBegan);
@@ -300,8 +324,10 @@ struct MovingScene::Impl {
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
-        for (Buffer* b : {&pair_count[0], &pair_count[1]})
+        for (Buffer* b : {&pair_count[0], &pair_count[1], &event_count[0], &event_count[1]})
             if (Status s = ensure(*b, 4); !s) return s;
+        for (Buffer* b : {&pair_args[0], &pair_args[1], &event_args[0], &event_args[1]})
+            if (Status s = ensure(*b, kArgsSlots * sizeof(VkDispatchIndirectCommand)); !s) return s;
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
         if (Status s = ensure(args, table); !s) return s;
         if (Status s = ensure(args_on, table); !s) return s;
@@ -500,8 +526,8 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
         {&impl->sah, shaders::lbvh_sah, 2, "lbvh_sah"},
         {&impl->policy, shaders::frame_policy, 4, "frame_policy"},
         {&impl->pair_keys, shaders::pair_keys, 4, "pair_keys"},
-        {&impl->diff_mark, shaders::pair_diff_mark, 5, "pair_diff_mark"},
-        {&impl->diff_compact, shaders::pair_diff_compact, 5, "pair_diff_compact"},
+        {&impl->diff_append, shaders::pair_diff_append, 6, "pair_diff_append"},
+        {&impl->unpack, shaders::pair_unpack, 3, "pair_unpack"},
     };
     for (const Spec& s : specs) {
         auto k = Kernel::create(context, s.spirv, s.bindings, s.name);

@@ -1,6 +1,7 @@
 // GPU radix sort and multi-level scan: host-side recording (see radix_sort.hpp).
 #include "radix_sort.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "shaders.hpp"
@@ -45,6 +46,9 @@ Result<RadixSort> RadixSort::create(Context& context) {
     if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st)
         return st.error();
     if (Status st = make(s.scan_add_, shaders::scan_add, 2, "scan_add"); !st) return st.error();
+    if (Status st = make(s.count_args_, shaders::count_args, 2, "count_args"); !st)
+        return st.error();
+    s.max_workgroup_count_x_ = std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1);
     return s;
 }
 
@@ -60,6 +64,15 @@ VkDeviceSize RadixSort::scratch_size(std::uint32_t n) {
     arena.take(hist * 4ull);
     arena.take(scan_scratch_size(hist));
     return arena.used();
+}
+
+void RadixSort::record_count_args(VkCommandBuffer cmd, const BufferRange& count,
+                                  std::uint32_t capacity, const BufferRange& args) const {
+    PushConstants pc{};
+    pc.capacity = capacity;
+    pc.offset = max_workgroup_count_x_;
+    count_args_.dispatch(cmd, {count, args}, pc, 1);
+    indirect_barrier(cmd);
 }
 
 void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
@@ -112,6 +125,8 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
     // Without a dynamic count the count binding is unused: any valid range will do.
     const bool dynamic = b.count.buffer != VK_NULL_HANDLE;
     const BufferRange count = dynamic ? b.count : hist;
+    BufferRange tile_args = b.args;
+    tile_args.offset += kArgsSortTiles * sizeof(VkDispatchIndirectCommand);
     for (std::uint32_t pass = 0; pass < passes; ++pass) {
         std::uint32_t bit = pass * kSortDigitBits;
         PushConstants pc{};
@@ -122,11 +137,25 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         pc.tiles = tiles;
         pc.flags = (dynamic ? kSortDynamicCount : 0u) | (keys_only ? kSortKeysOnly : 0u);
         int src = pass & 1, dst = src ^ 1;
-        histogram_.dispatch(cmd, {*keys[src], hist, count}, pc, tiles, gate);
+        if (dynamic) {
+            // Only the tiles the count fills run: the others' histogram entries stay zero.
+            fill(cmd, hist, 0u);
+            compute_barrier(cmd);
+            histogram_.dispatch_indirect(cmd, {*keys[src], hist, count}, pc, tile_args);
+        } else {
+            histogram_.dispatch(cmd, {*keys[src], hist, count}, pc, tiles, gate);
+        }
         compute_barrier(cmd);
         record_scan(cmd, hist, hist_count, scan_scratch, gate);
-        scatter_.dispatch(cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist, count},
-                          pc, tiles, gate);
+        if (dynamic) {
+            scatter_.dispatch_indirect(
+                cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist, count}, pc,
+                tile_args);
+        } else {
+            scatter_.dispatch(cmd,
+                              {*keys[src], *values[src], *keys[dst], *values[dst], hist, count}, pc,
+                              tiles, gate);
+        }
         compute_barrier(cmd);
     }
     if (passes & 1) {  // not gated: gated recordings sort on an even number of passes

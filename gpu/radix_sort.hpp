@@ -12,12 +12,14 @@ namespace broadphase::gpu {
 /// Buffers of a sort. keys/keys_tmp: n * key_words uints (low word first); values/values_tmp:
 /// n uints; scratch: RadixSort::scratch_size(n) bytes. The result ends in keys/values.
 /// Without `values` (a null buffer) the sort moves keys only. `count` (optional, one uint) makes
-/// the element count dynamic: the sort then orders the first min(count, n) elements, read on the
-/// GPU (elements past it end unspecified; workgroups past the count exit at once), so that a count
-/// written by an earlier kernel needs no host read.
+/// the element count dynamic: the sort then orders the first min(count, n) elements, read on
+/// the GPU (elements past them end unspecified), launching only the tiles they fill through
+/// `args`, the indirect arguments record_count_args wrote for that count, so that a count
+/// written by an earlier kernel needs no host read and costs no work past it.
 struct SortBuffers {
     BufferRange keys, values, keys_tmp, values_tmp, scratch;
     BufferRange count{};
+    BufferRange args{};
 };
 
 class RadixSort {
@@ -37,12 +39,20 @@ public:
                 std::uint32_t key_words, std::uint32_t key_bits,
                 DispatchGate* gate = nullptr) const;
 
+    /// Records the indirect dispatch arguments (kArgsSlots VkDispatchIndirectCommand into
+    /// `args`) of min(count, capacity) elements, `count` being a uint written on the GPU.
+    /// Preconditions: `count` visible to compute reads. Postcondition: ends with
+    /// indirect_barrier, so later dispatches may read `args` as indirect arguments.
+    void record_count_args(VkCommandBuffer cmd, const BufferRange& count, std::uint32_t capacity,
+                           const BufferRange& args) const;
+
     /// Records an in-place exclusive scan of `count` uints in `data`.
     void record_scan(VkCommandBuffer cmd, const BufferRange& data, std::uint32_t count,
                      const BufferRange& scratch, DispatchGate* gate = nullptr) const;
 
 private:
-    Kernel histogram_, scatter_, scan_local_, scan_add_;
+    Kernel histogram_, scatter_, scan_local_, scan_add_, count_args_;
+    std::uint32_t max_workgroup_count_x_ = 1;
 };
 
 }  // namespace broadphase::gpu

@@ -33,6 +33,11 @@ BP_CONST kSortTile = kWorkgroupSize * kSortItemsPerThread;
 BP_CONST kSortDynamicCount = 1u;
 // Radix sort push constant `flags`: sort keys only (the value bindings are not accessed).
 BP_CONST kSortKeysOnly = 2u;
+// Slots of the indirect dispatch arguments count_args.comp writes from a GPU-side count
+// (VkDispatchIndirectCommand each): per element (at least one workgroup), per sort tile.
+BP_CONST kArgsElements = 0u;
+BP_CONST kArgsSortTiles = 1u;
+BP_CONST kArgsSlots = 2u;
 // Scan: each workgroup scans kScanTile consecutive uints.
 BP_CONST kScanItemsPerThread = 8u;
 BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;

@@ -1,6 +1,6 @@
 // Data layouts of the moving-scene kernels (gpu::MovingScene: refit-or-rebuild policy, pair
 // keys, overlap-event differences), shared by shaders/frame_policy.comp, pair_keys.comp,
-// pair_diff_mark.comp, pair_diff_compact.comp and the C++ host (gpu/moving_scene.cpp). Same
+// pair_diff_append.comp, pair_unpack.comp and the C++ host (gpu/moving_scene.cpp). Same
 // rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
 // size and offset.
 //
@@ -10,8 +10,8 @@
 //                      offset = float bits of the rebuild ratio
 //   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it),
 //                      shift = b, the bits of j in a pair key i << b | j (bit_width(n - 1))
-//   pair_diff_mark:    count = capacity of A, capacity = capacity of B
-//   pair_diff_compact: count = capacity of A, flags = kDiffBegan or kDiffEnded, shift = b
+//   pair_diff_append:  count = capacity of A, capacity = capacity of B
+//   pair_unpack:       flags = kDiffBegan or kDiffEnded, shift = b
 #ifndef BROADPHASE_GPU_LAYOUT_FRAMES_H
 #define BROADPHASE_GPU_LAYOUT_FRAMES_H
 
@@ -28,7 +28,7 @@ namespace broadphase::gpu_layout {
 BP_CONST kPolicyDecide = 0u;     // refitted cost vs the last build's: rebuilt, ratio, gate args
 BP_CONST kPolicyCommit = 1u;     // after a build: the cost becomes the new base
 BP_CONST kPolicyNoRebuild = 2u;  // with kPolicyDecide: measure the ratio, never rebuild
-// pair_diff_compact: which count of FrameStatus receives the size of the difference.
+// pair_unpack: which count of FrameStatus receives the size of the difference.
 BP_CONST kDiffBegan = 0u;
 BP_CONST kDiffEnded = 1u;
 

@@ -141,7 +141,7 @@ protected:
     // sort of `capacity` keys.
     struct Keys {
         std::vector<std::uint32_t> words;
-        gpu::Buffer keys, tmp, scratch, count;
+        gpu::Buffer keys, tmp, scratch, count, args;
         gpu::SortBuffers buffers() const {
             gpu::SortBuffers b{};
             b.keys = {keys.handle(), 0, keys.size()};
@@ -165,8 +165,11 @@ protected:
         auto sc =
             ctx.create_buffer(gpu::RadixSort::scratch_size(capacity), gpu::MemoryKind::device);
         auto cb = ctx.create_buffer(4, gpu::MemoryKind::device);
-        EXPECT_TRUE(kb && kt && sc && cb);
-        if (!(kb && kt && sc && cb)) return k;
+        auto ab = ctx.create_buffer(gpu_layout::kArgsSlots * sizeof(VkDispatchIndirectCommand),
+                                    gpu::MemoryKind::device);
+        EXPECT_TRUE(kb && kt && sc && cb && ab);
+        if (!(kb && kt && sc && cb && ab)) return k;
+        k.args = std::move(ab.value());
         k.keys = std::move(kb.value());
         k.tmp = std::move(kt.value());
         k.scratch = std::move(sc.value());
@@ -183,8 +186,9 @@ protected:
     }
 };
 
-// Keys only, with the count read on the GPU: the first min(count, capacity) keys come out
-// sorted, for counts of zero, inside a tile, across tiles, the capacity and beyond it.
+// Keys only, with the count read on the GPU (and the sort's workgroups launched indirectly
+// from it): the first min(count, capacity) keys come out sorted, for counts of zero, inside a
+// tile, across tiles, the capacity and beyond it.
 TEST_F(RadixSortModesTest, KeysOnlyWithDynamicCount) {
     gpu::Context& ctx = gpu_context();
     auto sort = gpu::RadixSort::create(ctx);
@@ -198,10 +202,21 @@ TEST_F(RadixSortModesTest, KeysOnlyWithDynamicCount) {
         ASSERT_TRUE(ctx.upload(k.count, &count, 4));
         gpu::SortBuffers b = k.buffers();
         b.count = {k.count.handle(), 0, 4};
+        b.args = {k.args.handle(), 0, k.args.size()};
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::compute_barrier(cmd);
+            sort->record_count_args(cmd, b.count, capacity, b.args);
             sort->record(cmd, b, capacity, 2, 40);
         }));
+        // The arguments launch the tiles the count fills, and at least one element workgroup.
+        VkDispatchIndirectCommand args[gpu_layout::kArgsSlots];
+        ASSERT_TRUE(ctx.download(k.args, args, sizeof(args)));
+        const std::uint32_t m32 = std::min(count, capacity);
+        EXPECT_EQ(args[gpu_layout::kArgsSortTiles].x * args[gpu_layout::kArgsSortTiles].y,
+                  (m32 + gpu_layout::kSortTile - 1) / gpu_layout::kSortTile);
+        EXPECT_EQ(args[gpu_layout::kArgsElements].x * args[gpu_layout::kArgsElements].y,
+                  std::max<std::uint32_t>(
+                      (m32 + gpu_layout::kWorkgroupSize - 1) / gpu_layout::kWorkgroupSize, 1));
         std::vector<std::uint32_t> got(k.words.size());
         ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
         const std::size_t m = std::min(count, capacity);

@@ -1,10 +1,11 @@
-// Overlap events, step 2: difference A \ B of two sorted lists of 64-bit pair keys
-// (low word first). One invocation per slot of A's buffer: an element of A binary-searches
-// itself in B and is marked 1 when absent; every slot at or past |A| (up to and including the
-// capacity of A) is marked 0, so that an exclusive scan of capacity + 1 marks ends with the
-// exact size of the difference. |A| and |B| are read on the GPU (the pair counters, clamped to
-// the capacities pc.count of A and pc.capacity of B). The search loop holds no atomics.
-// CPU twin: lbvh::diff_sorted_keys.
+// Overlap events, step 1 of a difference A \ B of two sorted lists of 64-bit pair keys (low
+// word first): one invocation per element of A binary-searches it in B and, when absent,
+// appends it to `out` with an atomic counter (the atomic is outside the search loop). Launched
+// indirectly for |A| elements (count_args.comp); |A| and |B| are the pair counters, read on the
+// GPU and clamped to the capacities pc.count of A and pc.capacity of B. The appended keys are
+// in no particular order: RadixSort then sorts them and pair_unpack.comp turns them into pairs.
+// `out` holds the capacity of A, so nothing can be dropped.
+// CPU twin: lbvh::diff_sorted_pairs.
 #version 450
 #include "common.glsl"
 
@@ -15,14 +16,17 @@ layout(std430, binding = 0) readonly buffer A {
 layout(std430, binding = 1) readonly buffer B {
     uint b[];
 };
-layout(std430, binding = 2) writeonly buffer Marks {
-    uint marks[];
+layout(std430, binding = 2) writeonly buffer Out {
+    uint out_keys[];
 };
 layout(std430, binding = 3) readonly buffer CountA {
     uint count_a;
 };
 layout(std430, binding = 4) readonly buffer CountB {
     uint count_b;
+};
+layout(std430, binding = 5) buffer CountOut {
+    uint count_out;
 };
 
 // true when key (hi, lo) of B at position k is less than (hi, lo).
@@ -33,12 +37,7 @@ bool less_at(uint k, uint hi, uint lo) {
 
 void main() {
     uint i = linear_thread();
-    if (i > pc.count) return;
-    uint m = min(count_a, pc.count);
-    if (i >= m) {
-        marks[i] = 0u;
-        return;
-    }
+    if (i >= min(count_a, pc.count)) return;
     uint mb = min(count_b, pc.capacity);
     uint hi = a[2u * i + 1u], lo = a[2u * i];
     uint first = 0u, len = mb;  // lower bound of (hi, lo) in B
@@ -52,5 +51,8 @@ void main() {
         }
     }
     bool found = first < mb && b[2u * first + 1u] == hi && b[2u * first] == lo;
-    marks[i] = found ? 0u : 1u;
+    if (found) return;
+    uint slot = atomicAdd(count_out, 1u);
+    out_keys[2u * slot] = lo;
+    out_keys[2u * slot + 1u] = hi;
 }
