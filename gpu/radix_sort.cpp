@@ -2,6 +2,7 @@
 #include "radix_sort.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 #include "shaders.hpp"
@@ -124,6 +125,7 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
                                     keys_only ? &b.keys_tmp : &b.values_tmp};
     // Without a dynamic count the count binding is unused: any valid range will do.
     const bool dynamic = b.count.buffer != VK_NULL_HANDLE;
+    assert(!dynamic || b.args.buffer != VK_NULL_HANDLE);
     const BufferRange count = dynamic ? b.count : hist;
     BufferRange tile_args = b.args;
     tile_args.offset += kArgsSortTiles * sizeof(VkDispatchIndirectCommand);

@@ -1,9 +1,11 @@
 // LSD radix sort, pass step 1: per-tile counts of one 4-bit digit, written digit-major
 // (hist[digit * tiles + tile]) so that one exclusive scan of hist gives every tile's
 // starting position for every digit. Keys are `key_words` uints each (low word first).
-// With kSortDynamicCount the element count is min(pc.count, a count in a buffer): tiles past it
-// write zero counts and exit. Algorithm: the classic reduce-then-scan radix sort (Merrill &
-// Grimshaw 2011, without decoupled look-back, so no forward-progress assumption).
+// With kSortDynamicCount the element count is min(pc.count, a count in a buffer) and the
+// launch is indirect, over the tiles that count fills (count_args.comp); tiles past it (the
+// extra workgroups of a folded launch) write zero counts and exit. Algorithm: the classic
+// reduce-then-scan radix sort (Merrill & Grimshaw 2011, without decoupled look-back, so no
+// forward-progress assumption).
 #version 450
 #include "common.glsl"
 

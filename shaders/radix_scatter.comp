@@ -2,8 +2,8 @@
 // kSortItemsPerThread consecutive elements; per-invocation digit counts laid out digit-major
 // in shared memory are scanned once, which ranks every element by (digit, position in tile):
 // a stable local sort without subgroup operations. Global position = scanned histogram of
-// (digit, tile) + rank within the tile's digit. With kSortDynamicCount, tiles past the count
-// (min(pc.count, a count in a buffer)) exit at once.
+// (digit, tile) + rank within the tile's digit. With kSortDynamicCount (an indirect launch over
+// the tiles of min(pc.count, a count in a buffer)), tiles past that count exit at once.
 #version 450
 #include "common.glsl"
 #include "workgroup_scan.glsl"

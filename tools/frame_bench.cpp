@@ -136,7 +136,8 @@ int run_frame_bench(const Args& args) {
         } else {
             ++rebuilds;
             rebuild.push_back(t.rebuild);
-            if (t.refit > 0) refit.push_back(t.refit);  // by_ratio refits before it rebuilds
+            // The ratio policy refits (and decides) before it rebuilds.
+            if (options.policy == gpu::RefitPolicy::by_ratio) refit.push_back(t.refit);
         }
         pairs.push_back(t.pairs);
         sort.push_back(t.sort);
