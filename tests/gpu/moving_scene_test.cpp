@@ -119,7 +119,11 @@ void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions
     const gpu::RefitPolicy policy = options.policy;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
-    lbvh::MovingTwin twin(lbvh::CodeKind::morton30, twin_policy(policy), options.rebuild_ratio);
+    const lbvh::CodeKind kind = options.code == gpu::CodeKind::morton63 ? lbvh::CodeKind::morton63
+                                : options.code == gpu::CodeKind::hilbert30
+                                    ? lbvh::CodeKind::hilbert30
+                                    : lbvh::CodeKind::morton30;
+    lbvh::MovingTwin twin(kind, twin_policy(policy), options.rebuild_ratio);
 
     std::vector<Box> boxes = scene->boxes;
     Status reset = moving->reset(boxes);
@@ -202,6 +206,19 @@ TEST_F(MovingSceneTest, AlwaysRefitAndAlwaysRebuild) {
     run_animation("mixed_sizes", 2000, with_policy(gpu::RefitPolicy::always_rebuild), 3, 2,
                   rebuild);
     EXPECT_EQ(rebuild.refits, 0);
+}
+
+// Test 3b: the other leaf orders: the rebuild the GPU gates replays 16 sort passes for 63-bit
+// Morton codes and Hilbert codes' own build; both follow the twin node for node.
+TEST_F(MovingSceneTest, OtherCodesByRatio) {
+    for (gpu::CodeKind code : {gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {
+        gpu::MovingSceneOptions options;
+        options.code = code;
+        Counts c;
+        run_animation("clustered", 2000, options, 4, 2, c);
+        EXPECT_GE(c.refits, 1);
+        EXPECT_GE(c.rebuilds, 1);
+    }
 }
 
 // Test 4: tiny scenes: empty, one box, two boxes that meet and part.
