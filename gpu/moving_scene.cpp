@@ -602,10 +602,11 @@ Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
     return im.frame(boxes, false);
 }
 
-void MovingScene::record_step(VkCommandBuffer cmd, VkBuffer boxes) {
+Status MovingScene::record_step(VkCommandBuffer cmd, VkBuffer boxes) {
     Impl& im = *impl_;
-    assert(im.ready && "record_step before reset");
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "record_step before reset", {}, {}};
     im.record_frame(cmd, boxes, false, false);
+    return {};
 }
 
 Result<FrameResult> MovingScene::read_step() {

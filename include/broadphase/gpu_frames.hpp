@@ -121,7 +121,8 @@ public:
     /// its writes visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE) before reading
     /// buffers(). If status.pairs exceeds status.pair_capacity the frame's lists are
     /// incomplete (the status says so): read_step repairs them.
-    void record_step(VkCommandBuffer cmd, VkBuffer boxes);
+    /// Records nothing and returns invalid_argument before a successful reset.
+    Status record_step(VkCommandBuffer cmd, VkBuffer boxes);
     /// After the submit holding the last record_step has completed: reads the frame's status
     /// and lists. When the frame found more pairs than the buffers hold, grows them and redoes
     /// that frame's pairs, sort and differences (the tree is already right; the frame's

@@ -293,6 +293,10 @@ TEST_F(MovingSceneTest, RejectsBadInput) {
     auto early = moving->step(boxes);
     ASSERT_FALSE(early);
     EXPECT_NE(early.error().message.find("reset"), std::string::npos);
+    Status early_record = gpu_context().submit_and_wait(
+        [&](VkCommandBuffer cmd) { EXPECT_FALSE(moving->record_step(cmd, VK_NULL_HANDLE)); });
+    EXPECT_TRUE(early_record);
+    EXPECT_FALSE(moving->read_step());
     ASSERT_TRUE(moving->reset(boxes));
     std::vector<Box> three(3, boxes[0]);
     auto wrong = moving->step(three);
@@ -390,7 +394,7 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
     std::vector<gpu::Buffer> buffers = upload_frames(frames);
     ASSERT_EQ(buffers.size(), 3u);
     Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-        for (const gpu::Buffer& b : buffers) moving->record_step(cmd, b.handle());
+        for (const gpu::Buffer& b : buffers) EXPECT_TRUE(moving->record_step(cmd, b.handle()));
     });
     ASSERT_TRUE(s) << message(s);
     auto r = moving->read_step();
@@ -433,7 +437,7 @@ TEST_F(MovingSceneTest, UnreadOverflowedFrameIsReported) {
     const std::uint32_t capacity = moving->buffers().pair_capacity;
     ASSERT_LT(capacity, brute_pairs(frames[0]).size());
     Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-        for (const gpu::Buffer& b : buffers) moving->record_step(cmd, b.handle());
+        for (const gpu::Buffer& b : buffers) EXPECT_TRUE(moving->record_step(cmd, b.handle()));
     });
     ASSERT_TRUE(s) << message(s);
     auto r = moving->read_step();
