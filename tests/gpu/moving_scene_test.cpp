@@ -13,6 +13,7 @@
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "context_impl.hpp"
 #include "gpu_test_env.hpp"
 #include "lbvh_refit.hpp"
 
@@ -371,20 +372,40 @@ std::vector<gpu::Buffer> upload_frames(const std::vector<std::vector<Box>>& fram
     return buffers;
 }
 
+// Bytes of a device buffer the test does not own (a FrameBuffers handle), read back.
+std::vector<std::uint8_t> read_device(VkBuffer buffer, VkDeviceSize bytes) {
+    std::vector<std::uint8_t> out(bytes);
+    auto staging = gpu_context().create_buffer(bytes, gpu::MemoryKind::readback);
+    EXPECT_TRUE(staging);
+    if (!staging) return out;
+    Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        VkBufferCopy copy{0, 0, bytes};
+        vkCmdCopyBuffer(cmd, buffer, staging->handle(), 1, &copy);
+        VkMemoryBarrier barrier{};
+        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                             &barrier, 0, nullptr, 0, nullptr);
+    });
+    EXPECT_TRUE(s);
+    std::memcpy(out.data(), staging->mapped(), bytes);
+    return out;
+}
+
 // Test 8: no host in the loop. Three frames recorded back to back into one command buffer
 // (the caller's), the second a large jump: the GPU alone decides to rebuild there, so after
 // the submit the tree equals the twin's after the same three steps, and the last frame's
-// pairs and events equal brute force's.
+// pairs and events equal brute force's; the FrameBuffers hold what read_step returned. Run
+// twice: each frame's boxes in its own buffer, and one box buffer that the caller rewrites
+// between frames inside the same command buffer (a copy, with the barriers the contract asks).
 TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
     auto scene = generate_scene("uniform", 3000);
     ASSERT_TRUE(scene);
-    auto moving = make_scene({});
-    ASSERT_TRUE(moving);
-    ASSERT_TRUE(moving->reset(scene->boxes));
+    std::vector<std::vector<Box>> frames;
     lbvh::MovingTwin twin(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5);
     twin.reset(scene->boxes);
-
-    std::vector<std::vector<Box>> frames;
     std::vector<bool> twin_rebuilt;
     for (int f = 1; f <= 3; ++f) {
         frames.push_back(animate(scene->boxes, f, 2));
@@ -393,30 +414,86 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
     ASSERT_EQ(twin_rebuilt, (std::vector<bool>{false, true, false}));
     std::vector<gpu::Buffer> buffers = upload_frames(frames);
     ASSERT_EQ(buffers.size(), 3u);
-    Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-        for (const gpu::Buffer& b : buffers) EXPECT_TRUE(moving->record_step(cmd, b.handle()));
-    });
-    ASSERT_TRUE(s) << message(s);
-    auto r = moving->read_step();
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->path, gpu::FramePath::refit);
-    std::vector<Pair> expected = brute_pairs(frames[2]);
-    std::vector<Pair> previous = brute_pairs(frames[1]);
-    EXPECT_EQ(r->pair_count, expected.size());
-    EXPECT_TRUE(r->pairs == expected);
-    EXPECT_TRUE(r->began == set_diff(expected, previous));
-    EXPECT_TRUE(r->ended == set_diff(previous, expected));
-    EXPECT_FALSE(r->began.empty());
-    auto nodes = moving->nodes();
-    ASSERT_TRUE(nodes);
-    ASSERT_EQ(nodes->size(), twin.nodes().size());
-    EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)), 0);
-    EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
+    auto shared = gpu_context().create_buffer(buffers[0].size(), gpu::MemoryKind::device);
+    ASSERT_TRUE(shared);
 
-    // The frame buffers name the status the GPU wrote: its counts are the ones read.
-    gpu::FrameBuffers fb = moving->buffers();
-    EXPECT_NE(fb.status, VK_NULL_HANDLE);
-    EXPECT_GE(fb.pair_capacity, r->pair_count);
+    for (bool one_buffer : {false, true}) {
+        SCOPED_TRACE(one_buffer ? "one box buffer rewritten by the caller" : "a buffer per frame");
+        auto moving = make_scene({});
+        ASSERT_TRUE(moving);
+        ASSERT_TRUE(moving->reset(scene->boxes));
+        Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+            for (const gpu::Buffer& b : buffers) {
+                if (!one_buffer) {
+                    EXPECT_TRUE(moving->record_step(cmd, b.handle()));
+                    continue;
+                }
+                // The previous frame's reads of the box buffer before this copy overwrites it,
+                // and the copy's writes before this frame's compute reads.
+                VkMemoryBarrier war{};
+                war.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+                war.srcAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+                war.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+                vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &war, 0, nullptr, 0,
+                                     nullptr);
+                VkBufferCopy copy{0, 0, b.size()};
+                vkCmdCopyBuffer(cmd, b.handle(), shared->handle(), 1, &copy);
+                VkMemoryBarrier raw{};
+                raw.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+                raw.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+                raw.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+                vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &raw, 0, nullptr,
+                                     0, nullptr);
+                EXPECT_TRUE(moving->record_step(cmd, shared->handle()));
+            }
+        });
+        ASSERT_TRUE(s) << message(s);
+        auto r = moving->read_step();
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_EQ(r->path, gpu::FramePath::refit);
+        std::vector<Pair> expected = brute_pairs(frames[2]);
+        std::vector<Pair> previous = brute_pairs(frames[1]);
+        EXPECT_EQ(r->pair_count, expected.size());
+        EXPECT_TRUE(r->pairs == expected);
+        EXPECT_TRUE(r->began == set_diff(expected, previous));
+        EXPECT_TRUE(r->ended == set_diff(previous, expected));
+        EXPECT_FALSE(r->began.empty());
+        auto nodes = moving->nodes();
+        ASSERT_TRUE(nodes);
+        ASSERT_EQ(nodes->size(), twin.nodes().size());
+        EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
+                  0);
+        EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
+
+        // The frame buffers hold, on the GPU, what read_step returned.
+        const gpu::FrameBuffers fb = moving->buffers();
+        EXPECT_GE(fb.pair_capacity, r->pair_count);
+        gpu_layout::FrameStatus status{};
+        std::vector<std::uint8_t> raw = read_device(fb.status, sizeof(status));
+        std::memcpy(&status, raw.data(), sizeof(status));
+        EXPECT_EQ(status.pairs, r->pair_count);
+        EXPECT_EQ(status.began, r->began.size());
+        EXPECT_EQ(status.ended, r->ended.size());
+        EXPECT_EQ(status.rebuilt, 0u);
+        EXPECT_EQ(status.pair_capacity, fb.pair_capacity);
+        std::vector<Pair> began(status.began);
+        raw = read_device(fb.began, began.size() * sizeof(Pair));
+        std::memcpy(began.data(), raw.data(), raw.size());
+        EXPECT_EQ(began, r->began);
+        std::vector<std::uint32_t> keys(2 * std::size_t(status.pairs));
+        raw = read_device(fb.pairs, keys.size() * 4);
+        std::memcpy(keys.data(), raw.data(), raw.size());
+        const std::uint32_t b = fb.pair_key_bits;
+        ASSERT_EQ(b, 12u);  // bit_width(2999)
+        std::vector<Pair> pairs(status.pairs);
+        for (std::size_t k = 0; k < pairs.size(); ++k) {
+            const std::uint64_t key = std::uint64_t(keys[2 * k + 1]) << 32 | keys[2 * k];
+            pairs[k] = {std::uint32_t(key >> b), std::uint32_t(key & ((1u << b) - 1))};
+        }
+        EXPECT_EQ(pairs, expected);
+    }
 }
 
 // Test 9: two frames recorded back to back, both with far more pairs than the buffers were
