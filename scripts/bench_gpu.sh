@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every GPU benchmark of docs/performance.md on the Vulkan device found (the first
+# discrete GPU, or BROADPHASE_DEVICE), from an existing build, and writes one log per command
+# into OUT_DIR (default bench-logs/), so that a session lent an NVIDIA machine spends its time
+# measuring rather than typing. With --tests it first runs the GPU test suite there (needs the
+# Khronos validation layer on that machine).
+#
+#   bash scripts/bench_gpu.sh [--tests] [--quick] [OUT_DIR]
+#
+# --quick runs the same commands on small scenes (a check of the script itself, e.g. on
+# lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and DESIGN.md ask.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tests=0
+quick=0
+out=bench-logs
+for a in "$@"; do
+  case "$a" in
+    --tests) tests=1 ;;
+    --quick) quick=1 ;;
+    *) out="$a" ;;
+  esac
+done
+tool=build/broadphase
+[ -x "$tool" ] || { echo "bench_gpu: $tool not built (bash scripts/build.sh)" >&2; exit 2; }
+mkdir -p "$out"
+if [ "$quick" = 1 ]; then
+  m1=uniform:20000; m10=uniform:50000; rays=20000; repeat=2; frames=3
+else
+  m1=uniform:1000000; m10=uniform:10000000; rays=1000000; repeat=10; frames=10
+fi
+
+failed=0
+run() {  # run NAME COMMAND...: logs to $out/NAME.txt, keeps going on failure
+  local name=$1
+  shift
+  echo "== $name: $*"
+  if "$@" >"$out/$name.txt" 2>&1; then
+    tail -n 25 "$out/$name.txt"
+  else
+    echo "   FAILED (exit $?), see $out/$name.txt"
+    tail -n 5 "$out/$name.txt"
+    failed=1
+  fi
+}
+
+run devices "$tool" devices
+if [ "$tests" = 1 ]; then
+  run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
+fi
+run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
+run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
+run pairs_1m_hilbert "$tool" bench --scene "$m1" --repeat "$repeat" --code hilbert30
+run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
+run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
+run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back
+run frames_1m_rebuild "$tool" bench --frames "$frames" --scene "$m1" --policy rebuild
+run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
+run rays_1m "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat"
+echo "logs in $out/"
+exit "$failed"
