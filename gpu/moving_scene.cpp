@@ -67,6 +67,19 @@ Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
     return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
 }
 
+// Bytes at the start of the readback buffer for the status and a pair counter.
+constexpr VkDeviceSize kReadbackHeader = 64;
+
+// Transfer writes made visible to host reads.
+void host_barrier(VkCommandBuffer cmd) {
+    VkMemoryBarrier barrier{};
+    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &barrier, 0, nullptr, 0, nullptr);
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
@@ -101,6 +114,10 @@ struct MovingScene::Impl {
     // The sizes of the began and ended differences and their dispatch arguments.
     Buffer event_count[2], event_args[2];
     int cur = 0;
+    // Host-visible buffers of the host helpers, kept across frames: the boxes staged for
+    // upload, and what read_step reads back (the status and the previous frame's pair counter
+    // at kReadbackHeader, then the lists).
+    Buffer staging, readback;
     // The last recorded frame, for a repair after growing the pair buffers.
     VkBuffer last_boxes = VK_NULL_HANDLE;
     bool last_first = true;
@@ -116,6 +133,28 @@ struct MovingScene::Impl {
         if (!b) return b.error();
         buffer = std::move(b.value());
         return {};
+    }
+
+    // A host-visible buffer of at least `size` bytes (grown with headroom; not bound as
+    // storage, so not limited by maxStorageBufferRange).
+    Status ensure_host(Buffer& buffer, VkDeviceSize size, MemoryKind kind) {
+        if (buffer.handle() && buffer.size() >= size) return {};
+        buffer = Buffer();
+        auto b = context->create_buffer(std::max<VkDeviceSize>(size + size / 4, 256), kind);
+        if (!b) return b.error();
+        buffer = std::move(b.value());
+        return {};
+    }
+
+    // Records copies of the status and the previous frame's pair counter into `readback`
+    // (at 0 and 32), made visible to the host.
+    void record_status_readback(VkCommandBuffer cmd) const {
+        compute_barrier(cmd);
+        const VkBufferCopy status_copy{0, 0, sizeof(FrameStatus)};
+        vkCmdCopyBuffer(cmd, status.handle(), readback.handle(), 1, &status_copy);
+        const VkBufferCopy count_copy{0, 32, 4};
+        vkCmdCopyBuffer(cmd, pair_count[cur ^ 1].handle(), readback.handle(), 1, &count_copy);
+        host_barrier(cmd);
     }
 
     VkDeviceSize max_pairs() const { return context->info().max_storage_buffer_range / 8; }
@@ -289,8 +328,9 @@ struct MovingScene::Impl {
 
     void record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed);
     Status repair(const FrameStatus& st);
-    Result<FrameResult> read_step();
-    Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame);
+    Result<FrameResult> read_step(bool status_copied);
+    Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame, bool staged);
+    Status stage(std::span<const Box> input);
 
     // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
     // maxStorageBufferRange (names the buffer and the limit).
@@ -419,6 +459,7 @@ Status MovingScene::Impl::repair(const FrameStatus& st) {
         compute_barrier(cmd);
         timestamps.write(cmd, kRepairQueries);
         record_pair_stages(cmd, last_boxes, last_first, true, kRepairQueries + 1);
+        record_status_readback(cmd);
     });
     if (!s) return s;
     times.pairs += timestamps.ms(kRepairQueries, kRepairQueries + 1);
@@ -427,21 +468,27 @@ Status MovingScene::Impl::repair(const FrameStatus& st) {
     return {};
 }
 
-Result<FrameResult> MovingScene::Impl::read_step() {
+Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
+    if (Status s = ensure_host(readback, kReadbackHeader, MemoryKind::readback); !s)
+        return s.error();
+    if (!status_copied) {
+        Status s =
+            context->submit_and_wait([&](VkCommandBuffer cmd) { record_status_readback(cmd); });
+        if (!s) return s.error();
+    }
     FrameStatus st{};
-    if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
+    std::memcpy(&st, readback.mapped(), sizeof(st));
     // A previous frame recorded in the same submit that overflowed was never repaired: its
     // sorted keys are incomplete, so this frame's differences with it are wrong.
     std::uint32_t previous_pairs = 0;
     if (!last_first)
-        if (Status s = context->download(pair_count[cur ^ 1], &previous_pairs, 4); !s)
-            return s.error();
+        std::memcpy(&previous_pairs, static_cast<const char*>(readback.mapped()) + 32, 4);
     const std::uint32_t recorded_capacity = st.pair_capacity;
     const bool previous_incomplete = previous_pairs > recorded_capacity;
     const bool regrown = st.pairs > st.pair_capacity;
     if (regrown) {
-        if (Status s = repair(st); !s) return s.error();
-        if (Status s = context->download(status, &st, sizeof(st)); !s) return s.error();
+        if (Status s = repair(st); !s) return s.error();  // reads the status back again
+        std::memcpy(&st, readback.mapped(), sizeof(st));
     }
     if (previous_incomplete)
         return Error{ErrorCode::limit_exceeded,
@@ -461,30 +508,65 @@ Result<FrameResult> MovingScene::Impl::read_step() {
     result.ratio = st.ratio;
     result.regrown = regrown;
     times.path = result.path;
-    if (!last_first) {
-        result.began.resize(st.began);
-        result.ended.resize(st.ended);
-        if (Status d = context->download(began, result.began.data(), st.began * 8ull); !d)
-            return d.error();
-        if (Status d = context->download(ended, result.ended.data(), st.ended * 8ull); !d)
-            return d.error();
-    }
-    if (options.return_pairs) {
-        result.pairs.resize(st.pairs);
-        if (Status d = context->download(keys[cur], result.pairs.data(), st.pairs * 8ull); !d)
-            return d.error();
-        const std::uint32_t b = pair_key_bits(n);
-        for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
-    }
+
+    // The lists, copied into the readback buffer in one submit: began, ended, sorted keys.
+    const VkDeviceSize began_bytes = last_first ? 0 : st.began * 8ull;
+    const VkDeviceSize ended_bytes = last_first ? 0 : st.ended * 8ull;
+    const VkDeviceSize pairs_bytes = options.return_pairs ? st.pairs * 8ull : 0;
+    const VkDeviceSize total = began_bytes + ended_bytes + pairs_bytes;
+    if (total == 0) return result;
+    if (Status s = ensure_host(readback, total, MemoryKind::readback); !s) return s.error();
+    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        compute_barrier(cmd);
+        VkDeviceSize at = 0;
+        for (auto [src, bytes] : {std::pair{&began, began_bytes}, std::pair{&ended, ended_bytes},
+                                  std::pair{&keys[cur], pairs_bytes}}) {
+            if (bytes == 0) continue;
+            const VkBufferCopy copy{0, at, bytes};
+            vkCmdCopyBuffer(cmd, src->handle(), readback.handle(), 1, &copy);
+            at += bytes;
+        }
+        host_barrier(cmd);
+    });
+    if (!s) return s.error();
+    const char* data = static_cast<const char*>(readback.mapped());
+    result.began.resize(began_bytes / 8);
+    result.ended.resize(ended_bytes / 8);
+    result.pairs.resize(pairs_bytes / 8);
+    std::memcpy(result.began.data(), data, began_bytes);
+    std::memcpy(result.ended.data(), data + began_bytes, ended_bytes);
+    std::memcpy(result.pairs.data(), data + began_bytes + ended_bytes, pairs_bytes);
+    const std::uint32_t b = pair_key_bits(n);
+    for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
     return result;
 }
 
-Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame) {
-    const double upload_ms = times.upload;
+// Writes the boxes into the persistent staging buffer (the GPU copy is recorded in the frame).
+Status MovingScene::Impl::stage(std::span<const Box> input) {
+    const auto start = std::chrono::steady_clock::now();
+    if (Status s = ensure_host(staging, input.size() * sizeof(GpuBox), MemoryKind::upload); !s)
+        return s;
+    auto* out = static_cast<GpuBox*>(staging.mapped());
+    for (const Box& b : input)
+        *out++ = {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
+    times.upload = ms_since(start);
+    return {};
+}
+
+Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame, bool staged) {
+    const double upload_ms = staged ? times.upload : 0.0;
     times = {};
     times.upload = upload_ms;
-    Status s = context->submit_and_wait(
-        [&](VkCommandBuffer cmd) { record_frame(cmd, box_buffer, first_frame, true); });
+    if (Status s = ensure_host(readback, kReadbackHeader, MemoryKind::readback); !s)
+        return s.error();
+    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        if (staged && n > 0) {
+            const VkBufferCopy copy{0, 0, n * sizeof(GpuBox)};
+            vkCmdCopyBuffer(cmd, staging.handle(), boxes.handle(), 1, &copy);
+        }
+        record_frame(cmd, box_buffer, first_frame, true);
+        record_status_readback(cmd);
+    });
     if (!s) return s.error();
     times.refit = timestamps.ms(0, 1);
     times.rebuild = timestamps.ms(1, 2);
@@ -495,7 +577,7 @@ Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_fra
         times.rebuild += times.refit;  // the reset's frame only builds
         times.refit = 0;
     }
-    return read_step();
+    return read_step(true);
 }
 
 MovingScene::MovingScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -550,17 +632,8 @@ Status MovingScene::reset(std::span<const Box> input) {
     im.capacity = 0;
     if (Status s = im.allocate(static_cast<std::uint32_t>(input.size())); !s) return s;
     im.base_cost = 0;
-    im.times.upload = 0;
-    if (im.n > 0) {
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
-        if (Status s =
-                im.context->upload(im.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
-            !s)
-            return s;
-        im.times.upload = ms_since(start);
-    }
-    auto r = im.frame(im.boxes.handle(), true);
+    if (Status s = im.stage(input); !s) return s;
+    auto r = im.frame(im.boxes.handle(), true, true);
     if (!r) return r.error();
     im.ready = true;
     return {};
@@ -576,17 +649,8 @@ Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
                      {},
                      {}};
     if (Status s = validate_boxes(new_boxes); !s) return s.error();
-    im.times.upload = 0;
-    if (im.n > 0) {
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(new_boxes);
-        if (Status s =
-                im.context->upload(im.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
-            !s)
-            return s.error();
-        im.times.upload = ms_since(start);
-    }
-    return im.frame(im.boxes.handle(), false);
+    if (Status s = im.stage(new_boxes); !s) return s.error();
+    return im.frame(im.boxes.handle(), false, true);
 }
 
 Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
@@ -598,8 +662,7 @@ Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
             "step got " + std::to_string(n) + " boxes, the scene has " + std::to_string(im.n),
             {},
             {}};
-    im.times.upload = 0;
-    return im.frame(boxes, false);
+    return im.frame(boxes, false, false);
 }
 
 Status MovingScene::record_step(VkCommandBuffer cmd, VkBuffer boxes) {
@@ -613,7 +676,7 @@ Result<FrameResult> MovingScene::read_step() {
     Impl& im = *impl_;
     if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset", {}, {}};
     im.times = {};
-    return im.read_step();
+    return im.read_step(false);
 }
 
 FrameBuffers MovingScene::buffers() const {

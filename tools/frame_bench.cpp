@@ -122,10 +122,15 @@ int run_frame_bench(const Args& args) {
 
     std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
         events;
+    std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
     int refits = 0, rebuilds = 0, regrown = 0;
     for (int f = 1; f <= frames; ++f) {
         const std::vector<Box> boxes = animated_frame(scene->boxes, f);
+        const auto step_start = std::chrono::steady_clock::now();
         auto r = ms.step(boxes);
+        wall.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start)
+                .count());
         if (!r) return bench_fail(r.error().message);
         const gpu::FrameTimes& t = ms.last_times();
         upload.push_back(t.upload);
@@ -162,6 +167,7 @@ int run_frame_bench(const Args& args) {
     row("pair sort (GPU)", sort);
     row("event diff (GPU)", diff);
     row("total (GPU, median of sums)", total);
+    row("step() host wall, all in", wall);
     std::printf("refit frames: %d, rebuild frames: %d, frames that grew the pair buffers: %d\n",
                 refits, rebuilds, regrown);
     std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",

@@ -65,8 +65,10 @@ struct FrameResult {
 /// when the queue has no timestamps). A stage the frame did not take reads 0.
 struct FrameTimes {
     FramePath path = FramePath::refit;  ///< the path the frame took
-    double upload = 0;  ///< host wall ms of the box upload (staging copy; 0 for a VkBuffer step)
-    double refit = 0;   ///< refit, its SAH cost and the GPU's refit-or-rebuild decision
+    /// host wall ms of writing the boxes into the staging buffer (its GPU copy is part of the
+    /// frame's one submit, before the first stage; 0 for a VkBuffer step)
+    double upload = 0;
+    double refit = 0;  ///< refit, its SAH cost and the GPU's refit-or-rebuild decision
     /// LBVH rebuild and its SAH cost (GPU); on a refit frame of the ratio policy, the cost of
     /// the rebuild's emptied indirect dispatches
     double rebuild = 0;
