@@ -45,9 +45,11 @@ commands:
                                                  overlapping box b of B, sorted
   events    --scenes S0 S1 ... --method M        per frame after the first: "frame K", then
             [--frames F] [--policy ratio|refit|rebuild] [--rebuild-ratio R] [--verbose]
-                                                 "+ i j" (began) and "- i j" (ended), sorted;
+            [--rebuild]                          "+ i j" (began) and "- i j" (ended), sorted;
                                                  one generator with --frames F animates it
-                                                 (deterministic jitter, tools/events_command.cpp)
+                                                 (deterministic jitter, tools/events_command.cpp);
+                                                 dynamic CPU structures move the changed boxes
+                                                 in place (--rebuild: rebuild every frame)
 
   S is a scene file (.txt: "minx miny minz maxx maxy maxz" per line; .obj: one box per
   face) or a generator NAME:COUNT[:SEED] with NAME one of uniform, clustered, xline,

@@ -1,7 +1,8 @@
 // `broadphase events`: begin/end overlap events of an animated scene, frame by frame. The GPU
 // method runs gpu::MovingScene (per-frame refit or rebuild, GPU sort and diff of the pairs);
-// every CPU structure finds each frame's pairs and the events are std::set_difference of
-// consecutive sorted pair lists.
+// every CPU structure finds each frame's pairs (dynamic ones moving the boxes that changed,
+// static ones rebuilt; --rebuild rebuilds every structure) and the events are
+// std::set_difference of consecutive sorted pair lists.
 //
 // Frames come from scene files (--scenes f0 f1 ...: same box count in each) or from a generator
 // animated deterministically (--scenes NAME:COUNT[:SEED] --frames F; tools/animation.hpp).
@@ -113,19 +114,42 @@ int run_events(const Args& args) {
         return events_fail("this build has no GPU support");
 #endif
     }
+    // CPU: the structure is built over the first frame; a dynamic one then moves the boxes
+    // that changed each frame (insert/remove/move, as a simulation would drive it), a static
+    // one is rebuilt. Each frame's sorted pairs are diffed with the previous frame's.
+    auto structure = make_structure(method);
+    if (!structure) return events_fail(structure.error().message);
+    Structure& s = *structure.value();
+    const bool incremental = s.is_dynamic() && !args.has("rebuild");
     std::vector<Pair> previous;
     for (std::size_t f = 0; f < frames.size(); ++f) {
-        auto pairs = find_pairs_cpu(method, frames[f]);
-        if (!pairs) return events_fail(pairs.error().message);
+        std::size_t moved = 0;
+        if (f == 0 || !incremental) {
+            if (Status st = s.build(frames[f]); !st) return events_fail(st.error().message);
+        } else {
+            for (std::size_t id = 0; id < frames[f].size(); ++id) {
+                const Box& now = frames[f][id];
+                const Box& before = frames[f - 1][id];
+                if (now == before) continue;
+                if (Status st = validate_box(now, id); !st) return events_fail(st.error().message);
+                if (Status st = s.move(static_cast<std::uint32_t>(id), now); !st)
+                    return events_fail(st.error().message);
+                ++moved;
+            }
+        }
+        if (args.has("verbose") && f > 0)
+            std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
+                         incremental ? "moved in place" : "rebuilt", moved);
+        std::vector<Pair> pairs = sorted_pairs(s);
         if (f > 0) {
             std::vector<Pair> began, ended;
-            std::set_difference(pairs->begin(), pairs->end(), previous.begin(), previous.end(),
+            std::set_difference(pairs.begin(), pairs.end(), previous.begin(), previous.end(),
                                 std::back_inserter(began));
-            std::set_difference(previous.begin(), previous.end(), pairs->begin(), pairs->end(),
+            std::set_difference(previous.begin(), previous.end(), pairs.begin(), pairs.end(),
                                 std::back_inserter(ended));
             print_frame(int(f), began, ended);
         }
-        previous = std::move(pairs.value());
+        previous = std::move(pairs);
     }
     return 0;
 }
