@@ -150,11 +150,7 @@ Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDev
     Status s = submit_and_wait([&](VkCommandBuffer cmd) {
         VkBufferCopy copy{offset, 0, size};
         vkCmdCopyBuffer(cmd, src.handle(), staging->handle(), 1, &copy);
-        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                             &barrier, 0, nullptr, 0, nullptr);
+        host_barrier(cmd);
     });
     if (!s) return s;
     std::memcpy(data, staging->mapped(), size);

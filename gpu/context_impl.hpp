@@ -42,6 +42,9 @@ Error vk_error(VkResult result, const std::string& what);
 /// Full barrier between compute (and transfer) writes and later compute/transfer access.
 void compute_barrier(VkCommandBuffer cmd);
 
+/// Transfer writes made visible to host reads (before reading a readback buffer).
+void host_barrier(VkCommandBuffer cmd);
+
 /// compute_barrier, and compute writes made visible to later indirect dispatches' argument
 /// reads (DRAW_INDIRECT stage, INDIRECT_COMMAND_READ).
 void indirect_barrier(VkCommandBuffer cmd);

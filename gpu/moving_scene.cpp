@@ -70,16 +70,6 @@ Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
 // Bytes at the start of the readback buffer for the status and a pair counter.
 constexpr VkDeviceSize kReadbackHeader = 64;
 
-// Transfer writes made visible to host reads.
-void host_barrier(VkCommandBuffer cmd) {
-    VkMemoryBarrier barrier{};
-    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                         &barrier, 0, nullptr, 0, nullptr);
-}
-
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();

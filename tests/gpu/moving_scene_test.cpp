@@ -382,12 +382,7 @@ std::vector<std::uint8_t> read_device(VkBuffer buffer, VkDeviceSize bytes) {
         gpu::compute_barrier(cmd);
         VkBufferCopy copy{0, 0, bytes};
         vkCmdCopyBuffer(cmd, buffer, staging->handle(), 1, &copy);
-        VkMemoryBarrier barrier{};
-        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                             &barrier, 0, nullptr, 0, nullptr);
+        gpu::host_barrier(cmd);
     });
     EXPECT_TRUE(s);
     std::memcpy(out.data(), staging->mapped(), bytes);
