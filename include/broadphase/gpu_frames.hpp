@@ -3,8 +3,10 @@
 // bottom-up bounds) and its normalised surface-area cost (SAH: sum of internal node areas over
 // the root's area; Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D 2012)
 // is compared with the cost right after the last build; above a threshold the tree is rebuilt.
-// The frame's pairs are sorted on the GPU as 64-bit keys (i << 32 | j) and diffed against the
-// previous frame's sorted pairs (binary search, scan, compact), giving exact began/ended lists.
+// The frame's pairs are sorted on the GPU as keys i << b | j (b = bit_width(n - 1), so 2b sort
+// bits) and diffed against the previous frame's sorted keys both ways (each key binary-searched
+// in the other list, the missing ones appended, sorted and unpacked), giving exact, sorted
+// began/ended lists.
 //
 // A whole frame is one recording with no host decision inside: the refit-or-rebuild choice is
 // taken by a kernel that arms or empties the rebuild's indirect dispatches, and every count
@@ -73,7 +75,7 @@ struct FrameTimes {
     /// the rebuild's emptied indirect dispatches
     double rebuild = 0;
     double pairs = 0;  ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
-    double sort = 0;   ///< 64-bit radix sort of the pairs (GPU)
+    double sort = 0;   ///< radix sort of the packed pair keys (GPU)
     double diff = 0;   ///< began/ended differences with the previous frame (GPU)
     /// GPU stages together (upload excluded).
     double gpu_total() const { return refit + rebuild + pairs + sort + diff; }
