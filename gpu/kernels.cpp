@@ -1,6 +1,7 @@
 // Compute kernel plumbing: pipelines from embedded SPIR-V, push descriptors, folded dispatch.
 #include "kernels.hpp"
 
+#include <cassert>
 #include <vector>
 
 namespace broadphase::gpu {
@@ -110,6 +111,7 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
     std::uint32_t x = std::min(groups, max_x);
     std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
     if (gate && gate->mode == DispatchGate::Mode::indirect) {
+        assert(gate->next < gate->counts.size() && "more gated dispatches than were captured");
         vkCmdDispatchIndirect(cmd, gate->args, gate->next++ * sizeof(VkDispatchIndirectCommand));
         return;
     }
