@@ -14,7 +14,6 @@
 #include <bit>
 #include <cassert>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 
 #include "broadphase/gpu_frames.hpp"
@@ -459,9 +458,9 @@ Status MovingScene::Impl::repair(const FrameStatus& st) {
 }
 
 Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
-    if (Status s = ensure_host(readback, kReadbackHeader, MemoryKind::readback); !s)
-        return s.error();
-    if (!status_copied) {
+    if (!status_copied) {  // frame() copies it in its own submit
+        if (Status s = ensure_host(readback, kReadbackHeader, MemoryKind::readback); !s)
+            return s.error();
         Status s =
             context->submit_and_wait([&](VkCommandBuffer cmd) { record_status_readback(cmd); });
         if (!s) return s.error();

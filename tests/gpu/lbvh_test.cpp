@@ -30,17 +30,6 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
     return lbvh ? std::move(lbvh.value()) : nullptr;
 }
 
-lbvh::CodeKind cpu_kind(gpu::CodeKind code) {
-    switch (code) {
-        case gpu::CodeKind::morton63:
-            return lbvh::CodeKind::morton63;
-        case gpu::CodeKind::hilbert30:
-            return lbvh::CodeKind::hilbert30;
-        default:
-            return lbvh::CodeKind::morton30;
-    }
-}
-
 // The CPU twin's tree for the same boxes.
 std::vector<LbvhNode> cpu_tree(std::span<const Box> boxes, gpu::CodeKind code) {
     auto codes = lbvh::compute_codes(boxes, cpu_kind(code));

@@ -120,11 +120,7 @@ void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions
     const gpu::RefitPolicy policy = options.policy;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
-    const lbvh::CodeKind kind = options.code == gpu::CodeKind::morton63 ? lbvh::CodeKind::morton63
-                                : options.code == gpu::CodeKind::hilbert30
-                                    ? lbvh::CodeKind::hilbert30
-                                    : lbvh::CodeKind::morton30;
-    lbvh::MovingTwin twin(kind, twin_policy(policy), options.rebuild_ratio);
+    lbvh::MovingTwin twin(cpu_kind(options.code), twin_policy(policy), options.rebuild_ratio);
 
     std::vector<Box> boxes = scene->boxes;
     Status reset = moving->reset(boxes);
