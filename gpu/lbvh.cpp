@@ -8,6 +8,7 @@
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "shaders.hpp"
+#include "traversal.hpp"
 
 namespace broadphase::gpu {
 
@@ -60,12 +61,14 @@ struct Lbvh::Impl {
     Context* context = nullptr;
     LbvhOptions options;
     RadixSort sort;
+    TraversalRounds rounds;
     Kernel bounds, codes, hierarchy, node_bounds, pairs;
     VkQueryPool queries = VK_NULL_HANDLE;
     StageTimes times;
     // Working buffers of the host-array helpers, grown on demand.
-    Buffer boxes, nodes, scratch, pair_buffer, count;
+    Buffer boxes, nodes, scratch, pair_buffer, status, work;
     std::uint32_t pair_capacity = 0;
+    std::uint32_t work_capacity = 0;
 
     ~Impl() {
         if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
@@ -103,7 +106,11 @@ struct Lbvh::Impl {
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
         if (Status s = ensure(nodes, nodes_bytes(n)); !s) return s;
         if (Status s = ensure(scratch, layout.size); !s) return s;
-        if (Status s = ensure(count, 4); !s) return s;
+        if (Status s = ensure(status, sizeof(TraversalStatus)); !s) return s;
+        if (work_capacity == 0) {
+            work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
+            if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
+        }
         std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
         return context->upload(boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
     }
@@ -142,6 +149,9 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     auto sort = RadixSort::create(context);
     if (!sort) return sort.error();
     impl->sort = std::move(sort.value());
+    auto rounds = TraversalRounds::create(context);
+    if (!rounds) return rounds.error();
+    impl->rounds = std::move(rounds.value());
     struct Spec {
         Kernel* kernel;
         std::span<const std::uint32_t> spirv;
@@ -153,7 +163,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
         {&impl->codes, shaders::morton_codes, 4, "morton_codes"},
         {&impl->hierarchy, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy"},
         {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
-        {&impl->pairs, shaders::lbvh_pairs, 3, "lbvh_pairs"},
+        {&impl->pairs, shaders::lbvh_pairs, 4, "lbvh_pairs"},
     };
     for (const Spec& s : specs) {
         auto k = Kernel::create(context, s.spirv, s.bindings, s.name);
@@ -235,45 +245,78 @@ void record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers&
 
 void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
                         const LbvhPairBuffers& out) {
-    fill(cmd, {out.count, 0, 4}, 0u);
+    const BufferRange status{out.status, 0, sizeof(TraversalStatus)};
+    fill(cmd, status, 0u);
     compute_barrier(cmd);
     PushConstants pc{};
     pc.count = n;
     pc.capacity = out.capacity;
-    impl_->pairs.dispatch(cmd,
-                          {{buffers.nodes, 0, nodes_bytes(n)},
-                           {out.pairs, 0, std::max<VkDeviceSize>(out.capacity * 8ull, 8)},
-                           {out.count, 0, 4}},
-                          pc, static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+    pc.tiles = out.traversal.capacity;
+    const BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
+    const BufferRange pairs{out.pairs, 0, std::max<VkDeviceSize>(out.capacity * 8ull, 8)};
+    const BufferRange work = work_range(out.traversal);
+    impl_->rounds.record(cmd, status, out.traversal,
+                         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                             pc.shift = round;
+                             if (round == 0)
+                                 impl_->pairs.dispatch(c, {nodes, pairs, status, work}, pc,
+                                                       static_cast<std::uint32_t>(
+                                                           div_up(n, kWorkgroupSize)));
+                             else
+                                 impl_->pairs.dispatch_indirect(c, {nodes, pairs, status, work},
+                                                                pc, args);
+                         });
 }
 
 Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     Impl& im = *impl_;
     if (Status s = im.prepare(input); !s) return s.error();
     auto n = static_cast<std::uint32_t>(input.size());
-    const VkDeviceSize max_pairs = im.context->info().max_storage_buffer_range / 8;
+    const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
+    const VkDeviceSize max_pairs = max_range / 8;
+    const std::uint32_t max_work = default_traversal_capacity(~0ull, max_range);
     if (im.pair_capacity == 0) {
         im.pair_capacity = static_cast<std::uint32_t>(
             std::min<VkDeviceSize>(std::max(4ull * n, 1024ull), max_pairs));
         if (Status s = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !s) return s.error();
     }
     bool first = true;
-    std::uint32_t found = 0;
+    std::uint32_t rounds = kTraversalRounds;
+    std::uint64_t found = 0;
     while (true) {
-        LbvhPairBuffers out{im.pair_buffer.handle(), im.pair_capacity, im.count.handle()};
+        LbvhPairBuffers out{im.pair_buffer.handle(), im.pair_capacity, im.status.handle(),
+                            {im.work.handle(), im.work_capacity, rounds}};
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
             if (first && im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
             if (first) record_build(cmd, im.build_buffers(), n, im.queries, 0);
             compute_barrier(cmd);
             record_pairs(cmd, im.build_buffers(), n, out);
-            compute_barrier(cmd);
             if (first) timestamp(cmd, im.queries, kBuildQueries);
         });
         if (!s) return s.error();
         if (first) im.read_times(true);
         first = false;
-        if (Status d = im.context->download(im.count, &found, 4); !d) return d.error();
+        TraversalStatus st{};
+        if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        found = (std::uint64_t(st.total_hi) << 32) | st.total_lo;
+        if (st.flags & kTraversalQueueOverflow) {
+            // A round queued more subtrees than the work buffer holds: grow it, run again.
+            if (im.work_capacity >= max_work)
+                return traversal_outcome(st, "all pairs").error();
+            im.work_capacity = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(4ull * im.work_capacity, max_work));
+            im.work = Buffer();
+            if (Status e = im.ensure(im.work, traversal_work_bytes(im.work_capacity)); !e)
+                return e.error();
+            continue;
+        }
+        if (st.flags & kTraversalIncomplete) {
+            // Deeper than the default rounds reach: kTraversalMaxRounds always finish.
+            if (rounds >= kTraversalMaxRounds) return traversal_outcome(st, "all pairs").error();
+            rounds = kTraversalMaxRounds;
+            continue;
+        }
         if (found <= im.pair_capacity) break;
         if (found > max_pairs)
             return Error{ErrorCode::limit_exceeded,
@@ -289,8 +332,10 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
     }
     std::vector<Pair> pairs(found);
-    if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
-        return d.error();
+    if (found > 0) {
+        if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
+            return d.error();
+    }
     std::sort(pairs.begin(), pairs.end());
     return pairs;
 }

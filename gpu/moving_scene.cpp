@@ -67,7 +67,11 @@ Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
 }
 
 // Bytes at the start of the readback buffer for the status and a pair counter.
-constexpr VkDeviceSize kReadbackHeader = 64;
+constexpr VkDeviceSize kReadbackHeader = 128;
+// Where record_status_readback puts the previous and the current frame's pair traversal status.
+constexpr VkDeviceSize kReadbackPrevious = 32;
+constexpr VkDeviceSize kReadbackCurrent = kReadbackPrevious + sizeof(TraversalStatus);
+static_assert(kReadbackCurrent + sizeof(TraversalStatus) <= kReadbackHeader);
 
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -98,7 +102,13 @@ struct MovingScene::Impl {
     // Pair buffers, all sized by `capacity` pairs. keys[k] holds the sorted keys of the frame
     // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
     std::uint32_t capacity = 0;
+    // pair_count[k] is the all-pairs pass's TraversalStatus (its first word the pair count).
     Buffer pair_buffer, pair_count[2], pair_args[2], keys[2];
+    // The all-pairs pass's work queues (gpu_layout.h, "Bounded traversal") and the rounds it
+    // records (kTraversalRounds; a repair of a frame that needed more records the maximum).
+    Buffer work;
+    std::uint32_t work_capacity = 0;
+    std::uint32_t rounds = kTraversalRounds;
     Buffer keys_tmp, sort_scratch, began, ended;
     // The sizes of the began and ended differences and their dispatch arguments.
     Buffer event_count[2], event_args[2];
@@ -135,14 +145,17 @@ struct MovingScene::Impl {
         return {};
     }
 
-    // Records copies of the status and the previous frame's pair counter into `readback`
-    // (at 0 and 32), made visible to the host.
+    // Records copies of the status and of the previous and current frames' pair traversal
+    // status into `readback` (at 0, kReadbackPrevious, kReadbackCurrent), made visible to the
+    // host.
     void record_status_readback(VkCommandBuffer cmd) const {
         compute_barrier(cmd);
         const VkBufferCopy status_copy{0, 0, sizeof(FrameStatus)};
         vkCmdCopyBuffer(cmd, status.handle(), readback.handle(), 1, &status_copy);
-        const VkBufferCopy count_copy{0, 32, 4};
-        vkCmdCopyBuffer(cmd, pair_count[cur ^ 1].handle(), readback.handle(), 1, &count_copy);
+        const VkBufferCopy previous_copy{0, kReadbackPrevious, sizeof(TraversalStatus)};
+        vkCmdCopyBuffer(cmd, pair_count[cur ^ 1].handle(), readback.handle(), 1, &previous_copy);
+        const VkBufferCopy current_copy{0, kReadbackCurrent, sizeof(TraversalStatus)};
+        vkCmdCopyBuffer(cmd, pair_count[cur].handle(), readback.handle(), 1, &current_copy);
         host_barrier(cmd);
     }
 
@@ -277,8 +290,8 @@ struct MovingScene::Impl {
                             std::uint32_t q) const {
         const VkDeviceSize c = capacity;
         lbvh->record_pairs(cmd, build_buffers(box_buffer), n,
-                           {pair_buffer.handle(), capacity, pair_count[cur].handle()});
-        compute_barrier(cmd);
+                           {pair_buffer.handle(), capacity, pair_count[cur].handle(),
+                            {work.handle(), work_capacity, rounds}});
         stamp(cmd, timed, q);
         sort.record_count_args(cmd, whole(pair_count[cur], 4), capacity,
                                args_range(pair_args[cur]));
@@ -316,7 +329,7 @@ struct MovingScene::Impl {
     }
 
     void record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed);
-    Status repair(const FrameStatus& st);
+    Status repair(const FrameStatus& st, const TraversalStatus& traversal);
     Result<FrameResult> read_step(bool status_copied);
     Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame, bool staged);
     Status stage(std::span<const Box> input);
@@ -353,8 +366,13 @@ struct MovingScene::Impl {
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
-        for (Buffer* b : {&pair_count[0], &pair_count[1], &event_count[0], &event_count[1]})
+        for (Buffer* b : {&pair_count[0], &pair_count[1]})
+            if (Status s = ensure(*b, sizeof(TraversalStatus)); !s) return s;
+        for (Buffer* b : {&event_count[0], &event_count[1]})
             if (Status s = ensure(*b, 4); !s) return s;
+        if (work_capacity == 0)
+            work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
+        if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
         for (Buffer* b : {&pair_args[0], &pair_args[1], &event_args[0], &event_args[1]})
             if (Status s = ensure(*b, kArgsSlots * sizeof(VkDispatchIndirectCommand)); !s) return s;
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
@@ -435,7 +453,20 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
 }
 
 // Grows the pair buffers to the frame's count and records the frame's pair stages again.
-Status MovingScene::Impl::repair(const FrameStatus& st) {
+Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& traversal) {
+    // A traversal that did not finish: more rounds (kTraversalMaxRounds always finish) or a
+    // larger work queue, kept for the frames after this one.
+    if (traversal.flags & kTraversalIncomplete) {
+        if (rounds >= kTraversalMaxRounds) return traversal_outcome(traversal, "all pairs").error();
+        rounds = kTraversalMaxRounds;
+    }
+    if (traversal.flags & kTraversalQueueOverflow) {
+        const std::uint32_t most =
+            default_traversal_capacity(~0ull, context->info().max_storage_buffer_range);
+        if (work_capacity >= most) return traversal_outcome(traversal, "all pairs").error();
+        work_capacity = static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
+        if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
+    }
     if (st.pairs > max_pairs())
         return limit(std::to_string(st.pairs) +
                      " pairs do not fit one storage buffer (device limit " +
@@ -469,21 +500,34 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     std::memcpy(&st, readback.mapped(), sizeof(st));
     // A previous frame recorded in the same submit that overflowed was never repaired: its
     // sorted keys are incomplete, so this frame's differences with it are wrong.
-    std::uint32_t previous_pairs = 0;
+    TraversalStatus previous{}, current{};
     if (!last_first)
-        std::memcpy(&previous_pairs, static_cast<const char*>(readback.mapped()) + 32, 4);
+        std::memcpy(&previous, static_cast<const char*>(readback.mapped()) + kReadbackPrevious,
+                    sizeof(previous));
+    std::memcpy(&current, static_cast<const char*>(readback.mapped()) + kReadbackCurrent,
+                sizeof(current));
+    const std::uint32_t previous_pairs = previous.count;
     const std::uint32_t recorded_capacity = st.pair_capacity;
-    const bool previous_incomplete = previous_pairs > recorded_capacity;
-    const bool regrown = st.pairs > st.pair_capacity;
+    const bool previous_incomplete = previous_pairs > recorded_capacity || previous.flags != 0;
+    const bool regrown = st.pairs > st.pair_capacity || current.flags != 0;
     if (regrown) {
-        if (Status s = repair(st); !s) return s.error();  // reads the status back again
+        // Reads the status back again; a frame that still did not finish is an error.
+        if (Status s = repair(st, current); !s) return s.error();
         std::memcpy(&st, readback.mapped(), sizeof(st));
+        std::memcpy(&current, static_cast<const char*>(readback.mapped()) + kReadbackCurrent,
+                    sizeof(current));
+        if (auto done = traversal_outcome(current, "all pairs"); !done) return done.error();
     }
     if (previous_incomplete)
         return Error{ErrorCode::limit_exceeded,
-                     "the frame before this one found " + std::to_string(previous_pairs) +
-                         " pairs, over the pair capacity of " + std::to_string(recorded_capacity) +
-                         " it was recorded with, and was not read before this frame was "
+                     "the frame before this one " +
+                         (previous.flags != 0
+                              ? std::string("did not finish its pair traversal (flags ") +
+                                    std::to_string(previous.flags) + ")"
+                              : "found " + std::to_string(previous_pairs) +
+                                    " pairs, over the pair capacity of " +
+                                    std::to_string(recorded_capacity) + " it was recorded with") +
+                         ", and was not read before this frame was "
                          "recorded: this frame's began/ended lists cannot be exact (this frame "
                          "is repaired, so the next one will be). Call read_step after every "
                          "frame that may overflow, or set MovingSceneOptions::"
@@ -522,9 +566,11 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     result.began.resize(began_bytes / 8);
     result.ended.resize(ended_bytes / 8);
     result.pairs.resize(pairs_bytes / 8);
-    std::memcpy(result.began.data(), data, began_bytes);
-    std::memcpy(result.ended.data(), data + began_bytes, ended_bytes);
-    std::memcpy(result.pairs.data(), data + began_bytes + ended_bytes, pairs_bytes);
+    // (An empty vector's data() may be null, which memcpy does not allow even for 0 bytes.)
+    if (began_bytes > 0) std::memcpy(result.began.data(), data, began_bytes);
+    if (ended_bytes > 0) std::memcpy(result.ended.data(), data + began_bytes, ended_bytes);
+    if (pairs_bytes > 0)
+        std::memcpy(result.pairs.data(), data + began_bytes + ended_bytes, pairs_bytes);
     const std::uint32_t b = pair_key_bits(n);
     for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
     return result;

@@ -1,8 +1,11 @@
-// All pairs by LBVH traversal: one invocation per sorted position p queries leaf p's box
-// against the tree, skipping every subtree whose last sorted position is <= p, so each pair
-// is found exactly once, by its earlier leaf (Karras 2012, sec. 5 / the "only look right"
-// trick). Pairs are appended with an atomic counter; the counter always reaches the exact
-// number of pairs, and only the first `capacity` are stored (the host grows and retries).
+// All pairs by LBVH traversal: sorted position p queries leaf p's box against the tree,
+// skipping every subtree whose last sorted position is <= p, so each pair is found exactly
+// once, by its earlier leaf (Karras 2012, sec. 5 / the "only look right" trick). Bounded
+// (gpu_layout.h, "Bounded traversal"): round 0 runs one invocation per sorted position from the
+// root, later rounds one per queued (p, node) item; an invocation expands at most
+// kTraversalBudget nodes, then queues its pending subtrees. Pairs are appended with an atomic
+// counter kept exact in 64 bits (total_lo plus its carries in total_hi); only the first
+// `capacity` are stored (the host grows and retries).
 // CPU twin: lbvh::self_pairs.
 #version 450
 #include "common.glsl"
@@ -14,12 +17,18 @@ layout(std430, binding = 0) readonly buffer Nodes {
 layout(std430, binding = 1) writeonly buffer Pairs {
     uint pairs[];
 };  // (i, j) per pair
-layout(std430, binding = 2) buffer Count {
-    uint pair_count;
+layout(std430, binding = 2) buffer TStatus {
+    TraversalStatus tstatus;
+};
+layout(std430, binding = 3) buffer Work {
+    uint work[];
 };
 
+#include "traversal.glsl"
+
 void emit(uint a, uint b) {
-    uint slot = atomicAdd(pair_count, 1u);
+    uint slot = atomicAdd(tstatus.total_lo, 1u);
+    if (slot == 0xffffffffu) atomicAdd(tstatus.total_hi, 1u);  // the low word wrapped
     if (slot < pc.capacity) {
         pairs[2u * slot] = min(a, b);
         pairs[2u * slot + 1u] = max(a, b);
@@ -27,18 +36,30 @@ void emit(uint a, uint b) {
 }
 
 void main() {
-    uint p = linear_thread();
     uint n = pc.count;
-    if (p >= n || n < 2u) return;
+    if (n < 2u) return;
     uint leaf_base = n - 1u;
+    uint p;
+    uint node;
+    if (traversal_root_round()) {
+        p = linear_thread();
+        if (p >= n) return;
+        node = 0u;  // root (internal, n >= 2)
+    } else {
+        uint i = linear_thread();
+        if (i >= traversal_items()) return;
+        uvec2 item = traversal_item(i);
+        p = item.x;
+        node = item.y;
+    }
     uint self = leaf_base + p;
     uint self_id = nodes[self].link.x;
     vec3 lo = nodes[self].lo.xyz, hi = nodes[self].hi.xyz;
 
     uint stack[kTraversalStack];
     uint top = 0u;
-    uint node = 0u;  // root (internal, n >= 2)
-    while (true) {
+    bool done = false;
+    for (uint step = 0u; step < kTraversalBudget; ++step) {
         uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
         uint descend = kInvalidNode;
         for (int c = 0; c < 2; ++c) {
@@ -58,7 +79,13 @@ void main() {
         } else if (top > 0u) {
             node = stack[--top];
         } else {
+            done = true;
             break;
         }
     }
+    if (done) return;
+    uint first;
+    if (!traversal_reserve(top + 1u, first)) return;
+    traversal_put(first, p, node);
+    for (uint k = 0u; k < top; ++k) traversal_put(first + 1u + k, p, stack[k]);
 }

@@ -156,16 +156,41 @@ struct LbvhBuildBuffers {
     VkBuffer scratch = VK_NULL_HANDLE;
 };
 
+/// The work queues of a bounded traversal (gpu_layout.h, "Bounded traversal"): `work` holds
+/// traversal_work_bytes(capacity) bytes (STORAGE | TRANSFER_DST), `capacity` items per queue;
+/// `rounds` (1 .. kTraversalMaxRounds) dispatches are recorded. An invocation that would expand
+/// more than kTraversalBudget nodes queues the rest for the next round, so no dispatch runs an
+/// unbounded loop; kTraversalMaxRounds rounds always finish, fewer leave the status flag
+/// kTraversalIncomplete when a scene needs more (record the pass again with more rounds), and a
+/// queue too small for a round leaves kTraversalQueueOverflow (grow `work`). Either flag means
+/// the results are incomplete; neither is ever silent.
+struct TraversalBuffers {
+    VkBuffer work = VK_NULL_HANDLE;
+    std::uint32_t capacity = 0;
+    std::uint32_t rounds = gpu_layout::kTraversalRounds;
+};
+/// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte
+/// items, and the ray casts' 16-byte candidates).
+VkDeviceSize traversal_work_bytes(std::uint32_t capacity);
+/// A work capacity that holds the queued items of every scene seen so far for `queries`
+/// queries: max(queries, 2^16), capped so the buffer stays within `max_range` bytes.
+std::uint32_t default_traversal_capacity(std::uint64_t queries, VkDeviceSize max_range);
+/// Reads the outcome of a traversal from its TraversalStatus (downloaded by the caller).
+/// Returns an error naming what is incomplete (rounds, queue), or the exact pair total.
+Result<std::uint64_t> traversal_outcome(const gpu_layout::TraversalStatus& status,
+                                        const char* what);
 /// The caller's pair output: `pairs` holds `capacity` pairs as 2 uints (i, j) each, i < j;
-/// `count` holds one uint: the number of pairs found, which may exceed capacity (then only
-/// `capacity` of them were stored, in no particular order, and the caller must grow and
-/// record the pairs pass again).
+/// `status` holds one gpu_layout::TraversalStatus (48 bytes; STORAGE | TRANSFER_DST |
+/// INDIRECT_BUFFER usage): its first uint `count` is the number of pairs found saturated at
+/// 2^32 - 1, total_lo / total_hi the exact 64-bit number; when it exceeds capacity only
+/// `capacity` of them were stored, in no particular order (grow and record the pairs pass
+/// again); its `flags` say whether the traversal finished (see TraversalBuffers).
 struct LbvhPairBuffers {
     VkBuffer pairs = VK_NULL_HANDLE;
     std::uint32_t capacity = 0;
-    VkBuffer count = VK_NULL_HANDLE;
+    VkBuffer status = VK_NULL_HANDLE;
+    TraversalBuffers traversal;
 };
-
 /// Linear BVH on the GPU: Morton codes, radix sort, Karras hierarchy, bottom-up bounds,
 /// self-pairs. Holds pipelines only; all data lives in buffers the caller or the host-array
 /// helpers provide. Not thread-safe; one recording at a time per command buffer.
@@ -185,14 +210,17 @@ public:
     void record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
                       VkQueryPool timestamps = VK_NULL_HANDLE, std::uint32_t first_query = 0);
 
-    /// Records the all-pairs traversal of a built tree. Preconditions: the build's writes and
-    /// `boxes` visible to compute-shader reads. Resets `count` with vkCmdFillBuffer itself.
-    /// Postcondition as record_build, for `pairs` and `count`.
+    /// Records the all-pairs traversal of a built tree, in out.traversal.rounds bounded rounds.
+    /// Preconditions: the build's writes and `boxes` visible to compute-shader reads. Resets
+    /// `status` with vkCmdFillBuffer itself. Postcondition as record_build, for `pairs` and
+    /// `status` (the last command is a compute dispatch writing status.count and flags).
     void record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
                       const LbvhPairBuffers& out);
 
-    /// Host-array helper: uploads, builds, finds all pairs (growing the output until every
-    /// pair fits), downloads, and returns them sorted ascending. Rejects invalid boxes.
+    /// Host-array helper: uploads, builds, finds all pairs (growing the output and the work
+    /// queue, and recording kTraversalMaxRounds rounds, until every pair is found and fits),
+    /// downloads, and returns them sorted ascending. Rejects invalid boxes; more pairs than one
+    /// storage buffer holds is an error giving the exact count.
     Result<std::vector<Pair>> find_pairs(std::span<const Box> boxes);
 
     /// Host-array helper: builds and returns the nodes (2n-1) for inspection and tests.

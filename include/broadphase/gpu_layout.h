@@ -47,6 +47,29 @@ BP_CONST kTraversalStack = 96u;
 // Sentinel for "no node" (the root's parent, an empty child).
 BP_CONST kInvalidNode = 0xffffffffu;
 
+// Bounded traversal (pairs, region queries, ray casts). No invocation expands more than
+// kTraversalBudget nodes in one dispatch: Mesa's lavapipe ends any loop after 65,535
+// iterations and real GPUs have watchdogs, so a traversal that would walk a whole tree (one box
+// over all the others, a region covering the scene) must not run in one invocation. An
+// invocation out of budget hands its pending subtrees (the node it was about to expand and its
+// stack) to a work queue as (query, node) items; the next round is an indirect dispatch of one
+// invocation per item, sized on the GPU by traversal_args.comp. Two queues alternate (round r
+// reads queue (r-1)&1 and writes queue r&1). Every round lowers the depth of the shallowest
+// pending node by at least one, so kTraversalMaxRounds rounds always finish a tree of depth
+// <= kTraversalStack; kTraversalRounds are recorded by default, and a traversal with work
+// left after its rounds says so (kTraversalIncomplete), never ends silently.
+// Push constants of the traversal kernels: shift = the round (0: one invocation per query from
+// the root; r > 0: one per work item), tiles = the queue capacity in items.
+BP_CONST kTraversalBudget = 4096u;
+BP_CONST kTraversalRounds = 16u;
+BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
+// TraversalStatus flags.
+BP_CONST kTraversalIncomplete = 1u;     // work was left in the queue after the last round
+BP_CONST kTraversalQueueOverflow = 2u;  // a round produced more items than the queue holds
+BP_CONST kTraversalCandidateOverflow = 4u;  // ray casts: more candidates than the queue holds
+// traversal_args.comp push constant `flags`: finish (status words) instead of a round's args.
+BP_CONST kTraversalFinish = 1u;
+
 // Code kinds (push constant `code_kind`).
 BP_CONST kCodeMorton30 = 0u;   // 10 bits per axis in one uint
 BP_CONST kCodeMorton63 = 1u;   // 21 bits per axis in two uints (hi word first in sort order)
@@ -92,7 +115,30 @@ struct PushConstants {
     uint flags;      // kernel-specific switches
 };
 
+// Status of one bounded traversal (pairs, region queries or ray casts): its counters, the
+// work queue sizes, and the indirect dispatch arguments of the next round (a VkDispatchIndirect-
+// Command at byte 32, so the buffer needs VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT).
+// count: pairs found, saturated at 0xffffffff (written when the traversal finishes; it is the
+//   "count" every later kernel reads); total_lo / total_hi: the exact 64-bit number of pairs
+//   (a 32-bit atomic counter and its carries), also beyond 2^32.
+// flags: kTraversalIncomplete | kTraversalQueueOverflow | kTraversalCandidateOverflow; any
+//   flag set means the results are not complete (grow the work queue, or record more rounds).
+// queued[2]: items pushed to each queue in its round; candidates: ray-cast candidates appended.
+// total: 48 bytes
+struct TraversalStatus {
+    uint count;
+    uint total_lo;
+    uint total_hi;
+    uint flags;
+    uint queued0;
+    uint queued1;
+    uint candidates;
+    uint rounds;  // rounds recorded so far
+    uvec4 args;   // x, y, z of the next round's VkDispatchIndirectCommand; w unused
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(TraversalStatus) == 48 && offsetof(TraversalStatus, args) == 32);
 static_assert(sizeof(vec4) == 16 && sizeof(uvec4) == 16);
 static_assert(sizeof(GpuBox) == 32 && offsetof(GpuBox, hi) == 16);
 static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);

@@ -193,8 +193,10 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
     const std::uint32_t capacity = 50;
     auto pairs = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
-    auto count = ctx.create_buffer(4, gpu::MemoryKind::device);
-    ASSERT_TRUE(boxes && nodes && scratch && pairs && count);
+    auto status = ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+    const std::uint32_t work_capacity = 1024;
+    auto work = ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    ASSERT_TRUE(boxes && nodes && scratch && pairs && status && work);
     auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
     ASSERT_TRUE(
         ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
@@ -203,12 +205,16 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
         gpu::compute_barrier(cmd);
         lbvh->record_build(cmd, build, n);
         gpu::compute_barrier(cmd);
-        lbvh->record_pairs(cmd, build, n, {pairs->handle(), capacity, count->handle()});
-        gpu::compute_barrier(cmd);
+        lbvh->record_pairs(cmd, build, n,
+                           {pairs->handle(), capacity, status->handle(),
+                            {work->handle(), work_capacity}});
     }));
-    std::uint32_t found = 0;
-    ASSERT_TRUE(ctx.download(*count, &found, 4));
-    EXPECT_EQ(found, expected.size());
+    gpu_layout::TraversalStatus st{};
+    ASSERT_TRUE(ctx.download(*status, &st, sizeof(st)));
+    EXPECT_EQ(st.count, expected.size());
+    EXPECT_EQ(st.total_lo, expected.size());
+    EXPECT_EQ(st.total_hi, 0u);
+    EXPECT_EQ(st.flags, 0u);
     std::vector<Pair> stored(capacity);
     ASSERT_TRUE(ctx.download(*pairs, stored.data(), capacity * 8));
     for (const Pair& p : stored)

@@ -1,0 +1,55 @@
+// Recording of bounded traversals (gpu_layout.h, "Bounded traversal"): round 0 dispatched
+// directly over the queries, then each later round sized on the GPU by traversal_args.comp and
+// dispatched indirectly over the queued items, then the finishing status words. Shared by the
+// all-pairs pass (gpu/lbvh.cpp), region queries and ray casts (gpu/queries.cpp).
+#pragma once
+
+#include <algorithm>
+
+#include "broadphase/gpu.hpp"
+#include "kernels.hpp"
+
+namespace broadphase::gpu {
+
+/// The traversal_args.comp pipeline and the recording of a traversal's rounds.
+class TraversalRounds {
+public:
+    static Result<TraversalRounds> create(Context& context);
+
+    /// Records a whole traversal. `status` is the 48-byte TraversalStatus, already zeroed and
+    /// visible to compute shaders. round(cmd, r, args) records round r: r == 0 a direct
+    /// dispatch over the queries (args unused), r >= 1 Kernel::dispatch_indirect at `args`.
+    /// Ends with the finish dispatch and a compute barrier (status and outputs visible to later
+    /// compute and transfer reads).
+    template <class Round>
+    void record(VkCommandBuffer cmd, const BufferRange& status, const TraversalBuffers& t,
+                Round&& round) const {
+        const std::uint32_t rounds =
+            std::clamp<std::uint32_t>(t.rounds, 1, gpu_layout::kTraversalMaxRounds);
+        const BufferRange args{status.buffer, status.offset + 32, 12};
+        round(cmd, 0u, args);
+        compute_barrier(cmd);
+        for (std::uint32_t r = 1; r < rounds; ++r) {
+            record_args(cmd, status, t.capacity, r, false);
+            indirect_barrier(cmd);
+            round(cmd, r, args);
+            compute_barrier(cmd);
+        }
+        record_args(cmd, status, t.capacity, rounds, true);
+        compute_barrier(cmd);
+    }
+
+private:
+    void record_args(VkCommandBuffer cmd, const BufferRange& status, std::uint32_t capacity,
+                     std::uint32_t round, bool finish) const;
+
+    Kernel args_;
+    std::uint32_t max_workgroup_count_x_ = 0;
+};
+
+/// The work range of `t` as a binding (at least 4 bytes).
+inline BufferRange work_range(const TraversalBuffers& t) {
+    return {t.work, 0, std::max<VkDeviceSize>(traversal_work_bytes(t.capacity), 4)};
+}
+
+}  // namespace broadphase::gpu
