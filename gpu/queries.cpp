@@ -14,6 +14,7 @@
 #include "radix_sort.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
+#include "traversal.hpp"
 
 namespace broadphase::gpu {
 
@@ -43,11 +44,16 @@ struct LbvhQueries::Impl {
     Context* context = nullptr;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort scan;
+    TraversalRounds rounds;
     Kernel query, raycast;
     std::uint32_t n = 0;
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, build_scratch, queries, offsets, ids, scan_scratch, rays, hits;
     std::uint32_t ids_capacity = 0;
+    // Bounded traversal of the host helpers: two TraversalStatus, the work queues, the rounds.
+    Buffer status, work;
+    std::uint32_t work_capacity = 0;
+    std::uint32_t traversal_rounds = kTraversalRounds;
     // Timestamps of the host helpers: count [0, 1], scan [1, 2], fill [3, 4], rays [5, 6].
     // `timing` is set only while a host helper records, so the public recorders of the
     // caller's command buffers never write them.
@@ -77,6 +83,43 @@ struct LbvhQueries::Impl {
 
     LbvhTree tree() const { return {nodes.handle(), n}; }
 
+    TraversalBuffers traversal() const { return {work.handle(), work_capacity, traversal_rounds}; }
+
+    Status ensure_traversal(std::uint64_t queries) {
+        if (Status s = ensure(status, 2 * sizeof(TraversalStatus)); !s) return s;
+        if (work_capacity == 0)
+            work_capacity =
+                default_traversal_capacity(queries, context->info().max_storage_buffer_range);
+        return ensure(work, traversal_work_bytes(work_capacity));
+    }
+
+    // After a host-helper batch: whether it must run again with a larger work queue or more
+    // rounds (both kept for later batches), or an error when neither can help.
+    Result<bool> retry_traversal(std::span<const TraversalStatus> statuses, const char* what) {
+        std::uint32_t flags = 0;
+        for (const TraversalStatus& st : statuses) flags |= st.flags;
+        if (flags == 0) return false;
+        const std::uint32_t most =
+            default_traversal_capacity(~0ull, context->info().max_storage_buffer_range);
+        if (flags & (kTraversalQueueOverflow | kTraversalCandidateOverflow)) {
+            if (work_capacity >= most) {
+                for (const TraversalStatus& st : statuses)
+                    if (auto r = traversal_outcome(st, what); !r) return r.error();
+            }
+            work_capacity =
+                static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
+            work = Buffer();
+            if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s.error();
+            return true;
+        }
+        if (traversal_rounds >= kTraversalMaxRounds) {
+            for (const TraversalStatus& st : statuses)
+                if (auto r = traversal_outcome(st, what); !r) return r.error();
+        }
+        traversal_rounds = kTraversalMaxRounds;
+        return true;
+    }
+
     Result<QueryHits> run_regions(LbvhQueries& self, std::span<const GpuBox> input);
 };
 
@@ -93,10 +136,13 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     auto scan = RadixSort::create(context);
     if (!scan) return scan.error();
     impl->scan = std::move(scan.value());
-    auto query = Kernel::create(context, shaders::lbvh_query, 4, "lbvh_query");
+    auto query = Kernel::create(context, shaders::lbvh_query, 7, "lbvh_query");
     if (!query) return query.error();
     impl->query = std::move(query.value());
-    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 3, "lbvh_raycast");
+    auto rounds = TraversalRounds::create(context);
+    if (!rounds) return rounds.error();
+    impl->rounds = std::move(rounds.value());
+    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 5, "lbvh_raycast");
     if (!raycast) return raycast.error();
     impl->raycast = std::move(raycast.value());
     auto timestamps = Timestamps::create(context, 7);
@@ -106,8 +152,39 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
 }
 
 VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) {
-    return RadixSort::scan_scratch_size(queries + 1);
+    return std::max<VkDeviceSize>(RadixSort::scan_scratch_size(queries + 1), queries * 4ull);
 }
+
+namespace {
+
+// Records one bounded traversal of the region query kernel (count or fill pass).
+void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkCommandBuffer cmd,
+                        const LbvhTree& tree, const RegionQueryBuffers& b, std::uint32_t queries,
+                        std::uint32_t pass) {
+    const BufferRange status{b.status, pass * sizeof(TraversalStatus), sizeof(TraversalStatus)};
+    fill(cmd, status, 0u);
+    compute_barrier(cmd);
+    PushConstants pc{};
+    pc.count = queries;
+    pc.offset = tree.n;
+    pc.capacity = b.capacity;
+    pc.flags = pass;
+    pc.tiles = b.traversal.capacity;
+    const std::initializer_list<BufferRange> bindings = {
+        whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
+        whole(b.offsets, (queries + 1ull) * 4), whole(b.ids, b.capacity * 4ull), status,
+        work_range(b.traversal), whole(b.scratch, queries * 4ull)};
+    rounds.record(cmd, status, b.traversal,
+                  [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                      pc.shift = round;
+                      if (round == 0)
+                          kernel.dispatch(c, bindings, pc, groups(queries));
+                      else
+                          kernel.dispatch_indirect(c, bindings, pc, args);
+                  });
+}
+
+}  // namespace
 
 void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
                                       const RegionQueryBuffers& b, std::uint32_t queries) {
@@ -116,18 +193,9 @@ void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
     fill(cmd, {b.offsets, queries * 4ull, 4}, 0u);
     compute_barrier(cmd);
     if (timing) impl_->timestamps.write(cmd, 0);
-    PushConstants pc{};
-    pc.count = queries;
-    pc.offset = tree.n;
-    pc.flags = kQueryCount;
-    const BufferRange offsets = whole(b.offsets, (queries + 1ull) * 4);
-    impl_->query.dispatch(
-        cmd,
-        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
-         offsets, whole(b.ids, b.capacity * 4ull)},
-        pc, groups(queries));
-    compute_barrier(cmd);
+    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryCount);
     if (timing) impl_->timestamps.write(cmd, 1);
+    const BufferRange offsets = whole(b.offsets, (queries + 1ull) * 4);
     impl_->scan.record_scan(cmd, offsets, queries + 1, {b.scratch, 0, scan_scratch_size(queries)});
     compute_barrier(cmd);
     if (timing) impl_->timestamps.write(cmd, 2);
@@ -135,28 +203,35 @@ void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
 
 void LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
                                      const RegionQueryBuffers& b, std::uint32_t queries) {
-    PushConstants pc{};
-    pc.count = queries;
-    pc.offset = tree.n;
-    pc.capacity = b.capacity;
-    pc.flags = kQueryFill;
-    impl_->query.dispatch(
-        cmd,
-        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
-         whole(b.offsets, (queries + 1ull) * 4), whole(b.ids, b.capacity * 4ull)},
-        pc, groups(queries));
+    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill);
 }
 
 void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                   const RayQueryBuffers& b, std::uint32_t rays) {
+    const BufferRange status{b.status, 0, sizeof(TraversalStatus)};
+    fill(cmd, status, 0u);
+    compute_barrier(cmd);
     PushConstants pc{};
     pc.count = rays;
     pc.offset = tree.n;
-    impl_->raycast.dispatch(
-        cmd,
-        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
-         whole(b.hits, rays * sizeof(GpuRayHit))},
-        pc, groups(rays));
+    pc.tiles = b.traversal.capacity;
+    const std::initializer_list<BufferRange> bindings = {
+        whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
+        whole(b.hits, rays * sizeof(GpuRayHit)), status, work_range(b.traversal)};
+    const Kernel& raycast = impl_->raycast;
+    impl_->rounds.record(cmd, status, b.traversal,
+                         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                             pc.shift = round;
+                             if (round == 0)
+                                 raycast.dispatch(c, bindings, pc, groups(rays));
+                             else
+                                 raycast.dispatch_indirect(c, bindings, pc, args);
+                         });
+    // The finish step left the arguments of one invocation per candidate.
+    indirect_barrier(cmd);
+    pc.shift = 0;
+    pc.flags = kRayResolve;
+    raycast.dispatch_indirect(cmd, bindings, pc, {b.status, 32, 12});
 }
 
 Status LbvhQueries::build(std::span<const Box> input) {
@@ -213,23 +288,34 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         if (Status s = context->upload(queries, input.data(), q * sizeof(GpuBox)); !s)
             return s.error();
     }
+    if (Status s = ensure_traversal(q); !s) return s.error();
     auto buffers = [&] {
-        return RegionQueryBuffers{queries.handle(), offsets.handle(), ids.handle(), ids_capacity,
-                                  scan_scratch.handle()};
+        return RegionQueryBuffers{queries.handle(),      offsets.handle(), ids.handle(),
+                                  ids_capacity,          scan_scratch.handle(), status.handle(),
+                                  traversal()};
     };
-    times = {};
-    timing = true;
-    Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-        timestamps.reset(cmd, 0, 5);
-        compute_barrier(cmd);  // make the staged upload visible to the shaders
-        self.record_region_count(cmd, tree(), buffers(), q);
-        timestamps.write(cmd, 3);
-        self.record_region_fill(cmd, tree(), buffers(), q);
-        compute_barrier(cmd);
-        timestamps.write(cmd, 4);
-    });
-    timing = false;
-    if (!s) return s.error();
+    // Both passes; again with a larger work queue or more rounds while a traversal did not
+    // finish (each retry changes one of them, and the most of both always finishes).
+    TraversalStatus st[2] = {};
+    while (true) {
+        times = {};
+        timing = true;
+        Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            timestamps.reset(cmd, 0, 5);
+            compute_barrier(cmd);  // make the staged upload visible to the shaders
+            self.record_region_count(cmd, tree(), buffers(), q);
+            timestamps.write(cmd, 3);
+            self.record_region_fill(cmd, tree(), buffers(), q);
+            compute_barrier(cmd);
+            timestamps.write(cmd, 4);
+        });
+        timing = false;
+        if (!s) return s.error();
+        if (Status d = context->download(status, st, sizeof(st)); !d) return d.error();
+        auto again = retry_traversal(st, "region queries");
+        if (!again) return again.error();
+        if (!again.value()) break;
+    }
     times.count = timestamps.ms(0, 1);
     times.scan = timestamps.ms(1, 2);
     times.fill = timestamps.ms(3, 4);
@@ -237,11 +323,16 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     hits.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, hits.offsets.data(), (q + 1ull) * 4); !d)
         return d.error();
-    for (std::uint32_t i = 0; i < q; ++i) {
-        // Counts are below 2^31 each, so a 32-bit wrap of the running sum shows as a decrease.
-        if (hits.offsets[i + 1] < hits.offsets[i])
-            return Error{ErrorCode::limit_exceeded, "more than 2^32 - 1 hits in one batch", {}, {}};
-    }
+    // Each query's count is below 2^31, so the differences of the 32-bit scanned offsets are
+    // exact even where the running sum wrapped, and their 64-bit sum is the exact total.
+    std::uint64_t exact_total = 0;
+    for (std::uint32_t i = 0; i < q; ++i) exact_total += hits.offsets[i + 1] - hits.offsets[i];
+    if (exact_total > 0xffffffffull)
+        return Error{ErrorCode::limit_exceeded,
+                     std::to_string(exact_total) +
+                         " hits in one batch: more than 2^32 - 1 (split the batch)",
+                     {},
+                     {}};
     const std::uint32_t total = hits.offsets[q];
     if (total > ids_capacity) {
         if (total > max_ids)
@@ -266,6 +357,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         });
         if (!f) return f.error();
         times.fill += timestamps.ms(3, 4);
+        if (Status d = context->download(status, st, sizeof(st)); !d) return d.error();
+        if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
     }
     hits.ids.resize(total);
     if (total > 0) {
@@ -324,16 +417,27 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     if (Status s = im.ensure(im.hits, r * sizeof(GpuRayHit)); !s) return s.error();
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
         return s.error();
-    im.times = {};
-    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-        im.timestamps.reset(cmd, 5, 2);
-        compute_barrier(cmd);
-        im.timestamps.write(cmd, 5);
-        record_ray_cast(cmd, im.tree(), {im.rays.handle(), im.hits.handle()}, r);
-        compute_barrier(cmd);
-        im.timestamps.write(cmd, 6);
-    });
-    if (!s) return s.error();
+    if (Status s = im.ensure_traversal(r); !s) return s.error();
+    while (true) {
+        im.times = {};
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            im.timestamps.reset(cmd, 5, 2);
+            compute_barrier(cmd);
+            im.timestamps.write(cmd, 5);
+            record_ray_cast(cmd, im.tree(),
+                            {im.rays.handle(), im.hits.handle(), im.status.handle(),
+                             im.traversal()},
+                            r);
+            compute_barrier(cmd);
+            im.timestamps.write(cmd, 6);
+        });
+        if (!s) return s.error();
+        TraversalStatus st{};
+        if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        auto again = im.retry_traversal({&st, 1}, "ray casts");
+        if (!again) return again.error();
+        if (!again.value()) break;
+    }
     im.times.ray_cast = im.timestamps.ms(5, 6);
     std::vector<GpuRayHit> hits(r);
     if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)

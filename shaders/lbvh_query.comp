@@ -1,11 +1,15 @@
 // Batched region queries (boxes; a point pick is the box {p, p}) against a built LBVH, in two
-// passes so that no hit is ever dropped and no atomics are needed: the count pass writes the
-// number of hits of query q to offsets[q]; the host scans offsets exclusively
-// (RadixSort::record_scan); the fill pass traverses again and writes the hits of query q to
-// ids[offsets[q] ...], skipping slots at or past `capacity` (the scanned total says how many
-// are needed). Stack traversal of a Karras 2012 tree as in lbvh_pairs.comp.
-// CPU twin: lbvh::query_region (same visiting order, so fill output matches it exactly).
-// Push constants: see gpu_layout_queries.h.
+// passes so that no hit is ever dropped: the count pass writes the number of hits of query q to
+// offsets[q]; the host scans offsets exclusively (RadixSort::record_scan); the fill pass
+// traverses again and writes the hits of query q to ids[offsets[q] ...], skipping slots at or
+// past `capacity` (the scanned total says how many are needed). Stack traversal of a Karras
+// 2012 tree as in lbvh_pairs.comp, bounded the same way (gpu_layout.h, "Bounded traversal"):
+// round 0 runs one invocation per query from the root, later rounds one per queued
+// (query, node) item. A query that finishes in round 0 writes its hits in the CPU twin's
+// visiting order with no atomics; the queued items of a query add to offsets[q] (count pass)
+// or take slots from cursors[q] (fill pass; round 0 leaves it at offsets[q] + its own hits)
+// with atomics, so only their order within the query varies.
+// CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
 #include "gpu_layout_queries.h"
@@ -23,13 +27,35 @@ layout(std430, binding = 2) buffer Offsets {
 layout(std430, binding = 3) writeonly buffer Ids {
     uint ids[];
 };
+layout(std430, binding = 4) buffer TStatus {
+    TraversalStatus tstatus;
+};
+layout(std430, binding = 5) buffer Work {
+    uint work[];
+};
+layout(std430, binding = 6) buffer Cursors {
+    uint cursors[];
+};
+
+#include "traversal.glsl"
 
 void main() {
-    uint q = linear_thread();
-    if (q >= pc.count) return;
     uint n = pc.offset;
     bool fill = pc.flags == kQueryFill;
-    uint base = fill ? offsets[q] : 0u;
+    bool root = traversal_root_round();
+    uint q;
+    uint node = 0u;  // root
+    if (root) {
+        q = linear_thread();
+        if (q >= pc.count) return;
+    } else {
+        uint i = linear_thread();
+        if (i >= traversal_items()) return;
+        uvec2 item = traversal_item(i);
+        q = item.x;
+        node = item.y;
+    }
+    uint base = fill && root ? offsets[q] : 0u;
     uint found = 0u;
     vec3 lo = queries[q].lo.xyz, hi = queries[q].hi.xyz;
 
@@ -38,35 +64,55 @@ void main() {
             if (fill && base < pc.capacity) ids[base] = nodes[0].link.x;
             found = 1u;
         }
-    } else if (n >= 2u) {
-        uint leaf_base = n - 1u;
-        uint stack[kTraversalStack];
-        uint top = 0u;
-        uint node = 0u;  // root
-        while (true) {
-            uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
-            uint descend = kInvalidNode;
-            for (int c = 0; c < 2; ++c) {
-                uint child = children[c];
-                if (!boxes_overlap(lo, hi, nodes[child].lo.xyz, nodes[child].hi.xyz)) continue;
-                if (child >= leaf_base) {
-                    uint slot = base + found;
-                    if (fill && slot < pc.capacity) ids[slot] = nodes[child].link.x;
-                    ++found;
-                } else if (descend == kInvalidNode) {
-                    descend = child;
-                } else {
-                    stack[top++] = child;
+        if (!fill) offsets[q] = found;
+        return;
+    }
+    if (n == 0u) {
+        if (!fill) offsets[q] = 0u;
+        return;
+    }
+    uint leaf_base = n - 1u;
+    uint stack[kTraversalStack];
+    uint top = 0u;
+    bool done = false;
+    for (uint step = 0u; step < kTraversalBudget; ++step) {
+        uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
+        uint descend = kInvalidNode;
+        for (int c = 0; c < 2; ++c) {
+            uint child = children[c];
+            if (!boxes_overlap(lo, hi, nodes[child].lo.xyz, nodes[child].hi.xyz)) continue;
+            if (child >= leaf_base) {
+                if (fill) {
+                    uint slot = root ? base + found : atomicAdd(cursors[q], 1u);
+                    if (slot < pc.capacity) ids[slot] = nodes[child].link.x;
                 }
-            }
-            if (descend != kInvalidNode) {
-                node = descend;
-            } else if (top > 0u) {
-                node = stack[--top];
+                ++found;
+            } else if (descend == kInvalidNode) {
+                descend = child;
             } else {
-                break;
+                stack[top++] = child;
             }
         }
+        if (descend != kInvalidNode) {
+            node = descend;
+        } else if (top > 0u) {
+            node = stack[--top];
+        } else {
+            done = true;
+            break;
+        }
     }
-    if (!fill) offsets[q] = found;
+    if (!fill) {
+        if (root)
+            offsets[q] = found;
+        else if (found > 0u)
+            atomicAdd(offsets[q], found);
+    } else if (root && !done) {
+        cursors[q] = base + found;  // the queued items continue from here
+    }
+    if (done) return;
+    uint first;
+    if (!traversal_reserve(top + 1u, first)) return;
+    traversal_put(first, q, node);
+    for (uint k = 0u; k < top; ++k) traversal_put(first + 1u + k, q, stack[k]);
 }

@@ -41,19 +41,28 @@ struct LbvhTree {
 
 /// The caller's buffers of a region query batch (all STORAGE | TRANSFER_DST, offsets 0):
 /// `queries` holds Q GpuBox (a point p is the box {p, p}); `offsets` Q+1 uints; `ids`
-/// `capacity` uints; `scratch` LbvhQueries::scan_scratch_size(Q) bytes.
+/// `capacity` uints; `scratch` LbvhQueries::scan_scratch_size(Q) bytes; `status` two
+/// gpu_layout::TraversalStatus (96 bytes, also INDIRECT_BUFFER usage): [0] of the count pass,
+/// [1] of the fill pass, each with flags that say whether its bounded traversal finished (see
+/// TraversalBuffers); `traversal` the work queues both passes use.
 struct RegionQueryBuffers {
     VkBuffer queries = VK_NULL_HANDLE;
     VkBuffer offsets = VK_NULL_HANDLE;
     VkBuffer ids = VK_NULL_HANDLE;
     std::uint32_t capacity = 0;
     VkBuffer scratch = VK_NULL_HANDLE;
+    VkBuffer status = VK_NULL_HANDLE;
+    TraversalBuffers traversal;
 };
 
-/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit.
+/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit; `status`
+/// one gpu_layout::TraversalStatus (48 bytes, also INDIRECT_BUFFER usage) whose flags say
+/// whether the bounded traversal finished; `traversal` its work queues and candidates.
 struct RayQueryBuffers {
     VkBuffer rays = VK_NULL_HANDLE;
     VkBuffer hits = VK_NULL_HANDLE;
+    VkBuffer status = VK_NULL_HANDLE;
+    TraversalBuffers traversal;
 };
 
 /// GPU time of the last host-helper batch, from timestamp queries (ms; all zero when the
@@ -73,7 +82,8 @@ public:
                                                        const LbvhOptions& options = {});
     ~LbvhQueries();
 
-    /// Scratch bytes of record_region_count for Q queries (the scan of Q+1 counts).
+    /// Scratch bytes of the region passes for Q queries (the scan of Q+1 counts, then the
+    /// fill pass's Q cursors of queries that continue in queued items).
     static VkDeviceSize scan_scratch_size(std::uint32_t queries);
 
     /// Records the count pass and its scan: offsets[q] = number of boxes overlapping query q,
@@ -82,22 +92,24 @@ public:
     /// nodes and `queries` visible to compute-shader reads. Postcondition: offsets written and
     /// made visible to later compute-shader reads and writes (ends with a compute barrier);
     /// a transfer read of offsets needs the caller's barrier (srcStage COMPUTE_SHADER,
-    /// srcAccess SHADER_WRITE). `ids` and `capacity` are not used.
+    /// srcAccess SHADER_WRITE). `ids` and `capacity` are not used. Check status[0].flags.
     void record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
                              const RegionQueryBuffers& buffers, std::uint32_t queries);
 
     /// Records the fill pass: the hits of query q go to ids[offsets[q] ...] in traversal
-    /// order (not sorted), slots at or past `capacity` skipped (if offsets[Q] > capacity, grow
+    /// order (not sorted; for a query that continued in queued items the order of the queued
+    /// part varies), slots at or past `capacity` skipped (if offsets[Q] > capacity, grow
     /// `ids` and record this pass again). Preconditions: record_region_count's offsets, the
     /// nodes and `queries` visible to compute-shader reads. Postcondition: the last command is
     /// a compute dispatch writing `ids`; the caller makes it visible (srcStage COMPUTE_SHADER,
-    /// srcAccess SHADER_WRITE) before reading.
+    /// srcAccess SHADER_WRITE) before reading. Check status[1].flags.
     void record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
                             const RegionQueryBuffers& buffers, std::uint32_t queries);
 
     /// Records R closest-hit ray casts: hits[r] = {id, t bits} of the smallest entry t in
     /// [0, tmax] (ties to the smallest id), or id kInvalidNode. Preconditions: nodes and
-    /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`.
+    /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`
+    /// and `status` (check its flags).
     void record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree, const RayQueryBuffers& buffers,
                          std::uint32_t rays);
 

@@ -330,7 +330,11 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     auto scratch =
         ctx.create_buffer(std::max<VkDeviceSize>(gpu::LbvhQueries::scan_scratch_size(count), 4),
                           gpu::MemoryKind::device);
-    ASSERT_TRUE(nodes && qbuf && offsets && scratch);
+    auto status =
+        ctx.create_buffer(2 * sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+    const std::uint32_t work_capacity = 256;
+    auto work = ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    ASSERT_TRUE(nodes && qbuf && offsets && scratch && status && work);
     ASSERT_TRUE(ctx.upload(*nodes, tree_nodes->data(), tree_nodes->size() * sizeof(LbvhNode)));
     ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
 
@@ -344,8 +348,9 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     for (std::uint32_t capacity : {100u, static_cast<std::uint32_t>(expected_ids.size())}) {
         auto ids = ctx.create_buffer(capacity * 4ull, gpu::MemoryKind::device);
         ASSERT_TRUE(ids);
-        gpu::RegionQueryBuffers b{qbuf->handle(), offsets->handle(), ids->handle(), capacity,
-                                  scratch->handle()};
+        gpu::RegionQueryBuffers b{qbuf->handle(),    offsets->handle(), ids->handle(),
+                                  capacity,          scratch->handle(), status->handle(),
+                                  {work->handle(), work_capacity}};
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::compute_barrier(cmd);
             queries->record_region_count(cmd, {nodes->handle(), n}, b, count);
@@ -358,6 +363,10 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
         EXPECT_EQ(got_offsets, expected_offsets);
         EXPECT_TRUE(std::equal(got_ids.begin(), got_ids.end(), expected_ids.begin()))
             << "capacity " << capacity;
+        gpu_layout::TraversalStatus st[2];
+        ASSERT_TRUE(ctx.download(*status, st, sizeof(st)));
+        EXPECT_EQ(st[0].flags, 0u);
+        EXPECT_EQ(st[1].flags, 0u);
     }
 }
 
