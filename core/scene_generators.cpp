@@ -1,6 +1,9 @@
 // The standard seeded scenes of DESIGN.md: uniform cubes, Gaussian clusters, the XLine and
 // YLine benchmark scenes of seed 004, the 96% small / 4% large scene of seed 002 (loose
-// octrees), and a degenerate scene. Every generator scales its box sizes with the count so
+// octrees), a degenerate scene, and two scenes shaped like real ones (issue 9): `level`, a
+// physics level (uniform boxes, a few fallen about 1e7 below, a ground slab 2e6 wide, a
+// trigger volume over the play area), and `multiscale`, dense clusters of three sizes
+// (0.1, 1, 10) about 1e4 apart. Every generator scales its box sizes with the count so
 // that a scene averages a few overlapping pairs per box at any N.
 //
 // Every draw comes from one std::mt19937(seed) in a fixed order, so a scene depends only on
@@ -234,13 +237,83 @@ std::vector<Box> degenerate(std::size_t count, std::uint32_t seed) {
     return boxes;
 }
 
-constexpr std::array<Generator, 6> kGenerators = {{
+// A physics level: the uniform scene (the same draws) with some boxes replaced.
+//   - F = max(1, floor(sqrt(N) / 32)) fallen boxes (9 at N = 100,000), at indices
+//     k * N / F + N / (4F): the cube keeps its x and z and falls to
+//     min.y = -1e7 - 1e6 * (its drawn y); floats there are 1 apart, so its height rounds to 0.
+//   - a ground slab at index N / 2, from (-1e6, -0.5, -1e6) to (1e6, 0.001, 1e6): as wide as
+//     the world, it touches the cubes whose min.y <= 0.001 (about 0.1% of them).
+//   - a trigger volume at index N / 2 + 1 (if N >= 3), from (0, 0.5, 0) to (1, 2, 1): over
+//     the upper half of the play area, it overlaps about N / 2 cubes.
+// At small N the indices may coincide; they are applied in the order listed, the later wins.
+// About 2.6 pairs per box.
+std::vector<Box> level(std::size_t count, std::uint32_t seed) {
+    std::vector<Box> boxes = uniform(count, seed);
+    if (count == 0) return boxes;
+    const std::size_t fallen = std::max<std::size_t>(
+        1, static_cast<std::size_t>(std::sqrt(static_cast<double>(count)) / 32.0));
+    for (std::size_t k = 0; k < fallen && k < count; ++k) {
+        Box& b = boxes[k * count / fallen + count / (4 * fallen)];
+        const float height = b.max.y - b.min.y;
+        b.min.y = static_cast<float>(-1e7 - 1e6 * static_cast<double>(b.min.y));
+        b.max.y = b.min.y + height;
+    }
+    boxes[count / 2] = Box{{-1e6f, -0.5f, -1e6f}, {1e6f, 0.001f, 1e6f}};
+    if (count >= 3) boxes[count / 2 + 1] = Box{{0.0f, 0.5f, 0.0f}, {1.0f, 2.0f, 1.0f}};
+    return boxes;
+}
+
+// Dense clusters far apart. C = min(N, 8) clusters; box i belongs to cluster c = i % C, which
+// holds n_c boxes. Cluster c is a cube of side L_c = 0.1, 1 or 10 (c % 3) whose min corner is
+// uniform in [0, 1e4)^3 (C draws of x, y, z first), so the spread is 1e3 to 1e5 times the
+// cluster size. Its boxes are cubes of side 0.8 * L_c * n_c^(-1/3) with min corner
+// corner_c + L_c * p, p uniform in [0,1)^3 (drawn x, y, z per box in index order), each
+// corner computed in double and rounded once to float: about 2 pairs per box, as uniform.
+std::vector<Box> multiscale(std::size_t count, std::uint32_t seed) {
+    constexpr std::size_t kClusterCount = 8;
+    constexpr double kSpread = 1e4;
+    constexpr std::array<double, 3> kClusterSides = {0.1, 1.0, 10.0};
+    std::vector<Box> boxes;
+    if (count == 0) return boxes;
+    boxes.reserve(count);
+    const std::size_t clusters = std::min(count, kClusterCount);
+
+    Draw draw(seed);
+    std::vector<std::array<double, 3>> corners(clusters);
+    for (auto& c : corners) {
+        for (double& v : c) v = kSpread * static_cast<double>(draw());
+    }
+    std::vector<double> box_sides(clusters);
+    for (std::size_t c = 0; c < clusters; ++c) {
+        const std::size_t members = count / clusters + (c < count % clusters ? 1 : 0);
+        box_sides[c] = 0.8 * kClusterSides[c % kClusterSides.size()] *
+                       std::pow(static_cast<double>(members), -1.0 / 3.0);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t c = i % clusters;
+        const double side = kClusterSides[c % kClusterSides.size()];
+        const Vec3 p = draw.point();
+        Box b;
+        for (int axis = 0; axis < 3; ++axis) {
+            const double lo =
+                corners[c][static_cast<std::size_t>(axis)] + side * static_cast<double>(p[axis]);
+            b.min[axis] = static_cast<float>(lo);
+            b.max[axis] = static_cast<float>(lo + box_sides[c]);
+        }
+        boxes.push_back(b);
+    }
+    return boxes;
+}
+
+constexpr std::array<Generator, 8> kGenerators = {{
     {"uniform", uniform},
     {"clustered", clustered},
     {"xline", xline},
     {"yline", yline},
     {"mixed_sizes", mixed_sizes},
     {"degenerate", degenerate},
+    {"level", level},
+    {"multiscale", multiscale},
 }};
 
 }  // namespace

@@ -33,6 +33,9 @@ Status validate_boxes(std::span<const Box> boxes);
 /// - mixed_sizes: 96% small boxes and 4% large ones (seed 002).
 /// - degenerate: duplicates, zero-volume boxes (points, flat boxes), one huge box over
 ///   everything and a group far from the origin.
+/// - level: a physics level: uniform cubes, a few fallen about 1e7 below, a ground slab
+///   2e6 wide and a trigger volume over the play area.
+/// - multiscale: 8 dense clusters of side 0.1, 1 or 10, spread over [0, 1e4)^3.
 std::vector<std::string_view> generator_names();
 
 /// Generates scene `name` with `count` boxes; `seed` defaults to 42.

@@ -104,7 +104,8 @@ TEST(ValidateBoxes, ReportsTheFirstBadBox) {
 
 TEST(Generators, NamesInOrder) {
     const std::vector<std::string_view> expected = {"uniform", "clustered",   "xline",
-                                                    "yline",   "mixed_sizes", "degenerate"};
+                                                    "yline",   "mixed_sizes", "degenerate",
+                                                    "level",   "multiscale"};
     EXPECT_EQ(generator_names(), expected);
 }
 
