@@ -3,6 +3,7 @@
 #include "octree.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -14,6 +15,9 @@ namespace broadphase {
 namespace {
 
 constexpr std::size_t kOutsideSlack = 16;
+constexpr std::uint32_t kDepthLimit = 300;
+/// Leaves with more references than this are paired by sort and sweep.
+constexpr std::size_t kSweepAbove = 48;
 
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
@@ -23,10 +27,35 @@ Vec3 max_corner(const Vec3& a, const Vec3& b) {
     return {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)};
 }
 
+// The split point, in double: exact for any finite cell (max - min may exceed FLT_MAX), then
+// rounded once; maybe_split only splits when it falls strictly inside the cell.
 Vec3 centre_of(const Box& cell) {
     Vec3 m;
-    for (int a = 0; a < 3; ++a) m[a] = cell.min[a] + 0.5f * (cell.max[a] - cell.min[a]);
+    for (int a = 0; a < 3; ++a)
+        m[a] = static_cast<float>(0.5 * (double(cell.min[a]) + cell.max[a]));
     return m;
+}
+
+float round_up(double v) {
+    float f = static_cast<float>(v);
+    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+}
+
+// True when the box covers the whole cell: such a box is in every leaf below, never separated
+// by a split, so it does not count towards splitting.
+Box intersection(const Box& a, const Box& b) {
+    Box r;
+    for (int i = 0; i < 3; ++i) {
+        r.min[i] = std::max(a.min[i], b.min[i]);
+        r.max[i] = std::min(a.max[i], b.max[i]);
+    }
+    return r;
+}
+
+bool covers(const Box& box, const Box& cell) {
+    return box.min.x <= cell.min.x && box.min.y <= cell.min.y && box.min.z <= cell.min.z &&
+           cell.max.x <= box.max.x && cell.max.y <= box.max.y && cell.max.z <= box.max.z;
 }
 
 Box child_cell(const Box& cell, const Vec3& mid, std::uint32_t c) {
@@ -70,7 +99,9 @@ Status Octree::build(std::span<const Box> boxes) {
     items_.clear();
     inside_count_ = 0;
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
-    if (config_.max_depth > 30) return invalid("max_depth must be at most 30");
+    if (config_.max_depth > kDepthLimit) {
+        return invalid("max_depth must be at most " + std::to_string(kDepthLimit));
+    }
     if (Status s = validate_boxes(boxes); !s) return s;
     std::vector<Entry> entries(boxes.size());
     for (std::size_t i = 0; i < boxes.size(); ++i) {
@@ -88,18 +119,19 @@ void Octree::rebuild(std::vector<Entry> entries) {
     inside_count_ = entries.size();
     for (const Entry& e : entries) items_.emplace(e.id, Item{e.box, false});
     if (entries.empty()) return;
-    // The root: the bounding cube from the scene's min corner, its upper faces rounded up so
-    // that every box is inside.
+    // The root: the bounding cube from the scene's min corner, computed in double and rounded
+    // up once (bounded for any finite boxes; issue 14), clamped to the largest float where the
+    // cube would pass it, so it is a cube up to rounding and holds every box.
     Box bounds = entries[0].box;
     for (const Entry& e : entries) bounds = merge(bounds, e.box);
-    float side = 0;
-    for (int a = 0; a < 3; ++a) side = std::max(side, bounds.max[a] - bounds.min[a]);
+    double side = 0;
+    for (int a = 0; a < 3; ++a) side = std::max(side, double(bounds.max[a]) - bounds.min[a]);
     Box root{bounds.min, bounds.min};
     for (int a = 0; a < 3; ++a) {
-        root.max[a] = bounds.min[a] + side;
-        while (root.max[a] < bounds.max[a]) {
-            root.max[a] = std::nextafter(root.max[a], std::numeric_limits<float>::max());
-        }
+        const double top = double(bounds.min[a]) + side;
+        root.max[a] = top >= double(std::numeric_limits<float>::max())
+                          ? std::numeric_limits<float>::max()
+                          : std::max(round_up(top), bounds.max[a]);
     }
     nodes_.push_back(Node{root, kNoChild, 0, std::move(entries)});
     maybe_split(0);
@@ -118,24 +150,53 @@ void Octree::maybe_split(std::uint32_t index) {
         for (int a = 0; a < 3; ++a) {
             if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return;
         }
-        if (node.cell.max.x - node.cell.min.x < 2.0f * config_.min_size) return;
-        // Split only when it separates something (some box misses some non-empty child) and
-        // at least half of the boxes are no larger than a child cell on every axis. Boxes as
-        // large as the cell would otherwise be copied into every child, level after level,
-        // without ever being separated.
+        if (double(node.cell.max.x) - node.cell.min.x < 2.0 * config_.min_size) return;
+        // Boxes covering the whole cell are in every leaf below whatever happens: only the
+        // others count. Split when more than `capacity` of them are left and the split
+        // separates some of them (some box misses some child another box reaches); boxes that
+        // cannot be told apart (duplicates, or all straddling the same corner) stay together.
         std::uint32_t nonempty = 0;
-        std::size_t shared = 0, small = 0;
-        std::vector<std::uint32_t> masks(count);
-        for (std::size_t i = 0; i < count; ++i) {
-            const Box& b = node.entries[i].box;
-            masks[i] = child_mask(b, mid);
-            nonempty |= masks[i];
-            small += b.max.x - b.min.x <= mid.x - node.cell.min.x &&
-                     b.max.y - b.min.y <= mid.y - node.cell.min.y &&
-                     b.max.z - b.min.z <= mid.z - node.cell.min.z;
+        std::size_t partial = 0, shared = 0;
+        std::vector<std::uint32_t> masks;
+        masks.reserve(count);
+        std::size_t child_counts[8] = {};
+        const Box* first_clip = nullptr;
+        bool all_same = true;
+        Box first_box;
+        for (const Entry& e : node.entries) {
+            if (covers(e.box, node.cell)) continue;
+            masks.push_back(child_mask(e.box, mid));
+            nonempty |= masks.back();
+            for (std::uint32_t c = 0; c < 8; ++c) child_counts[c] += (masks.back() >> c) & 1u;
+            const Box clipped = intersection(e.box, node.cell);
+            if (first_clip == nullptr) {
+                first_box = clipped;
+                first_clip = &first_box;
+            } else if (!(clipped == first_box)) {
+                all_same = false;
+            }
+            ++partial;
         }
-        for (std::size_t i = 0; i < count; ++i) shared += (masks[i] & nonempty) == nonempty;
-        if (shared == count || 2 * small <= count) return;
+        if (partial <= config_.capacity) return;
+        for (const std::uint32_t m : masks) shared += (m & nonempty) == nonempty;
+        if (std::popcount(nonempty) == 1) {
+            // All in one child: splitting separates nothing yet but shrinks the cell towards
+            // where they differ; boxes identical within the cell never part.
+            if (all_same) return;
+        } else {
+            if (shared == partial) return;
+            // Split only when it cuts the leaf's pair tests (sum of n_c^2 below n^2) or barely
+            // copies anything (at most n/8 new references): boxes long against the cell would
+            // otherwise be copied into ever more leaves.
+            double after = 0;
+            std::size_t references = 0;
+            for (const std::size_t n : child_counts) {
+                after += double(n) * double(n);
+                references += n;
+            }
+            if (after >= 0.7 * double(partial) * double(partial) && 8 * references > 9 * partial)
+                return;
+        }
     }
     const auto first = static_cast<std::uint32_t>(nodes_.size());
     const Box cell = nodes_[index].cell;
@@ -245,10 +306,48 @@ bool Octree::owns(const Node& leaf, const Vec3& p) const {
     return true;
 }
 
+// A leaf with many references (boxes long against the cell stop the splitting, see
+// maybe_split) is paired by sort and sweep along the axis where its boxes' min corners spread
+// most against their extents, not all against all.
+template <class Emit>
+void Octree::leaf_sweep(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const {
+    const std::size_t n = node.entries.size();
+    int axis = 0;
+    double best = -1;
+    for (int a = 0; a < 3; ++a) {
+        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+        double extents = 0;
+        for (const Entry& e : node.entries) {
+            lo = std::min(lo, e.box.min[a]);
+            hi = std::max(hi, e.box.min[a]);
+            extents += double(e.box.max[a]) - e.box.min[a];
+        }
+        const double score = (double(hi) - lo) / (extents / double(n) + 1e-30);
+        if (score > best) best = score, axis = a;
+    }
+    order.resize(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return node.entries[a].box.min[axis] < node.entries[b].box.min[axis];
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+        const Entry& a = node.entries[order[i]];
+        for (std::size_t j = i + 1; j < n; ++j) {
+            const Entry& b = node.entries[order[j]];
+            if (b.box.min[axis] > a.box.max[axis]) break;
+            ++stats_.box_tests;
+            if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
+                emit(a.id, b.id);
+            }
+        }
+    }
+}
+
 void Octree::self_pairs(std::vector<Pair>& out) const {
     const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
         out.push_back(Pair{std::min(a, b), std::max(a, b)});
     };
+    std::vector<std::uint32_t> order;
     for (const Node& node : nodes_) {
         if (!node.is_leaf()) {
             ++stats_.nodes_visited;
@@ -256,6 +355,10 @@ void Octree::self_pairs(std::vector<Pair>& out) const {
         }
         ++stats_.leaves_visited;
         const std::size_t n = node.entries.size();
+        if (n > kSweepAbove) {
+            leaf_sweep(node, order, emit);
+            continue;
+        }
         stats_.box_tests += n * (n > 0 ? n - 1 : 0) / 2;
         for (std::size_t i = 0; i < n; ++i) {
             const Entry& a = node.entries[i];

@@ -1,9 +1,19 @@
 // Regular (strict) octree with dynamic subdivision (seed 002's introduction; D. Meagher,
 // "Geometric modeling using octree encoding", 1982). The root is the cubic bounding cube of the
-// scene; a leaf holding more than `capacity` box references splits into 8 octants at its
-// centre, down to `max_depth` or `min_size`, provided the split separates some box from some
-// non-empty child and at least half of the leaf's boxes fit a child cell's size: identical or
-// cell-sized boxes are never copied down level after level.
+// scene; a leaf holding more than `capacity` box references that do not cover its whole cell
+// splits into 8 octants at its centre, down to `max_depth` or `min_size`, provided the split
+// separates some of those boxes (some box misses a child another one reaches): identical boxes,
+// and boxes covering the cell, are never copied down level after level.
+//
+// Robustness (issue 9): no scene makes it quadratic through its bounds. Far outliers (1e7 away)
+// or clusters 1e4 apart make the root much larger than the boxes, so the depth limit is
+// generous (128; a cell also stops splitting once float halving cannot split it) and the empty
+// octants on the way down cost 8 nodes a level, not box tests. World-sized boxes cover most
+// cells they are in, so they neither drive nor stop splitting, and a leaf tests them only
+// against its own few references. The root and the split points are computed in double and
+// rounded once (a box from -3e38 to 1e31 builds at once; issue 14). Long thin boxes are
+// referenced from every leaf along them: aspect ratio a costs about a references (the
+// duplication cost of any strict octree).
 //
 // Placement: a box is referenced from EVERY leaf whose closed cell it overlaps. Seed 002 shows
 // the alternative (keep a box in the smallest node containing it) piling the boxes that straddle
@@ -36,8 +46,8 @@ public:
     struct Config {
         /// A leaf referencing more boxes than this splits (when that separates them; see above).
         std::uint32_t capacity = 16;
-        /// Leaves at this depth (the root is 0) never split; at most 30.
-        std::uint32_t max_depth = 16;
+        /// Leaves at this depth (the root is 0) never split; at most 300.
+        std::uint32_t max_depth = 128;
         /// A cell whose side is below 2 * min_size never splits (0: only max_depth limits).
         float min_size = 0.0f;
     };
@@ -104,6 +114,8 @@ private:
     void remove_from(std::uint32_t node, std::uint32_t id, const Box& box);
     void maybe_split(std::uint32_t node);
     bool owns(const Node& leaf, const Vec3& p) const;
+    template <class Emit>
+    void leaf_sweep(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const;
     bool inside_root(const Box& box) const;
     std::size_t leaves_overlapping(const Box& box) const;
 
