@@ -84,8 +84,9 @@ void main() {
         }
     }
     if (done) return;
-    uint first;
-    if (!traversal_reserve(top + 1u, first)) return;
-    traversal_put(first, p, node);
-    for (uint k = 0u; k < top; ++k) traversal_put(first + 1u + k, p, stack[k]);
+    // One reservation per pending subtree (see lbvh_raycast.comp).
+    uint slot;
+    if (traversal_reserve(1u, slot)) traversal_put(slot, p, node);
+    for (uint k = 0u; k < top; ++k)
+        if (traversal_reserve(1u, slot)) traversal_put(slot, p, stack[k]);
 }

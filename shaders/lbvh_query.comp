@@ -111,8 +111,9 @@ void main() {
         cursors[q] = base + found;  // the queued items continue from here
     }
     if (done) return;
-    uint first;
-    if (!traversal_reserve(top + 1u, first)) return;
-    traversal_put(first, q, node);
-    for (uint k = 0u; k < top; ++k) traversal_put(first + 1u + k, q, stack[k]);
+    // One reservation per pending subtree (see lbvh_raycast.comp).
+    uint slot;
+    if (traversal_reserve(1u, slot)) traversal_put(slot, q, node);
+    for (uint k = 0u; k < top; ++k)
+        if (traversal_reserve(1u, slot)) traversal_put(slot, q, stack[k]);
 }

@@ -6,14 +6,6 @@
 // id. Internal nodes use a conservative test with relative slack kRayNodeSlack so that an
 // inexact division (Vulkan allows 2.5 ulp) never prunes the closest box. Only t itself may
 // differ from the CPU by those ulps.
-// Bounded (gpu_layout.h, "Bounded traversal"): a ray that needs more than kTraversalBudget
-// steps (many boxes at the same entry t, e.g. a ray starting inside a dense cluster, defeat the
-// pruning) queues its pending subtrees as (ray, node) items. Such a ray's hits[r] becomes a
-// shared minimum: t_bits (t >= 0, so its bits order as the floats) lowered with atomicMin by
-// every item that finds a hit, which also appends its own best (ray, t bits, id) as a
-// candidate; after the last round the resolve pass (kRayResolve) takes, among the candidates
-// whose t equals the final minimum, the smallest id (hits[r].id starts at kInvalidNode, the
-// largest uint).
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -26,17 +18,9 @@ layout(std430, binding = 0) readonly buffer Nodes {
 layout(std430, binding = 1) readonly buffer Rays {
     GpuRay rays[];
 };
-layout(std430, binding = 2) buffer Hits {
+layout(std430, binding = 2) writeonly buffer Hits {
     GpuRayHit hits[];
 };
-layout(std430, binding = 3) buffer TStatus {
-    TraversalStatus tstatus;
-};
-layout(std430, binding = 4) buffer Work {
-    uint work[];
-};
-
-#include "traversal.glsl"
 
 vec3 ray_o, ray_d;
 float ray_tmax;
@@ -77,53 +61,15 @@ bool may_hit_node(uint node, float best_t, out float t_near) {
     return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
 }
 
-// Appends this invocation's best hit of ray r as a candidate for the resolve pass.
-void add_candidate(uint r, float t, uint id) {
-    atomicMin(hits[r].t_bits, floatBitsToUint(t));
-    uint c = atomicAdd(tstatus.candidates, 1u);
-    if (c >= pc.tiles) {
-        atomicOr(tstatus.flags, kTraversalCandidateOverflow);
-        return;
-    }
-    uint base = 4u * pc.tiles + 4u * c;
-    work[base] = r;
-    work[base + 1u] = floatBitsToUint(t);
-    work[base + 2u] = id;
-}
-
-void resolve() {
-    uint c = linear_thread();
-    if (c >= min(tstatus.candidates, pc.tiles)) return;
-    uint base = 4u * pc.tiles + 4u * c;
-    uint r = work[base];
-    if (work[base + 1u] == hits[r].t_bits) atomicMin(hits[r].id, work[base + 2u]);
-}
-
 void main() {
-    if (pc.flags == kRayResolve) {
-        resolve();
-        return;
-    }
-    bool root = traversal_root_round();
-    uint r;
-    uint node = 0u;
-    if (root) {
-        r = linear_thread();
-        if (r >= pc.count) return;
-    } else {
-        uint i = linear_thread();
-        if (i >= traversal_items()) return;
-        uvec2 item = traversal_item(i);
-        r = item.x;
-        node = item.y;
-    }
+    uint r = linear_thread();
+    if (r >= pc.count) return;
     uint n = pc.offset;
     ray_o = rays[r].origin.xyz;
     ray_tmax = rays[r].origin.w;
     ray_d = rays[r].dir.xyz;
     uint best_id = kInvalidNode;
-    // A queued item starts from the ray's shared minimum so far (ties still taken).
-    float best_t = root ? uintBitsToFloat(0x7f800000u) : uintBitsToFloat(hits[r].t_bits);
+    float best_t = uintBitsToFloat(0x7f800000u);  // +infinity
 
     if (n == 1u) {
         float t, t_far;
@@ -131,19 +77,15 @@ void main() {
             best_id = nodes[0].link.x;
             best_t = t;
         }
-        hits[r].id = best_id;
-        hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
-        return;
-    }
-    bool done = true;
-    uint stack[kTraversalStack];
-    uint top = 0u;
-    if (n >= 2u) {
+    } else if (n >= 2u) {
         uint leaf_base = n - 1u;
+        uint stack[kTraversalStack];
         float stack_t[kTraversalStack];
-        float t_node;
-        bool alive = may_hit_node(node, best_t, t_node);
-        for (uint step = 0u; alive && step < kTraversalBudget; ++step) {
+        uint top = 0u;
+        uint node = 0u;
+        float t_root;
+        bool alive = may_hit_node(0u, best_t, t_root);
+        while (alive) {
             uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
             float cand_t[2] = float[2](0.0, 0.0);
             uint found = 0u;
@@ -190,21 +132,7 @@ void main() {
                 }
             }
         }
-        done = !alive;
     }
-    if (root && done) {
-        hits[r].id = best_id;
-        hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
-        return;
-    }
-    if (root) {  // this ray continues in queued items: hits[r] becomes the shared minimum
-        hits[r].id = kInvalidNode;
-        hits[r].t_bits = floatBitsToUint(best_t);
-    }
-    if (best_id != kInvalidNode) add_candidate(r, best_t, best_id);
-    if (done) return;
-    uint first;
-    if (!traversal_reserve(top + 1u, first)) return;
-    traversal_put(first, r, node);
-    for (uint k = 0u; k < top; ++k) traversal_put(first + 1u + k, r, stack[k]);
+    hits[r].id = best_id;
+    hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
 }

@@ -170,7 +170,7 @@ struct TraversalBuffers {
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
 };
 /// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte
-/// items, and the ray casts' 16-byte candidates).
+/// items).
 VkDeviceSize traversal_work_bytes(std::uint32_t capacity);
 /// A work capacity that holds the queued items of every scene seen so far for `queries`
 /// queries: max(queries, 2^16), capped so the buffer stays within `max_range` bytes.

@@ -1,0 +1,260 @@
+// Bounded traversal (gpu_layout.h, "Bounded traversal"): scenes in which one invocation would
+// walk more than 65,535 nodes (lavapipe ends longer loops, real GPUs have watchdogs) give
+// exact results through the queued rounds, a recorder with too few rounds or too small a queue
+// says so in its status, and the 64-bit pair total carries past 2^32.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "broadphase/gpu.hpp"
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu_queries.hpp"
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "gpu_test_env.hpp"
+#include "kernels.hpp"
+#include "shaders.hpp"
+#include "traversal.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu_layout::TraversalStatus;
+
+// 70,000 disjoint half-unit cubes on a 42 x 42 x 40 grid (ids 1 ..), and box 0 over all of
+// them: every traversal from box 0 (or a region like it) visits about 140,000 nodes.
+constexpr std::uint32_t kSmall = 70000;
+constexpr std::uint32_t kSide = 42;
+
+Box grid_box(std::uint32_t k) {
+    const float x = float(k % kSide), y = float((k / kSide) % kSide), z = float(k / (kSide * kSide));
+    return {{x, y, z}, {x + 0.5f, y + 0.5f, z + 0.5f}};
+}
+
+std::vector<Box> big_box_scene(const Box& big) {
+    std::vector<Box> boxes{big};
+    for (std::uint32_t k = 0; k < kSmall; ++k) boxes.push_back(grid_box(k));
+    return boxes;
+}
+
+const Box kOverAll{{-1, -1, -1}, {43, 43, 43}};
+
+// The pairs (0, i) of box 0 with every small box it overlaps.
+std::vector<Pair> pairs_of_box0(const std::vector<Box>& boxes) {
+    std::vector<Pair> pairs;
+    for (std::uint32_t i = 1; i < boxes.size(); ++i)
+        if (overlaps(boxes[0], boxes[i])) pairs.push_back({0, i});
+    return pairs;
+}
+
+class BoundedTraversalTest : public GpuTest {};
+
+// Test 1: one box over 70,000 others: all 70,000 pairs, for every code kind.
+TEST_F(BoundedTraversalTest, BoxOverSeventyThousandFindsEveryPair) {
+    const auto boxes = big_box_scene(kOverAll);
+    const auto expected = pairs_of_box0(boxes);
+    ASSERT_EQ(expected.size(), kSmall);
+    for (gpu::CodeKind code :
+         {gpu::CodeKind::morton30, gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {
+        auto lbvh = gpu::Lbvh::create(gpu_context(), {code});
+        ASSERT_TRUE(lbvh);
+        auto pairs = (*lbvh)->find_pairs(boxes);
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        EXPECT_EQ(pairs.value(), expected) << int(code);
+    }
+}
+
+// Test 2: a region covering 70,000 boxes returns every id, beside small regions in the same
+// batch whose hits keep the CPU twin's order; a point inside box 5 finds it.
+TEST_F(BoundedTraversalTest, RegionCoveringSeventyThousandReturnsEveryId) {
+    std::vector<Box> world;
+    for (std::uint32_t k = 0; k < kSmall; ++k) world.push_back(grid_box(k));
+    auto queries = gpu::LbvhQueries::create(gpu_context());
+    ASSERT_TRUE(queries);
+    ASSERT_TRUE((*queries)->build(world));
+    const std::vector<Box> regions{{{0.2f, 0.2f, 0.2f}, {1.2f, 0.3f, 0.3f}}, kOverAll,
+                                   {{100, 100, 100}, {101, 101, 101}}};
+    auto hits = (*queries)->query_boxes(regions);
+    ASSERT_TRUE(hits) << hits.error().message;
+    ASSERT_EQ(hits->size(), 3u);
+    const auto first = hits->hits(0);
+    EXPECT_EQ(std::vector<std::uint32_t>(first.begin(), first.end()),
+              (std::vector<std::uint32_t>{0, 1}));
+    const auto all = hits->hits(1);
+    ASSERT_EQ(all.size(), kSmall);
+    for (std::uint32_t k = 0; k < kSmall; ++k) ASSERT_EQ(all[k], k);
+    EXPECT_TRUE(hits->hits(2).empty());
+
+    auto points = (*queries)->query_points(std::vector<Vec3>{{5.25f, 0.25f, 0.25f}});
+    ASSERT_TRUE(points);
+    const auto picked = points->hits(0);
+    EXPECT_EQ(std::vector<std::uint32_t>(picked.begin(), picked.end()),
+              (std::vector<std::uint32_t>{5}));
+}
+
+// The big-box scene built into caller-owned buffers, for the recorder tests.
+struct RecordedScene {
+    std::uint32_t n = 0;
+    gpu::Buffer boxes, nodes, scratch, pairs, status, work;
+};
+
+void record_scene(RecordedScene& s, gpu::Lbvh& lbvh, std::span<const Box> boxes,
+                  std::uint32_t pair_capacity, std::uint32_t work_capacity) {
+    gpu::Context& ctx = gpu_context();
+    s.n = static_cast<std::uint32_t>(boxes.size());
+    const gpu::LbvhRequirements req = gpu::Lbvh::requirements(s.n, gpu::CodeKind::morton30);
+    auto make = [&](gpu::Buffer& b, VkDeviceSize bytes) {
+        auto r = ctx.create_buffer(bytes, gpu::MemoryKind::device);
+        ASSERT_TRUE(r);
+        b = std::move(r.value());
+    };
+    make(s.boxes, s.n * sizeof(gpu_layout::GpuBox));
+    make(s.nodes, req.nodes);
+    make(s.scratch, req.scratch);
+    make(s.pairs, pair_capacity * 8ull);
+    make(s.status, sizeof(TraversalStatus));
+    make(s.work, gpu::traversal_work_bytes(work_capacity));
+    const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+    ASSERT_TRUE(ctx.upload(s.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        lbvh.record_build(cmd, {s.boxes.handle(), s.nodes.handle(), s.scratch.handle()}, s.n);
+        gpu::compute_barrier(cmd);
+    }));
+}
+
+TraversalStatus record_pairs(RecordedScene& s, gpu::Lbvh& lbvh, std::uint32_t pair_capacity,
+                             std::uint32_t work_capacity, std::uint32_t rounds) {
+    gpu::Context& ctx = gpu_context();
+    EXPECT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        lbvh.record_pairs(cmd, {s.boxes.handle(), s.nodes.handle(), s.scratch.handle()}, s.n,
+                          {s.pairs.handle(), pair_capacity, s.status.handle(),
+                           {s.work.handle(), work_capacity, rounds}});
+    }));
+    TraversalStatus st{};
+    EXPECT_TRUE(ctx.download(s.status, &st, sizeof(st)));
+    return st;
+}
+
+// Test 3: a recording with too few rounds or too small a queue says so in its status; with
+// kTraversalMaxRounds and room it finishes with the exact count.
+TEST_F(BoundedTraversalTest, RecorderStatusSaysWhenATraversalDidNotFinish) {
+    const auto boxes = big_box_scene(kOverAll);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    const std::uint32_t capacity = 2 * kSmall, work = 4096;
+    RecordedScene s;
+    record_scene(s, **lbvh, boxes, capacity, work);
+
+    TraversalStatus one = record_pairs(s, **lbvh, capacity, work, 1);
+    EXPECT_EQ(one.flags, gpu_layout::kTraversalIncomplete);
+    EXPECT_LT(one.count, kSmall);
+    EXPECT_FALSE(gpu::traversal_outcome(one, "pairs"));
+
+    TraversalStatus tiny = record_pairs(s, **lbvh, capacity, 4, gpu_layout::kTraversalMaxRounds);
+    EXPECT_TRUE(tiny.flags & gpu_layout::kTraversalQueueOverflow);
+    EXPECT_FALSE(gpu::traversal_outcome(tiny, "pairs"));
+
+    TraversalStatus full = record_pairs(s, **lbvh, capacity, work, gpu_layout::kTraversalMaxRounds);
+    EXPECT_EQ(full.flags, 0u);
+    EXPECT_EQ(full.count, kSmall);
+    auto total = gpu::traversal_outcome(full, "pairs");
+    ASSERT_TRUE(total);
+    EXPECT_EQ(total.value(), kSmall);
+    EXPECT_GT(full.rounds, 1u);
+
+    std::vector<Pair> stored(kSmall);
+    ASSERT_TRUE(gpu_context().download(s.pairs, stored.data(), kSmall * 8ull));
+    std::sort(stored.begin(), stored.end());
+    EXPECT_EQ(stored, pairs_of_box0(boxes));
+}
+
+// Test 4: the pair total carries into its high word past 2^32 and the count saturates: the
+// pairs kernel run on a status whose low word is 10 below the wrap.
+TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
+    gpu::Context& ctx = gpu_context();
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene);
+    auto expected = find_pairs_cpu("sweep_and_prune", scene->boxes);
+    ASSERT_TRUE(expected);
+    ASSERT_GT(expected->size(), 100u);
+    auto lbvh = gpu::Lbvh::create(ctx);
+    ASSERT_TRUE(lbvh);
+    const std::uint32_t capacity = 16, work = 1024;
+    RecordedScene s;
+    record_scene(s, **lbvh, scene->boxes, capacity, work);
+
+    auto kernel = gpu::Kernel::create(ctx, shaders::lbvh_pairs, 4, "lbvh_pairs");
+    auto rounds = gpu::TraversalRounds::create(ctx);
+    ASSERT_TRUE(kernel && rounds);
+    TraversalStatus start{};
+    start.total_lo = 0xffffffffu - 10;
+    ASSERT_TRUE(ctx.upload(s.status, &start, sizeof(start)));
+    const std::uint32_t n = s.n;
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        gpu_layout::PushConstants pc{};
+        pc.count = n;
+        pc.capacity = capacity;
+        pc.tiles = work;
+        const gpu::BufferRange status{s.status.handle(), 0, sizeof(TraversalStatus)};
+        const std::initializer_list<gpu::BufferRange> bindings = {
+            {s.nodes.handle(), 0, (2ull * n - 1) * sizeof(gpu_layout::LbvhNode)},
+            {s.pairs.handle(), 0, capacity * 8ull},
+            status,
+            {s.work.handle(), 0, gpu::traversal_work_bytes(work)}};
+        rounds->record(cmd, status, {s.work.handle(), work, 2},
+                       [&](VkCommandBuffer c, std::uint32_t round, const gpu::BufferRange& args) {
+                           pc.shift = round;
+                           if (round == 0)
+                               kernel->dispatch(c, bindings, pc,
+                                                std::uint32_t(gpu::div_up(n, 256)));
+                           else
+                               kernel->dispatch_indirect(c, bindings, pc, args);
+                       });
+    }));
+    TraversalStatus st{};
+    ASSERT_TRUE(ctx.download(s.status, &st, sizeof(st)));
+    EXPECT_EQ(st.total_hi, 1u);
+    EXPECT_EQ(st.total_lo, expected->size() - 11);
+    EXPECT_EQ(st.count, 0xffffffffu);  // saturated: later kernels see "more than any capacity"
+    EXPECT_EQ(st.flags, 0u);
+    auto total = gpu::traversal_outcome(st, "pairs");
+    ASSERT_TRUE(total);
+    EXPECT_EQ(total.value(), (1ull << 32) - 11 + expected->size());
+}
+
+// Test 5: the big box shrinking between frames of a moving scene: every pair it leaves ends,
+// none is lost to a bounded traversal.
+TEST_F(BoundedTraversalTest, ShrinkingBigBoxEndsEveryPairInAMovingScene) {
+    auto boxes = big_box_scene(kOverAll);
+    auto moving = gpu::MovingScene::create(gpu_context());
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE((*moving)->reset(boxes));
+    const auto before = pairs_of_box0(boxes);
+    boxes[0] = {{-1, -1, -1}, {20.75f, 43, 43}};  // keeps the columns x = 0 .. 20
+    const auto after = pairs_of_box0(boxes);
+    ASSERT_GT(after.size(), kSmall / 3);
+    ASSERT_LT(after.size(), kSmall);
+    auto frame = (*moving)->step(boxes);
+    ASSERT_TRUE(frame) << frame.error().message;
+    EXPECT_TRUE(frame->began.empty());
+    std::vector<Pair> ended;
+    std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                        std::back_inserter(ended));
+    EXPECT_EQ(frame->ended, ended);
+    EXPECT_EQ(frame->pair_count, after.size());
+    EXPECT_EQ(frame->pairs, after);
+
+    boxes[0] = kOverAll;
+    frame = (*moving)->step(boxes);
+    ASSERT_TRUE(frame) << frame.error().message;
+    EXPECT_EQ(frame->began, ended);
+    EXPECT_TRUE(frame->ended.empty());
+}
+
+}  // namespace
+}  // namespace broadphase::testing
