@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <sys/stat.h>
+
 namespace broadphase {
 namespace {
 
@@ -129,6 +131,17 @@ Error io_error(const std::string& what, const std::string& path, int error_numbe
             what + " '" + path + "': " + std::generic_category().message(error_number),
             {},
             {}};
+}
+
+Error not_regular(const std::string& path, mode_t mode) {
+    const char* kind = S_ISDIR(mode)    ? "a directory"
+                       : S_ISCHR(mode)  ? "a character device"
+                       : S_ISBLK(mode)  ? "a block device"
+                       : S_ISFIFO(mode) ? "a FIFO"
+                       : S_ISSOCK(mode) ? "a socket"
+                                        : "not a regular file";
+    return {ErrorCode::io_error,
+            "cannot read '" + path + "': " + kind + ", not a regular file", {}, {}};
 }
 
 Error out_of_memory(std::string_view source) {
@@ -274,9 +287,17 @@ Result<Scene> parse_obj(std::string_view text, std::string_view source) {
 Result<Scene> read_scene_file(const std::string& path) {
     using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
     try {
+        // Only regular files: a directory, a device such as /dev/zero or a FIFO has no end to
+        // read up to (or blocks on open). Checked before opening and again on what was opened.
+        struct stat info {};
+        if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
+        if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
         File file(std::fopen(path.c_str(), "rb"), &std::fclose);
         if (!file) return io_error("cannot open", path, errno);
+        if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
+        if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
         std::string text;
+        text.reserve(static_cast<std::size_t>(info.st_size));
         char buffer[1 << 16];
         std::size_t n = 0;
         while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "brute_force.hpp"
@@ -65,6 +68,22 @@ constexpr std::array kMethods = {
     Method{"lbvh", &make_one<lbvh::LbvhStructure>},
 };
 
+/// A byte count for messages: "1.5 GB", "24 MB", "300 bytes".
+std::string bytes_text(std::size_t bytes) {
+    char text[32];
+    if (bytes >= 1000000000)
+        std::snprintf(text, sizeof text, "%.1f GB", double(bytes) / 1e9);
+    else if (bytes >= 1000000)
+        std::snprintf(text, sizeof text, "%.1f MB", double(bytes) / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%zu bytes", bytes);
+    return text;
+}
+
+Error out_of_memory(const std::string& what) {
+    return Error{ErrorCode::out_of_memory, "out of memory " + what, std::nullopt, std::nullopt};
+}
+
 }  // namespace
 
 std::vector<std::string_view> cpu_method_names() {
@@ -75,7 +94,13 @@ std::vector<std::string_view> cpu_method_names() {
 
 Result<std::unique_ptr<Structure>> make_structure(std::string_view method) {
     for (const Method& m : kMethods) {
-        if (m.name == method) return m.make();
+        if (m.name != method) continue;
+        try {
+            return m.make();
+        } catch (const std::bad_alloc&) {
+            return Error{ErrorCode::out_of_memory, "out of memory making " + std::string(method),
+                         std::nullopt, std::nullopt};
+        }
     }
     std::string known;
     for (const Method& m : kMethods) {
@@ -94,11 +119,38 @@ std::vector<Pair> sorted_pairs(const Structure& structure) {
     return pairs;
 }
 
+Status build_structure(Structure& structure, std::span<const Box> boxes) {
+    try {
+        return structure.build(boxes);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    return out_of_memory("building " + std::string(structure.name()) + " over " +
+                         std::to_string(boxes.size()) + " boxes (" +
+                         bytes_text(boxes.size() * sizeof(Box)) + " of input)");
+}
+
+Result<std::vector<Pair>> find_sorted_pairs(const Structure& structure) {
+    std::vector<Pair> pairs;
+    try {
+        structure.self_pairs(pairs);
+        std::sort(pairs.begin(), pairs.end());
+        return pairs;
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    const std::size_t found = pairs.size();
+    std::vector<Pair>().swap(pairs);  // free them before the message is built
+    return out_of_memory("finding the pairs of " + std::string(structure.name()) + " over " +
+                         std::to_string(structure.size()) + " boxes (" + std::to_string(found) +
+                         " pairs, " + bytes_text(found * sizeof(Pair)) + ", found so far)");
+}
+
 Result<std::vector<Pair>> find_pairs_cpu(std::string_view method, std::span<const Box> boxes) {
     auto structure = make_structure(method);
     if (!structure) return structure.error();
-    if (Status s = (*structure)->build(boxes); !s) return s.error();
-    return sorted_pairs(**structure);
+    if (Status s = build_structure(**structure, boxes); !s) return s.error();
+    return find_sorted_pairs(**structure);
 }
 
 }  // namespace broadphase

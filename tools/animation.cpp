@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace broadphase::tool {
 
@@ -16,31 +17,38 @@ float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
     return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
 }
 
-// Frame f of the deterministic animation of `base` (see animation.hpp).
-std::vector<Box> animated_frame(const std::vector<Box>& base, int frame) {
-    std::vector<Box> boxes = base;
-    if (boxes.empty()) return boxes;
-    Box bounds = boxes[0];
-    for (const Box& b : boxes) {
+Animation::Animation(std::vector<Box> base)
+    : base_(std::move(base)), boxes_(base_), offset_(base_.size(), Vec3{0, 0, 0}) {
+    if (base_.empty()) return;
+    Box bounds = base_[0];
+    for (const Box& b : base_) {
         bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
                       std::min(bounds.min.z, b.min.z)};
         bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
                       std::max(bounds.max.z, b.max.z)};
     }
-    float s = 0.02f / std::cbrt(float(boxes.size()));
-    Vec3 step{(bounds.max.x - bounds.min.x) * s, (bounds.max.y - bounds.min.y) * s,
-              (bounds.max.z - bounds.min.z) * s};
-    for (std::size_t k = 0; k < boxes.size(); ++k) {
-        Vec3 d{0, 0, 0};
-        for (int g = 1; g <= frame; ++g) {
-            d.x += step.x * frame_jitter(k, g, 0);
-            d.y += step.y * frame_jitter(k, g, 1);
-            d.z += step.z * frame_jitter(k, g, 2);
-        }
-        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
-        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
+    float s = 0.02f / std::cbrt(float(base_.size()));
+    step_ = {(bounds.max.x - bounds.min.x) * s, (bounds.max.y - bounds.min.y) * s,
+             (bounds.max.z - bounds.min.z) * s};
+}
+
+void Animation::advance() {
+    const auto g = static_cast<std::uint64_t>(++frame_);
+    for (std::size_t k = 0; k < base_.size(); ++k) {
+        Vec3& d = offset_[k];
+        d.x += step_.x * frame_jitter(k, g, 0);
+        d.y += step_.y * frame_jitter(k, g, 1);
+        d.z += step_.z * frame_jitter(k, g, 2);
+        boxes_[k].min = {base_[k].min.x + d.x, base_[k].min.y + d.y, base_[k].min.z + d.z};
+        boxes_[k].max = {base_[k].max.x + d.x, base_[k].max.y + d.y, base_[k].max.z + d.z};
     }
-    return boxes;
+}
+
+// Frame f of the deterministic animation of `base` (see animation.hpp).
+std::vector<Box> animated_frame(const std::vector<Box>& base, int frame) {
+    Animation animation(base);
+    while (animation.frame() < frame) animation.advance();
+    return animation.boxes();
 }
 
 }  // namespace broadphase::tool

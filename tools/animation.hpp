@@ -15,6 +15,25 @@ namespace broadphase::tool {
 /// u(k, g, a) of the file comment: a value in [-1, 1) from box k, frame g and axis a.
 float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis);
 
+/// The frames of the animation of a scene in order, each in O(N) time and no more memory
+/// than three copies of the scene: frame f here is animated_frame(base, f) bit for bit.
+class Animation {
+public:
+    /// At frame 0: boxes() is `base`.
+    explicit Animation(std::vector<Box> base);
+    /// The boxes of frame frame().
+    const std::vector<Box>& boxes() const { return boxes_; }
+    int frame() const { return frame_; }
+    /// Moves on to the next frame.
+    void advance();
+
+private:
+    std::vector<Box> base_, boxes_;
+    std::vector<Vec3> offset_;  ///< sum over g = 1..frame of the step times u(k, g, a)
+    Vec3 step_;
+    int frame_ = 0;
+};
+
 /// Frame `frame` (>= 0) of the deterministic animation of `base` (see the file comment).
 std::vector<Box> animated_frame(const std::vector<Box>& base, int frame);
 

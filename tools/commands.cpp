@@ -1,6 +1,7 @@
 // Implementation of the tool's commands over the public API only.
 #include "commands.hpp"
 
+#include "io.hpp"
 #include "plot.hpp"
 
 #include <algorithm>
@@ -41,12 +42,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    for (std::string item; std::getline(ss, item, sep);)
-        if (!item.empty()) out.push_back(item);
-    return out;
+std::string joined(const std::vector<std::string>& items) {
+    std::string s;
+    for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
+    return s;
 }
 
 #ifdef BROADPHASE_HAS_GPU
@@ -117,79 +116,100 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
     return find_pairs_cpu(method, scene.boxes);
 }
 
-Result<Scene> scene_from(const Args& args) {
-    return load_scene(args.get("scene", kDefaultScene));
+// The methods of --methods (default: every method), each one this build knows.
+Result<std::vector<std::string>> methods_option(const Args& args,
+                                                const std::vector<std::string>& known) {
+    if (!args.has("methods")) return known;
+    std::vector<std::string> methods = split_list(args.get("methods"));
+    if (methods.empty())
+        return Error{ErrorCode::invalid_argument, "--methods lists no method", {}, {}};
+    for (const std::string& m : methods) {
+        if (std::find(known.begin(), known.end(), m) == known.end())
+            return Error{ErrorCode::invalid_argument,
+                         "--methods: unknown method '" + m + "'" +
+                             (is_gpu_method(m) ? " (this build has no GPU support)" : "") +
+                             "; known: " + joined(known),
+                         {},
+                         {}};
+    }
+    return methods;
 }
 
 }  // namespace
 
 int run_pairs(const Args& args) {
     if (args.has("against")) return run_pairs_against(args);
-    if (!args.has("method"))
-        return fail("pairs needs --method (" + [] {
-            std::string s;
-            for (const auto& m : all_methods()) s += (s.empty() ? "" : ", ") + m;
-            return s;
-        }() + ")");
-    auto scene = scene_from(args);
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());
     auto pairs = method_pairs(args.get("method"), scene.value(), args);
     if (!pairs) return fail(pairs.error());
-    std::string text = format_pairs(pairs.value());
-    if (args.has("out")) {
-        std::ofstream out(args.get("out"), std::ios::binary);
-        if (!out || !(out << text)) return fail("cannot write '" + args.get("out") + "'");
-    } else {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-    }
+    Output out(args);
+    out.write(format_pairs(pairs.value()));
+    if (Status s = out.finish(); !s) return fail(s.error());
     return 0;
 }
 
 int run_validate(const Args& args) {
-    auto scene = scene_from(args);
+    const bool demo = !args.has("scene");
+    auto scene = load_input_scene(args.get("scene", kDemoScene));
     if (!scene) return fail(scene.error());
     std::size_t n = scene->boxes.size();
-    std::vector<std::string> methods =
-        args.has("methods") ? split(args.get("methods"), ',') : all_methods();
+    auto methods = methods_option(args, all_methods());
+    if (!methods) return fail(methods.error());
     std::string reference =
         args.get("reference", n <= kBruteForceLimit ? "brute_force" : "sweep_and_prune");
-    std::printf("scene %s: %zu boxes; reference %s\n", scene->name.c_str(), n, reference.c_str());
+    if (auto known = all_methods(); std::find(known.begin(), known.end(), reference) == known.end())
+        return fail("--reference: unknown method '" + reference + "'; known: " + joined(known));
+    Output out(args);
+    if (demo)
+        out.print("no --scene given: using the default demo scene %s\n", kDemoScene);
+    out.print("scene %s: %zu boxes; reference %s\n", scene->name.c_str(), n, reference.c_str());
 
     auto start = std::chrono::steady_clock::now();
     auto expected = method_pairs(reference, scene.value(), args);
     if (!expected) return fail(expected.error());
-    std::printf("  %-18s %10zu pairs  %9.3f s  (reference)\n", reference.c_str(), expected->size(),
-                seconds_since(start));
-    int status = 0;
-    for (const std::string& method : methods) {
+    out.print("  %-18s %10zu pairs  %9.3f s  (reference)\n", reference.c_str(), expected->size(),
+              seconds_since(start));
+    std::fflush(stdout);
+    int differences = 0, errors = 0;
+    for (const std::string& method : methods.value()) {
         if (method == reference) continue;
         start = std::chrono::steady_clock::now();
         auto got = method_pairs(method, scene.value(), args);
         double t = seconds_since(start);
         if (!got) {
-            std::printf("  %-18s ERROR: %s\n", method.c_str(), got.error().message.c_str());
-            status = kExitDiff;
+            out.print("  %-18s ERROR: %s\n", method.c_str(), got.error().message.c_str());
+            ++errors;
             continue;
         }
         bool same = got.value() == expected.value();
-        std::printf("  %-18s %10zu pairs  %9.3f s  %s\n", method.c_str(), got->size(), t,
-                    same ? "agrees" : "DIFFERS");
+        out.print("  %-18s %10zu pairs  %9.3f s  %s\n", method.c_str(), got->size(), t,
+                  same ? "agrees" : "DIFFERS");
         if (!same) {
             std::vector<Pair> missing, extra;
             std::set_difference(expected->begin(), expected->end(), got->begin(), got->end(),
                                 std::back_inserter(missing));
             std::set_difference(got->begin(), got->end(), expected->begin(), expected->end(),
                                 std::back_inserter(extra));
-            std::printf("    %zu missing, %zu extra", missing.size(), extra.size());
+            out.print("    %zu missing, %zu extra", missing.size(), extra.size());
             if (!missing.empty())
-                std::printf("; first missing (%u, %u)", missing[0].i, missing[0].j);
-            if (!extra.empty()) std::printf("; first extra (%u, %u)", extra[0].i, extra[0].j);
-            std::printf("\n");
-            status = kExitDiff;
+                out.print("; first missing (%u, %u)", missing[0].i, missing[0].j);
+            if (!extra.empty()) out.print("; first extra (%u, %u)", extra[0].i, extra[0].j);
+            out.print("\n");
+            ++differences;
         }
+        std::fflush(stdout);
+        if (out.failed()) break;
     }
-    std::printf(status == 0 ? "all methods agree\n" : "methods DISAGREE\n");
-    return status;
+    if (differences > 0)
+        out.print("methods DISAGREE\n");
+    else if (errors > 0)
+        out.print("%d method%s failed to run (ERROR above); the others agree\n", errors,
+                  errors == 1 ? "" : "s");
+    else
+        out.print("all methods agree\n");
+    if (Status s = out.finish(); !s) return fail(s.error());
+    return differences > 0 ? kExitDiff : errors > 0 ? kExitUsage : 0;
 }
 
 namespace {
@@ -198,18 +218,29 @@ namespace {
 // range of N, as a markdown table and one log-log PNG per scene (seed 004's figures).
 int run_cpu_bench(const Args& args) {
     std::vector<std::string> scenes =
-        split(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate"), ',');
-    std::vector<std::size_t> sizes;
-    for (const std::string& s : split(args.get("sizes", "1000,10000,100000,1000000"), ','))
-        sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
-    std::vector<std::string> methods;
-    if (args.has("methods")) {
-        methods = split(args.get("methods"), ',');
-    } else {
-        for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
+        split_list(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate"));
+    if (scenes.empty()) return fail("--scenes lists no generator");
+    for (const std::string& name : scenes) {
+        const auto names = generator_names();
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            return fail("--scenes: unknown generator '" + name + "'");
     }
+    std::vector<std::size_t> sizes;
+    for (const std::string& s : split_list(args.get("sizes", "1000,10000,100000,1000000"))) {
+        auto n = parse_int(s, "--sizes", 1, 4294967295);
+        if (!n) return fail(n.error());
+        sizes.push_back(static_cast<std::size_t>(n.value()));
+    }
+    if (sizes.empty()) return fail("--sizes lists no size");
+    std::vector<std::string> cpu_methods;
+    for (std::string_view m : cpu_method_names()) cpu_methods.emplace_back(m);
+    auto listed = methods_option(args, cpu_methods);
+    if (!listed) return fail(listed.error());
+    const std::vector<std::string>& methods = listed.value();
     // A method that needed longer than this at one size is not run at larger sizes.
-    double budget = std::atof(args.get("max-seconds", "10").c_str());
+    auto max_seconds = real_option(args, "max-seconds", 10, 0, 1e6);
+    if (!max_seconds) return fail(max_seconds.error());
+    const double budget = max_seconds.value();
     std::string out_dir = args.get("out-dir", ".");
 
     std::string table = "| scene | N | pairs |";
@@ -223,7 +254,7 @@ int run_cpu_bench(const Args& args) {
         std::vector<bool> retired(methods.size(), false);
         for (std::size_t k = 0; k < methods.size(); ++k) series[k].name = methods[k];
         for (std::size_t n : sizes) {
-            auto scene = generate_scene(scene_name, n);
+            auto scene = load_input_scene(scene_name + ":" + std::to_string(n), "--sizes");
             if (!scene) return fail(scene.error());
             std::string row = "| " + scene_name + " | " + std::to_string(n) + " | ";
             std::string cells;
@@ -236,12 +267,12 @@ int run_cpu_bench(const Args& args) {
                 auto structure = make_structure(methods[k]);
                 if (!structure) return fail(structure.error());
                 auto start = std::chrono::steady_clock::now();
-                Status built = structure.value()->build(scene->boxes);
+                Status built = build_structure(*structure.value(), scene->boxes);
                 if (!built) return fail(built.error());
-                std::vector<Pair> pairs;
-                structure.value()->self_pairs(pairs);
+                auto pairs = find_sorted_pairs(*structure.value());
+                if (!pairs) return fail(pairs.error());
                 double t = seconds_since(start);
-                pair_count = pairs.size();
+                pair_count = pairs->size();
                 char cell[48];
                 std::snprintf(cell, sizeof cell, " %.4f |", t);
                 cells += cell;
@@ -251,7 +282,7 @@ int run_cpu_bench(const Args& args) {
             }
             row += std::to_string(pair_count) + " |" + cells + "\n";
             std::printf("%s", row.c_str());
-            std::fflush(stdout);
+            if (Status s = finish_stdout(); !s) return fail(s.error());
             table += row;
         }
         std::string path = out_dir + "/bench_cpu_" + scene_name + ".png";
@@ -262,8 +293,7 @@ int run_cpu_bench(const Args& args) {
         std::fprintf(stderr, "wrote %s\n", path.c_str());
     }
     if (args.has("table")) {
-        std::ofstream out(args.get("table"));
-        if (!out || !(out << table)) return fail("cannot write '" + args.get("table") + "'");
+        if (Status s = write_text_file(args.get("table"), table); !s) return fail(s.error());
     }
     return 0;
 }
@@ -276,9 +306,11 @@ int run_bench(const Args& args) {
     if (args.has("rays")) return run_ray_bench(args);
     if (args.has("cpu")) return run_cpu_bench(args);
 #ifdef BROADPHASE_HAS_GPU
-    auto scene = scene_from(args);
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());
-    int repeat = std::max(1, std::atoi(args.get("repeat", "5").c_str()));
+    auto repeat_option = int_option(args, "repeat", 5, 1, 1000);
+    if (!repeat_option) return fail(repeat_option.error());
+    const int repeat = static_cast<int>(repeat_option.value());
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
@@ -335,7 +367,7 @@ int run_bench(const Args& args) {
 }
 
 int run_scene(const Args& args) {
-    auto scene = scene_from(args);
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());
     if (args.has("out")) {
         Status s = write_scene_file(args.get("out"), scene->boxes);
@@ -343,8 +375,9 @@ int run_scene(const Args& args) {
         std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(),
                      args.get("out").c_str());
     } else {
-        std::string text = format_scene_text(scene->boxes);
-        std::fwrite(text.data(), 1, text.size(), stdout);
+        Output out(args);
+        out.write(format_scene_text(scene->boxes));
+        if (Status s = out.finish(); !s) return fail(s.error());
     }
     return 0;
 }

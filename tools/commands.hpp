@@ -1,23 +1,14 @@
 // The `broadphase` command-line tool's commands. Each returns the process exit code:
-// 0 success, 1 a difference was found (validate), 2 bad usage or input.
+// 0 success, 1 a difference was found (validate), 2 bad usage, bad input or an error (a failed
+// write, out of memory, a method that failed). Options are checked before they get here
+// (args.hpp): each command finds only its own options, its required ones present.
 #pragma once
 
-#include <map>
 #include <string>
-#include <vector>
+
+#include "args.hpp"
 
 namespace broadphase::tool {
-
-/// Parsed `--name value` options and bare flags (`--flag` maps to "").
-struct Args {
-    std::map<std::string, std::string> options;
-    std::vector<std::string> positional;
-    bool has(const std::string& name) const { return options.count(name) != 0; }
-    std::string get(const std::string& name, const std::string& fallback = "") const {
-        auto it = options.find(name);
-        return it == options.end() ? fallback : it->second;
-    }
-};
 
 int run_pairs(const Args& args);
 int run_validate(const Args& args);
@@ -41,7 +32,7 @@ int run_frame_bench(const Args& args);
 /// `bench --rays R`: GPU ms and throughput of R ray casts and R region queries.
 int run_ray_bench(const Args& args);
 
-/// Default scene of every command that takes --scene.
-inline constexpr const char* kDefaultScene = "uniform:20000";
+/// The built-in demo scene of `validate` without --scene (scripts/run.sh).
+inline constexpr const char* kDemoScene = "uniform:20000";
 
 }  // namespace broadphase::tool

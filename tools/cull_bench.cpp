@@ -11,6 +11,7 @@
 #include "broadphase/frustum.hpp"
 #include "broadphase/scene.hpp"
 #include "commands.hpp"
+#include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_cull.hpp"
 #endif
@@ -49,7 +50,7 @@ Camera default_camera(const std::vector<Box>& boxes) {
 
 int run_cull_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    auto scene = load_scene(args.get("scene", kDefaultScene));
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return cull_bench_fail(scene.error().message);
     Camera camera = default_camera(scene->boxes);
     if (args.has("camera")) {
@@ -63,7 +64,9 @@ int run_cull_bench(const Args& args) {
     if (order_name != "exact" && order_name != "approx")
         return cull_bench_fail("unknown --order '" + order_name + "' (exact, approx)");
     const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
-    const int repeat = std::max(1, std::atoi(args.get("repeat", "5").c_str()));
+    auto repeat_option = int_option(args, "repeat", 5, 1, 1000);
+    if (!repeat_option) return cull_bench_fail(repeat_option.error().message);
+    const int repeat = static_cast<int>(repeat_option.value());
 
     gpu::ContextOptions options;
     options.device = args.get("device");

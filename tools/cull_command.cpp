@@ -10,6 +10,7 @@
 #include "broadphase/frustum.hpp"
 #include "broadphase/scene.hpp"
 #include "commands.hpp"
+#include "io.hpp"
 // The sphere BVH's cull is not on the Structure interface; reach the reference directly.
 #include "../cpu_reference/sphere_bvh.hpp"
 #ifdef BROADPHASE_HAS_GPU
@@ -39,7 +40,10 @@ int run_cull(const Args& args) {
         return cull_fail("unknown --order '" + order_name + "' (exact, approx)");
     const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
     const std::string method = args.get("method", "gpu_lbvh");
-    auto scene = load_scene(args.get("scene", kDefaultScene));
+    if (method != "gpu_lbvh" && method != "sphere_bvh" && method != "brute_force")
+        return cull_fail("unknown cull --method '" + method +
+                         "' (gpu_lbvh, sphere_bvh, brute_force)");
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) {
         const Error& e = scene.error();
         return cull_fail(e.message);
@@ -82,7 +86,9 @@ int run_cull(const Args& args) {
     }
     std::string text;
     for (std::uint32_t id : ids) text += std::to_string(id) + "\n";
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    Output out(args);
+    out.write(text);
+    if (Status s = out.finish(); !s) return cull_fail(s.error().message);
     return 0;
 }
 

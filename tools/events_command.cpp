@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "commands.hpp"
+#include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_frames.hpp"
 #endif
@@ -30,50 +33,78 @@ int events_fail(const std::string& message) {
     return 2;
 }
 
-void print_frame(int frame, const std::vector<Pair>& began, const std::vector<Pair>& ended) {
-    std::printf("frame %d\n", frame);
-    for (const Pair& p : began) std::printf("+ %u %u\n", p.i, p.j);
-    for (const Pair& p : ended) std::printf("- %u %u\n", p.i, p.j);
+void print_frame(Output& out, std::size_t frame, const std::vector<Pair>& began,
+                 const std::vector<Pair>& ended) {
+    out.print("frame %zu\n", frame);
+    for (const Pair& p : began) out.print("+ %u %u\n", p.i, p.j);
+    for (const Pair& p : ended) out.print("- %u %u\n", p.i, p.j);
 }
+
+/// The frames of the command: scene files (loaded up front, so that bad input fails before
+/// any output) or a generator animated frame by frame (tools/animation.hpp).
+class Frames {
+public:
+    static Result<Frames> load(const Args& args) {
+        // --scenes A B C: the parser keeps A as the option's value and B, C as positionals.
+        std::vector<std::string> specs{args.get("scenes")};
+        for (const std::string& p : args.positional) specs.push_back(p);
+        Frames frames;
+        if (args.has("frames")) {
+            if (specs.size() != 1)
+                return error("--frames takes exactly one scene (a generator), got " +
+                             std::to_string(specs.size()));
+            auto count = int_option(args, "frames", 1, 1, 100000);
+            if (!count) return count.error();
+            frames.count_ = static_cast<std::size_t>(count.value());
+            auto scene = load_input_scene(specs[0], "--scenes");
+            if (!scene) return scene.error();
+            frames.animation_.emplace(std::move(scene->boxes));
+            return frames;
+        }
+        for (const std::string& spec : specs) {
+            auto scene = load_input_scene(spec, "--scenes");
+            if (!scene) return scene.error();
+            if (!frames.files_.empty() && scene->boxes.size() != frames.files_[0].size())
+                return error(spec + " has " + std::to_string(scene->boxes.size()) +
+                             " boxes, the first frame has " +
+                             std::to_string(frames.files_[0].size()));
+            frames.files_.push_back(std::move(scene->boxes));
+        }
+        frames.count_ = frames.files_.size();
+        return frames;
+    }
+
+    std::size_t count() const { return count_; }
+
+    /// The boxes of frame f; frames are asked for in order 0, 1, 2, ...
+    const std::vector<Box>& at(std::size_t f) {
+        if (!animation_) return files_[f];
+        while (static_cast<std::size_t>(animation_->frame()) < f) animation_->advance();
+        return animation_->boxes();
+    }
+
+private:
+    static Error error(std::string message) {
+        return Error{ErrorCode::invalid_argument, std::move(message), {}, {}};
+    }
+    std::vector<std::vector<Box>> files_;
+    std::optional<Animation> animation_;
+    std::size_t count_ = 0;
+};
 
 }  // namespace
 
 int run_events(const Args& args) {
-    // --scenes A B C: the parser keeps A as the option's value and B, C as positionals.
-    std::vector<std::string> specs;
-    if (!args.get("scenes").empty()) specs.push_back(args.get("scenes"));
-    for (const std::string& p : args.positional) specs.push_back(p);
-    if (specs.empty()) return events_fail("--scenes FILE... (or a generator with --frames F)");
-    std::string method = args.get("method", "gpu_lbvh");
-
-    // Load every frame first, so that bad input fails before any output.
-    std::vector<std::vector<Box>> frames;
-    if (args.has("frames")) {
-        if (specs.size() != 1) return events_fail("--frames takes exactly one scene");
-        int count = std::atoi(args.get("frames").c_str());
-        if (count < 1) return events_fail("--frames must be a positive frame count");
-        auto scene = load_scene(specs[0]);
-        if (!scene) return events_fail(scene.error().message);
-        for (int f = 0; f < count; ++f) frames.push_back(animated_frame(scene->boxes, f));
-    } else {
-        for (const std::string& spec : specs) {
-            auto scene = load_scene(spec);
-            if (!scene) return events_fail(scene.error().message);
-            if (!frames.empty() && scene->boxes.size() != frames[0].size())
-                return events_fail(spec + " has " + std::to_string(scene->boxes.size()) +
-                                   " boxes, the first frame has " +
-                                   std::to_string(frames[0].size()));
-            frames.push_back(std::move(scene->boxes));
-        }
-    }
+    const std::string method = args.get("method");
+    auto loaded = Frames::load(args);
+    if (!loaded) return events_fail(loaded.error().message);
+    Frames& frames = loaded.value();
+    Output out(args);
 
     if (method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
-        gpu::ContextOptions context_options;
-        context_options.device = args.get("device");
-        context_options.validation = args.has("validation");
-        auto context = gpu::Context::create(context_options);
-        if (!context) return events_fail(context.error().message);
+        if (args.has("rebuild"))
+            return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
         gpu::MovingSceneOptions options;
         std::string code = args.get("code", "morton30");
         if (code == "morton63") {
@@ -91,16 +122,23 @@ int run_events(const Args& args) {
         } else if (policy != "ratio") {
             return events_fail("unknown --policy '" + policy + "' (ratio, refit, rebuild)");
         }
-        if (args.has("rebuild-ratio"))
-            options.rebuild_ratio = std::atof(args.get("rebuild-ratio").c_str());
+        auto ratio = real_option(args, "rebuild-ratio", options.rebuild_ratio, 0, 1e9);
+        if (!ratio) return events_fail(ratio.error().message);
+        options.rebuild_ratio = ratio.value();
         options.return_pairs = false;
+        gpu::ContextOptions context_options;
+        context_options.device = args.get("device");
+        context_options.validation = args.has("validation");
+        auto context = gpu::Context::create(context_options);
+        if (!context) return events_fail(context.error().message);
         auto moving = gpu::MovingScene::create(*context.value(), options);
         if (!moving) return events_fail(moving.error().message);
-        if (Status s = moving.value()->reset(frames[0]); !s) return events_fail(s.error().message);
-        for (std::size_t f = 1; f < frames.size(); ++f) {
-            auto r = moving.value()->step(frames[f]);
+        if (Status s = moving.value()->reset(frames.at(0)); !s)
+            return events_fail(s.error().message);
+        for (std::size_t f = 1; f < frames.count() && !out.failed(); ++f) {
+            auto r = moving.value()->step(frames.at(f));
             if (!r) return events_fail(r.error().message);
-            print_frame(int(f), r->began, r->ended);
+            print_frame(out, f, r->began, r->ended);
             if (args.has("verbose"))
                 std::fprintf(stderr, "frame %zu: %s, ratio %.4f, %u pairs\n", f,
                              r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
@@ -109,10 +147,15 @@ int run_events(const Args& args) {
         if (context.value()->validation_errors() > 0)
             return events_fail(std::to_string(context.value()->validation_errors()) +
                                " Vulkan validation errors (printed above)");
+        if (Status s = out.finish(); !s) return events_fail(s.error().message);
         return 0;
 #else
         return events_fail("this build has no GPU support");
 #endif
+    }
+    for (const char* gpu_only : {"code", "policy", "rebuild-ratio", "device", "validation"}) {
+        if (args.has(gpu_only))
+            return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
     }
     // CPU: the structure is built over the first frame; a dynamic one then moves the boxes
     // that changed each frame (insert/remove/move, as a simulation would drive it), a static
@@ -122,34 +165,43 @@ int run_events(const Args& args) {
     Structure& s = *structure.value();
     const bool incremental = s.is_dynamic() && !args.has("rebuild");
     std::vector<Pair> previous;
-    for (std::size_t f = 0; f < frames.size(); ++f) {
+    std::vector<Box> before;  // the previous frame's boxes
+    for (std::size_t f = 0; f < frames.count() && !out.failed(); ++f) {
+        const std::vector<Box>& now = frames.at(f);
         std::size_t moved = 0;
-        if (f == 0 || !incremental) {
-            if (Status st = s.build(frames[f]); !st) return events_fail(st.error().message);
-        } else {
-            for (std::size_t id = 0; id < frames[f].size(); ++id) {
-                const Box& now = frames[f][id];
-                const Box& before = frames[f - 1][id];
-                if (now == before) continue;
-                if (Status st = s.move(static_cast<std::uint32_t>(id), now); !st)
+        try {
+            if (f == 0 || !incremental) {
+                if (Status st = build_structure(s, now); !st)
                     return events_fail(st.error().message);
-                ++moved;
+            } else {
+                for (std::size_t id = 0; id < now.size(); ++id) {
+                    if (now[id] == before[id]) continue;
+                    if (Status st = s.move(static_cast<std::uint32_t>(id), now[id]); !st)
+                        return events_fail(st.error().message);
+                    ++moved;
+                }
             }
+            if (incremental) before = now;
+        } catch (const std::bad_alloc&) {
+            return events_fail("out of memory moving the boxes of frame " + std::to_string(f) +
+                               " in " + method + " (" + std::to_string(now.size()) + " boxes)");
         }
         if (args.has("verbose") && f > 0)
             std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
                          incremental ? "moved in place" : "rebuilt", moved);
-        std::vector<Pair> pairs = sorted_pairs(s);
+        auto pairs = find_sorted_pairs(s);
+        if (!pairs) return events_fail(pairs.error().message);
         if (f > 0) {
             std::vector<Pair> began, ended;
-            std::set_difference(pairs.begin(), pairs.end(), previous.begin(), previous.end(),
+            std::set_difference(pairs->begin(), pairs->end(), previous.begin(), previous.end(),
                                 std::back_inserter(began));
-            std::set_difference(previous.begin(), previous.end(), pairs.begin(), pairs.end(),
+            std::set_difference(previous.begin(), previous.end(), pairs->begin(), pairs->end(),
                                 std::back_inserter(ended));
-            print_frame(int(f), began, ended);
+            print_frame(out, f, began, ended);
         }
-        previous = std::move(pairs);
+        previous = std::move(pairs.value());
     }
+    if (Status st = out.finish(); !st) return events_fail(st.error().message);
     return 0;
 }
 

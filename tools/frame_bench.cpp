@@ -15,6 +15,7 @@
 #include "animation.hpp"
 #include "broadphase/scene.hpp"
 #include "commands.hpp"
+#include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/gpu_queries.hpp"
@@ -86,10 +87,11 @@ int validation_check(const gpu::Context& context) {
 
 int run_frame_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    const int frames = std::atoi(args.get("frames").c_str());
-    if (frames < 1) return bench_fail("--frames must be a positive frame count");
-    const std::string spec = args.get("scene", kDefaultScene);
-    auto scene = load_scene(spec);
+    auto frame_count = int_option(args, "frames", 1, 1, 10000);
+    if (!frame_count) return bench_fail(frame_count.error().message);
+    const int frames = static_cast<int>(frame_count.value());
+    const std::string spec = args.get("scene");
+    auto scene = load_input_scene(spec);
     if (!scene) return bench_fail(scene.error().message);
     gpu::MovingSceneOptions options;
     options.return_pairs = false;
@@ -104,8 +106,9 @@ int run_frame_bench(const Args& args) {
     } else if (policy != "ratio") {
         return bench_fail("unknown --policy '" + policy + "' (ratio, refit, rebuild)");
     }
-    if (args.has("rebuild-ratio"))
-        options.rebuild_ratio = std::atof(args.get("rebuild-ratio").c_str());
+    auto ratio = real_option(args, "rebuild-ratio", options.rebuild_ratio, 0, 1e9);
+    if (!ratio) return bench_fail(ratio.error().message);
+    options.rebuild_ratio = ratio.value();
 
     auto context = open_context(args);
     if (!context) return bench_fail(context.error().message);
@@ -124,8 +127,10 @@ int run_frame_bench(const Args& args) {
         events;
     std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
     int refits = 0, rebuilds = 0, regrown = 0;
+    Animation animation(scene->boxes);
     for (int f = 1; f <= frames; ++f) {
-        const std::vector<Box> boxes = animated_frame(scene->boxes, f);
+        animation.advance();
+        const std::vector<Box>& boxes = animation.boxes();
         const auto step_start = std::chrono::steady_clock::now();
         auto r = ms.step(boxes);
         wall.push_back(
@@ -176,8 +181,10 @@ int run_frame_bench(const Args& args) {
         // The same frames again, each already in a device buffer (as a simulation on the GPU
         // would have them), all recorded into one command buffer: no host work between frames.
         std::vector<gpu::Buffer> buffers;
+        Animation again(scene->boxes);
         for (int f = 1; f <= frames; ++f) {
-            const auto boxes = gpu::to_gpu_boxes(animated_frame(scene->boxes, f));
+            again.advance();
+            const auto boxes = gpu::to_gpu_boxes(again.boxes());
             auto b = context.value()->create_buffer(boxes.size() * sizeof(boxes[0]) + 1,
                                                     gpu::MemoryKind::device);
             if (!b) return bench_fail(b.error().message);
@@ -213,15 +220,20 @@ int run_frame_bench(const Args& args) {
 
 int run_ray_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    const long long count = std::atoll(args.get("rays").c_str());
-    if (count < 1 || count >= (1ll << 31)) return bench_fail("--rays must be in [1, 2^31)");
-    const int repeat = std::max(1, std::atoi(args.get("repeat", "3").c_str()));
-    const std::string spec = args.get("scene", kDefaultScene);
-    auto scene = load_scene(spec);
+    auto ray_count = int_option(args, "rays", 1, 1, 100000000);
+    if (!ray_count) return bench_fail(ray_count.error().message);
+    const long long count = ray_count.value();
+    auto repeat_option = int_option(args, "repeat", 3, 1, 1000);
+    if (!repeat_option) return bench_fail(repeat_option.error().message);
+    const int repeat = static_cast<int>(repeat_option.value());
+    const std::string spec = args.get("scene");
+    auto scene = load_input_scene(spec);
     if (!scene) return bench_fail(scene.error().message);
     auto code = code_from(args);
     if (!code) return bench_fail(code.error().message);
-    const auto seed = static_cast<std::uint32_t>(std::atoll(args.get("seed", "42").c_str()));
+    auto seed_option = int_option(args, "seed", 42, 0, 4294967295);
+    if (!seed_option) return bench_fail(seed_option.error().message);
+    const auto seed = static_cast<std::uint32_t>(seed_option.value());
 
     // Rays from uniform points of the scene's bounds in uniform directions, unbounded; regions
     // are boxes of the scene's mean extent at uniform points of its bounds.

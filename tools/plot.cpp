@@ -1,11 +1,12 @@
 // PNG writer, rasteriser and log-log plot for the tool (see plot.hpp).
 #include "plot.hpp"
 
+#include "io.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 namespace broadphase::tool {
 
@@ -168,11 +169,8 @@ std::vector<std::uint8_t> encode_png(const Image& image) {
 
 Status write_png(const std::string& path, const Image& image) {
     std::vector<std::uint8_t> bytes = encode_png(image);
-    std::ofstream file(path, std::ios::binary);
-    if (!file ||
-        !file.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size())))
-        return Error{ErrorCode::io_error, "cannot write '" + path + "'", {}, {}};
-    return {};
+    return write_text_file(
+        path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 Image plot_loglog(const std::string& title, const std::string& x_label, const std::string& y_label,

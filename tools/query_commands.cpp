@@ -6,13 +6,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "commands.hpp"
+#include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_queries.hpp"
 #endif
@@ -28,10 +30,6 @@ int fail(const Error& e) {
     return kExitUsage;
 }
 
-int fail(const std::string& message) {
-    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
-}
-
 Error parse_error(const std::string& source, std::size_t line, const std::string& what) {
     return Error{
         ErrorCode::parse_error, source + ":" + std::to_string(line) + ": " + what, {}, line};
@@ -40,8 +38,9 @@ Error parse_error(const std::string& source, std::size_t line, const std::string
 // Rays file: one ray per line, `ox oy oz dx dy dz tmax`, white space or commas between
 // numbers, `#` starts a comment; the ray's index is its 0-based data-line index.
 Result<std::vector<Ray>> read_rays(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{ErrorCode::io_error, "cannot open '" + path + "'", {}, {}};
+    auto file = read_text_file(path);
+    if (!file) return file.error();
+    std::istringstream in(std::move(file.value()));
     std::vector<Ray> rays;
     std::string text;
     std::size_t line_no = 0;
@@ -107,7 +106,7 @@ struct Backend {
         auto s = make_structure(method);
         if (!s) return s.error();
         b.cpu = std::move(s.value());
-        if (Status st = b.cpu->build(boxes); !st) return st.error();
+        if (Status st = build_structure(*b.cpu, boxes); !st) return st.error();
         return b;
     }
 
@@ -115,11 +114,24 @@ struct Backend {
     Result<std::vector<std::vector<std::uint32_t>>> query(std::span<const Box> regions) {
         std::vector<std::vector<std::uint32_t>> out(regions.size());
         if (cpu) {
-            for (std::size_t q = 0; q < regions.size(); ++q) {
-                cpu->query_box(regions[q], out[q]);
-                std::sort(out[q].begin(), out[q].end());
+            std::size_t q = 0, hits = 0;
+            try {
+                for (; q < regions.size(); hits += out[q].size(), ++q) {
+                    cpu->query_box(regions[q], out[q]);
+                    std::sort(out[q].begin(), out[q].end());
+                }
+                return out;
+            } catch (const std::bad_alloc&) {
+            } catch (const std::length_error&) {
             }
-            return out;
+            out = {};
+            return Error{ErrorCode::out_of_memory,
+                         "out of memory querying " + std::string(cpu->name()) + " over " +
+                             std::to_string(cpu->size()) + " boxes: query " + std::to_string(q) +
+                             " of " + std::to_string(regions.size()) + ", " +
+                             std::to_string(hits) + " hits so far",
+                         {},
+                         {}};
         }
 #ifdef BROADPHASE_HAS_GPU
         auto hits = gpu->query_boxes(regions);
@@ -134,6 +146,7 @@ struct Backend {
     Result<std::vector<std::optional<RayHit>>> cast(std::span<const Ray> rays) {
         if (cpu) {
             std::vector<std::optional<RayHit>> out;
+            out.reserve(rays.size());
             for (const Ray& r : rays) out.push_back(cpu->ray_cast(r));
             return out;
         }
@@ -162,23 +175,18 @@ struct Backend {
 };
 
 int write_text(const Args& args, const std::string& text) {
-    if (args.has("out")) {
-        std::ofstream out(args.get("out"), std::ios::binary);
-        if (!out || !(out << text)) return fail("cannot write '" + args.get("out") + "'");
-    } else {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-    }
+    Output out(args);
+    out.write(text);
+    if (Status s = out.finish(); !s) return fail(s.error());
     return 0;
 }
 
 }  // namespace
 
 int run_query(const Args& args) {
-    if (!args.has("boxes") || !args.has("method"))
-        return fail("query needs --boxes FILE and --method M");
-    auto scene = load_scene(args.get("scene", kDefaultScene));
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());
-    auto regions = load_scene(args.get("boxes"));
+    auto regions = load_input_scene(args.get("boxes"), "--boxes");
     if (!regions) return fail(regions.error());
     auto backend = Backend::open(args.get("method"), scene->boxes, args);
     if (!backend) return fail(backend.error());
@@ -194,9 +202,7 @@ int run_query(const Args& args) {
 }
 
 int run_raycast(const Args& args) {
-    if (!args.has("rays") || !args.has("method"))
-        return fail("raycast needs --rays FILE and --method M");
-    auto scene = load_scene(args.get("scene", kDefaultScene));
+    auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());
     auto rays = read_rays(args.get("rays"));
     if (!rays) return fail(rays.error());
@@ -218,10 +224,9 @@ int run_raycast(const Args& args) {
 }
 
 int run_pairs_against(const Args& args) {
-    if (!args.has("method")) return fail("pairs --against needs --method M");
-    auto a = load_scene(args.get("scene", kDefaultScene));
+    auto a = load_input_scene(args.get("scene"));
     if (!a) return fail(a.error());
-    auto b = load_scene(args.get("against"));
+    auto b = load_input_scene(args.get("against"), "--against");
     if (!b) return fail(b.error());
     auto backend = Backend::open(args.get("method"), b->boxes, args);
     if (!backend) return fail(backend.error());

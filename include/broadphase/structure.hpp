@@ -105,7 +105,16 @@ Result<std::unique_ptr<Structure>> make_structure(std::string_view method);
 /// Canonical pairs of a built structure: self_pairs sorted ascending.
 std::vector<Pair> sorted_pairs(const Structure& structure);
 
-/// Builds `method` over `boxes` and returns its canonical (sorted) pairs.
+/// structure.build(boxes), with running out of memory returned as ErrorCode::out_of_memory
+/// (naming the method and the box count) instead of thrown.
+Status build_structure(Structure& structure, std::span<const Box> boxes);
+
+/// sorted_pairs(structure), with running out of memory returned as ErrorCode::out_of_memory
+/// (naming the method, the box count and the pairs found so far) instead of thrown.
+Result<std::vector<Pair>> find_sorted_pairs(const Structure& structure);
+
+/// Builds `method` over `boxes` and returns its canonical (sorted) pairs; running out of
+/// memory is an out_of_memory error, never an exception.
 Result<std::vector<Pair>> find_pairs_cpu(std::string_view method, std::span<const Box> boxes);
 
 }  // namespace broadphase
