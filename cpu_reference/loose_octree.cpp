@@ -14,18 +14,28 @@ namespace broadphase {
 namespace {
 
 constexpr std::size_t kOutsideSlack = 16;
+/// The robust root trims at most this many centres from each end of each axis.
+constexpr std::size_t kTrimmedPerSide = 32;
+/// An octant holding more boxes than this pairs them by sort and sweep.
+constexpr std::size_t kSweepAbove = 48;
 
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "loose_octree: " + what, box, std::nullopt};
 }
 
+// Outward rounding to float, clamped to the finite range (a root over boxes near +-3e38 has
+// loose bounds beyond it; every box still fits the clamped bound).
 float round_down(double v) {
+    if (v <= double(std::numeric_limits<float>::lowest())) {
+        return std::numeric_limits<float>::lowest();
+    }
     float f = static_cast<float>(v);
     if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
     return f;
 }
 
 float round_up(double v) {
+    if (v >= double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::max();
     float f = static_cast<float>(v);
     if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
     return f;
@@ -105,7 +115,7 @@ Status LooseOctree::build(std::span<const Box> boxes) {
     inside_count_ = 0;
     if (!(config_.k > 1.0f && config_.k <= 8.0f)) return invalid("k must be in (1, 8]");
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
-    if (config_.max_depth > 24) return invalid("max_depth must be at most 24");
+    if (config_.max_depth > 31) return invalid("max_depth must be at most 31");
     if (Status s = validate_boxes(boxes); !s) return s;
     std::vector<Entry> entries(boxes.size());
     for (std::size_t i = 0; i < boxes.size(); ++i) {
@@ -117,6 +127,12 @@ Status LooseOctree::build(std::span<const Box> boxes) {
 }
 
 void LooseOctree::rebuild(std::vector<Entry> entries) {
+    place_all(entries, true);
+    // Trimming may leave out many boxes (too large for the trimmed root): then the whole scene.
+    if (outside_.size() > kOutsideSlack + inside_count_ / 4) place_all(entries, false);
+}
+
+void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
     nodes_.clear();
     outside_.clear();
     items_.clear();
@@ -125,10 +141,34 @@ void LooseOctree::rebuild(std::vector<Entry> entries) {
     if (entries.empty()) return;
     Box bounds = entries[0].box;
     for (const Entry& e : entries) bounds = merge(bounds, e.box);
+    // The root, robust to a few far outliers (issue 9): per axis, the box centres of rank r and
+    // n-1-r (r = min(32, n/64)) bound a core [lo, hi], and the root spans [lo - w, hi + w]
+    // (w = hi - lo) clipped to the scene's bounds. Boxes beyond it, or too large for its loose
+    // bound (a world-wide ground slab), go to the outside list; the octree then resolves the
+    // core to its own box sizes instead of the outliers' distance.
+    const std::size_t n = entries.size();
+    const std::size_t r = robust ? std::min(kTrimmedPerSide, n / 64) : 0;
+    double lo[3], hi[3];
+    std::vector<double> centres(r == 0 ? 0 : n);
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = bounds.min[a];
+        hi[a] = bounds.max[a];
+        if (r == 0) continue;
+        for (std::size_t i = 0; i < n; ++i) {
+            centres[i] = 0.5 * (double(entries[i].box.min[a]) + entries[i].box.max[a]);
+        }
+        std::nth_element(centres.begin(), centres.begin() + std::ptrdiff_t(r), centres.end());
+        const double core_lo = centres[r];
+        std::nth_element(centres.begin(), centres.end() - 1 - std::ptrdiff_t(r), centres.end());
+        const double core_hi = centres[n - 1 - r];
+        const double w = core_hi - core_lo;
+        lo[a] = std::max(lo[a], core_lo - w);
+        hi[a] = std::min(hi[a], core_hi + w);
+    }
     root_side_ = 0;
     for (int a = 0; a < 3; ++a) {
-        root_min_[a] = bounds.min[a];
-        root_side_ = std::max(root_side_, double(bounds.max[a]) - double(bounds.min[a]));
+        root_min_[a] = lo[a];
+        root_side_ = std::max(root_side_, hi[a] - lo[a]);
     }
     if (!(root_side_ > 0)) root_side_ = 1;
     Node root;
@@ -138,7 +178,7 @@ void LooseOctree::rebuild(std::vector<Entry> entries) {
     // Everything goes to the root first, then splits push boxes down level by level.
     std::vector<Entry>& at_root = nodes_[0].entries;
     at_root.reserve(entries.size());
-    for (Entry& e : entries) {
+    for (Entry e : entries) {
         const std::optional<Cell> ideal = ideal_cell(e.box);
         items_.emplace(e.id, Item{e.box, !ideal});
         if (!ideal) {
@@ -305,8 +345,44 @@ void LooseOctree::descend(const Box& region, std::vector<std::uint32_t>& stack,
     }
 }
 
+// The boxes of one octant against each other when there are many (long boxes sit at the
+// level of their longest side, so an octant can hold many parallel ones): sort and sweep along
+// the axis where their min corners spread most against their extents.
+template <class Emit>
+void LooseOctree::sweep_own(const Node& node, std::vector<std::uint32_t>& order,
+                            Emit& emit) const {
+    const std::size_t n = node.entries.size();
+    int axis = 0;
+    double best = -1;
+    for (int a = 0; a < 3; ++a) {
+        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+        double extents = 0;
+        for (const Entry& e : node.entries) {
+            lo = std::min(lo, e.box.min[a]);
+            hi = std::max(hi, e.box.min[a]);
+            extents += double(e.box.max[a]) - e.box.min[a];
+        }
+        const double score = (double(hi) - lo) / (extents / double(n) + 1e-30);
+        if (score > best) best = score, axis = a;
+    }
+    order.resize(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return node.entries[a].box.min[axis] < node.entries[b].box.min[axis];
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+        const Entry& a = node.entries[order[i]];
+        for (std::size_t j = i + 1; j < n; ++j) {
+            const Entry& b = node.entries[order[j]];
+            if (b.box.min[axis] > a.box.max[axis]) break;
+            ++stats_.box_tests;
+            if (overlaps(a.box, b.box)) emit(a.id, b.id);
+        }
+    }
+}
+
 void LooseOctree::self_pairs(std::vector<Pair>& out) const {
-    std::vector<std::uint32_t> stack;
+    std::vector<std::uint32_t> stack, order;
     const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
         out.push_back(Pair{std::min(a, b), std::max(a, b)});
     };
@@ -324,6 +400,10 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
             const bool same = &node == &home;
             if (node.cell.depth == depth && !same && &node < &home) return;
             ++stats_.leaves_visited;
+            if (same && home.entries.size() > kSweepAbove) {
+                sweep_own(home, order, emit);
+                return;
+            }
             for (std::size_t i = 0; i < home.entries.size(); ++i) {
                 const Entry& a = home.entries[i];
                 if (!overlaps(a.box, node.loose)) continue;

@@ -17,6 +17,17 @@
 // ilogb, with no loop. Float rounding can leave a box a hair outside the computed loose bound; it
 // then goes one level up, so "box inside its octant's loose bound" holds exactly.
 //
+// Robustness (issue 9): the root is not the scene's bounding cube but a cube over a robust core
+// (per axis, the box centres without the 32 most extreme on each side, widened by the core's own
+// width on each side): a few boxes 1e7 away, or a ground slab 2e6 wide, go to the outside list
+// (each tested against the tree by one descent) instead of stretching the root until every
+// box of the play area falls into one octant. Clusters far apart are part of the core; the
+// depth limit (31) resolves a cluster 1e-5 of the root's side to its own box sizes. If the
+// trimmed root would leave out more than 16 + n/4 boxes the whole scene's cube is used.
+// Long thin boxes sit at the level of their longest side, and the boxes of one octant are
+// tested against each other: a scene of many parallel long boxes is the loose octree's
+// accepted worst case (Ulrich 2000: objects are placed by their largest dimension).
+//
 // Dynamic: insert/remove/move by caller id. A box whose centre is not in the root's strict
 // cube, or that does not fit the root's loose bound, goes to an `outside` list tested linearly;
 // once that list exceeds 16 + n/4 the tree is rebuilt around every box. Removal does not merge
@@ -42,8 +53,8 @@ public:
         float k = 2.0f;
         /// An octant holding more boxes than this splits (if some of them belong deeper).
         std::uint32_t capacity = 8;
-        /// Deepest level (the root is 0); at most 24.
-        std::uint32_t max_depth = 16;
+        /// Deepest level (the root is 0); at most 31 (cell coordinates are 32-bit).
+        std::uint32_t max_depth = 31;
     };
 
     /// An octant by its level and integer coordinates (0 .. 2^depth - 1 on each axis).
@@ -77,7 +88,8 @@ public:
     explicit LooseOctree(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "loose_octree"; }
-    /// Root strict cube = the scene's bounding cube (side 1 if the scene has no extent); every
+    /// Root strict cube = the scene's robust bounding cube (see the top of the file; side 1 if
+    /// the scene has no extent); every
     /// box placed by ideal_cell, then octants over capacity split top-down. Rejects bad boxes
     /// and a bad Config.
     Status build(std::span<const Box> boxes) override;
@@ -119,9 +131,12 @@ private:
     };
 
     void rebuild(std::vector<Entry> entries);
+    void place_all(const std::vector<Entry>& entries, bool robust);
     std::uint32_t find_node(const Cell& ideal) const;
     void insert_entry(const Entry& entry);
     void maybe_split(std::uint32_t node);
+    template <class Emit>
+    void sweep_own(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const;
     template <class Visit>
     void descend(const Box& region, std::vector<std::uint32_t>& stack, Visit&& visit) const;
 

@@ -185,8 +185,8 @@ void Octree::maybe_split(std::uint32_t index) {
             if (all_same) return;
         } else {
             if (shared == partial) return;
-            // Split only when it cuts the leaf's pair tests (sum of n_c^2 below n^2) or barely
-            // copies anything (at most n/8 new references): boxes long against the cell would
+            // Split only when it cuts the leaf's pair tests (sum of n_c^2 below 0.7 n^2) or
+            // copies little (at most n/2 new references): boxes long against the cell would
             // otherwise be copied into ever more leaves.
             double after = 0;
             std::size_t references = 0;
@@ -194,8 +194,9 @@ void Octree::maybe_split(std::uint32_t index) {
                 after += double(n) * double(n);
                 references += n;
             }
-            if (after >= 0.7 * double(partial) * double(partial) && 8 * references > 9 * partial)
+            if (after >= 0.7 * double(partial) * double(partial) && 2 * references > 3 * partial) {
                 return;
+            }
         }
     }
     const auto first = static_cast<std::uint32_t>(nodes_.size());

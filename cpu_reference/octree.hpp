@@ -7,7 +7,7 @@
 //
 // Robustness (issue 9): no scene makes it quadratic through its bounds. Far outliers (1e7 away)
 // or clusters 1e4 apart make the root much larger than the boxes, so the depth limit is
-// generous (128; a cell also stops splitting once float halving cannot split it) and the empty
+// generous (300: a cell stops splitting first, once float halving cannot split it) and the empty
 // octants on the way down cost 8 nodes a level, not box tests. World-sized boxes cover most
 // cells they are in, so they neither drive nor stop splitting, and a leaf tests them only
 // against its own few references. The root and the split points are computed in double and
@@ -46,8 +46,9 @@ public:
     struct Config {
         /// A leaf referencing more boxes than this splits (when that separates them; see above).
         std::uint32_t capacity = 16;
-        /// Leaves at this depth (the root is 0) never split; at most 300.
-        std::uint32_t max_depth = 128;
+        /// Leaves at this depth (the root is 0) never split; at most 300. The default is that
+        /// limit: float halving stops a cell first (about 277 levels from 3e38 to 1e-45).
+        std::uint32_t max_depth = 300;
         /// A cell whose side is below 2 * min_size never splits (0: only max_depth limits).
         float min_size = 0.0f;
     };

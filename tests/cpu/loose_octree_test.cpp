@@ -180,7 +180,7 @@ TEST(LooseOctree, Test10_ErrorsAreReportedAndLeaveTheTreeIntact) {
     check_errors(tree);
     for (const LooseOctree::Config bad :
          {LooseOctree::Config{1.0f, 8, 16}, LooseOctree::Config{2.0f, 0, 16},
-          LooseOctree::Config{2.0f, 8, 25}}) {
+          LooseOctree::Config{2.0f, 8, 32}}) {
         LooseOctree t(bad);
         EXPECT_FALSE(t.build(std::vector<Box>{Box{}}).ok());
     }
@@ -201,6 +201,61 @@ TEST(LooseOctree, Test11_RemovingEverythingLeavesAnEmptyValidTree) {
     tree.self_pairs(pairs);
     EXPECT_TRUE(pairs.empty());
     EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 1, 1}, 10}).has_value());
+}
+
+// Test 12 (issue 9): the root is robust to a few far outliers. On level the fallen boxes (1e7
+// below) and the ground slab (2e6 wide) go to the outside list and the root stays about the
+// play area; the play area spreads over many octants, none holding more than a few dozen.
+TEST(LooseOctree, Test12_RobustRootKeepsOutliersOutside) {
+    const std::vector<Box> boxes = generate_scene("level", 20000)->boxes;
+    LooseOctree tree;
+    check_static(tree, boxes, 7, 40);
+    EXPECT_GE(tree.outside().size(), 2u);  // the slab and at least one fallen box
+    EXPECT_LE(tree.outside().size(), 16u);
+    EXPECT_LT(tree.nodes()[0].strict.max.x - tree.nodes()[0].strict.min.x, 10.0f);
+    std::size_t largest = 0;
+    for (const LooseOctree::Node& n : tree.nodes()) largest = std::max(largest, n.entries.size());
+    EXPECT_LE(largest, 64u);
+    // On multiscale (no outliers) and degenerate (a sixth of the boxes 1e6 away) the root is
+    // the whole scene, and the depth limit of 31 still resolves the clusters.
+    for (const char* gen : {"multiscale", "degenerate"}) {
+        SCOPED_TRACE(gen);
+        const std::vector<Box> scene = generate_scene(gen, 20000)->boxes;
+        LooseOctree t;
+        check_static(t, scene, 7, 40);
+        std::size_t most = 0;
+        for (const LooseOctree::Node& n : t.nodes()) most = std::max(most, n.entries.size());
+        EXPECT_LE(most, 64u);
+    }
+}
+
+// Test 13 (issue 14): boxes near the float range build with bounded work: bounds rounded
+// outwards are clamped to the finite floats, and the placement loop runs at most max_depth
+// times.
+TEST(LooseOctree, Test13_HugeFiniteBoxes) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const Box wide{{-3e38f, -3e38f, -3e38f}, {1e31f, 1e31f, 1e31f}};
+    for (const std::vector<Box>& boxes :
+         {std::vector<Box>{wide}, std::vector<Box>{Box{{-kMax, -kMax, -kMax}, {kMax, kMax, kMax}}},
+          std::vector<Box>{wide, Box{{0, 0, 0}, {1, 1, 1}}, Box{{kMax, 0, 0}, {kMax, 0, 0}}}}) {
+        LooseOctree tree;
+        // Pairs and region queries only: rays at these magnitudes overflow the slab test.
+        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.validate().ok());
+        EXPECT_EQ(sorted_pairs(tree), testing::brute_pairs(boxes));
+        for (const Box& region : boxes) {
+            std::vector<std::uint32_t> have;
+            tree.query_box(region, have);
+            std::size_t want = 0;
+            for (const Box& b : boxes) want += overlaps(region, b);
+            EXPECT_EQ(have.size(), want);
+        }
+        for (const LooseOctree::Node& n : tree.nodes()) {
+            for (int a = 0; a < 3; ++a) {
+                EXPECT_TRUE(std::isfinite(n.loose.min[a]) && std::isfinite(n.loose.max[a]));
+            }
+        }
+    }
 }
 
 }  // namespace

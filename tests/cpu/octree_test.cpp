@@ -161,5 +161,81 @@ TEST(Octree, Test11_NearestReplacesOutputAndHandlesLargeK) {
     EXPECT_EQ(out, want);
 }
 
+// Test 12 (issue 14): a box from -3e38 to 1e31 builds at once: the root is computed in double
+// and rounded once (it was a nextafter loop over ~2^31 floats). Alone, with -FLT_MAX..FLT_MAX,
+// and among ordinary boxes, everything still matches brute force.
+TEST(Octree, Test12_HugeFiniteBoxesHaveABoundedRoot) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const Box wide{{-3e38f, -3e38f, -3e38f}, {1e31f, 1e31f, 1e31f}};
+    for (const std::vector<Box>& boxes :
+         {std::vector<Box>{wide}, std::vector<Box>{Box{{-kMax, -kMax, -kMax}, {kMax, kMax, kMax}}},
+          std::vector<Box>{wide, Box{{0, 0, 0}, {1, 1, 1}}, Box{{kMax, 0, 0}, {kMax, 0, 0}}}}) {
+        Octree tree;
+        // Pairs and region queries only: rays at these magnitudes overflow the slab test.
+        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.validate().ok());
+        EXPECT_EQ(sorted_pairs(tree), testing::brute_pairs(boxes));
+        for (const Box& region : boxes) {
+            std::vector<std::uint32_t> have;
+            tree.query_box(region, have);
+            std::size_t want = 0;
+            for (const Box& b : boxes) want += overlaps(region, b);
+            EXPECT_EQ(have.size(), want);
+        }
+        EXPECT_LE(tree.nodes().size(), 1u + 8u * tree.config().max_depth);
+    }
+    std::vector<Box> boxes = generate_scene("uniform", 2000)->boxes;
+    boxes[1000] = wide;
+    Octree tree;
+    check_static(tree, boxes);
+    for (const Octree::Node& n : tree.nodes()) EXPECT_LE(n.entries.size(), 100u);
+}
+
+// Test 13 (issue 9): far outliers and world-sized boxes do not collapse the play area into one
+// leaf. On level (boxes 1e7 below, a slab 2e6 wide), multiscale (clusters 1e-4 of the spread)
+// and degenerate (a group 1e6 away, a box over everything) every leaf stays small, the tree
+// goes deeper than the old depth limit of 16 where it must, and the nodes stay a few per box.
+TEST(Octree, Test13_FarOutliersAndWorldBoxesKeepLeavesSmall) {
+    for (const char* gen : {"level", "multiscale", "degenerate"}) {
+        SCOPED_TRACE(gen);
+        const std::vector<Box> boxes = generate_scene(gen, 20000)->boxes;
+        Octree tree;
+        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.validate().ok());
+        std::size_t largest = 0, references = 0;
+        for (const Octree::Node& n : tree.nodes()) {
+            largest = std::max(largest, n.entries.size());
+            references += n.entries.size();
+        }
+        EXPECT_LE(largest, 120u);
+        EXPECT_LE(references, 8 * boxes.size());
+        EXPECT_LE(tree.nodes().size(), 4 * boxes.size());
+        if (std::string(gen) != "multiscale") EXPECT_GT(tree.height(), 16u);
+        // Self-pairs tests a few boxes per box and pair, as on uniform.
+        tree.reset_stats();
+        std::vector<Pair> pairs;
+        tree.self_pairs(pairs);
+        EXPECT_EQ(pairs.size(), testing::brute_pairs(boxes).size());
+        EXPECT_LE(tree.stats().box_tests, 20 * (boxes.size() + pairs.size()));
+    }
+}
+
+// Test 14: boxes long against their cells (seed 004's XLine: 0.015 wide, 2e-5 tall) stop the
+// splitting where it would only copy them; the big leaves are paired by a sweep, so the tests
+// stay a few per box and pair.
+TEST(Octree, Test14_LongBoxesAreNotCopiedWithoutEnd) {
+    const std::vector<Box> boxes = generate_scene("xline", 20000)->boxes;
+    Octree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    std::size_t references = 0;
+    for (const Octree::Node& n : tree.nodes()) references += n.entries.size();
+    EXPECT_LE(references, 4 * boxes.size());
+    tree.reset_stats();
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_EQ(pairs.size(), testing::brute_pairs(boxes).size());
+    EXPECT_LE(tree.stats().box_tests, 20 * (boxes.size() + pairs.size()));
+}
+
 }  // namespace
 }  // namespace broadphase
