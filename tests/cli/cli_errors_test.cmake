@@ -1,0 +1,156 @@
+# The `broadphase` tool never fakes success (issue 14): bad options, missing required options,
+# failed writes, inputs that are not regular files, out-of-range numbers and running out of
+# memory all end with exit 2 and a message saying what was wrong, never exit 0 and never an
+# abort. CPU methods only, so that it runs the same with or without a GPU build.
+# Run as: cmake -DTOOL=... -DWORK=... [-DSANITIZE=address,...] -P cli_errors_test.cmake
+file(MAKE_DIRECTORY ${WORK})
+
+# check(NAME EXPECT_RC REGEX args...): runs the tool, asserts its exit code and that stdout +
+# stderr match REGEX (empty: anything).
+function(check name expect_rc regex)
+  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT "${rc}" STREQUAL "${expect_rc}")
+    message(FATAL_ERROR "${name}: broadphase ${ARGN} exited ${rc}, expected ${expect_rc}:\n${out}\n${err}")
+  endif()
+  if(regex AND NOT "${out}${err}" MATCHES "${regex}")
+    message(FATAL_ERROR "${name}: broadphase ${ARGN}: output does not match '${regex}':\n${out}\n${err}")
+  endif()
+endfunction()
+
+# check_stdout_full(NAME args...): standard output on a full disk: non-zero, with a message.
+function(check_stdout_full name)
+  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_FILE /dev/full
+                  ERROR_VARIABLE err TIMEOUT 120)
+  if("${rc}" STREQUAL "0" OR NOT err MATCHES "cannot write standard output")
+    message(FATAL_ERROR "${name}: broadphase ${ARGN} > /dev/full exited ${rc}: '${err}'")
+  endif()
+endfunction()
+
+set(camera 1.3,0.9,1.8,0.6,0.5,0.5,0,1,0,30,1.5,0.01,10)
+file(WRITE ${WORK}/rays.txt "-1 0.5 0.5 1 0 0 10\n0.5 -1 0.5 0 1 0 inf\n")
+
+# Test 1: a misspelled or unknown option is an error naming it and the command's options.
+check("misspelled --scen" 2 "unknown option '--scen'.*did you mean --scene.*--method"
+      pairs --scen x.txt --method brute_force)
+check("unknown option" 2 "unknown option '--frobnicate'" validate --frobnicate)
+check("bench option" 2 "unknown option '--repeats'.*--repeat R"
+      bench --scene uniform:100 --repeats 3)
+check("bench --cpu option" 2 "unknown option '--scene'" bench --cpu --scene uniform:100)
+check("bench modes" 2 "cannot be combined" bench --cpu --frames 3)
+check("stray argument" 2 "unexpected argument 'extra'"
+      pairs --scene uniform:10 --method brute_force extra)
+check("repeated option" 2 "given twice"
+      pairs --scene uniform:10 --scene uniform:20 --method brute_force)
+check("missing value" 2 "--out needs a value" pairs --scene uniform:10 --method brute_force --out)
+check("flag with a value" 2 "--validation takes no value"
+      pairs --scene uniform:10 --method brute_force --validation=yes)
+check("gpu option on a CPU method" 2 "--policy is for --method gpu_lbvh"
+      events --scenes uniform:100 --frames 2 --method kd_tree --policy refit)
+
+# Test 2: required options; no silent default scene (validate alone runs the demo and says so).
+check("pairs without --scene" 2 "--scene S is required" pairs --method brute_force)
+check("pairs without --method" 2 "--method M is required" pairs --scene uniform:10)
+check("query without --boxes" 2 "--boxes Q is required" query --scene uniform:10 --method kd_tree)
+check("raycast without --scene" 2 "--scene S is required" raycast --rays ${WORK}/rays.txt --method kd_tree)
+check("cull without --scene" 2 "--scene S is required" cull --camera ${camera})
+check("events without --method" 2 "--method M is required" events --scenes uniform:10 --frames 2)
+check("scene without --scene" 2 "--scene S is required" scene)
+check("bench without --scene" 2 "--scene S is required" bench --frames 2)
+check("validate demo" 0 "no --scene given: using the default demo scene uniform:20000.*all methods agree"
+      validate --reference kd_tree --methods octree)
+
+# Test 3: every write is checked: --out on a full disk, and standard output on one.
+check("pairs --out" 2 "cannot write '/dev/full'"
+      pairs --scene uniform:1000 --method kd_tree --out /dev/full)
+check("query --out" 2 "cannot write '/dev/full'"
+      query --scene uniform:1000 --boxes uniform:20 --method kd_tree --out /dev/full)
+check("raycast --out" 2 "cannot write '/dev/full'"
+      raycast --scene uniform:1000 --rays ${WORK}/rays.txt --method kd_tree --out /dev/full)
+check("events --out" 2 "cannot write '/dev/full'"
+      events --scenes uniform:500 --frames 3 --method kd_tree --out /dev/full)
+check("cull --out" 2 "cannot write '/dev/full'"
+      cull --scene uniform:1000 --camera ${camera} --method brute_force --out /dev/full)
+check("validate --out" 2 "cannot write '/dev/full'"
+      validate --scene uniform:500 --methods kd_tree --out /dev/full)
+check("scene --out" 2 "cannot write '/dev/full'" scene --scene uniform:100 --out /dev/full)
+check("--out in no folder" 2 "cannot write '${WORK}/no/such/dir/p.txt'"
+      pairs --scene uniform:100 --method kd_tree --out ${WORK}/no/such/dir/p.txt)
+check_stdout_full("pairs > /dev/full" pairs --scene uniform:1000 --method kd_tree)
+check_stdout_full("validate > /dev/full" validate --scene uniform:500 --methods kd_tree)
+check_stdout_full("events > /dev/full" events --scenes uniform:500 --frames 3 --method kd_tree)
+check_stdout_full("scene > /dev/full" scene --scene uniform:100)
+check_stdout_full("--help > /dev/full" --help)
+# A command that fails does not leave a half-written --out file behind.
+check("no file on failure" 2 "" pairs --scene uniform:100 --method no_such --out ${WORK}/never.txt)
+if(EXISTS ${WORK}/never.txt)
+  message(FATAL_ERROR "a failed pairs left ${WORK}/never.txt behind")
+endif()
+# and a good one writes what stdout would have shown.
+check("pairs --out ok" 0 "" pairs --scene uniform:300 --method kd_tree --out ${WORK}/p.txt)
+execute_process(COMMAND ${TOOL} pairs --scene uniform:300 --method brute_force OUTPUT_VARIABLE ref)
+file(READ ${WORK}/p.txt got)
+if(NOT got STREQUAL ref OR got STREQUAL "")
+  message(FATAL_ERROR "pairs --out wrote '${got}', stdout shows '${ref}'")
+endif()
+
+# Test 4: inputs that are not regular files are refused, naming the file.
+check("--rays a directory" 2 "'${WORK}': a directory, not a regular file"
+      raycast --scene uniform:100 --rays ${WORK} --method kd_tree)
+check("--rays /dev/zero" 2 "'/dev/zero': a character device, not a regular file"
+      raycast --scene uniform:100 --rays /dev/zero --method kd_tree)
+check("--scene /dev/zero" 2 "'/dev/zero': a character device" pairs --scene /dev/zero --method kd_tree)
+check("--boxes a directory" 2 "a directory" query --scene uniform:100 --boxes ${WORK} --method kd_tree)
+find_program(MKFIFO mkfifo)
+if(MKFIFO)
+  file(REMOVE ${WORK}/fifo)
+  execute_process(COMMAND ${MKFIFO} ${WORK}/fifo)
+  check("--scene a FIFO" 2 "a FIFO, not a regular file" pairs --scene ${WORK}/fifo --method kd_tree)
+endif()
+
+# Test 5: numbers are parsed strictly and range-checked.
+check("--frames too many" 2 "99999999999 is out of range \\(allowed: \\[1, 100000\\]\\)"
+      events --scenes uniform:100 --frames 99999999999 --method kd_tree)
+check("--frames garbage" 2 "'3x' is not an integer" events --scenes uniform:100 --frames 3x --method kd_tree)
+check("--frames 0" 2 "out of range" events --scenes uniform:100 --frames 0 --method kd_tree)
+check("bench --sizes" 2 "'abc' is not an integer" bench --cpu --sizes 10,abc)
+check("bench --max-seconds" 2 "--max-seconds: 'nan' is not a finite number"
+      bench --cpu --max-seconds nan)
+check("bench --rays" 2 "" bench --rays 0 --scene uniform:100)
+check("bench --repeat" 2 "" bench --scene uniform:100 --repeat 5x)
+
+# Test 6: validate --methods with an unknown method is a usage error, not a disagreement.
+check("validate unknown method" 2 "unknown method 'nosuch'"
+      validate --scene uniform:100 --methods octree,nosuch)
+check("validate unknown reference" 2 "unknown method 'nope'"
+      validate --scene uniform:100 --reference nope)
+
+# Test 7: memory. A generator count that cannot fit is refused up front; 100000 identical boxes
+# (5e9 pairs, 40 GB) under a 1.5 GB address space end in an out-of-memory error naming the
+# method, not std::bad_alloc's abort (exit 134). Sanitizers reserve terabytes of address space
+# and abort on allocation failure instead of throwing, so this part needs a plain build.
+if(NOT SANITIZE)
+  string(REPEAT "0 0 0 1 1 1\n" 100000 same)
+  file(WRITE ${WORK}/identical.txt "${same}")
+  foreach(method kd_tree sweep_and_prune)
+    execute_process(COMMAND sh -c "ulimit -v 1500000 && exec \"$0\" \"$@\"" ${TOOL}
+                    pairs --scene ${WORK}/identical.txt --method ${method}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "out of memory finding the pairs of ${method} over 100000 boxes")
+      message(FATAL_ERROR "pairs --method ${method} on identical boxes under ulimit -v: exit ${rc}: '${err}'")
+    endif()
+  endforeach()
+  execute_process(COMMAND sh -c "ulimit -v 1500000 && exec \"$0\" \"$@\"" ${TOOL}
+                  pairs --scene uniform:600000000 --method kd_tree
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "uniform:600000000: 600000000 boxes are 14.4 GB.*more than")
+    message(FATAL_ERROR "pairs on uniform:600000000 under ulimit -v: exit ${rc}: '${err}'")
+  endif()
+endif()
+
+# Test 8: --help (alone or after a command) prints the usage, exit 0.
+check("--help" 0 "usage: broadphase COMMAND.*--out FILE" --help)
+check("pairs --help" 0 "usage: broadphase COMMAND" pairs --help)
+check("no command" 2 "usage: broadphase COMMAND")
+check("unknown command" 2 "unknown command 'paris'" paris --scene uniform:10)
+message(STATUS "cli_errors: all checks passed")
