@@ -101,7 +101,7 @@ struct LbvhQueries::Impl {
         if (flags == 0) return false;
         const std::uint32_t most =
             default_traversal_capacity(~0ull, context->info().max_storage_buffer_range);
-        if (flags & kTraversalQueueOverflow) {
+        if (flags & (kTraversalQueueOverflow | kTraversalCandidateOverflow)) {
             if (work_capacity >= most) {
                 for (const TraversalStatus& st : statuses)
                     if (auto r = traversal_outcome(st, what); !r) return r.error();
@@ -142,7 +142,7 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     auto rounds = TraversalRounds::create(context);
     if (!rounds) return rounds.error();
     impl->rounds = std::move(rounds.value());
-    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 3, "lbvh_raycast");
+    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 5, "lbvh_raycast");
     if (!raycast) return raycast.error();
     impl->raycast = std::move(raycast.value());
     auto timestamps = Timestamps::create(context, 7);
@@ -208,14 +208,30 @@ void LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
 
 void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                   const RayQueryBuffers& b, std::uint32_t rays) {
+    const BufferRange status{b.status, 0, sizeof(TraversalStatus)};
+    fill(cmd, status, 0u);
+    compute_barrier(cmd);
     PushConstants pc{};
     pc.count = rays;
     pc.offset = tree.n;
-    impl_->raycast.dispatch(
-        cmd,
-        {whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
-         whole(b.hits, rays * sizeof(GpuRayHit))},
-        pc, groups(rays));
+    pc.tiles = b.traversal.capacity;
+    const std::initializer_list<BufferRange> bindings = {
+        whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
+        whole(b.hits, rays * sizeof(GpuRayHit)), status, work_range(b.traversal)};
+    const Kernel& raycast = impl_->raycast;
+    impl_->rounds.record(cmd, status, b.traversal,
+                         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                             pc.shift = round;
+                             if (round == 0)
+                                 raycast.dispatch(c, bindings, pc, groups(rays));
+                             else
+                                 raycast.dispatch_indirect(c, bindings, pc, args);
+                         });
+    // The finish step left the arguments of one invocation per candidate.
+    indirect_barrier(cmd);
+    pc.shift = 0;
+    pc.flags = kRayResolve;
+    raycast.dispatch_indirect(cmd, bindings, pc, {b.status, 32, 12});
 }
 
 Status LbvhQueries::build(std::span<const Box> input) {
@@ -401,16 +417,27 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     if (Status s = im.ensure(im.hits, r * sizeof(GpuRayHit)); !s) return s.error();
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
         return s.error();
-    im.times = {};
-    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-        im.timestamps.reset(cmd, 5, 2);
-        compute_barrier(cmd);
-        im.timestamps.write(cmd, 5);
-        record_ray_cast(cmd, im.tree(), {im.rays.handle(), im.hits.handle()}, r);
-        compute_barrier(cmd);
-        im.timestamps.write(cmd, 6);
-    });
-    if (!s) return s.error();
+    if (Status s = im.ensure_traversal(r); !s) return s.error();
+    while (true) {
+        im.times = {};
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            im.timestamps.reset(cmd, 5, 2);
+            compute_barrier(cmd);
+            im.timestamps.write(cmd, 5);
+            record_ray_cast(cmd, im.tree(),
+                            {im.rays.handle(), im.hits.handle(), im.status.handle(),
+                             im.traversal()},
+                            r);
+            compute_barrier(cmd);
+            im.timestamps.write(cmd, 6);
+        });
+        if (!s) return s.error();
+        TraversalStatus st{};
+        if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        auto again = im.retry_traversal({&st, 1}, "ray casts");
+        if (!again) return again.error();
+        if (!again.value()) break;
+    }
     im.times.ray_cast = im.timestamps.ms(5, 6);
     std::vector<GpuRayHit> hits(r);
     if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)

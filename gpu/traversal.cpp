@@ -10,8 +10,8 @@ namespace broadphase::gpu {
 using namespace gpu_layout;
 
 VkDeviceSize traversal_work_bytes(std::uint32_t capacity) {
-    // Two queues of (query, node) items.
-    return VkDeviceSize(capacity) * (2 * 8);
+    // Two queues of (query, node) items, then as many 16-byte ray-cast candidates.
+    return VkDeviceSize(capacity) * (2 * 8 + 16);
 }
 
 std::uint32_t default_traversal_capacity(std::uint64_t queries, VkDeviceSize max_range) {
@@ -25,6 +25,9 @@ Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const cha
     if (status.flags & kTraversalQueueOverflow)
         return Error{ErrorCode::limit_exceeded,
                      std::string(what) + ": the traversal's work queue overflowed", {}, {}};
+    if (status.flags & kTraversalCandidateOverflow)
+        return Error{ErrorCode::limit_exceeded,
+                     std::string(what) + ": the ray casts' candidate list overflowed", {}, {}};
     if (status.flags & kTraversalIncomplete)
         return Error{ErrorCode::limit_exceeded,
                      std::string(what) + ": work was left after " + std::to_string(status.rounds) +

@@ -1,7 +1,7 @@
 // Recording of bounded traversals (gpu_layout.h, "Bounded traversal"): round 0 dispatched
 // directly over the queries, then each later round sized on the GPU by traversal_args.comp and
 // dispatched indirectly over the queued items, then the finishing status words. Shared by the
-// all-pairs pass (gpu/lbvh.cpp) and region queries (gpu/queries.cpp).
+// all-pairs pass (gpu/lbvh.cpp), region queries and ray casts (gpu/queries.cpp).
 #pragma once
 
 #include <algorithm>

@@ -6,6 +6,14 @@
 // id. Internal nodes use a conservative test with relative slack kRayNodeSlack so that an
 // inexact division (Vulkan allows 2.5 ulp) never prunes the closest box. Only t itself may
 // differ from the CPU by those ulps.
+// Bounded (gpu_layout.h, "Bounded traversal"): a ray that needs more than kTraversalBudget
+// steps (many boxes at the same entry t, e.g. a ray starting inside a dense cluster, defeat the
+// pruning) queues its pending subtrees as (ray, node) items. Such a ray's hits[r] becomes a
+// shared minimum: t_bits (t >= 0, so its bits order as the floats) lowered with atomicMin by
+// every item that finds a hit, which also appends its own best (ray, t bits, id) as a
+// candidate; after the last round the resolve pass (kRayResolve) takes, among the candidates
+// whose t equals the final minimum, the smallest id (hits[r].id starts at kInvalidNode, the
+// largest uint).
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -18,9 +26,17 @@ layout(std430, binding = 0) readonly buffer Nodes {
 layout(std430, binding = 1) readonly buffer Rays {
     GpuRay rays[];
 };
-layout(std430, binding = 2) writeonly buffer Hits {
+layout(std430, binding = 2) buffer Hits {
     GpuRayHit hits[];
 };
+layout(std430, binding = 3) buffer TStatus {
+    TraversalStatus tstatus;
+};
+layout(std430, binding = 4) buffer Work {
+    uint work[];
+};
+
+#include "traversal.glsl"
 
 vec3 ray_o, ray_d;
 float ray_tmax;
@@ -61,15 +77,53 @@ bool may_hit_node(uint node, float best_t, out float t_near) {
     return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
 }
 
+// Appends this invocation's best hit of ray r as a candidate for the resolve pass.
+void add_candidate(uint r, float t, uint id) {
+    atomicMin(hits[r].t_bits, floatBitsToUint(t));
+    uint c = atomicAdd(tstatus.candidates, 1u);
+    if (c >= pc.tiles) {
+        atomicOr(tstatus.flags, kTraversalCandidateOverflow);
+        return;
+    }
+    uint base = 4u * pc.tiles + 4u * c;
+    work[base] = r;
+    work[base + 1u] = floatBitsToUint(t);
+    work[base + 2u] = id;
+}
+
+void resolve() {
+    uint c = linear_thread();
+    if (c >= min(tstatus.candidates, pc.tiles)) return;
+    uint base = 4u * pc.tiles + 4u * c;
+    uint r = work[base];
+    if (work[base + 1u] == hits[r].t_bits) atomicMin(hits[r].id, work[base + 2u]);
+}
+
 void main() {
-    uint r = linear_thread();
-    if (r >= pc.count) return;
+    if (pc.flags == kRayResolve) {
+        resolve();
+        return;
+    }
+    bool root = traversal_root_round();
+    uint r;
+    uint node = 0u;
+    if (root) {
+        r = linear_thread();
+        if (r >= pc.count) return;
+    } else {
+        uint i = linear_thread();
+        if (i >= traversal_items()) return;
+        uvec2 item = traversal_item(i);
+        r = item.x;
+        node = item.y;
+    }
     uint n = pc.offset;
     ray_o = rays[r].origin.xyz;
     ray_tmax = rays[r].origin.w;
     ray_d = rays[r].dir.xyz;
     uint best_id = kInvalidNode;
-    float best_t = uintBitsToFloat(0x7f800000u);  // +infinity
+    // A queued item starts from the ray's shared minimum so far (ties still taken).
+    float best_t = root ? uintBitsToFloat(0x7f800000u) : uintBitsToFloat(hits[r].t_bits);
 
     if (n == 1u) {
         float t, t_far;
@@ -77,62 +131,82 @@ void main() {
             best_id = nodes[0].link.x;
             best_t = t;
         }
-    } else if (n >= 2u) {
+        hits[r].id = best_id;
+        hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
+        return;
+    }
+    bool done = true;
+    uint stack[kTraversalStack];
+    uint top = 0u;
+    if (n >= 2u) {
         uint leaf_base = n - 1u;
-        uint stack[kTraversalStack];
-        float stack_t[kTraversalStack];
-        uint top = 0u;
-        uint node = 0u;
-        float t_root;
-        bool alive = may_hit_node(0u, best_t, t_root);
-        while (alive) {
-            uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
-            float cand_t[2] = float[2](0.0, 0.0);
-            uint found = 0u;
-            uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
-            for (int c = 0; c < 2; ++c) {
-                uint child = children[c];
-                if (child >= leaf_base) {
-                    float t, t_far;
-                    if (slabs(nodes[child].lo.xyz, nodes[child].hi.xyz, t, t_far) && t <= t_far) {
-                        uint id = nodes[child].link.x;
-                        if (t < best_t || (t == best_t && id < best_id)) {
-                            best_t = t;
-                            best_id = id;
+        float t_node;
+        done = false;
+        if (!may_hit_node(node, best_t, t_node)) node = kInvalidNode;
+        // One step expands `node`, or (node == kInvalidNode) pops the next stacked subtree,
+        // tested again against the best hit so far. (No loop nested in this one: Mesa 22.3's
+        // lavapipe ran a later loop of this kernel only once after a break out of a nested
+        // pop loop.)
+        for (uint step = 0u; step < kTraversalBudget; ++step) {
+            if (node == kInvalidNode) {
+                if (top == 0u) {
+                    done = true;
+                    break;
+                }
+                uint next = stack[--top];
+                float t;
+                if (may_hit_node(next, best_t, t)) node = next;
+            } else {
+                uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
+                float cand_t[2] = float[2](0.0, 0.0);
+                uint found = 0u;
+                uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
+                for (int c = 0; c < 2; ++c) {
+                    uint child = children[c];
+                    if (child >= leaf_base) {
+                        float t, t_far;
+                        if (slabs(nodes[child].lo.xyz, nodes[child].hi.xyz, t, t_far) &&
+                            t <= t_far) {
+                            uint id = nodes[child].link.x;
+                            if (t < best_t || (t == best_t && id < best_id)) {
+                                best_t = t;
+                                best_id = id;
+                            }
+                        }
+                    } else {
+                        float t;
+                        if (may_hit_node(child, best_t, t)) {
+                            cand[found] = child;
+                            cand_t[found] = t;
+                            ++found;
                         }
                     }
-                    continue;
                 }
-                float t;
-                if (may_hit_node(child, best_t, t)) {
-                    cand[found] = child;
-                    cand_t[found] = t;
-                    ++found;
-                }
-            }
-            if (found == 2u) {
-                uint near = cand_t[1] < cand_t[0] ? 1u : 0u;
-                stack[top] = cand[1u - near];
-                stack_t[top] = cand_t[1u - near];
-                ++top;
-                node = cand[near];
-                continue;
-            }
-            if (found == 1u) {
-                node = cand[0];
-                continue;
-            }
-            alive = false;
-            while (top > 0u) {
-                --top;
-                if (!(stack_t[top] > slack_bound(best_t))) {
-                    node = stack[top];
-                    alive = true;
-                    break;
+                if (found == 2u) {
+                    uint near = cand_t[1] < cand_t[0] ? 1u : 0u;
+                    stack[top++] = cand[1u - near];
+                    node = cand[near];
+                } else {
+                    node = found == 1u ? cand[0] : kInvalidNode;
                 }
             }
         }
     }
-    hits[r].id = best_id;
-    hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
+    if (root && done) {
+        hits[r].id = best_id;
+        hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
+        return;
+    }
+    if (!done) {
+        // One reservation per pending subtree (see lbvh_pairs.comp).
+        uint slot;
+        if (node != kInvalidNode && traversal_reserve(1u, slot)) traversal_put(slot, r, node);
+        for (uint k = 0u; k < top; ++k)
+            if (traversal_reserve(1u, slot)) traversal_put(slot, r, stack[k]);
+    }
+    if (root) {  // this ray continues in queued items: hits[r] becomes the shared minimum
+        hits[r].id = kInvalidNode;
+        hits[r].t_bits = floatBitsToUint(best_t);
+    }
+    if (best_id != kInvalidNode) add_candidate(r, best_t, best_id);
 }

@@ -2,7 +2,8 @@
 // traversal"). The including shader declares, before including this file:
 //   layout(std430, binding = B) buffer Work { uint work[]; };             // the work queues
 //   layout(std430, binding = S) buffer TStatus { TraversalStatus tstatus; };
-// Queue k's item i is (query, node) at work[2 * (k * capacity + i)].
+// Queue k's item i is (query, node) at work[2 * (k * capacity + i)]; ray-cast candidates
+// follow both queues, 4 words each, at work[4 * capacity + 4 * c].
 #ifndef BROADPHASE_TRAVERSAL_GLSL
 #define BROADPHASE_TRAVERSAL_GLSL
 

@@ -4,7 +4,7 @@
 // folds them; none after a queue overflow) and empties the queue that round will fill. With kTraversalFinish it instead
 // closes the traversal: kTraversalIncomplete is set when items are still queued after the
 // last recorded round (and cleared otherwise), and `count` becomes the pair total saturated
-// at 2^32 - 1.
+// at 2^32 - 1; the dispatch arguments then cover the ray casts' candidates.
 #version 450
 #include "common.glsl"
 
@@ -22,6 +22,11 @@ void main() {
                         (items > 0u ? kTraversalIncomplete : 0u);
         tstatus.count = tstatus.total_hi != 0u ? 0xffffffffu : tstatus.total_lo;
         tstatus.rounds = pc.shift;
+        // The arguments of a pass over the ray casts' candidates (one invocation each).
+        uint candidates = min(tstatus.candidates, pc.tiles);
+        uint cgroups = (candidates + kWorkgroupSize - 1u) / kWorkgroupSize;
+        uint cx = min(cgroups, pc.offset);
+        tstatus.args = uvec4(cx, cx == 0u ? 0u : (cgroups + cx - 1u) / cx, 1u, 0u);
         return;
     }
     // After an overflow some reserved slots were never written: stop (the result is flagged).

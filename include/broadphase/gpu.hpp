@@ -170,7 +170,7 @@ struct TraversalBuffers {
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
 };
 /// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte
-/// items).
+/// items, then as many 16-byte ray-cast candidates).
 VkDeviceSize traversal_work_bytes(std::uint32_t capacity);
 /// A work capacity that holds the queued items of every scene seen so far for `queries`
 /// queries: max(queries, 2^16), capped so the buffer stays within `max_range` bytes.

@@ -47,7 +47,7 @@ BP_CONST kTraversalStack = 96u;
 // Sentinel for "no node" (the root's parent, an empty child).
 BP_CONST kInvalidNode = 0xffffffffu;
 
-// Bounded traversal (pairs, region queries; ray casts not yet). No invocation expands more than
+// Bounded traversal (pairs, region queries, ray casts). No invocation expands more than
 // kTraversalBudget nodes in one dispatch: Mesa's lavapipe ends any loop after 65,535
 // iterations and real GPUs have watchdogs, so a traversal that would walk a whole tree (one box
 // over all the others, a region covering the scene) must not run in one invocation. An
@@ -66,6 +66,7 @@ BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
 // TraversalStatus flags.
 BP_CONST kTraversalIncomplete = 1u;     // work was left in the queue after the last round
 BP_CONST kTraversalQueueOverflow = 2u;  // a round produced more items than the queue holds
+BP_CONST kTraversalCandidateOverflow = 4u;  // ray casts: more candidates than the queue holds
 // traversal_args.comp push constant `flags`: finish (status words) instead of a round's args.
 BP_CONST kTraversalFinish = 1u;
 
@@ -114,15 +115,15 @@ struct PushConstants {
     uint flags;      // kernel-specific switches
 };
 
-// Status of one bounded traversal (pairs or region queries): its counters, the
+// Status of one bounded traversal (pairs, region queries or ray casts): its counters, the
 // work queue sizes, and the indirect dispatch arguments of the next round (a VkDispatchIndirect-
 // Command at byte 32, so the buffer needs VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT).
 // count: pairs found, saturated at 0xffffffff (written when the traversal finishes; it is the
 //   "count" every later kernel reads); total_lo / total_hi: the exact 64-bit number of pairs
 //   (a 32-bit atomic counter and its carries), also beyond 2^32.
-// flags: kTraversalIncomplete | kTraversalQueueOverflow; any
+// flags: kTraversalIncomplete | kTraversalQueueOverflow | kTraversalCandidateOverflow; any
 //   flag set means the results are not complete (grow the work queue, or record more rounds).
-// queued[2]: items pushed to each queue in its round.
+// queued[2]: items pushed to each queue in its round; candidates: ray-cast candidates appended.
 // total: 48 bytes
 struct TraversalStatus {
     uint count;
@@ -131,7 +132,7 @@ struct TraversalStatus {
     uint flags;
     uint queued0;
     uint queued1;
-    uint reserved;
+    uint candidates;
     uint rounds;  // rounds recorded so far
     uvec4 args;   // x, y, z of the next round's VkDispatchIndirectCommand; w unused
 };

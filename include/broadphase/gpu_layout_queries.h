@@ -7,7 +7,7 @@
 //   count    = number of queries (boxes or rays) in the batch
 //   offset   = number of boxes n in the tree (2n-1 nodes; 0 is an empty tree)
 //   capacity = capacity of the id output (lbvh_query fill pass)
-//   flags    = kQueryCount or kQueryFill (lbvh_query)
+//   flags    = kQueryCount or kQueryFill (lbvh_query); 0 or kRayResolve (lbvh_raycast)
 //   shift    = the bounded traversal's round, tiles = its work queue capacity (gpu_layout.h)
 #ifndef BROADPHASE_GPU_LAYOUT_QUERIES_H
 #define BROADPHASE_GPU_LAYOUT_QUERIES_H
@@ -24,6 +24,9 @@ namespace broadphase::gpu_layout {
 // lbvh_query passes (push constant `flags`).
 BP_CONST kQueryCount = 0u;  // write the number of hits of query q to offsets[q]
 BP_CONST kQueryFill = 1u;   // write the hits of query q to ids[offsets[q] ...]
+// lbvh_raycast passes (push constant `flags`): 0 the traversal rounds, kRayResolve the pass
+// over the candidates of rays that continued in queued items (smallest id at the minimum t).
+BP_CONST kRayResolve = 1u;
 
 
 // A ray: origin.xyz and tmax in origin.w; dir.xyz (w ignored).
@@ -34,7 +37,8 @@ struct GpuRay {
 };
 
 // The closest hit of one ray: id = kInvalidNode when the ray hits nothing; t_bits is the
-// entry parameter t as floatBitsToUint (0 on a miss).
+// entry parameter t as floatBitsToUint (on a miss 0, or +infinity's bits for a ray that
+// continued in queued items).
 // total: 8 bytes
 struct GpuRayHit {
     uint id;

@@ -55,12 +55,14 @@ struct RegionQueryBuffers {
     TraversalBuffers traversal;
 };
 
-/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit.
-/// (Ray casts are not yet bounded like the other traversals: one ray walks its whole tree in
-/// one invocation.)
+/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit; `status`
+/// one gpu_layout::TraversalStatus (48 bytes, also INDIRECT_BUFFER usage) whose flags say
+/// whether the bounded traversal finished; `traversal` its work queues and candidates.
 struct RayQueryBuffers {
     VkBuffer rays = VK_NULL_HANDLE;
     VkBuffer hits = VK_NULL_HANDLE;
+    VkBuffer status = VK_NULL_HANDLE;
+    TraversalBuffers traversal;
 };
 
 /// GPU time of the last host-helper batch, from timestamp queries (ms; all zero when the
@@ -106,7 +108,8 @@ public:
 
     /// Records R closest-hit ray casts: hits[r] = {id, t bits} of the smallest entry t in
     /// [0, tmax] (ties to the smallest id), or id kInvalidNode. Preconditions: nodes and
-    /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`.
+    /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`
+    /// and `status` (check its flags).
     void record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree, const RayQueryBuffers& buffers,
                          std::uint32_t rays);
 

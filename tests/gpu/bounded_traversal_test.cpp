@@ -95,6 +95,38 @@ TEST_F(BoundedTraversalTest, RegionCoveringSeventyThousandReturnsEveryId) {
               (std::vector<std::uint32_t>{5}));
 }
 
+// Test 3: rays whose candidates all enter at the same t defeat the pruning: 69,000 boxes hit
+// at t = 0 (the origin inside all of them) or all at t = 1; the tie goes to the smallest id,
+// here not the first box in code order.
+TEST_F(BoundedTraversalTest, RaysWithSeventyThousandTiesTakeTheSmallestId) {
+    std::vector<Box> world;
+    // Ids below 1000 lie further along +x (entry t = 2, 4); ids from 1000 on contain the
+    // origin of ray 0 and are entered by ray 1 at t = 1.
+    for (std::uint32_t k = 0; k < kSmall; ++k) {
+        const float jitter = float(k % 97) * 1e-3f;
+        if (k < 1000)
+            world.push_back({{3, 0, 0}, {4 + jitter, 1, 1}});
+        else
+            world.push_back({{0, 0, 0}, {2 + jitter, 1, 1}});
+    }
+    auto queries = gpu::LbvhQueries::create(gpu_context());
+    ASSERT_TRUE(queries);
+    ASSERT_TRUE((*queries)->build(world));
+    const std::vector<Ray> rays{{{1, 0.5f, 0.5f}, {1, 0, 0}, 100},
+                                {{-1, 0.5f, 0.5f}, {1, 0, 0}, 100},
+                                {{-1, 5, 5}, {1, 0, 0}, 100}};
+    auto hits = (*queries)->ray_cast(rays);
+    ASSERT_TRUE(hits) << hits.error().message;
+    ASSERT_EQ(hits->size(), 3u);
+    ASSERT_TRUE((*hits)[0]);
+    EXPECT_EQ((*hits)[0]->id, 1000u);
+    EXPECT_EQ((*hits)[0]->t, 0.0f);
+    ASSERT_TRUE((*hits)[1]);
+    EXPECT_EQ((*hits)[1]->id, 1000u);
+    EXPECT_NEAR((*hits)[1]->t, 1.0f, 1e-6f);
+    EXPECT_FALSE((*hits)[2]);
+}
+
 // The big-box scene built into caller-owned buffers, for the recorder tests.
 struct RecordedScene {
     std::uint32_t n = 0;
@@ -139,7 +171,7 @@ TraversalStatus record_pairs(RecordedScene& s, gpu::Lbvh& lbvh, std::uint32_t pa
     return st;
 }
 
-// Test 3: a recording with too few rounds or too small a queue says so in its status; with
+// Test 4: a recording with too few rounds or too small a queue says so in its status; with
 // kTraversalMaxRounds and room it finishes with the exact count.
 TEST_F(BoundedTraversalTest, RecorderStatusSaysWhenATraversalDidNotFinish) {
     const auto boxes = big_box_scene(kOverAll);
@@ -172,7 +204,7 @@ TEST_F(BoundedTraversalTest, RecorderStatusSaysWhenATraversalDidNotFinish) {
     EXPECT_EQ(stored, pairs_of_box0(boxes));
 }
 
-// Test 4: the pair total carries into its high word past 2^32 and the count saturates: the
+// Test 5: the pair total carries into its high word past 2^32 and the count saturates: the
 // pairs kernel run on a status whose low word is 10 below the wrap.
 TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
     gpu::Context& ctx = gpu_context();
@@ -227,7 +259,7 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
     EXPECT_EQ(total.value(), (1ull << 32) - 11 + expected->size());
 }
 
-// Test 5: the big box shrinking between frames of a moving scene: every pair it leaves ends,
+// Test 6: the big box shrinking between frames of a moving scene: every pair it leaves ends,
 // none is lost to a bounded traversal.
 TEST_F(BoundedTraversalTest, ShrinkingBigBoxEndsEveryPairInAMovingScene) {
     auto boxes = big_box_scene(kOverAll);
