@@ -290,3 +290,32 @@ TEST_F(BoundedTraversalTest, ShrinkingBigBoxEndsEveryPairInAMovingScene) {
 
 }  // namespace
 }  // namespace broadphase::testing
+
+namespace broadphase::testing {
+namespace {
+
+// Test 7: identical boxes: every pair found (32 million here), or, past what one storage
+// buffer holds on this device (lavapipe: 128 MiB, 16.7 million pairs), an error that gives the
+// exact count.
+TEST_F(BoundedTraversalTest, IdenticalBoxesGiveEveryPairOrTheExactCount) {
+    const std::uint64_t n = 8000, expected = n * (n - 1) / 2;
+    const std::vector<Box> boxes(n, Box{{0, 0, 0}, {1, 1, 1}});
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto pairs = (*lbvh)->find_pairs(boxes);
+    if (gpu_context().info().max_storage_buffer_range / 8 < expected) {
+        ASSERT_FALSE(pairs);
+        EXPECT_EQ(pairs.error().code, ErrorCode::limit_exceeded);
+        EXPECT_NE(pairs.error().message.find(std::to_string(expected) + " pairs"),
+                  std::string::npos)
+            << pairs.error().message;
+    } else {
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        EXPECT_EQ(pairs->size(), expected);
+        EXPECT_EQ(pairs->front(), (Pair{0, 1}));
+        EXPECT_EQ(pairs->back(), (Pair{std::uint32_t(n - 2), std::uint32_t(n - 1)}));
+    }
+}
+
+}  // namespace
+}  // namespace broadphase::testing
