@@ -218,7 +218,8 @@ namespace {
 // range of N, as a markdown table and one log-log PNG per scene (seed 004's figures).
 int run_cpu_bench(const Args& args) {
     std::vector<std::string> scenes =
-        split_list(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate"));
+        split_list(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate,"
+                                      "level,multiscale"));
     if (scenes.empty()) return fail("--scenes lists no generator");
     for (const std::string& name : scenes) {
         const auto names = generator_names();
