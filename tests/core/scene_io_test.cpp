@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -392,6 +394,26 @@ TEST(Files, DirectoryIsAnIoError) {
     const auto scene = read_scene_file(testing::TempDir());
     ASSERT_FALSE(scene);
     EXPECT_EQ(scene.error().code, ErrorCode::io_error);
+    EXPECT_NE(scene.error().message.find("a directory, not a regular file"), std::string::npos)
+        << scene.error().message;
+}
+
+// A device has no end to read to (/dev/zero) or none at all; a FIFO blocks on open. Each is
+// refused by its kind before it is opened, naming the path.
+TEST(Files, NonRegularFilesAreRefusedNamingThem) {
+    const auto zero = read_scene_file("/dev/zero");
+    ASSERT_FALSE(zero);
+    EXPECT_EQ(zero.error().code, ErrorCode::io_error);
+    EXPECT_EQ(zero.error().message, "cannot read '/dev/zero': a character device, not a regular file");
+
+    const std::string fifo = temp_path("broadphase_fifo.txt");
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto from_fifo = load_scene(fifo);  // would block forever if it were opened
+    std::filesystem::remove(fifo);
+    ASSERT_FALSE(from_fifo);
+    EXPECT_EQ(from_fifo.error().code, ErrorCode::io_error);
+    EXPECT_EQ(from_fifo.error().message, "cannot read '" + fifo + "': a FIFO, not a regular file");
 }
 
 TEST(Files, ObjIsChosenByExtension) {

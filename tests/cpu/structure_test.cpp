@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -452,6 +454,70 @@ TEST(SweepAndPrune, UpdateRejectsBadInputAndKeepsState) {
     EXPECT_TRUE(sap.validate().ok());
     EXPECT_EQ(sap.size(), 500u);
     EXPECT_EQ(sorted_pairs(sap), before);
+}
+
+// Running out of memory while a structure builds or lists its pairs comes back as an
+// out_of_memory error naming the method, the box count and what was found, never as an
+// exception (find_pairs_cpu, build_structure, find_sorted_pairs).
+class ExhaustedStructure : public Structure {
+public:
+    std::string_view name() const override { return "exhausted"; }
+    Status build(std::span<const Box> boxes) override {
+        if (fail_build) throw std::bad_alloc();
+        return brute_.build(boxes);
+    }
+    void self_pairs(std::vector<Pair>& out) const override {
+        brute_.self_pairs(out);  // what was found before memory ran out
+        throw std::length_error("vector::_M_realloc_insert");
+    }
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override {
+        brute_.query_box(region, out);
+    }
+    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override {
+        brute_.query_point(p, out);
+    }
+    std::optional<RayHit> ray_cast(const Ray& ray) const override { return brute_.ray_cast(ray); }
+    Status validate() const override { return brute_.validate(); }
+    std::size_t size() const override { return brute_.size(); }
+    bool fail_build = false;
+
+private:
+    BruteForce brute_;
+};
+
+TEST(OutOfMemory, BuildIsAnErrorNamingTheMethodAndSize) {
+    ExhaustedStructure s;
+    s.fail_build = true;
+    const std::vector<Box> boxes(1000, Box{{0, 0, 0}, {1, 1, 1}});
+    const Status built = build_structure(s, boxes);
+    ASSERT_FALSE(built);
+    EXPECT_EQ(built.error().code, ErrorCode::out_of_memory);
+    EXPECT_EQ(built.error().message,
+              "out of memory building exhausted over 1000 boxes (24000 bytes of input)");
+}
+
+TEST(OutOfMemory, PairsAreAnErrorCountingThoseFound) {
+    ExhaustedStructure s;
+    const std::vector<Box> boxes(4, Box{{0, 0, 0}, {1, 1, 1}});  // 6 pairs
+    ASSERT_TRUE(build_structure(s, boxes));
+    const auto pairs = find_sorted_pairs(s);
+    ASSERT_FALSE(pairs);
+    EXPECT_EQ(pairs.error().code, ErrorCode::out_of_memory);
+    EXPECT_EQ(pairs.error().message,
+              "out of memory finding the pairs of exhausted over 4 boxes (6 pairs, 48 bytes, "
+              "found so far)");
+}
+
+TEST(OutOfMemory, FindPairsCpuSucceedsWhenMemorySuffices) {
+    const std::vector<Box> boxes(4, Box{{0, 0, 0}, {1, 1, 1}});
+    const auto pairs = find_pairs_cpu("kd_tree", boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    EXPECT_EQ(pairs->size(), 6u);
+    BruteForce brute;
+    ASSERT_TRUE(build_structure(brute, boxes));
+    const auto sorted = find_sorted_pairs(brute);
+    ASSERT_TRUE(sorted);
+    EXPECT_EQ(sorted.value(), pairs.value());
 }
 
 }  // namespace
