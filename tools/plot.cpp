@@ -1,12 +1,12 @@
 // PNG writer, rasteriser and log-log plot for the tool (see plot.hpp).
 #include "plot.hpp"
 
-#include "io.hpp"
-
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace broadphase::tool {
 
@@ -169,8 +169,22 @@ std::vector<std::uint8_t> encode_png(const Image& image) {
 
 Status write_png(const std::string& path, const Image& image) {
     std::vector<std::uint8_t> bytes = encode_png(image);
-    return write_text_file(
-        path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    // Checked to the close: a full disk shows only when the last buffer is flushed.
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr)
+        return Error{ErrorCode::io_error, "cannot write '" + path + "': " + std::strerror(errno),
+                     {}, {}};
+    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    const int write_errno = errno;
+    errno = 0;
+    const bool closed = std::fclose(file) == 0;
+    if (!written || !closed)
+        return Error{ErrorCode::io_error,
+                     "cannot write '" + path + "': " +
+                         std::strerror(!written ? write_errno : (errno ? errno : EIO)),
+                     {},
+                     {}};
+    return {};
 }
 
 Image plot_loglog(const std::string& title, const std::string& x_label, const std::string& y_label,
