@@ -40,9 +40,9 @@ const std::vector<Command>& commands() {
         {"validate",
          {kScene, {"methods", "a,b,..."}, {"reference", "M"}, kOut, kCode, kDevice, kValidation},
          {}},
-        {"query", {kScene, {"boxes", "Q"}, kMethod, kOut, kDevice, kValidation},
+        {"query", {kScene, {"boxes", "Q"}, kMethod, kOut, kCode, kDevice, kValidation},
          {"scene", "boxes", "method"}},
-        {"raycast", {kScene, {"rays", "R"}, kMethod, kOut, kDevice, kValidation},
+        {"raycast", {kScene, {"rays", "R"}, kMethod, kOut, kCode, kDevice, kValidation},
          {"scene", "rays", "method"}},
         {"cull",
          {kScene, {"camera", "C"}, {"order", "exact|approx"}, {"method", "M"}, kOut, kDevice,
@@ -137,6 +137,7 @@ Result<Args> parse_args(const std::string& command_name, int argc, char** argv, 
     args.command = name;
     const std::string where = name + ": ";
 
+    std::string last;  // the last option read: more values may follow --scenes only
     for (int i = first; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--help" || a == "-h") {
@@ -144,7 +145,7 @@ Result<Args> parse_args(const std::string& command_name, int argc, char** argv, 
             continue;
         }
         if (a.rfind("--", 0) != 0 || a.size() == 2) {
-            if (command.positionals && !args.options.empty()) {
+            if (command.positionals && last == "scenes") {
                 args.positional.push_back(a);
                 continue;
             }
@@ -179,6 +180,7 @@ Result<Args> parse_args(const std::string& command_name, int argc, char** argv, 
             value = argv[++i];
         }
         args.options[key] = value;
+        last = key;
     }
     if (args.help) return args;
     for (const char* required : command.required) {

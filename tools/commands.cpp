@@ -21,6 +21,32 @@
 
 namespace broadphase::tool {
 
+Status check_gpu_options(const Args& args, const std::string& method) {
+    if (method == "gpu_lbvh") return Status::success();
+    for (const char* gpu_only : {"code", "device", "validation"}) {
+        if (args.has(gpu_only))
+            return Error{ErrorCode::invalid_argument,
+                         std::string("--") + gpu_only + " is for --method gpu_lbvh only, not " +
+                             method,
+                         {},
+                         {}};
+    }
+    return Status::success();
+}
+
+#ifdef BROADPHASE_HAS_GPU
+Result<gpu::CodeKind> code_option(const Args& args) {
+    std::string code = args.get("code", "morton30");
+    if (code == "morton30") return gpu::CodeKind::morton30;
+    if (code == "morton63") return gpu::CodeKind::morton63;
+    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
+    return Error{ErrorCode::invalid_argument,
+                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
+                 {},
+                 {}};
+}
+#endif
+
 namespace {
 
 constexpr int kExitDiff = 1;
@@ -55,22 +81,11 @@ struct Gpu {
     std::unique_ptr<gpu::Lbvh> lbvh;
 };
 
-Result<gpu::CodeKind> parse_code(const Args& args) {
-    std::string code = args.get("code", "morton30");
-    if (code == "morton30") return gpu::CodeKind::morton30;
-    if (code == "morton63") return gpu::CodeKind::morton63;
-    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
-    return Error{ErrorCode::invalid_argument,
-                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
-                 {},
-                 {}};
-}
-
 Result<Gpu> open_gpu(const Args& args) {
     gpu::ContextOptions options;
     options.device = args.get("device");
     options.validation = args.has("validation");
-    auto code = parse_code(args);
+    auto code = code_option(args);
     if (!code) return code.error();
     auto context = gpu::Context::create(options);
     if (!context) return context.error();
@@ -138,6 +153,7 @@ Result<std::vector<std::string>> methods_option(const Args& args,
 }  // namespace
 
 int run_pairs(const Args& args) {
+    if (Status s = check_gpu_options(args, args.get("method")); !s) return fail(s.error());
     if (args.has("against")) return run_pairs_against(args);
     auto scene = load_input_scene(args.get("scene"));
     if (!scene) return fail(scene.error());

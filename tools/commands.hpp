@@ -7,6 +7,9 @@
 #include <string>
 
 #include "args.hpp"
+#ifdef BROADPHASE_HAS_GPU
+#include "broadphase/gpu.hpp"
+#endif
 
 namespace broadphase::tool {
 
@@ -31,6 +34,15 @@ int run_events(const Args& args);
 int run_frame_bench(const Args& args);
 /// `bench --rays R`: GPU ms and throughput of R ray casts and R region queries.
 int run_ray_bench(const Args& args);
+
+/// An error when a GPU-only option (--code, --device, --validation) is given with a CPU
+/// `method`, which would ignore it.
+Status check_gpu_options(const Args& args, const std::string& method);
+
+#ifdef BROADPHASE_HAS_GPU
+/// --code (morton30 when absent) as a gpu::CodeKind; anything else is an error.
+Result<gpu::CodeKind> code_option(const Args& args);
+#endif
 
 /// The built-in demo scene of `validate` without --scene (scripts/run.sh).
 inline constexpr const char* kDemoScene = "uniform:20000";

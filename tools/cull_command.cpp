@@ -43,6 +43,7 @@ int run_cull(const Args& args) {
     if (method != "gpu_lbvh" && method != "sphere_bvh" && method != "brute_force")
         return cull_fail("unknown cull --method '" + method +
                          "' (gpu_lbvh, sphere_bvh, brute_force)");
+    if (Status s = check_gpu_options(args, method); !s) return cull_fail(s.error().message);
     auto scene = load_input_scene(args.get("scene"));
     if (!scene) {
         const Error& e = scene.error();

@@ -106,14 +106,9 @@ int run_events(const Args& args) {
         if (args.has("rebuild"))
             return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
         gpu::MovingSceneOptions options;
-        std::string code = args.get("code", "morton30");
-        if (code == "morton63") {
-            options.code = gpu::CodeKind::morton63;
-        } else if (code == "hilbert30") {
-            options.code = gpu::CodeKind::hilbert30;
-        } else if (code != "morton30") {
-            return events_fail("unknown --code '" + code + "' (morton30, morton63, hilbert30)");
-        }
+        auto code = code_option(args);
+        if (!code) return events_fail(code.error().message);
+        options.code = code.value();
         std::string policy = args.get("policy", "ratio");
         if (policy == "refit") {
             options.policy = gpu::RefitPolicy::always_refit;
@@ -153,10 +148,11 @@ int run_events(const Args& args) {
         return events_fail("this build has no GPU support");
 #endif
     }
-    for (const char* gpu_only : {"code", "policy", "rebuild-ratio", "device", "validation"}) {
+    for (const char* gpu_only : {"policy", "rebuild-ratio"}) {
         if (args.has(gpu_only))
             return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
     }
+    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
     // CPU: the structure is built over the first frame; a dynamic one then moves the boxes
     // that changed each frame (insert/remove/move, as a simulation would drive it), a static
     // one is rebuilt. Each frame's sorted pairs are diffed with the previous frame's.

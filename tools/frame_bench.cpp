@@ -45,17 +45,6 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
     return gpu::Context::create(options);
 }
 
-Result<gpu::CodeKind> code_from(const Args& args) {
-    const std::string code = args.get("code", "morton30");
-    if (code == "morton30") return gpu::CodeKind::morton30;
-    if (code == "morton63") return gpu::CodeKind::morton63;
-    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
-    return Error{ErrorCode::invalid_argument,
-                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
-                 {},
-                 {}};
-}
-
 void print_device(const gpu::Context& context) {
     const gpu::DeviceInfo& info = context.info();
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
@@ -95,7 +84,7 @@ int run_frame_bench(const Args& args) {
     if (!scene) return bench_fail(scene.error().message);
     gpu::MovingSceneOptions options;
     options.return_pairs = false;
-    auto code = code_from(args);
+    auto code = code_option(args);
     if (!code) return bench_fail(code.error().message);
     options.code = code.value();
     const std::string policy = args.get("policy", "ratio");
@@ -229,7 +218,7 @@ int run_ray_bench(const Args& args) {
     const std::string spec = args.get("scene");
     auto scene = load_input_scene(spec);
     if (!scene) return bench_fail(scene.error().message);
-    auto code = code_from(args);
+    auto code = code_option(args);
     if (!code) return bench_fail(code.error().message);
     auto seed_option = int_option(args, "seed", 42, 0, 4294967295);
     if (!seed_option) return bench_fail(seed_option.error().message);

@@ -85,6 +85,7 @@ struct Backend {
     static Result<Backend> open(const std::string& method, std::span<const Box> boxes,
                                 const Args& args) {
         Backend b;
+        if (Status s = check_gpu_options(args, method); !s) return s.error();
         if (method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
             gpu::ContextOptions options;
@@ -93,7 +94,9 @@ struct Backend {
             auto context = gpu::Context::create(options);
             if (!context) return context.error();
             b.context = std::move(context.value());
-            auto q = gpu::LbvhQueries::create(*b.context);
+            auto code = code_option(args);
+            if (!code) return code.error();
+            auto q = gpu::LbvhQueries::create(*b.context, {code.value()});
             if (!q) return q.error();
             b.gpu = std::move(q.value());
             if (Status s = b.gpu->build(boxes); !s) return s.error();

@@ -47,6 +47,10 @@ check("flag with a value" 2 "--validation takes no value"
       pairs --scene uniform:10 --method brute_force --validation=yes)
 check("gpu option on a CPU method" 2 "--policy is for --method gpu_lbvh"
       events --scenes uniform:100 --frames 2 --method kd_tree --policy refit)
+check("--code on a CPU method" 2 "--code is for --method gpu_lbvh only, not kd_tree"
+      pairs --scene uniform:100 --method kd_tree --code morton63)
+check("events: scenes only after --scenes" 2 "unexpected argument 'uniform:10'"
+      events uniform:10 --scenes uniform:10 --method kd_tree)
 
 # Test 2: required options; no silent default scene (validate alone runs the demo and says so).
 check("pairs without --scene" 2 "--scene S is required" pairs --method brute_force)
