@@ -30,8 +30,7 @@ commands:
                                                  build + self-pairs time of every CPU
                                                  structure; a table and one PNG per scene
   bench     --frames F --scene S [--policy ratio|refit|rebuild] [--rebuild-ratio R]
-            [--code KIND]
-            [--back-to-back]                     animated moving scene: median GPU ms per
+            [--code KIND] [--back-to-back]       animated moving scene: median GPU ms per
                                                  frame of refit/rebuild, pairs, pair sort,
                                                  event diff; refit/rebuild counts;
                                                  --back-to-back: also all F frames recorded
@@ -40,7 +39,7 @@ commands:
                                                  R random rays and R region queries: GPU ms
                                                  and rays (queries) per second
   scene     --scene S [--out FILE]               write a scene as text (generators too)
-  devices   [--device D]                         show the Vulkan device that would be used
+  devices   [--device D] [--validation]          show the Vulkan device that would be used
   cull      --scene S --camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far
             [--order exact|approx] [--method gpu_lbvh|sphere_bvh|brute_force] [--out FILE]
                                                  visible box ids, one per line, front to
@@ -69,7 +68,8 @@ commands:
   uniform_grid, octree, loose_octree, rtree_linear, rtree_quadratic, rstar_tree,
   rtree_nearest_x, rtree_str, rtree_hilbert, kd_tree, dynamic_aabb_tree,
   static_aabb_tree, sphere_bvh, lbvh.
-  GPU options: --device INDEX|NAME (or BROADPHASE_DEVICE), --validation, --code KIND.
+  GPU options (gpu_lbvh only): --device INDEX|NAME (or BROADPHASE_DEVICE), --validation,
+  --code KIND (morton30, morton63, hilbert30).
   Numbers are checked: --repeat 1..1000, events --frames 1..100000, bench --frames 1..10000,
   bench --rays 1..100000000, --seed 0..4294967295, --sizes 1..4294967295 each.
   Options are --name VALUE or --name=VALUE; an unknown option is an error. --help after a
