@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
