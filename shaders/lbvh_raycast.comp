@@ -140,11 +140,12 @@ void main() {
     uint top = 0u;
     if (n >= 2u) {
         uint leaf_base = n - 1u;
+        float stack_t[kTraversalStack];  // entry t of each stacked subtree
         float t_node;
         done = false;
         if (!may_hit_node(node, best_t, t_node)) node = kInvalidNode;
-        // One step expands `node`, or (node == kInvalidNode) pops the next stacked subtree,
-        // tested again against the best hit so far. (No loop nested in this one: Mesa 22.3's
+        // One step expands `node`, or (node == kInvalidNode) pops the next stacked subtree
+        // unless its entry is past the best hit so far. (No loop nested in this one: Mesa 22.3's
         // lavapipe ran a later loop of this kernel only once after a break out of a nested
         // pop loop.)
         for (uint step = 0u; step < kTraversalBudget; ++step) {
@@ -153,9 +154,8 @@ void main() {
                     done = true;
                     break;
                 }
-                uint next = stack[--top];
-                float t;
-                if (may_hit_node(next, best_t, t)) node = next;
+                --top;
+                if (!(stack_t[top] > slack_bound(best_t))) node = stack[top];
             } else {
                 uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
                 float cand_t[2] = float[2](0.0, 0.0);
@@ -184,7 +184,9 @@ void main() {
                 }
                 if (found == 2u) {
                     uint near = cand_t[1] < cand_t[0] ? 1u : 0u;
-                    stack[top++] = cand[1u - near];
+                    stack[top] = cand[1u - near];
+                    stack_t[top] = cand_t[1u - near];
+                    ++top;
                     node = cand[near];
                 } else {
                     node = found == 1u ? cand[0] : kInvalidNode;
