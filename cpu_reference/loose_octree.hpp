@@ -25,8 +25,9 @@
 // depth limit (31) resolves a cluster 1e-5 of the root's side to its own box sizes. If the
 // trimmed root would leave out more than 16 + n/4 boxes the whole scene's cube is used.
 // Long thin boxes sit at the level of their longest side, and the boxes of one octant are
-// tested against each other: a scene of many parallel long boxes is the loose octree's
-// accepted worst case (Ulrich 2000: objects are placed by their largest dimension).
+// tested against each other (by sort and sweep above 48) and against their loose neighbours':
+// a scene of many long boxes is the loose octree's accepted worst case (Ulrich 2000: objects
+// are placed by their largest dimension; cost grows with the aspect ratio squared).
 //
 // Dynamic: insert/remove/move by caller id. A box whose centre is not in the root's strict
 // cube, or that does not fit the root's loose bound, goes to an `outside` list tested linearly;

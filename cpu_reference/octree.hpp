@@ -2,8 +2,11 @@
 // "Geometric modeling using octree encoding", 1982). The root is the cubic bounding cube of the
 // scene; a leaf holding more than `capacity` box references that do not cover its whole cell
 // splits into 8 octants at its centre, down to `max_depth` or `min_size`, provided the split
-// separates some of those boxes (some box misses a child another one reaches): identical boxes,
-// and boxes covering the cell, are never copied down level after level.
+// separates some of those boxes (some box misses a child another one reaches; or all go to one
+// child and they are not identical within the cell) and pays: the children's sum of n_c^2 is
+// below 0.7 n^2, or the split adds at most n/2 references. Identical boxes, boxes covering the
+// cell, and boxes long against the cell are never copied down level after level; a leaf left
+// with more than 48 references is paired by sort and sweep on its most spread axis.
 //
 // Robustness (issue 9): no scene makes it quadratic through its bounds. Far outliers (1e7 away)
 // or clusters 1e4 apart make the root much larger than the boxes, so the depth limit is
@@ -12,8 +15,10 @@
 // cells they are in, so they neither drive nor stop splitting, and a leaf tests them only
 // against its own few references. The root and the split points are computed in double and
 // rounded once (a box from -3e38 to 1e31 builds at once; issue 14). Long thin boxes are
-// referenced from every leaf along them: aspect ratio a costs about a references (the
-// duplication cost of any strict octree).
+// referenced from every leaf along them, up to the point where the split rule stops (aspect
+// ratio a costs about a references, the duplication cost of any strict octree); past it they
+// share crowded leaves, swept for self-pairs but scanned whole by queries (seed 004's XLine:
+// a region query tests ~3000 boxes, ~7x uniform's time; the accepted worst case).
 //
 // Placement: a box is referenced from EVERY leaf whose closed cell it overlaps. Seed 002 shows
 // the alternative (keep a box in the smallest node containing it) piling the boxes that straddle
