@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -113,6 +114,17 @@ bool finite(const Vec3& v) {
     return std::isfinite(v.x) && std::isfinite(v.y) && std::isfinite(v.z);
 }
 
+// Distance from p to b in double (point_box_distance before its rounding to float).
+double distance_d(const Vec3& p, const Box& b) {
+    double sum = 0;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double gap =
+            std::max({double(b.min[axis]) - p[axis], double(p[axis]) - b.max[axis], 0.0});
+        sum += gap * gap;
+    }
+    return std::sqrt(sum);
+}
+
 Vec3 positive_vertex(const Plane& p, const Box& b) {
     return {p.normal.x >= 0 ? b.max.x : b.min.x, p.normal.y >= 0 ? b.max.y : b.min.y,
             p.normal.z >= 0 ? b.max.z : b.min.z};
@@ -148,13 +160,49 @@ Result<Frustum> Frustum::from_camera(const Camera& c) {
     if (!std::isfinite(c.far) || !(c.far > c.near))
         return bad("camera far must be finite and greater than near (" + std::to_string(c.near) +
                    "), got " + std::to_string(c.far));
-    D3 dir = sub(d3(c.target), d3(c.eye));
+    const D3 eye = d3(c.eye);
+    const D3 dir = sub(d3(c.target), eye);
     if (!(dot(dir, dir) > 0)) return bad("camera eye and target must differ");
-    D3 up = d3(c.up);
-    D3 side = cross(dir, up);
+    const D3 up = d3(c.up);
+    const D3 side = cross(dir, up);
     if (!(dot(side, side) > 1e-12 * dot(dir, dir) * dot(up, up)))
         return bad("camera up must not be zero or parallel to the view direction");
-    return frustum_from(multiply(projection_d(c), view_d(c)), c.eye);
+    // The planes straight from the orthonormal basis (forward f, right s, up u), not from the
+    // projection matrix, whose far row is r3 - r2 = (0, 0, n / (far - near)) in view space and
+    // cancels once far / near passes 1 / epsilon: near and far enter only the offsets.
+    const double pi = 3.14159265358979323846;
+    const D3 f = normalize(dir);
+    const D3 s = normalize(cross(f, up));
+    const D3 u = cross(s, f);
+    const double ty = std::tan(double(c.fovy_deg) * pi / 360.0);
+    const double tx = ty * double(c.aspect);
+    // Inward (unnormalised) normals and the offset beyond -dot(normal, eye): x >= -tx z,
+    // x <= tx z, y >= -ty z (image bottom), y <= ty z (image top), z >= near, z <= far, with
+    // (x, y, z) = (dot(s, p - eye), dot(u, p - eye), dot(f, p - eye)).
+    auto mix = [](D3 a, double sign, D3 b, double t) {
+        return D3{sign * a.x + t * b.x, sign * a.y + t * b.y, sign * a.z + t * b.z};
+    };
+    const std::array<std::pair<D3, double>, 6> raw{{
+        {mix(s, 1, f, tx), 0},
+        {mix(s, -1, f, tx), 0},
+        {mix(u, 1, f, ty), 0},
+        {mix(u, -1, f, ty), 0},
+        {f, -double(c.near)},
+        {D3{-f.x, -f.y, -f.z}, double(c.far)},
+    }};
+    Frustum out;
+    out.eye = c.eye;
+    const double largest = std::numeric_limits<float>::max();
+    for (int i = 0; i < 6; ++i) {
+        const D3 n = normalize(raw[i].first);
+        const double d = -dot(n, eye) + raw[i].second;
+        if (!(std::abs(d) <= largest))
+            return bad("camera: the offset of frustum plane " + std::to_string(i) + " (" +
+                       std::to_string(d) +
+                       ", from the eye and near/far) is beyond the float range");
+        out.planes[i] = {{float(n.x), float(n.y), float(n.z)}, float(d)};
+    }
+    return out;
 }
 
 Result<Camera> parse_camera(const std::string& text) {
@@ -225,14 +273,27 @@ bool frustum_test_ambiguous(const Frustum& f, const Box& b, double relative) {
 }
 
 std::vector<std::uint32_t> cull_brute_force(const Frustum& f, std::span<const Box> boxes) {
-    std::vector<std::pair<float, std::uint32_t>> seen;
-    for (std::size_t i = 0; i < boxes.size(); ++i)
-        if (frustum_may_see(f, boxes[i]))
-            seen.push_back({point_box_distance(f.eye, boxes[i]), static_cast<std::uint32_t>(i)});
+    struct Seen {
+        float distance;  // point_box_distance: infinity beyond the float range
+        double beyond;   // the distance in double when `distance` is infinity, else 0
+        std::uint32_t id;
+        bool operator<(const Seen& o) const {
+            if (distance != o.distance) return distance < o.distance;
+            if (beyond != o.beyond) return beyond < o.beyond;
+            return id < o.id;
+        }
+    };
+    std::vector<Seen> seen;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        if (!frustum_may_see(f, boxes[i])) continue;
+        const double d = distance_d(f.eye, boxes[i]);
+        const float distance = point_box_distance(f.eye, boxes[i]);
+        seen.push_back({distance, std::isinf(distance) ? d : 0.0, static_cast<std::uint32_t>(i)});
+    }
     std::sort(seen.begin(), seen.end());
     std::vector<std::uint32_t> out;
     out.reserve(seen.size());
-    for (const auto& s : seen) out.push_back(s.second);
+    for (const Seen& s : seen) out.push_back(s.id);
     return out;
 }
 

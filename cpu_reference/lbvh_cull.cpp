@@ -2,7 +2,9 @@
 #include "lbvh_cull.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 
 #include "broadphase/gpu_layout_cull.h"
 #include "lbvh.hpp"
@@ -33,14 +35,15 @@ int classify(const LbvhNode& node, const Frustum& f) {
     return inside ? 2 : 1;
 }
 
-// Squared float distance from the eye to a node's bounds (lbvh_cull.comp node_distance2).
-float node_distance2(const Vec3& e, const LbvhNode& node) {
-    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
-    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
-    float d[3];
-    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
-    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    return s;
+// The near-child-first order's node distance (lbvh_cull.comp node_distance2).
+std::uint32_t node_distance2(const Vec3& e, const LbvhNode& node) {
+    return cull_distance_key(e, {node.lo.x, node.lo.y, node.lo.z},
+                             {node.hi.x, node.hi.y, node.hi.z});
+}
+
+// 2^-a as a float, for a in [-126, 127] (built from its bits, exact).
+float power_of_two(int minus_a) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(127 + minus_a) << 23);
 }
 
 }  // namespace
@@ -104,13 +107,25 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
     return out;
 }
 
-float cull_distance(const Vec3& e, const LbvhNode& leaf) {
-    const float lo[3] = {leaf.lo.x, leaf.lo.y, leaf.lo.z};
-    const float hi[3] = {leaf.hi.x, leaf.hi.y, leaf.hi.z};
-    float d[3];
-    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
-    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    return std::sqrt(s);
+std::uint32_t cull_distance_key(const Vec3& e, const Vec3& lo, const Vec3& hi) {
+    float g[3];
+    for (int a = 0; a < 3; ++a) {
+        const float below = lo[a] * 0.5f - e[a] * 0.5f;
+        const float above = e[a] * 0.5f - hi[a] * 0.5f;
+        g[a] = std::max(std::max(below, above), 0.0f);
+    }
+    const float m = std::max(std::max(g[0], g[1]), g[2]);
+    if (!(m >= std::numeric_limits<float>::min())) return 0;
+    // m in [2^(k-1), 2^k), k in [-125, 128]; 2^-k in two exact steps of at most 2^64 each.
+    const int k = static_cast<int>(std::bit_cast<std::uint32_t>(m) >> 23) - 126;
+    const int half = k >> 1;
+    const float scale_a = power_of_two(-half), scale_b = power_of_two(half - k);
+    float h[3];
+    for (int a = 0; a < 3; ++a) h[a] = (g[a] * scale_a) * scale_b;
+    const float s = h[0] * h[0] + h[1] * h[1] + h[2] * h[2];
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(s);
+    const auto exponent = static_cast<std::uint32_t>(static_cast<int>(bits >> 23) + 2 * k + 126);
+    return exponent << 23 | (bits & 0x7fffffu);
 }
 
 std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, const Vec3& eye,
@@ -161,8 +176,9 @@ std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n
     keys.reserve(positions.size());
     for (std::uint32_t p : positions) {
         const LbvhNode& leaf = nodes[n - 1 + p];
-        keys.push_back(std::uint64_t(float_to_ordered(cull_distance(f.eye, leaf))) << 32 |
-                       leaf.link.x);
+        const std::uint32_t key = cull_distance_key(f.eye, {leaf.lo.x, leaf.lo.y, leaf.lo.z},
+                                                    {leaf.hi.x, leaf.hi.y, leaf.hi.z});
+        keys.push_back(std::uint64_t(key) << 32 | leaf.link.x);
     }
     std::sort(keys.begin(), keys.end());
     for (std::uint64_t k : keys) ids.push_back(static_cast<std::uint32_t>(k));

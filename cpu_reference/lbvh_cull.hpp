@@ -2,8 +2,8 @@
 // lbvh_cull_emit.comp): chunked depth-first traversal with hierarchical rejection (a node
 // entirely outside one plane) and acceptance (a node entirely inside all planes emits its
 // whole leaf range), compaction in LBVH leaf order, the approximate order by near-child-first
-// depth-first rank, and the exact order by the float distance key. Same float operations as the
-// shaders, so tests compare GPU output with these exactly.
+// depth-first rank, and the exact order by the distance key (cull_distance_key). Same float
+// operations as the shaders, so tests compare GPU output with these exactly.
 #pragma once
 
 #include <cstdint>
@@ -22,19 +22,28 @@ std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> node
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks = nullptr);
 
-/// The shaders' eye-to-box distance in float: sqrt of the float sum of squared per-axis gaps.
-float cull_distance(const Vec3& eye, const gpu_layout::LbvhNode& leaf);
+/// Order-preserving 32-bit key of the squared distance from eye to the box [lo, hi], never
+/// overflowing (shaders/cull_distance.glsl, the same float operations): the per-axis gaps are
+/// computed halved, g = max(lo/2 - eye/2, eye/2 - hi/2, 0) (no overflow for any float input),
+/// scaled exactly by 2^-k (k: the exponent of the largest gap m, m in [2^(k-1), 2^k)) into h
+/// in [0, 1), s = h.x^2 + h.y^2 + h.z^2 in float (in [0.25, 3)), and the key is s * 4^k as a
+/// float with a 9-bit exponent: ((s's biased exponent + 2k + 126) << 23) | s's mantissa, in
+/// [1 << 23, 511 << 23). 0 when m < 2^-126 (the eye inside or within a float subnormal of
+/// the box). No sqrt, no division: the same bits on every device that rounds add, subtract
+/// and multiply correctly, whether it keeps or flushes subnormals (they only ever meet terms
+/// too small to change a rounding), for coordinates that are 0 or at least 2^-125 in size.
+std::uint32_t cull_distance_key(const Vec3& eye, const Vec3& lo, const Vec3& hi);
 
 /// Near-child-first depth-first rank of the leaf at sorted position p of a tree over n >= 1
 /// leaves, by one root-to-leaf descent (the reference cull_chunk's ranks are checked against): at
-/// each internal node the child with the smaller squared float distance from the eye comes first
+/// each internal node the child with the smaller cull_distance_key of its bounds comes first
 /// (ties: left). Ranks are a permutation of [0, n).
 std::uint32_t near_first_rank(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                               const Vec3& eye, std::uint32_t p);
 
 /// The whole GPU cull of a tree over n leaves (nodes.size() == 2n - 1; empty when n == 0).
 /// approx: ids by cull_chunk's near-child-first ranks (a front-to-back-ish depth-first order).
-/// exact: sorted by (float_to_ordered(cull_distance), id).
+/// exact: sorted by the 64-bit key (cull_distance_key << 32 | id).
 std::vector<std::uint32_t> cull(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                 const Frustum& f, CullOrder order);
 

@@ -9,13 +9,14 @@
 // With kCullFlagRank (approximate order) it also writes each seen leaf's near-child-first
 // depth-first rank to ranks[] beside its slot: the leaf's index in a depth-first traversal of
 // the whole tree that visits first, at every internal node, the child whose bounds are nearer
-// the eye (smaller squared float distance; ties: left), as in seed 003's front-to-back sphere
+// the eye (smaller cull_distance_key; ties: left), as in seed 003's front-to-back sphere
 // BVH traversal. The rank of the first leaf under each node is carried down with its first
 // position (the farther child starts after the nearer child's leaf count), and an accepted
 // node is descended (without plane tests) to give each of its leaves its rank.
 // CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = 256) in;
@@ -35,11 +36,10 @@ layout(std430, binding = 4) writeonly buffer Ranks {
     uint ranks[];
 };
 
-// Squared distance from the eye to node's bounds, in float (twin: lbvh::cull_chunk).
-float node_distance2(vec3 e, uint node) {
-    vec3 d = max(max(nodes[node].lo.xyz - e, e - nodes[node].hi.xyz), vec3(0.0));
-    precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
-    return s;
+// Order-preserving key of the squared distance from the eye to node's bounds, overflow-free
+// (cull_distance.glsl; twin: lbvh::cull_chunk).
+uint node_distance2(vec3 e, uint node) {
+    return cull_distance_key(e, nodes[node].lo.xyz, nodes[node].hi.xyz);
 }
 
 // 0: outside one plane, 1: straddles, 2: inside all planes (same float ops as the C++ test).

@@ -1,11 +1,12 @@
 // Compaction of the cull's per-chunk slots (lbvh_cull.comp) into one dense array, after an
 // exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
 // (values) and, with kCullFlagKeys, the 64-bit exact-order key (low word id, high word
-// float_to_ordered(distance from the eye)) or, with kCullFlagRank, the 32-bit near-child-first
-// rank lbvh_cull.comp wrote beside the slot. Order-preserving: the dense array is in LBVH leaf
-// order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
+// cull_distance_key: the squared distance from the eye, overflow-free) or, with kCullFlagRank,
+// the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot. Order-preserving: the
+// dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = 256) in;
@@ -31,13 +32,6 @@ layout(std430, binding = 6) readonly buffer Ranks {
     uint ranks[];
 };
 
-// Distance from the eye to a closed box, in float (twin: lbvh::cull_distance).
-float box_distance(vec3 e, vec3 lo, vec3 hi) {
-    vec3 d = max(max(lo - e, e - hi), vec3(0.0));
-    precise float s = d.x * d.x + d.y * d.y + d.z * d.z;
-    return sqrt(s);
-}
-
 void main() {
     uint s = linear_thread();
     uint n = pc.count;
@@ -51,9 +45,9 @@ void main() {
     uint id = nodes[leaf].link.x;
     values[dst] = id;
     if ((pc.flags & kCullFlagKeys) != 0u) {
-        float d = box_distance(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
         keys[2u * dst] = id;
-        keys[2u * dst + 1u] = float_to_ordered(d);
+        keys[2u * dst + 1u] =
+            cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
     } else if ((pc.flags & kCullFlagRank) != 0u) {
         keys[dst] = ranks[s];
     }

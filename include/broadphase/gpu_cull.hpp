@@ -52,11 +52,12 @@ inline constexpr std::uint32_t kCullQueries = 5;
 
 /// The GPU culler. Holds pipelines (and, for the host helper, its working buffers).
 /// Approximate order (CullOrder::approx): near-child-first depth-first order of the LBVH
-/// (seed 003): at every internal node the subtree whose bounds are nearer the eye (squared
-/// float distance, ties: left child) comes first; roughly front to back, exactly the visible
+/// (seed 003): at every internal node the subtree whose bounds are nearer the eye (the
+/// distance key below, ties: left child) comes first; roughly front to back, exactly the visible
 /// set, ids in that order.
-/// Exact order: by the float distance from the eye to the box (sqrt of the float sum of
-/// squared per-axis gaps; equals point_box_distance up to rounding), ties by id.
+/// Exact order: by a 32-bit key of the squared distance from the eye to the box (24 significant
+/// bits, a 9-bit exponent: no overflow at any distance between float boxes and eye; equals
+/// point_box_distance's order up to rounding), ties by id.
 class Culler {
 public:
     static Result<std::unique_ptr<Culler>> create(Context& context,

@@ -18,7 +18,8 @@ BP_CONST kCullChunk = 32u;
 // uints per VkDrawIndexedIndirectCommand (indexCount, instanceCount, firstIndex, vertexOffset,
 // firstInstance).
 BP_CONST kDrawCommandWords = 5u;
-// Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys (exact order).
+// Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys (exact order): high word
+// the eye-to-box distance key (shaders/cull_distance.glsl), low word the id.
 BP_CONST kCullFlagKeys = 1u;
 // Push constant `flags` of lbvh_cull (carry and write 32-bit near-child-first DFS ranks) and
 // lbvh_cull_compact (use them as the sort keys): approximate front-to-back order.

@@ -1,11 +1,14 @@
 // Camera, frustum extraction and the conservative box test, as numbered scenarios; the
 // brute-force cull's exact order; the sphere BVH's cull against brute force; the LBVH cull's
-// CPU twin against brute force.
+// CPU twin against brute force; the numerics at the extremes (far / near up to the float
+// range, an eye far from the origin, the overflow-free distance key of the exact order).
 #include "broadphase/frustum.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "broadphase/scene.hpp"
 #include "cull_test_util.hpp"
@@ -250,6 +253,159 @@ TEST(Frustum, LbvhCullTwinMatchesBruteForce) {
             }
         }
     }
+}
+
+// Test 13: near 1e-3, far 1e15 (far / near = 1e18, past what a view-projection matrix holds
+// even in double): the planes are unit, the far plane is -forward at distance far, a box at
+// 1e20 is culled, one just inside far is seen and one just beyond it is culled.
+TEST(Frustum, FarNearRatio1e18) {
+    const Camera c{{0, 0, 0}, {0, 0, -1}, {0, 1, 0}, 60, 1.5f, 1e-3f, 1e15f};
+    Frustum f = frustum_of(c);
+    for (const Plane& p : f.planes) {
+        const double length =
+            std::sqrt(double(p.normal.x) * p.normal.x + double(p.normal.y) * p.normal.y +
+                      double(p.normal.z) * p.normal.z);
+        EXPECT_NEAR(length, 1, 1e-6);
+    }
+    EXPECT_EQ(f.planes[5].normal, (Vec3{0, 0, 1}));
+    EXPECT_EQ(f.planes[5].d, 1e15f);
+    EXPECT_EQ(f.planes[4].normal, (Vec3{0, 0, -1}));
+    EXPECT_EQ(f.planes[4].d, -1e-3f);
+    const Box beyond = cube(0, 0, -1e20f, 1e18f);
+    const Box just_inside{{-1e12f, -1e12f, -0.999e15f}, {1e12f, 1e12f, -0.998e15f}};
+    const Box just_beyond{{-1e12f, -1e12f, -1.002e15f}, {1e12f, 1e12f, -1.001e15f}};
+    EXPECT_FALSE(frustum_may_see(f, beyond));
+    EXPECT_TRUE(frustum_may_see(f, just_inside));
+    EXPECT_FALSE(frustum_may_see(f, just_beyond));
+    EXPECT_TRUE(frustum_may_see(f, cube(0, 0, -1, 0.01f)));           // near 1e-3 still resolved
+    EXPECT_FALSE(frustum_may_see(f, {{-1, -1, -5e-4f}, {1, 1, 1}}));  // between eye and near
+    for (const Box& b : {beyond, just_inside, just_beyond})
+        EXPECT_FALSE(frustum_test_ambiguous(f, b));
+    std::vector<Box> boxes{beyond, just_inside, just_beyond};
+    EXPECT_EQ(cull_brute_force(f, boxes), (std::vector<std::uint32_t>{1}));
+    // The same camera seen through its float view-projection matrix: the far row has cancelled
+    // (the reason from_camera builds the planes from the basis).
+    Frustum m = Frustum::from_view_projection(c.view_projection(), c.eye);
+    EXPECT_TRUE(frustum_may_see(m, beyond));
+}
+
+// Test 14: an eye at 1e30 from the origin looking at boxes near it (1e26 ahead, 1e24 wide):
+// the box ahead is seen, the ones behind, off to the side and beyond far are culled, none of
+// them within rounding of a plane; the far plane still sits at far from the eye.
+TEST(Frustum, EyeFarFromOrigin) {
+    const Vec3 eye{1e30f, -1e30f, 1e30f};
+    const Camera c{eye, {eye.x, eye.y + 1e27f, eye.z}, {0, 0, 1}, 60, 1, 1e-3f, 1e28f};
+    Frustum f = frustum_of(c);
+    auto at = [&](float dx, float dy, float dz) {
+        return cube(eye.x + dx, eye.y + dy, eye.z + dz, 1e24f);
+    };
+    const Box ahead = at(0, 1e26f, 0), behind = at(0, -1e26f, 0), side = at(1e27f, 1e26f, 0),
+              above = at(0, 1e26f, 1e27f), past_far = at(0, 1e29f, 0),
+              near_far = at(0, 0.99e28f, 0);
+    EXPECT_TRUE(frustum_may_see(f, ahead));
+    EXPECT_TRUE(frustum_may_see(f, near_far));
+    for (const Box& b : {behind, side, above, past_far}) EXPECT_FALSE(frustum_may_see(f, b));
+    for (const Box& b : {ahead, behind, side, above, past_far, near_far})
+        EXPECT_FALSE(frustum_test_ambiguous(f, b));
+    EXPECT_NEAR(double(f.planes[5].d) + double(f.planes[5].normal.y) * eye.y, 1e28, 1e24);
+    std::vector<Box> boxes{past_far, near_far, behind, ahead, side};
+    EXPECT_EQ(cull_brute_force(f, boxes), (std::vector<std::uint32_t>{3, 1}));
+}
+
+// Test 15: a plane offset past the float range is rejected with a message; right below it the
+// camera is accepted with finite planes.
+TEST(Frustum, PlaneOffsetPastFloatRange) {
+    Camera c{{3e38f, 0, 0}, {3.1e38f, 0, 0}, {0, 1, 0}, 60, 1, 1, 1e38f};
+    auto rejected = Frustum::from_camera(c);
+    ASSERT_FALSE(rejected);
+    EXPECT_EQ(rejected.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(rejected.error().message.find("float range"), std::string::npos)
+        << rejected.error().message;
+    c.far = 3e37f;
+    Frustum f = frustum_of(c);
+    for (const Plane& p : f.planes) EXPECT_TRUE(std::isfinite(p.d));
+    EXPECT_TRUE(frustum_may_see(f, cube(3.2e38f, 0, 0, 1e36f)));
+    EXPECT_FALSE(frustum_may_see(f, cube(3.35e38f, 0, 0, 1e36f)));
+}
+
+// An LBVH over boxes, as the GPU builds it (the twin's steps).
+std::vector<lbvh::LbvhNode> twin_tree(const std::vector<Box>& boxes) {
+    auto codes = lbvh::compute_codes(boxes, lbvh::CodeKind::morton30);
+    auto ids = lbvh::sort_codes(codes);
+    auto nodes = lbvh::build_hierarchy(codes, ids);
+    lbvh::compute_bounds(nodes, boxes);
+    return nodes;
+}
+
+// Test 16: boxes at 1e20, 2e20 and 3e20 along the view (their squared distances overflow
+// float): brute force and the twin's exact and approximate orders are nearest first.
+TEST(Frustum, ExactOrderAtExtremeDistances) {
+    const Camera c{{0, 0, 0}, {0, 0, -1}, {0, 1, 0}, 60, 1, 1e-3f, 1e21f};
+    Frustum f = frustum_of(c);
+    const std::vector<Box> boxes{cube(0, 0, -3e20f, 1e18f), cube(0, 0, -1e20f, 1e18f),
+                                 cube(0, 0, -2e20f, 1e18f)};
+    const std::vector<std::uint32_t> nearest_first{1, 2, 0};
+    EXPECT_EQ(cull_brute_force(f, boxes), nearest_first);
+    auto nodes = twin_tree(boxes);
+    EXPECT_EQ(lbvh::cull(nodes, 3, f, CullOrder::exact), nearest_first);
+    EXPECT_EQ(lbvh::cull(nodes, 3, f, CullOrder::approx), nearest_first);
+}
+
+// Test 17: the distance key orders like the distance in double, over the whole float range:
+// on a ray of distances 2^-120 .. 2^126 (and across the origin, gaps up to 2 * FLT_MAX) it is
+// strictly increasing; on boxes with log-uniform coordinates in +-[1e-30, 3e38] any two whose
+// double distances differ by more than 1e-6 (relative) compare the same way by key; it is 0
+// exactly for an eye inside (or touching) the box.
+TEST(Frustum, DistanceKeyOrdersLikeDistance) {
+    std::uint32_t previous = 0;
+    for (int e = -120; e <= 126; ++e) {
+        const float d = std::ldexp(1.0f, e);
+        const std::uint32_t key = lbvh::cull_distance_key({0, 0, 0}, {d, d / 2, 0}, {2 * d, d, 0});
+        EXPECT_GT(key, previous) << "2^" << e;
+        previous = key;
+    }
+    const float big = std::numeric_limits<float>::max();
+    const std::uint32_t across = lbvh::cull_distance_key({-big, 0, 0}, {big, 0, 0}, {big, 0, 0});
+    const std::uint32_t corner =
+        lbvh::cull_distance_key({-big, -big, -big}, {big, big, big}, {big, big, big});
+    EXPECT_GT(across, previous);
+    EXPECT_GT(corner, across);
+    EXPECT_LT(corner, 511u << 23);
+    EXPECT_EQ(lbvh::cull_distance_key({1, 2, 3}, {1, 2, 3}, {1, 2, 3}), 0u);
+    EXPECT_EQ(lbvh::cull_distance_key({1, 2, 3}, {0, 0, 0}, {4, 5, 6}), 0u);
+    EXPECT_EQ(lbvh::cull_distance_key({1, 2, 3}, {1, 2, 3}, {4, 5, 6}), 0u);
+
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> exponent(-30, 38.5f);
+    std::bernoulli_distribution negative(0.5);
+    auto coordinate = [&] {
+        const float v = std::min(std::pow(10.0f, exponent(rng)), big);
+        return negative(rng) ? -v : v;
+    };
+    auto point = [&] { return Vec3{coordinate(), coordinate(), coordinate()}; };
+    std::vector<std::pair<double, std::uint32_t>> keyed;
+    const Vec3 eye = point();
+    for (int i = 0; i < 4000; ++i) {
+        Vec3 a = point(), b = point();
+        Box box{{std::min(a.x, b.x), std::min(a.y, b.y), std::min(a.z, b.z)},
+                {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)}};
+        keyed.push_back(
+            {cull_distance_d(eye, box), lbvh::cull_distance_key(eye, box.min, box.max)});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    // Every key must exceed the largest key of the boxes nearer by more than the tolerance.
+    std::size_t nearer = 0;
+    std::uint32_t nearer_max = 0;
+    std::size_t zeros = 0;
+    for (const auto& [d, key] : keyed) {
+        while (keyed[nearer].first < d * (1 - kCullTolerance))
+            nearer_max = std::max(nearer_max, keyed[nearer++].second);
+        if (nearer > 0) ASSERT_GT(key, nearer_max) << "distance " << d;
+        zeros += d == 0;
+        EXPECT_EQ(d == 0, key == 0u) << "distance " << d;
+    }
+    EXPECT_GT(zeros, 0u);
+    EXPECT_LT(zeros, keyed.size() / 2);
 }
 
 }  // namespace
