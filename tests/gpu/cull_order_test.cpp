@@ -2,8 +2,10 @@
 // LBVH, seed 003): the per-leaf rank (lbvh::near_first_rank, and the ranks lbvh::cull_chunk,
 // the twin of lbvh_cull.comp, carries down) against a recursive near-child-first traversal, the GPU
 // output against the twin and brute force, boxes on a line along the view equal the exact order,
-// and the host helper's per-stage timestamps.
+// the host helper's per-stage timestamps, and both orders at extreme distances (squared
+// distances past the float range) and magnitudes.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -33,13 +35,9 @@ Frustum frustum_of(const Camera& c) {
     return f ? f.value() : Frustum{};
 }
 
-float distance2(const Vec3& e, const LbvhNode& node) {
-    const float lo[3] = {node.lo.x, node.lo.y, node.lo.z};
-    const float hi[3] = {node.hi.x, node.hi.y, node.hi.z};
-    float d[3];
-    for (int a = 0; a < 3; ++a) d[a] = std::max(std::max(lo[a] - e[a], e[a] - hi[a]), 0.0f);
-    const float s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    return s;
+std::uint32_t distance2(const Vec3& e, const LbvhNode& node) {
+    return lbvh::cull_distance_key(e, {node.lo.x, node.lo.y, node.lo.z},
+                                   {node.hi.x, node.hi.y, node.hi.z});
 }
 
 // Sorted positions of all leaves in a recursive near-child-first depth-first traversal.
@@ -162,6 +160,72 @@ TEST_F(CullOrderTest, HostHelperRecordsStageTimes) {
         EXPECT_GT(t.emit, 0.0);
         EXPECT_NEAR(t.total(), t.build.total() + t.cull_total(), 1e-9);
         EXPECT_LT(t.total(), 60e3);
+    }
+}
+
+// Test 4: boxes at 1e20, 2e20 and 3e20 along the view axis (ids not in distance order; their
+// squared distances overflow float): both orders are nearest first, on the GPU, in the twin
+// and in brute force; also seen from the other side, through a far plane at 1e30.
+TEST_F(CullOrderTest, ExtremeDistancesNearestFirst) {
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto cube = [](float z) { return Box{{-1e18f, -1e18f, z - 1e18f}, {1e18f, 1e18f, z + 1e18f}}; };
+    const std::vector<Box> boxes{cube(-3e20f), cube(-1e20f), cube(-2e20f)};
+    const Camera cams[] = {{{0, 0, 0}, {0, 0, -1}, {0, 1, 0}, 60, 1, 1e-3f, 1e21f},
+                           {{0, 0, -1e21f}, {0, 0, 0}, {0, 1, 0}, 60, 1, 1e-3f, 1e30f}};
+    const std::vector<std::uint32_t> expected[] = {{1, 2, 0}, {0, 2, 1}};
+    auto nodes = lbvh.value()->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    for (int c = 0; c < 2; ++c) {
+        Frustum f = frustum_of(cams[c]);
+        EXPECT_EQ(cull_brute_force(f, boxes), expected[c]) << "camera " << c;
+        for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+            auto got = culler->cull(boxes, f, order);
+            ASSERT_TRUE(got) << got.error().message;
+            EXPECT_EQ(got.value(), expected[c]) << "camera " << c;
+            EXPECT_EQ(lbvh::cull(nodes.value(), 3, f, order), expected[c]) << "camera " << c;
+        }
+    }
+}
+
+// Test 5: 4,000 boxes with log-uniform coordinates in +-[1e-30, 2^125] (the range where no
+// plane-test sum overflows) seen from an eye at 1e36 and from the origin: the GPU equals the
+// twin exactly in both orders, and brute force within float tolerance (the exact order too).
+TEST_F(CullOrderTest, ExtremeMagnitudesMatchTwinAndBruteForce) {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> exponent(-30, 37.6f);
+    std::bernoulli_distribution negative(0.5);
+    auto coordinate = [&] {
+        const float v = std::pow(10.0f, exponent(rng));
+        return negative(rng) ? -v : v;
+    };
+    std::vector<Box> boxes;
+    for (int i = 0; i < 4000; ++i) {
+        const Vec3 a{coordinate(), coordinate(), coordinate()};
+        const float size = std::abs(a.x) * 1e-3f;
+        boxes.push_back({a, {a.x + size, a.y + size, a.z + size}});
+    }
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto nodes = lbvh.value()->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    const Camera cams[] = {{{1e36f, 1e36f, 1e36f}, {0, 0, 0}, {0, 1, 0}, 90, 1, 1e-3f, 1e37f},
+                           {{0, 0, 0}, {1, 1, 1}, {0, 1, 0}, 90, 1.5f, 1e-20f, 1e37f}};
+    for (int c = 0; c < 2; ++c) {
+        Frustum f = frustum_of(cams[c]);
+        const auto expected = cull_brute_force(f, boxes);
+        EXPECT_GT(expected.size(), 50u) << "camera " << c;
+        for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+            auto got = culler->cull(boxes, f, order);
+            ASSERT_TRUE(got) << got.error().message;
+            EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), 4000, f, order)) << "camera " << c;
+            EXPECT_EQ(compare_cull(f, boxes, expected, got.value(), order == CullOrder::exact), "")
+                << "camera " << c;
+        }
     }
 }
 
