@@ -255,6 +255,15 @@ TEST(Frustum, LbvhCullTwinMatchesBruteForce) {
     }
 }
 
+// An LBVH over boxes, as the GPU builds it (the twin's steps).
+std::vector<lbvh::LbvhNode> twin_tree(const std::vector<Box>& boxes) {
+    auto codes = lbvh::compute_codes(boxes, lbvh::CodeKind::morton30);
+    auto ids = lbvh::sort_codes(codes);
+    auto nodes = lbvh::build_hierarchy(codes, ids);
+    lbvh::compute_bounds(nodes, boxes);
+    return nodes;
+}
+
 // Test 13: near 1e-3, far 1e15 (far / near = 1e18, past what a view-projection matrix holds
 // even in double): the planes are unit, the far plane is -forward at distance far, a box at
 // 1e20 is culled, one just inside far is seen and one just beyond it is culled.
@@ -310,6 +319,14 @@ TEST(Frustum, EyeFarFromOrigin) {
     EXPECT_NEAR(double(f.planes[5].d) + double(f.planes[5].normal.y) * eye.y, 1e28, 1e24);
     std::vector<Box> boxes{past_far, near_far, behind, ahead, side};
     EXPECT_EQ(cull_brute_force(f, boxes), (std::vector<std::uint32_t>{3, 1}));
+    // The CPU structures' frustum paths see the same: the sphere BVH and the LBVH twin.
+    SphereBvh bvh;
+    ASSERT_TRUE(bvh.build(boxes));
+    std::vector<std::uint32_t> sphere_seen;
+    bvh.cull_front_to_back(f, sphere_seen);
+    EXPECT_EQ(sphere_seen, (std::vector<std::uint32_t>{3, 1}));
+    EXPECT_EQ(lbvh::cull(twin_tree(boxes), 5, f, CullOrder::exact),
+              (std::vector<std::uint32_t>{3, 1}));
 }
 
 // Test 15: a plane offset past the float range is rejected with a message; right below it the
@@ -328,15 +345,6 @@ TEST(Frustum, PlaneOffsetPastFloatRange) {
     EXPECT_FALSE(frustum_may_see(f, cube(3.35e38f, 0, 0, 1e36f)));
 }
 
-// An LBVH over boxes, as the GPU builds it (the twin's steps).
-std::vector<lbvh::LbvhNode> twin_tree(const std::vector<Box>& boxes) {
-    auto codes = lbvh::compute_codes(boxes, lbvh::CodeKind::morton30);
-    auto ids = lbvh::sort_codes(codes);
-    auto nodes = lbvh::build_hierarchy(codes, ids);
-    lbvh::compute_bounds(nodes, boxes);
-    return nodes;
-}
-
 // Test 16: boxes at 1e20, 2e20 and 3e20 along the view (their squared distances overflow
 // float): brute force and the twin's exact and approximate orders are nearest first.
 TEST(Frustum, ExactOrderAtExtremeDistances) {
@@ -349,6 +357,11 @@ TEST(Frustum, ExactOrderAtExtremeDistances) {
     auto nodes = twin_tree(boxes);
     EXPECT_EQ(lbvh::cull(nodes, 3, f, CullOrder::exact), nearest_first);
     EXPECT_EQ(lbvh::cull(nodes, 3, f, CullOrder::approx), nearest_first);
+    SphereBvh bvh;
+    ASSERT_TRUE(bvh.build(boxes));
+    std::vector<std::uint32_t> sphere_seen;
+    bvh.cull_front_to_back(f, sphere_seen);
+    EXPECT_EQ(sphere_seen, nearest_first);
 }
 
 // Test 17: the distance key orders like the distance in double, over the whole float range:
