@@ -69,8 +69,9 @@ struct Frustum {
     /// Gribb-Hartmann extraction for Vulkan clip space (-w <= x, y <= w, 0 <= z <= w) from a
     /// column-major view-projection matrix; computed in double and normalised. The float
     /// matrix holds the far plane only as the difference of its third and fourth rows, which
-    /// cancels as far / near grows: accurate to about far / near * 6e-8, and past ~1.7e7 the
-    /// far normal may be zero (a plane that culls nothing). Prefer from_camera.
+    /// cancels as far / near grows: its direction is off by about far / near * 6e-8 radians,
+    /// and past ~1.7e7 it is lost (a zero normal, which culls nothing, or a wrong direction,
+    /// which may cull what is seen). Prefer from_camera.
     static Frustum from_view_projection(const std::array<float, 16>& m, const Vec3& eye);
     /// The camera's frustum, built from its basis (see "Numerics at the extremes" above).
     /// Errors (invalid_argument) for non-finite values, fovy_deg outside (0, 180), aspect <= 0,
