@@ -10,6 +10,7 @@ packages=(
   glslc                     # GLSL -> SPIR-V at build time (shaderc)
   mesa-vulkan-drivers       # lavapipe: a conformant Vulkan 1.3 device on the CPU
   vulkan-validationlayers   # Khronos validation layer, on in every GPU test
+  clang libclang-rt-dev     # libFuzzer runs of the parsers (scripts/sanitize.sh)
 )
 
 missing=()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The sanitizer stage of scripts/test.sh (CI runs it after the Release tests):
+# 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g, asserts on,
+#    examples off) of the CPU and GPU suites, the tool and the fuzz targets, then every ctest of
+#    it: any ASan or UBSan report, or a leak outside the Vulkan driver, fails the test it is in;
+# 2. a clang build of the fuzz targets against libFuzzer (also ASan + UBSan), each fuzzed for a
+#    bounded time from its seed corpus in tests/fuzz/corpus/.
+# Build folders: BROADPHASE_ASAN_DIR (default build-asan), BROADPHASE_FUZZ_DIR (build-fuzz).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+asan_dir=${BROADPHASE_ASAN_DIR:-build-asan}
+fuzz_dir=${BROADPHASE_FUZZ_DIR:-build-fuzz}
+jobs=$(nproc)
+sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g"
+                -DBROADPHASE_SANITIZE=address,undefined -DBROADPHASE_BUILD_EXAMPLES=OFF)
+
+# halt at the first report, with its stack; leaks that lie in the Vulkan loader, lavapipe, LLVM
+# or the validation layer only are suppressed (the file says which), ours are not.
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
+
+echo "sanitize: address,undefined build in $asan_dir"
+cmake -S . -B "$asan_dir" "${sanitize_flags[@]}" >/dev/null
+cmake --build "$asan_dir" -j "$jobs"
+ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs"
+
+echo "sanitize: libFuzzer build in $fuzz_dir"
+cmake -S . -B "$fuzz_dir" "${sanitize_flags[@]}" -DCMAKE_CXX_COMPILER=clang++ \
+  -DBROADPHASE_LIBFUZZER=ON -DBROADPHASE_BUILD_GPU=OFF >/dev/null
+fuzz_targets=()
+for name in scene_text obj scene_spec camera; do fuzz_targets+=(--target "broadphase_fuzz_$name"); done
+cmake --build "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}"
+ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$jobs"

@@ -1,0 +1,84 @@
+// What every fuzz target asserts of a parser: it returns either a value whose boxes are all
+// valid or an Error that says what is wrong (a known code, a message, the line where the format
+// has lines); it never crashes and never throws. A failed check prints what and aborts, which
+// libFuzzer and the stand-alone driver (fuzz_driver.cpp) both report with the input.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+#include "broadphase/scene.hpp"
+
+namespace broadphase::fuzz {
+
+#define FUZZ_CHECK(condition)                                                             \
+    do {                                                                                  \
+        if (!(condition)) {                                                               \
+            std::fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #condition, __FILE__, \
+                         __LINE__);                                                       \
+            std::abort();                                                                 \
+        }                                                                                 \
+    } while (0)
+
+/// The bytes of a fuzz input as text (NUL bytes included).
+inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
+    return {reinterpret_cast<const char*>(data), size};
+}
+
+/// Runs `parse` and aborts if it throws: no exception may cross the public API.
+template <class F>
+auto no_throw(F&& parse) {
+    try {
+        return parse();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fuzz check failed: the parser threw: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "fuzz check failed: the parser threw a non-standard exception\n");
+    }
+    std::abort();
+}
+
+/// Every box valid (finite, min <= max), as the API promises of a parsed scene.
+inline void check_boxes(std::span<const Box> boxes) {
+    FUZZ_CHECK(validate_boxes(boxes).ok());
+}
+
+/// An error with one of the `allowed` codes and a message.
+inline void check_error(const Error& error, std::initializer_list<ErrorCode> allowed) {
+    bool known = false;
+    for (ErrorCode code : allowed) known = known || error.code == code;
+    FUZZ_CHECK(known);
+    FUZZ_CHECK(!error.message.empty());
+}
+
+/// Bit-for-bit equality of two box lists (tells -0 from 0).
+inline bool same_bits(std::span<const Box> a, std::span<const Box> b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        for (int axis = 0; axis < 3; ++axis) {
+            if (std::bit_cast<std::uint32_t>(a[i].min[axis]) !=
+                    std::bit_cast<std::uint32_t>(b[i].min[axis]) ||
+                std::bit_cast<std::uint32_t>(a[i].max[axis]) !=
+                    std::bit_cast<std::uint32_t>(b[i].max[axis])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/// Valid boxes that also survive the scene text format: written and read back bit for bit.
+inline void check_scene_round_trip(std::span<const Box> boxes) {
+    check_boxes(boxes);
+    const auto again = no_throw([&] { return parse_scene_text(format_scene_text(boxes)); });
+    FUZZ_CHECK(again.ok());
+    FUZZ_CHECK(same_bits(again->boxes, boxes));
+}
+
+}  // namespace broadphase::fuzz
