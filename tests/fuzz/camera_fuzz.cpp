@@ -1,8 +1,8 @@
 // Fuzz target: the camera parser (parse_camera, the tool's --camera) and the frustum built from
 // it (Frustum::from_camera). Any text either parses into 13 numbers or fails with a message;
 // a camera either fails validation with a message or gives six finite, unit-normal planes that
-// see a point box at the target whenever the target lies clearly between near and far and the
-// test is not within rounding of a plane.
+// see a point box at the target whenever the target lies between near and far by more than
+// float rounding of the planes.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -44,14 +44,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                         double(p.normal.z) * p.normal.z);
         FUZZ_CHECK(!far_plane_resolved || std::fabs(length - 1) < 1e-5);
     }
+    // The target, on the view axis, is seen when it lies between near and far with a margin
+    // (distance to each plane) well above what rounding the planes to float can move them:
+    // ~1e-7 of the coordinates' magnitude. (frustum_test_ambiguous measures rounding against
+    // the plane's own terms, which cancel when a plane passes near the origin.)
     const Vec3 eye = camera->eye, target = camera->target;
     const double dx = double(target.x) - eye.x, dy = double(target.y) - eye.y,
                  dz = double(target.z) - eye.z;
     const double distance = std::sqrt(dx * dx + dy * dy + dz * dz);
-    const Box point{target, target};
-    if (distance > camera->near * (1 + 1e-3) && distance < camera->far * (1 - 1e-3) &&
-        !frustum_test_ambiguous(*frustum, point, 1e-4)) {
-        FUZZ_CHECK(frustum_may_see(*frustum, point));
+    const double scale = std::max({std::fabs(eye.x), std::fabs(eye.y), std::fabs(eye.z)}) +
+                         std::max({std::fabs(target.x), std::fabs(target.y), std::fabs(target.z)}) +
+                         distance;
+    const double pi = 3.14159265358979323846;
+    const double half_fovy = double(c.fovy_deg) * pi / 360.0;
+    const double half_fovx = std::atan(double(c.aspect) * std::tan(half_fovy));
+    const double side_margin = distance * std::sin(std::min(half_fovy, half_fovx));
+    const double depth_margin = std::min(distance - c.near, double(c.far) - distance);
+    const double tolerance = 1e-4 * scale;
+    if (representable && far_plane_resolved && side_margin > tolerance &&
+        depth_margin > tolerance) {
+        FUZZ_CHECK(frustum_may_see(*frustum, Box{target, target}));
     }
     return 0;
 }
