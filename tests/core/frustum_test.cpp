@@ -413,7 +413,9 @@ TEST(Frustum, DistanceKeyOrdersLikeDistance) {
     for (const auto& [d, key] : keyed) {
         while (keyed[nearer].first < d * (1 - kCullTolerance))
             nearer_max = std::max(nearer_max, keyed[nearer++].second);
-        if (nearer > 0) ASSERT_GT(key, nearer_max) << "distance " << d;
+        if (nearer > 0) {
+            ASSERT_GT(key, nearer_max) << "distance " << d;
+        }
         zeros += d == 0;
         EXPECT_EQ(d == 0, key == 0u) << "distance " << d;
     }

@@ -210,7 +210,9 @@ TEST(Octree, Test13_FarOutliersAndWorldBoxesKeepLeavesSmall) {
         EXPECT_LE(largest, 120u);
         EXPECT_LE(references, 8 * boxes.size());
         EXPECT_LE(tree.nodes().size(), 4 * boxes.size());
-        if (std::string(gen) != "multiscale") EXPECT_GT(tree.height(), 16u);
+        if (std::string(gen) != "multiscale") {
+            EXPECT_GT(tree.height(), 16u);
+        }
         // Self-pairs tests a few boxes per box and pair, as on uniform.
         tree.reset_stats();
         std::vector<Pair> pairs;
