@@ -319,3 +319,57 @@ TEST_F(BoundedTraversalTest, IdenticalBoxesGiveEveryPairOrTheExactCount) {
 
 }  // namespace
 }  // namespace broadphase::testing
+
+namespace broadphase::testing {
+namespace {
+
+// Test 8: many invocations out of budget at once, each with its own stack depth (lavapipe runs
+// 8 invocations in lockstep and has lost stores made after an atomic in a loop that others had
+// left): 64 boxes over the 70,000, 64 regions over them, 64 rays from inside them.
+TEST_F(BoundedTraversalTest, ManyInvocationsOutOfBudgetTogether) {
+    std::vector<Box> boxes;
+    constexpr std::uint32_t kBig = 64;
+    for (std::uint32_t b = 0; b < kBig; ++b) {
+        const float grow = float(b) * 0.01f;
+        boxes.push_back({{-1 - grow, -1, -1}, {43 + grow, 43, 43}});
+    }
+    for (std::uint32_t k = 0; k < kSmall; ++k) boxes.push_back(grid_box(k));
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto pairs = (*lbvh)->find_pairs(boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    std::vector<Pair> expected;
+    for (std::uint32_t b = 0; b < kBig; ++b)
+        for (std::uint32_t j = b + 1; j < boxes.size(); ++j) expected.push_back({b, j});
+    EXPECT_EQ(pairs->size(), expected.size());
+    EXPECT_EQ(pairs.value(), expected);
+
+    const std::vector<Box> world(boxes.begin() + kBig, boxes.end());
+    auto queries = gpu::LbvhQueries::create(gpu_context());
+    ASSERT_TRUE(queries);
+    ASSERT_TRUE((*queries)->build(world));
+    const std::vector<Box> regions(boxes.begin(), boxes.begin() + kBig);
+    auto hits = (*queries)->query_boxes(regions);
+    ASSERT_TRUE(hits) << hits.error().message;
+    for (std::uint32_t q = 0; q < kBig; ++q) ASSERT_EQ(hits->hits(q).size(), kSmall) << q;
+
+    // Rays from inside box 0 of a world where every box contains their origins: all enter at
+    // t = 0, the tie goes to id 0.
+    std::vector<Box> nested;
+    for (std::uint32_t k = 0; k < kSmall; ++k)
+        nested.push_back({{0, 0, 0}, {2 + float(k % 89) * 1e-3f, 1 + float(k % 7) * 1e-3f, 1}});
+    ASSERT_TRUE((*queries)->build(nested));
+    std::vector<Ray> rays;
+    for (std::uint32_t r = 0; r < kBig; ++r)
+        rays.push_back({{0.5f + float(r) * 0.01f, 0.5f, 0.5f}, {1, float(r % 3) * 0.1f, 0}, 100});
+    auto cast = (*queries)->ray_cast(rays);
+    ASSERT_TRUE(cast) << cast.error().message;
+    for (std::uint32_t r = 0; r < kBig; ++r) {
+        ASSERT_TRUE((*cast)[r]) << r;
+        EXPECT_EQ((*cast)[r]->id, 0u) << r;
+        EXPECT_EQ((*cast)[r]->t, 0.0f) << r;
+    }
+}
+
+}  // namespace
+}  // namespace broadphase::testing
