@@ -8,6 +8,7 @@
 #include <string>
 
 #include "best_first.hpp"
+#include "list_sweep.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -345,42 +346,6 @@ void LooseOctree::descend(const Box& region, std::vector<std::uint32_t>& stack,
     }
 }
 
-// The boxes of one octant against each other when there are many (long boxes sit at the
-// level of their longest side, so an octant can hold many parallel ones): sort and sweep along
-// the axis where their min corners spread most against their extents.
-template <class Emit>
-void LooseOctree::sweep_own(const Node& node, std::vector<std::uint32_t>& order,
-                            Emit& emit) const {
-    const std::size_t n = node.entries.size();
-    int axis = 0;
-    double best = -1;
-    for (int a = 0; a < 3; ++a) {
-        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
-        double extents = 0;
-        for (const Entry& e : node.entries) {
-            lo = std::min(lo, e.box.min[a]);
-            hi = std::max(hi, e.box.min[a]);
-            extents += double(e.box.max[a]) - e.box.min[a];
-        }
-        const double score = (double(hi) - lo) / (extents / double(n) + 1e-30);
-        if (score > best) best = score, axis = a;
-    }
-    order.resize(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return node.entries[a].box.min[axis] < node.entries[b].box.min[axis];
-    });
-    for (std::size_t i = 0; i < n; ++i) {
-        const Entry& a = node.entries[order[i]];
-        for (std::size_t j = i + 1; j < n; ++j) {
-            const Entry& b = node.entries[order[j]];
-            if (b.box.min[axis] > a.box.max[axis]) break;
-            ++stats_.box_tests;
-            if (overlaps(a.box, b.box)) emit(a.id, b.id);
-        }
-    }
-}
-
 void LooseOctree::self_pairs(std::vector<Pair>& out) const {
     std::vector<std::uint32_t> stack, order;
     const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
@@ -401,7 +366,11 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
             if (node.cell.depth == depth && !same && &node < &home) return;
             ++stats_.leaves_visited;
             if (same && home.entries.size() > kSweepAbove) {
-                sweep_own(home, order, emit);
+                // Many boxes in one octant (long boxes sit at the level of their longest
+                // side, so an octant can hold many parallel ones): sort and sweep.
+                detail::sweep_list(
+                    home.entries, order, stats_.box_tests,
+                    [](const Entry&, const Entry&) { return true; }, emit);
                 return;
             }
             for (std::size_t i = 0; i < home.entries.size(); ++i) {

@@ -136,8 +136,6 @@ private:
     std::uint32_t find_node(const Cell& ideal) const;
     void insert_entry(const Entry& entry);
     void maybe_split(std::uint32_t node);
-    template <class Emit>
-    void sweep_own(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const;
     template <class Visit>
     void descend(const Box& region, std::vector<std::uint32_t>& stack, Visit&& visit) const;
 

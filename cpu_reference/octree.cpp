@@ -9,6 +9,7 @@
 #include <string>
 
 #include "best_first.hpp"
+#include "list_sweep.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -307,43 +308,6 @@ bool Octree::owns(const Node& leaf, const Vec3& p) const {
     return true;
 }
 
-// A leaf with many references (boxes long against the cell stop the splitting, see
-// maybe_split) is paired by sort and sweep along the axis where its boxes' min corners spread
-// most against their extents, not all against all.
-template <class Emit>
-void Octree::leaf_sweep(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const {
-    const std::size_t n = node.entries.size();
-    int axis = 0;
-    double best = -1;
-    for (int a = 0; a < 3; ++a) {
-        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
-        double extents = 0;
-        for (const Entry& e : node.entries) {
-            lo = std::min(lo, e.box.min[a]);
-            hi = std::max(hi, e.box.min[a]);
-            extents += double(e.box.max[a]) - e.box.min[a];
-        }
-        const double score = (double(hi) - lo) / (extents / double(n) + 1e-30);
-        if (score > best) best = score, axis = a;
-    }
-    order.resize(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return node.entries[a].box.min[axis] < node.entries[b].box.min[axis];
-    });
-    for (std::size_t i = 0; i < n; ++i) {
-        const Entry& a = node.entries[order[i]];
-        for (std::size_t j = i + 1; j < n; ++j) {
-            const Entry& b = node.entries[order[j]];
-            if (b.box.min[axis] > a.box.max[axis]) break;
-            ++stats_.box_tests;
-            if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
-                emit(a.id, b.id);
-            }
-        }
-    }
-}
-
 void Octree::self_pairs(std::vector<Pair>& out) const {
     const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
         out.push_back(Pair{std::min(a, b), std::max(a, b)});
@@ -357,7 +321,13 @@ void Octree::self_pairs(std::vector<Pair>& out) const {
         ++stats_.leaves_visited;
         const std::size_t n = node.entries.size();
         if (n > kSweepAbove) {
-            leaf_sweep(node, order, emit);
+            // A leaf with many references (boxes long against the cell stop the splitting,
+            // see maybe_split) is paired by sort and sweep, not all against all.
+            detail::sweep_list(node.entries, order, stats_.box_tests,
+                       [&](const Entry& a, const Entry& b) {
+                           return owns(node, max_corner(a.box.min, b.box.min));
+                       },
+                       emit);
             continue;
         }
         stats_.box_tests += n * (n > 0 ? n - 1 : 0) / 2;

@@ -120,8 +120,6 @@ private:
     void remove_from(std::uint32_t node, std::uint32_t id, const Box& box);
     void maybe_split(std::uint32_t node);
     bool owns(const Node& leaf, const Vec3& p) const;
-    template <class Emit>
-    void leaf_sweep(const Node& node, std::vector<std::uint32_t>& order, Emit& emit) const;
     bool inside_root(const Box& box) const;
     std::size_t leaves_overlapping(const Box& box) const;
 
