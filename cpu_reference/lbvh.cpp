@@ -231,6 +231,78 @@ std::vector<std::uint32_t> sort_codes(std::vector<std::uint64_t>& codes) {
     return ids;
 }
 
+namespace {
+
+// The kind's 30-bit code of quantised coordinates.
+std::uint32_t code30(CodeKind kind, const std::uint32_t q[3]) {
+    return kind == CodeKind::hilbert30 ? hilbert30(q) : morton30(q);
+}
+
+}  // namespace
+
+bool refine_codes(std::span<const Box> boxes, CodeKind kind, std::vector<std::uint64_t>& codes,
+                  std::vector<std::uint32_t>& ids) {
+    const std::size_t n = codes.size();
+    // Runs of equal codes: [start, end) in sorted order.
+    std::size_t longest = 0;
+    for (std::size_t start = 0, end = 0; start < n; start = end) {
+        end = start + 1;
+        while (end < n && codes[end] == codes[start]) ++end;
+        longest = std::max(longest, end - start);
+    }
+    if (longest < kRefineRun) {
+        for (std::uint64_t& c : codes) c <<= 32;
+        return false;
+    }
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keyed(n);
+    for (std::size_t start = 0, end = 0; start < n; start = end) {
+        end = start + 1;
+        while (end < n && codes[end] == codes[start]) ++end;
+        Box bounds;
+        for (std::size_t p = start; p < end; ++p) {
+            const Box& b = boxes[ids[p]];
+            for (int axis = 0; axis < 3; ++axis) {
+                const float c = (b.min[axis] + b.max[axis]) * 0.5f;
+                if (p == start || c < bounds.min[axis]) bounds.min[axis] = c;
+                if (p == start || c > bounds.max[axis]) bounds.max[axis] = c;
+            }
+        }
+        // The GPU reduces the bounds as order-preserving uints, where -0 < +0; the
+        // quantisation below gives the same cells for either zero, so no care is needed.
+        const Quantizer quantizer(bounds, 10);
+        for (std::size_t p = start; p < end; ++p) {
+            std::uint32_t q[3];
+            quantizer.quantize(boxes[ids[p]], q);
+            keyed[p] = {codes[p] << 32 | code30(kind, q), ids[p]};
+        }
+    }
+    // (key, id) lexicographically: a stable sort of keys that were in (code, id) order.
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t p = 0; p < n; ++p) {
+        codes[p] = keyed[p].first;
+        ids[p] = keyed[p].second;
+    }
+    return true;
+}
+
+SortedKeys sorted_keys(std::span<const Box> boxes, CodeKind kind, bool refine) {
+    SortedKeys keys;
+    keys.codes = compute_codes(boxes, kind);
+    keys.ids = sort_codes(keys.codes);
+    if (refine && kind != CodeKind::morton63) {
+        keys.refined = refine_codes(boxes, kind, keys.codes, keys.ids);
+    }
+    return keys;
+}
+
+std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind, bool refine) {
+    if (boxes.empty()) return {};
+    const SortedKeys keys = sorted_keys(boxes, kind, refine);
+    std::vector<LbvhNode> nodes = build_hierarchy(keys.codes, keys.ids);
+    compute_bounds(nodes, boxes);
+    return nodes;
+}
+
 std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_codes,
                                       std::span<const std::uint32_t> sorted_ids) {
     const auto n = static_cast<std::int64_t>(sorted_codes.size());
@@ -423,10 +495,7 @@ Status LbvhStructure::build(std::span<const Box> boxes) {
     nodes_.clear();
     if (Status s = validate_boxes(boxes); !s) return s;
     boxes_.assign(boxes.begin(), boxes.end());
-    std::vector<std::uint64_t> codes = compute_codes(boxes_, kind_);
-    const std::vector<std::uint32_t> ids = sort_codes(codes);
-    nodes_ = build_hierarchy(codes, ids);
-    compute_bounds(nodes_, boxes_);
+    nodes_ = build_tree(boxes_, kind_, refine_);
     return Status::success();
 }
 

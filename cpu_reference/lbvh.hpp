@@ -65,6 +65,31 @@ int code_bits(CodeKind kind);
 /// order; equal codes keep ascending ids (what a stable LSD radix sort on the GPU gives).
 std::vector<std::uint32_t> sort_codes(std::vector<std::uint64_t>& codes);
 
+/// Adaptive codes. One grid over the centroid bounds collapses a dense cluster into a few
+/// cells when a few boxes lie far away (bodies fallen 1e7 below a level, towns kilometres
+/// apart): most of the cluster then shares one code, and the hierarchy splits runs of equal
+/// codes by index, not by position, so every query visits much of the cluster. Refinement
+/// turns sorted 30-bit codes (morton30, hilbert30) into 64-bit keys `code << 32 | second`:
+/// when the longest run of equal codes holds kRefineRun boxes or more, `second` is the same
+/// kind of 30-bit code of the box's centroid quantised (Quantizer, 10 bits per axis) in the
+/// centroid bounds of its own run, and the keys are sorted again, stably; otherwise `second`
+/// is 0 and the order stays. A run is thereby ordered by position inside its own bounds, one
+/// level deep (a cluster inside a cluster inside a far-spread scene gets one refinement).
+/// `codes` must hold sorted 30-bit codes and `ids` their ids (sort_codes). Returns true when
+/// it re-coded. The GPU does the same (code_runs.comp, run_bounds.comp, refine_codes.comp).
+inline constexpr std::uint32_t kRefineRun = gpu_layout::kRefineRun;
+bool refine_codes(std::span<const Box> boxes, CodeKind kind, std::vector<std::uint64_t>& codes,
+                  std::vector<std::uint32_t>& ids);
+
+/// Sorted keys and ids of a build: compute_codes, sort_codes, then (refine and a 30-bit kind)
+/// refine_codes. morton63 is not refined (its 63 bits leave no room for a second code).
+struct SortedKeys {
+    std::vector<std::uint64_t> codes;
+    std::vector<std::uint32_t> ids;
+    bool refined = false;  ///< the keys were re-coded and sorted again
+};
+SortedKeys sorted_keys(std::span<const Box> boxes, CodeKind kind, bool refine = true);
+
 /// Karras hierarchy over n sorted codes: fills links of all 2n-1 nodes (bounds left zero).
 /// Node layout as in gpu_layout.h. delta(i, j) = -1 outside [0, n), clz64(ci ^ cj) when the
 /// codes differ, 64 + clz32(i ^ j) when they are equal. Split = last index with a longer common
@@ -85,10 +110,14 @@ void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std
 /// every node's bounds contain its children's, ranges consistent. Error names the node.
 Status validate_tree(std::span<const LbvhNode> nodes, std::span<const Box> boxes);
 
+/// Builds the tree of `boxes` as the GPU does: sorted_keys, build_hierarchy, compute_bounds.
+std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind, bool refine = true);
+
 /// The `lbvh` Structure (method name "lbvh"): the pipeline above, all queries by traversal.
 class LbvhStructure final : public Structure {
 public:
-    explicit LbvhStructure(CodeKind kind = CodeKind::morton30) : kind_(kind) {}
+    explicit LbvhStructure(CodeKind kind = CodeKind::morton30, bool refine = true)
+        : kind_(kind), refine_(refine) {}
     std::string_view name() const override { return "lbvh"; }
     Status build(std::span<const Box> boxes) override;
     void self_pairs(std::vector<Pair>& out) const override;
@@ -102,6 +131,7 @@ public:
 
 private:
     CodeKind kind_;
+    bool refine_;
     std::vector<Box> boxes_;
     std::vector<LbvhNode> nodes_;
 };

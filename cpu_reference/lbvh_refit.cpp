@@ -7,15 +7,6 @@
 
 namespace broadphase::lbvh {
 
-std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind) {
-    if (boxes.empty()) return {};
-    std::vector<std::uint64_t> codes = compute_codes(boxes, kind);
-    std::vector<std::uint32_t> ids = sort_codes(codes);
-    std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
-    compute_bounds(nodes, boxes);
-    return nodes;
-}
-
 void refit(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
     if (!boxes.empty()) compute_bounds(nodes, boxes);
 }

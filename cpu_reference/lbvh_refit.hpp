@@ -14,9 +14,6 @@
 
 namespace broadphase::lbvh {
 
-/// Builds the tree of `boxes` as the GPU does (codes, stable sort, hierarchy, bounds).
-std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind);
-
 /// Refits a built tree in place for new box positions (same count, same ids).
 void refit(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
 

@@ -25,17 +25,24 @@ std::uint32_t key_words(CodeKind code) {
 std::uint32_t key_bits(CodeKind code) {
     return code == CodeKind::morton63 ? 63 : 30;
 }
+// 30-bit codes can be refined into 64-bit keys (lbvh::refine_codes); morton63 cannot.
+bool refinable(CodeKind code) {
+    return code != CodeKind::morton63;
+}
 
-// Where each array of a build lives inside the scratch buffer.
+// Where each array of a build lives inside the scratch buffer. Refinable kinds take room for
+// 64-bit keys (the first sort uses the first n words of keys and keys_tmp), the run starts
+// (in `flags`, free until the node bounds), the runs' centroid bounds and the refine word.
 struct ScratchLayout {
     BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
+    BufferRange run_bounds, refine;
     VkDeviceSize size = 0;
 };
 
 ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
     Arena arena(scratch);
     ScratchLayout s;
-    VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * key_words(code);
+    VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * (refinable(code) ? 2 : key_words(code));
     s.bounds = arena.take(sizeof(GpuBounds));
     s.keys = arena.take(key_bytes);
     s.values = arena.take(n * 4ull);
@@ -43,8 +50,17 @@ ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
     s.values_tmp = arena.take(n * 4ull);
     s.flags = arena.take(std::max<std::uint32_t>(n, 1) * 4ull);
     s.sort = arena.take(RadixSort::scratch_size(n));
+    if (refinable(code)) {
+        s.run_bounds = arena.take(n * 24ull);
+        s.refine = arena.take(4);
+    }
     s.size = arena.used();
     return s;
+}
+
+BufferRange first_words(BufferRange r, std::uint32_t n) {
+    r.size = std::max<VkDeviceSize>(n * 4ull, 4);
+    return r;
 }
 
 VkDeviceSize nodes_bytes(std::uint32_t n) {
@@ -62,7 +78,7 @@ struct Lbvh::Impl {
     LbvhOptions options;
     RadixSort sort;
     TraversalRounds rounds;
-    Kernel bounds, codes, hierarchy, node_bounds, pairs;
+    Kernel bounds, codes, code_runs, run_bounds, refine_codes, hierarchy, node_bounds, pairs;
     VkQueryPool queries = VK_NULL_HANDLE;
     StageTimes times;
     // Working buffers of the host-array helpers, grown on demand.
@@ -102,6 +118,7 @@ struct Lbvh::Impl {
         if (Status s = check_range(nodes_bytes(n), "the node buffer", n); !s) return s;
         if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
         if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
+        if (Status s = check_range(n * 24ull, "the run bounds buffer", n); !s) return s;
         ScratchLayout layout = scratch_layout(VK_NULL_HANDLE, n, options.code);
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
         if (Status s = ensure(nodes, nodes_bytes(n)); !s) return s;
@@ -161,6 +178,9 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     const Spec specs[] = {
         {&impl->bounds, shaders::scene_bounds, 2, "scene_bounds"},
         {&impl->codes, shaders::morton_codes, 4, "morton_codes"},
+        {&impl->code_runs, shaders::code_runs, 6, "code_runs"},
+        {&impl->run_bounds, shaders::run_bounds, 5, "run_bounds"},
+        {&impl->refine_codes, shaders::refine_codes, 7, "refine_codes"},
         {&impl->hierarchy, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy"},
         {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
         {&impl->pairs, shaders::lbvh_pairs, 4, "lbvh_pairs"},
@@ -215,12 +235,44 @@ void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                                                 : kCodeMorton30;
     im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n), gate);
     compute_barrier(cmd);
+    const std::uint32_t code_kind = pc.key_word;
     pc.key_word = 0;
     timestamp(cmd, pool, first_query + 2);
-    im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n, key_words(code),
-                   key_bits(code), gate);
+    BufferRange sorted_keys = s.keys;
+    if (!refinable(code) || !im.options.refine) {
+        im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n,
+                       key_words(code), key_bits(code), gate);
+    } else {
+        // First codes, then (when a run of equal codes is long) second codes in each run's
+        // bounds and a second, stable sort of the 64-bit keys (lbvh::refine_codes).
+        const BufferRange first_keys = first_words(s.keys, n);
+        im.sort.record(cmd,
+                       {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort},
+                       n, 1, key_bits(code), gate);
+        fill(cmd, s.refine, 0u);
+        compute_barrier(cmd);
+        im.code_runs.dispatch(cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine},
+                              pc, groups(n), gate);
+        compute_barrier(cmd);
+        im.run_bounds.dispatch(cmd, {s.flags, s.values, boxes, s.run_bounds, s.refine}, pc,
+                               groups(n), gate);
+        compute_barrier(cmd);
+        pc.key_word = code_kind;
+        im.refine_codes.dispatch(
+            cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine, s.keys_tmp}, pc,
+            groups(n), gate);
+        pc.key_word = 0;
+        compute_barrier(cmd);
+        // The refine word is n or 0: the sort orders all keys or none (64 bits: an even
+        // number of passes, so nothing is copied back when it sorts none).
+        SortBuffers second{s.keys_tmp, s.values, s.keys, s.values_tmp, s.sort};
+        second.count = s.refine;
+        im.sort.record(cmd, second, n, 2, 64, gate);
+        sorted_keys = s.keys_tmp;
+        pc.key_words = 2;
+    }
     timestamp(cmd, pool, first_query + 3);
-    im.hierarchy.dispatch(cmd, {s.keys, s.values, boxes, nodes}, pc, groups(n), gate);
+    im.hierarchy.dispatch(cmd, {sorted_keys, s.values, boxes, nodes}, pc, groups(n), gate);
     compute_barrier(cmd);
     timestamp(cmd, pool, first_query + 4);
     if (n > 1) {

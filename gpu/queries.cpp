@@ -242,8 +242,9 @@ Status LbvhQueries::build(std::span<const Box> input) {
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
     const auto n = static_cast<std::uint32_t>(input.size());
     const std::string what = " of the LBVH over " + std::to_string(n) + " boxes";
-    // The larger of both code kinds' sizes, whichever the Lbvh was created with.
-    const LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton63);
+    // The largest of the code kinds' sizes, whichever the Lbvh was created with.
+    LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton63);
+    req.scratch = std::max(req.scratch, Lbvh::requirements(n, CodeKind::morton30).scratch);
     if (Status s = im.check_range(req.nodes, "the node buffer" + what); !s) return s;
     if (Status s = im.check_range(n * sizeof(GpuBox), "the box buffer" + what); !s) return s;
     if (Status s = im.check_range(n * 8ull, "the sort-key buffer" + what); !s) return s;

@@ -123,9 +123,11 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
     const bool keys_only = b.values.buffer == VK_NULL_HANDLE;
     const BufferRange* values[2] = {keys_only ? &b.keys : &b.values,
                                     keys_only ? &b.keys_tmp : &b.values_tmp};
-    // Without a dynamic count the count binding is unused: any valid range will do.
+    // Without a dynamic count the count binding is unused: any valid range will do. A dynamic
+    // count without `args` launches every tile directly; the tiles past the count write zero
+    // histogram entries and scatter nothing.
     const bool dynamic = b.count.buffer != VK_NULL_HANDLE;
-    assert(!dynamic || b.args.buffer != VK_NULL_HANDLE);
+    const bool indirect = dynamic && b.args.buffer != VK_NULL_HANDLE;
     const BufferRange count = dynamic ? b.count : hist;
     BufferRange tile_args = b.args;
     tile_args.offset += kArgsSortTiles * sizeof(VkDispatchIndirectCommand);
@@ -139,7 +141,7 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         pc.tiles = tiles;
         pc.flags = (dynamic ? kSortDynamicCount : 0u) | (keys_only ? kSortKeysOnly : 0u);
         int src = pass & 1, dst = src ^ 1;
-        if (dynamic) {
+        if (indirect) {
             // Only the tiles the count fills run: the others' histogram entries stay zero.
             fill(cmd, hist, 0u);
             compute_barrier(cmd);
@@ -149,7 +151,7 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         }
         compute_barrier(cmd);
         record_scan(cmd, hist, hist_count, scan_scratch, gate);
-        if (dynamic) {
+        if (indirect) {
             scatter_.dispatch_indirect(
                 cmd, {*keys[src], *values[src], *keys[dst], *values[dst], hist, count}, pc,
                 tile_args);

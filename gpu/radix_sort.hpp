@@ -15,7 +15,8 @@ namespace broadphase::gpu {
 /// the element count dynamic: the sort then orders the first min(count, n) elements, read on
 /// the GPU (elements past them end unspecified), launching only the tiles they fill through
 /// `args`, the indirect arguments record_count_args wrote for that count, so that a count
-/// written by an earlier kernel needs no host read and costs no work past it.
+/// written by an earlier kernel needs no host read and costs no work past it. With `count` and
+/// no `args` every tile is launched (gated like any dispatch), and those past the count exit.
 struct SortBuffers {
     BufferRange keys, values, keys_tmp, values_tmp, scratch;
     BufferRange count{};

@@ -75,6 +75,12 @@ BP_CONST kCodeMorton30 = 0u;   // 10 bits per axis in one uint
 BP_CONST kCodeMorton63 = 1u;   // 21 bits per axis in two uints (hi word first in sort order)
 BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis in one uint
 
+// Adaptive codes (lbvh::refine_codes): when the longest run of equal 30-bit codes after the
+// first sort holds kRefineRun boxes or more, every box gets a second 30-bit code in the
+// centroid bounds of its run and the 64-bit keys (code << 32 | second) are sorted again.
+// Shorter runs cost at most a few extra leaves per query and are left in index order.
+BP_CONST kRefineRun = 8u;
+
 // An input box: xyz of lo and hi; w is ignored (callers may store anything there).
 // total: 32 bytes
 struct GpuBox {

@@ -32,11 +32,7 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
 
 // The CPU twin's tree for the same boxes.
 std::vector<LbvhNode> cpu_tree(std::span<const Box> boxes, gpu::CodeKind code) {
-    auto codes = lbvh::compute_codes(boxes, cpu_kind(code));
-    auto ids = lbvh::sort_codes(codes);
-    auto nodes = lbvh::build_hierarchy(codes, ids);
-    lbvh::compute_bounds(nodes, boxes);
-    return nodes;
+    return lbvh::build_tree(boxes, cpu_kind(code));
 }
 
 struct SceneCase {
@@ -152,6 +148,42 @@ TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
             auto nodes = lbvh->build_nodes(s.boxes);
             ASSERT_TRUE(nodes);
             EXPECT_TRUE(lbvh::validate_tree(nodes.value(), s.boxes)) << kind;
+        }
+    }
+}
+
+// Adaptive codes (LbvhOptions::refine, lbvh::refine_codes): on scenes whose first codes leave
+// long runs (far outliers, clusters far apart, a huge box) the GPU refines exactly as the twin
+// does, and with refine off it builds the twin's unrefined tree; either way the pairs are exact.
+TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
+    for (const char* generator : {"level", "multiscale", "degenerate", "uniform"}) {
+        auto scene = generate_scene(generator, 12000);
+        ASSERT_TRUE(scene);
+        const bool expect_refined = std::string(generator) != "uniform";
+        for (gpu::CodeKind code : {gpu::CodeKind::morton30, gpu::CodeKind::hilbert30}) {
+            EXPECT_EQ(lbvh::sorted_keys(scene->boxes, cpu_kind(code)).refined, expect_refined)
+                << generator;
+            for (bool refine : {true, false}) {
+                SCOPED_TRACE(std::string(generator) + (refine ? " refined" : " unrefined"));
+                auto lbvh = gpu::Lbvh::create(gpu_context(), {code, refine});
+                ASSERT_TRUE(lbvh);
+                auto nodes = (*lbvh)->build_nodes(scene->boxes);
+                ASSERT_TRUE(nodes);
+                const auto twin = lbvh::build_tree(scene->boxes, cpu_kind(code), refine);
+                ASSERT_EQ(nodes->size(), twin.size());
+                for (std::size_t i = 0; i < twin.size(); ++i) {
+                    const LbvhNode& g = (*nodes)[i];
+                    const LbvhNode& e = twin[i];
+                    // Links bit for bit, bounds by float equality (-0 and +0 may differ).
+                    ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
+                                g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
+                                g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z)
+                        << "node " << i;
+                }
+                auto pairs = (*lbvh)->find_pairs(scene->boxes);
+                ASSERT_TRUE(pairs);
+                EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
+            }
         }
     }
 }

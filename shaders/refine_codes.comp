@@ -1,0 +1,54 @@
+// Adaptive codes, step 3 of 3 (CPU twin: lbvh::refine_codes): the 64-bit sort keys
+// (low word first) code << 32 | second, where `second` is 0 unless the refine word is set,
+// and then the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
+// box's centroid quantised at 10 bits per axis in its run's centroid bounds, exactly as the
+// first code was quantised in the scene's (codes.glsl).
+#version 450
+#include "common.glsl"
+#include "codes.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Keys {
+    uint keys[];
+};  // sorted first codes, one uint each
+layout(std430, binding = 1) readonly buffer Ids {
+    uint ids[];
+};
+layout(std430, binding = 2) readonly buffer Boxes {
+    GpuBox boxes[];
+};
+layout(std430, binding = 3) readonly buffer RunStart {
+    uint run_start[];
+};
+layout(std430, binding = 4) readonly buffer RunBounds {
+    uint run_bounds[];
+};
+layout(std430, binding = 5) readonly buffer Refine {
+    uint refine;
+};
+layout(std430, binding = 6) writeonly buffer Refined {
+    uint refined[];
+};  // 2 uints per position: second code, first code
+
+void main() {
+    uint p = linear_thread();
+    if (p >= pc.count) return;
+    uint second = 0u;
+    if (refine != 0u) {
+        uint s = run_start[p];
+        vec3 lo = vec3(ordered_to_float(run_bounds[6u * s]), ordered_to_float(run_bounds[6u * s + 1u]),
+                       ordered_to_float(run_bounds[6u * s + 2u]));
+        vec3 hi = vec3(ordered_to_float(run_bounds[6u * s + 3u]),
+                       ordered_to_float(run_bounds[6u * s + 4u]),
+                       ordered_to_float(run_bounds[6u * s + 5u]));
+        GpuBox b = boxes[ids[p]];
+        precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
+        float scale = common_scale(lo, hi, 10u);
+        uint qx = quantize(c.x, lo.x, scale, 10u);
+        uint qy = quantize(c.y, lo.y, scale, 10u);
+        uint qz = quantize(c.z, lo.z, scale, 10u);
+        second = pc.key_word == kCodeHilbert30 ? hilbert30(qx, qy, qz) : morton30(qx, qy, qz);
+    }
+    refined[2u * p] = second;
+    refined[2u * p + 1u] = keys[p];
+}
