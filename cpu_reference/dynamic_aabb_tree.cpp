@@ -4,10 +4,22 @@
 //
 // - Fat boxes: each leaf stores the caller's tight box and a fat box grown by a margin; move()
 //   re-inserts a leaf only when its tight box leaves its fat box (the seed's "AABB Update").
+//   The default margin is relative: on each axis, Config::margin (10%) of the smaller of the
+//   box's own extent there and the typical extent, the lower median of the boxes' mean
+//   extents. A mean would let one world-sized box (level's ground slab) grow every fat box over
+//   the whole play area, and self-pairs would then test every pair (76 s at 100,000 boxes);
+//   one margin on all axes would grow boxes a thousand times wider than thick (xline) across
+//   their thin axis by a hundred times their thickness, so that each fat box met a hundred
+//   others. With the cap no fat box is more than 1.2 times its box on any axis, and pruning on
+//   fat boxes costs about what pruning on the tight ones would. The price: a box that moves
+//   across a thin (or zero) extent leaves its fat box sooner and is re-inserted, O(log n).
 // - Insertion descends by least cost. The seed descends by least volume growth; volume is 0 for
 //   every flat or point box (a 2D scene), so this uses Box2D's surface-area branch cost instead:
 //   stop at a node when making the leaf its sibling is cheaper than descending into either
-//   child, counting the area growth inherited by every ancestor.
+//   child, counting the area growth inherited by every ancestor. Area is 0 too for points and
+//   segments on one line; where areas tie, the sum of the side lengths decides, so such boxes
+//   are still placed by position rather than all down one branch. Both in double, so that
+//   far coordinates (1e7) and world-sized boxes neither cancel nor overflow.
 // - Rotations: the seed's comments note that a sorted insertion order degenerates into a list
 //   and suggest AVL-like rotations; balance() is Box2D's b2DynamicTree::Balance, applied on the
 //   path to the root after every insert and remove.
@@ -38,6 +50,43 @@ double half_area(const Box& b) {
     const double dy = double(b.max.y) - b.min.y;
     const double dz = double(b.max.z) - b.min.z;
     return dx * dy + dy * dz + dz * dx;
+}
+
+// The insertion cost measure: half the surface area, then (where areas tie, as they do at 0
+// for points and segments along one line) the sum of the side lengths. Both in double.
+struct Cost {
+    double area = 0;
+    double length = 0;
+    friend Cost operator+(const Cost& a, const Cost& b) {
+        return {a.area + b.area, a.length + b.length};
+    }
+    friend Cost operator-(const Cost& a, const Cost& b) {
+        return {a.area - b.area, a.length - b.length};
+    }
+    friend Cost operator*(double k, const Cost& a) { return {k * a.area, k * a.length}; }
+    friend bool operator<(const Cost& a, const Cost& b) {
+        return a.area < b.area || (a.area == b.area && a.length < b.length);
+    }
+};
+
+Cost measure(const Box& b) {
+    const double dx = double(b.max.x) - b.min.x;
+    const double dy = double(b.max.y) - b.min.y;
+    const double dz = double(b.max.z) - b.min.z;
+    return {dx * dy + dy * dz + dz * dx, dx + dy + dz};
+}
+
+// Mean of the three side lengths, in double.
+double mean_extent(const Box& b) {
+    return (double(b.max.x) - b.min.x + double(b.max.y) - b.min.y + double(b.max.z) - b.min.z) /
+           3.0;
+}
+
+// The lower median (element (n - 1) / 2 in order) of a non-empty list; reorders it.
+double lower_median(std::vector<double>& values) {
+    const auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+    std::nth_element(values.begin(), mid, values.end());
+    return *mid;
 }
 
 bool box_contains(const Box& outer, const Box& inner) {
@@ -78,31 +127,48 @@ void DynamicAabbTree::free_node(std::int32_t index) {
     free_list_ = index;
 }
 
+// Grows `box` by margin_ on every side, or, with relative margins, on each axis by at most
+// config_.margin times the box's own extent on that axis: a box 1000 times longer than it is
+// thick (the xline scene) is not grown across its thin axis by 100 times its thickness, which
+// would make every fat box overlap hundreds of its neighbours. Rounding can only move a fat
+// side outwards, so the fat box always contains the tight one.
 Box DynamicAabbTree::fatten(const Box& box) const {
     if (!(margin_ > 0)) return box;
     constexpr float kLowest = std::numeric_limits<float>::lowest();
     constexpr float kHighest = std::numeric_limits<float>::max();
     Box fat;
     for (int a = 0; a < 3; ++a) {
-        fat.min[a] = std::max(kLowest, box.min[a] - margin_);
-        fat.max[a] = std::min(kHighest, box.max[a] + margin_);
+        float margin = margin_;
+        if (config_.margin_is_relative) {
+            const double extent = double(box.max[a]) - box.min[a];
+            margin = static_cast<float>(std::min(double(margin_), config_.margin * extent));
+        }
+        fat.min[a] = std::max(kLowest, box.min[a] - margin);
+        fat.max[a] = std::min(kHighest, box.max[a] + margin);
     }
     return fat;
 }
 
+// The lower median of the boxes' mean extents: unlike the mean, one world-wide box (a ground
+// slab, a trigger over the level) cannot move it.
 void DynamicAabbTree::set_relative_margin(std::span<const Box> boxes) {
     double margin = config_.margin;
     if (config_.margin_is_relative) {
-        double sum = 0;
-        for (const Box& b : boxes) {
-            sum += (double(b.max.x) - b.min.x + double(b.max.y) - b.min.y + double(b.max.z) -
-                    b.min.z) /
-                   3.0;
-        }
-        margin = boxes.empty() ? 0.0 : config_.margin * (sum / double(boxes.size()));
+        std::vector<double> extents(boxes.size());
+        for (std::size_t i = 0; i < boxes.size(); ++i) extents[i] = mean_extent(boxes[i]);
+        margin = boxes.empty() ? 0.0 : config_.margin * lower_median(extents);
     }
     margin_ = margin > 0 && std::isfinite(margin) ? static_cast<float>(margin) : 0.0f;
     margin_chosen_ = !config_.margin_is_relative || !boxes.empty();
+}
+
+// A tree filled by insert() alone re-estimates the typical extent from the first
+// kMarginSample boxes, each time their count reaches a power of two.
+void DynamicAabbTree::sample_margin(const Box& box) {
+    if (margin_sample_.size() >= kMarginSample) return;
+    margin_sample_.push_back(box);
+    const std::size_t count = margin_sample_.size();
+    if ((count & (count - 1)) == 0) set_relative_margin(margin_sample_);
 }
 
 std::int32_t DynamicAabbTree::make_leaf(std::uint32_t id, const Box& box) {
@@ -122,6 +188,8 @@ void DynamicAabbTree::clear() {
     free_list_ = kNull;
     leaf_of_.clear();
     margin_chosen_ = false;
+    sampling_margin_ = false;
+    margin_sample_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,19 +276,19 @@ void DynamicAabbTree::insert_leaf(std::int32_t leaf) {
     std::int32_t index = root_;
     while (!nodes_[index].leaf()) {
         const Node& node = nodes_[index];
-        const double area = half_area(node.fat);
-        const double combined_area = half_area(merge(node.fat, leaf_box));
+        const Cost area = measure(node.fat);
+        const Cost combined_area = measure(merge(node.fat, leaf_box));
         // Cost of making a new parent of this node and the leaf.
-        const double cost = 2 * combined_area;
+        const Cost cost = 2 * combined_area;
         // Cost of pushing the leaf further down: every ancestor grows.
-        const double inheritance = 2 * (combined_area - area);
+        const Cost inheritance = 2 * (combined_area - area);
         const auto descend_cost = [&](std::int32_t child) {
             const Node& c = nodes_[child];
-            const double grown = half_area(merge(leaf_box, c.fat));
-            return (c.leaf() ? grown : grown - half_area(c.fat)) + inheritance;
+            const Cost grown = measure(merge(leaf_box, c.fat));
+            return (c.leaf() ? grown : grown - measure(c.fat)) + inheritance;
         };
-        const double cost1 = descend_cost(node.child1);
-        const double cost2 = descend_cost(node.child2);
+        const Cost cost1 = descend_cost(node.child1);
+        const Cost cost2 = descend_cost(node.child2);
         if (cost < cost1 && cost < cost2) break;
         index = cost1 < cost2 ? node.child1 : node.child2;
     }
@@ -330,7 +398,12 @@ Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
         return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", id,
                      std::nullopt};
     }
-    if (!margin_chosen_) set_relative_margin(std::span<const Box>(&box, 1));
+    if (!margin_chosen_) {
+        margin_sample_.clear();
+        sampling_margin_ = config_.margin_is_relative;
+        if (!sampling_margin_) set_relative_margin(std::span<const Box>(&box, 1));
+    }
+    if (sampling_margin_) sample_margin(box);
     insert_leaf(make_leaf(id, box));
     return Status::success();
 }

@@ -5,6 +5,14 @@
 // dual-tree traversal (not only at leaves) and rotations so that degenerate insertion orders
 // stay balanced. The insertion cost and the rotations follow Box2D's b2DynamicTree
 // (E. Catto; see also his GDC 2019 talk "Dynamic Bounding Volume Hierarchies").
+//
+// Box2D grows every box by one absolute margin. Here the default margin is relative (see
+// Config::margin): a fraction of the typical box extent (a lower median, which outliers such as
+// a world-sized ground slab cannot move), capped on each axis by the same fraction of the box's
+// own extent there, so that no fat box is much larger than its box on any axis. Together with
+// the surface-area insertion cost, the median-split bulk build and the rotations, this keeps
+// self-pairs and queries within a small factor of a uniform scene's cost per box on level,
+// multiscale, degenerate, line-shaped and long-thin scenes (tests/cpu/robustness_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +29,16 @@ namespace broadphase {
 class DynamicAabbTree final : public Structure {
 public:
     struct Config {
-        /// Fat-box margin added on every side of every box. With margin_is_relative (the
-        /// default) it is a fraction of the mean box extent (mean over boxes and axes of
-        /// max - min) of the boxes given to build(); if the tree is filled by insert() alone,
-        /// of the first box inserted. Otherwise it is an absolute length in scene units.
-        /// 0 gives tight leaves (every move that changes a box re-inserts it).
+        /// Fat-box margin. With margin_is_relative (the default) a box is grown on each axis
+        /// by margin times the smaller of its own extent on that axis (max - min) and the
+        /// typical extent: the lower median of the boxes' mean extents (mean over the axes),
+        /// taken over the boxes given to build(), or, for a tree filled by insert() alone, over
+        /// the first 1024 inserted (re-estimated at 1, 2, 4, ... boxes). A median, not a mean,
+        /// so that one world-sized box cannot make every fat box cover the scene; a per-axis
+        /// cap, so that a thin box is not grown across its thin axis by many times its
+        /// thickness (and an axis of extent 0 not at all). Otherwise it is an absolute length
+        /// added on every side of every box. 0 gives tight leaves (every move that changes a
+        /// box re-inserts it).
         float margin = 0.1f;
         bool margin_is_relative = true;
         /// AVL-style rotations on the path to the root after every insert and remove
@@ -64,7 +77,9 @@ public:
     int height() const;
     /// Leaves re-inserted by move() since construction (a move inside the fat box is free).
     std::uint64_t reinsert_count() const { return reinserts_; }
-    /// The margin in scene units now applied to new fat boxes.
+    /// The margin in scene units now applied to new fat boxes (relative margins: the most a
+    /// box is grown by on an axis; on an axis where config().margin times the box's extent is
+    /// smaller, it is grown by that).
     float margin() const { return margin_; }
     const Config& config() const { return config_; }
 
@@ -87,6 +102,7 @@ private:
     std::int32_t make_leaf(std::uint32_t id, const Box& box);
     Box fatten(const Box& box) const;
     void set_relative_margin(std::span<const Box> boxes);
+    void sample_margin(const Box& box);
     struct BuildItem {
         float centre[3];
         std::uint32_t id;
@@ -100,8 +116,11 @@ private:
     void clear();
 
     Config config_;
+    static constexpr std::size_t kMarginSample = 1024;
     float margin_ = 0;
     bool margin_chosen_ = false;
+    bool sampling_margin_ = false;   ///< insert() is still estimating the typical extent
+    std::vector<Box> margin_sample_;  ///< the first boxes inserted, while sampling
     std::vector<Node> nodes_;
     std::int32_t root_ = kNull;
     std::int32_t free_list_ = kNull;

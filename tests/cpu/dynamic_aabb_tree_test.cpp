@@ -2,7 +2,8 @@
 // several configurations (default, margin 0, absolute margin, one-by-one build, no rotations),
 // hand-made degenerate scenes, random insert/remove/move sequences mirrored into a brute force
 // rebuilt from the current id -> box map, and the tree-quality scenarios of seed 000's comments
-// (sorted insertions stay balanced with rotations; self-pairs prune above the leaves).
+// (sorted insertions stay balanced with rotations; self-pairs prune above the leaves), and the
+// relative margin's rules (a median that outliers cannot move, a per-axis cap).
 #include "dynamic_aabb_tree.hpp"
 
 #include <gtest/gtest.h>
@@ -253,11 +254,11 @@ TEST(DynamicAabbTree, Scenario12_MoveReinsertsOnlyOnEscape) {
     tree.query_point(Vec3{1.2f, 0.2f, 0.5f}, hits);  // in 7's old place, in its fat box
     EXPECT_TRUE(hits.empty());
 
-    // Relative margin: 10% of the mean extent of the built boxes.
+    // Relative margin: 10% of the lower median of the boxes' mean extents (2 and 4 here).
     DynamicAabbTree relative;
-    const std::vector<Box> boxes = {Box{{0, 0, 0}, {2, 2, 2}}, Box{{5, 5, 5}, {9, 9, 9}}};
+    std::vector<Box> boxes = {Box{{0, 0, 0}, {2, 2, 2}}, Box{{5, 5, 5}, {9, 9, 9}}};
     ASSERT_TRUE(relative.build(boxes).ok());
-    EXPECT_FLOAT_EQ(relative.margin(), 0.3f);
+    EXPECT_FLOAT_EQ(relative.margin(), 0.2f);
 }
 
 // Scenario 13: bad input is rejected, naming the box; bad ids are rejected; the tree is intact.
@@ -289,6 +290,90 @@ TEST(DynamicAabbTree, Scenario13_RejectsBadInput) {
     std::vector<Neighbor> near;
     EXPECT_TRUE(tree.nearest({0, 0, 0}, 3, near).ok());
     EXPECT_TRUE(near.empty());
+}
+
+// Scenario 14: one world-sized box does not inflate the relative margin (a median, not a mean),
+// and no box is grown by more than the margin fraction of its own extent.
+TEST(DynamicAabbTree, Scenario14_RelativeMarginIgnoresOutliers) {
+    std::vector<Box> boxes;  // 99 unit boxes 3 apart along x, then the outliers
+    for (int i = 0; i < 99; ++i) {
+        const float x = 3.0f * float(i);
+        boxes.push_back(Box{{x, 0, 0}, {x + 1, 1, 1}});
+    }
+    boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});  // 99: the world
+    boxes.push_back(Box{{1.5f, 5, 5}, {1.51f, 5.01f, 5.01f}});         // 100: a speck
+    boxes.push_back(Box{{2, 2, 2}, {2, 2, 2}});                         // 101: a point
+    DynamicAabbTree tree;
+    ASSERT_TRUE(tree.build(boxes).ok());
+    EXPECT_FLOAT_EQ(tree.margin(), 0.1f);  // a mean would give about 2e6 / 102 * 0.1
+
+    // Unit fat boxes are 1.2 wide and 1.8 apart: the only leaf tests are the world's 101.
+    tree.reset_stats();
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    EXPECT_EQ(pairs.size(), 101u);
+    EXPECT_EQ(tree.stats().box_tests, 101u);
+
+    // The speck is grown by 0.001, not 0.1: a point 0.05 beyond it reaches only the world box.
+    tree.reset_stats();
+    std::vector<std::uint32_t> hits;
+    tree.query_point(Vec3{1.56f, 5.005f, 5.005f}, hits);
+    EXPECT_EQ(hits, std::vector<std::uint32_t>{99});
+    EXPECT_EQ(tree.stats().box_tests, 1u);
+
+    // The point has margin 0, so any move re-inserts it.
+    boxes[101] = Box{{2.001f, 2, 2}, {2.001f, 2, 2}};
+    ASSERT_TRUE(tree.move(101, boxes[101]).ok());
+    EXPECT_EQ(tree.reinsert_count(), 1u);
+    ASSERT_TRUE(tree.validate().ok());
+    testing::expect_matches_ids(tree, boxes, testing::iota_ids(boxes.size()), 5, 50,
+                                kNearestStride);
+
+    // Filled by insert() alone with the world box first: the margin is re-estimated from the
+    // boxes that follow (at 2, 4, 8, ... boxes).
+    DynamicAabbTree inserted;
+    ASSERT_TRUE(inserted.insert(0, boxes[99]).ok());
+    EXPECT_FLOAT_EQ(inserted.margin(), 2e5f);
+    for (std::uint32_t i = 0; i < 99; ++i) ASSERT_TRUE(inserted.insert(i + 1, boxes[i]).ok());
+    EXPECT_FLOAT_EQ(inserted.margin(), 0.1f);
+    ASSERT_TRUE(inserted.validate().ok());
+    inserted.reset_stats();
+    pairs.clear();
+    inserted.self_pairs(pairs);
+    EXPECT_EQ(pairs.size(), 99u);
+    EXPECT_EQ(inserted.stats().box_tests, 99u);
+}
+
+// Scenario 15: a relative margin is capped per axis by the box's own extent there, so thin boxes
+// are not grown across their thin axis: on xline and yline (boxes a thousand times wider than
+// tall, packed along the thin axis) at N = 50,000 leaf tests stay below 2 per box and pair,
+// where one margin on every axis (10% of the mean extent) made them about 16.
+TEST(DynamicAabbTree, Scenario15_ThinBoxesStayThin) {
+    DynamicAabbTree plank;
+    ASSERT_TRUE(plank.build(std::vector<Box>{Box{{0, 0, 0}, {1, 0.001f, 0}}}).ok());
+    std::vector<std::uint32_t> hits;
+    plank.reset_stats();
+    plank.query_point(Vec3{0.5f, 0.0012f, 0}, hits);  // 0.0002 above: outside the fat box
+    EXPECT_EQ(plank.stats().box_tests, 0u);
+    plank.query_point(Vec3{1.02f, 0.0005f, 0}, hits);  // 0.02 beyond its end: inside it
+    EXPECT_EQ(plank.stats().box_tests, 1u);
+    EXPECT_TRUE(hits.empty());
+
+    constexpr std::size_t kCount = 50000;
+    for (const char* generator : {"xline", "yline"}) {
+        SCOPED_TRACE(generator);
+        auto scene = generate_scene(generator, kCount);
+        ASSERT_TRUE(scene.ok());
+        for (const Config& config : {Config{}, configs()[3].second}) {
+            DynamicAabbTree tree(config);
+            ASSERT_TRUE(tree.build(scene->boxes).ok());
+            tree.reset_stats();
+            std::vector<Pair> pairs;
+            tree.self_pairs(pairs);
+            EXPECT_LT(tree.stats().box_tests, 2 * (kCount + pairs.size()));
+            EXPECT_LT(tree.stats().nodes_visited, 40 * kCount);
+        }
+    }
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ double allowed_factor(const std::string& method, const std::string& scenario) {
 /// Structures whose fixes for issue 9 are in progress elsewhere; remove a name when its fix
 /// lands (each one fails Test 1 on level, degenerate and far outliers today).
 bool pending_issue_9_fix(const std::string& method) {
-    return method == "dynamic_aabb_tree" || method == "rtree_hilbert";
+    return method == "rtree_hilbert";
 }
 
 class CostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
