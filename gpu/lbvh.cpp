@@ -85,6 +85,7 @@ struct Lbvh::Impl {
     Buffer boxes, nodes, scratch, pair_buffer, status, work;
     std::uint32_t pair_capacity = 0;
     std::uint32_t work_capacity = 0;
+    std::uint32_t last_n = 0;  ///< boxes of the last host-array build
 
     ~Impl() {
         if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
@@ -115,6 +116,7 @@ struct Lbvh::Impl {
         if (input.size() >= (1ull << 31))
             return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
         auto n = static_cast<std::uint32_t>(input.size());
+        last_n = n;
         if (Status s = check_range(nodes_bytes(n), "the node buffer", n); !s) return s;
         if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
         if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
@@ -414,6 +416,17 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
 
 const StageTimes& Lbvh::last_times() const {
     return impl_->times;
+}
+
+Result<bool> Lbvh::read_refined() {
+    Impl& im = *impl_;
+    if (!refinable(im.options.code) || !im.options.refine || !im.scratch.handle()) return false;
+    // The scratch was sized for the largest scene so far: find the word of the last one.
+    std::uint32_t word = 0;
+    const ScratchLayout s = scratch_layout(VK_NULL_HANDLE, im.last_n, im.options.code);
+    if (Status d = im.context->download(im.scratch, &word, 4, s.refine.offset); !d)
+        return d.error();
+    return word != 0;
 }
 
 std::vector<GpuBox> to_gpu_boxes(std::span<const Box> boxes) {

@@ -371,6 +371,16 @@ int run_bench(const Args& args) {
     std::printf("  %-14s %10.3f ms\n", "build total", build);
     std::printf("  %-14s %10.3f ms\n", "gpu total", total);
     std::printf("pairs: %zu\n", pair_count);
+    if (auto refined = g->lbvh->read_refined(); args.get("code", "morton30") == "morton63") {
+        std::printf("adaptive codes: not applied to morton63\n");
+    } else if (refined && refined.value()) {
+        std::printf("adaptive codes: refined (a run of %u or more equal first codes; the radix "
+                    "sort stage includes re-coding the runs and a 64-bit sort)\n",
+                    gpu_layout::kRefineRun);
+    } else if (refined) {
+        std::printf("adaptive codes: not needed (no run of %u equal first codes)\n",
+                    gpu_layout::kRefineRun);
+    }
     std::printf("host wall per run (upload, download, sort on CPU included): %.3f ms\n",
                 wall / repeat * 1e3);
     return 0;

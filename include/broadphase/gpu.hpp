@@ -236,6 +236,11 @@ public:
     /// Stage times of the last find_pairs (all zero when timestamps are unsupported).
     const StageTimes& last_times() const;
 
+    /// Whether the last host-array build refined its codes (LbvhOptions::refine: a run of
+    /// gpu_layout::kRefineRun equal first codes or more was found, so the "sort" stage also
+    /// re-coded the runs and sorted the 64-bit keys). Reads one word back from the device.
+    Result<bool> read_refined();
+
     struct Impl;
     Impl& impl() { return *impl_; }
 

@@ -218,6 +218,22 @@ TEST_F(MovingSceneTest, OtherCodesByRatio) {
     }
 }
 
+// Test 3c: far-spread scenes whose builds refine their codes (LbvhOptions::refine): the gated
+// rebuild replays the run, bounds and re-code kernels and the second sort, node for node as
+// the twin, under each policy.
+TEST_F(MovingSceneTest, AdaptiveCodesInLevelAndMultiscale) {
+    for (const char* generator : {"level", "multiscale"}) {
+        auto scene = generate_scene(generator, 3000);
+        ASSERT_TRUE(scene);
+        ASSERT_TRUE(lbvh::sorted_keys(scene->boxes, lbvh::CodeKind::morton30).refined);
+        Counts ratio, rebuild;
+        run_animation(generator, 3000, {}, 4, 2, ratio);
+        run_animation(generator, 3000, with_policy(gpu::RefitPolicy::always_rebuild), 3, 2,
+                      rebuild);
+        EXPECT_EQ(rebuild.refits, 0);
+    }
+}
+
 // Test 4: tiny scenes: empty, one box, two boxes that meet and part.
 TEST_F(MovingSceneTest, TinyScenes) {
     auto moving = make_scene({});
