@@ -5,14 +5,14 @@
 // All three order the box centroids, cut the order into runs of `node_capacity` boxes (the
 // leaves) and repeat on the leaves' bounds until one node is left. Packing is bottom-up into a
 // flat array: level 0 (the leaves) first, the root last.
-// - Nearest-X sorts once, along the axis of largest centroid variance (seed 004's remedy for
-//   the XLine scene, where all centroids align on x). The nodes of a level inherit the order of
+// - Nearest-X sorts once, along the axis the centroids spread widest on (the remedy for the
+//   XLine scene, where all centroids align on x). The nodes of a level inherit the order of
 //   their children, so upper levels are packed in place without sorting again.
 // - STR in 3D, with P = ceil(n / b) pages and S = ceil(P^(1/3)): sort along the first axis and
 //   cut into slabs of S^2 b, sort each slab along the second axis and cut into slices of
 //   S' b (S' = ceil(sqrt(pages of the slab))), sort each slice along the third axis and cut
-//   into runs of b. The axes are taken in decreasing centroid variance, ties to the lower axis.
-//   An axis along which the centroids spread no wider than the mean box extent is not tiled
+//   into runs of b. The axes are taken in decreasing centroid spread, ties to the lower axis.
+//   An axis along which the centroids spread no wider than the median box extent is not tiled
 //   (slicing a band that every box spans, like XLine's x or a 2D scene's z, only stretches the
 //   tiles along the other axes): with two tiled axes this is the paper's 2D STR (sqrt), with
 //   one it is a sort. Slab and slice sizes are multiples of b, so only the last node is not
@@ -20,15 +20,21 @@
 //   bounds (each node keeps its child range, so a level's child ranges tile the level below
 //   but no longer follow one another in order); a level's one partial node is kept out of the
 //   tiling and stays last.
-// - Hilbert sorts by the 63-bit 3D Hilbert index (Skilling's transform) of the centroid,
-//   quantised to 21 bits per axis over the centroid bounds, the untiled axes (as for STR) to 0;
-//   upper levels keep the order, as in Kamel and Faloutsos. (21 bits rather than the LBVH's 10:
-//   a million boxes along a line would otherwise share a thousand codes and fall back to id
+// - Hilbert sorts by the 63-bit 3D Hilbert index (Skilling's transform) of the centroid in rank
+//   space (Qi, Tao, Chang and Zhang, PVLDB 2018): each coordinate is replaced by its rank among
+//   the centroids, scaled to 21 bits per axis, the untiled axes (as for STR) set to 0; upper
+//   levels keep the order, as in Kamel and Faloutsos. (21 bits rather than the LBVH's 10: a
+//   million boxes along a line would otherwise share a thousand codes and fall back to id
 //   order inside each.)
+// "Spread" is the range of the middle 98% of the centroids and "box extent" the median one, so
+// that a few boxes far out of the world or one box as wide as it (issue 9's `level` scene)
+// change neither which axes are tiled nor how finely: STR cuts by counts and Hilbert keys are
+// ranks, so both cut every scene into tiles of equal counts wherever its boxes are.
 // Ties in any sort key go to the smaller id (or node index), so builds are deterministic.
 #include "bulk_rtree.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -60,72 +66,94 @@ Error invalid(BulkRTree::BulkLoad method, const std::string& what,
     return Error{ErrorCode::invalid_argument, std::string(name) + ": " + what, box, std::nullopt};
 }
 
-// Variance (unnormalised) and range of the centroids along each axis.
-struct CentroidSpread {
-    double var[3] = {0, 0, 0};
-    double range[3] = {0, 0, 0};
+// The fraction of the centroids left out at each end when measuring how far they spread
+// along an axis: a few boxes fallen far out of the world must not decide how the rest are cut.
+constexpr double kTrim = 0.01;
+
+// Robust per-axis measures of a set of boxes (or nodes): how far their centroids spread, the
+// range between the kTrim and 1 - kTrim quantiles, and how wide a typical one is, the median
+// extent. Unlike the range, the variance and the mean extent, neither moves when a few boxes
+// are far away or one is as wide as the world (issue 9's `level` scene: a ground slab 2e6 wide
+// made the mean extent along x and z larger than the whole play area, so only y was tiled and
+// every leaf was a thin layer across the level).
+struct AxisSpread {
+    double spread[3] = {0, 0, 0};
+    double extent[3] = {0, 0, 0};
 };
 
-CentroidSpread centroid_spread(std::span<const Entry> entries) {
-    CentroidSpread s;
-    if (entries.empty()) return s;
-    double mean[3] = {0, 0, 0};
-    Vec3 lo = entries[0].c, hi = entries[0].c;
-    for (const Entry& e : entries) {
-        for (int a = 0; a < 3; ++a) {
-            mean[a] += e.c[a];
-            lo[a] = std::min(lo[a], e.c[a]);
-            hi[a] = std::max(hi[a], e.c[a]);
+// The k-th smallest and the k-th largest of v (k < v.size()): one pass keeping the k + 1
+// smallest and largest values in two heaps; most values only meet the heaps' tops.
+std::pair<float, float> kth_from_both_ends(std::span<const float> v, std::size_t k,
+                                           std::vector<float>& low, std::vector<float>& high) {
+    low.assign(v.begin(), v.begin() + k + 1);
+    high = low;
+    std::make_heap(low.begin(), low.end());                      // the largest on top
+    std::make_heap(high.begin(), high.end(), std::greater<>{});  // the smallest on top
+    for (std::size_t i = k + 1; i < v.size(); ++i) {
+        if (v[i] < low.front()) {
+            std::pop_heap(low.begin(), low.end());
+            low.back() = v[i];
+            std::push_heap(low.begin(), low.end());
+        }
+        if (v[i] > high.front()) {
+            std::pop_heap(high.begin(), high.end(), std::greater<>{});
+            high.back() = v[i];
+            std::push_heap(high.begin(), high.end(), std::greater<>{});
         }
     }
+    return {low.front(), high.front()};
+}
+
+// box_of(ref) is the box (or node bounds) of an entry; without `extents`, only the spread.
+template <class BoxOf>
+AxisSpread axis_spread(std::span<const Entry> entries, BoxOf&& box_of, bool extents = true) {
+    AxisSpread s;
+    const std::size_t n = entries.size();
+    if (n == 0) return s;
+    const auto trim = static_cast<std::size_t>(kTrim * double(n - 1));
+    std::vector<float> v(n), low, high;
     for (int a = 0; a < 3; ++a) {
-        mean[a] /= double(entries.size());
-        s.range[a] = double(hi[a]) - double(lo[a]);
-    }
-    for (const Entry& e : entries) {
-        for (int a = 0; a < 3; ++a) s.var[a] += (e.c[a] - mean[a]) * (e.c[a] - mean[a]);
+        for (std::size_t k = 0; k < n; ++k) v[k] = entries[k].c[a];
+        const auto [lo, hi] = kth_from_both_ends(v, trim, low, high);
+        s.spread[a] = double(hi) - double(lo);
+        if (!extents) continue;
+        for (std::size_t k = 0; k < n; ++k) {
+            const Box& b = box_of(entries[k].ref);
+            v[k] = b.max[a] - b.min[a];
+        }
+        std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+        s.extent[a] = v[n / 2];
     }
     return s;
 }
 
-// Axes by decreasing centroid variance, ties to the lower axis (Nearest-X's sort axis first).
-std::array<std::uint8_t, 3> axes_by_variance(const CentroidSpread& s) {
+// Axes by decreasing centroid spread, ties to the lower axis (Nearest-X's sort axis first).
+std::array<std::uint8_t, 3> axes_by_spread(const AxisSpread& s) {
     std::array<std::uint8_t, 3> axes{0, 1, 2};
     std::stable_sort(axes.begin(), axes.end(),
-                     [&](std::uint8_t a, std::uint8_t b) { return s.var[a] > s.var[b]; });
+                     [&](std::uint8_t a, std::uint8_t b) { return s.spread[a] > s.spread[b]; });
     return axes;
 }
 
-// The axes STR tiles along and Hilbert keeps: those where the centroids spread wider than the
-// mean extent of the boxes (or nodes) along that axis. Slicing along an axis on which the boxes
-// all overlap one another (seed 004's XLine band, a 2D scene's z) only stretches the tiles
-// along the others. The plan lists the tiled axes first, each group by decreasing variance;
-// when no axis qualifies, the first one is still used.
+// The axes STR tiles along and Hilbert keeps: those where the centroids spread wider than a
+// typical box (or node) is wide. Slicing along an axis on which the boxes all overlap one
+// another (seed 004's XLine band, a 2D scene's z) only stretches the tiles along the others.
+// The plan lists the tiled axes first, each group by decreasing spread; when no axis
+// qualifies, the first one is still used.
 struct AxisPlan {
     std::array<std::uint8_t, 3> axes{0, 1, 2};
     int tiled = 1;  ///< 1 to 3: how many of `axes` are tiled
 };
 
-AxisPlan plan_axes(std::span<const Entry> entries, const double extent_sum[3]) {
-    const CentroidSpread s = centroid_spread(entries);
-    const double n = std::max<double>(1.0, double(entries.size()));
+AxisPlan plan_axes(const AxisSpread& s) {
     bool worth[3];
-    for (int a = 0; a < 3; ++a) worth[a] = s.range[a] > extent_sum[a] / n;
+    for (int a = 0; a < 3; ++a) worth[a] = s.spread[a] > s.extent[a];
     AxisPlan plan;
     std::stable_sort(plan.axes.begin(), plan.axes.end(), [&](std::uint8_t a, std::uint8_t b) {
-        return worth[a] != worth[b] ? worth[a] : s.var[a] > s.var[b];
+        return worth[a] != worth[b] ? worth[a] : s.spread[a] > s.spread[b];
     });
     plan.tiled = std::max(1, int(worth[0]) + int(worth[1]) + int(worth[2]));
     return plan;
-}
-
-template <class BoxOf>
-void extent_sums(std::size_t count, BoxOf&& box_of, double sum[3]) {
-    sum[0] = sum[1] = sum[2] = 0;
-    for (std::size_t k = 0; k < count; ++k) {
-        const Box& b = box_of(k);
-        for (int a = 0; a < 3; ++a) sum[a] += double(b.max[a]) - double(b.min[a]);
-    }
 }
 
 // Sorts by (centroid on `axis`, ref); one comparator per axis, as Vec3::operator[] inside the
@@ -192,6 +220,60 @@ std::uint64_t expand_bits_21(std::uint64_t v) {
     return v;
 }
 
+// An unsigned integer in the order of the float (-0 and +0 alike).
+std::uint32_t ordered_bits(float f) {
+    if (f == 0.0f) f = 0.0f;
+    const auto bits = std::bit_cast<std::uint32_t>(f);
+    return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+}
+
+// Sorts values (key << 32 | index) by key, keeping the index order among equal keys: an LSD
+// radix sort, 11 bits a pass (std::sort of the three axes made a third of a Hilbert build).
+void radix_sort_by_high_word(std::vector<std::uint64_t>& v, std::vector<std::uint64_t>& scratch) {
+    constexpr int kBits = 11;
+    constexpr std::uint32_t kDigits = 1u << kBits;
+    scratch.resize(v.size());
+    std::vector<std::size_t> start(kDigits + 1);
+    for (int shift = 32; shift < 64; shift += kBits) {
+        std::fill(start.begin(), start.end(), 0);
+        for (const std::uint64_t x : v) ++start[((x >> shift) & (kDigits - 1)) + 1];
+        if (start[((v[0] >> shift) & (kDigits - 1)) + 1] == v.size()) continue;  // one digit
+        for (std::uint32_t d = 0; d < kDigits; ++d) start[d + 1] += start[d];
+        for (const std::uint64_t x : v) scratch[start[(x >> shift) & (kDigits - 1)]++] = x;
+        v.swap(scratch);
+    }
+}
+
+// Hilbert keys in rank space (Qi, Tao, Chang and Zhang, "Theoretically optimal and empirically
+// efficient R-trees with strong parallelizability", PVLDB 2018): along each of the first
+// `tiled` axes, a centroid's coordinate is replaced by its rank among all the centroids (equal
+// coordinates share the smallest), scaled to kHilbertBits bits; the other axes are 0. keys[i]
+// is box i's. Ranks spread every scene evenly over the grid: quantising the coordinates over
+// the centroid bounds instead squeezes a play area into a few cells as soon as a few boxes
+// are far away (issue 9), and boxes with equal keys are packed in arbitrary order.
+std::vector<std::uint64_t> rank_hilbert_keys(std::span<const Box> boxes,
+                                             const std::array<std::uint8_t, 3>& axes, int tiled) {
+    const std::size_t n = boxes.size();
+    std::vector<std::array<std::uint32_t, 3>> q(n, {0, 0, 0});
+    std::vector<std::uint64_t> order(n), scratch;  // (ordered coordinate, index), sorted
+    for (int t = 0; t < tiled && n > 0; ++t) {
+        const int a = axes[t];
+        for (std::size_t i = 0; i < n; ++i) {
+            order[i] = std::uint64_t{ordered_bits(centroid(boxes[i])[a])} << 32 | i;
+        }
+        radix_sort_by_high_word(order, scratch);
+        std::uint64_t rank = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            if (k > 0 && (order[k] >> 32) != (order[k - 1] >> 32)) rank = k;
+            q[order[k] & 0xffffffffu][a] =
+                static_cast<std::uint32_t>((rank << BulkRTree::kHilbertBits) / n);
+        }
+    }
+    std::vector<std::uint64_t> keys(n);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = BulkRTree::hilbert_index(q[i].data());
+    return keys;
+}
+
 // Packs consecutive runs of b children [0, count) into parents appended to `out`; children are
 // nodes (first_child is their offset in the node array) or boxes (first_child 0).
 template <class BoundsOf>
@@ -222,37 +304,24 @@ std::uint64_t BulkRTree::hilbert_index(const std::uint32_t q[3]) {
     constexpr std::uint32_t kTopBit = 1u << (kHilbertBits - 1);
     constexpr std::uint32_t kMask = (1u << kHilbertBits) - 1;
     std::uint32_t x[3] = {q[0] & kMask, q[1] & kMask, q[2] & kMask};
+    // Branch-free: the bits are data, and mispredicted branches cost more than the arithmetic.
     for (std::uint32_t bit = kTopBit; bit > 1; bit >>= 1) {  // inverse undo
         const std::uint32_t low = bit - 1;
         for (int i = 0; i < 3; ++i) {
-            if (x[i] & bit) {
-                x[0] ^= low;
-            } else {
-                const std::uint32_t t = (x[0] ^ x[i]) & low;
-                x[0] ^= t;
-                x[i] ^= t;
-            }
+            const std::uint32_t set = 0u - ((x[i] & bit) != 0);  // x[i] & bit ? ~0 : 0
+            const std::uint32_t t = (x[0] ^ x[i]) & low & ~set;  // exchange the low bits
+            x[0] ^= (low & set) | t;                             // or invert those of x[0]
+            x[i] ^= t;
         }
     }
     x[1] ^= x[0];  // Gray encode
     x[2] ^= x[1];
     std::uint32_t t = 0;
     for (std::uint32_t bit = kTopBit; bit > 1; bit >>= 1) {
-        if (x[2] & bit) t ^= bit - 1;
+        t ^= (bit - 1) & (0u - ((x[2] & bit) != 0));
     }
     for (std::uint32_t& v : x) v ^= t;
     return (expand_bits_21(x[0]) << 2) | (expand_bits_21(x[1]) << 1) | expand_bits_21(x[2]);
-}
-
-std::uint64_t BulkRTree::hilbert_key(const Box& box) const {
-    constexpr std::uint32_t kMax = (1u << kHilbertBits) - 1;
-    const Vec3 c = centroid(box);
-    std::uint32_t q[3];
-    for (int a = 0; a < 3; ++a) {
-        const double t = (double(c[a]) - hilbert_origin_[a]) * hilbert_scale_[a];
-        q[a] = t >= double(kMax) ? kMax : (t > 0 ? static_cast<std::uint32_t>(t) : 0u);
-    }
-    return hilbert_index(q);
 }
 
 std::string_view BulkRTree::name() const {
@@ -276,8 +345,6 @@ Status BulkRTree::build(std::span<const Box> boxes) {
     boxes_.clear();
     axes_ = {0, 1, 2};
     tiled_axes_ = 1;
-    hilbert_origin_ = {0, 0, 0};
-    hilbert_scale_ = {0, 0, 0};
     if (config_.node_capacity < 2) return invalid(config_.method, "node_capacity must be >= 2");
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() >= std::numeric_limits<std::uint32_t>::max()) {
@@ -290,46 +357,33 @@ Status BulkRTree::build(std::span<const Box> boxes) {
 
     std::vector<Entry> entries(n);
     for (std::uint32_t i = 0; i < n; ++i) entries[i] = {centroid(boxes[i]), i};
-    double extent_sum[3];
-    extent_sums(
-        n, [&](std::size_t i) -> const Box& { return boxes[i]; }, extent_sum);
+    const AxisSpread spread = axis_spread(
+        entries, [&](std::uint32_t id) -> const Box& { return boxes[id]; },
+        config_.method != BulkLoad::nearest_x);
     switch (config_.method) {
         case BulkLoad::nearest_x:
-            axes_ = axes_by_variance(centroid_spread(entries));
+            axes_ = axes_by_spread(spread);
             sort_along(entries, axes_[0]);
             break;
         case BulkLoad::str: {
-            const AxisPlan plan = plan_axes(entries, extent_sum);
+            const AxisPlan plan = plan_axes(spread);
             axes_ = plan.axes;
             tiled_axes_ = static_cast<std::uint8_t>(plan.tiled);
             str_tile(entries, plan, 0, b);
             break;
         }
         case BulkLoad::hilbert: {
-            // Quantise the kept axes over the centroid bounds (the others to 0), then sort
-            // (code, id): one code per box (Schwartzian transform).
-            const AxisPlan plan = plan_axes(entries, extent_sum);
+            // Sort (key, id): one key per box (Schwartzian transform).
+            const AxisPlan plan = plan_axes(spread);
             axes_ = plan.axes;
             tiled_axes_ = static_cast<std::uint8_t>(plan.tiled);
-            Vec3 lo = entries[0].c, hi = entries[0].c;
-            for (const Entry& e : entries) {
-                for (int a = 0; a < 3; ++a) {
-                    lo[a] = std::min(lo[a], e.c[a]);
-                    hi[a] = std::max(hi[a], e.c[a]);
-                }
-            }
-            for (int t = 0; t < plan.tiled; ++t) {
-                const int a = plan.axes[t];
-                const double range = double(hi[a]) - double(lo[a]);
-                hilbert_origin_[a] = lo[a];
-                hilbert_scale_[a] = range > 0 ? double(1u << kHilbertBits) / range : 0.0;
-            }
+            const std::vector<std::uint64_t> codes = rank_hilbert_keys(boxes, axes_, plan.tiled);
             struct Keyed {
                 std::uint64_t code;
                 std::uint32_t id;
             };
             std::vector<Keyed> keys(n);
-            for (std::uint32_t i = 0; i < n; ++i) keys[i] = {hilbert_key(boxes[i]), i};
+            for (std::uint32_t i = 0; i < n; ++i) keys[i] = {codes[i], i};
             std::sort(keys.begin(), keys.end(), [](const Keyed& x, const Keyed& y) {
                 return x.code < y.code || (x.code == y.code && x.id < y.id);
             });
@@ -365,11 +419,9 @@ Status BulkRTree::build(std::span<const Box> boxes) {
             for (std::uint32_t k = 0; k < full; ++k) {
                 entries[k] = {centroid(nodes_[lo + k].bounds), k};
             }
-            double node_extent_sum[3];
-            extent_sums(
-                full, [&](std::size_t k) -> const Box& { return nodes_[lo + k].bounds; },
-                node_extent_sum);
-            str_tile(entries, plan_axes(entries, node_extent_sum), 0, b);
+            const AxisSpread node_spread = axis_spread(
+                entries, [&](std::uint32_t k) -> const Box& { return nodes_[lo + k].bounds; });
+            str_tile(entries, plan_axes(node_spread), 0, b);
             level.resize(full);
             for (std::uint32_t k = 0; k < full; ++k) level[k] = nodes_[lo + entries[k].ref];
             std::copy(level.begin(), level.end(), nodes_.begin() + lo);
@@ -666,14 +718,13 @@ Status BulkRTree::validate_leaf_order() const {
         return Status::success();
     }
     if (m == BulkLoad::hilbert) {
-        std::uint64_t previous = 0;
-        for (std::uint32_t k = 0; k < n; ++k) {
-            const std::uint64_t code = hilbert_key(boxes_[k]);
-            if (k > 0 && (code < previous || (code == previous && ids_[k] < ids_[k - 1]))) {
+        const std::vector<std::uint64_t> keys = rank_hilbert_keys(boxes_, axes_, tiled_axes_);
+        for (std::uint32_t k = 1; k < n; ++k) {
+            const std::uint64_t code = keys[k], previous = keys[k - 1];
+            if (code < previous || (code == previous && ids_[k] < ids_[k - 1])) {
                 return invalid(m, "box " + std::to_string(ids_[k]) + " out of Hilbert order",
                                ids_[k]);
             }
-            previous = code;
         }
         return Status::success();
     }

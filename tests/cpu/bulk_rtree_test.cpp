@@ -1,7 +1,7 @@
 // Tests of the bulk-loaded R-trees (cpu_reference/bulk_rtree.*): Nearest-X, STR and Hilbert,
 // every query against brute force on every standard generator and on hand-made degenerate
 // scenes, at the default capacity and a small odd one; the packed shape (full nodes, one depth,
-// level sizes); the axis chosen by variance; validate() on corrupted trees; bad input.
+// level sizes); the axes chosen by centroid spread; validate() on corrupted trees; bad input.
 #include "bulk_rtree.hpp"
 
 #include <gtest/gtest.h>
@@ -137,7 +137,7 @@ TEST(BulkRTreeScenes, Scenario4_FarFromTheOrigin) {
 TEST(BulkRTreeScenes, Scenario5_FlatTwoDimensionalScene) {
     const std::vector<Box> boxes = testing::flat_boxes();
     expect_all_methods_match(boxes, "2D");
-    // z has no variance, so STR and Hilbert work in 2D: the paper's sqrt slicing.
+    // z has no spread, so STR and Hilbert work in 2D: the paper's sqrt slicing.
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(boxes).ok());
@@ -186,7 +186,7 @@ TEST(BulkRTreeShape, Scenario1_PackedLevelsAreFullAndEquallyDeep) {
     }
 }
 
-TEST(BulkRTreeShape, Scenario2_NearestXSortsAlongTheAxisOfLargestVariance) {
+TEST(BulkRTreeShape, Scenario2_NearestXSortsAlongTheAxisOfLargestSpread) {
     // Boxes strung along y (seed 004's XLine: x nearly constant): the sort axis must be y, and
     // leaves must then be short along y rather than spanning the whole line.
     std::vector<Box> boxes;
@@ -203,7 +203,7 @@ TEST(BulkRTreeShape, Scenario2_NearestXSortsAlongTheAxisOfLargestVariance) {
         const Box& b = tree.nodes()[leaf].bounds;
         EXPECT_FLOAT_EQ(b.max.y - b.min.y, 15.5f) << "leaf " << leaf;  // 16 consecutive ys
     }
-    // The generator's xline scene: x has almost no variance, so x is not the sort axis.
+    // The generator's xline scene: x has almost no spread, so x is not the sort axis.
     Result<Scene> xline = generate_scene("xline", 2000);
     ASSERT_TRUE(xline.ok());
     ASSERT_TRUE(tree.build(xline->boxes).ok());
@@ -226,7 +226,7 @@ TEST(BulkRTreeShape, Scenario3_StrTilesLeavesIntoAGrid) {
     BulkRTree tree({BulkLoad::str, 8});
     ASSERT_TRUE(tree.build(boxes).ok());
     ASSERT_TRUE(tree.validate().ok());
-    // Variance z > y > x (the scales 1.02 > 1.01 > 1).
+    // Spread z > y > x (the scales 1.02 > 1.01 > 1).
     EXPECT_EQ(tree.sort_axes()[0], 2);
     EXPECT_EQ(tree.sort_axes()[1], 1);
     EXPECT_EQ(tree.sort_axes()[2], 0);

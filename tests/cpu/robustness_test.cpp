@@ -160,22 +160,12 @@ double allowed_factor(const std::string& method, const std::string& scenario) {
     return kFactor;
 }
 
-/// Structures whose fixes for issue 9 are in progress elsewhere; remove a name when its fix
-/// lands (each one fails Test 1 on level, degenerate and far outliers today).
-bool pending_issue_9_fix(const std::string& method) {
-    return method == "rtree_hilbert";
-}
-
 class CostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
 
 // Test 1: self-pairs cost per box on every adversarial scenario stays within kFactor of
 // uniform's, and the pairs are brute force's count.
 TEST_P(CostOnEveryScene, SelfPairsCostStaysNearUniform) {
     const std::string method(GetParam());
-    if (pending_issue_9_fix(method)) {
-        GTEST_SKIP() << method << " is still quadratic on far outliers and world-sized boxes "
-                     << "(issue 9, fix in progress)";
-    }
     const Cost base = self_pairs_cost(method, uniform_boxes());
     for (const Scenario& scenario : scenarios()) {
         SCOPED_TRACE(scenario.name);
