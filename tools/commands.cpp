@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
@@ -257,6 +258,7 @@ int run_cpu_bench(const Args& args) {
     const double budget = max_seconds.value();
     std::string out_dir = args.get("out-dir", ".");
 
+    std::size_t differences = 0;
     std::string table = "| scene | N | pairs |";
     for (const std::string& m : methods) table += " " + m + " |";
     table += "\n|---|---|---|";
@@ -273,6 +275,10 @@ int run_cpu_bench(const Args& args) {
             std::string row = "| " + scene_name + " | " + std::to_string(n) + " | ";
             std::string cells;
             std::size_t pair_count = 0;
+            // Every method's sorted pairs are compared with the first method's that ran at this
+            // size (brute force, unless it is retired or not listed): a cell marked "(differs)"
+            // is a wrong answer, and the command exits 1.
+            std::optional<std::vector<Pair>> reference;
             for (std::size_t k = 0; k < methods.size(); ++k) {
                 if (retired[k]) {
                     cells += " — |";
@@ -287,8 +293,11 @@ int run_cpu_bench(const Args& args) {
                 if (!pairs) return fail(pairs.error());
                 double t = seconds_since(start);
                 pair_count = pairs->size();
+                const bool same = !reference || *reference == pairs.value();
+                if (!reference) reference = std::move(pairs.value());
+                if (!same) ++differences;
                 char cell[48];
-                std::snprintf(cell, sizeof cell, " %.4f |", t);
+                std::snprintf(cell, sizeof cell, same ? " %.4f |" : " %.4f (differs) |", t);
                 cells += cell;
                 series[k].x.push_back(double(n));
                 series[k].y.push_back(std::max(t, 1e-6));
@@ -308,6 +317,11 @@ int run_cpu_bench(const Args& args) {
     }
     if (args.has("table")) {
         if (Status s = write_text_file(args.get("table"), table); !s) return fail(s.error());
+    }
+    if (differences > 0) {
+        std::fprintf(stderr, "bench: %zu results differ from the reference method's pairs\n",
+                     differences);
+        return kExitDiff;
     }
     return 0;
 }
