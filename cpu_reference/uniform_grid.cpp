@@ -3,7 +3,9 @@
 // always share a cell (seed 004's rectangles 1 and 2, which meet only in a middle cell, are
 // found). Teschner et al., "Optimized Spatial Hashing for Collision Detection of Deformable
 // Objects", VMV 2003; the cell walk of the ray cast is the 3D-DDA of J. Amanatides and
-// A. Woo, "A Fast Voxel Traversal Algorithm for Ray Tracing", Eurographics 1987.
+// A. Woo, "A Fast Voxel Traversal Algorithm for Ray Tracing", Eurographics 1987. The levels
+// are hierarchical spatial hashing (Mirtich 1996; Eitz and Lixu 2007): build_level sizes each
+// level's cells for the finest size class that would otherwise crowd them (see kCrowding).
 //
 // The cell map is cell(x) = clamp(floor((x - origin) / side), +-kCoordLimit) per axis. It is
 // monotone, which is all that correctness rests on: a box covers the cells [cell(min),
@@ -161,6 +163,7 @@ void UniformGrid::reset_level() {
     has_small_bounds_ = false;
     small_bounds_ = {};
     origin_ = {0, 0, 0};
+    class_side_.fill(kNoClass);
     for (int a = 0; a < 3; ++a) {
         cell_size_[a] = std::max(config_.fallback_cell_size, min_cell_[a]);
         inv_cell_[a] = 1 / cell_size_[a];
@@ -185,26 +188,82 @@ Status UniformGrid::build(std::span<const Box> boxes) {
     return build_level(boxes, ids);
 }
 
+std::array<double, 3> UniformGrid::cell_sides(std::span<const Box> boxes,
+                                              std::span<const std::uint32_t> members) const {
+    std::array<double, 3> sides{};
+    const std::size_t n = members.size();
+    Box bounds = boxes[members[0]];
+    for (const std::uint32_t i : members) bounds = merge(bounds, boxes[i]);
+    std::vector<float> extents(n);
+    for (int a = 0; a < 3; ++a) {
+        for (std::size_t k = 0; k < n; ++k) {
+            extents[k] = boxes[members[k]].max[a] - boxes[members[k]].min[a];
+        }
+        const auto median = extents.begin() + static_cast<std::ptrdiff_t>(n / 2);
+        std::nth_element(extents.begin(), median, extents.end());
+        const double spread = double(bounds.max[a]) - double(bounds.min[a]);
+        double side = config_.cell_scale * double(*median);
+        // Mostly zero-extent boxes (points, flat boxes): about one box per cell instead.
+        if (!(side > 0) && spread > 0) side = spread / std::max(1.0, std::cbrt(double(n)));
+        if (!(side > 0) || !std::isfinite(side)) side = config_.fallback_cell_size;
+        sides[a] = std::max(side, min_cell_[a]);
+    }
+    return sides;
+}
+
+bool UniformGrid::crowded(std::span<const Box> boxes, std::span<const std::uint32_t> fine,
+                          const std::array<double, 3>& sides, std::size_t level_count) const {
+    // Sum over the cells of (fine boxes whose min corner lies there)^2: twice the box tests
+    // that the fine boxes' pairs alone would cost in cells of these sides.
+    std::vector<CellCoord> keys(fine.size());
+    for (std::size_t k = 0; k < fine.size(); ++k) {
+        const Box& b = boxes[fine[k]];
+        for (int a = 0; a < 3; ++a) {
+            keys[k][a] = clamp_floor((double(b.min[a]) - origin_[a]) / sides[a]);
+        }
+    }
+    std::sort(keys.begin(), keys.end());
+    double squares = 0;
+    for (std::size_t k = 0; k < keys.size();) {
+        std::size_t end = k + 1;
+        while (end < keys.size() && keys[end] == keys[k]) ++end;
+        squares += double(end - k) * double(end - k);
+        k = end;
+    }
+    return squares > kCrowding * double(level_count);
+}
+
 Status UniformGrid::build_level(std::span<const Box> boxes, std::span<const std::uint32_t> ids) {
     reset_level();
     const std::size_t n = boxes.size();
     if (n > 0) {
         Box bounds = boxes[0];
         for (const Box& b : boxes) bounds = merge(bounds, b);
-        std::vector<float> extents(n);
+        for (int a = 0; a < 3; ++a) origin_[a] = bounds.min[a];
+        std::vector<std::uint32_t> members(n);
+        for (std::uint32_t i = 0; i < n; ++i) members[i] = i;
+        std::array<double, 3> sides = cell_sides(boxes, members);
+        // Size classes far below the median (hierarchical hashing's finer levels): while the
+        // boxes kLevelGrowth times smaller than the median-sized box would crowd these cells,
+        // size the cells for them instead and keep only them here; the larger boxes go to the
+        // coarser levels, which choose their sides the same way. The deepest level keeps every
+        // box it is given, so it has no class to choose.
+        std::vector<std::uint32_t> fine;
+        for (std::uint32_t round = 0; depth_ < kMaxDepth && round < kMaxDepth; ++round) {
+            fine.clear();
+            for (const std::uint32_t i : members) {
+                if (in_class(boxes[i], sides)) fine.push_back(i);
+            }
+            if (fine.empty() || !crowded(boxes, fine, sides, n)) break;
+            const std::array<double, 3> finer = cell_sides(boxes, fine);
+            if (!(finer[0] < sides[0] || finer[1] < sides[1] || finer[2] < sides[2])) break;
+            class_side_ = sides;
+            for (int a = 0; a < 3; ++a) sides[a] = std::min(sides[a], finer[a]);
+            members.swap(fine);
+        }
         for (int a = 0; a < 3; ++a) {
-            for (std::size_t i = 0; i < n; ++i) extents[i] = boxes[i].max[a] - boxes[i].min[a];
-            const auto median = extents.begin() + static_cast<std::ptrdiff_t>(n / 2);
-            std::nth_element(extents.begin(), median, extents.end());
-            const double spread = double(bounds.max[a]) - double(bounds.min[a]);
-            double side = config_.cell_scale * double(*median);
-            // Mostly zero-extent boxes (points, flat boxes): about one box per cell instead.
-            if (!(side > 0) && spread > 0) side = spread / std::max(1.0, std::cbrt(double(n)));
-            if (!(side > 0) || !std::isfinite(side)) side = config_.fallback_cell_size;
-            side = std::max(side, min_cell_[a]);
-            origin_[a] = bounds.min[a];
-            cell_size_[a] = side;
-            inv_cell_[a] = 1 / side;
+            cell_size_[a] = sides[a];
+            inv_cell_[a] = 1 / sides[a];
         }
     }
 
@@ -236,8 +295,17 @@ Status UniformGrid::build_level(std::span<const Box> boxes, std::span<const std:
     return Status::success();
 }
 
+bool UniformGrid::in_class(const Box& box, const std::array<double, 3>& sides) const {
+    for (int a = 0; a < 3; ++a) {
+        const double extent = double(box.max[a]) - double(box.min[a]);
+        if (!(config_.cell_scale * extent * kLevelGrowth <= sides[a])) return false;
+    }
+    return true;
+}
+
 bool UniformGrid::fits(const Box& box) const {
-    return cell_span(cell_of(box.min), cell_of(box.max)) <= double(config_.max_cells_per_box);
+    return cell_span(cell_of(box.min), cell_of(box.max)) <= double(config_.max_cells_per_box) &&
+           in_class(box, class_side_);
 }
 
 UniformGrid& UniformGrid::coarse_level() {
@@ -760,6 +828,11 @@ Status UniformGrid::validate() const {
         if (large && depth_ < kMaxDepth) {
             return invariant("box " + std::to_string(id) + " is too large for level " +
                                  std::to_string(depth_) + " but was not moved to a coarser one",
+                             id);
+        }
+        if (depth_ < kMaxDepth && !in_class(boxes_[s], class_side_)) {
+            return invariant("box " + std::to_string(id) + " is outside the size class of level " +
+                                 std::to_string(depth_),
                              id);
         }
         if (coarse_ && coarse_->contains_id(id)) {

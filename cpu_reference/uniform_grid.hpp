@@ -1,15 +1,27 @@
-// Uniform grid with spatial hashing (seed 004's "grid hashing"; M. Teschner et al., "Optimized
-// Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003). Cell sides are
-// chosen from the boxes, cells are kept in a hash table so that only occupied cells cost
-// memory, and a box is entered in EVERY cell it overlaps, not only the cells of its corners
-// (seed 004's "missed middle cell" flaw). Boxes spanning too many cells go to a coarser grid
-// (cells at least kLevelGrowth times larger, sized from those boxes), and so on: a hierarchy
-// of hash grids, each level holding the boxes that fit it. Dynamic: insert, remove and move by
-// caller-chosen id.
+// Uniform grid with spatial hashing (M. Teschner et al., "Optimized Spatial Hashing for
+// Collision Detection of Deformable Objects", VMV 2003), extended to a hierarchy of hash grids
+// in the manner of hierarchical spatial hashing (B. Mirtich, "Impulse-based Dynamic Simulation
+// of Rigid Body Systems", PhD thesis, 1996; M. Eitz and G. Lixu, "Hierarchical Spatial Hashing
+// for Real-time Collision Detection", SMI 2007). Cells are kept in a hash table so that only
+// occupied cells cost memory, and a box is entered in EVERY cell it overlaps, not only the
+// cells of its corners (corner-only bucketing misses boxes that meet in a middle cell).
+//
+// Cell sides come from the median box extent. Boxes spanning too many cells go to a coarser
+// grid (cells at least kLevelGrowth times larger, sized from those boxes), and so on. Boxes
+// far smaller than the median would instead pile up in a few cells when they are dense (a
+// scene of clusters whose box sizes differ 100x: the tiny boxes of one cluster would all share
+// a handful of median-sized cells, a quadratic self_pairs). So each level first checks
+// whether its boxes kLevelGrowth times smaller than the median one would crowd its cells and,
+// if so, takes its cells from those boxes' median instead and keeps only that size class,
+// repeating down the classes; the larger boxes move up to coarser levels chosen the same way.
+// Each dense size class thus gets cells about cell_scale times its own boxes, no cell holds a
+// crowd of boxes far smaller than itself, and every level stays linear in its boxes. Dynamic:
+// insert, remove and move by caller-chosen id; a box goes to the finest level it fits.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -26,10 +38,12 @@ public:
     struct Config {
         /// The cell side on each axis is cell_scale times the median box extent on that axis,
         /// taken over the boxes given to build() (per axis, so that XLine/YLine-like scenes get
-        /// flat cells). Must be > 0.
+        /// flat cells), or over a crowding class of much smaller boxes (see kCrowding).
+        /// Must be > 0.
         double cell_scale = 2.0;
-        /// A box spanning more cells than this (product over the axes) goes to the next coarser
-        /// level; past kMaxDepth levels, to a list that every query tests directly.
+        /// A box spanning more cells than this (product over the axes), or outside the level's
+        /// size class (see kCrowding), goes to the next coarser level; past kMaxDepth levels,
+        /// to a list that every query tests directly.
         std::uint64_t max_cells_per_box = 64;
         /// Cell side on an axis where the boxes give none: an empty build, or all boxes with
         /// zero extent and zero spread on that axis. Must be > 0.
@@ -46,13 +60,21 @@ public:
     /// The coarsest level is this deep (the finest is depth 0); it keeps boxes that still span
     /// more than max_cells_per_box cells in a linear list.
     static constexpr std::uint32_t kMaxDepth = 24;
+    /// build() sizes a level's cells for its "much smaller" boxes (on every axis at most
+    /// 1 / kLevelGrowth of the cell side divided by cell_scale) instead, keeps only those there
+    /// and repeats the check among them, when those boxes, counted by the cell of their min
+    /// corner, give a sum of squared counts above kCrowding times the level's box count: they
+    /// would cost more than about kCrowding / 2 box tests per box of the level (a uniform
+    /// scene costs about 20). The deepest level keeps every box.
+    static constexpr double kCrowding = 16;
 
     UniformGrid() = default;
     explicit UniformGrid(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "uniform_grid"; }
-    /// Chooses the cell sides (see Config) and the grid origin (the scene's min corner), then
-    /// enters every box; those spanning too many cells build the coarser levels the same way.
+    /// Chooses the cell sides (see Config and kCrowding) and the grid origin (the scene's min
+    /// corner), then enters every box; those that do not fit (too many cells, or outside the
+    /// level's size class) build the coarser levels the same way.
     /// Cell sides and origins stay fixed until the next build(), whatever is inserted later (a
     /// coarser level first made by insert() gets kLevelGrowth times this level's sides).
     Status build(std::span<const Box> boxes) override;
@@ -78,8 +100,9 @@ public:
 
     /// Checks: id <-> slot maps agree, boxes valid, cached cell ranges match the boxes, each
     /// small box is in exactly the cells of its range (no cell twice, no empty cell stored),
-    /// large boxes are exactly those spanning more than max_cells_per_box cells, and the
-    /// small-box bounds hold every small box.
+    /// large boxes are exactly those spanning more than max_cells_per_box cells, every box is
+    /// in its level's size class, no box of a coarser level fits this one, and the small-box
+    /// bounds hold every small box.
     Status validate() const override;
     std::size_t size() const override { return boxes_.size() + coarse_count(); }
 
@@ -129,12 +152,22 @@ private:
     };
 
     static constexpr std::uint32_t kNotLarge = 0xffffffffu;
+    static constexpr double kNoClass = std::numeric_limits<double>::infinity();
 
     CellCoord cell_of(const Vec3& p) const;
     double span_cells(std::uint32_t slot) const;
-    bool fits(const Box& box) const;  ///< spans at most max_cells_per_box cells here
+    /// Spans at most max_cells_per_box cells here and is in this level's size class.
+    bool fits(const Box& box) const;
+    /// At most 1 / kLevelGrowth of `sides` / cell_scale on every axis (infinite sides: any box).
+    bool in_class(const Box& box, const std::array<double, 3>& sides) const;
     void reset_level();
     Status build_level(std::span<const Box> boxes, std::span<const std::uint32_t> ids);
+    /// Cell sides for boxes[members]: see Config::cell_scale (at least min_cell_).
+    std::array<double, 3> cell_sides(std::span<const Box> boxes,
+                                     std::span<const std::uint32_t> members) const;
+    /// Whether boxes[fine] would crowd cells of `sides` (see kCrowding).
+    bool crowded(std::span<const Box> boxes, std::span<const std::uint32_t> fine,
+                 const std::array<double, 3>& sides, std::size_t level_count) const;
     UniformGrid& coarse_level();  ///< the next coarser level, made on first use
     bool contains_id(std::uint32_t id) const;
     void place(std::uint32_t id, const Box& box);  ///< at this level if it fits, else coarser
@@ -153,7 +186,10 @@ private:
     Config config_;
     std::uint32_t depth_ = 0;
     std::array<double, 3> min_cell_{0, 0, 0};  ///< lower bound on cell_size_ (coarser levels)
-    std::unique_ptr<UniformGrid> coarse_;      ///< boxes too large for this level
+    /// The cell sides this level had before build() sized them for a crowding class of much
+    /// smaller boxes (see kCrowding); only boxes in_class of them fit here. Infinite otherwise.
+    std::array<double, 3> class_side_{kNoClass, kNoClass, kNoClass};
+    std::unique_ptr<UniformGrid> coarse_;  ///< boxes that do not fit this level
     std::array<double, 3> origin_{0, 0, 0};
     std::array<double, 3> cell_size_{1, 1, 1};
     std::array<double, 3> inv_cell_{1, 1, 1};

@@ -35,7 +35,7 @@ bool refinable(CodeKind code) {
 // (in `flags`, free until the node bounds), the runs' centroid bounds and the refine word.
 struct ScratchLayout {
     BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
-    BufferRange run_bounds, refine;
+    BufferRange run_bounds, refine, refine_args;
     VkDeviceSize size = 0;
 };
 
@@ -53,6 +53,7 @@ ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
     if (refinable(code)) {
         s.run_bounds = arena.take(n * 24ull);
         s.refine = arena.take(4);
+        s.refine_args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
     }
     s.size = arena.used();
     return s;
@@ -269,6 +270,11 @@ void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         // number of passes, so nothing is copied back when it sorts none).
         SortBuffers second{s.keys_tmp, s.values, s.keys, s.values_tmp, s.sort};
         second.count = s.refine;
+        if (!gate) {
+            im.sort.record_count_args(cmd, s.refine, n, s.refine_args);
+            second.args = s.refine_args;
+            second.all_or_nothing = true;
+        }
         im.sort.record(cmd, second, n, 2, 64, gate);
         sorted_keys = s.keys_tmp;
         pc.key_words = 2;

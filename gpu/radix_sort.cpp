@@ -143,8 +143,10 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         int src = pass & 1, dst = src ^ 1;
         if (indirect) {
             // Only the tiles the count fills run: the others' histogram entries stay zero.
-            fill(cmd, hist, 0u);
-            compute_barrier(cmd);
+            if (!b.all_or_nothing) {
+                fill(cmd, hist, 0u);
+                compute_barrier(cmd);
+            }
             histogram_.dispatch_indirect(cmd, {*keys[src], hist, count}, pc, tile_args);
         } else {
             histogram_.dispatch(cmd, {*keys[src], hist, count}, pc, tiles, gate);

@@ -21,6 +21,9 @@ struct SortBuffers {
     BufferRange keys, values, keys_tmp, values_tmp, scratch;
     BufferRange count{};
     BufferRange args{};
+    /// The dynamic count is either 0 or n: every tile runs or none does, so the histograms
+    /// need no clearing before each pass (saves a fill and a barrier per pass).
+    bool all_or_nothing = false;
 };
 
 class RadixSort {

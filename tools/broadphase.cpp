@@ -21,8 +21,9 @@ commands:
                                                  against brute force; exits 1 on any
                                                  difference; without --scene it runs on
                                                  the demo scene uniform:20000 and says so
-  bench     --scene S [--repeat R] [--code morton30|morton63|hilbert30]
-                                                 per-stage GPU times (timestamp queries)
+  bench     --scene S [--repeat R] [--code morton30|morton63|hilbert30] [--no-refine]
+                                                 per-stage GPU times (timestamp queries);
+                                                 --no-refine: codes not adapted to the scene
   bench     --cull --scene S [--camera C] [--order exact|approx] [--repeat R]
                                                  per-stage GPU times of the frustum cull
   bench     --cpu [--scenes a,b] [--sizes 1000,10000,...] [--methods a,b]

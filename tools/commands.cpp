@@ -87,7 +87,7 @@ Result<Gpu> open_gpu(const Args& args) {
     if (!code) return code.error();
     auto context = gpu::Context::create(options);
     if (!context) return context.error();
-    auto lbvh = gpu::Lbvh::create(*context.value(), {code.value()});
+    auto lbvh = gpu::Lbvh::create(*context.value(), {code.value(), !args.has("no-refine")});
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
 }
@@ -387,6 +387,8 @@ int run_bench(const Args& args) {
     std::printf("pairs: %zu\n", pair_count);
     if (auto refined = g->lbvh->read_refined(); args.get("code", "morton30") == "morton63") {
         std::printf("adaptive codes: not applied to morton63\n");
+    } else if (args.has("no-refine")) {
+        std::printf("adaptive codes: off (--no-refine)\n");
     } else if (refined && refined.value()) {
         std::printf("adaptive codes: refined (a run of %u or more equal first codes; the radix "
                     "sort stage includes re-coding the runs and a 64-bit sort)\n",

@@ -371,3 +371,90 @@ TEST(UniformGrid, Scenario14_Levels) {
 
 }  // namespace
 }  // namespace broadphase
+
+namespace broadphase {
+namespace {
+
+// Box tests of one self_pairs call, per box.
+double pair_tests_per_box(const UniformGrid& grid) {
+    grid.reset_stats();
+    std::vector<Pair> pairs;
+    grid.self_pairs(pairs);
+    return double(grid.stats().box_tests) / double(std::max<std::size_t>(1, grid.size()));
+}
+
+// Scenario 15: the multiscale scene (clusters whose box sizes differ 10x and 100x) gets one
+// level per size class: the tiny boxes no longer share a few median-sized cells, so the pair
+// work per box stays near the uniform scene's (a single median-sized level costs about 9
+// times uniform's at N = 8000 and grows with N), and everything still matches brute force.
+TEST(UniformGrid, Scenario15_MultiscaleGetsALevelPerSizeClass) {
+    auto uniform = generate_scene("uniform", 8000);
+    auto multiscale = generate_scene("multiscale", 8000);
+    ASSERT_TRUE(uniform.ok() && multiscale.ok());
+    UniformGrid reference;
+    ASSERT_TRUE(reference.build(uniform->boxes).ok());
+    UniformGrid grid;
+    build_and_compare(grid, multiscale->boxes, "multiscale:8000");
+    EXPECT_EQ(grid.levels(), 3u);
+    EXPECT_EQ(grid.size() - grid.coarse_count(), 3000u);  // the three clusters of side 0.1
+    ASSERT_TRUE(grid.coarse());
+    EXPECT_EQ(grid.coarse()->size() - grid.coarse()->coarse_count(), 3000u);  // side 1
+    EXPECT_LT(pair_tests_per_box(grid), 2 * pair_tests_per_box(reference));
+}
+
+// Scenario 16: a size class gets its own cells only when it would crowd the median-sized
+// ones. Test 1: 300 scattered boxes 5x smaller than a uniform scene's stay in its one level.
+// Test 2: 3000 such boxes packed into one corner (as dense as the uniform boxes, relative to
+// their size: hundreds per uniform-sized cell) get a finer level of their own, and the
+// uniform boxes do not follow them there (they would span up to 64 fine cells each).
+// Test 3: boxes inserted or moved later go to the level of their size class.
+TEST(UniformGrid, Scenario16_OnlyCrowdingClassesGetFinerCells) {
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene.ok());
+    const float side = scene->boxes[0].max.x - scene->boxes[0].min.x;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    const auto small_box = [&](float spread) {
+        const Vec3 p{spread * u(rng), spread * u(rng), spread * u(rng)};
+        const float s = side / 5;
+        return Box{p, {p.x + s, p.y + s, p.z + s}};
+    };
+    UniformGrid uniform_only;
+    ASSERT_TRUE(uniform_only.build(scene->boxes).ok());
+
+    std::vector<Box> scattered = scene->boxes;
+    for (int i = 0; i < 300; ++i) scattered.push_back(small_box(1.0f));
+    UniformGrid grid;
+    build_and_compare(grid, scattered, "scattered small boxes");
+    EXPECT_EQ(grid.levels(), 1u);
+    EXPECT_EQ(grid.cell_size(), uniform_only.cell_size());
+
+    std::vector<Box> packed = scene->boxes;
+    for (int i = 0; i < 3000; ++i) packed.push_back(small_box(0.2f));  // uniform's density
+    build_and_compare(grid, packed, "packed small boxes");
+    EXPECT_EQ(grid.levels(), 2u);
+    EXPECT_EQ(grid.size() - grid.coarse_count(), 3000u);
+    EXPECT_LT(grid.cell_size()[0], uniform_only.cell_size()[0] / UniformGrid::kLevelGrowth);
+    EXPECT_LT(pair_tests_per_box(grid), 2 * pair_tests_per_box(uniform_only));
+
+    // A uniform-sized box inserted into the finer level's region joins the coarser level; a
+    // small one joins the finer level; moving them swaps their levels.
+    const auto next = static_cast<std::uint32_t>(packed.size());
+    const Box big{{0.05f, 0.05f, 0.05f}, {0.05f + side, 0.05f + side, 0.05f + side}};
+    const Box small = small_box(0.2f);
+    ASSERT_TRUE(grid.insert(next, big).ok());
+    ASSERT_TRUE(grid.insert(next + 1, small).ok());
+    ASSERT_TRUE(grid.validate().ok());
+    EXPECT_EQ(grid.size() - grid.coarse_count(), 3001u);
+    ASSERT_TRUE(grid.move(next, small).ok());
+    ASSERT_TRUE(grid.move(next + 1, big).ok());
+    const Status v = grid.validate();
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_EQ(grid.size() - grid.coarse_count(), 3001u);
+    packed.push_back(small);
+    packed.push_back(big);
+    expect_matches_brute_force(grid, packed, {}, 13, "after insert and move");
+}
+
+}  // namespace
+}  // namespace broadphase
