@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "broadphase/scene.hpp"
@@ -25,6 +26,7 @@ namespace broadphase {
 // Reaches the tree's internals so that tests can corrupt it.
 struct SphereBvhTestAccess {
     static std::vector<SphereBvh::Node>& nodes(SphereBvh& t) { return t.nodes_; }
+    static std::vector<Box>& bounds(SphereBvh& t) { return t.bounds_; }
     static std::vector<std::uint32_t>& ids(SphereBvh& t) { return t.ids_; }
     static std::vector<Box>& boxes(SphereBvh& t) { return t.boxes_; }
 };
@@ -414,6 +416,66 @@ TEST(SphereBvhShape, Scenario3_QueriesPruneAndCountWork) {
     EXPECT_LT(tree.stats().box_tests, boxes.size() / 20);
 }
 
+TEST(SphereBvhShape, Scenario4_NodeBoundsAreExactMerges) {
+    // Each leaf's bounds are the merge of its boxes, each parent's the merge of its children's.
+    for (const char* generator : {"uniform", "xline", "degenerate"}) {
+        SCOPED_TRACE(generator);
+        const std::vector<Box> boxes = generate_scene(generator, 3000)->boxes;
+        SphereBvh tree;
+        ASSERT_TRUE(tree.build(boxes).ok());
+        const auto nodes = tree.nodes();
+        const auto bounds = tree.node_bounds();
+        ASSERT_EQ(bounds.size(), nodes.size());
+        Box all = boxes[0];
+        for (const Box& b : boxes) all = merge(all, b);
+        EXPECT_EQ(bounds[0], all);
+        for (std::size_t k = 0; k < nodes.size(); ++k) {
+            const SphereBvh::Node& node = nodes[k];
+            if (node.is_leaf()) {
+                Box merged = boxes[tree.ids()[node.first()]];
+                for (std::uint32_t s = node.first(); s < node.first() + node.count; ++s) {
+                    merged = merge(merged, boxes[tree.ids()[s]]);
+                }
+                EXPECT_EQ(bounds[k], merged) << "leaf " << k;
+            } else {
+                EXPECT_EQ(bounds[k], merge(bounds[k + 1], bounds[node.right()])) << "node " << k;
+            }
+        }
+    }
+}
+
+// Self-pairs work per box: (nodes + leaves visited) / N and box tests / N.
+std::pair<double, double> self_pairs_cost(std::string_view generator, std::size_t n) {
+    const std::vector<Box> boxes = generate_scene(generator, n)->boxes;
+    SphereBvh tree;
+    EXPECT_TRUE(tree.build(boxes).ok());
+    tree.reset_stats();
+    std::vector<Pair> pairs;
+    tree.self_pairs(pairs);
+    const QueryStats& st = tree.stats();
+    return {double(st.nodes_visited + st.leaves_visited) / double(n),
+            double(st.box_tests) / double(n)};
+}
+
+TEST(SphereBvhShape, Scenario5_LinesOfWideBoxesCostNoMoreThanUniform) {
+    // xline / yline: boxes about 0.015 wide strung along a unit line, 2 / N apart. Every sphere
+    // over such a box is 0.015 across, so spheres alone meet hundreds of neighbours (and more
+    // the larger N); the node bounds prune them, and the surface area heuristic cuts the line
+    // across its length, so the work per box stays at uniform's and does not grow with N.
+    for (std::size_t n : {10000u, 40000u}) {
+        const auto [uniform_visits, uniform_tests] = self_pairs_cost("uniform", n);
+        for (const char* line : {"xline", "yline"}) {
+            SCOPED_TRACE(std::string(line) + ":" + std::to_string(n));
+            const auto [visits, tests] = self_pairs_cost(line, n);
+            EXPECT_LE(visits, uniform_visits);
+            EXPECT_LE(tests, uniform_tests);
+        }
+    }
+    const double small = self_pairs_cost("xline", 10000).second;
+    const double large = self_pairs_cost("xline", 40000).second;
+    EXPECT_LT(large, 1.25 * small);  // near-linear: 4x the boxes, about the same tests per box
+}
+
 // ---- validate() catches corruption -----------------------------------------------------------
 
 class SphereBvhValidate : public ::testing::Test {
@@ -509,6 +571,7 @@ TEST_F(SphereBvhValidate, Scenario9_OverfullLeaf) {
     SphereBvh strict({2, 48});
     ASSERT_TRUE(strict.build(boxes_).ok());
     SphereBvhTestAccess::nodes(strict) = SphereBvhTestAccess::nodes(loose);
+    SphereBvhTestAccess::bounds(strict) = SphereBvhTestAccess::bounds(loose);
     SphereBvhTestAccess::ids(strict) = SphereBvhTestAccess::ids(loose);
     SphereBvhTestAccess::boxes(strict) = SphereBvhTestAccess::boxes(loose);
     const Status s = strict.validate();
@@ -533,6 +596,7 @@ TEST_F(SphereBvhValidate, Scenario11_CountsDoNotAddUp) {
 
 TEST_F(SphereBvhValidate, Scenario12_UnreachableNode) {
     nodes().push_back(SphereBvh::Node{});
+    SphereBvhTestAccess::bounds(tree_).push_back(Box{});
     expect_invalid("unreachable");
 }
 
@@ -545,6 +609,22 @@ TEST_F(SphereBvhValidate, Scenario13_InternalNodeMarkedAsLeaf) {
 TEST_F(SphereBvhValidate, Scenario14_InvalidStoredBox) {
     SphereBvhTestAccess::boxes(tree_)[7].min.z = std::numeric_limits<float>::quiet_NaN();
     EXPECT_FALSE(tree_.validate().ok());
+}
+
+TEST_F(SphereBvhValidate, Scenario15_NodeBoundsMissABox) {
+    for (std::size_t k = 0; k < nodes().size(); ++k) {
+        if (nodes()[k].is_leaf()) {
+            Box& bounds = SphereBvhTestAccess::bounds(tree_)[k];
+            bounds.max.x = bounds.min.x;  // the leaf's boxes all have some width
+            break;
+        }
+    }
+    expect_invalid("bounds do not contain box");
+}
+
+TEST_F(SphereBvhValidate, Scenario16_NodeBoundsMissing) {
+    SphereBvhTestAccess::bounds(tree_).pop_back();
+    expect_invalid("node bounds and nodes differ in size");
 }
 
 // ---- input and interface ---------------------------------------------------------------------
