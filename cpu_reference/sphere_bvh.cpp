@@ -126,10 +126,15 @@ struct RayContext {
 
 std::optional<double> sphere_entry(const RayContext& rc, const SphereBvh::Node& node) {
     const Ray& ray = rc.ray;
-    const double r = effective_radius(node) + rc.margin;
     const double ox = double(node.center.x) - double(ray.origin.x);
     const double oy = double(node.center.y) - double(ray.origin.y);
     const double oz = double(node.center.z) - double(ray.origin.z);
+    // A box inside the sphere is hit, if at all, at t |dir| <= |origin - centre| + radius: the
+    // margin for ray_box_entry's rounding need not exceed kRaySlack times that, so that one far
+    // node (a body fallen 1e7 below the level) does not widen the spheres near the origin.
+    const double radius = effective_radius(node);
+    const double local = kRaySlack * (std::sqrt(ox * ox + oy * oy + oz * oz) + radius);
+    const double r = radius + std::min(rc.margin, local);
     if (rc.dd == 0) {  // a zero direction: the origin is the whole ray
         if (ox * ox + oy * oy + oz * oz > r * r) return std::nullopt;
         return 0.0;
@@ -436,7 +441,17 @@ std::optional<RayHit> SphereBvh::ray_cast(const Ray& ray) const {
     if (nodes_.empty() || !(ray.tmax >= 0)) return best;
     RayContext rc{ray, 0, 0};
     rc.dd = square(ray.dir.x) + square(ray.dir.y) + square(ray.dir.z);
-    rc.margin = kRaySlack * double(ray.tmax) * std::sqrt(rc.dd);
+    // The rounding margin grows with the t where a hit can still happen: no further than where
+    // the ray leaves the root sphere, t <= (|origin - centre| + radius) / |dir|. Bounding it so
+    // keeps rays with an infinite or huge tmax (1e30, FLT_MAX) as cheap as short ones; with
+    // tmax alone the margin covered every sphere and a ray visited the whole tree.
+    double t_reach = double(ray.tmax);
+    if (rc.dd > 0) {
+        const double reach = std::sqrt(distance2(ray.origin, nodes_[0].center)) +
+                             effective_radius(nodes_[0]);
+        t_reach = std::min(t_reach, reach / std::sqrt(rc.dd) * (1 + 1e-6));
+    }
+    rc.margin = kRaySlack * t_reach * std::sqrt(rc.dd);
     const std::optional<double> root_t = sphere_entry(rc, nodes_[0]);
     if (!root_t) return best;
     struct Entry {

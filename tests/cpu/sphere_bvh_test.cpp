@@ -683,5 +683,41 @@ TEST(SphereBvhInput, Scenario4_NearestEdgeCases) {
     EXPECT_EQ(out.size(), 4u);
 }
 
+// Closest-hit rays with an unbounded reach (tmax 1e30 or FLT_MAX, as renderers pass) cost about
+// what short rays cost, also on scenes with far boxes (level: bodies 1e7 below the play area):
+// the rounding margin of the sphere test follows each node's distance, not tmax. The hits are
+// brute force's.
+TEST(SphereBvhCost, UnboundedRaysVisitFewNodes) {
+    for (const char* generator : {"uniform", "level", "degenerate"}) {
+        auto scene = generate_scene(generator, 20000);
+        ASSERT_TRUE(scene.ok());
+        SphereBvh tree;
+        ASSERT_TRUE(tree.build(scene->boxes).ok());
+        BruteForce brute;
+        ASSERT_TRUE(brute.build(scene->boxes).ok());
+        std::mt19937 rng(9);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (const float tmax : {1e30f, std::numeric_limits<float>::max()}) {
+            tree.reset_stats();
+            constexpr int kRays = 200;
+            for (int i = 0; i < kRays; ++i) {
+                const Ray ray{{u(rng) * 0.5f + 0.5f, u(rng) * 0.5f + 0.5f, u(rng) * 0.5f + 0.5f},
+                              {u(rng), u(rng), u(rng)},
+                              tmax};
+                const auto hit = tree.ray_cast(ray);
+                const auto expect = brute.ray_cast(ray);
+                ASSERT_EQ(hit.has_value(), expect.has_value()) << generator;
+                if (hit) {
+                    EXPECT_EQ(hit->id, expect->id);
+                    EXPECT_EQ(hit->t, expect->t);
+                }
+            }
+            const auto& st = tree.stats();
+            EXPECT_LT(double(st.nodes_visited + st.leaves_visited) / kRays, 400.0)
+                << generator << " tmax " << tmax;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace broadphase
