@@ -1,23 +1,49 @@
-// Self-pairs of one crowded list of boxes (an octree leaf, a loose octant's own boxes) by sort
-// and sweep instead of all against all: sort on the axis where the min corners spread most
-// against the boxes' mean extent, then test each box only against those starting before it
-// ends (the sweep of Baraff's sweep and prune, on one list). Shared by octree and loose_octree.
+// Crowded lists of boxes (an octree leaf, a loose octant's own boxes), shared by octree and
+// loose_octree. Self-pairs by sort and sweep instead of all against all: sort on the axis where
+// the min corners spread most against the boxes' mean extent, then test each box only against
+// those starting before it ends (the sweep of Baraff's sweep and prune, on one list).
+//
+// Queries get the same order, kept in the list itself (a SweepIndex): the boxes no longer than
+// a bound E on that axis form a run sorted by their min, the longer ones a short tail scanned
+// whole. A box meeting [lo, hi] on the axis starts in [lo - E, hi], found by binary search (the
+// interval search of a sorted list of bounded-length intervals); a ray scans the run in its
+// own direction from where it enters the list's cell and stops past the best hit so far; a
+// k-nearest search walks the run outwards from the query point with two cursors in the best-
+// first queue, each keyed by a lower bound of the distances it has left (Hjaltason & Samet
+// 1999, the cursors standing for nodes). Every filter is conservative: results stay exact.
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include "best_first.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::detail {
 
-/// Emits every overlapping pair (a.id, b.id) of `entries` (elements with `box` and `id`) for
-/// which accept(a, b) holds; counts each box test in `box_tests`. `order` is scratch.
-template <class Entries, class Accept, class Emit>
-void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order,
-                std::uint64_t& box_tests, Accept&& accept, Emit&& emit) {
+/// Lists with more entries than this are swept (self-pairs) and indexed (queries).
+constexpr std::size_t kCrowded = 48;
+
+/// The order of an indexed list: entries [0, sorted) ascending by box.min[axis], each with
+/// max[axis] - min[axis] <= extent (in double) and inside `bounds`; entries [sorted, size) in
+/// any order.
+struct SweepIndex {
+    static constexpr std::uint8_t kNone = 3;
+    std::uint8_t axis = kNone;  ///< kNone: not indexed, every entry is scanned
+    std::uint32_t sorted = 0;
+    float extent = 0;
+    Box bounds;  ///< holds the run (not shrunk on removal)
+    bool active() const { return axis != kNone; }
+};
+
+/// Axis where the min corners spread most against the mean extent.
+template <class Entries>
+int spread_axis(const Entries& entries) {
     const std::size_t n = entries.size();
     int axis = 0;
     double best = -1;
@@ -32,6 +58,16 @@ void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order,
         const double score = (double(hi) - lo) / (extents / double(n) + 1e-30);
         if (score > best) best = score, axis = a;
     }
+    return axis;
+}
+
+/// Emits every overlapping pair (a.id, b.id) of `entries` (elements with `box` and `id`) for
+/// which accept(a, b) holds; counts each box test in `box_tests`. `order` is scratch.
+template <class Entries, class Accept, class Emit>
+void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order, std::uint64_t& box_tests,
+                Accept&& accept, Emit&& emit) {
+    const std::size_t n = entries.size();
+    const int axis = spread_axis(entries);
     order.resize(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -46,6 +82,283 @@ void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order,
             if (overlaps(a.box, b.box) && accept(a, b)) emit(a.id, b.id);
         }
     }
+}
+
+inline double axis_extent(const Box& b, int axis) {
+    return double(b.max[axis]) - double(b.min[axis]);
+}
+
+inline float round_up_float(double v) {
+    if (v >= double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::max();
+    float f = static_cast<float>(v);
+    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+}
+
+/// Reorders `entries` into an index on their spread axis. The run holds the boxes no longer
+/// than 4 times the median length on that axis; the longer ones form the tail.
+template <class Entries>
+SweepIndex make_index(Entries& entries) {
+    SweepIndex index;
+    if (entries.empty()) return index;
+    const int axis = spread_axis(entries);
+    std::vector<double> lengths(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) lengths[i] = axis_extent(entries[i].box, axis);
+    const auto middle = lengths.begin() + std::ptrdiff_t(lengths.size() / 2);
+    std::nth_element(lengths.begin(), middle, lengths.end());
+    const double limit = 4.0 * *middle;
+    const auto tail = std::stable_partition(entries.begin(), entries.end(), [&](const auto& e) {
+        return axis_extent(e.box, axis) <= limit;
+    });
+    std::stable_sort(entries.begin(), tail, [axis](const auto& a, const auto& b) {
+        return a.box.min[axis] < b.box.min[axis];
+    });
+    double extent = 0;
+    index.bounds = entries.front().box;
+    for (auto it = entries.begin(); it != tail; ++it) {
+        extent = std::max(extent, axis_extent(it->box, axis));
+        index.bounds = merge(index.bounds, it->box);
+    }
+    index.axis = static_cast<std::uint8_t>(axis);
+    index.sorted = static_cast<std::uint32_t>(tail - entries.begin());
+    index.extent = round_up_float(extent);
+    return index;
+}
+
+/// Adds `entry` to an indexed or plain list, keeping the index.
+template <class Entries, class Entry>
+void index_insert(Entries& entries, SweepIndex& index, const Entry& entry) {
+    if (!index.active() || axis_extent(entry.box, index.axis) > double(index.extent)) {
+        entries.push_back(entry);
+        return;
+    }
+    const int axis = index.axis;
+    const auto pos =
+        std::upper_bound(entries.begin(), entries.begin() + index.sorted, entry.box.min[axis],
+                         [axis](float v, const auto& e) { return v < e.box.min[axis]; });
+    entries.insert(pos, entry);
+    index.bounds = index.sorted == 0 ? entry.box : merge(index.bounds, entry.box);
+    ++index.sorted;
+}
+
+/// Removes entries[pos], keeping the index.
+template <class Entries>
+void index_erase(Entries& entries, SweepIndex& index, std::size_t pos) {
+    if (index.active() && pos < index.sorted) {
+        entries.erase(entries.begin() + std::ptrdiff_t(pos));
+        --index.sorted;
+        return;
+    }
+    entries[pos] = entries.back();
+    entries.pop_back();
+}
+
+/// Empty when the index holds; else what is wrong.
+template <class Entries>
+const char* index_error(const Entries& entries, const SweepIndex& index) {
+    if (!index.active()) return index.sorted == 0 ? nullptr : "an unindexed list has a run";
+    if (index.axis > 2 || index.sorted > entries.size()) return "a bad list index";
+    for (std::size_t i = 0; i < index.sorted; ++i) {
+        if (axis_extent(entries[i].box, index.axis) > double(index.extent)) {
+            return "a list index run holds a box longer than its bound";
+        }
+        if (!(merge(index.bounds, entries[i].box) == index.bounds)) {
+            return "a list index run holds a box outside its bounds";
+        }
+        if (i > 0 && entries[i].box.min[index.axis] < entries[i - 1].box.min[index.axis]) {
+            return "a list index run is out of order";
+        }
+    }
+    return nullptr;
+}
+
+namespace list_index {
+
+// Slack on a double computation with coordinates of magnitude `scale`: far above its rounding.
+inline double slack(double scale) {
+    return 1e-12 * scale;
+}
+
+// First run position whose min is >= v (binary search; counts its steps as box tests).
+template <class Entries>
+std::size_t first_at_least(const Entries& entries, const SweepIndex& index, double v,
+                           std::uint64_t& box_tests) {
+    const int axis = index.axis;
+    box_tests += std::bit_width(std::uint64_t(index.sorted));
+    return std::size_t(
+        std::partition_point(entries.begin(), entries.begin() + index.sorted,
+                             [&](const auto& e) { return double(e.box.min[axis]) < v; }) -
+        entries.begin());
+}
+
+}  // namespace list_index
+
+/// Calls visit(entry) for every entry that may meet [lo, hi] on the index axis (every entry of
+/// an unindexed list), counting each one in `box_tests`.
+template <class Entries, class Visit>
+void for_each_meeting(const Entries& entries, const SweepIndex& index, float lo, float hi,
+                      std::uint64_t& box_tests, Visit&& visit) {
+    if (!index.active()) {
+        box_tests += entries.size();
+        for (const auto& e : entries) visit(e);
+        return;
+    }
+    const int axis = index.axis;
+    const double from = double(lo) - double(index.extent) -
+                        list_index::slack(std::abs(double(lo)) + double(index.extent));
+    for (std::size_t i = list_index::first_at_least(entries, index, from, box_tests);
+         i < index.sorted && entries[i].box.min[axis] <= hi; ++i) {
+        ++box_tests;
+        visit(entries[i]);
+    }
+    box_tests += entries.size() - index.sorted;
+    for (std::size_t i = index.sorted; i < entries.size(); ++i) visit(entries[i]);
+}
+
+/// Ray cast over one list whose hits that matter lie on the ray's part inside `cell`, entered
+/// at t_enter: calls consider(entry) for every entry that may be hit there before bound() (the
+/// best t so far, or the ray's tmax), in the ray's direction along the index axis, on the part
+/// of the ray inside both the cell and the run's bounds.
+template <class Entries, class Consider, class Bound>
+void ray_scan(const Entries& entries, const SweepIndex& index, const Ray& ray, float t_enter,
+              const Box& cell, std::uint64_t& box_tests, Consider&& consider, Bound&& bound) {
+    box_tests += entries.size() - (index.active() ? index.sorted : 0);
+    for (std::size_t i = index.active() ? index.sorted : 0; i < entries.size(); ++i) {
+        consider(entries[i]);
+    }
+    if (!index.active()) return;
+    const int axis = index.axis;
+    const float lo = cell.min[axis], hi = cell.max[axis];
+    const double o = ray.origin[axis], d = ray.dir[axis], extent = index.extent;
+    // Where the ray is inside the cell and the run's bounds, in double (the margin below covers
+    // the rounding). Parallel to an axis outside the bounds (exact, as in the slab test): no hit.
+    double t_in = t_enter, t_exit = std::numeric_limits<double>::infinity();
+    for (int a = 0; a < 3; ++a) {
+        const double from = std::max(cell.min[a], index.bounds.min[a]);
+        const double to = std::min(cell.max[a], index.bounds.max[a]);
+        if (ray.dir[a] == 0.0f) {
+            if (!(index.bounds.min[a] <= ray.origin[a] && ray.origin[a] <= index.bounds.max[a])) {
+                return;
+            }
+            continue;
+        }
+        const double t0 = (from - ray.origin[a]) / ray.dir[a];
+        const double t1 = (to - ray.origin[a]) / ray.dir[a];
+        t_in = std::max(t_in, std::min(t0, t1));
+        t_exit = std::min(t_exit, std::max(t0, t1));
+    }
+    const auto until = [&] { return std::min(double(bound()), t_exit); };
+    // The ray's coordinate on the axis at t, in double, clamped to the cell. The float slab
+    // test may place a hit a few ulps off that line: the margin covers it many times over.
+    const double margin = 1e-5 * (std::abs(o) + std::abs(double(lo)) + std::abs(double(hi))) +
+                          double(std::numeric_limits<float>::denorm_min());
+    const auto at = [&](double t) {
+        return std::clamp(o + t * d, double(lo) - margin, double(hi) + margin);
+    };
+    if (d == 0.0) {
+        // Parallel to the axis: the slab test asks lo <= o <= hi exactly.
+        const double from = o - extent - list_index::slack(std::abs(o) + extent);
+        for (std::size_t i = list_index::first_at_least(entries, index, from, box_tests);
+             i < index.sorted && double(entries[i].box.min[axis]) <= o; ++i) {
+            ++box_tests;
+            consider(entries[i]);
+        }
+        return;
+    }
+    const double start = at(t_in);
+    if (d > 0) {
+        // Up the axis from the entry point: a box hit before bound() starts before the ray's
+        // coordinate at bound().
+        const double from = start - margin - extent - list_index::slack(std::abs(start) + extent);
+        for (std::size_t i = list_index::first_at_least(entries, index, from, box_tests);
+             i < index.sorted && double(entries[i].box.min[axis]) <= at(until()) + margin; ++i) {
+            ++box_tests;
+            consider(entries[i]);
+        }
+        return;
+    }
+    // Down the axis: a box hit before bound() ends above the ray's coordinate there.
+    const double to = start + margin;
+    std::size_t i = index.sorted;
+    {
+        // Last run position with min <= to.
+        const std::size_t past = list_index::first_at_least(
+            entries, index, std::nextafter(to, std::numeric_limits<double>::infinity()), box_tests);
+        i = past;
+    }
+    while (i > 0) {
+        --i;
+        const double end = at(until()) - margin;
+        if (double(entries[i].box.min[axis]) + extent + list_index::slack(std::abs(end) + extent) <
+            end) {
+            break;
+        }
+        ++box_tests;
+        consider(entries[i]);
+    }
+}
+
+/// A k-nearest cursor over one indexed list: the run entries from `pos` up (up) or down.
+struct Cursor {
+    std::uint32_t list = 0;  ///< the caller's node index
+    std::uint32_t pos = 0;
+    bool up = true;
+};
+
+namespace list_index {
+
+// A lower bound of the distances of the entries a cursor has left (positions pos.. up, or
+// ..pos down), rounded so that it never passes point_box_distance's float.
+template <class Entries>
+float cursor_key(const Entries& entries, const SweepIndex& index, const Vec3& p, const Cursor& c) {
+    const int axis = index.axis;
+    const double min = entries[c.pos].box.min[axis];
+    const double gap =
+        c.up ? min - double(p[axis]) : double(p[axis]) - (min + double(index.extent));
+    if (!(gap > 0)) return 0.0f;
+    const double bound =
+        gap - slack(std::abs(min) + std::abs(double(p[axis])) + double(index.extent)) - 1e-12 * gap;
+    return bound > 0 ? static_cast<float>(bound) * (1.0f - 1e-6f) : 0.0f;
+}
+
+}  // namespace list_index
+
+/// Opens one list for a best-first k-nearest search: pushes its unsorted entries as boxes and
+/// its run as up to two cursors (added to `cursors`, pushed as node base + their position in
+/// `cursors`).
+template <class Entries>
+void knn_open(const Entries& entries, const SweepIndex& index, const Vec3& p, std::uint32_t list,
+              std::vector<Cursor>& cursors, std::uint32_t base, best_first::Queue& queue,
+              std::uint64_t& box_tests) {
+    const std::size_t from = index.active() ? index.sorted : 0;
+    box_tests += entries.size() - from;
+    for (std::size_t i = from; i < entries.size(); ++i) {
+        queue.push_box(point_box_distance(p, entries[i].box), entries[i].id);
+    }
+    if (!index.active() || index.sorted == 0) return;
+    const std::size_t split =
+        list_index::first_at_least(entries, index, double(p[index.axis]), box_tests);
+    const auto push = [&](const Cursor& c) {
+        cursors.push_back(c);
+        queue.push_node(list_index::cursor_key(entries, index, p, c),
+                        base + static_cast<std::uint32_t>(cursors.size() - 1));
+    };
+    if (split < index.sorted) push(Cursor{list, static_cast<std::uint32_t>(split), true});
+    if (split > 0) push(Cursor{list, static_cast<std::uint32_t>(split - 1), false});
+}
+
+/// Advances the cursor cursors[slot] (just popped from the queue): pushes its entry as a box
+/// and itself, moved one on, as the same node again while it has entries left.
+template <class Entries>
+void knn_step(const Entries& entries, const SweepIndex& index, const Vec3& p,
+              std::vector<Cursor>& cursors, std::uint32_t slot, std::uint32_t base,
+              best_first::Queue& queue, std::uint64_t& box_tests) {
+    Cursor& c = cursors[slot];
+    ++box_tests;
+    queue.push_box(point_box_distance(p, entries[c.pos].box), entries[c.pos].id);
+    if (c.up ? c.pos + 1 >= index.sorted : c.pos == 0) return;
+    c.pos = c.up ? c.pos + 1 : c.pos - 1;
+    queue.push_node(list_index::cursor_key(entries, index, p, c), base + slot);
 }
 
 }  // namespace broadphase::detail

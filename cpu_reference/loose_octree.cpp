@@ -8,8 +8,8 @@
 #include <string>
 
 #include "best_first.hpp"
-#include "list_sweep.hpp"
 #include "broadphase/scene.hpp"
+#include "list_sweep.hpp"
 
 namespace broadphase {
 namespace {
@@ -17,8 +17,13 @@ namespace {
 constexpr std::size_t kOutsideSlack = 16;
 /// The robust root trims at most this many centres from each end of each axis.
 constexpr std::size_t kTrimmedPerSide = 32;
-/// An octant holding more boxes than this pairs them by sort and sweep.
-constexpr std::size_t kSweepAbove = 48;
+// A crowded octant keeps its own boxes indexed on their spread axis for the queries.
+template <class Node>
+void index_crowded(Node& node) {
+    if (!node.index.active() && node.entries.size() > detail::kCrowded) {
+        node.index = detail::make_index(node.entries);
+    }
+}
 
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "loose_octree: " + what, box, std::nullopt};
@@ -196,14 +201,15 @@ void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
 
 void LooseOctree::maybe_split(std::uint32_t index) {
     {
-        const Node& node = nodes_[index];
-        if (!node.is_leaf() || node.entries.size() <= config_.capacity) return;
+        Node& node = nodes_[index];
         const std::uint32_t depth = node.cell.depth;
-        if (depth >= config_.max_depth) return;
-        const bool any_deeper =
-            std::any_of(node.entries.begin(), node.entries.end(),
-                        [depth](const Entry& e) { return e.ideal.depth > depth; });
-        if (!any_deeper) return;
+        if (!node.is_leaf() || node.entries.size() <= config_.capacity ||
+            depth >= config_.max_depth ||
+            std::none_of(node.entries.begin(), node.entries.end(),
+                         [depth](const Entry& e) { return e.ideal.depth > depth; })) {
+            index_crowded(node);
+            return;
+        }
     }
     const auto first = static_cast<std::uint32_t>(nodes_.size());
     const Cell parent = nodes_[index].cell;
@@ -229,6 +235,8 @@ void LooseOctree::maybe_split(std::uint32_t index) {
     }
     nodes_[index].entries.resize(kept);
     nodes_[index].entries.shrink_to_fit();
+    nodes_[index].index = {};
+    index_crowded(nodes_[index]);
     for (std::uint32_t c = 0; c < 8; ++c) maybe_split(first + c);
 }
 
@@ -248,7 +256,7 @@ void LooseOctree::insert_entry(const Entry& entry) {
         if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= entry.ideal.depth) break;
         index = nodes_[index].first_child + child_slot(entry.ideal, nodes_[index].cell.depth + 1);
     }
-    nodes_[index].entries.push_back(entry);
+    detail::index_insert(nodes_[index].entries, nodes_[index].index, entry);
     maybe_split(index);
 }
 
@@ -287,16 +295,15 @@ Status LooseOctree::insert(std::uint32_t id, const Box& box) {
 Status LooseOctree::remove(std::uint32_t id) {
     auto it = items_.find(id);
     if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
-    const auto erase_from = [id](std::vector<Entry>& list) {
-        auto pos =
-            std::find_if(list.begin(), list.end(), [id](const Entry& e) { return e.id == id; });
-        if (pos == list.end()) return false;
-        *pos = list.back();
-        list.pop_back();
-        return true;
+    const auto find = [id](const std::vector<Entry>& list) {
+        return std::size_t(
+            std::find_if(list.begin(), list.end(), [id](const Entry& e) { return e.id == id; }) -
+            list.begin());
     };
     if (it->second.outside) {
-        erase_from(outside_);
+        const std::size_t pos = find(outside_);
+        outside_[pos] = outside_.back();
+        outside_.pop_back();
     } else {
         // The box sits where insert_entry put it: the same O(1) ideal cell, the same path.
         const Cell ideal = *ideal_cell(it->second.box);
@@ -306,7 +313,8 @@ Status LooseOctree::remove(std::uint32_t id) {
             if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= ideal.depth) break;
             index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
         }
-        erase_from(nodes_[index].entries);
+        Node& node = nodes_[index];
+        detail::index_erase(node.entries, node.index, find(node.entries));
         --inside_count_;
     }
     items_.erase(it);
@@ -365,7 +373,7 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
             const bool same = &node == &home;
             if (node.cell.depth == depth && !same && &node < &home) return;
             ++stats_.leaves_visited;
-            if (same && home.entries.size() > kSweepAbove) {
+            if (same && home.entries.size() > detail::kCrowded) {
                 // Many boxes in one octant (long boxes sit at the level of their longest
                 // side, so an octant can hold many parallel ones): sort and sweep.
                 detail::sweep_list(
@@ -411,10 +419,11 @@ void LooseOctree::query_box(const Box& region, std::vector<std::uint32_t>& out) 
     descend(region, stack, [&](const Node& node) {
         if (node.entries.empty()) return;
         ++stats_.leaves_visited;
-        stats_.box_tests += node.entries.size();
-        for (const Entry& e : node.entries) {
-            if (overlaps(region, e.box)) out.push_back(e.id);
-        }
+        const int axis = node.index.active() ? node.index.axis : 0;
+        detail::for_each_meeting(node.entries, node.index, region.min[axis], region.max[axis],
+                                 stats_.box_tests, [&](const Entry& e) {
+                                     if (overlaps(region, e.box)) out.push_back(e.id);
+                                 });
     });
 }
 
@@ -448,9 +457,13 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
         const Node& node = nodes_[v.node];
         ++stats_.nodes_visited;
         if (!node.entries.empty()) {
+            // Every box of the octant is inside its loose bound: hit at t >= v.t, on the part
+            // of the ray inside that bound.
             ++stats_.leaves_visited;
-            stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) consider(e, ray_box_entry(ray, e.box));
+            detail::ray_scan(
+                node.entries, node.index, ray, v.t, node.loose, stats_.box_tests,
+                [&](const Entry& e) { consider(e, ray_box_entry(ray, e.box)); },
+                [&] { return best ? best->t : ray.tmax; });
         }
         if (node.is_leaf()) continue;
         Visit children[8];
@@ -476,18 +489,28 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
     out.clear();
     if (k == 0) return Status::success();
     // Node keys are point_box_distance of the loose bounds, which contain every box below.
+    // A crowded octant opens into cursors walking its run outwards from p (queue nodes
+    // numbered from nodes_.size() on).
     best_first::Queue queue;
+    std::vector<detail::Cursor> cursors;
+    const auto base = static_cast<std::uint32_t>(nodes_.size());
     stats_.box_tests += outside_.size();
     for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
     if (!nodes_.empty() && nodes_[0].subtree_count > 0)
         queue.push_node(point_box_distance(p, nodes_[0].loose), 0);
     queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
+        if (index >= base) {
+            const Node& octant = nodes_[cursors[index - base].list];
+            detail::knn_step(octant.entries, octant.index, p, cursors, index - base, base, q,
+                             stats_.box_tests);
+            return;
+        }
         const Node& node = nodes_[index];
         ++stats_.nodes_visited;
         if (!node.entries.empty()) {
             ++stats_.leaves_visited;
-            stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) q.push_box(point_box_distance(p, e.box), e.id);
+            detail::knn_open(node.entries, node.index, p, index, cursors, base, q,
+                             stats_.box_tests);
         }
         if (node.is_leaf()) return;
         for (std::uint32_t c = 0; c < 8; ++c) {
@@ -559,6 +582,12 @@ Status LooseOctree::validate() const {
                 }
             }
             any_deeper = any_deeper || e.ideal.depth > node.cell.depth;
+        }
+        if (const char* error = detail::index_error(node.entries, node.index)) {
+            return invalid(where + ": " + error);
+        }
+        if (node.entries.size() > detail::kCrowded && !node.index.active()) {
+            return invalid(where + " is crowded but not indexed");
         }
         if (node.is_leaf() && node.entries.size() > config_.capacity &&
             node.cell.depth < config_.max_depth && any_deeper) {

@@ -9,16 +9,14 @@
 #include <string>
 
 #include "best_first.hpp"
-#include "list_sweep.hpp"
 #include "broadphase/scene.hpp"
+#include "list_sweep.hpp"
 
 namespace broadphase {
 namespace {
 
 constexpr std::size_t kOutsideSlack = 16;
 constexpr std::uint32_t kDepthLimit = 300;
-/// Leaves with more references than this are paired by sort and sweep.
-constexpr std::size_t kSweepAbove = 48;
 
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
@@ -134,7 +132,7 @@ void Octree::rebuild(std::vector<Entry> entries) {
                           ? std::numeric_limits<float>::max()
                           : std::max(round_up(top), bounds.max[a]);
     }
-    nodes_.push_back(Node{root, kNoChild, 0, std::move(entries)});
+    nodes_.push_back(Node{root, kNoChild, 0, std::move(entries), {}});
     maybe_split(0);
 }
 
@@ -142,16 +140,16 @@ bool Octree::inside_root(const Box& box) const {
     return !nodes_.empty() && box_inside(nodes_[0].cell, box);
 }
 
-void Octree::maybe_split(std::uint32_t index) {
+bool Octree::split_pays(std::uint32_t index) const {
     {
         const Node& node = nodes_[index];
         const std::size_t count = node.entries.size();
-        if (count <= config_.capacity || node.depth >= config_.max_depth) return;
+        if (count <= config_.capacity || node.depth >= config_.max_depth) return false;
         const Vec3 mid = centre_of(node.cell);
         for (int a = 0; a < 3; ++a) {
-            if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return;
+            if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return false;
         }
-        if (double(node.cell.max.x) - node.cell.min.x < 2.0 * config_.min_size) return;
+        if (double(node.cell.max.x) - node.cell.min.x < 2.0 * config_.min_size) return false;
         // Boxes covering the whole cell are in every leaf below whatever happens: only the
         // others count. Split when more than `capacity` of them are left and the split
         // separates some of them (some box misses some child another box reaches); boxes that
@@ -178,14 +176,14 @@ void Octree::maybe_split(std::uint32_t index) {
             }
             ++partial;
         }
-        if (partial <= config_.capacity) return;
+        if (partial <= config_.capacity) return false;
         for (const std::uint32_t m : masks) shared += (m & nonempty) == nonempty;
         if (std::popcount(nonempty) == 1) {
             // All in one child: splitting separates nothing yet but shrinks the cell towards
             // where they differ; boxes identical within the cell never part.
-            if (all_same) return;
+            if (all_same) return false;
         } else {
-            if (shared == partial) return;
+            if (shared == partial) return false;
             // Split only when it cuts the leaf's pair tests (sum of n_c^2 below 0.7 n^2) or
             // copies little (at most n/2 new references): boxes long against the cell would
             // otherwise be copied into ever more leaves.
@@ -196,19 +194,32 @@ void Octree::maybe_split(std::uint32_t index) {
                 references += n;
             }
             if (after >= 0.7 * double(partial) * double(partial) && 2 * references > 3 * partial) {
-                return;
+                return false;
             }
         }
+    }
+    return true;
+}
+
+void Octree::maybe_split(std::uint32_t index) {
+    if (!split_pays(index)) {
+        // A leaf that stays crowded is indexed on its spread axis for the queries.
+        Node& node = nodes_[index];
+        if (!node.index.active() && node.entries.size() > detail::kCrowded) {
+            node.index = detail::make_index(node.entries);
+        }
+        return;
     }
     const auto first = static_cast<std::uint32_t>(nodes_.size());
     const Box cell = nodes_[index].cell;
     const Vec3 mid = centre_of(cell);
     const std::uint32_t depth = nodes_[index].depth + 1;
     for (std::uint32_t c = 0; c < 8; ++c) {
-        nodes_.push_back(Node{child_cell(cell, mid, c), kNoChild, depth, {}});
+        nodes_.push_back(Node{child_cell(cell, mid, c), kNoChild, depth, {}, {}});
     }
     std::vector<Entry> entries = std::move(nodes_[index].entries);
     nodes_[index].entries = {};
+    nodes_[index].index = {};
     nodes_[index].first_child = first;
     for (const Entry& e : entries) {
         const std::uint32_t mask = child_mask(e.box, mid);
@@ -221,7 +232,7 @@ void Octree::maybe_split(std::uint32_t index) {
 
 void Octree::insert_into(std::uint32_t index, const Entry& entry) {
     if (nodes_[index].is_leaf()) {
-        nodes_[index].entries.push_back(entry);
+        detail::index_insert(nodes_[index].entries, nodes_[index].index, entry);
         maybe_split(index);
         return;
     }
@@ -238,8 +249,7 @@ void Octree::remove_from(std::uint32_t index, std::uint32_t id, const Box& box) 
         auto it = std::find_if(node.entries.begin(), node.entries.end(),
                                [id](const Entry& e) { return e.id == id; });
         if (it != node.entries.end()) {
-            *it = node.entries.back();
-            node.entries.pop_back();
+            detail::index_erase(node.entries, node.index, std::size_t(it - node.entries.begin()));
         }
         return;
     }
@@ -320,14 +330,15 @@ void Octree::self_pairs(std::vector<Pair>& out) const {
         }
         ++stats_.leaves_visited;
         const std::size_t n = node.entries.size();
-        if (n > kSweepAbove) {
+        if (n > detail::kCrowded) {
             // A leaf with many references (boxes long against the cell stop the splitting,
             // see maybe_split) is paired by sort and sweep, not all against all.
-            detail::sweep_list(node.entries, order, stats_.box_tests,
-                       [&](const Entry& a, const Entry& b) {
-                           return owns(node, max_corner(a.box.min, b.box.min));
-                       },
-                       emit);
+            detail::sweep_list(
+                node.entries, order, stats_.box_tests,
+                [&](const Entry& a, const Entry& b) {
+                    return owns(node, max_corner(a.box.min, b.box.min));
+                },
+                emit);
             continue;
         }
         stats_.box_tests += n * (n > 0 ? n - 1 : 0) / 2;
@@ -397,13 +408,15 @@ void Octree::query_box(const Box& region, std::vector<std::uint32_t>& out) const
             continue;
         }
         ++stats_.leaves_visited;
-        stats_.box_tests += node.entries.size();
-        for (const Entry& e : node.entries) {
-            // max(region.min, box.min) lies in both: report from its owner leaf only.
-            if (overlaps(region, e.box) && owns(node, max_corner(region.min, e.box.min))) {
-                out.push_back(e.id);
-            }
-        }
+        const int axis = node.index.active() ? node.index.axis : 0;
+        detail::for_each_meeting(
+            node.entries, node.index, region.min[axis], region.max[axis], stats_.box_tests,
+            [&](const Entry& e) {
+                // max(region.min, box.min) lies in both: report from its owner leaf only.
+                if (overlaps(region, e.box) && owns(node, max_corner(region.min, e.box.min))) {
+                    out.push_back(e.id);
+                }
+            });
     }
 }
 
@@ -423,10 +436,11 @@ void Octree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
         node = &nodes_[node->first_child + c];
     }
     ++stats_.leaves_visited;
-    stats_.box_tests += node->entries.size();
-    for (const Entry& e : node->entries) {
-        if (contains(e.box, p)) out.push_back(e.id);
-    }
+    const int axis = node->index.active() ? node->index.axis : 0;
+    detail::for_each_meeting(node->entries, node->index, p[axis], p[axis], stats_.box_tests,
+                             [&](const Entry& e) {
+                                 if (contains(e.box, p)) out.push_back(e.id);
+                             });
 }
 
 std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
@@ -442,7 +456,9 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].cell);
     if (!root_t) return best;
     // The entry t of a cell never exceeds that of a box inside it (every step of the slab
-    // test is monotone in the bounds), so a cell entered after the best hit is skipped.
+    // test is monotone in the bounds), so a cell entered after the best hit is skipped, with a
+    // few ulps of slack: the leaf holding the hit point must be visited, since an indexed leaf
+    // only looks for hits on the part of the ray inside its own cell.
     struct Visit {
         std::uint32_t node;
         float t;
@@ -451,12 +467,14 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
     while (!stack.empty()) {
         const Visit v = stack.back();
         stack.pop_back();
-        if (best && v.t > best->t) continue;
+        if (best && double(v.t) > double(best->t) * (1.0 + 1e-5)) continue;
         const Node& node = nodes_[v.node];
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
-            stats_.box_tests += node.entries.size();
-            for (const Entry& e : node.entries) consider(e, ray_box_entry(ray, e.box));
+            detail::ray_scan(
+                node.entries, node.index, ray, v.t, node.cell, stats_.box_tests,
+                [&](const Entry& e) { consider(e, ray_box_entry(ray, e.box)); },
+                [&] { return best ? best->t : ray.tmax; });
             continue;
         }
         ++stats_.nodes_visited;
@@ -484,18 +502,28 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
     // Node keys are point_box_distance of the cells. The leaf holding a box's nearest point is
     // no farther than the box, so a box's first copy pops in its final place; copies from
     // farther leaves pop later and are skipped (repeats).
+    // An indexed leaf opens into cursors walking its run outwards from p (queue nodes numbered
+    // from nodes_.size() on).
     best_first::Queue queue;
+    std::vector<detail::Cursor> cursors;
+    const auto base = static_cast<std::uint32_t>(nodes_.size());
     stats_.box_tests += outside_.size();
     for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
     if (!nodes_.empty()) queue.push_node(point_box_distance(p, nodes_[0].cell), 0);
     queue.search(
         k, out,
         [&](std::uint32_t index, best_first::Queue& q) {
+            if (index >= base) {
+                const Node& leaf = nodes_[cursors[index - base].list];
+                detail::knn_step(leaf.entries, leaf.index, p, cursors, index - base, base, q,
+                                 stats_.box_tests);
+                return;
+            }
             const Node& node = nodes_[index];
             if (node.is_leaf()) {
                 ++stats_.leaves_visited;
-                stats_.box_tests += node.entries.size();
-                for (const Entry& e : node.entries) q.push_box(point_box_distance(p, e.box), e.id);
+                detail::knn_open(node.entries, node.index, p, index, cursors, base, q,
+                                 stats_.box_tests);
                 return;
             }
             ++stats_.nodes_visited;
@@ -555,8 +583,15 @@ Status Octree::validate() const {
             if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
                 return invalid(where + " holds an id twice");
             }
+            if (const char* error = detail::index_error(node.entries, node.index)) {
+                return invalid(where + ": " + error);
+            }
+            if (node.entries.size() > detail::kCrowded && !node.index.active()) {
+                return invalid(where + " is crowded but not indexed");
+            }
             continue;
         }
+        if (node.index.active()) return invalid(where + " is internal but indexed");
         if (!node.entries.empty()) return invalid(where + " is internal but holds boxes");
         if (node.first_child + 8 > nodes_.size() || node.first_child <= i) {
             return invalid(where + " has a bad child index");

@@ -5,8 +5,11 @@
 // separates some of those boxes (some box misses a child another one reaches; or all go to one
 // child and they are not identical within the cell) and pays: the children's sum of n_c^2 is
 // below 0.7 n^2, or the split adds at most n/2 references. Identical boxes, boxes covering the
-// cell, and boxes long against the cell are never copied down level after level; a leaf left
-// with more than 48 references is paired by sort and sweep on its most spread axis.
+// cell, and boxes long against the cell are never copied down level after level. A leaf left
+// with more than 48 references is crowded: it is paired by sort and sweep on its most spread
+// axis, and kept indexed on that axis for the queries (list_sweep.hpp: references sorted by
+// their min there, a binary search for the window a region or point can meet, a ray scanned
+// along the axis over its part inside the cell, k-nearest cursors walking outwards from p).
 //
 // Robustness (issue 9): no scene makes it quadratic through its bounds. Far outliers (1e7 away)
 // or clusters 1e4 apart make the root much larger than the boxes, so the depth limit is
@@ -17,8 +20,8 @@
 // rounded once (a box from -3e38 to 1e31 builds at once; issue 14). Long thin boxes are
 // referenced from every leaf along them, up to the point where the split rule stops (aspect
 // ratio a costs about a references, the duplication cost of any strict octree); past it they
-// share crowded leaves, swept for self-pairs but scanned whole by queries (seed 004's XLine:
-// a region query tests ~3000 boxes, ~7x uniform's time; the accepted worst case).
+// share crowded leaves, swept for self-pairs and searched through their index by queries (on
+// xline every query kind costs about what it does on uniform; scanned whole, up to 35 times).
 //
 // Placement: a box is referenced from EVERY leaf whose closed cell it overlaps. Seed 002 shows
 // the alternative (keep a box in the smallest node containing it) piling the boxes that straddle
@@ -41,6 +44,7 @@
 #include <vector>
 
 #include "broadphase/structure.hpp"
+#include "list_sweep.hpp"
 
 namespace broadphase {
 
@@ -71,6 +75,7 @@ public:
         std::uint32_t first_child = kNoChild;  ///< index of child 0, or kNoChild for a leaf
         std::uint32_t depth = 0;               ///< root is 0
         std::vector<Entry> entries;            ///< leaves: every box overlapping the cell
+        detail::SweepIndex index;              ///< order of `entries` in a crowded leaf
         bool is_leaf() const { return first_child == kNoChild; }
     };
 
@@ -118,6 +123,7 @@ private:
     void rebuild(std::vector<Entry> entries);
     void insert_into(std::uint32_t node, const Entry& entry);
     void remove_from(std::uint32_t node, std::uint32_t id, const Box& box);
+    bool split_pays(std::uint32_t node) const;
     void maybe_split(std::uint32_t node);
     bool owns(const Node& leaf, const Vec3& p) const;
     bool inside_root(const Box& box) const;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,6 +111,106 @@ inline std::map<std::string, std::vector<Box>> degenerate_scenes() {
         scenes["touching_grid"] = boxes;
     }
     return scenes;
+}
+
+// Work per query (nodes and leaves visited plus box tests, from QueryStats), averaged over
+// `count` queries of each kind taken from the scene itself: its boxes as regions, their centres
+// as points, rays from the centres in random directions and 8 nearest.
+struct QueryCost {
+    double box = 0, point = 0, ray = 0, nearest = 0;
+};
+
+inline QueryCost query_cost(Structure& s, std::span<const Box> boxes, int count = 500) {
+    QueryCost cost;
+    if (!s.build(boxes).ok() || boxes.empty()) return cost;
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<std::size_t> pick(0, boxes.size() - 1);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    const auto centre = [](const Box& b) {
+        return Vec3{0.5f * (b.min.x + b.max.x), 0.5f * (b.min.y + b.max.y),
+                    0.5f * (b.min.z + b.max.z)};
+    };
+    const auto work = [&s, count] {
+        const QueryStats& st = s.stats();
+        return double(st.nodes_visited + st.leaves_visited + st.box_tests) / count;
+    };
+    std::vector<std::uint32_t> ids;
+    std::vector<Neighbor> near;
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        ids.clear();
+        s.query_box(boxes[pick(rng)], ids);
+    }
+    cost.box = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        ids.clear();
+        s.query_point(centre(boxes[pick(rng)]), ids);
+    }
+    cost.point = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        const Vec3 o = centre(boxes[pick(rng)]);
+        (void)s.ray_cast(Ray{o, Vec3{unit(rng), unit(rng), unit(rng)}, 1e30f});
+    }
+    cost.ray = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) (void)s.nearest(centre(boxes[pick(rng)]), 8, near);
+    cost.nearest = work();
+    return cost;
+}
+
+// Issue 9: on the line scenes (boxes strung along one axis, crowding the few cells around the
+// line) every kind of query costs at most `factor` times what it costs on uniform at the same
+// size, and the answers stay exact.
+template <class Make>
+void check_line_queries(Make make, double factor) {
+    constexpr std::size_t kCount = 20000;
+    auto uniform = make();
+    const QueryCost base = query_cost(*uniform, generate_scene("uniform", kCount)->boxes);
+    for (const char* gen : {"xline", "yline"}) {
+        SCOPED_TRACE(gen);
+        const std::vector<Box> boxes = generate_scene(gen, kCount)->boxes;
+        auto s = make();
+        const QueryCost line = query_cost(*s, boxes);
+        EXPECT_LE(line.box, factor * base.box);
+        EXPECT_LE(line.point, factor * base.point);
+        EXPECT_LE(line.ray, factor * base.ray);
+        EXPECT_LE(line.nearest, factor * base.nearest);
+        check_static(*s, boxes, 11, 100);
+    }
+}
+
+// xline's first 900 boxes with the line shortened tenfold: a few crowded cells along it (ids
+// stay below the sequence's first new id, 1000).
+inline std::vector<Box> short_line(std::uint32_t seed) {
+    std::vector<Box> boxes = generate_scene("xline", 900, seed)->boxes;
+    for (Box& b : boxes) b.min.y *= 0.1f, b.max.y *= 0.1f;
+    return boxes;
+}
+
+// Dynamic updates inside crowded, indexed lists: short_line built, then boxes of the same kind
+// inserted, removed and moved along the line; everything compared with brute force.
+inline void run_dynamic_on_line(Structure& s, std::uint32_t seed) {
+    testing::SequenceOptions options;
+    options.seed = seed;
+    options.steps = 300;
+    options.compare_every = 50;
+    options.query_count = 30;
+    options.nearest_stride = 3;
+    options.nearest_all = false;
+    options.start = short_line(seed);
+    options.new_box = [](testing::SequenceContext& ctx) {
+        const float x = 0.01f * ctx.unit(), y = 0.1f * ctx.unit();
+        const float h = ctx.rng() % 8 == 0 ? 0.02f * ctx.unit() : 0.0003f * ctx.unit();
+        return Box{{x, y, 0.0f}, {x + 0.01f * (1.0f + ctx.unit()), y + h, 0.0f}};
+    };
+    options.moved_box = [](testing::SequenceContext& ctx, Box b) {
+        const float dy = 0.002f * (ctx.unit() - 0.5f);
+        b.min.y += dy, b.max.y += dy;
+        return b;
+    };
+    testing::run_dynamic_sequence(s, options);
 }
 
 // A seeded random sequence of insert / remove / move with sparse caller ids (oracle_harness.hpp),
