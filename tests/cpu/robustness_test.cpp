@@ -1,14 +1,15 @@
 // Issue 9: no scene makes a structure quadratic. Every CPU structure (brute force aside) runs
-// self-pairs on scenes shaped like real ones and on `uniform` of the same size, and the test
-// asserts cost, not time (QueryStats, include/broadphase/structure.hpp):
-//   visits = (nodes_visited + leaves_visited) / N
-//   tests  = box_tests / (N + pairs)
+// self-pairs and queries (box, point, unbounded ray, 8 nearest) on scenes shaped like real
+// ones and on `uniform` of the same size, and the test asserts cost, not time (QueryStats,
+// include/broadphase/structure.hpp):
+//   self-pairs: visits = (nodes_visited + leaves_visited) / N, tests = box_tests / (N + pairs)
+//   queries:    (nodes_visited + leaves_visited + box_tests) per query
 // stay within kFactor of the same structure's figures on uniform (plus a small allowance for
 // structures that visit next to nothing on uniform). The scenes: the standard `level`,
-// `multiscale` and `degenerate`, and one variant per difficulty alone: a few far outliers
-// (1e7 away), world-sized boxes, clusters far apart, duplicates, long thin boxes. N = 4096 is
-// large enough that a structure collapsing the play area into one cell or list (what all of
-// them did to the octrees before) costs hundreds of times uniform's tests per box.
+// `multiscale`, `degenerate`, `xline` and `yline`, and one variant per difficulty alone: a few
+// far outliers (1e7 away), world-sized boxes, clusters far apart, duplicates, long thin boxes.
+// N = 4096 is large enough that a structure collapsing the play area into one cell or list
+// (what all of them did to the octrees before) costs hundreds of times uniform's tests per box.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -137,7 +138,7 @@ struct Scenario {
 const std::vector<Scenario>& scenarios() {
     static const std::vector<Scenario> all = [] {
         std::vector<Scenario> v;
-        for (const char* gen : {"level", "multiscale", "degenerate"}) {
+        for (const char* gen : {"level", "multiscale", "degenerate", "xline", "yline"}) {
             v.push_back({gen, generate_scene(gen, kBoxes)->boxes});
         }
         v.push_back({"far_outliers", far_outliers()});
@@ -185,6 +186,83 @@ TEST_P(CostOnEveryScene, SelfPairsCostStaysNearUniform) {
     }
 }
 
+// Query costs: (nodes + leaves + box tests) per query, for box queries (the scene's own boxes),
+// point picks (their centres), closest-hit rays from their centres in random directions with
+// an unbounded reach (tmax 1e30) and 8 nearest neighbours of their centres.
+struct QueryCost {
+    double box = 0, point = 0, ray = 0, nearest = 0;
+};
+
+QueryCost query_cost(const std::string& method, const std::vector<Box>& boxes) {
+    auto made = make_structure(method);
+    EXPECT_TRUE(made.ok());
+    if (!made.ok()) return {};
+    Structure& s = **made;
+    EXPECT_TRUE(s.build(boxes));
+    constexpr std::size_t kQueries = 500;
+    std::mt19937 engine(21);
+    std::uniform_int_distribution<std::size_t> pick(0, boxes.size() - 1);
+    std::uniform_real_distribution<float> dir(-1.0f, 1.0f);
+    auto centre = [](const Box& b) {
+        return Vec3{b.min.x * 0.5f + b.max.x * 0.5f, b.min.y * 0.5f + b.max.y * 0.5f,
+                    b.min.z * 0.5f + b.max.z * 0.5f};
+    };
+    auto per_query = [&] {
+        const QueryStats& st = s.stats();
+        return double(st.nodes_visited + st.leaves_visited + st.box_tests) / kQueries;
+    };
+    QueryCost c;
+    std::vector<std::uint32_t> ids;
+    std::vector<Neighbor> near;
+    s.reset_stats();
+    for (std::size_t q = 0; q < kQueries; ++q) {
+        ids.clear();
+        s.query_box(boxes[pick(engine)], ids);
+    }
+    c.box = per_query();
+    s.reset_stats();
+    for (std::size_t q = 0; q < kQueries; ++q) {
+        ids.clear();
+        s.query_point(centre(boxes[pick(engine)]), ids);
+    }
+    c.point = per_query();
+    s.reset_stats();
+    for (std::size_t q = 0; q < kQueries; ++q) {
+        const Ray ray{centre(boxes[pick(engine)]), {dir(engine), dir(engine), dir(engine)}, 1e30f};
+        (void)s.ray_cast(ray);
+    }
+    c.ray = per_query();
+    s.reset_stats();
+    for (std::size_t q = 0; q < kQueries; ++q) {
+        (void)s.nearest(centre(boxes[pick(engine)]), 8, near);
+    }
+    c.nearest = per_query();
+    return c;
+}
+
+class QueryCostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
+
+// Test 3: box, point, ray and k-nearest queries cost per query within kFactor of the same
+// structure's on uniform (plus kQuerySlack for structures near zero there), on every scenario.
+TEST_P(QueryCostOnEveryScene, QueriesCostStaysNearUniform) {
+    constexpr double kQuerySlack = 8.0;
+    const std::string method(GetParam());
+    const QueryCost base = query_cost(method, uniform_boxes());
+    for (const Scenario& scenario : scenarios()) {
+        SCOPED_TRACE(scenario.name);
+        const QueryCost cost = query_cost(method, scenario.boxes);
+        std::printf("  %-18s %-13s box %8.1f (%7.1f)  point %8.1f (%7.1f)  ray %8.1f (%7.1f)  "
+                    "nearest %8.1f (%7.1f)\n",
+                    method.c_str(), scenario.name.c_str(), cost.box, base.box, cost.point,
+                    base.point, cost.ray, base.ray, cost.nearest, base.nearest);
+        const double factor = allowed_factor(method, scenario.name);
+        EXPECT_LE(cost.box, factor * base.box + kQuerySlack) << method << ": box queries";
+        EXPECT_LE(cost.point, factor * base.point + kQuerySlack) << method << ": point picks";
+        EXPECT_LE(cost.ray, factor * base.ray + kQuerySlack) << method << ": ray casts";
+        EXPECT_LE(cost.nearest, factor * base.nearest + kQuerySlack) << method << ": k nearest";
+    }
+}
+
 std::vector<std::string_view> structures() {
     std::vector<std::string_view> names;
     for (std::string_view m : cpu_method_names()) {
@@ -194,6 +272,8 @@ std::vector<std::string_view> structures() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Robustness, CostOnEveryScene, ::testing::ValuesIn(structures()),
+                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Robustness, QueryCostOnEveryScene, ::testing::ValuesIn(structures()),
                          [](const auto& info) { return std::string(info.param); });
 
 // Test 2: the scenarios are what they claim: valid, N boxes, and (but for the duplicates) a
