@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "broadphase/scene.hpp"
@@ -130,6 +132,26 @@ void SweepAndPrune::refresh_derived() {
         prefix_max_[k] = running;
     }
 
+    // Extent classes for the queries: class key = the exponent of the extent (frexp), zero
+    // extents in a class of their own.
+    classes_.clear();
+    std::vector<std::pair<int, std::uint32_t>> keyed(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        const float extent = sorted_[k].max[axis_] - sorted_[k].min[axis_];
+        int exponent = std::numeric_limits<int>::min();
+        if (extent > 0) std::frexp(extent, &exponent);
+        keyed[k] = {exponent, static_cast<std::uint32_t>(k)};
+    }
+    std::sort(keyed.begin(), keyed.end());  // by class, then sweep position
+    for (std::size_t k = 0; k < n; ++k) {
+        if (k == 0 || keyed[k].first != keyed[k - 1].first) classes_.emplace_back();
+        ExtentClass& c = classes_.back();
+        const Box& b = sorted_[keyed[k].second];
+        c.widest = std::max(c.widest, double(b.max[axis_]) - double(b.min[axis_]));  // exact
+        c.mins.push_back(b.min[axis_]);
+        c.where.push_back(keyed[k].second);
+    }
+
     // Slab boundaries at quantiles of the boxes' minima on the slab axis (from a strided
     // sample), at most kMaxSlabs slabs, and none narrower than the median box extent: slabs
     // follow the density of the scene, and outliers (one far group, one huge box) do not
@@ -208,18 +230,17 @@ void SweepAndPrune::self_pairs(std::vector<Pair>& out) const {
 }
 
 void SweepAndPrune::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
-    // Boxes before `begin` end before the region on the sweep axis (prefix_max_ is sorted),
-    // boxes from `end` on start after it (sorted mins).
-    const auto begin = static_cast<std::size_t>(
-        std::lower_bound(prefix_max_.begin(), prefix_max_.end(), region.min[axis_]) -
-        prefix_max_.begin());
-    const auto end = static_cast<std::size_t>(
-        std::upper_bound(sorted_.begin(), sorted_.end(), region.max[axis_],
-                         [this](float v, const Box& box) { return v < box.min[axis_]; }) -
-        sorted_.begin());
-    for (std::size_t k = begin; k < end; ++k) {
-        ++stats_.box_tests;
-        if (overlaps(region, sorted_[k])) out.push_back(order_[k]);
+    // In each extent class, a box overlapping the region on the sweep axis has its min in
+    // [region.min - widest, region.max] (computed in double: no rounding can drop one).
+    for (const ExtentClass& c : classes_) {
+        const double from = double(region.min[axis_]) - c.widest;
+        const auto begin = std::lower_bound(c.mins.begin(), c.mins.end(), from,
+                                            [](float m, double v) { return double(m) < v; });
+        for (auto it = begin; it != c.mins.end() && *it <= region.max[axis_]; ++it) {
+            ++stats_.box_tests;
+            const std::size_t k = c.where[static_cast<std::size_t>(it - c.mins.begin())];
+            if (overlaps(region, sorted_[k])) out.push_back(order_[k]);
+        }
     }
 }
 

@@ -1,7 +1,10 @@
 // Sweep and prune (sort and sweep): boxes sorted by their minimum on the axis where box
 // centroids vary most, then swept with an active list (survey of seed 004; D. Baraff, "Dynamic
 // Simulation of Non-Penetrating Rigid Bodies", 1992; Cohen et al., I-COLLIDE, 1995). Temporal
-// coherence: update() re-sorts last frame's order with insertion sort.
+// coherence: update() re-sorts last frame's order with insertion sort. Box queries scan, per
+// class of boxes of similar extent on the sweep axis, the band of minima that can reach the
+// region, so one world-sized box does not make every query linear. Accepted worst case (as in
+// the literature): boxes that all overlap on the sweep axis; ray casts are a linear scan.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,17 @@ private:
     std::vector<std::uint32_t> order_;  ///< ids in sweep order
     std::vector<Box> sorted_;           ///< boxes in sweep order (sorted_[k] is box order_[k])
     std::vector<float> prefix_max_;     ///< prefix_max_[k]: max of sorted_[0..k].max[axis_]
+    // Queries: the sweep positions grouped by the binary exponent of the box's extent on the
+    // sweep axis, each group in sweep order with its own largest extent, so that a region
+    // scans in each group only the boxes whose min lies within that extent before it. One huge
+    // box (a ground slab) then costs one test per query instead of making every query scan
+    // from it onwards, as one running maximum over all boxes did.
+    struct ExtentClass {
+        double widest = 0;                 ///< largest extent on the sweep axis in the class
+        std::vector<float> mins;           ///< sweep-axis minima, ascending
+        std::vector<std::uint32_t> where;  ///< sweep positions, ascending
+    };
+    std::vector<ExtentClass> classes_;
     // The active list is split into slabs along the axis of second-largest variance, so
     // that a box meets only the active boxes of the slabs it spans (see self_pairs).
     int slab_axis_ = 1;

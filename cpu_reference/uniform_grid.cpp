@@ -157,6 +157,7 @@ void UniformGrid::reset_level() {
     large_pos_.clear();
     slot_of_.clear();
     cells_.clear();
+    blocks_.clear();
     large_.clear();
     coarse_.reset();
     small_count_ = 0;
@@ -363,7 +364,9 @@ void UniformGrid::enter(std::uint32_t slot) {
     for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
         for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
             for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-                cells_.get_or_add({x, y, z}).push_back(slot);
+                std::vector<std::uint32_t>& slots = cells_.get_or_add({x, y, z});
+                if (slots.empty()) add_cell_to_block({x, y, z});
+                slots.push_back(slot);
             }
         }
     }
@@ -389,7 +392,10 @@ void UniformGrid::leave(std::uint32_t slot) {
                 std::vector<std::uint32_t>& slots = cells_.get_or_add({x, y, z});
                 *std::find(slots.begin(), slots.end(), slot) = slots.back();
                 slots.pop_back();
-                if (slots.empty()) cells_.erase({x, y, z});
+                if (slots.empty()) {
+                    cells_.erase({x, y, z});
+                    remove_cell_from_block({x, y, z});
+                }
             }
         }
     }
@@ -469,28 +475,77 @@ Status UniformGrid::move(std::uint32_t id, const Box& box) {
     return Status::success();
 }
 
+CellCoord UniformGrid::block_of(const CellCoord& cell) {
+    return {cell[0] >> kBlockShift, cell[1] >> kBlockShift, cell[2] >> kBlockShift};
+}
+
+void UniformGrid::add_cell_to_block(const CellCoord& cell) {
+    blocks_[block_of(cell)].push_back(cell);
+}
+
+void UniformGrid::remove_cell_from_block(const CellCoord& cell) {
+    const auto it = blocks_.find(block_of(cell));
+    std::vector<CellCoord>& list = it->second;
+    *std::find(list.begin(), list.end(), cell) = list.back();
+    list.pop_back();
+    if (list.empty()) blocks_.erase(it);
+}
+
 template <class F>
 void UniformGrid::for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f) const {
     for (int a = 0; a < 3; ++a) {
         if (lo[a] > hi[a]) return;
     }
-    if (cell_span(lo, hi) <= double(cells_.size())) {
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-            for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-                for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+    const auto lookups = [&](const CellCoord& l, const CellCoord& h) {
+        for (std::int64_t x = l[0]; x <= h[0]; ++x) {
+            for (std::int64_t y = l[1]; y <= h[1]; ++y) {
+                for (std::int64_t z = l[2]; z <= h[2]; ++z) {
                     ++stats_.nodes_visited;
                     const CellCoord key{x, y, z};
                     if (const auto* slots = cells_.find(key)) f(key, *slots);
                 }
             }
         }
+    };
+    constexpr double kBlockCells = double(1 << (3 * kBlockShift));
+    const double span = cell_span(lo, hi);
+    if (span <= std::min(kBlockCells, double(cells_.size()))) return lookups(lo, hi);
+    // An occupied block: its cells in [lo, hi], by its list or by lookup.
+    const auto visit_block = [&](const CellCoord& block, const std::vector<CellCoord>& list) {
+        ++stats_.nodes_visited;
+        CellCoord l, h;
+        for (int a = 0; a < 3; ++a) {
+            l[a] = std::max(lo[a], block[a] * (std::int64_t{1} << kBlockShift));
+            h[a] = std::min(hi[a], (block[a] + 1) * (std::int64_t{1} << kBlockShift) - 1);
+        }
+        if (cell_span(l, h) < double(list.size())) return lookups(l, h);
+        for (const CellCoord& key : list) {
+            ++stats_.nodes_visited;
+            bool inside = true;
+            for (int a = 0; a < 3; ++a) inside = inside && lo[a] <= key[a] && key[a] <= hi[a];
+            if (inside) f(key, *cells_.find(key));
+        }
+    };
+    const CellCoord blo = block_of(lo), bhi = block_of(hi);
+    if (cell_span(blo, bhi) <= double(blocks_.size())) {
+        for (std::int64_t x = blo[0]; x <= bhi[0]; ++x) {
+            for (std::int64_t y = blo[1]; y <= bhi[1]; ++y) {
+                for (std::int64_t z = blo[2]; z <= bhi[2]; ++z) {
+                    ++stats_.nodes_visited;
+                    const CellCoord block{x, y, z};
+                    if (const auto it = blocks_.find(block); it != blocks_.end()) {
+                        visit_block(block, it->second);
+                    }
+                }
+            }
+        }
         return;
     }
-    for (const auto& [key, slots] : cells_.cells()) {
+    for (const auto& [block, list] : blocks_) {
         ++stats_.nodes_visited;
         bool inside = true;
-        for (int a = 0; a < 3; ++a) inside = inside && lo[a] <= key[a] && key[a] <= hi[a];
-        if (inside) f(key, slots);
+        for (int a = 0; a < 3; ++a) inside = inside && blo[a] <= block[a] && block[a] <= bhi[a];
+        if (inside) visit_block(block, list);
     }
 }
 
@@ -600,12 +655,31 @@ void UniformGrid::query_point(const Vec3& p, std::vector<std::uint32_t>& out) co
 }
 
 std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
-    // The coarser levels first: their hit can only cut this level's walk short.
+    // A few cells of every level first (a hit near the origin, on any level, then cuts every
+    // other level's walk short), then the rest of the walks that did not finish.
+    // The origin's cells come first: a ray starting in a box is then done with one lookup per
+    // level.
+    constexpr double kFirstSteps = 4;
     std::optional<RayHit> best;
-    if (coarse_) {
-        best = coarse_->ray_cast(ray);
-        absorb(*coarse_);
+    std::vector<const UniformGrid*> unfinished, walked;
+    for (const UniformGrid* level = this; level; level = level->coarse_.get()) {
+        if (!level->ray_walk(ray, best, true, 0)) unfinished.push_back(level);
+        if (level != this) absorb(*level);
     }
+    for (const UniformGrid* level : unfinished) {
+        if (!level->ray_walk(ray, best, false, kFirstSteps)) walked.push_back(level);
+        if (level != this) absorb(*level);
+    }
+    for (const UniformGrid* level : walked) {
+        level->ray_walk(ray, best, false, -1);
+        if (level != this) absorb(*level);
+    }
+    return best;
+}
+
+bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool first,
+                           double max_steps) const {
+    const bool bounded = max_steps >= 0;
     const auto consider = [&](std::uint32_t slot) {
         ++stats_.box_tests;
         const std::optional<float> t = ray_box_entry(ray, boxes_[slot]);
@@ -617,16 +691,41 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
         ++stats_.leaves_visited;
         for (const std::uint32_t s : slots) consider(s);
     };
+    // A bounded walk leaves what it cannot walk to the unbounded one.
     const auto linear = [&]() {
+        if (bounded) return false;
         for (const auto& [key, slots] : cells_.cells()) {
             ++stats_.nodes_visited;
             consider_cell(slots);
         }
-        return best;
+        return true;
     };
 
-    for (const std::uint32_t s : large_) consider(s);
-    if (small_count_ == 0 || !(ray.tmax >= 0)) return best;  // no hit for tmax < 0 or NaN
+    if (first) {
+        for (const std::uint32_t s : large_) consider(s);
+    }
+    if (small_count_ == 0 || !(ray.tmax >= 0)) return true;  // no hit for tmax < 0 or NaN
+
+    // Only a box holding the origin enters at t = 0: ray_box_entry's slab bounds (lo - o) / d
+    // have the sign of lo - o, unless the quotient underflows (a gap below |d| * 2^-149). So
+    // the origin's cell(s) hold every box entered at 0, and after a hit at 0 nothing else can
+    // tie. A walk with max_steps = 0 visits only them.
+    const auto origin_cells = [&]() {
+        CellCoord lo, hi;
+        for (int a = 0; a < 3; ++a) {
+            const double o = ray.origin[a], m = std::abs(double(ray.dir[a])) * 1e-44;
+            lo[a] = clamp_floor((o - m - origin_[a]) * inv_cell_[a]);
+            hi[a] = clamp_floor((o + m - origin_[a]) * inv_cell_[a]);
+        }
+        for_each_cell(lo, hi, [&](const CellCoord&, const auto& slots) { consider_cell(slots); });
+    };
+    if (max_steps == 0 || (best && best->t == 0)) {
+        for (int a = 0; a < 3; ++a) {
+            if (!std::isfinite(ray.origin[a]) || !std::isfinite(ray.dir[a])) return linear();
+        }
+        origin_cells();
+        return !(max_steps == 0 && !(best && best->t == 0));
+    }
 
     // Clip [0, tmax] to the small boxes' bounds, grown by the rounding margin.
     double t0 = 0, t1 = ray.tmax;
@@ -641,7 +740,7 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
         g0[a] = (o - origin_[a]) * inv_cell_[a];
         gd[a] = d * inv_cell_[a];
         if (d == 0) {
-            if (o < lo - margin || o > hi + margin) return best;
+            if (o < lo - margin || o > hi + margin) return true;
             continue;
         }
         double ta = (lo - margin - o) / d, tb = (hi + margin - o) / d;
@@ -649,7 +748,9 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
         t0 = std::max(t0, ta);
         t1 = std::min(t1, tb);
     }
-    if (!(t0 <= t1)) return best;
+    if (!(t0 <= t1)) return true;
+    // Every box here enters at t0 or after: none can beat a hit before t0, nor tie it.
+    if (best && double(best->t) < t0) return true;
 
     // Rounding margin, in cells, at parameter t: the point ray(t) found by ray_box_entry may
     // be off the box by this much. Grows with t, so its value at t1 bounds the whole walk.
@@ -664,17 +765,17 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
     const auto grid_at = [&](int a, double t) { return gd[a] == 0 ? g0[a] : g0[a] + t * gd[a]; };
     double crossings = 0;
     for (int a = 0; a < 3; ++a) {
-        if (!(margin_cells(a, t1) <= 1)) return linear();
+        if (!std::isfinite(margin_cells(a, t1))) return linear();
         if (!(std::abs(grid_at(a, t0)) <= kMaxGridMagnitude) ||
             !(std::abs(grid_at(a, t1)) <= kMaxGridMagnitude)) {
             return linear();
         }
         crossings += (gd[a] == 0 ? 0 : std::abs(gd[a]) * (t1 - t0)) + 1;
     }
-    if (crossings > double(small_count_)) return linear();
 
     // 3D-DDA: segments [t, next crossing], each visiting the cells of the segment's bounds
-    // widened by the margin (one cell, or two or four near an edge or corner).
+    // widened by the margin (one cell, or two or four near an edge or corner; more far from
+    // the grid origin, where for_each_cell passes over the empty blocks).
     std::array<double, 3> next{}, delta{};
     for (int a = 0; a < 3; ++a) {
         const double c = std::floor(grid_at(a, t0));
@@ -688,10 +789,15 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
             next[a] = std::numeric_limits<double>::infinity();
         }
     }
-    const double max_steps = 2 * crossings + 16;
+    // The walk stops (bounded) or turns linear once it has looked up more cells than the level
+    // holds, or has taken more steps than its crossings allow (it stalled on rounding).
+    const double stall_steps = 2 * crossings + 16;
+    const double lookup_limit = double(cells_.size()) + 16;
+    double lookups = 0;
     double t = t0;
     for (double step = 0;; ++step) {
-        if (step > max_steps) return linear();  // the walk stalled on rounding: be safe
+        if (bounded && step >= max_steps) return false;
+        if (step > stall_steps || lookups > lookup_limit) return linear();
         double t_end = std::min({next[0], next[1], next[2], t1});
         if (t_end < t) t_end = t;
         CellCoord lo, hi;
@@ -701,14 +807,9 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
             lo[a] = clamp_floor(std::min(ga, gb) - m);
             hi[a] = clamp_floor(std::max(ga, gb) + m);
         }
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-            for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-                for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-                    ++stats_.nodes_visited;
-                    if (const auto* slots = cells_.find({x, y, z})) consider_cell(*slots);
-                }
-            }
-        }
+        const std::uint64_t visited = stats_.nodes_visited;
+        for_each_cell(lo, hi, [&](const CellCoord&, const auto& slots) { consider_cell(slots); });
+        lookups += double(stats_.nodes_visited - visited);
         if (t_end >= t1) break;
         t = t_end;
         // A later hit enters at t or after: it can only tie the best when best->t == t.
@@ -717,7 +818,7 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
             static_cast<int>(std::min_element(next.begin(), next.end()) - next.begin());
         next[axis] += delta[axis];
     }
-    return best;
+    return true;
 }
 
 void UniformGrid::linear_nearest(const Vec3& p, std::vector<Neighbor>& candidates) const {
@@ -734,73 +835,135 @@ void UniformGrid::linear_nearest(const Vec3& p, std::vector<Neighbor>& candidate
 Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0) return Status::success();
-    // The coarser levels' k nearest are the only ones of theirs that can make the answer.
+    // One candidate list for all levels, so that the near boxes of one level bound the search
+    // of every other: shells around p on each level, then a region walk on the unsettled ones.
     std::vector<Neighbor> candidates;
-    if (coarse_) {
-        if (Status s = coarse_->nearest(p, k, candidates); !s) return s;
-        absorb(*coarse_);
+    std::vector<const UniformGrid*> unsettled;
+    for (const UniformGrid* level = this; level; level = level->coarse_.get()) {
+        if (!level->nearest_shells(p, k, candidates, true)) unsettled.push_back(level);
+        if (level != this) absorb(*level);
     }
-    stats_.box_tests += large_.size();
-    for (const std::uint32_t s : large_) {
-        candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
-    }
-    // Sorts and dedups the candidates; true once k of them are nearer than `bound`.
-    const auto settled = [&](double bound) {
+    const auto sort_unique = [&]() {
         std::sort(candidates.begin(), candidates.end(), neighbor_less);
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-        return candidates.size() >= k && double(candidates[k - 1].distance) < bound;
     };
-
-    bool grid_ok = small_count_ > 0;
-    std::array<double, 3> g{};
-    for (int a = 0; a < 3; ++a) {
-        g[a] = (double(p[a]) - origin_[a]) * inv_cell_[a];
-        grid_ok = grid_ok && std::isfinite(g[a]) && std::abs(g[a]) < kMaxGridMagnitude;
-    }
-    if (small_count_ > 0 && !grid_ok) {
-        linear_nearest(p, candidates);
-    } else if (grid_ok) {
-        const CellCoord c = cell_of(p);
-        const CellCoord blo = cell_of(small_bounds_.min), bhi = cell_of(small_bounds_.max);
-        std::int64_t r_all = 0;  // the shell radius that covers every occupied cell
-        for (int a = 0; a < 3; ++a) r_all = std::max({r_all, c[a] - blo[a], bhi[a] - c[a]});
-        const double min_cell = std::min({cell_size_[0], cell_size_[1], cell_size_[2]});
-        double enumerated = 0;
-        for (std::int64_t r = 0;; ++r) {
-            const double side = 2.0 * double(r) + 1;
-            enumerated += side * side * side - (r == 0 ? 0 : (side - 2) * (side - 2) * (side - 2));
-            if (enumerated > double(cells_.size()) + 27) {
-                linear_nearest(p, candidates);
-                break;
-            }
-            // The shell of cells at Chebyshev distance r from c.
-            for (std::int64_t x = c[0] - r; x <= c[0] + r; ++x) {
-                for (std::int64_t y = c[1] - r; y <= c[1] + r; ++y) {
-                    const bool face = std::abs(x - c[0]) == r || std::abs(y - c[1]) == r;
-                    const std::int64_t dz = face || r == 0 ? 1 : 2 * r;
-                    for (std::int64_t z = c[2] - r; z <= c[2] + r; z += dz) {
-                        ++stats_.nodes_visited;
-                        const auto* slots = cells_.find({x, y, z});
-                        if (!slots) continue;
-                        ++stats_.leaves_visited;
-                        stats_.box_tests += slots->size();
-                        for (const std::uint32_t s : *slots) {
-                            candidates.push_back(
-                                Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
-                        }
-                    }
-                }
-            }
-            if (r >= r_all) break;
-            // A box not met yet lies wholly in cells at least r + 1 away, so more than r cells
-            // from p on some axis.
-            if (settled(double(r) * min_cell * (1 - 1e-6))) break;
+    for (const UniformGrid* level : unsettled) {
+        // Every box among the k nearest is within the k-th candidate's distance, once there
+        // are k candidates; before that, the level's shells grow until they settle.
+        sort_unique();
+        if (candidates.size() >= k) {
+            level->nearest_region(p, double(candidates[k - 1].distance), candidates);
+        } else {
+            level->nearest_shells(p, k, candidates, false);
         }
+        if (level != this) absorb(*level);
     }
-    settled(0);
+    sort_unique();
     const std::size_t count = std::min(k, candidates.size());
     out.insert(out.end(), candidates.begin(), candidates.begin() + std::ptrdiff_t(count));
     return Status::success();
+}
+
+bool UniformGrid::nearest_shells(const Vec3& p, std::size_t k, std::vector<Neighbor>& candidates,
+                                 bool first) const {
+    if (first) {
+        stats_.box_tests += large_.size();
+        for (const std::uint32_t s : large_) {
+            candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
+        }
+    }
+    if (small_count_ == 0) return true;
+    std::array<double, 3> g{};
+    for (int a = 0; a < 3; ++a) {
+        g[a] = (double(p[a]) - origin_[a]) * inv_cell_[a];
+        if (!std::isfinite(g[a]) || !(std::abs(g[a]) < kMaxGridMagnitude)) {
+            if (first) return false;
+            linear_nearest(p, candidates);
+            return true;
+        }
+    }
+    const CellCoord c = cell_of(p);
+    const CellCoord blo = cell_of(small_bounds_.min), bhi = cell_of(small_bounds_.max);
+    std::int64_t r_all = 0;   // the shell radius that covers every occupied cell
+    std::int64_t r_none = 0;  // the shells below this radius hold no occupied cell
+    for (int a = 0; a < 3; ++a) {
+        r_all = std::max({r_all, c[a] - blo[a], bhi[a] - c[a]});
+        r_none = std::max({r_none, blo[a] - c[a], c[a] - bhi[a]});
+    }
+    const double min_cell = std::min({cell_size_[0], cell_size_[1], cell_size_[2]});
+    // The first call stops at radius 1; a later one goes on, turning linear once its shells
+    // hold more cells than the level has occupied cells.
+    constexpr std::int64_t kFirstShells = 1;
+    double enumerated = 0;
+    for (std::int64_t r = 0; !first || r <= kFirstShells; ++r) {
+        const double side = 2.0 * double(r) + 1;
+        enumerated += side * side * side - (r == 0 ? 0 : (side - 2) * (side - 2) * (side - 2));
+        if (!first && enumerated > double(cells_.size()) + 27) {
+            linear_nearest(p, candidates);
+            return true;
+        }
+        // The shell of cells at Chebyshev distance r from c.
+        for (std::int64_t x = c[0] - r; x <= c[0] + r && r >= r_none; ++x) {
+            for (std::int64_t y = c[1] - r; y <= c[1] + r; ++y) {
+                const bool face = std::abs(x - c[0]) == r || std::abs(y - c[1]) == r;
+                const std::int64_t dz = face || r == 0 ? 1 : 2 * r;
+                for (std::int64_t z = c[2] - r; z <= c[2] + r; z += dz) {
+                    ++stats_.nodes_visited;
+                    const auto* slots = cells_.find({x, y, z});
+                    if (!slots) continue;
+                    ++stats_.leaves_visited;
+                    stats_.box_tests += slots->size();
+                    for (const std::uint32_t s : *slots) {
+                        candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
+                    }
+                }
+            }
+        }
+        if (r >= r_all) return true;
+        // A box not met yet lies wholly in cells at least r + 1 away, so more than r cells
+        // from p on some axis.
+        if (candidates.size() >= k) {
+            std::sort(candidates.begin(), candidates.end(), neighbor_less);
+            candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+            if (candidates.size() >= k &&
+                double(candidates[k - 1].distance) < double(r) * min_cell * (1 - 1e-6)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void UniformGrid::nearest_region(const Vec3& p, double bound,
+                                 std::vector<Neighbor>& candidates) const {
+    if (small_count_ == 0) return;
+    if (!(bound < std::numeric_limits<double>::infinity())) {
+        linear_nearest(p, candidates);
+        return;
+    }
+    // A box within `bound` of p meets the cube p +- bound on every axis; the cube is widened
+    // by the rounding of point_box_distance (float, relative to the coordinates).
+    CellCoord lo, hi;
+    for (int a = 0; a < 3; ++a) {
+        const double x = p[a];
+        const double margin = 1e-5 * (bound + std::abs(x) + std::abs(origin_[a])) +
+                              double(std::numeric_limits<float>::min());
+        const double glo = (x - bound - margin - origin_[a]) * inv_cell_[a];
+        const double ghi = (x + bound + margin - origin_[a]) * inv_cell_[a];
+        if (!std::isfinite(glo) || !std::isfinite(ghi)) {
+            linear_nearest(p, candidates);
+            return;
+        }
+        lo[a] = std::max(clamp_floor(glo), cell_of(small_bounds_.min)[a]);
+        hi[a] = std::min(clamp_floor(ghi), cell_of(small_bounds_.max)[a]);
+    }
+    for_each_cell(lo, hi, [&](const CellCoord&, const auto& slots) {
+        ++stats_.leaves_visited;
+        stats_.box_tests += slots.size();
+        for (const std::uint32_t s : slots) {
+            candidates.push_back(Neighbor{ids_[s], point_box_distance(p, boxes_[s])});
+        }
+    });
 }
 
 Status UniformGrid::validate() const {

@@ -85,11 +85,15 @@ public:
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// A 3D-DDA walk through the cells along the ray, each step widened by a rounding margin,
-    /// stopping once the best hit is before the next cell; falls back to a linear scan when the
-    /// walk would cross more cells than there are boxes.
+    /// stopping once the best hit is before the next cell. All levels share the best hit: each
+    /// first walks a few cells, then the unfinished ones walk on, a level whose boxes all lie
+    /// past the best hit being skipped; a walk longer than its level's occupied cells becomes a
+    /// linear scan of that level.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
-    /// Expanding shells of cells around p's cell (each level, coarsest first); falls back to a
-    /// linear scan of a level once its shells hold more cells than it has occupied cells.
+    /// All levels share one candidate list: shells of cells at distance <= 1 around p's cell on
+    /// each level, then, on the levels those did not settle, the cells of the cube around p
+    /// whose half side is the k-th candidate distance (a region walk, see for_each_cell), or a
+    /// linear scan of the level while fewer than k candidates are known.
     /// Replaces `out` with the k nearest by point_box_distance, nearest first, ties by id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 
@@ -132,6 +136,7 @@ private:
     /// of occupied cells; iterating the cells is a walk over that array.
     class CellTable {
     public:
+        static std::size_t hash(const CellCoord& c);
         const std::vector<std::uint32_t>* find(const CellCoord& key) const;
         std::vector<std::uint32_t>& get_or_add(const CellCoord& key);
         /// Erases the cell `key`, which must be present.
@@ -143,7 +148,6 @@ private:
 
     private:
         static constexpr std::uint32_t kVacant = 0xffffffffu;
-        static std::size_t hash(const CellCoord& c);
         std::size_t position(const CellCoord& key) const;  ///< table position of key or vacancy
         void rehash(std::size_t capacity);
         std::vector<Cell> cells_;
@@ -177,11 +181,28 @@ private:
     void enter(std::uint32_t slot);
     void leave(std::uint32_t slot);
     void relabel(std::uint32_t from, std::uint32_t to);
-    /// Calls f(cell, slots) for every occupied cell in [lo, hi], by lookup or by scanning the
-    /// occupied cells, whichever visits fewer.
+    /// Calls f(cell, slots) for every occupied cell in [lo, hi]: by cell lookup for a small
+    /// range; else over the occupied blocks in range (by block lookup or by scanning the
+    /// blocks, whichever visits fewer), each by its cell list or by cell lookup, whichever
+    /// visits fewer. Empty space thus costs one visit per block, or nothing.
     template <class F>
     void for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f) const;
     void linear_nearest(const Vec3& p, std::vector<Neighbor>& candidates) const;
+    /// This level's part of ray_cast: large boxes (when `first`), then the cell walk, sharing
+    /// `best`. Returns false if it stopped after `max_steps` DDA steps without finishing (it then
+    /// never scans linearly); max_steps < 0 walks to the end.
+    bool ray_walk(const Ray& ray, std::optional<RayHit>& best, bool first, double max_steps) const;
+    /// This level's part of nearest: shells around p's cell (radius <= 1 and the large boxes
+    /// when `first`; else until settled, or a linear scan), adding to the shared `candidates`;
+    /// true if no box of this level not met can be among the k nearest.
+    bool nearest_shells(const Vec3& p, std::size_t k, std::vector<Neighbor>& candidates,
+                        bool first) const;
+    /// Adds every box of this level within `bound` of p (or all of them, bound infinite).
+    void nearest_region(const Vec3& p, double bound, std::vector<Neighbor>& candidates) const;
+    /// The block (kBlockSide^3 cells) holding a cell.
+    static CellCoord block_of(const CellCoord& cell);
+    void add_cell_to_block(const CellCoord& cell);
+    void remove_cell_from_block(const CellCoord& cell);
 
     Config config_;
     std::uint32_t depth_ = 0;
@@ -201,7 +222,15 @@ private:
     std::vector<std::uint32_t> large_pos_;                      ///< index in large_, or kNotLarge
     std::unordered_map<std::uint32_t, std::uint32_t> slot_of_;  ///< id -> slot
 
-    CellTable cells_;                   ///< occupied cell -> slots of the small boxes in it
+    CellTable cells_;  ///< occupied cell -> slots of the small boxes in it
+    struct CoordHash {
+        std::size_t operator()(const CellCoord& c) const { return CellTable::hash(c); }
+    };
+    /// Cells per block side, and its log2: blocks group the occupied cells so that region walks
+    /// pass over empty space a block at a time.
+    static constexpr int kBlockShift = 3;
+    /// Occupied block -> the occupied cells in it.
+    std::unordered_map<CellCoord, std::vector<CellCoord>, CoordHash> blocks_;
     std::vector<std::uint32_t> large_;  ///< slots of the boxes too large for the deepest level
     std::size_t small_count_ = 0;
     Box small_bounds_{};  ///< holds every small box entered since build (grows only)
