@@ -156,7 +156,9 @@ struct LbvhRequirements {
 };
 
 /// The caller's buffers for a build. Every buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-/// and TRANSFER_DST; offsets are 0. `boxes` holds n GpuBox (32 bytes each).
+/// and TRANSFER_DST, and `scratch` also INDIRECT_BUFFER (the refinement's second sort is
+/// launched from a GPU-written count; Context::create_buffer sets all three); offsets are 0.
+/// `boxes` holds n GpuBox (32 bytes each).
 struct LbvhBuildBuffers {
     VkBuffer boxes = VK_NULL_HANDLE;
     VkBuffer nodes = VK_NULL_HANDLE;
