@@ -18,9 +18,8 @@ int main(int argc, char** argv) {
         "hilbert / morton | morton30 box tests | hilbert30 box tests |\n",
         n);
     std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
-    for (const char* name :
-         {"uniform", "clustered", "xline", "yline", "mixed_sizes", "degenerate", "level",
-          "multiscale"}) {
+    for (const char* name : {"uniform", "clustered", "xline", "yline", "mixed_sizes", "degenerate",
+                             "level", "multiscale"}) {
         auto scene = generate_scene(name, n);
         if (!scene) return 1;
         QueryStats stats[2];

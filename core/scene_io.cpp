@@ -141,7 +141,9 @@ Error not_regular(const std::string& path, mode_t mode) {
                        : S_ISSOCK(mode) ? "a socket"
                                         : "not a regular file";
     return {ErrorCode::io_error,
-            "cannot read '" + path + "': " + kind + ", not a regular file", {}, {}};
+            "cannot read '" + path + "': " + kind + ", not a regular file",
+            {},
+            {}};
 }
 
 Error out_of_memory(std::string_view source) {

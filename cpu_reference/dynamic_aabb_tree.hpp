@@ -119,7 +119,7 @@ private:
     static constexpr std::size_t kMarginSample = 1024;
     float margin_ = 0;
     bool margin_chosen_ = false;
-    bool sampling_margin_ = false;   ///< insert() is still estimating the typical extent
+    bool sampling_margin_ = false;    ///< insert() is still estimating the typical extent
     std::vector<Box> margin_sample_;  ///< the first boxes inserted, while sampling
     std::vector<Node> nodes_;
     std::int32_t root_ = kNull;

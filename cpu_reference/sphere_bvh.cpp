@@ -447,8 +447,8 @@ std::optional<RayHit> SphereBvh::ray_cast(const Ray& ray) const {
     // tmax alone the margin covered every sphere and a ray visited the whole tree.
     double t_reach = double(ray.tmax);
     if (rc.dd > 0) {
-        const double reach = std::sqrt(distance2(ray.origin, nodes_[0].center)) +
-                             effective_radius(nodes_[0]);
+        const double reach =
+            std::sqrt(distance2(ray.origin, nodes_[0].center)) + effective_radius(nodes_[0]);
         t_reach = std::min(t_reach, reach / std::sqrt(rc.dd) * (1 + 1e-6));
     }
     rc.margin = kRaySlack * t_reach * std::sqrt(rc.dd);

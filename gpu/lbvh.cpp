@@ -250,8 +250,8 @@ void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         // bounds and a second, stable sort of the 64-bit keys (lbvh::refine_codes).
         const BufferRange first_keys = first_words(s.keys, n);
         im.sort.record(cmd,
-                       {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort},
-                       n, 1, key_bits(code), gate);
+                       {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort}, n,
+                       1, key_bits(code), gate);
         fill(cmd, s.refine, 0u);
         compute_barrier(cmd);
         im.code_runs.dispatch(cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine},
@@ -315,17 +315,16 @@ void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, st
     const BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
     const BufferRange pairs{out.pairs, 0, std::max<VkDeviceSize>(out.capacity * 8ull, 8)};
     const BufferRange work = work_range(out.traversal);
-    impl_->rounds.record(cmd, status, out.traversal,
-                         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
-                             pc.shift = round;
-                             if (round == 0)
-                                 impl_->pairs.dispatch(c, {nodes, pairs, status, work}, pc,
-                                                       static_cast<std::uint32_t>(
-                                                           div_up(n, kWorkgroupSize)));
-                             else
-                                 impl_->pairs.dispatch_indirect(c, {nodes, pairs, status, work},
-                                                                pc, args);
-                         });
+    impl_->rounds.record(
+        cmd, status, out.traversal,
+        [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+            pc.shift = round;
+            if (round == 0)
+                impl_->pairs.dispatch(c, {nodes, pairs, status, work}, pc,
+                                      static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+            else
+                impl_->pairs.dispatch_indirect(c, {nodes, pairs, status, work}, pc, args);
+        });
 }
 
 Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
@@ -344,7 +343,9 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     std::uint32_t rounds = kTraversalRounds;
     std::uint64_t found = 0;
     while (true) {
-        LbvhPairBuffers out{im.pair_buffer.handle(), im.pair_capacity, im.status.handle(),
+        LbvhPairBuffers out{im.pair_buffer.handle(),
+                            im.pair_capacity,
+                            im.status.handle(),
                             {im.work.handle(), im.work_capacity, rounds}};
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
@@ -362,8 +363,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         found = (std::uint64_t(st.total_hi) << 32) | st.total_lo;
         if (st.flags & kTraversalQueueOverflow) {
             // A round queued more subtrees than the work buffer holds: grow it, run again.
-            if (im.work_capacity >= max_work)
-                return traversal_outcome(st, "all pairs").error();
+            if (im.work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
             im.work_capacity = static_cast<std::uint32_t>(
                 std::min<std::uint64_t>(4ull * im.work_capacity, max_work));
             im.work = Buffer();

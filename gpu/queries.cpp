@@ -170,10 +170,13 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
     pc.capacity = b.capacity;
     pc.flags = pass;
     pc.tiles = b.traversal.capacity;
-    const std::initializer_list<BufferRange> bindings = {
-        whole(tree.nodes, nodes_bytes(tree.n)), whole(b.queries, queries * sizeof(GpuBox)),
-        whole(b.offsets, (queries + 1ull) * 4), whole(b.ids, b.capacity * 4ull), status,
-        work_range(b.traversal), whole(b.scratch, queries * 4ull)};
+    const std::initializer_list<BufferRange> bindings = {whole(tree.nodes, nodes_bytes(tree.n)),
+                                                         whole(b.queries, queries * sizeof(GpuBox)),
+                                                         whole(b.offsets, (queries + 1ull) * 4),
+                                                         whole(b.ids, b.capacity * 4ull),
+                                                         status,
+                                                         work_range(b.traversal),
+                                                         whole(b.scratch, queries * 4ull)};
     rounds.record(cmd, status, b.traversal,
                   [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
                       pc.shift = round;
@@ -291,8 +294,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     }
     if (Status s = ensure_traversal(q); !s) return s.error();
     auto buffers = [&] {
-        return RegionQueryBuffers{queries.handle(),      offsets.handle(), ids.handle(),
-                                  ids_capacity,          scan_scratch.handle(), status.handle(),
+        return RegionQueryBuffers{queries.handle(), offsets.handle(),      ids.handle(),
+                                  ids_capacity,     scan_scratch.handle(), status.handle(),
                                   traversal()};
     };
     // Both passes; again with a larger work queue or more rounds while a traversal did not
@@ -425,10 +428,9 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
             im.timestamps.reset(cmd, 5, 2);
             compute_barrier(cmd);
             im.timestamps.write(cmd, 5);
-            record_ray_cast(cmd, im.tree(),
-                            {im.rays.handle(), im.hits.handle(), im.status.handle(),
-                             im.traversal()},
-                            r);
+            record_ray_cast(
+                cmd, im.tree(),
+                {im.rays.handle(), im.hits.handle(), im.status.handle(), im.traversal()}, r);
             compute_barrier(cmd);
             im.timestamps.write(cmd, 6);
         });

@@ -135,8 +135,8 @@ enum class CodeKind { morton30, morton63, hilbert30 };
 struct LbvhOptions {
     CodeKind code = CodeKind::morton30;
     /// Adaptive codes (morton30 and hilbert30; lbvh::refine_codes in the CPU twin): when the
-    /// first sort leaves a run of gpu_layout::kRefineRun or more equal codes (a dense cluster that one
-    /// grid over far-spread centroids puts into a few cells), every box gets a second code in
+    /// first sort leaves a run of gpu_layout::kRefineRun or more equal codes (a dense cluster that
+    /// one grid over far-spread centroids puts into a few cells), every box gets a second code in
     /// its run's own centroid bounds and the 64-bit keys are sorted again, so that the
     /// hierarchy splits such runs by position instead of by index. Decided on the GPU: a scene
     /// without long runs pays one pass over the codes and launches of empty sort passes.

@@ -64,8 +64,8 @@ BP_CONST kTraversalBudget = 4096u;
 BP_CONST kTraversalRounds = 16u;
 BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
 // TraversalStatus flags.
-BP_CONST kTraversalIncomplete = 1u;     // work was left in the queue after the last round
-BP_CONST kTraversalQueueOverflow = 2u;  // a round produced more items than the queue holds
+BP_CONST kTraversalIncomplete = 1u;         // work was left in the queue after the last round
+BP_CONST kTraversalQueueOverflow = 2u;      // a round produced more items than the queue holds
 BP_CONST kTraversalCandidateOverflow = 4u;  // ray casts: more candidates than the queue holds
 // traversal_args.comp push constant `flags`: finish (status words) instead of a round's args.
 BP_CONST kTraversalFinish = 1u;
