@@ -165,25 +165,10 @@ TEST(Octree, Test11_NearestReplacesOutputAndHandlesLargeK) {
 // and rounded once (it was a nextafter loop over ~2^31 floats). Alone, with -FLT_MAX..FLT_MAX,
 // and among ordinary boxes, everything still matches brute force.
 TEST(Octree, Test12_HugeFiniteBoxesHaveABoundedRoot) {
-    constexpr float kMax = std::numeric_limits<float>::max();
-    const Box wide{{-3e38f, -3e38f, -3e38f}, {1e31f, 1e31f, 1e31f}};
-    for (const std::vector<Box>& boxes :
-         {std::vector<Box>{wide}, std::vector<Box>{Box{{-kMax, -kMax, -kMax}, {kMax, kMax, kMax}}},
-          std::vector<Box>{wide, Box{{0, 0, 0}, {1, 1, 1}}, Box{{kMax, 0, 0}, {kMax, 0, 0}}}}) {
-        Octree tree;
-        // Pairs and region queries only: rays at these magnitudes overflow the slab test.
-        ASSERT_TRUE(tree.build(boxes).ok());
-        ASSERT_TRUE(tree.validate().ok());
-        EXPECT_EQ(sorted_pairs(tree), testing::brute_pairs(boxes));
-        for (const Box& region : boxes) {
-            std::vector<std::uint32_t> have;
-            tree.query_box(region, have);
-            std::size_t want = 0;
-            for (const Box& b : boxes) want += overlaps(region, b);
-            EXPECT_EQ(have.size(), want);
-        }
+    check_huge_finite_boxes<Octree>([](const Octree& tree) {
         EXPECT_LE(tree.nodes().size(), 1u + 8u * tree.config().max_depth);
-    }
+    });
+    const Box wide{{-3e38f, -3e38f, -3e38f}, {1e31f, 1e31f, 1e31f}};
     std::vector<Box> boxes = generate_scene("uniform", 2000)->boxes;
     boxes[1000] = wide;
     Octree tree;

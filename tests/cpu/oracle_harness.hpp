@@ -601,4 +601,58 @@ inline std::map<std::uint32_t, Box> run_dynamic_sequence(Structure& s, const Seq
     return live;
 }
 
+// Work per query (nodes and leaves visited plus box tests, from QueryStats), averaged over
+// `count` queries of each kind taken from the scene itself: its boxes as regions, their centres
+// as points, rays from the centres in random directions with an unbounded reach (tmax 1e30) and
+// the 8 nearest of the centres. Builds `s` over `boxes` first. `nearest_ok`: every k-nearest
+// call succeeded (structures without k-nearest report unsupported).
+struct QueryCost {
+    double box = 0, point = 0, ray = 0, nearest = 0;
+    bool nearest_ok = true;
+};
+
+inline QueryCost query_cost(Structure& s, std::span<const Box> boxes, int count = 500) {
+    QueryCost cost;
+    const bool built = s.build(boxes).ok();
+    EXPECT_TRUE(built);
+    if (!built || boxes.empty()) return cost;
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<std::size_t> pick(0, boxes.size() - 1);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    const auto centre = [](const Box& b) {  // halves first: no overflow near the float limits
+        return Vec3{0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
+                    0.5f * b.min.z + 0.5f * b.max.z};
+    };
+    const auto work = [&s, count] {
+        const QueryStats& st = s.stats();
+        return double(st.nodes_visited + st.leaves_visited + st.box_tests) / count;
+    };
+    std::vector<std::uint32_t> ids;
+    std::vector<Neighbor> near;
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        ids.clear();
+        s.query_box(boxes[pick(rng)], ids);
+    }
+    cost.box = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        ids.clear();
+        s.query_point(centre(boxes[pick(rng)]), ids);
+    }
+    cost.point = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        const Vec3 o = centre(boxes[pick(rng)]);
+        (void)s.ray_cast(Ray{o, Vec3{unit(rng), unit(rng), unit(rng)}, 1e30f});
+    }
+    cost.ray = work();
+    s.reset_stats();
+    for (int i = 0; i < count; ++i) {
+        if (!s.nearest(centre(boxes[pick(rng)]), 8, near).ok()) cost.nearest_ok = false;
+    }
+    cost.nearest = work();
+    return cost;
+}
+
 }  // namespace broadphase::testing

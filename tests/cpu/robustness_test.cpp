@@ -21,9 +21,13 @@
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase {
 namespace {
+
+using testing::query_cost;
+using testing::QueryCost;
 
 constexpr std::size_t kBoxes = 4096;
 /// Allowed cost per box against uniform's.
@@ -186,58 +190,12 @@ TEST_P(CostOnEveryScene, SelfPairsCostStaysNearUniform) {
     }
 }
 
-// Query costs: (nodes + leaves + box tests) per query, for box queries (the scene's own boxes),
-// point picks (their centres), closest-hit rays from their centres in random directions with
-// an unbounded reach (tmax 1e30) and 8 nearest neighbours of their centres.
-struct QueryCost {
-    double box = 0, point = 0, ray = 0, nearest = 0;
-};
-
-QueryCost query_cost(const std::string& method, const std::vector<Box>& boxes) {
+// Query costs per query (testing::query_cost: box, point, unbounded ray, 8 nearest).
+QueryCost method_query_cost(const std::string& method, const std::vector<Box>& boxes) {
     auto made = make_structure(method);
     EXPECT_TRUE(made.ok());
     if (!made.ok()) return {};
-    Structure& s = **made;
-    EXPECT_TRUE(s.build(boxes));
-    constexpr std::size_t kQueries = 500;
-    std::mt19937 engine(21);
-    std::uniform_int_distribution<std::size_t> pick(0, boxes.size() - 1);
-    std::uniform_real_distribution<float> dir(-1.0f, 1.0f);
-    auto centre = [](const Box& b) {
-        return Vec3{b.min.x * 0.5f + b.max.x * 0.5f, b.min.y * 0.5f + b.max.y * 0.5f,
-                    b.min.z * 0.5f + b.max.z * 0.5f};
-    };
-    auto per_query = [&] {
-        const QueryStats& st = s.stats();
-        return double(st.nodes_visited + st.leaves_visited + st.box_tests) / kQueries;
-    };
-    QueryCost c;
-    std::vector<std::uint32_t> ids;
-    std::vector<Neighbor> near;
-    s.reset_stats();
-    for (std::size_t q = 0; q < kQueries; ++q) {
-        ids.clear();
-        s.query_box(boxes[pick(engine)], ids);
-    }
-    c.box = per_query();
-    s.reset_stats();
-    for (std::size_t q = 0; q < kQueries; ++q) {
-        ids.clear();
-        s.query_point(centre(boxes[pick(engine)]), ids);
-    }
-    c.point = per_query();
-    s.reset_stats();
-    for (std::size_t q = 0; q < kQueries; ++q) {
-        const Ray ray{centre(boxes[pick(engine)]), {dir(engine), dir(engine), dir(engine)}, 1e30f};
-        (void)s.ray_cast(ray);
-    }
-    c.ray = per_query();
-    s.reset_stats();
-    for (std::size_t q = 0; q < kQueries; ++q) {
-        (void)s.nearest(centre(boxes[pick(engine)]), 8, near);
-    }
-    c.nearest = per_query();
-    return c;
+    return query_cost(**made, boxes);
 }
 
 class QueryCostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
@@ -247,14 +205,15 @@ class QueryCostOnEveryScene : public ::testing::TestWithParam<std::string_view> 
 TEST_P(QueryCostOnEveryScene, QueriesCostStaysNearUniform) {
     constexpr double kQuerySlack = 8.0;
     const std::string method(GetParam());
-    const QueryCost base = query_cost(method, uniform_boxes());
+    const QueryCost base = method_query_cost(method, uniform_boxes());
     for (const Scenario& scenario : scenarios()) {
         SCOPED_TRACE(scenario.name);
-        const QueryCost cost = query_cost(method, scenario.boxes);
-        std::printf("  %-18s %-13s box %8.1f (%7.1f)  point %8.1f (%7.1f)  ray %8.1f (%7.1f)  "
-                    "nearest %8.1f (%7.1f)\n",
-                    method.c_str(), scenario.name.c_str(), cost.box, base.box, cost.point,
-                    base.point, cost.ray, base.ray, cost.nearest, base.nearest);
+        const QueryCost cost = method_query_cost(method, scenario.boxes);
+        std::printf(
+            "  %-18s %-13s box %8.1f (%7.1f)  point %8.1f (%7.1f)  ray %8.1f (%7.1f)  "
+            "nearest %8.1f (%7.1f)\n",
+            method.c_str(), scenario.name.c_str(), cost.box, base.box, cost.point, base.point,
+            cost.ray, base.ray, cost.nearest, base.nearest);
         const double factor = allowed_factor(method, scenario.name);
         EXPECT_LE(cost.box, factor * base.box + kQuerySlack) << method << ": box queries";
         EXPECT_LE(cost.point, factor * base.point + kQuerySlack) << method << ": point picks";

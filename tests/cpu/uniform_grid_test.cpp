@@ -462,45 +462,10 @@ TEST(UniformGrid, Scenario16_OnlyCrowdingClassesGetFinerCells) {
 // direction, its 8 nearest). Multiscale spreads dense clusters of three sizes over 1e4 (the
 // fine levels span 1e6 cells, mostly empty); degenerate puts a group 1e6 away, where a ray's
 // rounding margin spans many fine cells. Each kind must stay within 8x of uniform's.
-struct QueryCosts {
-    double box = 0, point = 0, ray = 0, nearest = 0;
-};
-
-QueryCosts query_costs(const std::vector<Box>& boxes) {
+testing::QueryCost grid_query_cost(std::span<const Box> boxes) {
     UniformGrid grid;
-    EXPECT_TRUE(grid.build(boxes).ok());
-    constexpr int kQueries = 300;
-    std::mt19937 rng(3);
-    std::uniform_int_distribution<std::size_t> pick(0, boxes.size() - 1);
-    std::uniform_real_distribution<float> u(-1, 1);
-    const auto cost = [&] {
-        const auto& st = grid.stats();
-        return double(st.nodes_visited + st.leaves_visited + st.box_tests) / kQueries;
-    };
-    const auto centroid = [](const Box& b) {
-        return Vec3{(b.min.x + b.max.x) * 0.5f, (b.min.y + b.max.y) * 0.5f,
-                    (b.min.z + b.max.z) * 0.5f};
-    };
-    QueryCosts c;
-    std::vector<std::uint32_t> out;
-    std::vector<Neighbor> near;
-    grid.reset_stats();
-    for (int i = 0; i < kQueries; ++i) grid.query_box(boxes[pick(rng)], out);
-    c.box = cost();
-    grid.reset_stats();
-    for (int i = 0; i < kQueries; ++i) grid.query_point(centroid(boxes[pick(rng)]), out);
-    c.point = cost();
-    grid.reset_stats();
-    for (int i = 0; i < kQueries; ++i) {
-        const Vec3 p = centroid(boxes[pick(rng)]);
-        (void)grid.ray_cast(Ray{p, {u(rng), u(rng), u(rng)}, 1e30f});
-    }
-    c.ray = cost();
-    grid.reset_stats();
-    for (int i = 0; i < kQueries; ++i) {
-        EXPECT_TRUE(grid.nearest(centroid(boxes[pick(rng)]), 8, near).ok());
-    }
-    c.nearest = cost();
+    const testing::QueryCost c = testing::query_cost(grid, boxes, 300);
+    EXPECT_TRUE(c.nearest_ok);
     return c;
 }
 
@@ -509,12 +474,12 @@ TEST(UniformGrid, Scenario17_QueryCostWithinAFactorOfUniform) {
     constexpr double kFactor = 8;
     auto uniform = generate_scene("uniform", kCount);
     ASSERT_TRUE(uniform.ok());
-    const QueryCosts base = query_costs(uniform->boxes);
+    const testing::QueryCost base = grid_query_cost(uniform->boxes);
     for (const char* name : {"multiscale", "degenerate", "clustered", "level", "mixed_sizes"}) {
         SCOPED_TRACE(name);
         auto scene = generate_scene(name, kCount);
         ASSERT_TRUE(scene.ok());
-        const QueryCosts c = query_costs(scene->boxes);
+        const testing::QueryCost c = grid_query_cost(scene->boxes);
         EXPECT_LT(c.box, kFactor * base.box);
         EXPECT_LT(c.point, kFactor * base.point);
         EXPECT_LT(c.ray, kFactor * base.ray);
