@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   cmake g++ make            # build
   libgtest-dev              # tests
+  libcli11-dev              # the tool's and examples' command-line parser
+  libpng-dev zlib1g-dev     # compressed PNG plots (tools/plot.cpp)
   libvulkan-dev             # Vulkan loader and headers
   glslc                     # GLSL -> SPIR-V at build time (shaderc)
   mesa-vulkan-drivers       # lavapipe: a conformant Vulkan 1.3 device on the CPU
