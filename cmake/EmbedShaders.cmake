@@ -2,7 +2,7 @@
 # as uint32_t arrays (no shader file is read at run time). Each shader NAME.comp becomes
 # `broadphase::shaders::NAME` (a std::span<const uint32_t>) declared in shaders.hpp.
 function(broadphase_embed_shaders out_var)
-  set(gen_dir ${CMAKE_BINARY_DIR}/shaders)
+  set(gen_dir ${PROJECT_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${gen_dir})
   set(sources "")
   set(decls "")
@@ -13,7 +13,7 @@ function(broadphase_embed_shaders out_var)
     add_custom_command(
       OUTPUT ${spv_inc}
       COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num
-              -I ${CMAKE_SOURCE_DIR}/include/broadphase -I ${CMAKE_SOURCE_DIR}/shaders
+              -I ${PROJECT_SOURCE_DIR}/include/broadphase -I ${PROJECT_SOURCE_DIR}/shaders
               -MD -MF ${spv_inc}.d -o ${spv_inc} ${shader}
       DEPENDS ${shader}
       DEPFILE ${spv_inc}.d

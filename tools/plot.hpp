@@ -1,6 +1,6 @@
 // Minimal raster output for the tool: an RGB image, lines and 5x7 bitmap text, a PNG writer
-// (uncompressed deflate blocks, CRC-32 and Adler-32 per RFC 1950/1951/2083), and a log-log
-// line plot of series (time against N, as in seed 004's benchmark figures).
+// (libpng, compressed), and a log-log line plot of series (time against N, the form of the
+// benchmark figures in the broadphase articles this library follows).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ struct Image {
     static int text_width(const std::string& s, int scale = 1) { return int(s.size()) * 6 * scale; }
 };
 
-/// Encodes the image as PNG bytes.
+/// Encodes the image as compressed PNG bytes (empty if libpng fails).
 std::vector<std::uint8_t> encode_png(const Image& image);
 /// Writes the image as a PNG file; io_error naming the path on failure.
 Status write_png(const std::string& path, const Image& image);
