@@ -119,14 +119,13 @@ int type_rank(VkPhysicalDeviceType type) {
     }
 }
 
-bool has_extension(VkPhysicalDevice physical, const char* name) {
-    std::uint32_t count = 0;
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> props(count);
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, props.data());
-    return std::any_of(props.begin(), props.end(), [&](const VkExtensionProperties& p) {
-        return std::strcmp(p.extensionName, name) == 0;
-    });
+std::string version_text(std::uint32_t version) {
+    return std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
+           std::to_string(VK_API_VERSION_MINOR(version));
+}
+
+bool contains(const std::vector<std::string>& names, const char* name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
@@ -143,6 +142,95 @@ std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
     }
     return any;
 }
+
+}  // namespace
+
+std::span<const char* const> required_device_extensions() {
+    static const char* const extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    return extensions;
+}
+
+DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_version) {
+    DeviceFacts facts;
+    facts.instance_version = instance_version;
+    vkGetPhysicalDeviceProperties(physical, &facts.properties);
+    std::uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
+    facts.families.resize(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, facts.families.data());
+    count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    for (const VkExtensionProperties& e : extensions)
+        facts.supported_extensions.emplace_back(e.extensionName);
+    return facts;
+}
+
+std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
+    std::vector<std::string> missing;
+    constexpr std::uint32_t kNeeded = VK_API_VERSION_1_2;
+    if (facts.instance_version == 0)
+        missing.push_back(
+            "the instance's API version is unknown: set ExternalDevice::api_version to the "
+            "VkApplicationInfo::apiVersion the instance was created with (1.2 or later)");
+    else if (facts.instance_version < kNeeded)
+        missing.push_back("the instance was created for Vulkan " +
+                          version_text(facts.instance_version) +
+                          " (VkApplicationInfo::apiVersion); Vulkan 1.2 is needed");
+    if (facts.properties.apiVersion < kNeeded)
+        missing.push_back("the device supports Vulkan " +
+                          version_text(facts.properties.apiVersion) +
+                          " only; Vulkan 1.2 is needed");
+    for (const char* name : required_device_extensions()) {
+        const bool supported = contains(facts.supported_extensions, name);
+        if (facts.enabled_extensions && !contains(*facts.enabled_extensions, name))
+            missing.push_back(std::string(name) +
+                              " is not enabled on the device (list it in "
+                              "VkDeviceCreateInfo::ppEnabledExtensionNames and in "
+                              "ExternalDevice::enabled_extensions)" +
+                              (supported ? "" : ", and the device does not support it"));
+        else if (!supported)
+            missing.push_back(std::string(name) + " is not supported by the device");
+    }
+    // Every kernel runs kWorkgroupSize invocations; radix_scatter.comp holds the most shared
+    // memory: kSortBuckets counters per invocation, the digit bases and the scan's two rows.
+    const VkPhysicalDeviceLimits& limits = facts.properties.limits;
+    constexpr std::uint32_t kSharedBytes =
+        (gpu_layout::kSortBuckets * gpu_layout::kWorkgroupSize + gpu_layout::kSortBuckets +
+         2 * gpu_layout::kWorkgroupSize) *
+        4;
+    if (limits.maxComputeWorkGroupInvocations < gpu_layout::kWorkgroupSize ||
+        limits.maxComputeWorkGroupSize[0] < gpu_layout::kWorkgroupSize)
+        missing.push_back("compute workgroups of " + std::to_string(gpu_layout::kWorkgroupSize) +
+                          " invocations are needed (maxComputeWorkGroupInvocations " +
+                          std::to_string(limits.maxComputeWorkGroupInvocations) +
+                          ", maxComputeWorkGroupSize[0] " +
+                          std::to_string(limits.maxComputeWorkGroupSize[0]) + ")");
+    if (limits.maxComputeSharedMemorySize < kSharedBytes)
+        missing.push_back(
+            std::to_string(kSharedBytes) +
+            " bytes of compute shared memory are needed (maxComputeSharedMemorySize " +
+            std::to_string(limits.maxComputeSharedMemorySize) + ")");
+    const auto families = static_cast<std::uint32_t>(facts.families.size());
+    if (facts.queue_family) {
+        const std::uint32_t family = *facts.queue_family;
+        if (family >= families)
+            missing.push_back("queue family " + std::to_string(family) +
+                              " does not exist (the device has " + std::to_string(families) + ")");
+        else if (!(facts.families[family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+            missing.push_back("queue family " + std::to_string(family) +
+                              " has no compute (VK_QUEUE_COMPUTE_BIT)");
+    } else if (std::none_of(facts.families.begin(), facts.families.end(),
+                            [](const VkQueueFamilyProperties& f) {
+                                return (f.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
+                            })) {
+        missing.push_back("no queue family has compute (VK_QUEUE_COMPUTE_BIT)");
+    }
+    return missing;
+}
+
+namespace {
 
 // Reads the device's properties into `info`.
 void fill_info(Context::Impl& impl) {
@@ -161,6 +249,9 @@ void fill_info(Context::Impl& impl) {
     info.api_version = props.properties.apiVersion;
     info.subgroup_size = subgroup.subgroupSize;
     info.max_storage_buffer_range = props.properties.limits.maxStorageBufferRange;
+    info.min_storage_buffer_offset_alignment =
+        props.properties.limits.minStorageBufferOffsetAlignment;
+    info.range_alignment = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
     info.max_workgroup_count_x = props.properties.limits.maxComputeWorkGroupCount[0];
     std::uint32_t count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(impl.physical, &count, nullptr);
@@ -277,16 +368,17 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
                      {},
                      {}};
 
-    // Only devices that can run us: Vulkan 1.2, push descriptors, a compute queue.
+    // Only devices that can run us (missing_requirements: Vulkan 1.2, push descriptors, the
+    // compute limits, a compute queue).
     std::vector<std::string> names;
-    std::vector<bool> usable;
+    std::vector<std::string> lacks;
     for (VkPhysicalDevice p : physicals) {
-        VkPhysicalDeviceProperties props;
-        vkGetPhysicalDeviceProperties(p, &props);
-        names.push_back(props.deviceName);
-        usable.push_back(props.apiVersion >= VK_API_VERSION_1_2 &&
-                         has_extension(p, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
-                         compute_family(p).has_value());
+        const DeviceFacts facts = device_facts(p, app.apiVersion);
+        names.push_back(facts.properties.deviceName);
+        std::string text;
+        for (const std::string& m : missing_requirements(facts))
+            text += (text.empty() ? "" : "; ") + m;
+        lacks.push_back(text);
     }
     std::string wanted = options.device;
     if (wanted.empty() && std::getenv("BROADPHASE_DEVICE"))
@@ -309,26 +401,27 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
                          "no Vulkan device matches '" + wanted + "' (devices: " + list + ")",
                          {},
                          {}};
-        if (!usable[*chosen])
+        if (!lacks[*chosen].empty())
             return Error{ErrorCode::unsupported,
-                         "device '" + names[*chosen] +
-                             "' lacks Vulkan 1.2, VK_KHR_push_descriptor or a compute queue",
+                         "device '" + names[*chosen] + "' cannot be used: " + lacks[*chosen],
                          {},
                          {}};
     } else {
         int best = 1 << 30;
         for (std::size_t i = 0; i < physicals.size(); ++i) {
-            if (!usable[i]) continue;
+            if (!lacks[i].empty()) continue;
             VkPhysicalDeviceProperties props;
             vkGetPhysicalDeviceProperties(physicals[i], &props);
             int rank = type_rank(props.deviceType);
             if (rank < best) best = rank, chosen = i;
         }
-        if (!chosen)
-            return Error{ErrorCode::unsupported,
-                         "no Vulkan device with Vulkan 1.2, VK_KHR_push_descriptor and compute",
-                         {},
-                         {}};
+        if (!chosen) {
+            std::string report;
+            for (std::size_t i = 0; i < names.size(); ++i)
+                report += (i ? "; " : "") + names[i] + ": " + lacks[i];
+            return Error{
+                ErrorCode::unsupported, "no usable Vulkan device (" + report + ")", {}, {}};
+        }
     }
     impl->physical = physicals[*chosen];
     impl->queue_family = *compute_family(impl->physical);
@@ -338,12 +431,12 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     queue_info.queueFamilyIndex = impl->queue_family;
     queue_info.queueCount = 1;
     queue_info.pQueuePriorities = &priority;
-    const char* device_extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    const std::span<const char* const> device_extensions = required_device_extensions();
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
-    device_info.enabledExtensionCount = 1;
-    device_info.ppEnabledExtensionNames = device_extensions;
+    device_info.enabledExtensionCount = static_cast<std::uint32_t>(device_extensions.size());
+    device_info.ppEnabledExtensionNames = device_extensions.data();
     BP_VK_TRY(vkCreateDevice(impl->physical, &device_info, nullptr, &impl->device),
               "vkCreateDevice");
     vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
@@ -360,6 +453,21 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
                      "ExternalDevice needs instance, physical_device, device and queue",
                      {},
                      {}};
+    // Checked with Vulkan 1.0 calls before anything newer is called on the caller's handles.
+    DeviceFacts facts = device_facts(external.physical_device, external.api_version);
+    facts.queue_family = external.queue_family;
+    facts.enabled_extensions.emplace();
+    for (const char* name : external.enabled_extensions)
+        if (name) facts.enabled_extensions->emplace_back(name);
+    const std::vector<std::string> missing = missing_requirements(facts);
+    if (!missing.empty()) {
+        std::string message = "Context::adopt: device '" +
+                              std::string(facts.properties.deviceName) + "' cannot be adopted: ";
+        for (std::size_t i = 0; i < missing.size(); ++i) message += (i ? "; " : "") + missing[i];
+        const bool caller_input = external.api_version == 0;
+        return Error{
+            caller_input ? ErrorCode::invalid_argument : ErrorCode::unsupported, message, {}, {}};
+    }
     auto impl = std::make_unique<Impl>();
     impl->owns = false;
     impl->instance = external.instance;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "broadphase/gpu.hpp"
 
@@ -26,6 +28,32 @@ struct Context::Impl {
 
     ~Impl();
 };
+
+/// What the library needs of a device, as Context::create and Context::adopt check it: the
+/// device's properties and queue families, its supported extensions, and for adopt what the
+/// caller says the instance and device were created with.
+struct DeviceFacts {
+    /// VkApplicationInfo::apiVersion of the instance; 0 when unknown.
+    std::uint32_t instance_version = 0;
+    VkPhysicalDeviceProperties properties{};
+    std::vector<VkQueueFamilyProperties> families;
+    std::vector<std::string> supported_extensions;
+    /// adopt: the extensions the device was created with (create enables them itself).
+    std::optional<std::vector<std::string>> enabled_extensions;
+    /// adopt: the caller's queue family (create picks any family with compute).
+    std::optional<std::uint32_t> queue_family;
+};
+
+/// The device extensions the library needs (VK_KHR_push_descriptor).
+std::span<const char* const> required_device_extensions();
+
+/// Reads a physical device's facts with Vulkan 1.0 calls only (safe on any instance).
+DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_version);
+
+/// Everything the facts lack, one line each (empty when the device can be used): Vulkan 1.2
+/// for the instance and the device, the extensions (supported, and enabled when adopting), the
+/// compute limits the kernels rely on, and a compute queue family. Timestamps are optional.
+std::vector<std::string> missing_requirements(const DeviceFacts& facts);
 
 /// Text for a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY").
 const char* vk_result_name(VkResult result);

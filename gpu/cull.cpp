@@ -10,6 +10,7 @@
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
 #include "radix_sort.hpp"
+#include "range_check.hpp"
 #include "shaders.hpp"
 
 namespace broadphase::gpu {
@@ -28,7 +29,7 @@ struct ScratchLayout {
     VkDeviceSize size = 0;
 };
 
-ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n) {
+ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n) {
     Arena arena(scratch);
     ScratchLayout s;
     s.params = arena.take(sizeof(CullParams));
@@ -161,14 +162,26 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     return std::unique_ptr<Culler>(new Culler(std::move(impl)));
 }
 
-VkDeviceSize Culler::scratch_size(std::uint32_t n) {
-    return scratch_layout(VK_NULL_HANDLE, n).size;
+VkDeviceSize Culler::scratch_size(std::uint32_t n) const {
+    return scratch_layout({}, n).size;
 }
 
-void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint32_t n,
-                    const Frustum& frustum, CullOrder order, VkBuffer scratch,
-                    const CullOutput& out, VkQueryPool pool, std::uint32_t first_query) {
+Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                      CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                      VkQueryPool pool, std::uint32_t first_query) {
     Impl& im = *impl_;
+    const std::uint32_t n = tree.n;
+    const VkDeviceSize cap = out.capacity;
+    const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
+    const VkDeviceSize command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
+    if (Status st = check_ranges(im.context->impl(), "Culler::record",
+                                 {{"nodes", tree.nodes, nodes_bytes(n)},
+                                  {"scratch", scratch, scratch_size(n), false},
+                                  {"visible_ids", out.visible_ids, id_bytes},
+                                  {"draw_commands", out.draw_commands, command_bytes},
+                                  {"draw_count", out.draw_count, 8}});
+        !st)
+        return st;
     ScratchLayout s = scratch_layout(scratch, n);
     CullParams params{};
     for (int i = 0; i < 6; ++i) {
@@ -179,14 +192,14 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
     std::uint32_t vertex_offset = 0;
     std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
-    vkCmdUpdateBuffer(cmd, scratch, s.params.offset, sizeof(params), &params);
+    vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     const bool exact = order == CullOrder::exact;
     if (n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
     compute_barrier(cmd);
     timestamp(cmd, pool, first_query + 0);
 
     const std::uint32_t chunks = chunk_count(n);
-    BufferRange nodes{tree.nodes, 0, nodes_bytes(n)};
+    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
     PushConstants pc{};
     pc.count = n;
     pc.tiles = chunks;
@@ -216,17 +229,13 @@ void Culler::record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint
     }
     timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
-    const VkDeviceSize cap = out.capacity;
     im.emit.dispatch(
         cmd,
-        {s.params,
-         s.offsets,
-         s.values,
-         {out.visible_ids, 0, std::max<VkDeviceSize>(cap * 4, 4)},
-         {out.draw_commands, 0, std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4)},
-         {out.draw_count, 0, 8}},
+        {s.params, s.offsets, s.values, first_bytes(out.visible_ids, id_bytes),
+         first_bytes(out.draw_commands, command_bytes), first_bytes(out.draw_count, 8)},
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
     timestamp(cmd, pool, first_query + 4);
+    return {};
 }
 
 Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
@@ -254,9 +263,8 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
                          {},
                          {}};
     }
-    LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton30);
-    if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)); !s)
-        return s.error();
+    const LbvhRequirements req = im.lbvh->requirements(n);
+    if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(req.boxes, 4)); !s) return s.error();
     if (Status s = im.ensure(im.nodes, req.nodes); !s) return s.error();
     if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s.error();
     if (Status s = im.ensure(im.scratch, scratch_size(n)); !s) return s.error();
@@ -267,23 +275,25 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
         if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s)
             return s.error();
     }
-    LbvhBuildBuffers tree{im.boxes.handle(), im.nodes.handle(), im.build_scratch.handle()};
+    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
     bool first = true;
     std::uint32_t counts[2] = {0, 0};
     while (true) {
-        CullOutput out{im.ids.handle(), im.commands.handle(), im.count.handle(), im.capacity};
+        CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
+        Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
             if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kHelperQueries);
             if (first) {
-                im.lbvh->record_build(cmd, tree, n, im.queries, 0);
+                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.queries, 0))) return;
                 compute_barrier(cmd);
             }
-            record(cmd, tree, n, frustum, order, im.scratch.handle(), out, im.queries,
-                   kBuildQueries);
+            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
+                              im.queries, kBuildQueries);
             compute_barrier(cmd);
         });
         if (!s) return s.error();
+        if (!recorded) return recorded.error();
         im.read_times(first);
         first = false;
         if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();

@@ -12,14 +12,6 @@
 
 namespace broadphase::gpu {
 
-/// A slice of a buffer bound to one storage binding. size 0 means "to the end" is NOT allowed:
-/// ranges are always explicit so that they respect maxStorageBufferRange.
-struct BufferRange {
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceSize offset = 0;
-    VkDeviceSize size = 0;
-};
-
 /// Makes the dispatches recorded through it conditional on a decision taken on the GPU, so that
 /// a command buffer can hold both paths of a branch without the host in between. In `capture`
 /// mode a dispatch runs directly and its (x, y, 1) group counts are appended to `counts`; in
@@ -78,13 +70,17 @@ constexpr std::uint64_t align_up(std::uint64_t a, std::uint64_t b) {
     return div_up(a, b) * b;
 }
 
-/// Carves consecutive aligned ranges out of one buffer (e.g. a scratch buffer).
+/// Carves consecutive ranges out of one range (e.g. a scratch range). Each starts 256 bytes
+/// after an aligned one (256 is the largest minStorageBufferOffsetAlignment Vulkan allows), so
+/// every range taken from an aligned base is aligned; used() is relative to the base.
 class Arena {
 public:
     static constexpr VkDeviceSize kAlignment = 256;
-    explicit Arena(VkBuffer buffer = VK_NULL_HANDLE) : buffer_(buffer) {}
+    explicit Arena(VkBuffer buffer = VK_NULL_HANDLE, VkDeviceSize base = 0)
+        : buffer_(buffer), base_(base) {}
+    explicit Arena(const BufferRange& base) : buffer_(base.buffer), base_(base.offset) {}
     BufferRange take(VkDeviceSize size) {
-        BufferRange r{buffer_, offset_, std::max<VkDeviceSize>(size, 4)};
+        BufferRange r{buffer_, base_ + offset_, std::max<VkDeviceSize>(size, 4)};
         offset_ = align_up(offset_ + r.size, kAlignment);
         return r;
     }
@@ -92,6 +88,7 @@ public:
 
 private:
     VkBuffer buffer_;
+    VkDeviceSize base_;
     VkDeviceSize offset_ = 0;
 };
 

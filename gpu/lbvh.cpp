@@ -7,6 +7,7 @@
 #include "broadphase/scene.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
+#include "range_check.hpp"
 #include "shaders.hpp"
 #include "traversal.hpp"
 
@@ -39,10 +40,12 @@ struct ScratchLayout {
     VkDeviceSize size = 0;
 };
 
-ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
+ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKind code,
+                             bool refine) {
     Arena arena(scratch);
     ScratchLayout s;
-    VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * (refinable(code) ? 2 : key_words(code));
+    const bool refined = refinable(code) && refine;
+    VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * (refined ? 2 : key_words(code));
     s.bounds = arena.take(sizeof(GpuBounds));
     s.keys = arena.take(key_bytes);
     s.values = arena.take(n * 4ull);
@@ -50,7 +53,7 @@ ScratchLayout scratch_layout(VkBuffer scratch, std::uint32_t n, CodeKind code) {
     s.values_tmp = arena.take(n * 4ull);
     s.flags = arena.take(std::max<std::uint32_t>(n, 1) * 4ull);
     s.sort = arena.take(RadixSort::scratch_size(n));
-    if (refinable(code)) {
+    if (refined) {
         s.run_bounds = arena.take(n * 24ull);
         s.refine = arena.take(4);
         s.refine_args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
@@ -122,10 +125,10 @@ struct Lbvh::Impl {
         if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
         if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
         if (Status s = check_range(n * 24ull, "the run bounds buffer", n); !s) return s;
-        ScratchLayout layout = scratch_layout(VK_NULL_HANDLE, n, options.code);
-        if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
-        if (Status s = ensure(nodes, nodes_bytes(n)); !s) return s;
-        if (Status s = ensure(scratch, layout.size); !s) return s;
+        const LbvhRequirements req = requirements(n);
+        if (Status s = ensure(boxes, req.boxes); !s) return s;
+        if (Status s = ensure(nodes, req.nodes); !s) return s;
+        if (Status s = ensure(scratch, req.scratch); !s) return s;
         if (Status s = ensure(status, sizeof(TraversalStatus)); !s) return s;
         if (work_capacity == 0) {
             work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
@@ -135,9 +138,12 @@ struct Lbvh::Impl {
         return context->upload(boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
     }
 
-    LbvhBuildBuffers build_buffers() const {
-        return {boxes.handle(), nodes.handle(), scratch.handle()};
+    LbvhRequirements requirements(std::uint32_t n) const {
+        return {n * VkDeviceSize(sizeof(GpuBox)), nodes_bytes(n),
+                scratch_layout({}, n, options.code, options.refine).size};
     }
+
+    LbvhBuildBuffers build_buffers() const { return {whole(boxes), whole(nodes), whole(scratch)}; }
 
     void read_times(bool with_pairs) {
         times = {};
@@ -203,20 +209,33 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     return std::unique_ptr<Lbvh>(new Lbvh(std::move(impl)));
 }
 
-LbvhRequirements Lbvh::requirements(std::uint32_t n, CodeKind code) {
-    return {nodes_bytes(n), scratch_layout(VK_NULL_HANDLE, n, code).size};
+LbvhRequirements Lbvh::requirements(std::uint32_t n) const {
+    return impl_->requirements(n);
 }
 
 namespace {
 
-// Lbvh::record_build, optionally with its dispatches gated (DispatchGate).
-void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
-                         std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
-                         DispatchGate* gate) {
+// Lbvh::record_build, optionally with its dispatches gated (DispatchGate): checks the ranges,
+// then records.
+Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                           std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
+                           DispatchGate* gate) {
+    if (n >= (1u << 31))
+        return Error{ErrorCode::limit_exceeded,
+                     "Lbvh::record_build: at most 2^31 - 1 boxes per LBVH; nothing was recorded",
+                     {},
+                     {}};
+    const LbvhRequirements req = im.requirements(n);
+    if (Status st = check_ranges(im.context->impl(), "Lbvh::record_build",
+                                 {{"boxes", buffers.boxes, req.boxes},
+                                  {"nodes", buffers.nodes, req.nodes},
+                                  {"scratch", buffers.scratch, req.scratch, false}});
+        !st)
+        return st;
     CodeKind code = im.options.code;
-    ScratchLayout s = scratch_layout(buffers.scratch, n, code);
-    BufferRange boxes{buffers.boxes, 0, std::max<VkDeviceSize>(n * sizeof(GpuBox), 4)};
-    BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
+    ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine);
+    const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
+    const BufferRange nodes = first_bytes(buffers.nodes, req.nodes);
     auto groups = [](std::uint32_t count) {
         return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
     };
@@ -289,32 +308,42 @@ void record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n), gate);
     }
     timestamp(cmd, pool, first_query + 5);
+    return {};
 }
 
 }  // namespace
 
-void Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
-                        VkQueryPool pool, std::uint32_t first_query) {
-    record_build_stages(*impl_, cmd, buffers, n, pool, first_query, nullptr);
+Status Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                          VkQueryPool pool, std::uint32_t first_query) {
+    return record_build_stages(*impl_, cmd, buffers, n, pool, first_query, nullptr);
 }
 
-void record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
-                        std::uint32_t n, DispatchGate& gate) {
-    record_build_stages(lbvh.impl(), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
+Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                          std::uint32_t n, DispatchGate& gate) {
+    return record_build_stages(lbvh.impl(), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
 }
 
-void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
-                        const LbvhPairBuffers& out) {
-    const BufferRange status{out.status, 0, sizeof(TraversalStatus)};
+Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out) {
+    const std::uint32_t n = tree.n;
+    const VkDeviceSize pair_bytes = std::max<VkDeviceSize>(out.capacity * 8ull, 8);
+    const VkDeviceSize work_bytes = work_range_bytes(out.traversal);
+    if (Status st = check_ranges(impl_->context->impl(), "Lbvh::record_pairs",
+                                 {{"nodes", tree.nodes, nodes_bytes(n)},
+                                  {"pairs", out.pairs, pair_bytes},
+                                  {"status", out.status, sizeof(TraversalStatus)},
+                                  {"work", out.traversal.work, work_bytes}});
+        !st)
+        return st;
+    const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
     compute_barrier(cmd);
     PushConstants pc{};
     pc.count = n;
     pc.capacity = out.capacity;
     pc.tiles = out.traversal.capacity;
-    const BufferRange nodes{buffers.nodes, 0, nodes_bytes(n)};
-    const BufferRange pairs{out.pairs, 0, std::max<VkDeviceSize>(out.capacity * 8ull, 8)};
-    const BufferRange work = work_range(out.traversal);
+    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
+    const BufferRange work = first_bytes(out.traversal.work, work_bytes);
     impl_->rounds.record(
         cmd, status, out.traversal,
         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
@@ -325,6 +354,7 @@ void Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, st
             else
                 impl_->pairs.dispatch_indirect(c, {nodes, pairs, status, work}, pc, args);
         });
+    return {};
 }
 
 Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
@@ -343,19 +373,22 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     std::uint32_t rounds = kTraversalRounds;
     std::uint64_t found = 0;
     while (true) {
-        LbvhPairBuffers out{im.pair_buffer.handle(),
+        LbvhPairBuffers out{whole(im.pair_buffer),
                             im.pair_capacity,
-                            im.status.handle(),
-                            {im.work.handle(), im.work_capacity, rounds}};
+                            whole(im.status),
+                            {whole(im.work), im.work_capacity, rounds}};
+        Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
             if (first && im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
-            if (first) record_build(cmd, im.build_buffers(), n, im.queries, 0);
+            if (first && !(recorded = record_build(cmd, im.build_buffers(), n, im.queries, 0)))
+                return;
             compute_barrier(cmd);
-            record_pairs(cmd, im.build_buffers(), n, out);
+            if (!(recorded = record_pairs(cmd, {whole(im.nodes), n}, out))) return;
             if (first) timestamp(cmd, im.queries, kBuildQueries);
         });
         if (!s) return s.error();
+        if (!recorded) return recorded.error();
         if (first) im.read_times(true);
         first = false;
         TraversalStatus st{};
@@ -405,13 +438,15 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
     if (Status s = im.prepare(input); !s) return s.error();
     auto n = static_cast<std::uint32_t>(input.size());
     if (n == 0) return std::vector<LbvhNode>{};
+    Status recorded;
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
         compute_barrier(cmd);
         if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
-        record_build(cmd, im.build_buffers(), n, im.queries, 0);
+        recorded = record_build(cmd, im.build_buffers(), n, im.queries, 0);
         compute_barrier(cmd);
     });
     if (!s) return s.error();
+    if (!recorded) return recorded.error();
     im.read_times(false);
     std::vector<LbvhNode> nodes(2 * n - 1);
     if (Status d = im.context->download(im.nodes, nodes.data(), nodes.size() * sizeof(LbvhNode));
@@ -429,7 +464,7 @@ Result<bool> Lbvh::read_refined() {
     if (!refinable(im.options.code) || !im.options.refine || !im.scratch.handle()) return false;
     // The scratch was sized for the largest scene so far: find the word of the last one.
     std::uint32_t word = 0;
-    const ScratchLayout s = scratch_layout(VK_NULL_HANDLE, im.last_n, im.options.code);
+    const ScratchLayout s = scratch_layout({}, im.last_n, im.options.code, im.options.refine);
     if (Status d = im.context->download(im.scratch, &word, 4, s.refine.offset); !d)
         return d.error();
     return word != 0;

@@ -9,8 +9,8 @@ namespace broadphase::gpu {
 
 /// Lbvh::record_build with every dispatch captured or made indirect by `gate` (the transfer
 /// fills of the build's scratch are not gated: they touch scratch only). Nodes are written
-/// by gated dispatches alone.
-void record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
-                        std::uint32_t n, DispatchGate& gate);
+/// by gated dispatches alone. Checks the ranges as record_build does.
+Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                          std::uint32_t n, DispatchGate& gate);
 
 }  // namespace broadphase::gpu

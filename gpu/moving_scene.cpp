@@ -20,6 +20,7 @@
 #include "broadphase/scene.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
+#include "range_check.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
 
@@ -37,7 +38,8 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
     return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
 }
 
-BufferRange whole(const Buffer& b, VkDeviceSize size) {
+// The first `size` bytes (at least 4) of one of the scene's own buffers.
+BufferRange prefix(const Buffer& b, VkDeviceSize size) {
     return {b.handle(), 0, std::max<VkDeviceSize>(size, 4)};
 }
 
@@ -118,7 +120,7 @@ struct MovingScene::Impl {
     // at kReadbackHeader, then the lists).
     Buffer staging, readback;
     // The last recorded frame, for a repair after growing the pair buffers.
-    VkBuffer last_boxes = VK_NULL_HANDLE;
+    BufferRange last_boxes{};
     bool last_first = true;
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
@@ -161,8 +163,8 @@ struct MovingScene::Impl {
 
     VkDeviceSize max_pairs() const { return context->info().max_storage_buffer_range / 8; }
 
-    LbvhBuildBuffers build_buffers(VkBuffer box_buffer) const {
-        return {box_buffer, nodes.handle(), scratch.handle()};
+    LbvhBuildBuffers build_buffers(const BufferRange& box_range) const {
+        return {box_range, whole(nodes), whole(scratch)};
     }
 
     std::uint32_t cost_tiles() const {
@@ -198,7 +200,7 @@ struct MovingScene::Impl {
         PushConstants pc{};
         pc.count = n;
         pc.tiles = cost_tiles();
-        sah.dispatch(cmd, {whole(nodes, nodes_bytes(n)), whole(partials, (pc.tiles + 1) * 4ull)},
+        sah.dispatch(cmd, {prefix(nodes, nodes_bytes(n)), prefix(partials, (pc.tiles + 1) * 4ull)},
                      pc, pc.tiles, g);
     }
 
@@ -209,31 +211,32 @@ struct MovingScene::Impl {
         pc.flags = mode;
         pc.offset = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_ratio));
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
-        policy.dispatch(cmd,
-                        {whole(partials, (pc.tiles + 1) * 4ull), whole(status, sizeof(FrameStatus)),
-                         whole(args_on, table), whole(args, table)},
-                        pc, 1, g);
+        policy.dispatch(
+            cmd,
+            {prefix(partials, (pc.tiles + 1) * 4ull), prefix(status, sizeof(FrameStatus)),
+             prefix(args_on, table), prefix(args, table)},
+            pc, 1, g);
     }
 
     // The build, its cost and the commit of that cost as the new base; through `g` when given
     // (captured at reset, gated afterwards).
-    void record_rebuild(VkCommandBuffer cmd, VkBuffer box_buffer, DispatchGate* g) const {
-        if (g) {
-            record_gated_build(*lbvh, cmd, build_buffers(box_buffer), n, *g);
-        } else {
-            lbvh->record_build(cmd, build_buffers(box_buffer), n);
-        }
+    Status record_rebuild(VkCommandBuffer cmd, const BufferRange& box_range,
+                          DispatchGate* g) const {
+        Status built = g ? record_gated_build(*lbvh, cmd, build_buffers(box_range), n, *g)
+                         : lbvh->record_build(cmd, build_buffers(box_range), n);
+        if (!built) return built;
         compute_barrier(cmd);
-        if (n < 2) return;
+        if (n < 2) return {};
         record_sah(cmd, g);
         compute_barrier(cmd);
         record_policy(cmd, kPolicyCommit, g);
         compute_barrier(cmd);
+        return {};
     }
 
     // Range of a buffer's indirect dispatch arguments (kArgsSlots commands).
     static BufferRange args_range(const Buffer& b) {
-        return whole(b, kArgsSlots * sizeof(VkDispatchIndirectCommand));
+        return prefix(b, kArgsSlots * sizeof(VkDispatchIndirectCommand));
     }
     static BufferRange args_slot(const Buffer& b, std::uint32_t slot) {
         return {b.handle(), slot * sizeof(VkDispatchIndirectCommand),
@@ -245,10 +248,10 @@ struct MovingScene::Impl {
                          const Buffer& args) const {
         const VkDeviceSize c = capacity;
         SortBuffers sb{};
-        sb.keys = whole(keys_buffer, c * 8);
-        sb.keys_tmp = whole(keys_tmp, c * 8);
-        sb.scratch = whole(sort_scratch, RadixSort::scratch_size(capacity));
-        sb.count = whole(count, 4);
+        sb.keys = prefix(keys_buffer, c * 8);
+        sb.keys_tmp = prefix(keys_tmp, c * 8);
+        sb.scratch = prefix(sort_scratch, RadixSort::scratch_size(capacity));
+        sb.count = prefix(count, 4);
         sb.args = args_range(args);
         // Keys i << b | j with i < j < n take 2b bits.
         sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
@@ -262,46 +265,50 @@ struct MovingScene::Impl {
         const VkDeviceSize c = capacity;
         const Buffer& count = event_count[which];
         const Buffer& args = event_args[which];
-        fill(cmd, whole(count, 4), 0u);
+        fill(cmd, prefix(count, 4), 0u);
         compute_barrier(cmd);
         PushConstants pc{};
         pc.count = capacity;
         pc.capacity = capacity;
         diff_append.dispatch_indirect(
             cmd,
-            {whole(keys[a], c * 8), whole(keys[b], c * 8), whole(out, c * 8),
-             whole(pair_count[a], 4), whole(pair_count[b], 4), whole(count, 4)},
+            {prefix(keys[a], c * 8), prefix(keys[b], c * 8), prefix(out, c * 8),
+             prefix(pair_count[a], 4), prefix(pair_count[b], 4), prefix(count, 4)},
             pc, args_slot(pair_args[a], kArgsElements));
         compute_barrier(cmd);
-        sort.record_count_args(cmd, whole(count, 4), capacity, args_range(args));
+        sort.record_count_args(cmd, prefix(count, 4), capacity, args_range(args));
         record_key_sort(cmd, out, count, args);
         pc = {};
         pc.flags = which;
         pc.shift = pair_key_bits(n);
         unpack.dispatch_indirect(
-            cmd, {whole(out, c * 8), whole(count, 4), whole(status, sizeof(FrameStatus))}, pc,
+            cmd, {prefix(out, c * 8), prefix(count, 4), prefix(status, sizeof(FrameStatus))}, pc,
             args_slot(args, kArgsElements));
         compute_barrier(cmd);
     }
 
     // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
     // reset's frame the differences with keys[cur ^ 1]. Timestamps q, q + 1, q + 2.
-    void record_pair_stages(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed,
-                            std::uint32_t q) const {
+    Status record_pair_stages(VkCommandBuffer cmd, bool first, bool timed, std::uint32_t q) const {
         const VkDeviceSize c = capacity;
-        lbvh->record_pairs(cmd, build_buffers(box_buffer), n,
-                           {pair_buffer.handle(), capacity, pair_count[cur].handle(),
-                            {work.handle(), work_capacity, rounds}});
+        if (Status s = lbvh->record_pairs(cmd, {whole(nodes), n},
+                                          {whole(pair_buffer),
+                                           capacity,
+                                           whole(pair_count[cur]),
+                                           {whole(work), work_capacity, rounds}});
+            !s)
+            return s;
         stamp(cmd, timed, q);
-        sort.record_count_args(cmd, whole(pair_count[cur], 4), capacity,
+        sort.record_count_args(cmd, prefix(pair_count[cur], 4), capacity,
                                args_range(pair_args[cur]));
         PushConstants pc{};
         pc.capacity = capacity;
         pc.shift = pair_key_bits(n);
-        pair_keys.dispatch_indirect(cmd,
-                                    {whole(pair_buffer, c * 8), whole(keys[cur], c * 8),
-                                     whole(pair_count[cur], 4), whole(status, sizeof(FrameStatus))},
-                                    pc, args_slot(pair_args[cur], kArgsElements));
+        pair_keys.dispatch_indirect(
+            cmd,
+            {prefix(pair_buffer, c * 8), prefix(keys[cur], c * 8), prefix(pair_count[cur], 4),
+             prefix(status, sizeof(FrameStatus))},
+            pc, args_slot(pair_args[cur], kArgsElements));
         compute_barrier(cmd);
         record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
         stamp(cmd, timed, q + 1);
@@ -310,28 +317,38 @@ struct MovingScene::Impl {
             record_diff(cmd, cur ^ 1, cur, ended, kDiffEnded);
         }
         stamp(cmd, timed, q + 2);
+        return {};
     }
 
     // lbvh_refit.comp, then lbvh_bounds.comp over the internal nodes (see record_refit).
-    void record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flag_buffer,
-                      std::uint32_t count) const {
-        if (count == 0) return;
+    Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
+                        const BufferRange& flag_range) const {
+        const std::uint32_t count = tree.n;
+        const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
+        if (Status s = check_ranges(context->impl(), "MovingScene::record_refit",
+                                    {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
+                                     {"nodes", tree.nodes, count > 0 ? nodes_bytes(count) : 0},
+                                     {"flags", flag_range, flag_bytes}});
+            !s)
+            return s;
+        if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
-        BufferRange node_range{buffers.nodes, 0, nodes_bytes(count)};
-        refit.dispatch(cmd, {{buffers.boxes, 0, count * sizeof(GpuBox)}, node_range}, pc,
+        const BufferRange node_range = first_bytes(tree.nodes, nodes_bytes(count));
+        refit.dispatch(cmd, {first_bytes(box_range, count * sizeof(GpuBox)), node_range}, pc,
                        groups(count));
-        if (count < 2) return;
-        BufferRange flag_range{flag_buffer, 0, (count - 1) * 4ull};
-        fill(cmd, flag_range, 0u);
+        if (count < 2) return {};
+        const BufferRange flags_used = first_bytes(flag_range, flag_bytes);
+        fill(cmd, flags_used, 0u);
         compute_barrier(cmd);
-        node_bounds.dispatch(cmd, {node_range, flag_range}, pc, groups(count));
+        node_bounds.dispatch(cmd, {node_range, flags_used}, pc, groups(count));
+        return {};
     }
 
-    void record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first, bool timed);
+    Status record_frame(VkCommandBuffer cmd, const BufferRange& box_range, bool first, bool timed);
     Status repair(const FrameStatus& st, const TraversalStatus& traversal);
     Result<FrameResult> read_step(bool status_copied);
-    Result<FrameResult> frame(VkBuffer box_buffer, bool first_frame, bool staged);
+    Result<FrameResult> frame(const BufferRange& box_range, bool first_frame, bool staged);
     Status stage(std::span<const Box> input);
 
     // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
@@ -359,7 +376,7 @@ struct MovingScene::Impl {
 
     Status allocate(std::uint32_t count) {
         n = count;
-        LbvhRequirements req = Lbvh::requirements(n, options.code);
+        const LbvhRequirements req = lbvh->requirements(n);
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
         if (Status s = ensure(nodes, req.nodes); !s) return s;
         if (Status s = ensure(scratch, req.scratch); !s) return s;
@@ -386,10 +403,15 @@ struct MovingScene::Impl {
     }
 };
 
-void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, bool first,
-                                     bool timed) {
+Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& box_range,
+                                       bool first, bool timed) {
+    // The caller's boxes are the only range from outside: checked before anything changes.
+    if (Status s = check_ranges(context->impl(), "MovingScene::record_step",
+                                {{"boxes", box_range, n * VkDeviceSize(sizeof(GpuBox))}});
+        !s)
+        return s;
     if (!first) cur ^= 1;
-    last_boxes = box_buffer;
+    last_boxes = box_range;
     last_first = first;
     if (timed) timestamps.reset(cmd, 0, kFrameQueries);
     compute_barrier(cmd);
@@ -416,7 +438,7 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
             // Capture the rebuild's dispatches: later frames replay them through the gate.
             gate.mode = DispatchGate::Mode::capture;
             gate.counts.clear();
-            record_rebuild(cmd, box_buffer, &gate);
+            if (Status s = record_rebuild(cmd, box_range, &gate); !s) return s;
             assert(gate.counts.size() <= kGateSlots);
             std::vector<VkDispatchIndirectCommand> table = gate.counts;
             table.resize(kGateSlots, VkDispatchIndirectCommand{0, 0, 0});
@@ -424,10 +446,10 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
                               table.data());
             compute_barrier(cmd);
         } else {
-            record_rebuild(cmd, box_buffer, nullptr);
+            if (Status s = record_rebuild(cmd, box_range, nullptr); !s) return s;
         }
     } else if (n > 0) {
-        record_refit(cmd, build_buffers(box_buffer), flags.handle(), n);
+        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags)); !s) return s;
         compute_barrier(cmd);
         const bool by_ratio = options.policy == RefitPolicy::by_ratio;
         if (n > 1) {
@@ -441,7 +463,7 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
             gate.mode = DispatchGate::Mode::indirect;
             gate.args = args.handle();
             gate.next = 0;
-            record_rebuild(cmd, box_buffer, &gate);
+            if (Status s = record_rebuild(cmd, box_range, &gate); !s) return s;
             // Same n, same code: the same dispatches as the captured build, slot for slot.
             assert(gate.next == gate.counts.size());
         }
@@ -449,7 +471,7 @@ void MovingScene::Impl::record_frame(VkCommandBuffer cmd, VkBuffer box_buffer, b
         stamp(cmd, timed, 1);
     }
     stamp(cmd, timed, 2);
-    record_pair_stages(cmd, box_buffer, first, timed, 3);
+    return record_pair_stages(cmd, first, timed, 3);
 }
 
 // Grows the pair buffers to the frame's count and records the frame's pair stages again.
@@ -464,7 +486,8 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
         const std::uint32_t most =
             default_traversal_capacity(~0ull, context->info().max_storage_buffer_range);
         if (work_capacity >= most) return traversal_outcome(traversal, "all pairs").error();
-        work_capacity = static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
+        work_capacity =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
         if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
     }
     if (st.pairs > max_pairs())
@@ -474,14 +497,16 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
     const std::uint32_t grown = static_cast<std::uint32_t>(
         std::min<std::uint64_t>(st.pairs + std::uint64_t(st.pairs) / 4, max_pairs()));
     if (Status s = set_capacity(grown, !last_first); !s) return s;
+    Status recorded;
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
         timestamps.reset(cmd, kRepairQueries, 4);
         compute_barrier(cmd);
         timestamps.write(cmd, kRepairQueries);
-        record_pair_stages(cmd, last_boxes, last_first, true, kRepairQueries + 1);
+        recorded = record_pair_stages(cmd, last_first, true, kRepairQueries + 1);
         record_status_readback(cmd);
     });
     if (!s) return s;
+    if (!recorded) return recorded;
     times.pairs += timestamps.ms(kRepairQueries, kRepairQueries + 1);
     times.sort += timestamps.ms(kRepairQueries + 1, kRepairQueries + 2);
     times.diff += timestamps.ms(kRepairQueries + 2, kRepairQueries + 3);
@@ -588,21 +613,24 @@ Status MovingScene::Impl::stage(std::span<const Box> input) {
     return {};
 }
 
-Result<FrameResult> MovingScene::Impl::frame(VkBuffer box_buffer, bool first_frame, bool staged) {
+Result<FrameResult> MovingScene::Impl::frame(const BufferRange& box_range, bool first_frame,
+                                             bool staged) {
     const double upload_ms = staged ? times.upload : 0.0;
     times = {};
     times.upload = upload_ms;
     if (Status s = ensure_host(readback, kReadbackHeader, MemoryKind::readback); !s)
         return s.error();
+    Status recorded;
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
         if (staged && n > 0) {
             const VkBufferCopy copy{0, 0, n * sizeof(GpuBox)};
             vkCmdCopyBuffer(cmd, staging.handle(), boxes.handle(), 1, &copy);
         }
-        record_frame(cmd, box_buffer, first_frame, true);
-        record_status_readback(cmd);
+        recorded = record_frame(cmd, box_range, first_frame, true);
+        if (recorded) record_status_readback(cmd);
     });
     if (!s) return s.error();
+    if (!recorded) return recorded.error();
     times.refit = timestamps.ms(0, 1);
     times.rebuild = timestamps.ms(1, 2);
     times.pairs = timestamps.ms(2, 3);
@@ -668,7 +696,7 @@ Status MovingScene::reset(std::span<const Box> input) {
     if (Status s = im.allocate(static_cast<std::uint32_t>(input.size())); !s) return s;
     im.base_cost = 0;
     if (Status s = im.stage(input); !s) return s;
-    auto r = im.frame(im.boxes.handle(), true, true);
+    auto r = im.frame(whole(im.boxes), true, true);
     if (!r) return r.error();
     im.ready = true;
     return {};
@@ -685,26 +713,19 @@ Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
                      {}};
     if (Status s = validate_boxes(new_boxes); !s) return s.error();
     if (Status s = im.stage(new_boxes); !s) return s.error();
-    return im.frame(im.boxes.handle(), false, true);
+    return im.frame(whole(im.boxes), false, true);
 }
 
-Result<FrameResult> MovingScene::step(VkBuffer boxes, std::uint32_t n) {
+Result<FrameResult> MovingScene::step(const BufferRange& boxes) {
     Impl& im = *impl_;
     if (!im.ready) return Error{ErrorCode::invalid_argument, "step before reset", {}, {}};
-    if (n != im.n)
-        return Error{
-            ErrorCode::invalid_argument,
-            "step got " + std::to_string(n) + " boxes, the scene has " + std::to_string(im.n),
-            {},
-            {}};
     return im.frame(boxes, false, false);
 }
 
-Status MovingScene::record_step(VkCommandBuffer cmd, VkBuffer boxes) {
+Status MovingScene::record_step(VkCommandBuffer cmd, const BufferRange& boxes) {
     Impl& im = *impl_;
     if (!im.ready) return Error{ErrorCode::invalid_argument, "record_step before reset", {}, {}};
-    im.record_frame(cmd, boxes, false, false);
-    return {};
+    return im.record_frame(cmd, boxes, false, false);
 }
 
 Result<FrameResult> MovingScene::read_step() {
@@ -720,9 +741,9 @@ FrameBuffers MovingScene::buffers() const {
             im.capacity,        pair_key_bits(im.n)};
 }
 
-void MovingScene::record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,
-                               std::uint32_t n) const {
-    impl_->record_refit(cmd, buffers, flags, n);
+Status MovingScene::record_refit(VkCommandBuffer cmd, const BufferRange& boxes,
+                                 const LbvhTree& tree, const BufferRange& flags) const {
+    return impl_->record_refit(cmd, boxes, tree, flags);
 }
 
 const FrameTimes& MovingScene::last_times() const {

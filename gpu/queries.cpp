@@ -12,6 +12,7 @@
 
 #include "broadphase/scene.hpp"
 #include "radix_sort.hpp"
+#include "range_check.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
 #include "traversal.hpp"
@@ -26,8 +27,9 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
     return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
 }
 
-BufferRange whole(VkBuffer buffer, VkDeviceSize bytes) {
-    return {buffer, 0, std::max<VkDeviceSize>(bytes, 4)};
+// Bytes of a range that is bound as a storage descriptor (at least 4).
+VkDeviceSize bound(VkDeviceSize bytes) {
+    return std::max<VkDeviceSize>(bytes, 4);
 }
 
 std::uint32_t groups(std::uint32_t count) {
@@ -50,7 +52,8 @@ struct LbvhQueries::Impl {
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, build_scratch, queries, offsets, ids, scan_scratch, rays, hits;
     std::uint32_t ids_capacity = 0;
-    // Bounded traversal of the host helpers: two TraversalStatus, the work queues, the rounds.
+    // Bounded traversal of the host helpers: two TraversalStatus (the count pass's at 0, the
+    // fill pass's at status_stride()), the work queues, the rounds.
     Buffer status, work;
     std::uint32_t work_capacity = 0;
     std::uint32_t traversal_rounds = kTraversalRounds;
@@ -81,12 +84,19 @@ struct LbvhQueries::Impl {
                      {}};
     }
 
-    LbvhTree tree() const { return {nodes.handle(), n}; }
+    LbvhTree tree() const { return {whole(nodes), n}; }
 
-    TraversalBuffers traversal() const { return {work.handle(), work_capacity, traversal_rounds}; }
+    TraversalBuffers traversal() const { return {whole(work), work_capacity, traversal_rounds}; }
+
+    VkDeviceSize status_stride() const {
+        return align_up(sizeof(TraversalStatus), context->info().range_alignment);
+    }
+    BufferRange status_range(std::uint32_t k) const {
+        return {status.handle(), k * status_stride(), sizeof(TraversalStatus)};
+    }
 
     Status ensure_traversal(std::uint64_t queries) {
-        if (Status s = ensure(status, 2 * sizeof(TraversalStatus)); !s) return s;
+        if (Status s = ensure(status, status_stride() + sizeof(TraversalStatus)); !s) return s;
         if (work_capacity == 0)
             work_capacity =
                 default_traversal_capacity(queries, context->info().max_storage_buffer_range);
@@ -151,17 +161,34 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     return std::unique_ptr<LbvhQueries>(new LbvhQueries(std::move(impl)));
 }
 
-VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) {
+VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) const {
     return std::max<VkDeviceSize>(RadixSort::scan_scratch_size(queries + 1), queries * 4ull);
 }
 
 namespace {
 
+// The ranges of a region pass and the bytes each needs, checked before anything is recorded.
+Status check_region_ranges(const Context::Impl& context, const char* recorder,
+                           const LbvhQueries& self, const LbvhTree& tree,
+                           const RegionQueryBuffers& b, std::uint32_t queries, std::uint32_t pass) {
+    const BufferRange& status = pass == kQueryCount ? b.count_status : b.fill_status;
+    return check_ranges(
+        context, recorder,
+        {{"nodes", tree.nodes, nodes_bytes(tree.n)},
+         {"queries", b.queries, bound(queries * sizeof(GpuBox))},
+         {"offsets", b.offsets, (queries + 1ull) * 4},
+         {"ids", b.ids, bound(b.capacity * 4ull)},
+         {"scratch", b.scratch, bound(self.scan_scratch_size(queries)), false},
+         {pass == kQueryCount ? "count_status" : "fill_status", status, sizeof(TraversalStatus)},
+         {"work", b.traversal.work, work_range_bytes(b.traversal)}});
+}
+
 // Records one bounded traversal of the region query kernel (count or fill pass).
 void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkCommandBuffer cmd,
                         const LbvhTree& tree, const RegionQueryBuffers& b, std::uint32_t queries,
                         std::uint32_t pass) {
-    const BufferRange status{b.status, pass * sizeof(TraversalStatus), sizeof(TraversalStatus)};
+    const BufferRange status =
+        first_bytes(pass == kQueryCount ? b.count_status : b.fill_status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
     compute_barrier(cmd);
     PushConstants pc{};
@@ -170,13 +197,14 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
     pc.capacity = b.capacity;
     pc.flags = pass;
     pc.tiles = b.traversal.capacity;
-    const std::initializer_list<BufferRange> bindings = {whole(tree.nodes, nodes_bytes(tree.n)),
-                                                         whole(b.queries, queries * sizeof(GpuBox)),
-                                                         whole(b.offsets, (queries + 1ull) * 4),
-                                                         whole(b.ids, b.capacity * 4ull),
-                                                         status,
-                                                         work_range(b.traversal),
-                                                         whole(b.scratch, queries * 4ull)};
+    const std::initializer_list<BufferRange> bindings = {
+        first_bytes(tree.nodes, nodes_bytes(tree.n)),
+        first_bytes(b.queries, queries * sizeof(GpuBox)),
+        first_bytes(b.offsets, (queries + 1ull) * 4),
+        first_bytes(b.ids, b.capacity * 4ull),
+        status,
+        first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
+        first_bytes(b.scratch, queries * 4ull)};
     rounds.record(cmd, status, b.traversal,
                   [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
                       pc.shift = round;
@@ -189,29 +217,49 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
 
 }  // namespace
 
-void LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
-                                      const RegionQueryBuffers& b, std::uint32_t queries) {
+Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
+                                        const RegionQueryBuffers& b, std::uint32_t queries) {
+    if (Status st = check_region_ranges(impl_->context->impl(), "LbvhQueries::record_region_count",
+                                        *this, tree, b, queries, kQueryCount);
+        !st)
+        return st;
     // offsets[Q] starts at 0 so that the exclusive scan leaves the total there.
     const bool timing = impl_->timing;
-    fill(cmd, {b.offsets, queries * 4ull, 4}, 0u);
+    fill(cmd, {b.offsets.buffer, b.offsets.offset + queries * 4ull, 4}, 0u);
     compute_barrier(cmd);
     if (timing) impl_->timestamps.write(cmd, 0);
     record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryCount);
     if (timing) impl_->timestamps.write(cmd, 1);
-    const BufferRange offsets = whole(b.offsets, (queries + 1ull) * 4);
-    impl_->scan.record_scan(cmd, offsets, queries + 1, {b.scratch, 0, scan_scratch_size(queries)});
+    const BufferRange offsets = first_bytes(b.offsets, (queries + 1ull) * 4);
+    impl_->scan.record_scan(cmd, offsets, queries + 1,
+                            first_bytes(b.scratch, scan_scratch_size(queries)));
     compute_barrier(cmd);
     if (timing) impl_->timestamps.write(cmd, 2);
+    return {};
 }
 
-void LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
-                                     const RegionQueryBuffers& b, std::uint32_t queries) {
+Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
+                                       const RegionQueryBuffers& b, std::uint32_t queries) {
+    if (Status st = check_region_ranges(impl_->context->impl(), "LbvhQueries::record_region_fill",
+                                        *this, tree, b, queries, kQueryFill);
+        !st)
+        return st;
     record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill);
+    return {};
 }
 
-void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
-                                  const RayQueryBuffers& b, std::uint32_t rays) {
-    const BufferRange status{b.status, 0, sizeof(TraversalStatus)};
+Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
+                                    const RayQueryBuffers& b, std::uint32_t rays) {
+    const VkDeviceSize work_bytes = work_range_bytes(b.traversal);
+    if (Status st = check_ranges(impl_->context->impl(), "LbvhQueries::record_ray_cast",
+                                 {{"nodes", tree.nodes, nodes_bytes(tree.n)},
+                                  {"rays", b.rays, bound(rays * sizeof(GpuRay))},
+                                  {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},
+                                  {"status", b.status, sizeof(TraversalStatus)},
+                                  {"work", b.traversal.work, work_bytes}});
+        !st)
+        return st;
+    const BufferRange status = first_bytes(b.status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
     compute_barrier(cmd);
     PushConstants pc{};
@@ -219,8 +267,9 @@ void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
     pc.offset = tree.n;
     pc.tiles = b.traversal.capacity;
     const std::initializer_list<BufferRange> bindings = {
-        whole(tree.nodes, nodes_bytes(tree.n)), whole(b.rays, rays * sizeof(GpuRay)),
-        whole(b.hits, rays * sizeof(GpuRayHit)), status, work_range(b.traversal)};
+        first_bytes(tree.nodes, nodes_bytes(tree.n)), first_bytes(b.rays, rays * sizeof(GpuRay)),
+        first_bytes(b.hits, rays * sizeof(GpuRayHit)), status,
+        first_bytes(b.traversal.work, work_bytes)};
     const Kernel& raycast = impl_->raycast;
     impl_->rounds.record(cmd, status, b.traversal,
                          [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
@@ -234,7 +283,8 @@ void LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
     indirect_barrier(cmd);
     pc.shift = 0;
     pc.flags = kRayResolve;
-    raycast.dispatch_indirect(cmd, bindings, pc, {b.status, 32, 12});
+    raycast.dispatch_indirect(cmd, bindings, pc, {status.buffer, status.offset + 32, 12});
+    return {};
 }
 
 Status LbvhQueries::build(std::span<const Box> input) {
@@ -245,25 +295,25 @@ Status LbvhQueries::build(std::span<const Box> input) {
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
     const auto n = static_cast<std::uint32_t>(input.size());
     const std::string what = " of the LBVH over " + std::to_string(n) + " boxes";
-    // The largest of the code kinds' sizes, whichever the Lbvh was created with.
-    LbvhRequirements req = Lbvh::requirements(n, CodeKind::morton63);
-    req.scratch = std::max(req.scratch, Lbvh::requirements(n, CodeKind::morton30).scratch);
+    const LbvhRequirements req = im.lbvh->requirements(n);
     if (Status s = im.check_range(req.nodes, "the node buffer" + what); !s) return s;
     if (Status s = im.check_range(n * sizeof(GpuBox), "the box buffer" + what); !s) return s;
     if (Status s = im.check_range(n * 8ull, "the sort-key buffer" + what); !s) return s;
-    if (Status s = im.ensure(im.nodes, nodes_bytes(n)); !s) return s;
+    if (Status s = im.ensure(im.nodes, req.nodes); !s) return s;
     if (n == 0) return {};
-    if (Status s = im.ensure(im.boxes, n * sizeof(GpuBox)); !s) return s;
+    if (Status s = im.ensure(im.boxes, req.boxes); !s) return s;
     if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s;
     std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
     if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s) return s;
+    Status recorded;
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
         compute_barrier(cmd);
-        im.lbvh->record_build(cmd,
-                              {im.boxes.handle(), im.nodes.handle(), im.build_scratch.handle()}, n);
+        recorded = im.lbvh->record_build(
+            cmd, {whole(im.boxes), whole(im.nodes), whole(im.build_scratch)}, n);
         compute_barrier(cmd);
     });
     if (!s) return s;
+    if (!recorded) return recorded;
     im.n = n;
     return {};
 }
@@ -281,7 +331,7 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     if (Status s = check_range((q + 1ull) * 4, "the offset buffer" + what); !s) return s.error();
     if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s.error();
     if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s.error();
-    if (Status s = ensure(scan_scratch, scan_scratch_size(q)); !s) return s.error();
+    if (Status s = ensure(scan_scratch, self.scan_scratch_size(q)); !s) return s.error();
     const VkDeviceSize max_ids = context->info().max_storage_buffer_range / 4;
     if (ids_capacity == 0) {
         ids_capacity = static_cast<std::uint32_t>(
@@ -294,28 +344,37 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     }
     if (Status s = ensure_traversal(q); !s) return s.error();
     auto buffers = [&] {
-        return RegionQueryBuffers{queries.handle(), offsets.handle(),      ids.handle(),
-                                  ids_capacity,     scan_scratch.handle(), status.handle(),
-                                  traversal()};
+        return RegionQueryBuffers{whole(queries),  whole(offsets),      whole(ids),
+                                  ids_capacity,    whole(scan_scratch), status_range(0),
+                                  status_range(1), traversal()};
     };
     // Both passes; again with a larger work queue or more rounds while a traversal did not
     // finish (each retry changes one of them, and the most of both always finishes).
     TraversalStatus st[2] = {};
+    auto read_status = [&]() -> Status {
+        for (std::uint32_t k = 0; k < 2; ++k)
+            if (Status d = context->download(status, &st[k], sizeof(st[k]), k * status_stride());
+                !d)
+                return d;
+        return {};
+    };
     while (true) {
         times = {};
         timing = true;
+        Status recorded;
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 0, 5);
             compute_barrier(cmd);  // make the staged upload visible to the shaders
-            self.record_region_count(cmd, tree(), buffers(), q);
+            if (!(recorded = self.record_region_count(cmd, tree(), buffers(), q))) return;
             timestamps.write(cmd, 3);
-            self.record_region_fill(cmd, tree(), buffers(), q);
+            recorded = self.record_region_fill(cmd, tree(), buffers(), q);
             compute_barrier(cmd);
             timestamps.write(cmd, 4);
         });
         timing = false;
         if (!s) return s.error();
-        if (Status d = context->download(status, st, sizeof(st)); !d) return d.error();
+        if (!recorded) return recorded.error();
+        if (Status d = read_status(); !d) return d.error();
         auto again = retry_traversal(st, "region queries");
         if (!again) return again.error();
         if (!again.value()) break;
@@ -351,17 +410,19 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
             static_cast<std::uint32_t>(std::min<VkDeviceSize>(total + total / 4ull, max_ids));
         ids = Buffer();
         if (Status e = ensure(ids, ids_capacity * 4ull); !e) return e.error();
+        Status recorded;
         Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 3, 2);
             compute_barrier(cmd);
             timestamps.write(cmd, 3);
-            self.record_region_fill(cmd, tree(), buffers(), q);
+            recorded = self.record_region_fill(cmd, tree(), buffers(), q);
             compute_barrier(cmd);
             timestamps.write(cmd, 4);
         });
         if (!f) return f.error();
+        if (!recorded) return recorded.error();
         times.fill += timestamps.ms(3, 4);
-        if (Status d = context->download(status, st, sizeof(st)); !d) return d.error();
+        if (Status d = read_status(); !d) return d.error();
         if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
     }
     hits.ids.resize(total);
@@ -424,17 +485,19 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     if (Status s = im.ensure_traversal(r); !s) return s.error();
     while (true) {
         im.times = {};
+        Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             im.timestamps.reset(cmd, 5, 2);
             compute_barrier(cmd);
             im.timestamps.write(cmd, 5);
-            record_ray_cast(
+            recorded = record_ray_cast(
                 cmd, im.tree(),
-                {im.rays.handle(), im.hits.handle(), im.status.handle(), im.traversal()}, r);
+                {whole(im.rays), whole(im.hits), im.status_range(0), im.traversal()}, r);
             compute_barrier(cmd);
             im.timestamps.write(cmd, 6);
         });
         if (!s) return s.error();
+        if (!recorded) return recorded.error();
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
         auto again = im.retry_traversal({&st, 1}, "ray casts");

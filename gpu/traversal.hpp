@@ -47,9 +47,9 @@ private:
     std::uint32_t max_workgroup_count_x_ = 0;
 };
 
-/// The work range of `t` as a binding (at least 4 bytes).
-inline BufferRange work_range(const TraversalBuffers& t) {
-    return {t.work, 0, std::max<VkDeviceSize>(traversal_work_bytes(t.capacity), 4)};
+/// Bytes of `t.work` a traversal binds (at least 4).
+inline VkDeviceSize work_range_bytes(const TraversalBuffers& t) {
+    return std::max<VkDeviceSize>(traversal_work_bytes(t.capacity), 4);
 }
 
 }  // namespace broadphase::gpu

@@ -186,7 +186,7 @@ int run_frame_bench(const Args& args) {
         const auto start = std::chrono::steady_clock::now();
         Status s = context.value()->submit_and_wait([&](VkCommandBuffer cmd) {
             // Cannot fail after the reset above.
-            for (const gpu::Buffer& b : buffers) (void)ms.record_step(cmd, b.handle());
+            for (const gpu::Buffer& b : buffers) (void)ms.record_step(cmd, gpu::whole(b));
         });
         const double wall =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

@@ -192,7 +192,7 @@ struct Renderer::Impl {
     Status create_targets();
     Status create_mesh();
     Status create_pipeline();
-    void record_frame(const Camera& camera, const Frustum& frustum, bool cull);
+    Status record_frame(const Camera& camera, const Frustum& frustum, bool cull);
 };
 
 Renderer::Impl::~Impl() {
@@ -339,7 +339,10 @@ Status Renderer::Impl::create_device() {
     if (!push_descriptor)
         return fail(ErrorCode::unsupported, "vkCmdPushDescriptorSetKHR not found");
 
-    auto adopted = gpu::Context::adopt({instance, physical, device, family, queue});
+    // The library is told how the instance and device were created (Vulkan cannot be asked):
+    // adopt checks the version and extensions against what it needs.
+    auto adopted = gpu::Context::adopt(
+        {instance, physical, device, family, queue, VK_API_VERSION_1_2, extensions});
     if (!adopted) return adopted.error();
     context = std::move(*adopted);
     return {};
@@ -618,16 +621,19 @@ void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stages, VkAccessFlags
 
 }  // namespace
 
-void Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum, bool cull) {
+Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum, bool cull) {
     auto n = std::uint32_t(boxes.size());
     // Uploads of earlier submissions (boxes, the CPU-filled commands) and the LBVH build.
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     VkBuffer commands = all_commands.handle(), count = all_count.handle();
     if (cull && n > 0) {
-        gpu::CullOutput out{visible_ids.handle(), draw_commands.handle(), draw_count.handle(), n};
-        culler->record(cmd, {box_buffer.handle(), nodes.handle(), lbvh_scratch.handle()}, n,
-                       frustum, CullOrder::exact, cull_scratch.handle(), out);
+        gpu::CullOutput out{gpu::whole(visible_ids), gpu::whole(draw_commands),
+                            gpu::whole(draw_count), n};
+        if (Status s = culler->record(cmd, {gpu::whole(nodes), n}, frustum, CullOrder::exact,
+                                      gpu::whole(cull_scratch), out);
+            !s)
+            return s;
         commands = draw_commands.handle();
         count = draw_count.handle();
     }
@@ -677,6 +683,7 @@ void Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum, 
     host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                          &host, 0, nullptr, 0, nullptr);
+    return {};
 }
 
 Renderer::Renderer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -729,11 +736,11 @@ Status Renderer::set_scene(std::span<const Box> boxes) {
         buffer = std::move(*b);
         return {};
     };
-    gpu::LbvhRequirements req = gpu::Lbvh::requirements(n, gpu::CodeKind::morton30);
+    const gpu::LbvhRequirements req = impl.lbvh->requirements(n);
     for (Status s :
          {make(impl.box_buffer, VkDeviceSize(n) * sizeof(gpu_layout::GpuBox)),
           make(impl.nodes, req.nodes), make(impl.lbvh_scratch, req.scratch),
-          make(impl.cull_scratch, gpu::Culler::scratch_size(n)),
+          make(impl.cull_scratch, impl.culler->scratch_size(n)),
           make(impl.visible_ids, VkDeviceSize(n) * 4),
           make(impl.draw_commands, VkDeviceSize(n) * sizeof(VkDrawIndexedIndirectCommand)),
           make(impl.draw_count, 8),
@@ -748,11 +755,15 @@ Status Renderer::set_scene(std::span<const Box> boxes) {
         return s;
     std::uint32_t counts[2] = {n, n};
     if (Status s = context.upload(impl.all_count, counts, sizeof(counts)); !s) return s;
-    return context.submit_and_wait([&](VkCommandBuffer cmd) {
+    Status recorded;
+    Status submitted = context.submit_and_wait([&](VkCommandBuffer cmd) {
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-        impl.lbvh->record_build(
-            cmd, {impl.box_buffer.handle(), impl.nodes.handle(), impl.lbvh_scratch.handle()}, n);
+        recorded = impl.lbvh->record_build(
+            cmd,
+            {gpu::whole(impl.box_buffer), gpu::whole(impl.nodes), gpu::whole(impl.lbvh_scratch)},
+            n);
     });
+    return submitted ? recorded : submitted;
 }
 
 std::vector<std::uint32_t> front_to_back(const Vec3& eye, std::span<const Box> boxes) {
@@ -788,8 +799,9 @@ Result<Frame> Renderer::render(const Camera& camera, bool cull) {
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     RENDERER_VK_TRY(vkResetCommandBuffer(impl.cmd, 0), "vkResetCommandBuffer");
     RENDERER_VK_TRY(vkBeginCommandBuffer(impl.cmd, &begin), "vkBeginCommandBuffer");
-    impl.record_frame(camera, *frustum, cull);
+    Status recorded = impl.record_frame(camera, *frustum, cull);
     RENDERER_VK_TRY(vkEndCommandBuffer(impl.cmd), "vkEndCommandBuffer");
+    if (!recorded) return recorded.error();
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &impl.cmd;

@@ -213,7 +213,7 @@ Result<gpu::FrameResult> Simulation::run(std::uint32_t frames) {
             }
             im.record_integrate(cmd);
             full_barrier(cmd);
-            recorded = im.scene->record_step(cmd, im.boxes.handle());
+            recorded = im.scene->record_step(cmd, gpu::whole(im.boxes));
         }
     });
     if (!s) return s.error();

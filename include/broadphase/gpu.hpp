@@ -31,14 +31,22 @@ struct ContextOptions {
     VkDeviceSize max_storage_buffer_range = 0;
 };
 
-/// Handles a caller already owns. All must outlive the Context. The device must have been
-/// created with VK_KHR_push_descriptor enabled and the queue family must support compute.
+/// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
+/// version an instance was created for, nor which extensions a device enabled). All handles
+/// must outlive the Context. Context::adopt checks every requirement (README, "Requirements")
+/// and names everything that is missing in one error.
 struct ExternalDevice {
     VkInstance instance = VK_NULL_HANDLE;
     VkPhysicalDevice physical_device = VK_NULL_HANDLE;
     VkDevice device = VK_NULL_HANDLE;
     std::uint32_t queue_family = 0;
     VkQueue queue = VK_NULL_HANDLE;
+    /// VkApplicationInfo::apiVersion the instance was created with (VK_API_VERSION_1_2 or
+    /// later); 0 (unknown) is refused.
+    std::uint32_t api_version = 0;
+    /// The device extensions enabled in VkDeviceCreateInfo::ppEnabledExtensionNames (must
+    /// include VK_KHR_push_descriptor). The strings are read during adopt only.
+    std::span<const char* const> enabled_extensions;
 };
 
 /// What the chosen device is and can do.
@@ -50,11 +58,33 @@ struct DeviceInfo {
     std::uint32_t api_version = 0;
     std::uint32_t subgroup_size = 0;
     VkDeviceSize max_storage_buffer_range = 0;
+    /// The device's minStorageBufferOffsetAlignment (bytes).
+    VkDeviceSize min_storage_buffer_offset_alignment = 0;
+    /// What every BufferRange offset must be a multiple of: minStorageBufferOffsetAlignment,
+    /// and at least 4 (vkCmdFillBuffer, vkCmdUpdateBuffer and indirect arguments need it).
+    VkDeviceSize range_alignment = 4;
     std::uint32_t max_workgroup_count_x = 0;
-    float timestamp_period_ns = 0;  ///< 0 when the queue has no timestamps
+    /// 0 when the queue has no timestamps (timestampValidBits 0: optional, stage times read 0)
+    float timestamp_period_ns = 0;
 };
 
 class Context;
+
+/// A byte range of a buffer, as every recorder takes its buffers: `offset` a multiple of
+/// DeviceInfo::range_alignment, `size` the bytes the caller gives (explicit: VK_WHOLE_SIZE is
+/// refused, since nothing could check it). Several ranges may share one buffer (suballocation)
+/// as long as the ranges of one recording do not overlap. A recorder whose ranges are missing,
+/// misaligned, overlapping or smaller than it needs records nothing and returns an error naming
+/// the range, the size needed and the size given.
+struct BufferRange {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = 0;
+};
+
+class Buffer;
+/// The whole of a library-allocated buffer: offset 0, b.size() bytes.
+BufferRange whole(const Buffer& b);
 
 /// A device buffer with its memory; move-only. Host-visible buffers are persistently mapped.
 class Buffer {
@@ -149,20 +179,28 @@ struct StageTimes {
     double total() const { return bounds + codes + sort + hierarchy + node_bounds + pairs; }
 };
 
-/// Sizes of the buffers the recorders need for n boxes (bytes).
+/// Sizes of the buffers an Lbvh's recorders need for n boxes (bytes; Lbvh::requirements).
 struct LbvhRequirements {
-    VkDeviceSize nodes = 0;    ///< 2n-1 LbvhNode
+    VkDeviceSize boxes = 0;    ///< n GpuBox
+    VkDeviceSize nodes = 0;    ///< 2n-1 LbvhNode (one when n == 0)
     VkDeviceSize scratch = 0;  ///< codes, ids, sort ping-pong, histograms, flags, bounds
 };
 
-/// The caller's buffers for a build. Every buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+/// The caller's ranges for a build. Every buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 /// and TRANSFER_DST, and `scratch` also INDIRECT_BUFFER (the refinement's second sort is
-/// launched from a GPU-written count; Context::create_buffer sets all three); offsets are 0.
-/// `boxes` holds n GpuBox (32 bytes each).
+/// launched from a GPU-written count; Context::create_buffer sets all three). Sizes at least
+/// those of Lbvh::requirements of the Lbvh that records. `boxes` holds n GpuBox (32 bytes each).
 struct LbvhBuildBuffers {
-    VkBuffer boxes = VK_NULL_HANDLE;
-    VkBuffer nodes = VK_NULL_HANDLE;
-    VkBuffer scratch = VK_NULL_HANDLE;
+    BufferRange boxes;
+    BufferRange nodes;
+    BufferRange scratch;
+};
+
+/// A built tree in the caller's buffers: `nodes` as written by Lbvh::record_build over n boxes
+/// (2n-1 LbvhNode, at least 48 bytes even when n == 0).
+struct LbvhTree {
+    BufferRange nodes;
+    std::uint32_t n = 0;
 };
 
 /// The work queues of a bounded traversal (gpu_layout.h, "Bounded traversal"): `work` holds
@@ -174,7 +212,7 @@ struct LbvhBuildBuffers {
 /// queue too small for a round leaves kTraversalQueueOverflow (grow `work`). Either flag means
 /// the results are incomplete; neither is ever silent.
 struct TraversalBuffers {
-    VkBuffer work = VK_NULL_HANDLE;
+    BufferRange work;
     std::uint32_t capacity = 0;
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
 };
@@ -195,9 +233,9 @@ Result<std::uint64_t> traversal_outcome(const gpu_layout::TraversalStatus& statu
 /// `capacity` of them were stored, in no particular order (grow and record the pairs pass
 /// again); its `flags` say whether the traversal finished (see TraversalBuffers).
 struct LbvhPairBuffers {
-    VkBuffer pairs = VK_NULL_HANDLE;
+    BufferRange pairs;
     std::uint32_t capacity = 0;
-    VkBuffer status = VK_NULL_HANDLE;
+    BufferRange status;
     TraversalBuffers traversal;
 };
 /// Linear BVH on the GPU: Morton codes, radix sort, Karras hierarchy, bottom-up bounds,
@@ -208,23 +246,26 @@ public:
     static Result<std::unique_ptr<Lbvh>> create(Context& context, const LbvhOptions& options = {});
     ~Lbvh();
 
-    static LbvhRequirements requirements(std::uint32_t n, CodeKind code);
+    /// Sizes of the buffers this Lbvh's recorders need for n boxes: they depend on its code
+    /// kind and refine option, so buffers must be sized by the Lbvh that records into them.
+    LbvhRequirements requirements(std::uint32_t n) const;
 
-    /// Records the build over n boxes. Precondition: writes to `boxes` made available to
-    /// compute-shader reads (a barrier with dstStage COMPUTE_SHADER, dstAccess SHADER_READ).
-    /// Postcondition: nodes hold the tree; the last command is a compute dispatch whose
-    /// writes the caller must make visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE)
-    /// before reading nodes. `timestamps` (optional) receives 6 timestamp queries from
-    /// `first_query` on (stage boundaries); pass VK_NULL_HANDLE for none.
-    void record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
-                      VkQueryPool timestamps = VK_NULL_HANDLE, std::uint32_t first_query = 0);
+    /// Records the build over n boxes (n < 2^31). Precondition: writes to `boxes` made
+    /// available to compute-shader reads (a barrier with dstStage COMPUTE_SHADER, dstAccess
+    /// SHADER_READ). Postcondition: nodes hold the tree; the last command is a compute dispatch
+    /// whose writes the caller must make visible (srcStage COMPUTE_SHADER, srcAccess
+    /// SHADER_WRITE) before reading nodes. `timestamps` (optional) receives 6 timestamp queries
+    /// from `first_query` on (stage boundaries); pass VK_NULL_HANDLE for none. Records nothing
+    /// and returns an error when a range is smaller than requirements(n) or misaligned.
+    Status record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
+                        VkQueryPool timestamps = VK_NULL_HANDLE, std::uint32_t first_query = 0);
 
     /// Records the all-pairs traversal of a built tree, in out.traversal.rounds bounded rounds.
-    /// Preconditions: the build's writes and `boxes` visible to compute-shader reads. Resets
-    /// `status` with vkCmdFillBuffer itself. Postcondition as record_build, for `pairs` and
-    /// `status` (the last command is a compute dispatch writing status.count and flags).
-    void record_pairs(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,
-                      const LbvhPairBuffers& out);
+    /// Preconditions: the build's node writes visible to compute-shader reads. Resets `status`
+    /// with vkCmdFillBuffer itself. Postcondition as record_build, for `pairs` and `status`
+    /// (the last command is a compute dispatch writing status.count and flags). Records nothing
+    /// and returns an error when a range is too small or misaligned.
+    Status record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out);
 
     /// Host-array helper: uploads, builds, finds all pairs (growing the output and the work
     /// queue, and recording kTraversalMaxRounds rounds, until every pair is found and fits),

@@ -16,7 +16,7 @@
 
 namespace broadphase::gpu {
 
-/// The caller's cull output (offsets 0; storage usage, plus INDIRECT_BUFFER for draws).
+/// The caller's cull output ranges (storage usage, plus INDIRECT_BUFFER for draws).
 /// visible_ids: capacity uints in order; draw_commands: capacity VkDrawIndexedIndirectCommand,
 /// command i draws instance visible_ids[i] (firstInstance = id, instanceCount 1,
 /// indexCount/firstIndex/vertexOffset from CullOptions); draw_count: one uint usable as the
@@ -24,9 +24,9 @@ namespace broadphase::gpu {
 /// with the exact number of visible boxes (may exceed capacity: then only the first capacity
 /// ids in order were stored, and the caller grows the buffers and records the cull again).
 struct CullOutput {
-    VkBuffer visible_ids = VK_NULL_HANDLE;
-    VkBuffer draw_commands = VK_NULL_HANDLE;
-    VkBuffer draw_count = VK_NULL_HANDLE;
+    BufferRange visible_ids;
+    BufferRange draw_commands;
+    BufferRange draw_count;
     std::uint32_t capacity = 0;
 };
 
@@ -64,21 +64,22 @@ public:
                                                   const CullOptions& options = {});
     ~Culler();
 
-    /// Bytes of the `scratch` buffer record() needs for a tree over n boxes.
-    static VkDeviceSize scratch_size(std::uint32_t n);
+    /// Bytes of the `scratch` range record() needs for a tree over n boxes.
+    VkDeviceSize scratch_size(std::uint32_t n) const;
 
-    /// Records the cull of a built LBVH (Lbvh::record_build output; only tree.nodes is read)
-    /// into cmd. Preconditions: the build's node writes visible to compute-shader reads; no
-    /// pending access to `scratch` or the outputs. Writes the frustum with vkCmdUpdateBuffer.
-    /// Postcondition: the last command is a compute dispatch writing all three outputs; make
-    /// them visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE; dstStage DRAW_INDIRECT /
-    /// INDIRECT_COMMAND_READ for draws, or as needed) before use.
-    /// With a timestamp `pool`, also writes kCullQueries timestamps at first_query.. (before
-    /// the traversal and after traversal, compaction, sort and emit; reset them beforehand);
-    /// the last command is then that timestamp write, after the emit dispatch.
-    void record(VkCommandBuffer cmd, const LbvhBuildBuffers& tree, std::uint32_t n,
-                const Frustum& frustum, CullOrder order, VkBuffer scratch, const CullOutput& out,
-                VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
+    /// Records the cull of a built LBVH (Lbvh::record_build output) into cmd. Preconditions: the
+    /// build's node writes visible to compute-shader reads; no pending access to `scratch` or the
+    /// outputs. Writes the frustum with vkCmdUpdateBuffer. Postcondition: the last command is a
+    /// compute dispatch writing all three outputs; make them visible (srcStage COMPUTE_SHADER,
+    /// srcAccess SHADER_WRITE; dstStage DRAW_INDIRECT / INDIRECT_COMMAND_READ for draws, or as
+    /// needed) before use. With a timestamp `pool`, also writes kCullQueries timestamps at
+    /// first_query.. (before the traversal and after traversal, compaction, sort and emit; reset
+    /// them beforehand); the last command is then that timestamp write, after the emit dispatch.
+    /// Records nothing and returns an error when a range is too small (scratch: scratch_size)
+    /// or misaligned.
+    Status record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                  CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                  VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
 
     /// Host helper: uploads boxes (rejecting invalid ones), builds the LBVH, culls (growing the
     /// output until every visible id fits), and downloads the visible ids in order.

@@ -108,25 +108,27 @@ public:
     Status reset(std::span<const Box> boxes);
     /// Advances one frame: the boxes' new positions (same count as reset, same ids).
     Result<FrameResult> step(std::span<const Box> new_boxes);
-    /// As step, on the caller's device buffer of n GpuBox (n as in reset, offset 0, storage
-    /// usage). Precondition: its writes complete and visible to the queue (e.g. uploaded with
-    /// Context::upload or written by an earlier waited-on submit). The boxes are not validated.
-    Result<FrameResult> step(VkBuffer boxes, std::uint32_t n);
+    /// As step, on the caller's device range of size() GpuBox (storage usage). Precondition:
+    /// its writes complete and visible to the queue (e.g. uploaded with Context::upload or
+    /// written by an earlier waited-on submit). The boxes are not validated; a range too small
+    /// or misaligned is an error.
+    Result<FrameResult> step(const BufferRange& boxes);
 
     /// Records one whole frame into the caller's command buffer, with no host work between its
     /// stages: refit, SAH cost, the GPU's refit-or-rebuild decision (the rebuild's dispatches
     /// are indirect, armed or emptied by that decision), all pairs, their sort and the
     /// began/ended differences with the previous recorded frame. Several frames may be
     /// recorded back to back (each diffs against the one before; only the last one's results
-    /// stay readable). `boxes` holds size() GpuBox (offset 0, storage usage; not validated).
+    /// stay readable). `boxes` holds size() GpuBox (storage usage; not validated).
     /// Preconditions: reset succeeded; writes to `boxes` made available to compute-shader reads
     /// (dstStage COMPUTE_SHADER, dstAccess SHADER_READ); the command buffer is submitted to
     /// the Context's queue family. Postcondition: the last command is a compute dispatch; make
     /// its writes visible (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE) before reading
     /// buffers(). If status.pairs exceeds status.pair_capacity the frame's lists are
     /// incomplete (the status says so): read_step repairs them.
-    /// Records nothing and returns invalid_argument before a successful reset.
-    Status record_step(VkCommandBuffer cmd, VkBuffer boxes);
+    /// Records nothing and returns invalid_argument before a successful reset, or when `boxes`
+    /// is too small or misaligned.
+    Status record_step(VkCommandBuffer cmd, const BufferRange& boxes);
     /// After the submit holding the last record_step has completed: reads the frame's status
     /// and lists. When the frame found more pairs than the buffers hold, grows them and redoes
     /// that frame's pairs, sort and differences (the tree is already right; the frame's
@@ -138,12 +140,13 @@ public:
     /// The device buffers of the last recorded frame (see FrameBuffers).
     FrameBuffers buffers() const;
 
-    /// Records a refit of a built tree on the caller's buffers: leaves take the bounds of
-    /// `buffers.boxes`, then internal nodes are recomputed bottom-up. `flags` holds at least
-    /// max(n - 1, 1) uints (zeroed here). Preconditions: boxes and nodes visible to compute
-    /// reads/writes. Postcondition: the last command is a compute dispatch writing nodes.
-    void record_refit(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, VkBuffer flags,
-                      std::uint32_t n) const;
+    /// Records a refit of a built tree (tree.n boxes) on the caller's ranges: leaves take the
+    /// bounds of `boxes` (tree.n GpuBox), then internal nodes are recomputed bottom-up. `flags`
+    /// holds at least max(n - 1, 1) uints (zeroed here). Preconditions: boxes and nodes visible
+    /// to compute reads/writes. Postcondition: the last command is a compute dispatch writing
+    /// nodes. Records nothing and returns an error when a range is too small or misaligned.
+    Status record_refit(VkCommandBuffer cmd, const BufferRange& boxes, const LbvhTree& tree,
+                        const BufferRange& flags) const;
 
     /// Stage times and path of the last reset or step.
     const FrameTimes& last_times() const;

@@ -32,36 +32,30 @@ struct QueryHits {
     }
 };
 
-/// A built tree in the caller's buffers: `nodes` as written by Lbvh::record_build over n boxes
-/// (2n-1 LbvhNode; any 48-byte buffer when n == 0).
-struct LbvhTree {
-    VkBuffer nodes = VK_NULL_HANDLE;
-    std::uint32_t n = 0;
-};
-
-/// The caller's buffers of a region query batch (all STORAGE | TRANSFER_DST, offsets 0):
-/// `queries` holds Q GpuBox (a point p is the box {p, p}); `offsets` Q+1 uints; `ids`
-/// `capacity` uints; `scratch` LbvhQueries::scan_scratch_size(Q) bytes; `status` two
-/// gpu_layout::TraversalStatus (96 bytes, also INDIRECT_BUFFER usage): [0] of the count pass,
-/// [1] of the fill pass, each with flags that say whether its bounded traversal finished (see
+/// The caller's ranges of a region query batch (all STORAGE | TRANSFER_DST): `queries` holds
+/// Q GpuBox (a point p is the box {p, p}); `offsets` Q+1 uints; `ids` `capacity` uints;
+/// `scratch` LbvhQueries::scan_scratch_size(Q) bytes; `count_status` and `fill_status` one
+/// gpu_layout::TraversalStatus each (48 bytes, also INDIRECT_BUFFER usage), of the count pass
+/// and of the fill pass, each with flags that say whether its bounded traversal finished (see
 /// TraversalBuffers); `traversal` the work queues both passes use.
 struct RegionQueryBuffers {
-    VkBuffer queries = VK_NULL_HANDLE;
-    VkBuffer offsets = VK_NULL_HANDLE;
-    VkBuffer ids = VK_NULL_HANDLE;
+    BufferRange queries;
+    BufferRange offsets;
+    BufferRange ids;
     std::uint32_t capacity = 0;
-    VkBuffer scratch = VK_NULL_HANDLE;
-    VkBuffer status = VK_NULL_HANDLE;
+    BufferRange scratch;
+    BufferRange count_status;
+    BufferRange fill_status;
     TraversalBuffers traversal;
 };
 
-/// The caller's buffers of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit; `status`
+/// The caller's ranges of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit; `status`
 /// one gpu_layout::TraversalStatus (48 bytes, also INDIRECT_BUFFER usage) whose flags say
 /// whether the bounded traversal finished; `traversal` its work queues and candidates.
 struct RayQueryBuffers {
-    VkBuffer rays = VK_NULL_HANDLE;
-    VkBuffer hits = VK_NULL_HANDLE;
-    VkBuffer status = VK_NULL_HANDLE;
+    BufferRange rays;
+    BufferRange hits;
+    BufferRange status;
     TraversalBuffers traversal;
 };
 
@@ -84,7 +78,7 @@ public:
 
     /// Scratch bytes of the region passes for Q queries (the scan of Q+1 counts, then the
     /// fill pass's Q cursors of queries that continue in queued items).
-    static VkDeviceSize scan_scratch_size(std::uint32_t queries);
+    VkDeviceSize scan_scratch_size(std::uint32_t queries) const;
 
     /// Records the count pass and its scan: offsets[q] = number of boxes overlapping query q,
     /// then scanned in place, so offsets[q] is query q's first slot and offsets[Q] the total
@@ -92,9 +86,11 @@ public:
     /// nodes and `queries` visible to compute-shader reads. Postcondition: offsets written and
     /// made visible to later compute-shader reads and writes (ends with a compute barrier);
     /// a transfer read of offsets needs the caller's barrier (srcStage COMPUTE_SHADER,
-    /// srcAccess SHADER_WRITE). `ids` and `capacity` are not used. Check status[0].flags.
-    void record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
-                             const RegionQueryBuffers& buffers, std::uint32_t queries);
+    /// srcAccess SHADER_WRITE). `ids` (bound, not written) and `fill_status` are not used.
+    /// Check count_status.flags. Records nothing and returns an error when a range it uses is
+    /// too small or misaligned.
+    Status record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
+                               const RegionQueryBuffers& buffers, std::uint32_t queries);
 
     /// Records the fill pass: the hits of query q go to ids[offsets[q] ...] in traversal
     /// order (not sorted; for a query that continued in queued items the order of the queued
@@ -102,16 +98,18 @@ public:
     /// `ids` and record this pass again). Preconditions: record_region_count's offsets, the
     /// nodes and `queries` visible to compute-shader reads. Postcondition: the last command is
     /// a compute dispatch writing `ids`; the caller makes it visible (srcStage COMPUTE_SHADER,
-    /// srcAccess SHADER_WRITE) before reading. Check status[1].flags.
-    void record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
-                            const RegionQueryBuffers& buffers, std::uint32_t queries);
+    /// srcAccess SHADER_WRITE) before reading. Check fill_status.flags (`count_status` is not
+    /// used). Records nothing and returns an error as record_region_count.
+    Status record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
+                              const RegionQueryBuffers& buffers, std::uint32_t queries);
 
     /// Records R closest-hit ray casts: hits[r] = {id, t bits} of the smallest entry t in
     /// [0, tmax] (ties to the smallest id), or id kInvalidNode. Preconditions: nodes and
     /// `rays` visible to compute-shader reads. Postcondition as record_region_fill, for `hits`
-    /// and `status` (check its flags).
-    void record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree, const RayQueryBuffers& buffers,
-                         std::uint32_t rays);
+    /// and `status` (check its flags). Records nothing and returns an error when a range is
+    /// too small or misaligned.
+    Status record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
+                           const RayQueryBuffers& buffers, std::uint32_t rays);
 
     /// Host helper: uploads `boxes` and builds the tree that the queries below run against
     /// (replacing any earlier one). Rejects invalid boxes, naming the box.

@@ -30,7 +30,8 @@ constexpr std::uint32_t kSmall = 70000;
 constexpr std::uint32_t kSide = 42;
 
 Box grid_box(std::uint32_t k) {
-    const float x = float(k % kSide), y = float((k / kSide) % kSide), z = float(k / (kSide * kSide));
+    const float x = float(k % kSide), y = float((k / kSide) % kSide),
+                z = float(k / (kSide * kSide));
     return {{x, y, z}, {x + 0.5f, y + 0.5f, z + 0.5f}};
 }
 
@@ -75,8 +76,8 @@ TEST_F(BoundedTraversalTest, RegionCoveringSeventyThousandReturnsEveryId) {
     auto queries = gpu::LbvhQueries::create(gpu_context());
     ASSERT_TRUE(queries);
     ASSERT_TRUE((*queries)->build(world));
-    const std::vector<Box> regions{{{0.2f, 0.2f, 0.2f}, {1.2f, 0.3f, 0.3f}}, kOverAll,
-                                   {{100, 100, 100}, {101, 101, 101}}};
+    const std::vector<Box> regions{
+        {{0.2f, 0.2f, 0.2f}, {1.2f, 0.3f, 0.3f}}, kOverAll, {{100, 100, 100}, {101, 101, 101}}};
     auto hits = (*queries)->query_boxes(regions);
     ASSERT_TRUE(hits) << hits.error().message;
     ASSERT_EQ(hits->size(), 3u);
@@ -137,7 +138,7 @@ void record_scene(RecordedScene& s, gpu::Lbvh& lbvh, std::span<const Box> boxes,
                   std::uint32_t pair_capacity, std::uint32_t work_capacity) {
     gpu::Context& ctx = gpu_context();
     s.n = static_cast<std::uint32_t>(boxes.size());
-    const gpu::LbvhRequirements req = gpu::Lbvh::requirements(s.n, gpu::CodeKind::morton30);
+    const gpu::LbvhRequirements req = lbvh.requirements(s.n);
     auto make = [&](gpu::Buffer& b, VkDeviceSize bytes) {
         auto r = ctx.create_buffer(bytes, gpu::MemoryKind::device);
         ASSERT_TRUE(r);
@@ -150,10 +151,12 @@ void record_scene(RecordedScene& s, gpu::Lbvh& lbvh, std::span<const Box> boxes,
     make(s.status, sizeof(TraversalStatus));
     make(s.work, gpu::traversal_work_bytes(work_capacity));
     const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
-    ASSERT_TRUE(ctx.upload(s.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+    ASSERT_TRUE(
+        ctx.upload(s.boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
     ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
         gpu::compute_barrier(cmd);
-        lbvh.record_build(cmd, {s.boxes.handle(), s.nodes.handle(), s.scratch.handle()}, s.n);
+        EXPECT_TRUE(lbvh.record_build(
+            cmd, {gpu::whole(s.boxes), gpu::whole(s.nodes), gpu::whole(s.scratch)}, s.n));
         gpu::compute_barrier(cmd);
     }));
 }
@@ -162,9 +165,11 @@ TraversalStatus record_pairs(RecordedScene& s, gpu::Lbvh& lbvh, std::uint32_t pa
                              std::uint32_t work_capacity, std::uint32_t rounds) {
     gpu::Context& ctx = gpu_context();
     EXPECT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-        lbvh.record_pairs(cmd, {s.boxes.handle(), s.nodes.handle(), s.scratch.handle()}, s.n,
-                          {s.pairs.handle(), pair_capacity, s.status.handle(),
-                           {s.work.handle(), work_capacity, rounds}});
+        EXPECT_TRUE(lbvh.record_pairs(cmd, {gpu::whole(s.nodes), s.n},
+                                      {gpu::whole(s.pairs),
+                                       pair_capacity,
+                                       gpu::whole(s.status),
+                                       {gpu::whole(s.work), work_capacity, rounds}}));
     }));
     TraversalStatus st{};
     EXPECT_TRUE(ctx.download(s.status, &st, sizeof(st)));
@@ -238,7 +243,7 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
             {s.pairs.handle(), 0, capacity * 8ull},
             status,
             {s.work.handle(), 0, gpu::traversal_work_bytes(work)}};
-        rounds->record(cmd, status, {s.work.handle(), work, 2},
+        rounds->record(cmd, status, {gpu::whole(s.work), work, 2},
                        [&](VkCommandBuffer c, std::uint32_t round, const gpu::BufferRange& args) {
                            pc.shift = round;
                            if (round == 0)

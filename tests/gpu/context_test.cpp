@@ -54,8 +54,10 @@ TEST_F(ContextTest, UnknownDeviceNameIsAnError) {
 // Test 5: adopting the caller's handles works and leaves them alive.
 TEST_F(ContextTest, AdoptsCallersDevice) {
     gpu::Context& owner = gpu_context();
-    gpu::ExternalDevice external{VK_NULL_HANDLE, owner.physical_device(), owner.device(),
-                                 owner.queue_family(), owner.queue()};
+    const char* const extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    gpu::ExternalDevice external{
+        VK_NULL_HANDLE, owner.physical_device(), owner.device(), owner.queue_family(),
+        owner.queue(),  VK_API_VERSION_1_2,      extensions};
     auto missing = gpu::Context::adopt(external);
     EXPECT_FALSE(missing);  // instance missing
     external.instance = owner.impl().instance;

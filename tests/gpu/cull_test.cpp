@@ -96,7 +96,7 @@ void record_cull(std::span<const Box> boxes, const Frustum& f, CullOrder order,
     auto lbvh = gpu::Lbvh::create(ctx);
     ASSERT_TRUE(culler && lbvh);
     const auto n = static_cast<std::uint32_t>(boxes.size());
-    auto req = gpu::Lbvh::requirements(n, gpu::CodeKind::morton30);
+    auto req = lbvh.value()->requirements(n);
     auto make = [&](VkDeviceSize size) {
         auto b = ctx.create_buffer(std::max<VkDeviceSize>(size, 4), gpu::MemoryKind::device);
         EXPECT_TRUE(b);
@@ -105,7 +105,7 @@ void record_cull(std::span<const Box> boxes, const Frustum& f, CullOrder order,
     Buffers b{make(n * 32ull),
               make(req.nodes),
               make(req.scratch),
-              make(gpu::Culler::scratch_size(n)),
+              make(culler->scratch_size(n)),
               make(capacity * 4ull),
               make(capacity * 20ull),
               make(8)};
@@ -119,11 +119,13 @@ void record_cull(std::span<const Box> boxes, const Frustum& f, CullOrder order,
         gpu::fill(cmd, {b.commands.handle(), 0, b.commands.size()}, 0xdeadbeefu);
         gpu::fill(cmd, {b.count.handle(), 0, 8}, 0xdeadbeefu);
         gpu::compute_barrier(cmd);
-        gpu::LbvhBuildBuffers tree{b.boxes.handle(), b.nodes.handle(), b.build_scratch.handle()};
-        lbvh.value()->record_build(cmd, tree, n);
+        gpu::LbvhBuildBuffers tree{gpu::whole(b.boxes), gpu::whole(b.nodes),
+                                   gpu::whole(b.build_scratch)};
+        EXPECT_TRUE(lbvh.value()->record_build(cmd, tree, n));
         gpu::compute_barrier(cmd);
-        culler->record(cmd, tree, n, f, order, b.scratch.handle(),
-                       {b.ids.handle(), b.commands.handle(), b.count.handle(), capacity});
+        EXPECT_TRUE(culler->record(
+            cmd, {tree.nodes, n}, f, order, gpu::whole(b.scratch),
+            {gpu::whole(b.ids), gpu::whole(b.commands), gpu::whole(b.count), capacity}));
         gpu::compute_barrier(cmd);
     });
     ASSERT_TRUE(s) << s.error().message;

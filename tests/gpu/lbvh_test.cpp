@@ -219,7 +219,7 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
 
     // Caller-owned buffers, recorded into the caller's command buffer.
     auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    gpu::LbvhRequirements req = gpu::Lbvh::requirements(n, gpu::CodeKind::morton30);
+    gpu::LbvhRequirements req = lbvh->requirements(n);
     auto boxes = ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
     auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
     auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
@@ -227,19 +227,22 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     auto pairs = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
     auto status = ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
     const std::uint32_t work_capacity = 1024;
-    auto work = ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    auto work =
+        ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
     ASSERT_TRUE(boxes && nodes && scratch && pairs && status && work);
     auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
     ASSERT_TRUE(
         ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
-    gpu::LbvhBuildBuffers build{boxes->handle(), nodes->handle(), scratch->handle()};
+    gpu::LbvhBuildBuffers build{gpu::whole(*boxes), gpu::whole(*nodes), gpu::whole(*scratch)};
     ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
         gpu::compute_barrier(cmd);
-        lbvh->record_build(cmd, build, n);
+        EXPECT_TRUE(lbvh->record_build(cmd, build, n));
         gpu::compute_barrier(cmd);
-        lbvh->record_pairs(cmd, build, n,
-                           {pairs->handle(), capacity, status->handle(),
-                            {work->handle(), work_capacity}});
+        EXPECT_TRUE(lbvh->record_pairs(cmd, {build.nodes, n},
+                                       {gpu::whole(*pairs),
+                                        capacity,
+                                        gpu::whole(*status),
+                                        {gpu::whole(*work), work_capacity}}));
     }));
     gpu_layout::TraversalStatus st{};
     ASSERT_TRUE(ctx.download(*status, &st, sizeof(st)));

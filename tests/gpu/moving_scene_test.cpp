@@ -286,7 +286,7 @@ TEST_F(MovingSceneTest, CallerBoxBuffer) {
         ASSERT_TRUE(gpu_context().upload(buffer.value(), gpu_boxes.data(),
                                          gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
         auto ra = a->step(boxes);
-        auto rb = b->step(buffer->handle(), 2000);
+        auto rb = b->step(gpu::whole(*buffer));
         ASSERT_TRUE(ra && rb);
         EXPECT_EQ(ra->pairs, rb->pairs);
         EXPECT_EQ(ra->began, rb->began);
@@ -307,7 +307,7 @@ TEST_F(MovingSceneTest, RejectsBadInput) {
     ASSERT_FALSE(early);
     EXPECT_NE(early.error().message.find("reset"), std::string::npos);
     Status early_record = gpu_context().submit_and_wait(
-        [&](VkCommandBuffer cmd) { EXPECT_FALSE(moving->record_step(cmd, VK_NULL_HANDLE)); });
+        [&](VkCommandBuffer cmd) { EXPECT_FALSE(moving->record_step(cmd, gpu::BufferRange{})); });
     EXPECT_TRUE(early_record);
     EXPECT_FALSE(moving->read_step());
     ASSERT_TRUE(moving->reset(boxes));
@@ -432,7 +432,7 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
         Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
             for (const gpu::Buffer& b : buffers) {
                 if (!one_buffer) {
-                    EXPECT_TRUE(moving->record_step(cmd, b.handle()));
+                    EXPECT_TRUE(moving->record_step(cmd, gpu::whole(b)));
                     continue;
                 }
                 // The previous frame's reads of the box buffer before this copy overwrites it,
@@ -453,7 +453,7 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
                 vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &raw, 0, nullptr,
                                      0, nullptr);
-                EXPECT_TRUE(moving->record_step(cmd, shared->handle()));
+                EXPECT_TRUE(moving->record_step(cmd, gpu::whole(*shared)));
             }
         });
         ASSERT_TRUE(s) << message(s);
@@ -521,7 +521,7 @@ TEST_F(MovingSceneTest, UnreadOverflowedFrameIsReported) {
     const std::uint32_t capacity = moving->buffers().pair_capacity;
     ASSERT_LT(capacity, brute_pairs(frames[0]).size());
     Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-        for (const gpu::Buffer& b : buffers) EXPECT_TRUE(moving->record_step(cmd, b.handle()));
+        for (const gpu::Buffer& b : buffers) EXPECT_TRUE(moving->record_step(cmd, gpu::whole(b)));
     });
     ASSERT_TRUE(s) << message(s);
     auto r = moving->read_step();

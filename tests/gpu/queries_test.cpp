@@ -327,14 +327,16 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     auto nodes = ctx.create_buffer(tree_nodes->size() * sizeof(LbvhNode), gpu::MemoryKind::device);
     auto qbuf = ctx.create_buffer(count * sizeof(GpuBox), gpu::MemoryKind::device);
     auto offsets = ctx.create_buffer((count + 1) * 4, gpu::MemoryKind::device);
-    auto scratch =
-        ctx.create_buffer(std::max<VkDeviceSize>(gpu::LbvhQueries::scan_scratch_size(count), 4),
-                          gpu::MemoryKind::device);
-    auto status =
-        ctx.create_buffer(2 * sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+    auto scratch = ctx.create_buffer(std::max<VkDeviceSize>(queries->scan_scratch_size(count), 4),
+                                     gpu::MemoryKind::device);
+    auto count_status =
+        ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+    auto fill_status =
+        ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
     const std::uint32_t work_capacity = 256;
-    auto work = ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
-    ASSERT_TRUE(nodes && qbuf && offsets && scratch && status && work);
+    auto work =
+        ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    ASSERT_TRUE(nodes && qbuf && offsets && scratch && count_status && fill_status && work);
     ASSERT_TRUE(ctx.upload(*nodes, tree_nodes->data(), tree_nodes->size() * sizeof(LbvhNode)));
     ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
 
@@ -348,13 +350,14 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     for (std::uint32_t capacity : {100u, static_cast<std::uint32_t>(expected_ids.size())}) {
         auto ids = ctx.create_buffer(capacity * 4ull, gpu::MemoryKind::device);
         ASSERT_TRUE(ids);
-        gpu::RegionQueryBuffers b{qbuf->handle(),    offsets->handle(), ids->handle(),
-                                  capacity,          scratch->handle(), status->handle(),
-                                  {work->handle(), work_capacity}};
+        gpu::RegionQueryBuffers b{gpu::whole(*qbuf),        gpu::whole(*offsets),
+                                  gpu::whole(*ids),         capacity,
+                                  gpu::whole(*scratch),     gpu::whole(*count_status),
+                                  gpu::whole(*fill_status), {gpu::whole(*work), work_capacity}};
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::compute_barrier(cmd);
-            queries->record_region_count(cmd, {nodes->handle(), n}, b, count);
-            queries->record_region_fill(cmd, {nodes->handle(), n}, b, count);
+            EXPECT_TRUE(queries->record_region_count(cmd, {gpu::whole(*nodes), n}, b, count));
+            EXPECT_TRUE(queries->record_region_fill(cmd, {gpu::whole(*nodes), n}, b, count));
             gpu::compute_barrier(cmd);
         }));
         std::vector<std::uint32_t> got_offsets(count + 1), got_ids(capacity);
@@ -364,7 +367,8 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
         EXPECT_TRUE(std::equal(got_ids.begin(), got_ids.end(), expected_ids.begin()))
             << "capacity " << capacity;
         gpu_layout::TraversalStatus st[2];
-        ASSERT_TRUE(ctx.download(*status, st, sizeof(st)));
+        ASSERT_TRUE(ctx.download(*count_status, &st[0], sizeof(st[0])));
+        ASSERT_TRUE(ctx.download(*fill_status, &st[1], sizeof(st[1])));
         EXPECT_EQ(st[0].flags, 0u);
         EXPECT_EQ(st[1].flags, 0u);
     }
