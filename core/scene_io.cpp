@@ -186,13 +186,19 @@ std::optional<std::size_t> face_vertex(std::string_view corner, std::size_t vert
     return index > 0 ? magnitude : vertex_count - 1 - magnitude;
 }
 
+/// Text without a leading UTF-8 byte-order mark (editors on Windows write one; it is not data).
+std::string_view without_bom(std::string_view text) {
+    constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
+}
+
 }  // namespace
 
 Result<Scene> parse_scene_text(std::string_view text, std::string_view source) {
     try {
         Scene scene;
         scene.name = source;
-        LineReader lines(text);
+        LineReader lines(without_bom(text));
         std::string_view line;
         while (lines.next(line)) {
             const std::size_t id = scene.boxes.size();
@@ -232,7 +238,7 @@ Result<Scene> parse_obj(std::string_view text, std::string_view source) {
         Scene scene;
         scene.name = source;
         std::vector<Vec3> vertices;
-        LineReader lines(text);
+        LineReader lines(without_bom(text));
         std::string_view line;
         while (lines.next(line)) {
             const std::size_t id = scene.boxes.size();

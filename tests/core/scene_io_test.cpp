@@ -143,6 +143,20 @@ TEST(SceneText, CrlfLineEndingsAndNoFinalNewline) {
                        "scene.txt:3: expected 6 numbers (minx miny minz maxx maxy maxz), found 5");
 }
 
+TEST(SceneText, LeadingByteOrderMarkIsSkipped) {
+    // Written by some Windows editors; it used to read as "'???0' is not a number".
+    const auto scene = parse_scene_text(
+        "\xEF\xBB\xBF"
+        "0 0 0 1 1 1\n1 1 1 2 2 2\n");
+    ASSERT_TRUE(scene) << scene.error().message;
+    EXPECT_EQ(scene->boxes.size(), 2u);
+    // Only at the very start: elsewhere it is still a bad number, named with its line.
+    expect_scene_error(
+        "0 0 0 1 1 1\n\xEF\xBB\xBF"
+        "1 1 1 2 2 2\n",
+        2, 1, "scene.txt:2: '???1' is not a number");
+}
+
 TEST(SceneText, EmptyTextIsAnEmptyScene) {
     for (const char* text : {"", "\n", "# nothing\n", "\r\n\r\n", "   "}) {
         const auto scene = parse_scene_text(text);
@@ -304,6 +318,14 @@ TEST(Obj, CrlfTabsAndComments) {
     EXPECT_EQ(scene->boxes, (std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
 }
 
+TEST(Obj, LeadingByteOrderMarkIsSkipped) {
+    const auto scene = parse_obj(
+        "\xEF\xBB\xBF"
+        "v 0 0 0\nv 1 1 1\nf 1 2\n");
+    ASSERT_TRUE(scene) << scene.error().message;
+    EXPECT_EQ(scene->boxes, (std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
+}
+
 TEST(Obj, NoFacesIsAnEmptyScene) {
     const auto scene = parse_obj("v 0 0 0\nv 1 1 1\n");
     ASSERT_TRUE(scene);
@@ -404,7 +426,8 @@ TEST(Files, NonRegularFilesAreRefusedNamingThem) {
     const auto zero = read_scene_file("/dev/zero");
     ASSERT_FALSE(zero);
     EXPECT_EQ(zero.error().code, ErrorCode::io_error);
-    EXPECT_EQ(zero.error().message, "cannot read '/dev/zero': a character device, not a regular file");
+    EXPECT_EQ(zero.error().message,
+              "cannot read '/dev/zero': a character device, not a regular file");
 
     const std::string fifo = temp_path("broadphase_fifo.txt");
     std::filesystem::remove(fifo);
