@@ -13,6 +13,10 @@ packages=(
   mesa-vulkan-drivers       # lavapipe: a conformant Vulkan 1.3 device on the CPU
   vulkan-validationlayers   # Khronos validation layer, on in every GPU test
   clang libclang-rt-dev     # libFuzzer runs of the parsers (scripts/sanitize.sh)
+  python3-dev python3-setuptools python3-wheel python3-pip  # the Python module (python/)
+  pybind11-dev python3-numpy                         # its bindings and arrays
+  python3-pytest python3-matplotlib                  # its tests and example plot
+  doxygen                   # API reference from the /// comments (the docs target)
 )
 
 missing=()
