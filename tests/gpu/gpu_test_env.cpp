@@ -27,9 +27,12 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto& info = context.value()->info();
-    std::printf("GPU tests on '%s' (%s), subgroup size %u, maxStorageBufferRange %llu\n",
-                info.name.c_str(), info.driver.c_str(), info.subgroup_size,
-                static_cast<unsigned long long>(info.max_storage_buffer_range));
+    std::printf(
+        "GPU tests on '%s' (%s), subgroup size %u, maxStorageBufferRange %llu, buffer ranges "
+        "aligned to %llu bytes\n",
+        info.name.c_str(), info.driver.c_str(), info.subgroup_size,
+        static_cast<unsigned long long>(info.max_storage_buffer_range),
+        static_cast<unsigned long long>(info.range_alignment));
     broadphase::testing::g_context = std::move(context.value());
     int result = RUN_ALL_TESTS();
     broadphase::testing::g_context.reset();
