@@ -1,5 +1,6 @@
-// Scene file formats: the scene text format of DESIGN.md (six numbers per line, white space
-// or commas, `#` comments), Wavefront .obj (one box per face), reading and writing files.
+// Scene file formats: the scene text format (six numbers per line, white space or commas,
+// `#` comments), Wavefront .obj (one box per face), the rays text format (seven numbers per
+// line, same rules), reading and writing files.
 // Numbers are read with std::from_chars and written with std::to_chars' shortest form, so a
 // written scene reads back bit for bit.
 #include "broadphase/scene.hpp"
@@ -292,30 +293,93 @@ Result<Scene> parse_obj(std::string_view text, std::string_view source) {
     }
 }
 
-Result<Scene> read_scene_file(const std::string& path) {
+namespace {
+
+/// The whole content of a regular file (a directory, a device such as /dev/zero or a FIFO has
+/// no end to read up to, or blocks on open: refused, checked before opening and again on what
+/// was opened).
+Result<std::string> read_regular_file(const std::string& path) {
     using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
+    if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
+    File file(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!file) return io_error("cannot open", path, errno);
+    if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
+    if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
+    std::string text;
+    text.reserve(static_cast<std::size_t>(info.st_size));
+    char buffer[1 << 16];
+    std::size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+    if (std::ferror(file.get())) return io_error("cannot read", path, errno);
+    return text;
+}
+
+}  // namespace
+
+Result<Scene> read_scene_file(const std::string& path) {
     try {
-        // Only regular files: a directory, a device such as /dev/zero or a FIFO has no end to
-        // read up to (or blocks on open). Checked before opening and again on what was opened.
-        struct stat info {};
-        if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
-        if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
-        File file(std::fopen(path.c_str(), "rb"), &std::fclose);
-        if (!file) return io_error("cannot open", path, errno);
-        if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
-        if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
-        std::string text;
-        text.reserve(static_cast<std::size_t>(info.st_size));
-        char buffer[1 << 16];
-        std::size_t n = 0;
-        while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-        if (std::ferror(file.get())) return io_error("cannot read", path, errno);
+        Result<std::string> text = read_regular_file(path);
+        if (!text) return text.error();
         std::string extension = path.substr(path.size() - std::min<std::size_t>(path.size(), 4));
         for (char& c : extension) {
             c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         }
         const bool is_obj = extension == ".obj";
-        return is_obj ? parse_obj(text, path) : parse_scene_text(text, path);
+        return is_obj ? parse_obj(*text, path) : parse_scene_text(*text, path);
+    } catch (const std::bad_alloc&) {
+        return out_of_memory(path);
+    } catch (const std::length_error&) {
+        return out_of_memory(path);
+    }
+}
+
+Result<std::vector<Ray>> parse_rays_text(std::string_view text, std::string_view source) {
+    try {
+        std::vector<Ray> rays;
+        LineReader lines(without_bom(text));
+        std::string_view line;
+        while (lines.next(line)) {
+            const std::size_t id = rays.size();
+            float v[7] = {};
+            std::size_t n = 0;
+            Tokens tokens(line, kSceneSeparators);
+            for (std::string_view token; tokens.next(token); ++n) {
+                if (n >= 7) continue;
+                if (NumberStatus s = parse_float(token, v[n]); s != NumberStatus::ok) {
+                    return error_at(ErrorCode::parse_error, source, lines.number(), id,
+                                    number_problem(s, token));
+                }
+                if (std::isnan(v[n]) || (n < 6 && !std::isfinite(v[n]))) {
+                    return error_at(ErrorCode::parse_error, source, lines.number(), id,
+                                    n < 6 ? "ray " + std::to_string(id) +
+                                                ": origin and direction must be finite, not " +
+                                                quoted(token)
+                                          : "ray " + std::to_string(id) + ": tmax must not be NaN");
+                }
+            }
+            if (n == 0) continue;
+            if (n != 7) {
+                return error_at(
+                    ErrorCode::parse_error, source, lines.number(), id,
+                    "expected 7 numbers (ox oy oz dx dy dz tmax), found " + std::to_string(n));
+            }
+            rays.push_back({{v[0], v[1], v[2]}, {v[3], v[4], v[5]}, v[6]});
+        }
+        return rays;
+    } catch (const std::bad_alloc&) {
+        return out_of_memory(source);
+    } catch (const std::length_error&) {
+        return out_of_memory(source);
+    }
+}
+
+Result<std::vector<Ray>> read_rays_file(const std::string& path) {
+    try {
+        Result<std::string> text = read_regular_file(path);
+        if (!text) return text.error();
+        return parse_rays_text(*text, path);
     } catch (const std::bad_alloc&) {
         return out_of_memory(path);
     } catch (const std::length_error&) {

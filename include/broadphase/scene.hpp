@@ -53,6 +53,14 @@ Result<Scene> parse_obj(std::string_view text, std::string_view source = "<obj>"
 /// Reads a scene from a file: `.obj` by extension, anything else as scene text.
 Result<Scene> read_scene_file(const std::string& path);
 
+/// Parses a rays text: one ray per line, `ox oy oz dx dy dz tmax`, white space or commas
+/// between numbers, `#` starts a comment, a leading UTF-8 byte-order mark is skipped. Origin
+/// and direction must be finite; tmax may be infinite (`inf`) but not NaN. Errors name the
+/// 1-based line and the ray's index (its 0-based data-line index, in Error::box).
+Result<std::vector<Ray>> parse_rays_text(std::string_view text, std::string_view source = "<rays>");
+/// Reads a rays file (parse_rays_text); only regular files, errors name the path.
+Result<std::vector<Ray>> read_rays_file(const std::string& path);
+
 /// Loads `spec`: a file path, or a generator `name:count[:seed]` (e.g. `uniform:100000`).
 Result<Scene> load_scene(const std::string& spec);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -396,6 +397,64 @@ TEST(Obj, RandomInputNeverCrashes) {
             EXPECT_TRUE(scene.error().line.has_value());
         }
     }
+}
+
+// Rays text.
+
+TEST(RaysText, ParsesRaysWithCommasCommentsCrlfAndInfiniteTmax) {
+    const auto rays = parse_rays_text(
+        "\xEF\xBB\xBF# two rays\r\n-1 0.5 0.5 1 0 0 10\r\n\r\n0.5,-1,0.5,0,1,0,inf # up\n");
+    ASSERT_TRUE(rays) << rays.error().message;
+    ASSERT_EQ(rays->size(), 2u);
+    EXPECT_EQ((*rays)[0].origin, (Vec3{-1, 0.5f, 0.5f}));
+    EXPECT_EQ((*rays)[0].dir, (Vec3{1, 0, 0}));
+    EXPECT_EQ((*rays)[0].tmax, 10.0f);
+    EXPECT_EQ((*rays)[1].dir, (Vec3{0, 1, 0}));
+    EXPECT_TRUE(std::isinf((*rays)[1].tmax));
+}
+
+TEST(RaysText, ErrorsNameTheLineAndTheRay) {
+    struct Case {
+        const char* text;
+        std::size_t line, ray;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"0 0 0 1 0 0 1\n\n0 0 0 1 0 0\n", 3, 1,
+         "r.txt:3: expected 7 numbers (ox oy oz dx dy dz tmax), found 6"},
+        {"0 0 0 1 0 0 1 2\n", 1, 0,
+         "r.txt:1: expected 7 numbers (ox oy oz dx dy dz tmax), found 8"},
+        {"0 0 0 1 0 x 1\n", 1, 0, "r.txt:1: 'x' is not a number"},
+        {"0 0 0 1e39 0 0 1\n", 1, 0, "r.txt:1: '1e39' is out of range for a float"},
+        {"0 0 0 1 0 0 1\n0 inf 0 1 0 0 1\n", 2, 1,
+         "r.txt:2: ray 1: origin and direction must be finite, not 'inf'"},
+        {"0 0 0 1 0 0 nan\n", 1, 0, "r.txt:1: ray 0: tmax must not be NaN"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        const auto rays = parse_rays_text(c.text, "r.txt");
+        ASSERT_FALSE(rays);
+        EXPECT_EQ(rays.error().code, ErrorCode::parse_error);
+        EXPECT_EQ(rays.error().line, c.line);
+        EXPECT_EQ(rays.error().box, c.ray);
+        EXPECT_EQ(rays.error().message, c.message);
+    }
+}
+
+TEST(RaysText, FilesAreReadAndNonRegularFilesRefused) {
+    const std::string path = temp_path("broadphase_rays.txt");
+    write_file(path, "0 0 0 0 0 1 5\n");
+    const auto rays = read_rays_file(path);
+    ASSERT_TRUE(rays) << rays.error().message;
+    EXPECT_EQ(rays->size(), 1u);
+    std::filesystem::remove(path);
+    const auto missing = read_rays_file(path);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, ErrorCode::io_error);
+    EXPECT_NE(missing.error().message.find(path), std::string::npos);
+    const auto directory = read_rays_file(testing::TempDir());
+    ASSERT_FALSE(directory);
+    EXPECT_NE(directory.error().message.find("not a regular file"), std::string::npos);
 }
 
 // Files.
