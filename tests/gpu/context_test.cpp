@@ -1,4 +1,8 @@
-// Context: device selection, buffers, staged copies, errors for bad requests.
+// Context: device selection, buffers, staged copies, errors for bad requests, and adoption of
+// the caller's handles checked against what the library needs.
+#include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -17,6 +21,10 @@ TEST_F(ContextTest, ReportsDeviceInfo) {
     EXPECT_GE(info.subgroup_size, 1u);
     EXPECT_GE(info.max_storage_buffer_range, 1u << 27);
     EXPECT_GE(info.api_version, static_cast<std::uint32_t>(VK_API_VERSION_1_2));
+    EXPECT_GE(info.min_storage_buffer_offset_alignment, 1u);
+    EXPECT_EQ(info.range_alignment,
+              std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4));
+    EXPECT_EQ(info.range_alignment & (info.range_alignment - 1), 0u);  // a power of two
 }
 
 // Test 2: bytes survive an upload / download round trip at an offset.
@@ -74,6 +82,245 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
     // The owner's device still works after the adopting context is gone.
     auto buffer = owner.create_buffer(16, gpu::MemoryKind::device);
     EXPECT_TRUE(buffer);
+}
+
+// The test context's handles as a caller would describe them (its instance was created for
+// Vulkan 1.2 with VK_KHR_push_descriptor enabled on the device).
+const char* const kExtensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+gpu::ExternalDevice described() {
+    gpu::Context& owner = gpu_context();
+    return {owner.impl().instance, owner.physical_device(), owner.device(), owner.queue_family(),
+            owner.queue(),         VK_API_VERSION_1_2,      kExtensions};
+}
+
+std::string adopt_error(const gpu::ExternalDevice& external, ErrorCode code) {
+    auto adopted = gpu::Context::adopt(external);
+    EXPECT_FALSE(adopted);
+    if (adopted) return "";
+    EXPECT_EQ(adopted.error().code, code) << adopted.error().message;
+    return adopted.error().message;
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// Test 6: an instance whose API version the caller did not give is refused, asking for it,
+// before any Vulkan 1.1 call is made on it (the fixture fails on a validation error).
+TEST_F(ContextTest, AdoptWithoutApiVersionAsksForIt) {
+    gpu::ExternalDevice external = described();
+    external.api_version = 0;
+    const std::string m = adopt_error(external, ErrorCode::invalid_argument);
+    EXPECT_TRUE(has(m, "ExternalDevice::api_version")) << m;
+    EXPECT_TRUE(has(m, "1.2 or later")) << m;
+}
+
+// Test 7: an instance created for Vulkan 1.0 is refused, naming both versions.
+TEST_F(ContextTest, AdoptOfAVulkan10InstanceIsRefused) {
+    gpu::ExternalDevice external = described();
+    external.api_version = VK_API_VERSION_1_0;
+    const std::string m = adopt_error(external, ErrorCode::unsupported);
+    EXPECT_TRUE(has(m, "the instance was created for Vulkan 1.0")) << m;
+    EXPECT_TRUE(has(m, "Vulkan 1.2 is needed")) << m;
+    external.api_version = VK_API_VERSION_1_1;
+    EXPECT_TRUE(has(adopt_error(external, ErrorCode::unsupported), "for Vulkan 1.1"));
+}
+
+// Test 8: a device whose enabled extensions lack VK_KHR_push_descriptor is refused, saying
+// where to enable it.
+TEST_F(ContextTest, AdoptWithoutPushDescriptorIsRefused) {
+    gpu::ExternalDevice external = described();
+    external.enabled_extensions = {};
+    const std::string m = adopt_error(external, ErrorCode::unsupported);
+    EXPECT_TRUE(has(m, "VK_KHR_push_descriptor is not enabled on the device")) << m;
+    EXPECT_TRUE(has(m, "ExternalDevice::enabled_extensions")) << m;
+    EXPECT_FALSE(has(m, "does not support")) << m;  // lavapipe supports it
+    const char* const others[] = {"VK_KHR_swapchain"};
+    external.enabled_extensions = others;
+    EXPECT_TRUE(has(adopt_error(external, ErrorCode::unsupported), "VK_KHR_push_descriptor"));
+}
+
+// Test 9: a queue family the device does not have, or one without compute, is refused. The
+// second case is checked on the device's facts with its families replaced by a transfer-only
+// one (lavapipe's single family has compute).
+TEST_F(ContextTest, AdoptOfAQueueWithoutComputeIsRefused) {
+    gpu::ExternalDevice external = described();
+    external.queue_family = 7;
+    std::string m = adopt_error(external, ErrorCode::unsupported);
+    EXPECT_TRUE(has(m, "queue family 7 does not exist (the device has ")) << m;
+
+    gpu::DeviceFacts facts = gpu::device_facts(gpu_context().physical_device(), VK_API_VERSION_1_2);
+    facts.enabled_extensions = std::vector<std::string>{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    facts.queue_family = 0;
+    EXPECT_TRUE(gpu::missing_requirements(facts).empty());
+    facts.families.assign(1, VkQueueFamilyProperties{});
+    facts.families[0].queueFlags = VK_QUEUE_TRANSFER_BIT;
+    facts.families[0].queueCount = 1;
+    const std::vector<std::string> missing = gpu::missing_requirements(facts);
+    ASSERT_EQ(missing.size(), 1u);
+    EXPECT_EQ(missing[0], "queue family 0 has no compute (VK_QUEUE_COMPUTE_BIT)");
+    facts.queue_family.reset();  // Context::create's view: any family with compute
+    EXPECT_EQ(gpu::missing_requirements(facts),
+              std::vector<std::string>{"no queue family has compute (VK_QUEUE_COMPUTE_BIT)"});
+}
+
+// Test 10: everything missing is named in one error; a device short of Vulkan 1.2 or of the
+// kernels' compute limits is described too.
+TEST_F(ContextTest, AdoptNamesEverythingMissingAtOnce) {
+    gpu::ExternalDevice external = described();
+    external.api_version = VK_API_VERSION_1_0;
+    external.enabled_extensions = {};
+    external.queue_family = 9;
+    const std::string m = adopt_error(external, ErrorCode::unsupported);
+    EXPECT_TRUE(has(m, "Context::adopt: device '" + gpu_context().info().name + "'")) << m;
+    EXPECT_TRUE(has(m, "for Vulkan 1.0")) << m;
+    EXPECT_TRUE(has(m, "VK_KHR_push_descriptor is not enabled")) << m;
+    EXPECT_TRUE(has(m, "queue family 9 does not exist")) << m;
+
+    gpu::DeviceFacts facts = gpu::device_facts(gpu_context().physical_device(), VK_API_VERSION_1_2);
+    facts.properties.apiVersion = VK_API_VERSION_1_1;
+    facts.properties.limits.maxComputeWorkGroupInvocations = 128;
+    facts.properties.limits.maxComputeSharedMemorySize = 16384;
+    facts.supported_extensions.clear();
+    const std::vector<std::string> missing = gpu::missing_requirements(facts);
+    ASSERT_EQ(missing.size(), 4u);
+    EXPECT_EQ(missing[0], "the device supports Vulkan 1.1 only; Vulkan 1.2 is needed");
+    EXPECT_EQ(missing[1], "VK_KHR_push_descriptor is not supported by the device");
+    EXPECT_TRUE(has(missing[2], "maxComputeWorkGroupInvocations 128")) << missing[2];
+    EXPECT_TRUE(has(missing[3], "maxComputeSharedMemorySize 16384")) << missing[3];
+}
+
+// A caller's own instance (for `api_version`, with the validation layer and a messenger that
+// counts its errors) and device (compute queue family 0, `extensions` enabled).
+struct OwnDevice {
+    std::atomic<std::uint64_t> errors{0};
+    VkInstance instance = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    VkPhysicalDevice physical = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+
+    static VKAPI_ATTR VkBool32 VKAPI_CALL
+    on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+               const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+        if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+            ++*static_cast<std::atomic<std::uint64_t>*>(user);
+            std::fprintf(stderr, "[vulkan error] %s\n", data->pMessage ? data->pMessage : "");
+        }
+        return VK_FALSE;
+    }
+
+    OwnDevice(std::uint32_t api_version, std::span<const char* const> extensions) {
+        const char* layers[] = {"VK_LAYER_KHRONOS_validation"};
+        // VK_KHR_push_descriptor needs VK_KHR_get_physical_device_properties2 on a 1.0
+        // instance (core from 1.1).
+        const char* instance_extensions[] = {
+            VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
+            VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME};
+        VkApplicationInfo app{};
+        app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+        app.apiVersion = api_version;
+        VkDebugUtilsMessengerCreateInfoEXT messenger_info{};
+        messenger_info.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+        messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+        messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+        messenger_info.pfnUserCallback = on_message;
+        messenger_info.pUserData = &errors;
+        VkInstanceCreateInfo info{};
+        info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+        info.pNext = &messenger_info;
+        info.pApplicationInfo = &app;
+        info.enabledLayerCount = 1;
+        info.ppEnabledLayerNames = layers;
+        info.enabledExtensionCount = 2;
+        info.ppEnabledExtensionNames = instance_extensions;
+        if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) return;
+        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+        if (create) create(instance, &messenger_info, nullptr, &messenger);
+        // The test context's device, as this instance enumerates it.
+        std::uint32_t count = 0;
+        vkEnumeratePhysicalDevices(instance, &count, nullptr);
+        std::vector<VkPhysicalDevice> physicals(count);
+        vkEnumeratePhysicalDevices(instance, &count, physicals.data());
+        for (VkPhysicalDevice p : physicals) {
+            VkPhysicalDeviceProperties props;
+            vkGetPhysicalDeviceProperties(p, &props);
+            if (gpu_context().info().name == props.deviceName) physical = p;
+        }
+        if (!physical) return;
+        float priority = 1;
+        VkDeviceQueueCreateInfo queue_info{};
+        queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+        queue_info.queueFamilyIndex = 0;
+        queue_info.queueCount = 1;
+        queue_info.pQueuePriorities = &priority;
+        VkDeviceCreateInfo device_info{};
+        device_info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+        device_info.queueCreateInfoCount = 1;
+        device_info.pQueueCreateInfos = &queue_info;
+        device_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+        device_info.ppEnabledExtensionNames = extensions.data();
+        if (vkCreateDevice(physical, &device_info, nullptr, &device) != VK_SUCCESS) return;
+        vkGetDeviceQueue(device, 0, 0, &queue);
+    }
+    ~OwnDevice() {
+        if (device) vkDestroyDevice(device, nullptr);
+        if (messenger) {
+            auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+                vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+            if (destroy) destroy(instance, messenger, nullptr);
+        }
+        if (instance) vkDestroyInstance(instance, nullptr);
+    }
+    gpu::ExternalDevice external(std::uint32_t api_version,
+                                 std::span<const char* const> extensions) const {
+        return {instance, physical, device, 0, queue, api_version, extensions};
+    }
+};
+
+// Test 11: a real Vulkan 1.0 instance, adopted as the caller describes it (version 1.0, or not
+// given), is refused before the library calls anything its instance version lacks: no
+// validation error on that instance. The same instance created for 1.2 is adopted and works;
+// a device created without VK_KHR_push_descriptor is refused even when the caller says it is
+// enabled (the loader gives no vkCmdPushDescriptorSetKHR).
+TEST_F(ContextTest, AdoptionOfRealInstancesAndDevices) {
+    {
+        OwnDevice own(VK_API_VERSION_1_0, kExtensions);
+        ASSERT_TRUE(own.device);
+        EXPECT_TRUE(
+            has(adopt_error(own.external(VK_API_VERSION_1_0, kExtensions), ErrorCode::unsupported),
+                "the instance was created for Vulkan 1.0"));
+        EXPECT_TRUE(has(adopt_error(own.external(0, kExtensions), ErrorCode::invalid_argument),
+                        "ExternalDevice::api_version"));
+        EXPECT_EQ(own.errors.load(), 0u);
+    }
+    {
+        OwnDevice own(VK_API_VERSION_1_2, kExtensions);
+        ASSERT_TRUE(own.device);
+        auto adopted = gpu::Context::adopt(own.external(VK_API_VERSION_1_2, kExtensions));
+        ASSERT_TRUE(adopted) << adopted.error().message;
+        auto lbvh = gpu::Lbvh::create(**adopted);
+        ASSERT_TRUE(lbvh);
+        std::vector<Box> boxes{{{0, 0, 0}, {1, 1, 1}}, {{0.5f, 0.5f, 0.5f}, {2, 2, 2}}};
+        auto pairs = (*lbvh)->find_pairs(boxes);
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        EXPECT_EQ(pairs.value(), (std::vector<Pair>{{0, 1}}));
+        lbvh.value().reset();
+        adopted.value().reset();
+        EXPECT_EQ(own.errors.load(), 0u);
+    }
+    {
+        OwnDevice own(VK_API_VERSION_1_2, {});
+        ASSERT_TRUE(own.device);
+        EXPECT_TRUE(has(adopt_error(own.external(VK_API_VERSION_1_2, {}), ErrorCode::unsupported),
+                        "VK_KHR_push_descriptor is not enabled"));
+        const std::string m =
+            adopt_error(own.external(VK_API_VERSION_1_2, kExtensions), ErrorCode::unsupported);
+        EXPECT_TRUE(has(m, "VK_KHR_push_descriptor")) << m;
+        EXPECT_EQ(own.errors.load(), 0u);
+    }
 }
 
 }  // namespace
