@@ -488,7 +488,8 @@ void RTree::insert_entry(const Entry& entry, std::int32_t level, std::vector<cha
 std::vector<RTree::Entry> RTree::take_farthest(std::int32_t index) {
     std::vector<Entry>& entries = nodes_[index].entries;
     const std::size_t n = entries.size();
-    const auto wanted = static_cast<std::size_t>(config_.reinsert_fraction * config_.max_entries);
+    const auto wanted = static_cast<std::size_t>(config_.reinsert_fraction *
+                                                 static_cast<float>(config_.max_entries));
     const std::size_t p = std::min(wanted, n - config_.min_entries);
     if (p == 0) return {};
     const Box b = bounds(index);
