@@ -68,7 +68,7 @@ struct FrameResult {
 struct FrameTimes {
     FramePath path = FramePath::refit;  ///< the path the frame took
     /// host wall ms of writing the boxes into the staging buffer (its GPU copy is part of the
-    /// frame's one submit, before the first stage; 0 for a VkBuffer step)
+    /// frame's one submit, before the first stage; 0 for a step on the caller's range)
     double upload = 0;
     double refit = 0;  ///< refit, its SAH cost and the GPU's refit-or-rebuild decision
     /// LBVH rebuild and its SAH cost (GPU); on a refit frame of the ratio policy, the cost of
