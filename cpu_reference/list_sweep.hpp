@@ -1,7 +1,9 @@
 // Crowded lists of boxes (an octree leaf, a loose octant's own boxes), shared by octree and
 // loose_octree. Self-pairs by sort and sweep instead of all against all: sort on the axis where
 // the min corners spread most against the boxes' mean extent, then test each box only against
-// those starting before it ends (the sweep of Baraff's sweep and prune, on one list).
+// those starting before it ends (the sweep of Baraff's sweep and prune, on one list). Two lists
+// (the loose octree's neighbouring octants) meet by the interval search below: each box of the
+// shorter one looks up, in the longer one's index, the window of boxes it can meet.
 //
 // Queries get the same order, kept in the list itself (a SweepIndex): the boxes no longer than
 // a bound E on that axis form a run sorted by their min, the longer ones a short tail scanned
@@ -213,6 +215,42 @@ void for_each_meeting(const Entries& entries, const SweepIndex& index, float lo,
     }
     box_tests += entries.size() - index.sorted;
     for (std::size_t i = index.sorted; i < entries.size(); ++i) visit(entries[i]);
+}
+
+/// Emits every overlapping pair (x.id, y.id) with x from `a` and y from `b`, two lists with
+/// their indexes; `a_bound` holds every box of `a`, `b_bound` every box of `b`. The boxes of one
+/// list that reach the other's bound look up the window they can meet in the other's index
+/// (the shorter list looks up the longer one when both are indexed), so two crowded lists cost
+/// about (shorter size) * log(longer size) tests, not their product; two plain lists are tested
+/// all against all. Counts each box test and search step in `box_tests`.
+template <class A, class B, class Emit>
+void cross_pairs(const A& a, const SweepIndex& a_index, const Box& a_bound, const B& b,
+                 const SweepIndex& b_index, const Box& b_bound, std::uint64_t& box_tests,
+                 Emit&& emit) {
+    const auto look_up = [&box_tests, &emit](const auto& from, const Box& into_bound,
+                                             const auto& into, const SweepIndex& into_index) {
+        const int axis = into_index.axis;
+        for (const auto& x : from) {
+            if (!overlaps(x.box, into_bound)) continue;
+            for_each_meeting(into, into_index, x.box.min[axis], x.box.max[axis], box_tests,
+                             [&](const auto& y) {
+                                 if (overlaps(x.box, y.box)) emit(x.id, y.id);
+                             });
+        }
+    };
+    if (b_index.active() && (!a_index.active() || a.size() <= b.size())) {
+        look_up(a, b_bound, b, b_index);
+    } else if (a_index.active()) {
+        look_up(b, a_bound, a, a_index);
+    } else {
+        for (const auto& x : a) {
+            if (!overlaps(x.box, b_bound)) continue;
+            box_tests += b.size();
+            for (const auto& y : b) {
+                if (overlaps(x.box, y.box)) emit(x.id, y.id);
+            }
+        }
+    }
 }
 
 /// Ray cast over one list whose hits that matter lie on the ray's part inside `cell`, entered

@@ -1,5 +1,5 @@
-// Loose octree with O(1) depth and cell computation on insert (seed 002; Ulrich 2000). See
-// loose_octree.hpp for the placement rule and the corrections to the seed's pseudocode.
+// Loose octree with O(1) depth and cell computation on insert (Ulrich, "Loose octrees", 2000).
+// See loose_octree.hpp for the placement rule and the corrections to the original pseudocode.
 #include "loose_octree.hpp"
 
 #include <algorithm>
@@ -52,7 +52,7 @@ bool box_inside(const Box& outer, const Box& inner) {
            inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
-// Child slot of the octant at depth `depth` on the path to `ideal` (seed 002's child index,
+// Child slot of the octant at depth `depth` on the path to `ideal` (the pseudocode's child index,
 // with the precedence and masking fixed).
 std::uint32_t child_slot(const LooseOctree::Cell& ideal, std::uint32_t depth) {
     const std::uint32_t shift = ideal.depth - depth;
@@ -240,7 +240,7 @@ void LooseOctree::maybe_split(std::uint32_t index) {
     for (std::uint32_t c = 0; c < 8; ++c) maybe_split(first + c);
 }
 
-// The deepest allocated octant on the path to `ideal` (seed 002's findBestFittingOctant).
+// The deepest allocated octant on the path to `ideal` (the pseudocode's findBestFittingOctant).
 std::uint32_t LooseOctree::find_node(const Cell& ideal) const {
     std::uint32_t index = 0;
     while (!nodes_[index].is_leaf() && nodes_[index].cell.depth < ideal.depth) {
@@ -373,21 +373,28 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
             const bool same = &node == &home;
             if (node.cell.depth == depth && !same && &node < &home) return;
             ++stats_.leaves_visited;
-            if (same && home.entries.size() > detail::kCrowded) {
-                // Many boxes in one octant (long boxes sit at the level of their longest
-                // side, so an octant can hold many parallel ones): sort and sweep.
+            if (!same) {
+                // Two octants' lists: each box of the shorter one looks up the window it can
+                // meet in the longer one's index (long boxes crowd the octants of their longest
+                // side: on the line scenes thousands of parallel boxes lie in each octant, and
+                // testing two such lists all against all made self-pairs quadratic).
+                detail::cross_pairs(home.entries, home.index, home.loose, node.entries, node.index,
+                                    node.loose, stats_.box_tests, emit);
+                return;
+            }
+            if (home.entries.size() > detail::kCrowded) {
+                // Many boxes in one octant: sort and sweep.
                 detail::sweep_list(
                     home.entries, order, stats_.box_tests,
                     [](const Entry&, const Entry&) { return true; }, emit);
                 return;
             }
-            for (std::size_t i = 0; i < home.entries.size(); ++i) {
-                const Entry& a = home.entries[i];
-                if (!overlaps(a.box, node.loose)) continue;
-                const std::size_t begin = same ? i + 1 : 0;
-                stats_.box_tests += node.entries.size() - begin;
-                for (std::size_t j = begin; j < node.entries.size(); ++j) {
-                    const Entry& b = node.entries[j];
+            const std::size_t n = home.entries.size();
+            stats_.box_tests += n * (n - 1) / 2;
+            for (std::size_t i = 0; i < n; ++i) {
+                for (std::size_t j = i + 1; j < n; ++j) {
+                    const Entry& a = home.entries[i];
+                    const Entry& b = home.entries[j];
                     if (overlaps(a.box, b.box)) emit(a.id, b.id);
                 }
             }
@@ -402,10 +409,11 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
         }
         descend(a.box, stack, [&](const Node& node) {
             ++stats_.leaves_visited;
-            stats_.box_tests += node.entries.size();
-            for (const Entry& b : node.entries) {
-                if (overlaps(a.box, b.box)) emit(a.id, b.id);
-            }
+            const int axis = node.index.active() ? node.index.axis : 0;
+            detail::for_each_meeting(node.entries, node.index, a.box.min[axis], a.box.max[axis],
+                                     stats_.box_tests, [&](const Entry& b) {
+                                         if (overlaps(a.box, b.box)) emit(a.id, b.id);
+                                     });
         });
     }
 }

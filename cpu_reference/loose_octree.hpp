@@ -1,21 +1,22 @@
-// Loose octree (seed 002; T. Ulrich, "Loose octrees", Game Programming Gems, 2000). Each octant
-// has its strict cell and a loose bound k times as wide about the same centre. A box is stored
-// in one octant only, chosen in O(1) from the box itself: the depth from its size (the deepest
-// level whose margin (k-1)/2 * side still covers the box's half extent when its centre lies
-// anywhere in the strict cell) and the cell from its centre ("centre-in-strict-bounds"). The
-// octree subdivides dynamically: a box lives in the deepest allocated octant on the path to its
-// ideal one (seed 002's findBestFittingOctant), and an octant holding more than `capacity`
+// Loose octree (T. Ulrich, "Loose octrees", Game Programming Gems, 2000). Each octant has its
+// strict cell and a loose bound k times as wide about the same centre. A box is stored in one
+// octant only, chosen in O(1) from the box itself: the depth from its size (the deepest level
+// whose margin (k-1)/2 * side still covers the box's half extent when its centre lies anywhere
+// in the strict cell) and the cell from its centre ("centre-in-strict-bounds"). The octree
+// subdivides dynamically: a box lives in the deepest allocated octant on the path to its ideal
+// one (the pseudocode's findBestFittingOctant), and an octant holding more than `capacity`
 // boxes splits, pushing down the boxes whose ideal octant lies deeper.
 //
-// Seed 002's pseudocode has slips that this implementation corrects: the fit test must read
-// side * (k-1)/2 >= extent/2 (it writes (1-k), which is negative for k > 1); after the loop the
-// depth is already the deepest fitting level, so its "off by one" depth-- is wrong; the loop
-// never ends for a zero-size box (a depth cap is needed); the cell index needs the centre
-// relative to the root's min corner, clamped to [0, 2^d - 1] for centres on the root's upper
-// faces; and the child index must be ((x >> s) & 1) | ((y >> s) & 1) << 1 | ((z >> s) & 1) << 2,
-// not x + y << 1 + z << 2 (which C++ parses as (x + y) << (1 + z) << 2). Here the depth is one
-// ilogb, with no loop. Float rounding can leave a box a hair outside the computed loose bound; it
-// then goes one level up, so "box inside its octant's loose bound" holds exactly.
+// The pseudocode this was written from has slips that this implementation corrects: the fit
+// test must read side * (k-1)/2 >= extent/2 (it writes (1-k), which is negative for k > 1);
+// after the loop the depth is already the deepest fitting level, so its "off by one" depth-- is
+// wrong; the loop never ends for a zero-size box (a depth cap is needed); the cell index needs
+// the centre relative to the root's min corner, clamped to [0, 2^d - 1] for centres on the
+// root's upper faces; and the child index must be ((x >> s) & 1) | ((y >> s) & 1) << 1 |
+// ((z >> s) & 1) << 2, not x + y << 1 + z << 2 (which C++ parses as (x + y) << (1 + z) << 2).
+// Here the depth is one ilogb, with no loop. Float rounding can leave a box a hair outside the
+// computed loose bound; it then goes one level up, so "box inside its octant's loose bound"
+// holds exactly.
 //
 // Robustness (issue 9): the root is not the scene's bounding cube but a cube over a robust core
 // (per axis, the box centres without the 32 most extreme on each side, widened by the core's own
@@ -24,15 +25,21 @@
 // box of the play area falls into one octant. Clusters far apart are part of the core; the
 // depth limit (31) resolves a cluster 1e-5 of the root's side to its own box sizes. If the
 // trimmed root would leave out more than 16 + n/4 boxes the whole scene's cube is used.
-// Long thin boxes sit at the level of their longest side, and the boxes of one octant are
-// tested against each other (by sort and sweep above 48) and against their loose neighbours':
-// a scene of many long boxes is the loose octree's accepted worst case for self-pairs (Ulrich
-// 2000: objects are placed by their largest dimension; cost grows with the aspect ratio
-// squared). Queries do not pay it: an octant holding more than 48 boxes keeps them indexed on
-// their most spread axis (list_sweep.hpp: sorted by min there, a binary search for the window
-// a region or point can meet, a ray scanned along the axis over its part inside the loose
-// bound and the boxes' bounds, k-nearest cursors walking outwards from p); on xline every
-// query kind costs about what it does on uniform, against up to 14 times when scanned whole.
+//
+// Long thin boxes sit at the level of their longest side (Ulrich places a box by its largest
+// dimension), so parallel long boxes crowd a few octants: on the line scenes thousands of them
+// lie in each octant along the line. An octant holding more than 48 boxes keeps them indexed
+// on their most spread axis (list_sweep.hpp: sorted by min there, the boxes longer than 4
+// times the median on that axis in a short tail). Self-pairs sweep such a list once, and two
+// octants' lists meet by window searches (each box of the shorter list looks up the window of
+// minima it can meet in the longer one's index) instead of all against all, which made the
+// line scenes quadratic (yline: 14 s at 1M boxes against 1.5 s on uniform). Box, point, ray
+// and k-nearest queries use the same index (a binary search for the window a region or point
+// can meet, a ray scanned along the axis over its part inside the loose bound and the boxes'
+// bounds, k-nearest cursors walking outwards from p); on xline every query kind costs about
+// what it does on uniform. What remains of the accepted worst case: a long box meets every
+// box of its loose neighbours that its window reaches, so boxes long on several axes in one
+// octant (girders of every orientation, aspect ratio a) cost tests growing with a, not with n.
 //
 // Dynamic: insert/remove/move by caller id. A box whose centre is not in the root's strict
 // cube, or that does not fit the root's loose bound, goes to an `outside` list tested linearly;

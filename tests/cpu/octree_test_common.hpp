@@ -162,6 +162,36 @@ void check_line_queries(Make make, double factor) {
     }
 }
 
+// Self-pairs cost on a large scene (issue 9's cost tests, sizes where a quadratic list or a
+// build pass per level breaks the bound): (nodes + leaves visited) per box and box tests per box
+// and pair; the pairs must be sweep and prune's (itself checked against brute force).
+struct SelfPairsCost {
+    double visits = 0;
+    double tests = 0;
+};
+
+inline SelfPairsCost large_self_pairs_cost(Structure& s, std::span<const Box> boxes) {
+    SelfPairsCost cost;
+    const Status built = s.build(boxes);
+    EXPECT_TRUE(built.ok()) << built.error().message;
+    if (!built.ok()) return cost;
+    s.reset_stats();
+    std::vector<Pair> pairs;
+    s.self_pairs(pairs);
+    const QueryStats& st = s.stats();
+    const double n = double(boxes.size());
+    cost.visits = double(st.nodes_visited + st.leaves_visited) / n;
+    cost.tests = double(st.box_tests) / (n + double(pairs.size()));
+    std::sort(pairs.begin(), pairs.end());
+    auto reference = make_structure("sweep_and_prune");
+    EXPECT_TRUE(reference.ok());
+    if (reference.ok()) {
+        EXPECT_TRUE((*reference)->build(boxes).ok());
+        EXPECT_TRUE(pairs == sorted_pairs(**reference));
+    }
+    return cost;
+}
+
 // xline's first 900 boxes with the line shortened tenfold: a few crowded cells along it (ids
 // stay below the sequence's first new id, 1000).
 inline std::vector<Box> short_line(std::uint32_t seed) {
