@@ -1,5 +1,5 @@
 // Regular octree, every box referenced from every leaf it overlaps, results kept unique by the
-// owner-leaf rule (see octree.hpp; seed 002's introduction, Meagher 1982).
+// owner-leaf rule (see octree.hpp; Meagher 1982).
 #include "octree.hpp"
 
 #include <algorithm>
@@ -17,6 +17,10 @@ namespace {
 
 constexpr std::size_t kOutsideSlack = 16;
 constexpr std::uint32_t kDepthLimit = 300;
+/// split_plan: the leaf stays; or it splits and its boxes spread over several children (0-7:
+/// every box not covering the cell goes to that child).
+constexpr int kStays = -1;
+constexpr int kSpread = 8;
 
 Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
     return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
@@ -33,6 +37,18 @@ Vec3 centre_of(const Box& cell) {
     for (int a = 0; a < 3; ++a)
         m[a] = static_cast<float>(0.5 * (double(cell.min[a]) + cell.max[a]));
     return m;
+}
+
+/// The robust root trims at most this many centres from each end of each axis.
+constexpr std::size_t kTrimmedPerSide = 32;
+
+float round_down(double v) {
+    if (v <= double(std::numeric_limits<float>::lowest())) {
+        return std::numeric_limits<float>::lowest();
+    }
+    float f = static_cast<float>(v);
+    if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
 }
 
 float round_up(double v) {
@@ -97,6 +113,7 @@ Status Octree::build(std::span<const Box> boxes) {
     outside_.clear();
     items_.clear();
     inside_count_ = 0;
+    split_references_ = 0;
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > kDepthLimit) {
         return invalid("max_depth must be at most " + std::to_string(kDepthLimit));
@@ -111,28 +128,65 @@ Status Octree::build(std::span<const Box> boxes) {
 }
 
 void Octree::rebuild(std::vector<Entry> entries) {
+    place_all(entries, true);
+    // Trimming may leave out many boxes (large against the core): then the whole scene.
+    if (outside_.size() > kOutsideSlack + inside_count_ / 4) place_all(entries, false);
+}
+
+void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
     nodes_.clear();
     outside_.clear();
     items_.clear();
     items_.reserve(entries.size());
-    inside_count_ = entries.size();
-    for (const Entry& e : entries) items_.emplace(e.id, Item{e.box, false});
+    inside_count_ = 0;
     if (entries.empty()) return;
-    // The root: the bounding cube from the scene's min corner, computed in double and rounded
-    // up once (bounded for any finite boxes; issue 14), clamped to the largest float where the
-    // cube would pass it, so it is a cube up to rounding and holds every box.
+    // The root, robust to a few far outliers and world-wide boxes (issue 9): per axis, the box
+    // centres of rank r and n-1-r (r = min(32, n/64)) bound a core [lo, hi], and the root spans
+    // [lo - w, hi + w] (w = hi - lo) clipped to the scene's bounds (robust = false: the
+    // scene's bounds). The cube from that min corner is computed in double and rounded
+    // outwards once (bounded for any finite boxes; issue 14), clamped to the largest float.
+    // Boxes not inside it go to the outside list, each tested against the tree by one descent.
     Box bounds = entries[0].box;
     for (const Entry& e : entries) bounds = merge(bounds, e.box);
-    double side = 0;
-    for (int a = 0; a < 3; ++a) side = std::max(side, double(bounds.max[a]) - bounds.min[a]);
-    Box root{bounds.min, bounds.min};
+    const std::size_t n = entries.size();
+    const std::size_t r = robust ? std::min(kTrimmedPerSide, n / 64) : 0;
+    double lo[3], hi[3], side = 0;
+    std::vector<double> centres(r == 0 ? 0 : n);
     for (int a = 0; a < 3; ++a) {
-        const double top = double(bounds.min[a]) + side;
+        lo[a] = bounds.min[a];
+        hi[a] = bounds.max[a];
+        if (r > 0) {
+            for (std::size_t i = 0; i < n; ++i) {
+                centres[i] = 0.5 * (double(entries[i].box.min[a]) + entries[i].box.max[a]);
+            }
+            const auto low = centres.begin() + std::ptrdiff_t(r);
+            const auto high = centres.end() - 1 - std::ptrdiff_t(r);
+            std::nth_element(centres.begin(), low, centres.end());
+            const double core_lo = *low;
+            std::nth_element(centres.begin(), high, centres.end());
+            const double core_hi = *high;
+            lo[a] = std::max(lo[a], core_lo - (core_hi - core_lo));
+            hi[a] = std::min(hi[a], core_hi + (core_hi - core_lo));
+        }
+        side = std::max(side, hi[a] - lo[a]);
+    }
+    Box root;
+    for (int a = 0; a < 3; ++a) {
+        root.min[a] = round_down(lo[a]);
+        const double top = double(root.min[a]) + side;
         root.max[a] = top >= double(std::numeric_limits<float>::max())
                           ? std::numeric_limits<float>::max()
-                          : std::max(round_up(top), bounds.max[a]);
+                          : std::max(round_up(top), round_up(hi[a]));
     }
-    nodes_.push_back(Node{root, kNoChild, 0, std::move(entries), {}});
+    nodes_.push_back(Node{root, kNoChild, 0, {}, {}});
+    std::vector<Entry>& at_root = nodes_[0].entries;
+    at_root.reserve(n);
+    for (const Entry& e : entries) {
+        const bool inside = box_inside(root, e.box);
+        items_.emplace(e.id, Item{e.box, !inside});
+        (inside ? at_root : outside_).push_back(e);
+    }
+    inside_count_ = at_root.size();
     maybe_split(0);
 }
 
@@ -140,16 +194,21 @@ bool Octree::inside_root(const Box& box) const {
     return !nodes_.empty() && box_inside(nodes_[0].cell, box);
 }
 
-bool Octree::split_pays(std::uint32_t index) const {
+bool Octree::cell_splits(const Node& node) const {
+    if (node.depth >= config_.max_depth) return false;
+    const Vec3 mid = centre_of(node.cell);
+    for (int a = 0; a < 3; ++a) {
+        if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return false;
+    }
+    return double(node.cell.max.x) - node.cell.min.x >= 2.0 * config_.min_size;
+}
+
+int Octree::split_plan(std::uint32_t index) const {
     {
         const Node& node = nodes_[index];
         const std::size_t count = node.entries.size();
-        if (count <= config_.capacity || node.depth >= config_.max_depth) return false;
+        if (count <= config_.capacity || !cell_splits(node)) return kStays;
         const Vec3 mid = centre_of(node.cell);
-        for (int a = 0; a < 3; ++a) {
-            if (!(node.cell.min[a] < mid[a] && mid[a] < node.cell.max[a])) return false;
-        }
-        if (double(node.cell.max.x) - node.cell.min.x < 2.0 * config_.min_size) return false;
         // Boxes covering the whole cell are in every leaf below whatever happens: only the
         // others count. Split when more than `capacity` of them are left and the split
         // separates some of them (some box misses some child another box reaches); boxes that
@@ -176,14 +235,15 @@ bool Octree::split_pays(std::uint32_t index) const {
             }
             ++partial;
         }
-        if (partial <= config_.capacity) return false;
+        if (partial <= config_.capacity) return kStays;
         for (const std::uint32_t m : masks) shared += (m & nonempty) == nonempty;
         if (std::popcount(nonempty) == 1) {
             // All in one child: splitting separates nothing yet but shrinks the cell towards
             // where they differ; boxes identical within the cell never part.
-            if (all_same) return false;
+            if (all_same) return kStays;
+            return std::countr_zero(nonempty);
         } else {
-            if (shared == partial) return false;
+            if (shared == partial) return kStays;
             // Split only when it cuts the leaf's pair tests (sum of n_c^2 below 0.7 n^2) or
             // copies little (at most n/2 new references): boxes long against the cell would
             // otherwise be copied into ever more leaves.
@@ -194,22 +254,21 @@ bool Octree::split_pays(std::uint32_t index) const {
                 references += n;
             }
             if (after >= 0.7 * double(partial) * double(partial) && 2 * references > 3 * partial) {
-                return false;
+                return kStays;
             }
         }
     }
-    return true;
+    return kSpread;
 }
 
-void Octree::maybe_split(std::uint32_t index) {
-    if (!split_pays(index)) {
-        // A leaf that stays crowded is indexed on its spread axis for the queries.
-        Node& node = nodes_[index];
-        if (!node.index.active() && node.entries.size() > detail::kCrowded) {
-            node.index = detail::make_index(node.entries);
-        }
-        return;
+void Octree::index_crowded(std::uint32_t index) {
+    Node& node = nodes_[index];
+    if (!node.index.active() && node.entries.size() > detail::kCrowded) {
+        node.index = detail::make_index(node.entries);
     }
+}
+
+std::uint32_t Octree::add_children(std::uint32_t index) {
     const auto first = static_cast<std::uint32_t>(nodes_.size());
     const Box cell = nodes_[index].cell;
     const Vec3 mid = centre_of(cell);
@@ -217,17 +276,80 @@ void Octree::maybe_split(std::uint32_t index) {
     for (std::uint32_t c = 0; c < 8; ++c) {
         nodes_.push_back(Node{child_cell(cell, mid, c), kNoChild, depth, {}, {}});
     }
-    std::vector<Entry> entries = std::move(nodes_[index].entries);
-    nodes_[index].entries = {};
     nodes_[index].index = {};
     nodes_[index].first_child = first;
+    return first;
+}
+
+void Octree::maybe_split(std::uint32_t index) {
+    int plan = split_plan(index);
+    if (plan == kStays) {
+        // A leaf that stays crowded is indexed on its spread axis for the queries.
+        index_crowded(index);
+        return;
+    }
+    if (plan != kSpread) {
+        // A cluster far from the cell's centre (a group 1e6 away, clusters 1e4 apart) sends
+        // every box to one child for many levels. Along such a chain the boxes move down as one
+        // list: each level costs its 8 nodes and copies of the boxes covering the cell (they
+        // cover every child), not a pass over every box. The tree is the one the level-by-level
+        // splits build: while the bounds of the boxes not covering the cell fall in one child,
+        // every such box goes there alone, none starts to cover the child (the bounds would
+        // straddle the split), and the same boxes, clipped alike, make split_plan choose that
+        // child again unless the cell itself stops splitting.
+        const Node& node = nodes_[index];
+        std::vector<Entry> covering;
+        Box bounds = node.cell;
+        bool first = true;
+        for (const Entry& e : node.entries) {
+            if (covers(e.box, node.cell)) {
+                covering.push_back(e);
+            } else {
+                bounds = first ? e.box : merge(bounds, e.box);
+                first = false;
+            }
+        }
+        const auto one_child = [&](std::uint32_t at) {
+            const std::uint32_t mask = child_mask(bounds, centre_of(nodes_[at].cell));
+            return std::popcount(mask) == 1 ? std::countr_zero(mask) : kSpread;
+        };
+        while (plan != kSpread) {
+            const std::uint32_t children = add_children(index);
+            const std::uint32_t next = children + std::uint32_t(plan);
+            nodes_[next].entries = std::move(nodes_[index].entries);
+            nodes_[index].entries = {};
+            for (std::uint32_t c = 0; c < 8; ++c) {
+                if (children + c == next) continue;
+                nodes_[children + c].entries = covering;
+                index_crowded(children + c);
+            }
+            split_references_ += 7 * covering.size();
+            index = next;
+            plan = one_child(index);
+            if (plan != kSpread && !cell_splits(nodes_[index])) plan = kStays;
+            if (plan == kStays) {
+                index_crowded(index);
+                return;
+            }
+        }
+        // The chain ends where the boxes straddle the split: the full rule decides.
+        maybe_split(index);
+        return;
+    }
+    const std::uint32_t children = add_children(index);
+    const Vec3 mid = centre_of(nodes_[index].cell);
+    std::vector<Entry> entries = std::move(nodes_[index].entries);
+    nodes_[index].entries = {};
     for (const Entry& e : entries) {
         const std::uint32_t mask = child_mask(e.box, mid);
         for (std::uint32_t c = 0; c < 8; ++c) {
-            if ((mask >> c) & 1u) nodes_[first + c].entries.push_back(e);
+            if ((mask >> c) & 1u) nodes_[children + c].entries.push_back(e);
         }
     }
-    for (std::uint32_t c = 0; c < 8; ++c) maybe_split(first + c);
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        split_references_ += nodes_[children + c].entries.size();
+        maybe_split(children + c);
+    }
 }
 
 void Octree::insert_into(std::uint32_t index, const Entry& entry) {
