@@ -1,248 +1,504 @@
-// The option sets of the tool's commands and their strict parsing (see args.hpp).
+// The tool's command line (see args.hpp): each command, each of its options (once, with its
+// check and its default) and the modes of `bench`, read by CLI11.
 #include "args.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstring>
+#include <memory>
 #include <sstream>
-#include <system_error>
+
+#include "broadphase/scene.hpp"
+#include "broadphase/structure.hpp"
+#include "broadphase/version.hpp"
+#include "cli_options.hpp"
+#include "commands.hpp"
 
 namespace broadphase::tool {
 namespace {
 
-/// One option: its name and, for one that takes a value, the value's placeholder.
-struct Option {
-    const char* name;
-    const char* value;  ///< nullptr for a flag
+using cli::integer_in;
+using cli::joined;
+using cli::one_of;
+using cli::real_in;
+
+std::string with_default(const std::string& description, const std::string& value) {
+    return description + " (default " + value + ")";
+}
+
+std::vector<std::string> strings(const std::vector<std::string_view>& views) {
+    return {views.begin(), views.end()};
+}
+
+std::vector<std::string> cpu_methods() {
+    return strings(cpu_method_names());
+}
+
+/// A method-name check: `names`, and for gpu_lbvh in a build without it a note saying so.
+CLI::Validator method_check(std::vector<std::string> names) {
+    return one_of(std::move(names), "method", "gpu_lbvh", "this build has no GPU support");
+}
+
+// ---- Options shared by several commands: each defined here once. ----
+
+CLI::Option* add_scene(CLI::App& c, Args& a) {
+    return c
+        .add_option("--scene", a.scene,
+                    "a scene: a text or .obj file, or a generator NAME:COUNT[:SEED]")
+        ->type_name("S");
+}
+
+CLI::Option* add_method(CLI::App& c, Args& a) {
+    const std::vector<std::string> names = method_names();
+    return c.add_option("--method", a.method, "one of " + joined(names))
+        ->type_name("M")
+        ->check(method_check(names));
+}
+
+CLI::Option* add_out(CLI::App& c, Args& a) {
+    return c.add_option("--out", a.out, "write to FILE instead of standard output")
+        ->type_name("FILE");
+}
+
+CLI::Option* add_device(CLI::App& c, Args& a) {
+    return c
+        .add_option("--device", a.device,
+                    "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or "
+                    "the first)")
+        ->type_name("INDEX|NAME");
+}
+
+CLI::Option* add_validation(CLI::App& c, Args& a) {
+    return c.add_flag("--validation", a.validation, "turn on the Vulkan validation layer");
+}
+
+CLI::Option* add_code(CLI::App& c, Args& a) {
+    a.code = "morton30";
+    return c.add_option("--code", a.code, with_default("the LBVH's space-filling curve", a.code))
+        ->type_name("morton30|morton63|hilbert30")
+        ->check(one_of({"morton30", "morton63", "hilbert30"}, "code"));
+}
+
+/// --code, --device and --validation: the options of gpu_lbvh.
+void add_gpu(CLI::App& c, Args& a) {
+    add_code(c, a);
+    add_device(c, a);
+    add_validation(c, a);
+}
+
+CLI::Option* add_camera(CLI::App& c, Args& a, const std::string& description) {
+    return c
+        .add_option_function<std::string>(
+            "--camera",
+            [&a](const std::string& text) {
+                auto camera = parse_camera(text);
+                if (!camera) throw CLI::ValidationError("--camera", camera.error().message);
+                a.camera = camera.value();
+            },
+            description + "; eye(3),target(3),up(3),fovy_deg,aspect,near,far")
+        ->type_name("C");
+}
+
+CLI::Option* add_order(CLI::App& c, Args& a) {
+    a.order = "exact";
+    return c
+        .add_option("--order", a.order,
+                    with_default("exact: by distance from the eye, then id; approx: the "
+                                 "method's front-to-back order",
+                                 a.order))
+        ->type_name("exact|approx")
+        ->check(one_of({"exact", "approx"}, "order"));
+}
+
+CLI::Option* add_policy(CLI::App& c, Args& a) {
+    a.policy = "ratio";
+    return c
+        .add_option("--policy", a.policy,
+                    with_default("gpu_lbvh per frame: refit, then rebuild when the surface-area "
+                                 "ratio exceeds --rebuild-ratio; or always refit, always rebuild",
+                                 a.policy))
+        ->type_name("ratio|refit|rebuild")
+        ->check(one_of({"ratio", "refit", "rebuild"}, "policy"));
+}
+
+std::string default_rebuild_ratio() {
+#ifdef BROADPHASE_HAS_GPU
+    std::ostringstream text;
+    text << gpu::MovingSceneOptions{}.rebuild_ratio;
+    return text.str();
+#else
+    return "the library's";
+#endif
+}
+
+CLI::Option* add_rebuild_ratio(CLI::App& c, Args& a) {
+    return c
+        .add_option("--rebuild-ratio", a.rebuild_ratio,
+                    with_default("--policy ratio: rebuild when the refitted tree's cost "
+                                 "exceeds R times the cost after the last build",
+                                 default_rebuild_ratio()))
+        ->type_name("R")
+        ->check(real_in(0, 1e9));
+}
+
+CLI::Option* add_repeat(CLI::App& c, Args& a) {
+    return c
+        .add_option("--repeat", a.repeat,
+                    "runs (1..1000) after a warm-up; medians (default 5, --rays: 3)")
+        ->type_name("R")
+        ->transform(integer_in(1, 1000));
+}
+
+// ---- The commands. ----
+
+/// `bench` and its modes: the default mode (per-stage GPU times of the LBVH) and --cull, --cpu,
+/// --frames F, --rays R, each with the options it takes.
+struct BenchMode {
+    std::string name;       ///< "" for the default mode, "--cpu", ...
+    CLI::Option* selector;  ///< the option that picks the mode (null for the default)
+    std::vector<CLI::Option*> options;
+    bool needs_scene;
 };
 
-/// The options of one command (or of one mode of `bench`).
-struct Command {
-    const char* name;
-    std::vector<Option> options;
-    std::vector<const char*> required;
-    bool positionals = false;  ///< further values after the options (events: --scenes A B C)
-};
+std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
+    const char* kGpu = "GPU modes (all but --cpu)";
+    CLI::Option* scene = add_scene(c, a)->group(kGpu);
+    CLI::Option* repeat = add_repeat(c, a)->group(kGpu);
+    CLI::Option* code = add_code(c, a)->group(kGpu);
+    CLI::Option* device = add_device(c, a)->group(kGpu);
+    CLI::Option* validation = add_validation(c, a)->group(kGpu);
+    CLI::Option* no_refine =
+        c.add_flag("--no-refine", a.no_refine,
+                   "default mode: codes not adapted to the scene (no second sort of long runs)")
+            ->group(kGpu);
 
-const Option kDevice{"device", "INDEX|NAME"};
-const Option kValidation{"validation", nullptr};
-const Option kCode{"code", "morton30|morton63|hilbert30"};
-const Option kScene{"scene", "S"};
-const Option kOut{"out", "FILE"};
-const Option kMethod{"method", "M"};
-const Option kRepeat{"repeat", "R"};
+    const char* kCull = "--cull: the frustum cull's stages";
+    CLI::Option* cull = c.add_flag("--cull", a.cull, "time the frustum cull")->group(kCull);
+    CLI::Option* camera =
+        add_camera(c, a, "the camera (default: outside the scene, seeing part of it)")
+            ->group(kCull);
+    CLI::Option* order = add_order(c, a)->group(kCull);
 
-const std::vector<Command>& commands() {
-    static const std::vector<Command> kCommands = {
-        {"pairs", {kScene, kMethod, {"against", "B"}, kOut, kCode, kDevice, kValidation},
-         {"scene", "method"}},
-        {"validate",
-         {kScene, {"methods", "a,b,..."}, {"reference", "M"}, kOut, kCode, kDevice, kValidation},
-         {}},
-        {"query", {kScene, {"boxes", "Q"}, kMethod, kOut, kCode, kDevice, kValidation},
-         {"scene", "boxes", "method"}},
-        {"raycast", {kScene, {"rays", "R"}, kMethod, kOut, kCode, kDevice, kValidation},
-         {"scene", "rays", "method"}},
-        {"cull",
-         {kScene, {"camera", "C"}, {"order", "exact|approx"}, {"method", "M"}, kOut, kDevice,
-          kValidation},
-         {"scene", "camera"}},
-        {"events",
-         {{"scenes", "S0 S1 ..."}, kMethod, {"frames", "F"}, {"policy", "ratio|refit|rebuild"},
-          {"rebuild-ratio", "R"}, {"rebuild", nullptr}, {"verbose", nullptr}, kOut, kCode,
-          kDevice, kValidation},
-         {"scenes", "method"},
+    const char* kCpu = "--cpu: every CPU structure, a table and one PNG per scene";
+    CLI::Option* cpu =
+        c.add_flag("--cpu", a.cpu,
+                   "time build + self-pairs of every CPU structure on the standard scenes "
+                   "(one core)")
+            ->group(kCpu);
+    const std::vector<std::string> generators = strings(generator_names());
+    CLI::Option* scenes =
+        c.add_option("--scenes", a.scenes,
+                     "generators, comma-separated (default: all of " + joined(generators) + ")")
+            ->type_name("a,b,...")
+            ->option_text("a,b,...")
+            ->delimiter(',')
+            ->check(one_of(generators, "generator"))
+            ->group(kCpu);
+    a.sizes = {1000, 10000, 100000, 1000000};
+    std::vector<std::string> size_text;
+    for (std::size_t n : a.sizes) size_text.push_back(std::to_string(n));
+    CLI::Option* sizes =
+        c.add_option("--sizes", a.sizes, with_default("box counts", joined(size_text, ",")))
+            ->type_name("N,N,...")
+            ->option_text("N,N,...")
+            ->delimiter(',')
+            ->transform(integer_in(1, 4294967295))
+            ->group(kCpu);
+    const std::vector<std::string> cpu_names = cpu_methods();
+    CLI::Option* methods =
+        c.add_option("--methods", a.methods,
+                     "CPU methods, comma-separated (default: all of " + joined(cpu_names) + ")")
+            ->type_name("a,b,...")
+            ->option_text("a,b,...")
+            ->delimiter(',')
+            ->check(method_check(cpu_names))
+            ->group(kCpu);
+    a.max_seconds = 10;
+    CLI::Option* max_seconds =
+        c.add_option("--max-seconds", a.max_seconds,
+                     with_default("per-run budget: a method that took longer than S seconds "
+                                  "at one size is not run at the larger ones",
+                                  "10"))
+            ->type_name("S")
+            ->check(real_in(0, 1e6))
+            ->group(kCpu);
+    a.out_dir = ".";
+    CLI::Option* out_dir =
+        c.add_option("--out-dir", a.out_dir, with_default("folder of the PNG plots", a.out_dir))
+            ->type_name("DIR")
+            ->group(kCpu);
+    CLI::Option* table = c.add_option("--table", a.table, "also write the markdown table to FILE")
+                             ->type_name("FILE")
+                             ->group(kCpu);
+
+    const char* kFrames = "--frames F: an animated moving scene's stages";
+    CLI::Option* frames = c.add_option("--frames", a.frames,
+                                       "animate --scene for F frames (1..10000); median GPU ms "
+                                       "per stage, refit and rebuild counts")
+                              ->type_name("F")
+                              ->transform(integer_in(1, 10000))
+                              ->group(kFrames);
+    CLI::Option* policy = add_policy(c, a)->group(kFrames);
+    CLI::Option* rebuild_ratio = add_rebuild_ratio(c, a)->group(kFrames);
+    CLI::Option* back_to_back =
+        c.add_flag("--back-to-back", a.back_to_back,
+                   "also record all F frames into one submit (wall ms per frame)")
+            ->group(kFrames);
+
+    const char* kRays = "--rays R: ray casts and region queries per second";
+    CLI::Option* rays =
+        c.add_option("--rays", a.ray_count, "R random rays and R region queries (1..100000000)")
+            ->type_name("R")
+            ->transform(integer_in(1, 100000000))
+            ->group(kRays);
+    a.seed = 42;
+    CLI::Option* seed = c.add_option("--seed", a.seed,
+                                     with_default("seed of the rays and regions (0..4294967295)",
+                                                  std::to_string(a.seed)))
+                            ->type_name("X")
+                            ->transform(integer_in(0, 4294967295))
+                            ->group(kRays);
+
+    return {
+        {"", nullptr, {scene, repeat, code, no_refine, device, validation}, true},
+        {"--cull", cull, {scene, camera, order, repeat, device, validation}, true},
+        {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
+        {"--frames",
+         frames,
+         {scene, policy, rebuild_ratio, back_to_back, code, device, validation},
          true},
-        {"scene", {kScene, kOut}, {"scene"}},
-        {"devices", {kDevice, kValidation}, {}},
-        {"bench", {kScene, kRepeat, kCode, {"no-refine", nullptr}, kDevice, kValidation},
-         {"scene"}},
-        {"bench --cull",
-         {{"cull", nullptr}, kScene, {"camera", "C"}, {"order", "exact|approx"}, kRepeat, kDevice,
-          kValidation},
-         {"scene"}},
-        {"bench --cpu",
-         {{"cpu", nullptr}, {"scenes", "a,b,..."}, {"sizes", "N,N,..."}, {"methods", "a,b,..."},
-          {"max-seconds", "S"}, {"out-dir", "DIR"}, {"table", "FILE"}},
-         {}},
-        {"bench --frames",
-         {{"frames", "F"}, kScene, {"policy", "ratio|refit|rebuild"}, {"rebuild-ratio", "R"},
-          {"back-to-back", nullptr}, kCode, kDevice, kValidation},
-         {"scene"}},
-        {"bench --rays",
-         {{"rays", "R"}, kScene, kRepeat, {"seed", "X"}, kCode, kDevice, kValidation},
-         {"scene"}},
+        {"--rays", rays, {scene, repeat, seed, code, device, validation}, true},
     };
-    return kCommands;
 }
 
-Error usage_error(std::string message) {
-    return Error{ErrorCode::invalid_argument, std::move(message), {}, {}};
-}
-
-/// Edit distance of two short words (for "did you mean").
-std::size_t distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = up;
-        }
+/// After parsing `bench`: at most one mode, only that mode's options, --scene where needed.
+void check_bench(const CLI::App& c, const std::vector<BenchMode>& modes, Args& a) {
+    const BenchMode* mode = &modes.front();
+    for (const BenchMode& m : modes) {
+        if (m.selector == nullptr || m.selector->count() == 0) continue;
+        if (mode->selector != nullptr)
+            throw CLI::ValidationError(mode->name + " and " + m.name + " cannot be combined");
+        mode = &m;
     }
-    return row[b.size()];
-}
-
-std::string option_list(const Command& c) {
-    std::string list;
-    for (const Option& o : c.options) {
-        if (!list.empty()) list += ' ';
-        list += std::string("--") + o.name + (o.value ? std::string(" ") + o.value : "");
+    a.command = mode->selector ? "bench " + mode->name : "bench";
+    std::vector<std::string> takes;
+    for (const CLI::Option* o : mode->options)
+        takes.push_back(o->get_name() +
+                        (o->get_expected_max() != 0 ? " " + o->get_type_name() : ""));
+    for (const CLI::Option* o : c.get_options()) {
+        if (o->count() == 0 || o == mode->selector || o == c.get_help_ptr()) continue;
+        if (std::find(mode->options.begin(), mode->options.end(), o) == mode->options.end())
+            throw CLI::ValidationError("unknown option '" + o->get_name() + "' for " + a.command +
+                                       ", which takes " + joined(takes));
     }
-    return list;
+    if (mode->needs_scene && mode->options.front()->count() == 0)
+        throw CLI::ValidationError("--scene S is required (" + a.command + " takes " +
+                                   joined(takes) + ")");
+    std::sort(a.sizes.begin(), a.sizes.end());
+    a.sizes.erase(std::unique(a.sizes.begin(), a.sizes.end()), a.sizes.end());
 }
 
-const Option* find_option(const Command& c, std::string_view name) {
-    for (const Option& o : c.options)
-        if (name == o.name) return &o;
-    return nullptr;
+std::string version_text() {
+    std::string text = std::string("broadphase ") + kVersion;
+#ifdef BROADPHASE_HAS_GPU
+    text += " (CPU structures and the Vulkan GPU LBVH)";
+#else
+    text += " (CPU structures; built without the GPU)";
+#endif
+    return text;
+}
+
+std::string footer() {
+    return "S is a scene file (.txt: \"minx miny minz maxx maxy maxz\" per line, white space or "
+           "commas, # comments; .obj: one box per face) or a generator NAME:COUNT[:SEED], NAME "
+           "one of " +
+           joined(strings(generator_names())) +
+           ". Files must be regular files.\nMethods: " + joined(method_names()) +
+           ". gpu_lbvh alone takes --code, --device (or BROADPHASE_DEVICE) and --validation.\n"
+           "Options are --name VALUE or --name=VALUE; numbers are checked against their range.\n"
+           "Exit status: 0 success; 1 validate or bench --cpu found a difference; 2 bad usage or "
+           "input, or an error (a failed write, out of memory, a method that failed).";
 }
 
 }  // namespace
 
-Result<Args> parse_args(const std::string& command_name, int argc, char** argv, int first) {
-    Args args;
-    // `bench` has modes, each with its own options: the mode is the one of --cull, --cpu,
-    // --frames, --rays given.
-    std::string name = command_name;
-    if (command_name == "bench") {
-        for (int i = first; i < argc; ++i) {
-            for (const char* mode : {"cull", "cpu", "frames", "rays"}) {
-                const std::string flag = std::string("--") + mode;
-                if (argv[i] != flag && std::string(argv[i]).rfind(flag + "=", 0) != 0) continue;
-                if (name != "bench")
-                    return usage_error("bench: " + name.substr(6) + " and " + flag +
-                                       " cannot be combined");
-                name = "bench " + flag;
-            }
+CommandLine read_command_line(int argc, char** argv) {
+    Args a;
+    CLI::App app{std::string("broadphase ") + kVersion +
+                     ": overlapping pairs of axis-aligned boxes by every method, CPU and GPU, "
+                     "checked against each other; benchmarks and scenes",
+                 "broadphase"};
+    app.formatter(std::make_shared<cli::HelpFormatter>());
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.require_subcommand(1);
+    app.option_defaults()->disable_flag_override()->multi_option_policy(
+        CLI::MultiOptionPolicy::Throw);
+    app.set_version_flag("--version", version_text(), "print the version and exit");
+    app.footer("broadphase COMMAND --help lists the options of COMMAND.\n" + footer());
+
+    struct Command {
+        CLI::App* app;
+        int (*run)(const Args&);
+    };
+    std::vector<Command> commands;
+    auto command = [&](const char* name, const std::string& description, int (*run)(const Args&)) {
+        CLI::App* c = app.add_subcommand(name, description);
+        c->group("commands");
+        c->footer(
+            "S is a scene file or a generator NAME:COUNT[:SEED] (broadphase --help says "
+            "more).");
+        commands.push_back({c, run});
+        return c;
+    };
+
+    CLI::App* c = command("pairs",
+                          "print the overlapping pairs \"i j\", sorted, identical for every "
+                          "method; with --against B, the pairs \"a b\" of a box a of --scene "
+                          "and a box b of B",
+                          &run_pairs);
+    add_scene(*c, a)->required();
+    add_method(*c, a)->required();
+    c->add_option("--against", a.against, "set versus set: the second scene")->type_name("B");
+    add_out(*c, a);
+    add_gpu(*c, a);
+
+    const std::string limit = std::to_string(kBruteForceLimit);
+    const std::string validate_text =
+        "check every method (or those of --methods) against a reference; exits 1 on a "
+        "difference. Up to " +
+        limit +
+        " boxes the reference is brute_force; above, sweep_and_prune. Without --scene: the demo "
+        "scene " +
+        std::string(kDemoScene) + ", and says so";
+    c = command("validate", validate_text, &run_validate);
+    add_scene(*c, a);
+    c->add_option("--methods", a.methods, "methods, comma-separated (default: all)")
+        ->type_name("a,b,...")
+        ->option_text("a,b,...")
+        ->delimiter(',')
+        ->check(method_check(method_names()));
+    c->add_option("--reference", a.reference,
+                  "the method the others are compared with (default: brute_force up to " + limit +
+                      " boxes, sweep_and_prune above)")
+        ->type_name("M")
+        ->check(method_check(method_names()));
+    add_out(*c, a);
+    add_gpu(*c, a);
+
+    c = command("query",
+                "the boxes of --scene overlapping each box of --boxes: \"q: id id ...\" per "
+                "query, ids ascending",
+                &run_query);
+    add_scene(*c, a)->required();
+    c->add_option("--boxes", a.boxes, "the query boxes (a scene)")->type_name("Q")->required();
+    add_method(*c, a)->required();
+    add_out(*c, a);
+    add_gpu(*c, a);
+
+    c = command("raycast",
+                "the closest hit of each ray of --rays (lines \"ox oy oz dx dy dz tmax\"): "
+                "\"r: id t\" or \"r: -\"",
+                &run_raycast);
+    add_scene(*c, a)->required();
+    c->add_option("--rays", a.rays, "the rays file")->type_name("R")->required();
+    add_method(*c, a)->required();
+    add_out(*c, a);
+    add_gpu(*c, a);
+
+    c = command("cull", "the box ids a camera sees, one per line, front to back", &run_cull);
+    add_scene(*c, a)->required();
+    add_camera(*c, a, "the camera")->required();
+    add_order(*c, a);
+    c->add_option("--method", a.method, "gpu_lbvh (default), sphere_bvh or brute_force")
+        ->type_name("M")
+        ->check(one_of({"gpu_lbvh", "sphere_bvh", "brute_force"}, "cull method"));
+    add_out(*c, a);
+    add_device(*c, a);
+    add_validation(*c, a);
+
+    c = command("events",
+                "per frame after the first: \"frame K\", then \"+ i j\" (began) and \"- i j\" "
+                "(ended), sorted; dynamic CPU structures move the changed boxes in place",
+                &run_events);
+    c->add_option("--scenes", a.scenes,
+                  "the frames: scene files with the same box count, or one generator animated "
+                  "by --frames")
+        ->type_name("S0 S1 ...")
+        ->option_text("S0 S1 ... REQUIRED")
+        ->required();
+    add_method(*c, a)->required();
+    c->add_option("--frames", a.frames,
+                  "animate the one generator of --scenes for F frames (1..100000), a "
+                  "deterministic jitter")
+        ->type_name("F")
+        ->transform(integer_in(1, 100000));
+    add_policy(*c, a);
+    add_rebuild_ratio(*c, a);
+    c->add_flag("--rebuild", a.rebuild, "CPU methods: rebuild every frame instead of moving");
+    c->add_flag("--verbose", a.verbose, "per frame on standard error: refit/rebuild, moved boxes");
+    add_out(*c, a);
+    add_gpu(*c, a);
+
+    CLI::App* bench =
+        command("bench",
+                "time the GPU LBVH's stages (timestamp queries) on --scene; or, with one mode: "
+                "--cull the frustum cull, --cpu every CPU structure over a range of sizes, "
+                "--frames F a moving scene, --rays R ray casts and region queries",
+                &run_bench);
+    const std::vector<BenchMode> modes = add_bench_options(*bench, a);
+
+    c = command("scene", "write a scene as text (generators too)", &run_scene);
+    add_scene(*c, a)->required();
+    add_out(*c, a);
+
+    c = command("devices", "show the Vulkan device that would be used", &run_devices);
+    add_device(*c, a);
+    add_validation(*c, a);
+
+    CLI::App* version = command("version", "print the version", nullptr);
+    CLI::App* help = command("help", "print this help, or a command's", nullptr);
+    std::string help_topic;
+    help->add_option("command", help_topic, "the command whose options to print")
+        ->check(one_of(
+            [&] {
+                std::vector<std::string> names;
+                for (const Command& k : commands) names.push_back(k.app->get_name());
+                return names;
+            }(),
+            "command"));
+
+    CommandLine line;
+    try {
+        app.parse(argc, argv);
+        const Command* chosen = nullptr;
+        for (const Command& k : commands)
+            if (k.app->parsed()) chosen = &k;
+        if (chosen->app == bench)
+            check_bench(*bench, modes, a);
+        else
+            a.command = chosen->app->get_name();
+        for (const CLI::Option* o : chosen->app->get_options())
+            if (o->count() > 0 && !o->get_lnames().empty()) a.given.insert(o->get_lnames().front());
+        if (chosen->app == version) {
+            line.text = version_text() + "\n";
+        } else if (chosen->app == help) {
+            const CLI::App* topic = help_topic.empty() ? &app : app.get_subcommand(help_topic);
+            line.text = app.get_formatter()->make_help(
+                topic, help_topic.empty() ? "broadphase" : "broadphase " + help_topic,
+                CLI::AppFormatMode::Normal);
+        } else {
+            line.run = chosen->run;
+        }
+    } catch (const CLI::ParseError& e) {
+        if (e.get_name() == "RequiredError" && app.get_subcommands().empty() &&
+            app.remaining().empty()) {
+            line = {{}, nullptr, app.help(), cli::kExitUsage};  // no command: the usage, failing
+        } else {
+            const cli::Outcome o = cli::outcome(app, e);
+            line.text = o.text;
+            line.exit_code = o.exit_code;
         }
     }
-    const auto it = std::find_if(commands().begin(), commands().end(),
-                                 [&](const Command& c) { return name == c.name; });
-    if (it == commands().end()) return usage_error("unknown command '" + command_name + "'");
-    const Command& command = *it;
-    args.command = name;
-    const std::string where = name + ": ";
-
-    std::string last;  // the last option read: more values may follow --scenes only
-    for (int i = first; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            args.help = true;
-            continue;
-        }
-        if (a.rfind("--", 0) != 0 || a.size() == 2) {
-            if (command.positionals && last == "scenes") {
-                args.positional.push_back(a);
-                continue;
-            }
-            return usage_error(where + "unexpected argument '" + a + "' (options: " +
-                               option_list(command) + ")");
-        }
-        std::string key = a.substr(2);
-        std::string value;
-        const auto eq = key.find('=');
-        const bool inline_value = eq != std::string::npos;
-        if (inline_value) {
-            value = key.substr(eq + 1);
-            key.resize(eq);
-        }
-        const Option* option = find_option(command, key);
-        if (option == nullptr) {
-            std::string message = where + "unknown option '--" + key + "'";
-            const Option* nearest = nullptr;
-            std::size_t best = 3;  // suggest only names within two edits
-            for (const Option& o : command.options) {
-                if (std::size_t d = distance(key, o.name); d < best) best = d, nearest = &o;
-            }
-            if (nearest) message += std::string(" (did you mean --") + nearest->name + "?)";
-            return usage_error(message + "; " + name + " takes " + option_list(command));
-        }
-        if (args.has(key)) return usage_error(where + "--" + key + " is given twice");
-        if (option->value == nullptr) {
-            if (inline_value) return usage_error(where + "--" + key + " takes no value");
-        } else if (!inline_value) {
-            if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
-                return usage_error(where + "--" + key + " needs a value (" + option->value + ")");
-            value = argv[++i];
-        }
-        args.options[key] = value;
-        last = key;
-    }
-    if (args.help) return args;
-    for (const char* required : command.required) {
-        if (!args.has(required)) {
-            const Option* o = find_option(command, required);
-            return usage_error(where + "--" + required + " " + o->value + " is required (" +
-                               name + " takes " + option_list(command) + ")");
-        }
-    }
-    return args;
-}
-
-Result<std::int64_t> parse_int(std::string_view text, const std::string& what, std::int64_t min,
-                               std::int64_t max) {
-    std::int64_t value = 0;
-    const char* end = text.data() + text.size();
-    const auto r = std::from_chars(text.data(), end, value);
-    std::string range = "[";  // (appended: GCC 12 warns falsely on "[" + to_string, -Wrestrict)
-    range += std::to_string(min);
-    range += ", ";
-    range += std::to_string(max);
-    range += ']';
-    if (text.empty() || r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
-        return usage_error(what + ": '" + std::string(text) + "' is not an integer (allowed: " +
-                           range + ")");
-    if (r.ec == std::errc::result_out_of_range || value < min || value > max)
-        return usage_error(what + ": " + std::string(text) + " is out of range (allowed: " +
-                           range + ")");
-    return value;
-}
-
-Result<std::int64_t> int_option(const Args& args, const std::string& name, std::int64_t fallback,
-                                std::int64_t min, std::int64_t max) {
-    if (!args.has(name)) return fallback;
-    return parse_int(args.get(name), "--" + name, min, max);
-}
-
-Result<double> real_option(const Args& args, const std::string& name, double fallback, double min,
-                           double max, bool min_included) {
-    if (!args.has(name)) return fallback;
-    const std::string text = args.get(name);
-    double value = 0;
-    const char* end = text.data() + text.size();
-    const auto r = std::from_chars(text.data(), end, value);
-    std::ostringstream range;
-    range << (min_included ? "[" : "(") << min << ", " << max << "]";
-    if (text.empty() || r.ptr != end || r.ec != std::errc() || !std::isfinite(value))
-        return usage_error("--" + name + ": '" + text + "' is not a finite number (allowed: " +
-                           range.str() + ")");
-    if (value > max || value < min || (value == min && !min_included))
-        return usage_error("--" + name + ": " + text + " is out of range (allowed: " +
-                           range.str() + ")");
-    return value;
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    for (std::string item; std::getline(ss, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
+    line.args = std::move(a);
+    return line;
 }
 
 }  // namespace broadphase::tool

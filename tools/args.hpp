@@ -1,50 +1,82 @@
-// Command-line options of the `broadphase` tool: each command (and each mode of `bench`) has a
-// fixed set of options, some required; anything else is an error naming the option and the
-// valid ones. Numbers are read strictly (std::from_chars over the whole value) and
-// range-checked, so that garbage never turns into 0.
+// Command-line options of the `broadphase` tool. Every command is a CLI11 subcommand with its
+// own options and --help (args.cpp defines each option once); `bench` has modes (--cpu, --cull,
+// --frames F, --rays R), each with its own options. Unknown, repeated or missing options, bad
+// numbers and unknown names are usage errors that name the option (exit 2, cli_options.hpp).
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "broadphase/frustum.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::tool {
 
-/// Parsed `--name value` options and bare flags (`--flag` maps to ""), all checked against the
-/// command's option set.
+/// The options of the command being run, checked and converted: numbers are in range, names
+/// (methods, generators, codes, policies, orders) are known and the camera is valid. Options a
+/// command does not take keep these defaults.
 struct Args {
-    std::string command;  ///< "pairs", "bench --cpu", ... (for messages)
-    std::map<std::string, std::string> options;
-    std::vector<std::string> positional;  ///< only `events` takes any (more --scenes)
-    bool help = false;                    ///< --help or -h was given
-    bool has(const std::string& name) const { return options.count(name) != 0; }
-    std::string get(const std::string& name, const std::string& fallback = "") const {
-        auto it = options.find(name);
-        return it == options.end() ? fallback : it->second;
-    }
+    std::string command;                       ///< "pairs", "bench --cpu", ... (for messages)
+    std::set<std::string, std::less<>> given;  ///< options on the command line, without dashes
+    /// True when option `name` ("scene", "rebuild-ratio") was on the command line.
+    bool has(std::string_view name) const { return given.find(name) != given.end(); }
+
+    // Inputs and outputs.
+    std::string scene;                ///< --scene: a file or a generator NAME:COUNT[:SEED]
+    std::vector<std::string> scenes;  ///< events: frames (files or one generator); bench --cpu:
+                                      ///< generator names (empty: all)
+    std::string against;              ///< pairs --against: the second set
+    std::string boxes;                ///< query: the query boxes
+    std::string rays;                 ///< raycast: the rays file
+    std::string out;                  ///< --out FILE (empty: standard output)
+    std::string out_dir = ".";        ///< bench --cpu: where the plots go
+    std::string table;                ///< bench --cpu: the markdown table's file
+
+    // Methods.
+    std::string method;                ///< pairs, query, raycast, events; cull: gpu_lbvh if empty
+    std::string reference;             ///< validate (empty: chosen by scene size)
+    std::vector<std::string> methods;  ///< validate, bench --cpu (empty: all)
+
+    // GPU.
+    std::string code = "morton30";  ///< morton30, morton63 or hilbert30
+    std::string device;             ///< INDEX or NAME (empty: BROADPHASE_DEVICE or the first)
+    bool validation = false;
+    bool no_refine = false;  ///< bench: codes not adapted to the scene
+
+    // Culling.
+    Camera camera{};              ///< valid when has("camera")
+    std::string order = "exact";  ///< exact or approx
+
+    // Frames and moving scenes.
+    std::int64_t frames = 0;       ///< events (0: one frame per scene file), bench --frames
+    std::string policy = "ratio";  ///< ratio, refit or rebuild
+    double rebuild_ratio = 0;      ///< when has("rebuild-ratio")
+    bool rebuild = false;          ///< events, CPU methods: rebuild every frame
+    bool verbose = false;          ///< events: per-frame path on standard error
+    bool back_to_back = false;     ///< bench --frames
+
+    // Benchmarks.
+    bool cpu = false, cull = false;  ///< bench modes (--frames and --rays are the others)
+    std::int64_t repeat = 0;         ///< when has("repeat"); each mode has its own default
+    std::int64_t ray_count = 0;      ///< bench --rays R
+    std::uint32_t seed = 42;         ///< bench --rays
+    std::vector<std::size_t> sizes;  ///< bench --cpu box counts, ascending
+    double max_seconds = 0;          ///< bench --cpu per-run budget
 };
 
-/// Parses argv[first..argc) for `command`: unknown or repeated options, a value missing or
-/// given to a flag, a missing required option and stray arguments are errors.
-Result<Args> parse_args(const std::string& command, int argc, char** argv, int first);
+/// What the command line asks for: a command to run with its options, or a text to print
+/// (help or version on standard output, exit 0; a usage error on standard error, exit 2).
+struct CommandLine {
+    Args args;
+    int (*run)(const Args&) = nullptr;  ///< the command; null when `text` is the answer
+    std::string text;
+    int exit_code = 0;
+};
 
-/// Integer option `name` in [min, max], or `fallback` when absent.
-Result<std::int64_t> int_option(const Args& args, const std::string& name, std::int64_t fallback,
-                                std::int64_t min, std::int64_t max);
-
-/// Finite real option `name` in (min, max] (or [min, max] when `min_included`), or `fallback`.
-Result<double> real_option(const Args& args, const std::string& name, double fallback, double min,
-                           double max, bool min_included = false);
-
-/// All of `text` as a decimal integer in [min, max]; `what` names it in the error.
-Result<std::int64_t> parse_int(std::string_view text, const std::string& what, std::int64_t min,
-                               std::int64_t max);
-
-/// The non-empty comma-separated items of `text`.
-std::vector<std::string> split_list(const std::string& text);
+/// Reads argv with CLI11 (see the file comment).
+CommandLine read_command_line(int argc, char** argv);
 
 }  // namespace broadphase::tool

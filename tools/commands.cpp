@@ -23,25 +23,46 @@ Status check_gpu_options(const Args& args, const std::string& method) {
     if (method == "gpu_lbvh") return Status::success();
     for (const char* gpu_only : {"code", "device", "validation"}) {
         if (args.has(gpu_only))
-            return Error{ErrorCode::invalid_argument,
-                         std::string("--") + gpu_only + " is for --method gpu_lbvh only, not " +
-                             method,
-                         {},
-                         {}};
+            return Error{
+                ErrorCode::invalid_argument,
+                std::string("--") + gpu_only + " is for --method gpu_lbvh only, not " + method,
+                {},
+                {}};
     }
     return Status::success();
 }
 
+std::vector<std::string> method_names() {
+    std::vector<std::string> methods;
+    for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
 #ifdef BROADPHASE_HAS_GPU
-Result<gpu::CodeKind> code_option(const Args& args) {
-    std::string code = args.get("code", "morton30");
-    if (code == "morton30") return gpu::CodeKind::morton30;
-    if (code == "morton63") return gpu::CodeKind::morton63;
-    if (code == "hilbert30") return gpu::CodeKind::hilbert30;
-    return Error{ErrorCode::invalid_argument,
-                 "unknown --code '" + code + "' (morton30, morton63, hilbert30)",
-                 {},
-                 {}};
+    methods.emplace_back("gpu_lbvh");
+#endif
+    return methods;
+}
+
+CullOrder cull_order(const Args& args) {
+    return args.order == "approx" ? CullOrder::approx : CullOrder::exact;
+}
+
+#ifdef BROADPHASE_HAS_GPU
+gpu::CodeKind code_kind(const Args& args) {
+    return args.code == "morton63"    ? gpu::CodeKind::morton63
+           : args.code == "hilbert30" ? gpu::CodeKind::hilbert30
+                                      : gpu::CodeKind::morton30;
+}
+
+gpu::RefitPolicy refit_policy(const Args& args) {
+    return args.policy == "refit"     ? gpu::RefitPolicy::always_refit
+           : args.policy == "rebuild" ? gpu::RefitPolicy::always_rebuild
+                                      : gpu::RefitPolicy::by_ratio;
+}
+
+Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
+    gpu::ContextOptions options;
+    options.device = args.device;
+    options.validation = args.validation;
+    return gpu::Context::create(options);
 }
 #endif
 
@@ -49,27 +70,14 @@ namespace {
 
 constexpr int kExitDiff = 1;
 constexpr int kExitUsage = 2;
-// Above this many boxes validate compares with sweep_and_prune instead of brute force
-// (brute force is O(n^2)); --reference brute_force forces the oracle.
-constexpr std::size_t kBruteForceLimit = 100000;
 
 int fail(const Error& e) {
     std::fprintf(stderr, "broadphase: %s\n", e.message.c_str());
     return kExitUsage;
 }
 
-int fail(const std::string& message) {
-    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string joined(const std::vector<std::string>& items) {
-    std::string s;
-    for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
-    return s;
 }
 
 #ifdef BROADPHASE_HAS_GPU
@@ -80,14 +88,9 @@ struct Gpu {
 };
 
 Result<Gpu> open_gpu(const Args& args) {
-    gpu::ContextOptions options;
-    options.device = args.get("device");
-    options.validation = args.has("validation");
-    auto code = code_option(args);
-    if (!code) return code.error();
-    auto context = gpu::Context::create(options);
+    auto context = open_context(args);
     if (!context) return context.error();
-    auto lbvh = gpu::Lbvh::create(*context.value(), {code.value(), !args.has("no-refine")});
+    auto lbvh = gpu::Lbvh::create(*context.value(), {code_kind(args), !args.no_refine});
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
 }
@@ -95,15 +98,6 @@ Result<Gpu> open_gpu(const Args& args) {
 
 bool is_gpu_method(const std::string& m) {
     return m == "gpu_lbvh";
-}
-
-std::vector<std::string> all_methods() {
-    std::vector<std::string> methods;
-    for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
-#ifdef BROADPHASE_HAS_GPU
-    methods.emplace_back("gpu_lbvh");
-#endif
-    return methods;
 }
 
 // Canonical pairs of `method` over the scene.
@@ -129,33 +123,14 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
     return find_pairs_cpu(method, scene.boxes);
 }
 
-// The methods of --methods (default: every method), each one this build knows.
-Result<std::vector<std::string>> methods_option(const Args& args,
-                                                const std::vector<std::string>& known) {
-    if (!args.has("methods")) return known;
-    std::vector<std::string> methods = split_list(args.get("methods"));
-    if (methods.empty())
-        return Error{ErrorCode::invalid_argument, "--methods lists no method", {}, {}};
-    for (const std::string& m : methods) {
-        if (std::find(known.begin(), known.end(), m) == known.end())
-            return Error{ErrorCode::invalid_argument,
-                         "--methods: unknown method '" + m + "'" +
-                             (is_gpu_method(m) ? " (this build has no GPU support)" : "") +
-                             "; known: " + joined(known),
-                         {},
-                         {}};
-    }
-    return methods;
-}
-
 }  // namespace
 
 int run_pairs(const Args& args) {
-    if (Status s = check_gpu_options(args, args.get("method")); !s) return fail(s.error());
+    if (Status s = check_gpu_options(args, args.method); !s) return fail(s.error());
     if (args.has("against")) return run_pairs_against(args);
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    auto pairs = method_pairs(args.get("method"), scene.value(), args);
+    auto pairs = method_pairs(args.method, scene.value(), args);
     if (!pairs) return fail(pairs.error());
     Output out(args);
     out.write(format_pairs(pairs.value()));
@@ -165,18 +140,16 @@ int run_pairs(const Args& args) {
 
 int run_validate(const Args& args) {
     const bool demo = !args.has("scene");
-    auto scene = load_input_scene(args.get("scene", kDemoScene));
+    auto scene = load_input_scene(demo ? kDemoScene : args.scene);
     if (!scene) return fail(scene.error());
-    std::size_t n = scene->boxes.size();
-    auto methods = methods_option(args, all_methods());
-    if (!methods) return fail(methods.error());
-    std::string reference =
-        args.get("reference", n <= kBruteForceLimit ? "brute_force" : "sweep_and_prune");
-    if (auto known = all_methods(); std::find(known.begin(), known.end(), reference) == known.end())
-        return fail("--reference: unknown method '" + reference + "'; known: " + joined(known));
+    const std::size_t n = scene->boxes.size();
+    const bool large = n > kBruteForceLimit;
+    const std::string reference = args.has("reference") ? args.reference
+                                  : large               ? "sweep_and_prune"
+                                                        : "brute_force";
+    const std::vector<std::string> methods = args.has("methods") ? args.methods : method_names();
     Output out(args);
-    if (demo)
-        out.print("no --scene given: using the default demo scene %s\n", kDemoScene);
+    if (demo) out.print("no --scene given: using the default demo scene %s\n", kDemoScene);
     out.print("scene %s: %zu boxes; reference %s\n", scene->name.c_str(), n, reference.c_str());
 
     auto start = std::chrono::steady_clock::now();
@@ -186,7 +159,7 @@ int run_validate(const Args& args) {
               seconds_since(start));
     std::fflush(stdout);
     int differences = 0, errors = 0;
-    for (const std::string& method : methods.value()) {
+    for (const std::string& method : methods) {
         if (method == reference) continue;
         start = std::chrono::steady_clock::now();
         auto got = method_pairs(method, scene.value(), args);
@@ -206,8 +179,7 @@ int run_validate(const Args& args) {
             std::set_difference(got->begin(), got->end(), expected->begin(), expected->end(),
                                 std::back_inserter(extra));
             out.print("    %zu missing, %zu extra", missing.size(), extra.size());
-            if (!missing.empty())
-                out.print("; first missing (%u, %u)", missing[0].i, missing[0].j);
+            if (!missing.empty()) out.print("; first missing (%u, %u)", missing[0].i, missing[0].j);
             if (!extra.empty()) out.print("; first extra (%u, %u)", extra[0].i, extra[0].j);
             out.print("\n");
             ++differences;
@@ -229,34 +201,17 @@ int run_validate(const Args& args) {
 namespace {
 
 // `bench --cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
-// range of N, as a markdown table and one log-log PNG per scene (seed 004's figures).
+// range of N, as a markdown table and one log-log PNG per scene.
 int run_cpu_bench(const Args& args) {
-    std::vector<std::string> scenes =
-        split_list(args.get("scenes", "uniform,clustered,xline,yline,mixed_sizes,degenerate,"
-                                      "level,multiscale"));
-    if (scenes.empty()) return fail("--scenes lists no generator");
-    for (const std::string& name : scenes) {
-        const auto names = generator_names();
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            return fail("--scenes: unknown generator '" + name + "'");
-    }
-    std::vector<std::size_t> sizes;
-    for (const std::string& s : split_list(args.get("sizes", "1000,10000,100000,1000000"))) {
-        auto n = parse_int(s, "--sizes", 1, 4294967295);
-        if (!n) return fail(n.error());
-        sizes.push_back(static_cast<std::size_t>(n.value()));
-    }
-    if (sizes.empty()) return fail("--sizes lists no size");
-    std::vector<std::string> cpu_methods;
-    for (std::string_view m : cpu_method_names()) cpu_methods.emplace_back(m);
-    auto listed = methods_option(args, cpu_methods);
-    if (!listed) return fail(listed.error());
-    const std::vector<std::string>& methods = listed.value();
+    std::vector<std::string> scenes = args.scenes;
+    if (scenes.empty())
+        for (std::string_view g : generator_names()) scenes.emplace_back(g);
+    std::vector<std::string> methods = args.methods;
+    if (methods.empty())
+        for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
+    const std::vector<std::size_t>& sizes = args.sizes;  // ascending, each once
     // A method that needed longer than this at one size is not run at larger sizes.
-    auto max_seconds = real_option(args, "max-seconds", 10, 0, 1e6);
-    if (!max_seconds) return fail(max_seconds.error());
-    const double budget = max_seconds.value();
-    std::string out_dir = args.get("out-dir", ".");
+    const double budget = args.max_seconds;
 
     std::size_t differences = 0;
     std::string table = "| scene | N | pairs |";
@@ -267,8 +222,8 @@ int run_cpu_bench(const Args& args) {
     std::printf("%s", table.c_str());
     for (const std::string& scene_name : scenes) {
         std::vector<Series> series(methods.size());
-        std::vector<bool> retired(methods.size(), false);
         for (std::size_t k = 0; k < methods.size(); ++k) series[k].name = methods[k];
+        std::vector<bool> retired(methods.size(), false);
         for (std::size_t n : sizes) {
             auto scene = load_input_scene(scene_name + ":" + std::to_string(n), "--sizes");
             if (!scene) return fail(scene.error());
@@ -308,7 +263,7 @@ int run_cpu_bench(const Args& args) {
             if (Status s = finish_stdout(); !s) return fail(s.error());
             table += row;
         }
-        std::string path = out_dir + "/bench_cpu_" + scene_name + ".png";
+        std::string path = args.out_dir + "/bench_cpu_" + scene_name + ".png";
         Status s =
             write_png(path, plot_loglog("build + self pairs, " + scene_name + " scene (one core)",
                                         "boxes (N)", "seconds", series));
@@ -316,7 +271,7 @@ int run_cpu_bench(const Args& args) {
         std::fprintf(stderr, "wrote %s\n", path.c_str());
     }
     if (args.has("table")) {
-        if (Status s = write_text_file(args.get("table"), table); !s) return fail(s.error());
+        if (Status s = write_text_file(args.table, table); !s) return fail(s.error());
     }
     if (differences > 0) {
         std::fprintf(stderr, "bench: %zu results differ from the reference method's pairs\n",
@@ -329,23 +284,21 @@ int run_cpu_bench(const Args& args) {
 }  // namespace
 
 int run_bench(const Args& args) {
-    if (args.has("cull")) return run_cull_bench(args);
+    if (args.cull) return run_cull_bench(args);
     if (args.has("frames")) return run_frame_bench(args);
     if (args.has("rays")) return run_ray_bench(args);
-    if (args.has("cpu")) return run_cpu_bench(args);
+    if (args.cpu) return run_cpu_bench(args);
 #ifdef BROADPHASE_HAS_GPU
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    auto repeat_option = int_option(args, "repeat", 5, 1, 1000);
-    if (!repeat_option) return fail(repeat_option.error());
-    const int repeat = static_cast<int>(repeat_option.value());
+    const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 5;
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
                 info.subgroup_size);
     std::printf("scene: %s, %zu boxes, code %s, %d runs (median per stage)\n", scene->name.c_str(),
-                scene->boxes.size(), args.get("code", "morton30").c_str(), repeat);
+                scene->boxes.size(), args.code.c_str(), repeat);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     std::vector<gpu::StageTimes> runs;
     std::size_t pair_count = 0;
@@ -385,14 +338,15 @@ int run_bench(const Args& args) {
     std::printf("  %-14s %10.3f ms\n", "build total", build);
     std::printf("  %-14s %10.3f ms\n", "gpu total", total);
     std::printf("pairs: %zu\n", pair_count);
-    if (auto refined = g->lbvh->read_refined(); args.get("code", "morton30") == "morton63") {
+    if (auto refined = g->lbvh->read_refined(); args.code == "morton63") {
         std::printf("adaptive codes: not applied to morton63\n");
-    } else if (args.has("no-refine")) {
+    } else if (args.no_refine) {
         std::printf("adaptive codes: off (--no-refine)\n");
     } else if (refined && refined.value()) {
-        std::printf("adaptive codes: refined (a run of %u or more equal first codes; the radix "
-                    "sort stage includes re-coding the runs and a 64-bit sort)\n",
-                    gpu_layout::kRefineRun);
+        std::printf(
+            "adaptive codes: refined (a run of %u or more equal first codes; the radix "
+            "sort stage includes re-coding the runs and a 64-bit sort)\n",
+            gpu_layout::kRefineRun);
     } else if (refined) {
         std::printf("adaptive codes: not needed (no run of %u equal first codes)\n",
                     gpu_layout::kRefineRun);
@@ -407,13 +361,12 @@ int run_bench(const Args& args) {
 }
 
 int run_scene(const Args& args) {
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
     if (args.has("out")) {
-        Status s = write_scene_file(args.get("out"), scene->boxes);
+        Status s = write_scene_file(args.out, scene->boxes);
         if (!s) return fail(s.error());
-        std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(),
-                     args.get("out").c_str());
+        std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(), args.out.c_str());
     } else {
         Output out(args);
         out.write(format_scene_text(scene->boxes));

@@ -1,14 +1,19 @@
 // The `broadphase` command-line tool's commands. Each returns the process exit code:
 // 0 success, 1 a difference was found (validate), 2 bad usage, bad input or an error (a failed
 // write, out of memory, a method that failed). Options are checked before they get here
-// (args.hpp): each command finds only its own options, its required ones present.
+// (args.hpp): each command finds only its own options, its required ones present, numbers in
+// range and names known.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "args.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_frames.hpp"
 #endif
 
 namespace broadphase::tool {
@@ -39,12 +44,27 @@ int run_ray_bench(const Args& args);
 /// `method`, which would ignore it.
 Status check_gpu_options(const Args& args, const std::string& method);
 
+/// Every method of this build: the CPU structures of the library's registry, then gpu_lbvh
+/// when built with the GPU.
+std::vector<std::string> method_names();
+
+/// --order as a CullOrder.
+CullOrder cull_order(const Args& args);
+
 #ifdef BROADPHASE_HAS_GPU
-/// --code (morton30 when absent) as a gpu::CodeKind; anything else is an error.
-Result<gpu::CodeKind> code_option(const Args& args);
+/// --code as a gpu::CodeKind.
+gpu::CodeKind code_kind(const Args& args);
+/// --policy as a gpu::RefitPolicy.
+gpu::RefitPolicy refit_policy(const Args& args);
+/// A GPU context with --device and --validation.
+Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
 #endif
 
 /// The built-in demo scene of `validate` without --scene (scripts/run.sh).
 inline constexpr const char* kDemoScene = "uniform:20000";
+
+/// Above this many boxes `validate` compares with sweep_and_prune instead of brute force, and
+/// skips brute force unless --methods or --reference names it (it is O(n^2)).
+inline constexpr std::size_t kBruteForceLimit = 100000;
 
 }  // namespace broadphase::tool

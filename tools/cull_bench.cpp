@@ -49,28 +49,16 @@ Camera default_camera(const std::vector<Box>& boxes) {
 
 int run_cull_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return cull_bench_fail(scene.error().message);
-    Camera camera = default_camera(scene->boxes);
-    if (args.has("camera")) {
-        auto parsed = parse_camera(args.get("camera"));
-        if (!parsed) return cull_bench_fail(parsed.error().message);
-        camera = parsed.value();
-    }
+    const Camera camera = args.has("camera") ? args.camera : default_camera(scene->boxes);
     auto frustum = Frustum::from_camera(camera);
     if (!frustum) return cull_bench_fail(frustum.error().message);
-    const std::string order_name = args.get("order", "exact");
-    if (order_name != "exact" && order_name != "approx")
-        return cull_bench_fail("unknown --order '" + order_name + "' (exact, approx)");
-    const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
-    auto repeat_option = int_option(args, "repeat", 5, 1, 1000);
-    if (!repeat_option) return cull_bench_fail(repeat_option.error().message);
-    const int repeat = static_cast<int>(repeat_option.value());
+    const std::string& order_name = args.order;
+    const CullOrder order = cull_order(args);
+    const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 5;
 
-    gpu::ContextOptions options;
-    options.device = args.get("device");
-    options.validation = args.has("validation");
-    auto context = gpu::Context::create(options);
+    auto context = open_context(args);
     if (!context) return cull_bench_fail(context.error().message);
     const gpu::DeviceInfo& info = context.value()->info();
     auto culler = gpu::Culler::create(*context.value());

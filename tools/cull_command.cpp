@@ -29,22 +29,12 @@ int cull_fail(const std::string& message) {
 }  // namespace
 
 int run_cull(const Args& args) {
-    if (!args.has("camera"))
-        return cull_fail("cull needs --camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far");
-    auto camera = parse_camera(args.get("camera"));
-    if (!camera) return cull_fail(camera.error().message);
-    auto frustum = Frustum::from_camera(camera.value());
+    auto frustum = Frustum::from_camera(args.camera);
     if (!frustum) return cull_fail(frustum.error().message);
-    const std::string order_name = args.get("order", "exact");
-    if (order_name != "exact" && order_name != "approx")
-        return cull_fail("unknown --order '" + order_name + "' (exact, approx)");
-    const CullOrder order = order_name == "exact" ? CullOrder::exact : CullOrder::approx;
-    const std::string method = args.get("method", "gpu_lbvh");
-    if (method != "gpu_lbvh" && method != "sphere_bvh" && method != "brute_force")
-        return cull_fail("unknown cull --method '" + method +
-                         "' (gpu_lbvh, sphere_bvh, brute_force)");
+    const CullOrder order = cull_order(args);
+    const std::string method = args.has("method") ? args.method : "gpu_lbvh";
     if (Status s = check_gpu_options(args, method); !s) return cull_fail(s.error().message);
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) {
         const Error& e = scene.error();
         return cull_fail(e.message);
@@ -63,12 +53,9 @@ int run_cull(const Args& args) {
             std::sort(keyed.begin(), keyed.end());
             for (std::size_t k = 0; k < keyed.size(); ++k) ids[k] = keyed[k].second;
         }
-    } else if (method == "gpu_lbvh") {
+    } else {  // gpu_lbvh (the command line allows no other)
 #ifdef BROADPHASE_HAS_GPU
-        gpu::ContextOptions options;
-        options.device = args.get("device");
-        options.validation = args.has("validation");
-        auto context = gpu::Context::create(options);
+        auto context = open_context(args);
         if (!context) return cull_fail(context.error().message);
         auto culler = gpu::Culler::create(*context.value());
         if (!culler) return cull_fail(culler.error().message);
@@ -81,9 +68,6 @@ int run_cull(const Args& args) {
 #else
         return cull_fail("this build has no GPU support");
 #endif
-    } else {
-        return cull_fail("unknown cull --method '" + method +
-                         "' (gpu_lbvh, sphere_bvh, brute_force)");
     }
     std::string text;
     for (std::uint32_t id : ids) text += std::to_string(id) + "\n";

@@ -45,17 +45,13 @@ void print_frame(Output& out, std::size_t frame, const std::vector<Pair>& began,
 class Frames {
 public:
     static Result<Frames> load(const Args& args) {
-        // --scenes A B C: the parser keeps A as the option's value and B, C as positionals.
-        std::vector<std::string> specs{args.get("scenes")};
-        for (const std::string& p : args.positional) specs.push_back(p);
+        const std::vector<std::string>& specs = args.scenes;
         Frames frames;
         if (args.has("frames")) {
             if (specs.size() != 1)
                 return error("--frames takes exactly one scene (a generator), got " +
                              std::to_string(specs.size()));
-            auto count = int_option(args, "frames", 1, 1, 100000);
-            if (!count) return count.error();
-            frames.count_ = static_cast<std::size_t>(count.value());
+            frames.count_ = static_cast<std::size_t>(args.frames);
             auto scene = load_input_scene(specs[0], "--scenes");
             if (!scene) return scene.error();
             frames.animation_.emplace(std::move(scene->boxes));
@@ -95,7 +91,7 @@ private:
 }  // namespace
 
 int run_events(const Args& args) {
-    const std::string method = args.get("method");
+    const std::string& method = args.method;
     auto loaded = Frames::load(args);
     if (!loaded) return events_fail(loaded.error().message);
     Frames& frames = loaded.value();
@@ -103,28 +99,14 @@ int run_events(const Args& args) {
 
     if (method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
-        if (args.has("rebuild"))
+        if (args.rebuild)
             return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
         gpu::MovingSceneOptions options;
-        auto code = code_option(args);
-        if (!code) return events_fail(code.error().message);
-        options.code = code.value();
-        std::string policy = args.get("policy", "ratio");
-        if (policy == "refit") {
-            options.policy = gpu::RefitPolicy::always_refit;
-        } else if (policy == "rebuild") {
-            options.policy = gpu::RefitPolicy::always_rebuild;
-        } else if (policy != "ratio") {
-            return events_fail("unknown --policy '" + policy + "' (ratio, refit, rebuild)");
-        }
-        auto ratio = real_option(args, "rebuild-ratio", options.rebuild_ratio, 0, 1e9);
-        if (!ratio) return events_fail(ratio.error().message);
-        options.rebuild_ratio = ratio.value();
+        options.code = code_kind(args);
+        options.policy = refit_policy(args);
+        if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
         options.return_pairs = false;
-        gpu::ContextOptions context_options;
-        context_options.device = args.get("device");
-        context_options.validation = args.has("validation");
-        auto context = gpu::Context::create(context_options);
+        auto context = open_context(args);
         if (!context) return events_fail(context.error().message);
         auto moving = gpu::MovingScene::create(*context.value(), options);
         if (!moving) return events_fail(moving.error().message);
@@ -134,7 +116,7 @@ int run_events(const Args& args) {
             auto r = moving.value()->step(frames.at(f));
             if (!r) return events_fail(r.error().message);
             print_frame(out, f, r->began, r->ended);
-            if (args.has("verbose"))
+            if (args.verbose)
                 std::fprintf(stderr, "frame %zu: %s, ratio %.4f, %u pairs\n", f,
                              r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
                              r->pair_count);
@@ -159,7 +141,7 @@ int run_events(const Args& args) {
     auto structure = make_structure(method);
     if (!structure) return events_fail(structure.error().message);
     Structure& s = *structure.value();
-    const bool incremental = s.is_dynamic() && !args.has("rebuild");
+    const bool incremental = s.is_dynamic() && !args.rebuild;
     std::vector<Pair> previous;
     std::vector<Box> before;  // the previous frame's boxes
     for (std::size_t f = 0; f < frames.count() && !out.failed(); ++f) {
@@ -182,7 +164,7 @@ int run_events(const Args& args) {
             return events_fail("out of memory moving the boxes of frame " + std::to_string(f) +
                                " in " + method + " (" + std::to_string(now.size()) + " boxes)");
         }
-        if (args.has("verbose") && f > 0)
+        if (args.verbose && f > 0)
             std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
                          incremental ? "moved in place" : "rebuilt", moved);
         auto pairs = find_sorted_pairs(s);

@@ -37,13 +37,6 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
-Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
-    gpu::ContextOptions options;
-    options.device = args.get("device");
-    options.validation = args.has("validation");
-    return gpu::Context::create(options);
-}
-
 void print_device(const gpu::Context& context) {
     const gpu::DeviceInfo& info = context.info();
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
@@ -75,34 +68,21 @@ int validation_check(const gpu::Context& context) {
 
 int run_frame_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    auto frame_count = int_option(args, "frames", 1, 1, 10000);
-    if (!frame_count) return bench_fail(frame_count.error().message);
-    const int frames = static_cast<int>(frame_count.value());
-    const std::string spec = args.get("scene");
+    const int frames = static_cast<int>(args.frames);
+    const std::string& spec = args.scene;
     auto scene = load_input_scene(spec);
     if (!scene) return bench_fail(scene.error().message);
     gpu::MovingSceneOptions options;
     options.return_pairs = false;
-    auto code = code_option(args);
-    if (!code) return bench_fail(code.error().message);
-    options.code = code.value();
-    const std::string policy = args.get("policy", "ratio");
-    if (policy == "refit") {
-        options.policy = gpu::RefitPolicy::always_refit;
-    } else if (policy == "rebuild") {
-        options.policy = gpu::RefitPolicy::always_rebuild;
-    } else if (policy != "ratio") {
-        return bench_fail("unknown --policy '" + policy + "' (ratio, refit, rebuild)");
-    }
-    auto ratio = real_option(args, "rebuild-ratio", options.rebuild_ratio, 0, 1e9);
-    if (!ratio) return bench_fail(ratio.error().message);
-    options.rebuild_ratio = ratio.value();
+    options.code = code_kind(args);
+    options.policy = refit_policy(args);
+    if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
 
     auto context = open_context(args);
     if (!context) return bench_fail(context.error().message);
     print_device(*context.value());
     std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
-                scene->boxes.size(), frames, policy.c_str(), args.get("code", "morton30").c_str());
+                scene->boxes.size(), frames, args.policy.c_str(), args.code.c_str());
     auto moving = gpu::MovingScene::create(*context.value(), options);
     if (!moving) return bench_fail(moving.error().message);
     gpu::MovingScene& ms = *moving.value();
@@ -165,7 +145,7 @@ int run_frame_bench(const Args& args) {
                 refits, rebuilds, regrown);
     std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
                 median(pair_counts), median(events));
-    if (args.has("back-to-back")) {
+    if (args.back_to_back) {
         // The same frames again, each already in a device buffer (as a simulation on the GPU
         // would have them), all recorded into one command buffer: no host work between frames.
         std::vector<gpu::Buffer> buffers;
@@ -208,20 +188,12 @@ int run_frame_bench(const Args& args) {
 
 int run_ray_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
-    auto ray_count = int_option(args, "rays", 1, 1, 100000000);
-    if (!ray_count) return bench_fail(ray_count.error().message);
-    const long long count = ray_count.value();
-    auto repeat_option = int_option(args, "repeat", 3, 1, 1000);
-    if (!repeat_option) return bench_fail(repeat_option.error().message);
-    const int repeat = static_cast<int>(repeat_option.value());
-    const std::string spec = args.get("scene");
+    const long long count = args.ray_count;
+    const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 3;
+    const std::string& spec = args.scene;
     auto scene = load_input_scene(spec);
     if (!scene) return bench_fail(scene.error().message);
-    auto code = code_option(args);
-    if (!code) return bench_fail(code.error().message);
-    auto seed_option = int_option(args, "seed", 42, 0, 4294967295);
-    if (!seed_option) return bench_fail(seed_option.error().message);
-    const auto seed = static_cast<std::uint32_t>(seed_option.value());
+    const std::uint32_t seed = args.seed;
 
     // Rays from uniform points of the scene's bounds in uniform directions, unbounded; regions
     // are boxes of the scene's mean extent at uniform points of its bounds.
@@ -267,7 +239,7 @@ int run_ray_bench(const Args& args) {
         "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
         "median\n",
         spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
-    auto queries = gpu::LbvhQueries::create(*context.value(), {code.value()});
+    auto queries = gpu::LbvhQueries::create(*context.value(), {code_kind(args)});
     if (!queries) return bench_fail(queries.error().message);
     gpu::LbvhQueries& q = *queries.value();
     if (Status s = q.build(scene->boxes); !s) return bench_fail(s.error().message);

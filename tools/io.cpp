@@ -32,7 +32,7 @@ const char* file_kind(mode_t mode) {
 
 }  // namespace
 
-Output::Output(const Args& args) : path_(args.get("out")) {}
+Output::Output(const Args& args) : path_(args.out) {}
 
 Output::~Output() {
     if (file_ != nullptr && file_ != stdout) {
@@ -103,7 +103,7 @@ Status Output::finish() {
 
 Status write_text_file(const std::string& path, std::string_view text) {
     Args args;
-    args.options["out"] = path;
+    args.out = path;
     Output out(args);
     out.write(text);
     return out.finish();
@@ -113,11 +113,11 @@ Result<std::string> read_text_file(const std::string& path) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) return io_error("cannot open '" + path + "'", errno);
     if (!S_ISREG(info.st_mode))
-        return Error{ErrorCode::io_error,
-                     "cannot read '" + path + "': " + file_kind(info.st_mode) +
-                         ", not a regular file",
-                     {},
-                     {}};
+        return Error{
+            ErrorCode::io_error,
+            "cannot read '" + path + "': " + file_kind(info.st_mode) + ", not a regular file",
+            {},
+            {}};
     if (static_cast<std::size_t>(info.st_size) > memory_limit())
         return Error{ErrorCode::limit_exceeded,
                      "cannot read '" + path + "': " + bytes_text(double(info.st_size)) +
@@ -168,10 +168,11 @@ Result<Scene> load_input_scene(const std::string& spec, const std::string& optio
         bool generator = false;
         for (std::string_view g : generator_names()) generator |= spec.compare(0, colon, g) == 0;
         const std::size_t end = spec.find(':', colon + 1);
-        const std::string_view count_text =
-            std::string_view(spec).substr(colon + 1, end == std::string::npos ? end : end - colon - 1);
+        const std::string_view count_text = std::string_view(spec).substr(
+            colon + 1, end == std::string::npos ? end : end - colon - 1);
         std::uint64_t count = 0;
-        const auto r = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+        const auto r =
+            std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
         if (generator && r.ec == std::errc() && r.ptr == count_text.data() + count_text.size()) {
             const double boxes = double(count) * double(sizeof(Box));
             const double limit = double(memory_limit());

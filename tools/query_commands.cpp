@@ -88,15 +88,10 @@ struct Backend {
         if (Status s = check_gpu_options(args, method); !s) return s.error();
         if (method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
-            gpu::ContextOptions options;
-            options.device = args.get("device");
-            options.validation = args.has("validation");
-            auto context = gpu::Context::create(options);
+            auto context = open_context(args);
             if (!context) return context.error();
             b.context = std::move(context.value());
-            auto code = code_option(args);
-            if (!code) return code.error();
-            auto q = gpu::LbvhQueries::create(*b.context, {code.value()});
+            auto q = gpu::LbvhQueries::create(*b.context, {code_kind(args)});
             if (!q) return q.error();
             b.gpu = std::move(q.value());
             if (Status s = b.gpu->build(boxes); !s) return s.error();
@@ -131,8 +126,8 @@ struct Backend {
             return Error{ErrorCode::out_of_memory,
                          "out of memory querying " + std::string(cpu->name()) + " over " +
                              std::to_string(cpu->size()) + " boxes: query " + std::to_string(q) +
-                             " of " + std::to_string(regions.size()) + ", " +
-                             std::to_string(hits) + " hits so far",
+                             " of " + std::to_string(regions.size()) + ", " + std::to_string(hits) +
+                             " hits so far",
                          {},
                          {}};
         }
@@ -187,11 +182,11 @@ int write_text(const Args& args, const std::string& text) {
 }  // namespace
 
 int run_query(const Args& args) {
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    auto regions = load_input_scene(args.get("boxes"), "--boxes");
+    auto regions = load_input_scene(args.boxes, "--boxes");
     if (!regions) return fail(regions.error());
-    auto backend = Backend::open(args.get("method"), scene->boxes, args);
+    auto backend = Backend::open(args.method, scene->boxes, args);
     if (!backend) return fail(backend.error());
     auto hits = backend->query(regions->boxes);
     if (!hits) return fail(hits.error());
@@ -205,11 +200,11 @@ int run_query(const Args& args) {
 }
 
 int run_raycast(const Args& args) {
-    auto scene = load_input_scene(args.get("scene"));
+    auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    auto rays = read_rays(args.get("rays"));
+    auto rays = read_rays(args.rays);
     if (!rays) return fail(rays.error());
-    auto backend = Backend::open(args.get("method"), scene->boxes, args);
+    auto backend = Backend::open(args.method, scene->boxes, args);
     if (!backend) return fail(backend.error());
     auto hits = backend->cast(rays.value());
     if (!hits) return fail(hits.error());
@@ -227,11 +222,11 @@ int run_raycast(const Args& args) {
 }
 
 int run_pairs_against(const Args& args) {
-    auto a = load_input_scene(args.get("scene"));
+    auto a = load_input_scene(args.scene);
     if (!a) return fail(a.error());
-    auto b = load_input_scene(args.get("against"), "--against");
+    auto b = load_input_scene(args.against, "--against");
     if (!b) return fail(b.error());
-    auto backend = Backend::open(args.get("method"), b->boxes, args);
+    auto backend = Backend::open(args.method, b->boxes, args);
     if (!backend) return fail(backend.error());
     auto hits = backend->query(a->boxes);
     if (!hits) return fail(hits.error());

@@ -152,9 +152,67 @@ if(NOT SANITIZE)
   endif()
 endif()
 
-# Test 8: --help (alone or after a command) prints the usage, exit 0.
-check("--help" 0 "usage: broadphase COMMAND.*--out FILE" --help)
-check("pairs --help" 0 "usage: broadphase COMMAND" pairs --help)
-check("no command" 2 "usage: broadphase COMMAND")
-check("unknown command" 2 "unknown command 'paris'" paris --scene uniform:10)
+# Test 8: --help alone lists the commands, the scene syntax and every method of the registry;
+# COMMAND --help (or help COMMAND) prints that command's options and no other's; exit 0.
+check("--help" 0 "usage: broadphase \\[options\\] COMMAND.*pairs.*validate.*bench.*Methods: brute_force.*lbvh"
+      --help)
+check("help" 0 "usage: broadphase \\[options\\] COMMAND" help)
+check("no command" 2 "usage: broadphase \\[options\\] COMMAND")
+check("unknown command" 2 "unknown command 'paris' \\(did you mean pairs\\?\\)" paris --scene uniform:10)
+# check_help(COMMAND HAS LACKS): COMMAND --help and help COMMAND name HAS, never LACKS.
+function(check_help command has lacks)
+  foreach(form "${command};--help" "help;${command}")
+    execute_process(COMMAND ${TOOL} ${form} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "usage: broadphase ${command} \\[options\\]"
+       OR NOT out MATCHES "${has}" OR out MATCHES "${lacks}")
+      message(FATAL_ERROR "broadphase ${form} (exit ${rc}) should name ${has}, not ${lacks}:\n${out}${err}")
+    endif()
+  endforeach()
+endfunction()
+check_help(pairs "--against B" "--frames|--camera|--max-seconds")
+check_help(events "--scenes S0 S1.*--rebuild-ratio R" "--against|--boxes|--sizes")
+check_help(cull "--camera C.*--order exact\\|approx" "--methods|--frames|--code")
+check_help(bench "--max-seconds S.*--back-to-back.*--seed X" "--against|--boxes|--reference")
+check_help(validate "--reference M.*brute_force" "--camera|--frames|--against")
+check_stdout_full("pairs --help > /dev/full" pairs --help)
+
+# Test 9: values are checked when the command line is read, each error naming the option:
+# numbers whole and in range, never read as octal, and names of methods, codes and policies
+# (with the nearest known name for a misspelling).
+check("--repeat 3x" 2 "--repeat: '3x' is not an integer" bench --scene uniform:100 --repeat 3x)
+check("--repeat -5" 2 "--repeat: -5 is out of range \\(allowed: \\[1, 1000\\]\\)"
+      bench --scene uniform:100 --repeat -5)
+check("--frames abc" 2 "--frames: 'abc' is not an integer" events --scenes uniform:10 --frames abc --method kd_tree)
+check("bench --frames range" 2 "--frames: 20000 is out of range \\(allowed: \\[1, 10000\\]\\)"
+      bench --frames 20000 --scene uniform:10)
+check("--seed" 2 "--seed: 4294967296 is out of range" bench --rays 10 --scene uniform:10 --seed 4294967296)
+check("--rebuild-ratio 0" 2 "--rebuild-ratio: 0 is out of range"
+      events --scenes uniform:10 --frames 2 --method gpu_lbvh --rebuild-ratio 0)
+check("--max-seconds 1e7" 2 "--max-seconds: 1e7 is out of range" bench --cpu --max-seconds 1e7)
+check("--sizes 0" 2 "--sizes: 0 is out of range" bench --cpu --sizes 0)
+check("--method misspelled" 2 "--method: unknown method 'kd_tre' \\(did you mean kd_tree\\?\\)"
+      pairs --scene uniform:10 --method kd_tre)
+check("--code" 2 "--code: unknown code 'morton64' \\(did you mean morton63\\?\\)"
+      pairs --scene uniform:10 --method gpu_lbvh --code morton64)
+check("--policy" 2 "--policy: unknown policy 'always'"
+      events --scenes uniform:10 --frames 2 --method gpu_lbvh --policy always)
+check("--order" 2 "--order: unknown order 'near'" cull --scene uniform:10 --camera ${camera} --order near)
+check("cull --method" 2 "unknown cull method 'kd_tree'" cull --scene uniform:10 --camera ${camera} --method kd_tree)
+check("--camera" 2 "--camera: .*13 comma-separated numbers" cull --scene uniform:10 --camera 1,2,3)
+check("--scenes generator" 2 "--scenes: unknown generator 'unifrom' \\(did you mean uniform\\?\\)"
+      bench --cpu --scenes unifrom)
+check("bench --cpu --methods gpu" 2 "--methods: unknown method 'gpu_lbvh'" bench --cpu --methods gpu_lbvh)
+check("bench mode option" 2 "unknown option '--no-refine' for bench --rays"
+      bench --rays 10 --scene uniform:10 --no-refine)
+# Leading zeros are decimal: 010 frames are ten frames (octal would stop at frame 7).
+check("--frames 010" 0 "\nframe 9\n" events --scenes uniform:200 --frames 010 --method kd_tree)
+
+# Test 10: the version, from the version header generated from the project's version.
+file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/../../CMakeLists.txt project_line
+     REGEX "^project\\(broadphase VERSION [0-9.]+")
+string(REGEX REPLACE ".*VERSION ([0-9.]+).*" "\\1" project_version "${project_line}")
+string(REPLACE "." "\\." version_regex "${project_version}")
+check("--version" 0 "^broadphase ${version_regex} \\(" --version)
+check("version" 0 "^broadphase ${version_regex} \\(" version)
+
 message(STATUS "cli_errors: all checks passed")
