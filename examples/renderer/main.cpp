@@ -1,22 +1,17 @@
 // broadphase_renderer: renders a box scene headlessly with GPU frustum culling and writes the
 // frame and a top-down debug view as PNG files. See the README section "Vulkan renderer example".
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "broadphase/scene.hpp"
+#include "cli_options.hpp"
 #include "renderer.hpp"
 
 namespace {
 
 using namespace broadphase;
-
-constexpr const char* kUsage =
-    "usage: broadphase_renderer [--scene uniform:20000] "
-    "[--camera ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy,aspect,near,far]\n"
-    "                           [--no-cull] [--out frame.png] [--debug-out above.png] "
-    "[--size 512] [--device NAME]\n";
 
 /// The default camera: inside the unit cube scene, looking across it.
 Camera default_camera() {
@@ -41,38 +36,50 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
     std::string scene_spec = "uniform:20000", out = "frame.png", debug_out;
     Camera camera = default_camera();
-    bool cull = true;
+    bool no_cull = false;
+    std::uint32_t size = 512;
     renderer::RendererOptions options;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        if (arg == "--no-cull") {
-            cull = false;
-        } else if (arg == "--help" || arg == "-h") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else if (arg == "--scene" || arg == "--camera" || arg == "--out" ||
-                   arg == "--debug-out" || arg == "--size" || arg == "--device") {
-            const char* v = value();
-            if (!v) return fail(arg + " needs a value\n" + kUsage);
-            if (arg == "--scene") scene_spec = v;
-            if (arg == "--out") out = v;
-            if (arg == "--debug-out") debug_out = v;
-            if (arg == "--device") options.device = v;
-            if (arg == "--camera") {
-                auto parsed = parse_camera(v);
-                if (!parsed) return fail(parsed.error().message);
-                camera = *parsed;
-            }
-            if (arg == "--size") {
-                int size = std::atoi(v);
-                if (size < 1 || size > 16384) return fail("--size takes 1..16384");
-                options.width = options.height = std::uint32_t(size);
-            }
-        } else {
-            return fail("unknown argument '" + arg + "'\n" + kUsage);
-        }
+    CLI::App app{
+        "Renders a box scene headlessly with the library's GPU frustum culling and "
+        "writes the frame as PNG",
+        "broadphase_renderer"};
+    app.formatter(std::make_shared<cli::HelpFormatter>());
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.option_defaults()->disable_flag_override();
+    app.add_option("--scene", scene_spec,
+                   "a scene file or a generator NAME:COUNT[:SEED] (default " + scene_spec + ")")
+        ->type_name("S");
+    app.add_option_function<std::string>(
+           "--camera",
+           [&camera](const std::string& text) {
+               auto parsed = parse_camera(text);
+               if (!parsed) throw CLI::ValidationError("--camera", parsed.error().message);
+               camera = parsed.value();
+           },
+           "eye(3),target(3),up(3),fovy_deg,aspect,near,far (default: inside the unit cube, "
+           "looking across it)")
+        ->type_name("C");
+    app.add_flag("--no-cull", no_cull,
+                 "draw every box through the same indirect path, from a CPU-filled command "
+                 "buffer");
+    app.add_option("--out", out, "the frame's PNG file (default " + out + ")")->type_name("FILE");
+    app.add_option("--debug-out", debug_out,
+                   "also a top-down view: drawn boxes blue, culled grey, the frustum red")
+        ->type_name("FILE");
+    app.add_option("--size", size, "width and height in pixels (1..16384, default 512)")
+        ->type_name("N")
+        ->transform(cli::integer_in(1, 16384));
+    app.add_option("--device", options.device,
+                   "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
+                   "first discrete GPU)")
+        ->type_name("NAME");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return cli::report(app, e);
     }
+    options.width = options.height = size;
+    const bool cull = !no_cull;
 
     auto scene = load_scene(scene_spec);
     if (!scene) return fail(scene.error().message);

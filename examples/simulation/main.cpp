@@ -4,12 +4,14 @@
 //
 //   broadphase_simulation [--boxes N] [--frames F] [--batch K] [--seed S] [--device D]
 //                         [--validation]
+// (CLI11: --help lists them; a bad or unknown option exits with 2, naming it.)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <string>
 
+#include "../../tools/cli_options.hpp"
 #include "simulation.hpp"
 
 using namespace broadphase;
@@ -17,31 +19,43 @@ using namespace broadphase;
 int main(int argc, char** argv) {
     simulation::SimulationOptions options;
     std::uint32_t frames = 60, batch = 10;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (a == "--boxes" && has_value) {
-            options.boxes = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-        } else if (a == "--frames" && has_value) {
-            frames = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-        } else if (a == "--batch" && has_value) {
-            batch = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-        } else if (a == "--seed" && has_value) {
-            options.seed = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-        } else if (a == "--device" && has_value) {
-            options.device = argv[++i];
-        } else if (a == "--validation") {
-            options.validation = true;
-        } else {
-            std::fprintf(stderr,
-                         "usage: broadphase_simulation [--boxes N] [--frames F] [--batch K] "
-                         "[--seed S] [--device D] [--validation]\n");
-            return 2;
-        }
-    }
-    if (frames == 0 || batch == 0) {
-        std::fprintf(stderr, "broadphase_simulation: --frames and --batch must be positive\n");
-        return 2;
+    CLI::App app{
+        "A GPU-resident simulation: the boxes move on the GPU, and each frame's overlap "
+        "events come from gpu::MovingScene recorded in the same command buffer",
+        "broadphase_simulation"};
+    app.formatter(std::make_shared<cli::HelpFormatter>());
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.option_defaults()->disable_flag_override();
+    auto with_default = [](const char* text, std::uint32_t value) {
+        return std::string(text) + " (default " + std::to_string(value) + ")";
+    };
+    app.add_option(
+           "--boxes", options.boxes,
+           with_default("boxes of a uniform scene in the unit cube (1..50000000)", options.boxes))
+        ->type_name("N")
+        ->transform(cli::integer_in(1, 50000000));
+    app.add_option("--frames", frames, with_default("frames to run (1..1000000)", frames))
+        ->type_name("F")
+        ->transform(cli::integer_in(1, 1000000));
+    app.add_option("--batch", batch,
+                   with_default("frames recorded into one submit (1..100000)", batch))
+        ->type_name("K")
+        ->transform(cli::integer_in(1, 100000));
+    app.add_option(
+           "--seed", options.seed,
+           with_default("seed of the scene and the velocities (0..4294967295)", options.seed))
+        ->type_name("S")
+        ->transform(cli::integer_in(0, 4294967295));
+    app.add_option("--device", options.device,
+                   "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
+                   "first)")
+        ->type_name("D");
+    app.add_flag("--validation", options.validation,
+                 "turn on the Vulkan validation layer (also BROADPHASE_VALIDATION=1)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return cli::report(app, e);
     }
     auto sim = simulation::Simulation::create(options);
     if (!sim) {
