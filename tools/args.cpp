@@ -181,7 +181,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     CLI::Option* cpu =
         c.add_flag("--cpu", a.cpu,
                    "time build + self-pairs of every CPU structure on the standard scenes "
-                   "(one core)")
+                   "(one core); progress on standard error when it is a terminal")
             ->group(kCpu);
     const std::vector<std::string> generators = strings(generator_names());
     CLI::Option* scenes =
@@ -214,8 +214,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     a.max_seconds = 10;
     CLI::Option* max_seconds =
         c.add_option("--max-seconds", a.max_seconds,
-                     with_default("per-run budget: a method that took longer than S seconds "
-                                  "at one size is not run at the larger ones",
+                     with_default("per-run budget: a method is not started at a size where its "
+                                  "time, extrapolated from the smaller sizes, exceeds S seconds",
                                   "10"))
             ->type_name("S")
             ->check(real_in(0, 1e6))
@@ -365,8 +365,9 @@ CommandLine read_command_line(int argc, char** argv) {
         "check every method (or those of --methods) against a reference; exits 1 on a "
         "difference. Up to " +
         limit +
-        " boxes the reference is brute_force; above, sweep_and_prune. Without --scene: the demo "
-        "scene " +
+        " boxes the reference is brute_force; above, "
+        "sweep_and_prune, and brute_force (O(n^2)) is skipped unless --methods or --reference "
+        "names it. Without --scene: the demo scene " +
         std::string(kDemoScene) + ", and says so";
     c = command("validate", validate_text, &run_validate);
     add_scene(*c, a);

@@ -20,6 +20,9 @@ int fail(const broadphase::Error& e) {
 
 int main(int argc, char** argv) {
     using namespace broadphase::tool;
+    // Each finished line is written at once, also into a pipe or a file: a long validate or
+    // bench shows its progress as it goes (and keeps it if it is stopped).
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     CommandLine line = read_command_line(argc, argv);
     if (line.run == nullptr) {
         std::fputs(line.text.c_str(), line.exit_code == 0 ? stdout : stderr);

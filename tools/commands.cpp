@@ -1,6 +1,7 @@
 // Implementation of the tool's commands over the public API only.
 #include "commands.hpp"
 
+#include "bench_budget.hpp"
 #include "io.hpp"
 #include "plot.hpp"
 
@@ -10,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+
+#include <unistd.h>
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
@@ -147,17 +150,24 @@ int run_validate(const Args& args) {
     const std::string reference = args.has("reference") ? args.reference
                                   : large               ? "sweep_and_prune"
                                                         : "brute_force";
-    const std::vector<std::string> methods = args.has("methods") ? args.methods : method_names();
+    std::vector<std::string> methods = args.has("methods") ? args.methods : method_names();
+    // Brute force is O(n^2): above its limit it runs only when --methods or --reference asks.
+    const bool skip_brute_force = large && !args.has("methods") && reference != "brute_force";
+    if (skip_brute_force) std::erase(methods, "brute_force");
     Output out(args);
     if (demo) out.print("no --scene given: using the default demo scene %s\n", kDemoScene);
     out.print("scene %s: %zu boxes; reference %s\n", scene->name.c_str(), n, reference.c_str());
+    if (skip_brute_force)
+        out.print(
+            "brute_force skipped: %zu boxes, above its limit of %zu (O(n^2)); "
+            "--methods brute_force runs it\n",
+            n, kBruteForceLimit);
 
     auto start = std::chrono::steady_clock::now();
     auto expected = method_pairs(reference, scene.value(), args);
     if (!expected) return fail(expected.error());
     out.print("  %-18s %10zu pairs  %9.3f s  (reference)\n", reference.c_str(), expected->size(),
               seconds_since(start));
-    std::fflush(stdout);
     int differences = 0, errors = 0;
     for (const std::string& method : methods) {
         if (method == reference) continue;
@@ -184,7 +194,6 @@ int run_validate(const Args& args) {
             out.print("\n");
             ++differences;
         }
-        std::fflush(stdout);
         if (out.failed()) break;
     }
     if (differences > 0)
@@ -201,7 +210,9 @@ int run_validate(const Args& args) {
 namespace {
 
 // `bench --cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
-// range of N, as a markdown table and one log-log PNG per scene.
+// range of N, as a markdown table and one log-log PNG per scene. A method is not started at a
+// size where its time, extrapolated from the sizes before (bench_budget.hpp), would exceed
+// --max-seconds; standard error says so, and on a terminal it shows one line per run.
 int run_cpu_bench(const Args& args) {
     std::vector<std::string> scenes = args.scenes;
     if (scenes.empty())
@@ -210,8 +221,10 @@ int run_cpu_bench(const Args& args) {
     if (methods.empty())
         for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
     const std::vector<std::size_t>& sizes = args.sizes;  // ascending, each once
-    // A method that needed longer than this at one size is not run at larger sizes.
     const double budget = args.max_seconds;
+    const bool progress = ::isatty(::fileno(stderr)) == 1;
+    const std::size_t runs = scenes.size() * sizes.size() * methods.size();
+    std::size_t run = 0;
 
     std::size_t differences = 0;
     std::string table = "| scene | N | pairs |";
@@ -223,7 +236,13 @@ int run_cpu_bench(const Args& args) {
     for (const std::string& scene_name : scenes) {
         std::vector<Series> series(methods.size());
         for (std::size_t k = 0; k < methods.size(); ++k) series[k].name = methods[k];
-        std::vector<bool> retired(methods.size(), false);
+        // Per method: its last run (n, seconds), the growth measured up to it, and whether it
+        // is out of the budget for the larger sizes.
+        struct Last {
+            double n = 0, seconds = 0, growth = 0;
+            bool retired = false;
+        };
+        std::vector<Last> last(methods.size());
         for (std::size_t n : sizes) {
             auto scene = load_input_scene(scene_name + ":" + std::to_string(n), "--sizes");
             if (!scene) return fail(scene.error());
@@ -235,7 +254,22 @@ int run_cpu_bench(const Args& args) {
             // is a wrong answer, and the command exits 1.
             std::optional<std::vector<Pair>> reference;
             for (std::size_t k = 0; k < methods.size(); ++k) {
-                if (retired[k]) {
+                ++run;
+                Last& m = last[k];
+                if (!m.retired && m.n > 0) {
+                    const double growth = std::max(m.growth, known_growth(methods[k]));
+                    const double expected = extrapolate_seconds(m.seconds, m.n, double(n), growth);
+                    if (expected > budget) {
+                        m.retired = true;
+                        std::fprintf(stderr,
+                                     "bench: %s %s not started at %zu boxes (nor above): %.3g s "
+                                     "expected from %.3g s at %.0f (growth n^%.2f, at least n "
+                                     "log n), over --max-seconds %g\n",
+                                     scene_name.c_str(), methods[k].c_str(), n, expected, m.seconds,
+                                     m.n, growth, budget);
+                    }
+                }
+                if (m.retired) {
                     cells += " — |";
                     continue;
                 }
@@ -256,7 +290,13 @@ int run_cpu_bench(const Args& args) {
                 cells += cell;
                 series[k].x.push_back(double(n));
                 series[k].y.push_back(std::max(t, 1e-6));
-                if (t > budget) retired[k] = true;
+                if (m.n > 0) m.growth = measured_growth(m.n, m.seconds, double(n), t);
+                m.n = double(n);
+                m.seconds = t;
+                if (progress)
+                    std::fprintf(stderr, "[%zu/%zu] %s %zu %s: %.4f s%s\n", run, runs,
+                                 scene_name.c_str(), n, methods[k].c_str(), t,
+                                 same ? "" : " (differs)");
             }
             row += std::to_string(pair_count) + " |" + cells + "\n";
             std::printf("%s", row.c_str());

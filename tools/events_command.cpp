@@ -13,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "animation.hpp"
@@ -33,11 +34,22 @@ int events_fail(const std::string& message) {
     return 2;
 }
 
+// One frame's lines, written at once (the output is line-buffered: a frame of many events
+// costs one write, and the frame shows up as soon as it is found).
 void print_frame(Output& out, std::size_t frame, const std::vector<Pair>& began,
                  const std::vector<Pair>& ended) {
-    out.print("frame %zu\n", frame);
-    for (const Pair& p : began) out.print("+ %u %u\n", p.i, p.j);
-    for (const Pair& p : ended) out.print("- %u %u\n", p.i, p.j);
+    std::string text = "frame " + std::to_string(frame) + "\n";
+    for (const auto& [sign, pairs] : {std::pair{'+', &began}, std::pair{'-', &ended}}) {
+        for (const Pair& p : *pairs) {
+            text += sign;
+            text += ' ';
+            text += std::to_string(p.i);
+            text += ' ';
+            text += std::to_string(p.j);
+            text += '\n';
+        }
+    }
+    out.write(text);
 }
 
 /// The frames of the command: scene files (loaded up front, so that bad input fails before

@@ -58,6 +58,7 @@ bool Output::open() {
         return false;
     }
     created_ = !existed && ::fstat(::fileno(file_), &info) == 0 && S_ISREG(info.st_mode);
+    std::setvbuf(file_, nullptr, _IOLBF, 0);  // each finished line is in the file, as on stdout
     return true;
 }
 

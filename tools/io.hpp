@@ -13,7 +13,8 @@
 namespace broadphase::tool {
 
 /// Where a command's text goes: the --out file (opened on first use; when this created it,
-/// removed again unless finish() succeeds) or standard output.
+/// removed again unless finish() succeeds) or standard output. Both are line-buffered: a long
+/// command's finished lines are there while it runs.
 class Output {
 public:
     explicit Output(const Args& args);

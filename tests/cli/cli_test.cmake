@@ -266,4 +266,60 @@ foreach(stage "ray cast \\(GPU\\)" "rays/s" "region count" "region scan" "region
     message(FATAL_ERROR "bench --rays output lacks '${stage}': '${ray_bench}'")
   endif()
 endforeach()
+
+# Test 9: long runs. validate skips brute force above its limit and says so (the other methods
+# still compared, with sweep_and_prune as the reference).
+run_tool(report TRUE validate --scene uniform:100001 --methods sweep_and_prune,kd_tree,lbvh)
+if(report MATCHES "brute_force")
+  message(FATAL_ERROR "validate --methods without brute_force ran or named it:\n${report}")
+endif()
+run_tool(report TRUE validate --scene uniform:100001)
+if(NOT report MATCHES "reference sweep_and_prune\nbrute_force skipped: 100001 boxes, above its limit of 100000"
+   OR report MATCHES "\n  brute_force " OR NOT report MATCHES "  kd_tree .* agrees\n.*all methods agree")
+  message(FATAL_ERROR "validate above the brute-force limit:\n${report}")
+endif()
+# Output is flushed line by line, into a file too: validate asked for brute force above its
+# limit runs it (200000 boxes, minutes) and is stopped by a CPU-time limit while it does; the
+# lines it had finished must be in the file (stdout redirected, and --out).
+foreach(target stdout file)
+  file(REMOVE ${WORK}/long_${target}.txt)
+  set(command validate --scene uniform:200000 --methods brute_force)
+  if(target STREQUAL "file")
+    list(APPEND command --out ${WORK}/long_file.txt)
+  endif()
+  execute_process(COMMAND sh -c "ulimit -c 0; ulimit -t 8; exec \"$0\" \"$@\"" ${TOOL} ${command}
+                  RESULT_VARIABLE rc OUTPUT_FILE ${WORK}/long_stdout.txt ERROR_VARIABLE err
+                  TIMEOUT 120)
+  file(READ ${WORK}/long_${target}.txt got)
+  if(rc EQUAL 0 OR NOT got MATCHES
+     "^scene uniform:200000: 200000 boxes; reference sweep_and_prune\n  sweep_and_prune +[0-9]+ pairs .*\\(reference\\)\n$")
+    message(FATAL_ERROR "validate stopped while brute force ran (exit ${rc}) left in its ${target}:\n'${got}'\n${err}")
+  endif()
+endforeach()
+# bench --cpu: a method is not started at a size its extrapolated time cannot make within
+# --max-seconds (here no size after the first fits), and standard error says so.
+run_tool(bench_out TRUE bench --cpu --scenes uniform --sizes 2000,1000,4000 --methods kd_tree,brute_force
+         --max-seconds 0.000001 --out-dir ${WORK})
+foreach(expect "\\| uniform \\| 1000 \\| [1-9][0-9]* \\| [0-9.]+ \\| [0-9.]+ \\|\n"
+        "\\| uniform \\| 2000 \\| 0 \\| — \\| — \\|\n\\| uniform \\| 4000 \\| 0 \\| — \\| — \\|"
+        "bench: uniform kd_tree not started at 2000 boxes \\(nor above\\): [0-9.e-]+ s expected .*over --max-seconds 1e-06"
+        "bench: uniform brute_force not started at 2000 boxes")
+  if(NOT bench_out MATCHES "${expect}")
+    message(FATAL_ERROR "bench --cpu --max-seconds 0.000001 lacks '${expect}':\n${bench_out}")
+  endif()
+endforeach()
+run_tool(bench_out TRUE bench --cpu --scenes clustered --sizes 500,1000 --methods kd_tree,brute_force
+         --max-seconds 1000 --out-dir ${WORK})
+if(bench_out MATCHES "not started" OR NOT bench_out MATCHES "\\| clustered \\| 1000 \\| [0-9]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+  message(FATAL_ERROR "bench --cpu within its budget skipped a run:\n${bench_out}")
+endif()
+# On a terminal, bench --cpu shows one progress line per run on standard error.
+find_program(SCRIPT script)
+if(SCRIPT)
+  execute_process(COMMAND ${SCRIPT} -qec "'${TOOL}' bench --cpu --scenes uniform --sizes 500,1000 --methods kd_tree,lbvh --out-dir '${WORK}'" /dev/null
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "\\[1/4\\] uniform 500 kd_tree: [0-9.]+ s.*\\[4/4\\] uniform 1000 lbvh: [0-9.]+ s")
+    message(FATAL_ERROR "bench --cpu on a terminal (exit ${rc}) shows no progress:\n${out}${err}")
+  endif()
+endif()
 message(STATUS "cli: all checks passed")
