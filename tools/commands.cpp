@@ -79,6 +79,10 @@ int fail(const Error& e) {
     return kExitUsage;
 }
 
+[[maybe_unused]] int fail(const std::string& message) {  // (used by builds without the GPU)
+    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
