@@ -30,50 +30,6 @@ int fail(const Error& e) {
     return kExitUsage;
 }
 
-Error parse_error(const std::string& source, std::size_t line, const std::string& what) {
-    return Error{
-        ErrorCode::parse_error, source + ":" + std::to_string(line) + ": " + what, {}, line};
-}
-
-// Rays file: one ray per line, `ox oy oz dx dy dz tmax`, white space or commas between
-// numbers, `#` starts a comment; the ray's index is its 0-based data-line index.
-Result<std::vector<Ray>> read_rays(const std::string& path) {
-    auto file = read_text_file(path);
-    if (!file) return file.error();
-    std::istringstream in(std::move(file.value()));
-    std::vector<Ray> rays;
-    std::string text;
-    std::size_t line_no = 0;
-    while (std::getline(in, text)) {
-        ++line_no;
-        if (auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
-        std::replace(text.begin(), text.end(), ',', ' ');
-        std::istringstream words(text);
-        std::vector<std::string> fields;
-        for (std::string w; words >> w;) fields.push_back(w);
-        if (fields.empty()) continue;
-        if (fields.size() != 7)
-            return parse_error(path, line_no,
-                               "expected 7 numbers (ox oy oz dx dy dz tmax), got " +
-                                   std::to_string(fields.size()));
-        float v[7];
-        for (int k = 0; k < 7; ++k) {
-            const char* s = fields[k].c_str();
-            char* end = nullptr;
-            errno = 0;
-            v[k] = std::strtof(s, &end);
-            if (end == s || *end != '\0')
-                return parse_error(path, line_no, "'" + fields[k] + "' is not a number");
-            if (std::isnan(v[k]) || (k < 6 && !std::isfinite(v[k])))
-                return parse_error(
-                    path, line_no,
-                    k < 6 ? "origin and direction must be finite" : "tmax must not be NaN");
-        }
-        rays.push_back({{v[0], v[1], v[2]}, {v[3], v[4], v[5]}, v[6]});
-    }
-    return rays;
-}
-
 // One query backend: a CPU structure or the GPU LBVH, built over `boxes`.
 struct Backend {
     std::unique_ptr<Structure> cpu;
@@ -202,7 +158,7 @@ int run_query(const Args& args) {
 int run_raycast(const Args& args) {
     auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    auto rays = read_rays(args.rays);
+    auto rays = read_rays_file(args.rays);
     if (!rays) return fail(rays.error());
     auto backend = Backend::open(args.method, scene->boxes, args);
     if (!backend) return fail(backend.error());
