@@ -14,7 +14,7 @@ std::map<std::string, std::shared_ptr<GpuState>>& states() {
     return *map;
 }
 
-std::string device_key(const py::handle& device) {
+std::string device_key(const py::object& device) {
     if (device.is_none()) return "";
     if (py::isinstance<py::bool_>(device))
         throw py::type_error("device must be None, an index or a name substring");
@@ -100,7 +100,7 @@ gpu::Culler& GpuState::get_culler() {
     return *culler;
 }
 
-std::shared_ptr<GpuState> gpu_state(const py::handle& device) {
+std::shared_ptr<GpuState> gpu_state(const py::object& device) {
     const std::string key = device_key(device);
     std::shared_ptr<GpuState>& state = states()[key];
     if (!state) {
@@ -158,7 +158,7 @@ py::list list_devices() {
     return out;
 }
 
-py::dict device_info(const py::handle& device) {
+py::dict device_info(const py::object& device) {
     std::shared_ptr<GpuState> state = gpu_state(device);
     const gpu::DeviceInfo info = with_gpu(*state, [](GpuState& s) { return s.context->info(); });
     py::dict d;

@@ -43,7 +43,7 @@ struct GpuState {
 
 /// The state of `device` (None: the default device; an int: an index; a str: a name
 /// substring), created without a context on first use. Needs the GIL.
-std::shared_ptr<GpuState> gpu_state(const py::handle& device);
+std::shared_ptr<GpuState> gpu_state(const py::object& device);
 
 /// Drops the module's references to every state (each context goes when its last user does).
 void release_gpu_states();
@@ -70,6 +70,6 @@ auto with_gpu(GpuState& state, F&& fn) {
 py::list list_devices();
 
 /// The DeviceInfo of `device`'s context (created if needed), as a dict.
-py::dict device_info(const py::handle& device);
+py::dict device_info(const py::object& device);
 
 }  // namespace broadphase::python

@@ -51,7 +51,7 @@ constexpr bool kHasGpu = false;
 constexpr const char* kDefaultCullMethod = kHasGpu ? kGpuMethod : "sphere_bvh";
 constexpr const char* kDefaultMovingMethod = kHasGpu ? kGpuMethod : kDefaultMethod;
 
-FloatArray box_rows(const py::handle& boxes, const char* what = "boxes") {
+FloatArray box_rows(const py::object& boxes, const char* what = "boxes") {
     return as_rows(boxes, 6, what, kBoxRows);
 }
 
@@ -74,7 +74,7 @@ void check_method(const std::string& method) {
     raise(ErrorCode::invalid_argument, "unknown method '" + method + "' (known: " + known + ")");
 }
 
-void check_cpu_device(const std::string& method, const py::handle& device) {
+void check_cpu_device(const std::string& method, const py::object& device) {
     if (!device.is_none())
         raise(ErrorCode::invalid_argument, "device= applies to gpu_lbvh only, not " + method);
 }
@@ -139,7 +139,7 @@ py::tuple ray_hits(const std::vector<std::optional<RayHit>>& hits) {
 
 class Index {
 public:
-    Index(const py::handle& boxes, std::string method, const py::handle& device)
+    Index(const py::object& boxes, std::string method, const py::object& device)
         : method_(std::move(method)) {
         check_method(method_);
         FloatArray rows = box_rows(boxes);
@@ -184,14 +184,14 @@ public:
         return pairs_array(std::move(pairs));
     }
 
-    py::tuple query_boxes(const py::handle& regions_object) {
+    py::tuple query_boxes(const py::object& regions_object) {
         FloatArray rows = box_rows(regions_object, "regions");
         std::span<const Box> regions = rows_as<Box>(rows);
         check_regions(regions);
         return region_hits(regions);
     }
 
-    py::tuple query_points(const py::handle& points_object) {
+    py::tuple query_points(const py::object& points_object) {
         FloatArray rows = as_rows(points_object, 3, "points", kPointRows);
         std::span<const Vec3> points = rows_as<Vec3>(rows);
         check_points(points);
@@ -219,7 +219,7 @@ public:
         return csr(std::move(offsets), std::move(ids));
     }
 
-    py::tuple ray_cast(const py::handle& rays_object) {
+    py::tuple ray_cast(const py::object& rays_object) {
         FloatArray rows = as_rows(rays_object, 7, "rays", kRayRows);
         std::span<const Ray> rays = rows_as<Ray>(rows);
         check_rays(rays);
@@ -239,7 +239,7 @@ public:
         return ray_hits(hits);
     }
 
-    py::tuple nearest(const py::handle& points_object, std::size_t k) {
+    py::tuple nearest(const py::object& points_object, std::size_t k) {
         FloatArray rows = as_rows(points_object, 3, "points", kPointRows);
         std::span<const Vec3> points = rows_as<Vec3>(rows);
         check_points(points);
@@ -265,7 +265,7 @@ public:
     }
 
     // Every overlapping (a, b): a a row of `others`, b a box of this index; sorted.
-    py::array_t<std::uint32_t> pairs_against(const py::handle& others_object) {
+    py::array_t<std::uint32_t> pairs_against(const py::object& others_object) {
         FloatArray rows = box_rows(others_object);
         std::span<const Box> others = rows_as<Box>(rows);
         check_regions(others);
@@ -371,7 +371,7 @@ std::vector<Pair> difference(const std::vector<Pair>& a, const std::vector<Pair>
 class MovingScene {
 public:
     MovingScene(std::string method, const std::string& policy, double rebuild_ratio,
-                bool return_pairs, const py::handle& device)
+                bool return_pairs, const py::object& device)
         : method_(std::move(method)), return_pairs_(return_pairs) {
         check_method(method_);
         if (method_ == kGpuMethod) {
@@ -418,7 +418,7 @@ public:
         return size_;
     }
 
-    void reset(const py::handle& boxes) {
+    void reset(const py::object& boxes) {
         FloatArray rows = box_rows(boxes);
         std::span<const Box> input = rows_as<Box>(rows);
         started_ = false;
@@ -443,7 +443,7 @@ public:
         started_ = true;
     }
 
-    Frame step(const py::handle& boxes) {
+    Frame step(const py::object& boxes) {
         FloatArray rows = box_rows(boxes);
         std::span<const Box> input = rows_as<Box>(rows);
         if (!started_) raise(ErrorCode::invalid_argument, "step before reset(boxes)");
@@ -512,7 +512,7 @@ private:
 // ---------------------------------------------------------------------------------------------
 // Cameras and culling.
 
-Vec3 to_vec3(const py::handle& object, const char* what) {
+Vec3 to_vec3(const py::object& object, const char* what) {
     std::array<float, 3> v{};
     try {
         v = object.cast<std::array<float, 3>>();
@@ -534,7 +534,7 @@ py::array_t<float> matrix_array(const std::array<float, 16>& m) {
     return take<float>(std::move(rows), {4, 4});
 }
 
-Camera to_camera(const py::handle& object) {
+Camera to_camera(const py::object& object) {
     if (py::isinstance<Camera>(object)) return object.cast<Camera>();
     if (py::isinstance<py::str>(object)) return unwrap(parse_camera(object.cast<std::string>()));
     std::vector<float> v;
@@ -568,9 +568,9 @@ CullOrder to_order(const std::string& order) {
     raise(ErrorCode::invalid_argument, "unknown order '" + order + "' (exact, approx)");
 }
 
-py::array_t<std::uint32_t> cull(const py::handle& boxes, const py::handle& camera,
+py::array_t<std::uint32_t> cull(const py::object& boxes, const py::object& camera,
                                 const std::string& order_name, const std::string& method,
-                                const py::handle& device) {
+                                const py::object& device) {
     const CullOrder order = to_order(order_name);
     const Frustum frustum = unwrap(Frustum::from_camera(to_camera(camera)));
     FloatArray rows = box_rows(boxes);
@@ -619,8 +619,8 @@ py::array_t<std::uint32_t> cull(const py::handle& boxes, const py::handle& camer
 // ---------------------------------------------------------------------------------------------
 // Module-level functions.
 
-py::array_t<std::uint32_t> find_pairs(const py::handle& boxes, const std::string& method,
-                                      const py::handle& device) {
+py::array_t<std::uint32_t> find_pairs(const py::object& boxes, const std::string& method,
+                                      const py::object& device) {
     check_method(method);
     FloatArray rows = box_rows(boxes);
     std::span<const Box> input = rows_as<Box>(rows);
@@ -657,7 +657,7 @@ py::array_t<float> read_scene(const std::string& path) {
     return boxes_array(std::move(unwrap(std::move(scene)).boxes));
 }
 
-void write_scene(const std::string& path, const py::handle& boxes) {
+void write_scene(const std::string& path, const py::object& boxes) {
     FloatArray rows = box_rows(boxes);
     std::span<const Box> input = rows_as<Box>(rows);
     py::gil_scoped_release release;
@@ -699,7 +699,7 @@ PYBIND11_MODULE(_broadphase, m) {
         },
         "The scene generators generate_scene knows.");
     m.def(
-        "as_boxes", [](const py::handle& boxes) { return box_rows(boxes); }, py::arg("boxes"),
+        "as_boxes", [](const py::object& boxes) { return box_rows(boxes); }, py::arg("boxes"),
         "The (n, 6) float32 C-contiguous array the functions read: `boxes` itself when it "
         "already is one, else one converted copy (convert once to call many times).");
 
@@ -737,7 +737,7 @@ PYBIND11_MODULE(_broadphase, m) {
         "devices", [] { return py::list(); }, "No Vulkan devices: built without the GPU.");
     m.def(
         "device_info",
-        [](const py::handle&) -> py::dict {
+        [](const py::object&) -> py::dict {
             raise(ErrorCode::unsupported, "this build of the module has no GPU support");
         },
         py::arg("device") = py::none());
@@ -747,7 +747,7 @@ PYBIND11_MODULE(_broadphase, m) {
     py::class_<Index>(m, "Index",
                       "A structure built once over boxes (copied), queried many times. "
                       "`method`: any of method_names().")
-        .def(py::init<const py::handle&, std::string, const py::handle&>(), py::arg("boxes"),
+        .def(py::init<const py::object&, std::string, const py::object&>(), py::arg("boxes"),
              py::arg("method") = kDefaultMethod, py::kw_only(), py::arg("device") = py::none())
         .def_property_readonly("method", &Index::method)
         .def("__len__", &Index::size)
@@ -792,7 +792,7 @@ PYBIND11_MODULE(_broadphase, m) {
                             "ended. gpu_lbvh refits its tree (rebuilt when the SAH cost ratio "
                             "passes rebuild_ratio, policy 'ratio'; or always 'refit' or "
                             "'rebuild'); a CPU method updates a dynamic structure or rebuilds.")
-        .def(py::init<std::string, const std::string&, double, bool, const py::handle&>(),
+        .def(py::init<std::string, const std::string&, double, bool, const py::object&>(),
              py::arg("method") = kDefaultMovingMethod, py::kw_only(), py::arg("policy") = "ratio",
              py::arg("rebuild_ratio") = 1.5, py::arg("return_pairs") = true,
              py::arg("device") = py::none())
@@ -806,7 +806,7 @@ PYBIND11_MODULE(_broadphase, m) {
     py::class_<Camera>(m, "Camera",
                        "A right-handed pinhole camera (Vulkan clip conventions); angles in "
                        "degrees, 0 < near < far along the view direction.")
-        .def(py::init([](const py::handle& eye, const py::handle& target, const py::handle& up,
+        .def(py::init([](const py::object& eye, const py::object& target, const py::object& up,
                          float fovy_deg, float aspect, float near, float far) {
                  Camera c;
                  c.eye = to_vec3(eye, "eye");
@@ -823,13 +823,13 @@ PYBIND11_MODULE(_broadphase, m) {
              py::arg("far") = 100.0f)
         .def_property(
             "eye", [](const Camera& c) { return vec3_tuple(c.eye); },
-            [](Camera& c, const py::handle& v) { c.eye = to_vec3(v, "eye"); })
+            [](Camera& c, const py::object& v) { c.eye = to_vec3(v, "eye"); })
         .def_property(
             "target", [](const Camera& c) { return vec3_tuple(c.target); },
-            [](Camera& c, const py::handle& v) { c.target = to_vec3(v, "target"); })
+            [](Camera& c, const py::object& v) { c.target = to_vec3(v, "target"); })
         .def_property(
             "up", [](const Camera& c) { return vec3_tuple(c.up); },
-            [](Camera& c, const py::handle& v) { c.up = to_vec3(v, "up"); })
+            [](Camera& c, const py::object& v) { c.up = to_vec3(v, "up"); })
         .def_readwrite("fovy_deg", &Camera::fovy_deg)
         .def_readwrite("aspect", &Camera::aspect)
         .def_readwrite("near", &Camera::near)
