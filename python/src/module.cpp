@@ -374,18 +374,21 @@ public:
                 bool return_pairs, const py::object& device)
         : method_(std::move(method)), return_pairs_(return_pairs) {
         check_method(method_);
+        // Checked for every method; only gpu_lbvh uses them.
+        if (policy != "ratio" && policy != "refit" && policy != "rebuild") {
+            raise(ErrorCode::invalid_argument,
+                  "unknown policy '" + policy + "' (ratio, refit, rebuild)");
+        }
+        if (!(rebuild_ratio > 0)) {
+            raise(ErrorCode::invalid_argument,
+                  "rebuild_ratio must be > 0 (got " + std::to_string(rebuild_ratio) + ")");
+        }
         if (method_ == kGpuMethod) {
 #ifdef BROADPHASE_PYTHON_HAS_GPU
             gpu::MovingSceneOptions options;
-            if (policy == "ratio")
-                options.policy = gpu::RefitPolicy::by_ratio;
-            else if (policy == "refit")
-                options.policy = gpu::RefitPolicy::always_refit;
-            else if (policy == "rebuild")
-                options.policy = gpu::RefitPolicy::always_rebuild;
-            else
-                raise(ErrorCode::invalid_argument,
-                      "unknown policy '" + policy + "' (ratio, refit, rebuild)");
+            options.policy = policy == "refit"     ? gpu::RefitPolicy::always_refit
+                             : policy == "rebuild" ? gpu::RefitPolicy::always_rebuild
+                                                   : gpu::RefitPolicy::by_ratio;
             options.rebuild_ratio = rebuild_ratio;
             options.return_pairs = return_pairs;
             gpu_ = gpu_state(device);

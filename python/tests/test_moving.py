@@ -99,9 +99,9 @@ def test_misuse_raises(method, frames):
         bp.MovingScene("nope")
 
 
-@requires_gpu
-def test_gpu_options_are_checked():
+@pytest.mark.parametrize("method", method_params(["gpu_lbvh", "kd_tree"]))
+def test_options_are_checked(method):
     with pytest.raises(ValueError, match="unknown policy 'sometimes'"):
-        bp.MovingScene("gpu_lbvh", policy="sometimes")
-    with pytest.raises(ValueError):
-        bp.MovingScene("gpu_lbvh", rebuild_ratio=0)
+        bp.MovingScene(method, policy="sometimes")
+    with pytest.raises(ValueError, match="rebuild_ratio must be > 0"):
+        bp.MovingScene(method, rebuild_ratio=0)
