@@ -169,8 +169,12 @@ def test_unknown_method_and_misplaced_device():
         bp.find_pairs([[0, 0, 0, 1, 1, 1]], "nope")
     with pytest.raises(ValueError, match="device= applies to gpu_lbvh only"):
         bp.find_pairs([[0, 0, 0, 1, 1, 1]], "kd_tree", device=0)
-    with pytest.raises(TypeError):
-        bp.find_pairs([[0, 0, 0, 1, 1, 1]], "gpu_lbvh", device=1.5)
+    if bp.has_gpu():
+        with pytest.raises(TypeError):
+            bp.find_pairs([[0, 0, 0, 1, 1, 1]], "gpu_lbvh", device=1.5)
+    else:
+        with pytest.raises(NotImplementedError, match="no GPU support"):
+            bp.find_pairs([[0, 0, 0, 1, 1, 1]], "gpu_lbvh")
 
 
 @pytest.mark.parametrize("method", method_params(["uniform_grid", "gpu_lbvh"]))
