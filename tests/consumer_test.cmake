@@ -24,6 +24,7 @@ if(MODE STREQUAL "package")
   set(lib ${WORK}/broadphase-build)
   step("configure broadphase" ${CMAKE_COMMAND} -S ${SOURCE} -B ${lib} -G "${GENERATOR}"
        -DCMAKE_BUILD_TYPE=Debug -DBROADPHASE_BUILD_TESTS=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF
+       -DBROADPHASE_BUILD_PYTHON=OFF
        -DCMAKE_INSTALL_PREFIX=${WORK}/installed)
   step("build broadphase" ${CMAKE_COMMAND} --build ${lib} -j ${jobs})
   step("install broadphase" ${CMAKE_COMMAND} --install ${lib})
