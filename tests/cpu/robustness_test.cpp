@@ -155,16 +155,6 @@ const std::vector<Scenario>& scenarios() {
     return all;
 }
 
-// Worst cases a structure's own literature accepts, with the factor they cost here (still far
-// below what a quadratic structure costs at this N: hundreds).
-double allowed_factor(const std::string& method, const std::string& scenario) {
-    // Ulrich 2000 places a box by its largest dimension: a long box sits in a coarse octant and
-    // is tested against every box its loose neighbours hold (cost grows with the aspect ratio
-    // squared; 12x uniform's box tests at aspect 8).
-    if (method == "loose_octree" && scenario == "long_thin") return 2 * kFactor;
-    return kFactor;
-}
-
 class CostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
 
 // Test 1: self-pairs cost per box on every adversarial scenario stays within kFactor of
@@ -182,10 +172,10 @@ TEST_P(CostOnEveryScene, SelfPairsCostStaysNearUniform) {
             "tests/(box+pair) %8.2f (uniform %6.2f)\n",
             method.c_str(), scenario.name.c_str(), double(cost.pairs) / double(kBoxes), cost.visits,
             base.visits, cost.tests, base.tests);
-        const double factor = allowed_factor(method, scenario.name);
-        EXPECT_LE(cost.visits, factor * base.visits + kSlack)
+
+        EXPECT_LE(cost.visits, kFactor * base.visits + kSlack)
             << method << " on " << scenario.name << ": nodes + leaves per box";
-        EXPECT_LE(cost.tests, factor * base.tests + kSlack)
+        EXPECT_LE(cost.tests, kFactor * base.tests + kSlack)
             << method << " on " << scenario.name << ": box tests per box and pair";
     }
 }
@@ -214,11 +204,11 @@ TEST_P(QueryCostOnEveryScene, QueriesCostStaysNearUniform) {
             "nearest %8.1f (%7.1f)\n",
             method.c_str(), scenario.name.c_str(), cost.box, base.box, cost.point, base.point,
             cost.ray, base.ray, cost.nearest, base.nearest);
-        const double factor = allowed_factor(method, scenario.name);
-        EXPECT_LE(cost.box, factor * base.box + kQuerySlack) << method << ": box queries";
-        EXPECT_LE(cost.point, factor * base.point + kQuerySlack) << method << ": point picks";
-        EXPECT_LE(cost.ray, factor * base.ray + kQuerySlack) << method << ": ray casts";
-        EXPECT_LE(cost.nearest, factor * base.nearest + kQuerySlack) << method << ": k nearest";
+
+        EXPECT_LE(cost.box, kFactor * base.box + kQuerySlack) << method << ": box queries";
+        EXPECT_LE(cost.point, kFactor * base.point + kQuerySlack) << method << ": point picks";
+        EXPECT_LE(cost.ray, kFactor * base.ray + kQuerySlack) << method << ": ray casts";
+        EXPECT_LE(cost.nearest, kFactor * base.nearest + kQuerySlack) << method << ": k nearest";
     }
 }
 
