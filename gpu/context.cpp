@@ -1,6 +1,8 @@
 // Vulkan context: instance (with the Khronos validation layer on request), device selection
 // (discrete, integrated, virtual, then CPU; or by index/name), one compute queue, buffers,
-// staging copies and a submit-and-wait helper. Or the same over a caller's handles.
+// staging copies and a submit-and-wait helper. Or the same over a caller's handles. The
+// Context owns the compiled kernels (gpu/kernels.cpp) and the pipeline cache
+// (gpu/pipeline_cache.cpp).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -289,6 +291,20 @@ Status finish_setup(Context::Impl& impl) {
 Context::Impl::~Impl() {
     if (device) {
         vkDeviceWaitIdle(device);
+        if (owns_pipeline_cache) {
+            if (pipelines_created > 0) {
+                const Status saved = save_pipeline_cache(true);
+                if (!saved && validation)
+                    std::fprintf(stderr, "broadphase: the pipeline cache was not saved: %s\n",
+                                 saved.error().message.c_str());
+            }
+            vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+        }
+        for (auto& [spirv, k] : kernels) {
+            if (k.pipeline) vkDestroyPipeline(device, k.pipeline, nullptr);
+            if (k.layout) vkDestroyPipelineLayout(device, k.layout, nullptr);
+            if (k.set_layout) vkDestroyDescriptorSetLayout(device, k.set_layout, nullptr);
+        }
         if (fence) vkDestroyFence(device, fence, nullptr);
         if (pool) vkDestroyCommandPool(device, pool, nullptr);
     }
@@ -309,6 +325,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     auto impl = std::make_unique<Impl>();
     impl->owns = true;
     bool validation = options.validation || env_flag("BROADPHASE_VALIDATION");
+    impl->validation = validation;
 
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
@@ -444,6 +461,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     if (options.max_storage_buffer_range > 0)
         impl->info.max_storage_buffer_range =
             std::min(impl->info.max_storage_buffer_range, options.max_storage_buffer_range);
+    impl->open_pipeline_cache(options.pipeline_cache, VK_NULL_HANDLE);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 
@@ -476,6 +494,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     impl->queue_family = external.queue_family;
     impl->queue = external.queue;
     if (Status s = finish_setup(*impl); !s) return s.error();
+    impl->open_pipeline_cache(external.pipeline_cache, external.caller_pipeline_cache);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 
@@ -496,6 +515,15 @@ std::uint32_t Context::queue_family() const {
 }
 std::uint64_t Context::validation_errors() const {
     return impl_->validation_errors.load();
+}
+const PipelineCacheInfo& Context::pipeline_cache_info() const {
+    return impl_->pipeline_cache_info;
+}
+Status Context::save_pipeline_cache() {
+    return impl_->save_pipeline_cache(false);
+}
+std::uint32_t Context::pipelines_created() const {
+    return impl_->pipelines_created.load();
 }
 
 Status Context::submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user) {

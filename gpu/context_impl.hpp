@@ -3,16 +3,27 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "broadphase/gpu.hpp"
 
 namespace broadphase::gpu {
 
+/// A compiled compute kernel: its push-descriptor set layout, pipeline layout and pipeline.
+struct CompiledKernel {
+    std::uint32_t bindings = 0;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
 struct Context::Impl {
     bool owns = false;  // created the instance and device (destroy them on exit)
+    bool validation = false;
     VkInstance instance = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
     VkPhysicalDevice physical = VK_NULL_HANDLE;
@@ -25,6 +36,33 @@ struct Context::Impl {
     VkPhysicalDeviceMemoryProperties memory{};
     PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
     std::atomic<std::uint64_t> validation_errors{0};
+
+    // The pipeline cache every pipeline is created with (VK_NULL_HANDLE when off), and whether
+    // the Context destroys it (not the caller's).
+    VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+    bool owns_pipeline_cache = false;
+    PipelineCacheInfo pipeline_cache_info;
+    // Size and hash of the data last loaded from or saved to the file: the destructor writes
+    // only data that differs.
+    std::size_t stored_size = 0;
+    std::uint64_t stored_hash = 0;
+
+    // Every kernel compiled so far, by the address of its SPIR-V (gpu/kernels.cpp). Node-based:
+    // the entries stay where they are while others are added.
+    std::mutex kernels_mutex;
+    std::unordered_map<const std::uint32_t*, CompiledKernel> kernels;
+    std::atomic<std::uint32_t> pipelines_created{0};
+
+    /// The kernel of `spirv` with `bindings` storage buffers, compiled on the first request with
+    /// the pipeline cache (thread-safe). `name` is for error messages.
+    Result<const CompiledKernel*> kernel(std::span<const std::uint32_t> spirv,
+                                         std::uint32_t bindings, const char* name);
+    /// Opens the pipeline cache as `options` say (or adopts the caller's `external`); never
+    /// fails: a file that cannot be used is a cold start (PipelineCacheInfo::ignored).
+    void open_pipeline_cache(const PipelineCacheOptions& options, VkPipelineCache external);
+    /// Writes the cache file (see Context::save_pipeline_cache); `only_if_changed` skips data
+    /// equal to what was last loaded or saved.
+    Status save_pipeline_cache(bool only_if_changed);
 
     ~Impl();
 };

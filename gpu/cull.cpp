@@ -137,18 +137,11 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
     impl->options = options;
-    auto sort = RadixSort::create(context);
-    if (!sort) return sort.error();
-    impl->sort = std::move(sort.value());
-    auto traverse = Kernel::create(context, shaders::lbvh_cull, 5, "lbvh_cull");
-    if (!traverse) return traverse.error();
-    impl->traverse = std::move(traverse.value());
-    auto compact = Kernel::create(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
-    if (!compact) return compact.error();
-    impl->compact = std::move(compact.value());
-    auto emit = Kernel::create(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
-    if (!emit) return emit.error();
-    impl->emit = std::move(emit.value());
+    // Nothing is compiled here: each kernel on the first cull (Kernel).
+    impl->sort = RadixSort(context);
+    impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
+    impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
+    impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
     auto lbvh = Lbvh::create(context);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
@@ -182,6 +175,8 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
                                   {"draw_count", out.draw_count, 8}});
         !st)
         return st;
+    if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) return st;
+    if (Status st = im.sort.ready_sort(); !st) return st;
     ScratchLayout s = scratch_layout(scratch, n);
     CullParams params{};
     for (int i = 0; i < 6; ++i) {

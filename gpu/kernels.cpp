@@ -1,43 +1,33 @@
-// Compute kernel plumbing: pipelines from embedded SPIR-V, push descriptors, folded dispatch.
+// Compute kernel plumbing: the Context's pipelines from embedded SPIR-V, compiled once each with
+// its pipeline cache; push descriptors; folded dispatch.
 #include "kernels.hpp"
 
 #include <cassert>
+#include <utility>
 #include <vector>
 
 namespace broadphase::gpu {
 
-Kernel::Kernel(Kernel&& other) noexcept {
-    *this = std::move(other);
-}
-
-Kernel& Kernel::operator=(Kernel&& other) noexcept {
-    if (this != &other) {
-        this->~Kernel();
-        context_ = std::exchange(other.context_, nullptr);
-        bindings_ = std::exchange(other.bindings_, 0);
-        set_layout_ = std::exchange(other.set_layout_, VK_NULL_HANDLE);
-        layout_ = std::exchange(other.layout_, VK_NULL_HANDLE);
-        pipeline_ = std::exchange(other.pipeline_, VK_NULL_HANDLE);
+Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_t> spirv,
+                                                    std::uint32_t bindings, const char* name) {
+    std::lock_guard lock(kernels_mutex);
+    if (auto it = kernels.find(spirv.data()); it != kernels.end()) {
+        assert(it->second.bindings == bindings && "one SPIR-V module, one binding count");
+        return &it->second;
     }
-    return *this;
-}
-
-Kernel::~Kernel() {
-    if (!context_) return;
-    VkDevice device = context_->device;
-    if (pipeline_) vkDestroyPipeline(device, pipeline_, nullptr);
-    if (layout_) vkDestroyPipelineLayout(device, layout_, nullptr);
-    if (set_layout_) vkDestroyDescriptorSetLayout(device, set_layout_, nullptr);
-    context_ = nullptr;
-}
-
-Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> spirv,
-                              std::uint32_t bindings, const char* name) {
-    Kernel k;
-    k.context_ = &context.impl();
-    k.bindings_ = bindings;
-    VkDevice device = k.context_->device;
-    std::string what = std::string(" for kernel ") + name;
+    // Built in a local and destroyed by it unless complete, so that a failed compile leaves
+    // nothing behind (the next request tries again).
+    struct Building {
+        VkDevice device;
+        CompiledKernel k;
+        ~Building() {
+            if (k.pipeline) vkDestroyPipeline(device, k.pipeline, nullptr);
+            if (k.layout) vkDestroyPipelineLayout(device, k.layout, nullptr);
+            if (k.set_layout) vkDestroyDescriptorSetLayout(device, k.set_layout, nullptr);
+        }
+    } b{device, {}};
+    b.k.bindings = bindings;
+    const std::string what = std::string(" for kernel ") + name;
 
     std::vector<VkDescriptorSetLayoutBinding> layout_bindings(bindings);
     for (std::uint32_t i = 0; i < bindings; ++i) {
@@ -51,16 +41,16 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
     set_info.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     set_info.bindingCount = bindings;
     set_info.pBindings = layout_bindings.data();
-    BP_VK_TRY(vkCreateDescriptorSetLayout(device, &set_info, nullptr, &k.set_layout_),
+    BP_VK_TRY(vkCreateDescriptorSetLayout(device, &set_info, nullptr, &b.k.set_layout),
               "vkCreateDescriptorSetLayout" + what);
 
     VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(gpu_layout::PushConstants)};
     VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     layout_info.setLayoutCount = 1;
-    layout_info.pSetLayouts = &k.set_layout_;
+    layout_info.pSetLayouts = &b.k.set_layout;
     layout_info.pushConstantRangeCount = 1;
     layout_info.pPushConstantRanges = &push;
-    BP_VK_TRY(vkCreatePipelineLayout(device, &layout_info, nullptr, &k.layout_),
+    BP_VK_TRY(vkCreatePipelineLayout(device, &layout_info, nullptr, &b.k.layout),
               "vkCreatePipelineLayout" + what);
 
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -74,12 +64,45 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
     pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pipeline_info.stage.module = module;
     pipeline_info.stage.pName = "main";
-    pipeline_info.layout = k.layout_;
+    pipeline_info.layout = b.k.layout;
     VkResult r =
-        vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &k.pipeline_);
+        vkCreateComputePipelines(device, pipeline_cache, 1, &pipeline_info, nullptr, &b.k.pipeline);
     vkDestroyShaderModule(device, module, nullptr);
-    if (r != VK_SUCCESS) return vk_error(r, "vkCreateComputePipelines" + what);
+    if (r != VK_SUCCESS) {
+        b.k.pipeline = VK_NULL_HANDLE;
+        return vk_error(r, "vkCreateComputePipelines" + what);
+    }
+    ++pipelines_created;
+    const CompiledKernel* stored =
+        &kernels.emplace(spirv.data(), std::exchange(b.k, {})).first->second;
+    return stored;
+}
+
+Kernel::Kernel(Context& context, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
+               const char* name)
+    : context_(&context.impl()), spirv_(spirv), bindings_(bindings), name_(name) {}
+
+Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> spirv,
+                              std::uint32_t bindings, const char* name) {
+    Kernel k(context, spirv, bindings, name);
+    if (Status s = k.ready(); !s) return s.error();
     return k;
+}
+
+Status Kernel::ready() const {
+    if (compiled_) return {};
+    if (!context_)
+        return Error{ErrorCode::invalid_argument, "a kernel of no Context was used", {}, {}};
+    auto k = context_->kernel(spirv_, bindings_, name_);
+    if (!k) return k.error();
+    compiled_ = k.value();
+    return {};
+}
+
+Status ready(std::initializer_list<const Kernel*> kernels) {
+    for (const Kernel* k : kernels)
+        if (Status s = k->ready(); !s) return s;
+    return {};
 }
 
 void Kernel::bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
@@ -96,10 +119,11 @@ void Kernel::bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffer
         w.pBufferInfo = &infos[i];
         writes.push_back(w);
     }
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-    context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0,
+    assert(compiled_ && "Kernel::ready() must succeed before recording");
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled_->pipeline);
+    context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled_->layout, 0,
                               static_cast<std::uint32_t>(writes.size()), writes.data());
-    vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdPushConstants(cmd, compiled_->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
 }
 
 void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,

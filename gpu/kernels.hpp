@@ -1,6 +1,8 @@
 // Compute kernels: one pipeline per embedded SPIR-V module, all bindings storage buffers set
 // with push descriptors, one PushConstants block, and 2D-folded dispatches so that any
-// workgroup count fits maxComputeWorkGroupCount (shaders unfold with linear_group()).
+// workgroup count fits maxComputeWorkGroupCount (shaders unfold with linear_group()). The
+// pipelines are the Context's, compiled on the first ready() of a kernel and shared by every
+// object on that Context.
 #pragma once
 
 #include <cstdint>
@@ -26,22 +28,30 @@ struct DispatchGate {
     std::uint32_t next = 0;                         ///< indirect: the next slot
 };
 
-/// A compute pipeline over `bindings` storage buffers (binding i = i-th range of dispatch).
+/// A compute kernel over `bindings` storage buffers (binding i = i-th range of dispatch), as an
+/// object holds it: what to compile, and the Context's pipeline once ready() found or compiled
+/// it. Recorders call ready() on every kernel they use before recording anything, so that a
+/// compile error is their error and nothing is half recorded.
 class Kernel {
 public:
     Kernel() = default;
-    Kernel(Kernel&&) noexcept;
-    Kernel& operator=(Kernel&&) noexcept;
-    Kernel(const Kernel&) = delete;
-    Kernel& operator=(const Kernel&) = delete;
-    ~Kernel();
+    /// A kernel of `context`, not compiled yet. `spirv` must outlive the Context (the embedded
+    /// shaders:: arrays); `name` is for error messages.
+    Kernel(Context& context, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
+           const char* name);
 
+    /// A kernel compiled now (tests and eager callers).
     static Result<Kernel> create(Context& context, std::span<const std::uint32_t> spirv,
                                  std::uint32_t bindings, const char* name);
 
+    /// Finds or compiles the pipeline (the first call of any kernel of this SPIR-V on the
+    /// Context compiles it). Cheap once ready.
+    Status ready() const;
+    bool is_ready() const { return compiled_ != nullptr; }
+
     /// Binds, pushes descriptors and constants, and dispatches `groups` workgroups (any
     /// count: folded into x * y). Does nothing when groups == 0. With a gate, the dispatch is
-    /// captured or made indirect (see DispatchGate).
+    /// captured or made indirect (see DispatchGate). Precondition: ready() succeeded.
     void dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
                   const gpu_layout::PushConstants& push, std::uint32_t groups,
                   DispatchGate* gate = nullptr) const;
@@ -55,11 +65,14 @@ private:
               const gpu_layout::PushConstants& push) const;
 
     Context::Impl* context_ = nullptr;
+    std::span<const std::uint32_t> spirv_;
     std::uint32_t bindings_ = 0;
-    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
-    VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    const char* name_ = "";
+    mutable const CompiledKernel* compiled_ = nullptr;
 };
+
+/// ready() of each kernel, stopping at the first error.
+Status ready(std::initializer_list<const Kernel*> kernels);
 
 /// ceil(a / b) for unsigned values.
 constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) {

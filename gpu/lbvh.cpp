@@ -95,6 +95,22 @@ struct Lbvh::Impl {
         if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
     }
 
+    // The build's kernels for this code kind and refine option (the refinement's only when it
+    // runs), compiled on the first build.
+    Status ready_build() const {
+        if (Status s = ready({&bounds, &codes, &hierarchy, &node_bounds}); !s) return s;
+        if (Status s = sort.ready_sort(); !s) return s;
+        if (!refinable(options.code) || !options.refine) return {};
+        if (Status s = ready({&code_runs, &run_bounds, &refine_codes}); !s) return s;
+        return sort.ready_count_args();
+    }
+
+    // The all-pairs traversal's kernels, compiled on the first pairs pass.
+    Status ready_pairs() const {
+        if (Status s = pairs.ready(); !s) return s;
+        return rounds.ready();
+    }
+
     Status ensure(Buffer& buffer, VkDeviceSize size) {
         if (buffer.handle() && buffer.size() >= size) return {};
         buffer = Buffer();
@@ -172,33 +188,17 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
     impl->options = options;
-    auto sort = RadixSort::create(context);
-    if (!sort) return sort.error();
-    impl->sort = std::move(sort.value());
-    auto rounds = TraversalRounds::create(context);
-    if (!rounds) return rounds.error();
-    impl->rounds = std::move(rounds.value());
-    struct Spec {
-        Kernel* kernel;
-        std::span<const std::uint32_t> spirv;
-        std::uint32_t bindings;
-        const char* name;
-    };
-    const Spec specs[] = {
-        {&impl->bounds, shaders::scene_bounds, 2, "scene_bounds"},
-        {&impl->codes, shaders::morton_codes, 4, "morton_codes"},
-        {&impl->code_runs, shaders::code_runs, 6, "code_runs"},
-        {&impl->run_bounds, shaders::run_bounds, 5, "run_bounds"},
-        {&impl->refine_codes, shaders::refine_codes, 7, "refine_codes"},
-        {&impl->hierarchy, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy"},
-        {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
-        {&impl->pairs, shaders::lbvh_pairs, 4, "lbvh_pairs"},
-    };
-    for (const Spec& s : specs) {
-        auto k = Kernel::create(context, s.spirv, s.bindings, s.name);
-        if (!k) return k.error();
-        *s.kernel = std::move(k.value());
-    }
+    // Nothing is compiled here: each kernel on the first call that records it (Kernel).
+    impl->sort = RadixSort(context);
+    impl->rounds = TraversalRounds(context);
+    impl->bounds = Kernel(context, shaders::scene_bounds, 2, "scene_bounds");
+    impl->codes = Kernel(context, shaders::morton_codes, 4, "morton_codes");
+    impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
+    impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
+    impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
+    impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
+    impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    impl->pairs = Kernel(context, shaders::lbvh_pairs, 4, "lbvh_pairs");
     if (context.info().timestamp_period_ns > 0) {
         VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         info.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -232,6 +232,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
                                   {"scratch", buffers.scratch, req.scratch, false}});
         !st)
         return st;
+    if (Status st = im.ready_build(); !st) return st;
     CodeKind code = im.options.code;
     ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine);
     const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
@@ -323,6 +324,12 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
     return record_build_stages(lbvh.impl(), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
 }
 
+Status ready_lbvh_kernels(Lbvh& lbvh) {
+    const Lbvh::Impl& im = lbvh.impl();
+    if (Status s = im.ready_build(); !s) return s;
+    return im.ready_pairs();
+}
+
 Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out) {
     const std::uint32_t n = tree.n;
     const VkDeviceSize pair_bytes = std::max<VkDeviceSize>(out.capacity * 8ull, 8);
@@ -334,6 +341,7 @@ Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhP
                                   {"work", out.traversal.work, work_bytes}});
         !st)
         return st;
+    if (Status st = impl_->ready_pairs(); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
     compute_barrier(cmd);

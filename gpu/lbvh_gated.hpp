@@ -13,4 +13,8 @@ namespace broadphase::gpu {
 Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                           std::uint32_t n, DispatchGate& gate);
 
+/// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, for recorders that
+/// must know before recording anything that every stage they record can be recorded.
+Status ready_lbvh_kernels(Lbvh& lbvh);
+
 }  // namespace broadphase::gpu

@@ -331,6 +331,7 @@ struct MovingScene::Impl {
                                      {"flags", flag_range, flag_bytes}});
             !s)
             return s;
+        if (Status s = gpu::ready({&refit, &node_bounds}); !s) return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
@@ -410,6 +411,14 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
                                 {{"boxes", box_range, n * VkDeviceSize(sizeof(GpuBox))}});
         !s)
         return s;
+    // Every kernel a frame may record, before anything is recorded.
+    if (Status s =
+            gpu::ready({&refit, &node_bounds, &sah, &policy, &pair_keys, &diff_append, &unpack});
+        !s)
+        return s;
+    if (Status s = sort.ready_sort(); !s) return s;
+    if (Status s = sort.ready_count_args(); !s) return s;
+    if (Status s = ready_lbvh_kernels(*lbvh); !s) return s;
     if (!first) cur ^= 1;
     last_boxes = box_range;
     last_first = first;
@@ -656,29 +665,15 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
     auto lbvh = Lbvh::create(context, {options.code});
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
-    auto sort = RadixSort::create(context);
-    if (!sort) return sort.error();
-    impl->sort = std::move(sort.value());
-    struct Spec {
-        Kernel* kernel;
-        std::span<const std::uint32_t> spirv;
-        std::uint32_t bindings;
-        const char* name;
-    };
-    const Spec specs[] = {
-        {&impl->refit, shaders::lbvh_refit, 2, "lbvh_refit"},
-        {&impl->node_bounds, shaders::lbvh_bounds, 2, "lbvh_bounds"},
-        {&impl->sah, shaders::lbvh_sah, 2, "lbvh_sah"},
-        {&impl->policy, shaders::frame_policy, 4, "frame_policy"},
-        {&impl->pair_keys, shaders::pair_keys, 4, "pair_keys"},
-        {&impl->diff_append, shaders::pair_diff_append, 6, "pair_diff_append"},
-        {&impl->unpack, shaders::pair_unpack, 3, "pair_unpack"},
-    };
-    for (const Spec& s : specs) {
-        auto k = Kernel::create(context, s.spirv, s.bindings, s.name);
-        if (!k) return k.error();
-        *s.kernel = std::move(k.value());
-    }
+    // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
+    impl->sort = RadixSort(context);
+    impl->refit = Kernel(context, shaders::lbvh_refit, 2, "lbvh_refit");
+    impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
+    impl->policy = Kernel(context, shaders::frame_policy, 4, "frame_policy");
+    impl->pair_keys = Kernel(context, shaders::pair_keys, 4, "pair_keys");
+    impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
+    impl->unpack = Kernel(context, shaders::pair_unpack, 3, "pair_unpack");
     auto timestamps = Timestamps::create(context, kFrameQueries);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());

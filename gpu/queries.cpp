@@ -143,18 +143,11 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     auto lbvh = Lbvh::create(context, options);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
-    auto scan = RadixSort::create(context);
-    if (!scan) return scan.error();
-    impl->scan = std::move(scan.value());
-    auto query = Kernel::create(context, shaders::lbvh_query, 7, "lbvh_query");
-    if (!query) return query.error();
-    impl->query = std::move(query.value());
-    auto rounds = TraversalRounds::create(context);
-    if (!rounds) return rounds.error();
-    impl->rounds = std::move(rounds.value());
-    auto raycast = Kernel::create(context, shaders::lbvh_raycast, 5, "lbvh_raycast");
-    if (!raycast) return raycast.error();
-    impl->raycast = std::move(raycast.value());
+    // Nothing is compiled here: each kernel on the first call that records it (Kernel).
+    impl->scan = RadixSort(context);
+    impl->rounds = TraversalRounds(context);
+    impl->query = Kernel(context, shaders::lbvh_query, 7, "lbvh_query");
+    impl->raycast = Kernel(context, shaders::lbvh_raycast, 5, "lbvh_raycast");
     auto timestamps = Timestamps::create(context, 7);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());
@@ -223,6 +216,9 @@ Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tre
                                         *this, tree, b, queries, kQueryCount);
         !st)
         return st;
+    if (Status st = ready({&impl_->query}); !st) return st;
+    if (Status st = impl_->rounds.ready(); !st) return st;
+    if (Status st = impl_->scan.ready_scan(); !st) return st;
     // offsets[Q] starts at 0 so that the exclusive scan leaves the total there.
     const bool timing = impl_->timing;
     fill(cmd, {b.offsets.buffer, b.offsets.offset + queries * 4ull, 4}, 0u);
@@ -244,6 +240,8 @@ Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree
                                         *this, tree, b, queries, kQueryFill);
         !st)
         return st;
+    if (Status st = ready({&impl_->query}); !st) return st;
+    if (Status st = impl_->rounds.ready(); !st) return st;
     record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill);
     return {};
 }
@@ -259,6 +257,8 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                   {"work", b.traversal.work, work_bytes}});
         !st)
         return st;
+    if (Status st = ready({&impl_->raycast}); !st) return st;
+    if (Status st = impl_->rounds.ready(); !st) return st;
     const BufferRange status = first_bytes(b.status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
     compute_barrier(cmd);

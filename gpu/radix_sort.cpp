@@ -31,26 +31,31 @@ std::uint32_t sort_tiles(std::uint32_t n) {
 
 }  // namespace
 
+RadixSort::RadixSort(Context& context)
+    : histogram_(context, shaders::radix_histogram, 3, "radix_histogram"),
+      scatter_(context, shaders::radix_scatter, 6, "radix_scatter"),
+      scan_local_(context, shaders::scan_local, 2, "scan_local"),
+      scan_add_(context, shaders::scan_add, 2, "scan_add"),
+      count_args_(context, shaders::count_args, 2, "count_args"),
+      max_workgroup_count_x_(std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1)) {}
+
 Result<RadixSort> RadixSort::create(Context& context) {
-    RadixSort s;
-    auto make = [&](Kernel& k, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
-                    const char* name) -> Status {
-        auto r = Kernel::create(context, spirv, bindings, name);
-        if (!r) return r.error();
-        k = std::move(r.value());
-        return {};
-    };
-    if (Status st = make(s.histogram_, shaders::radix_histogram, 3, "radix_histogram"); !st)
-        return st.error();
-    if (Status st = make(s.scatter_, shaders::radix_scatter, 6, "radix_scatter"); !st)
-        return st.error();
-    if (Status st = make(s.scan_local_, shaders::scan_local, 2, "scan_local"); !st)
-        return st.error();
-    if (Status st = make(s.scan_add_, shaders::scan_add, 2, "scan_add"); !st) return st.error();
-    if (Status st = make(s.count_args_, shaders::count_args, 2, "count_args"); !st)
-        return st.error();
-    s.max_workgroup_count_x_ = std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1);
+    RadixSort s(context);
+    if (Status st = s.ready_sort(); !st) return st.error();
+    if (Status st = s.ready_count_args(); !st) return st.error();
     return s;
+}
+
+Status RadixSort::ready_sort() const {
+    return ready({&histogram_, &scatter_, &scan_local_, &scan_add_});
+}
+
+Status RadixSort::ready_scan() const {
+    return ready({&scan_local_, &scan_add_});
+}
+
+Status RadixSort::ready_count_args() const {
+    return count_args_.ready();
 }
 
 VkDeviceSize RadixSort::scan_scratch_size(std::uint32_t n) {

@@ -28,7 +28,18 @@ struct SortBuffers {
 
 class RadixSort {
 public:
+    RadixSort() = default;
+    /// A sort of `context` whose kernels are compiled by the ready_* calls (see Kernel).
+    explicit RadixSort(Context& context);
+    /// A sort with every kernel compiled now.
     static Result<RadixSort> create(Context& context);
+
+    /// Compiles (or finds) what record needs: histogram, scatter and the scan.
+    Status ready_sort() const;
+    /// What record_scan needs.
+    Status ready_scan() const;
+    /// What record_count_args needs.
+    Status ready_count_args() const;
 
     /// Scratch bytes a sort of n elements needs (histograms and scan levels).
     static VkDeviceSize scratch_size(std::uint32_t n);
@@ -38,7 +49,8 @@ public:
     /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2).
     /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
     /// dispatch or a transfer; a compute_barrier makes the result visible.
-    /// With a gate, every dispatch is captured or made indirect (DispatchGate).
+    /// With a gate, every dispatch is captured or made indirect (DispatchGate). Precondition:
+    /// ready_sort() succeeded (as for the other recorders and their ready_* call).
     void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
                 std::uint32_t key_words, std::uint32_t key_bits,
                 DispatchGate* gate = nullptr) const;

@@ -24,10 +24,14 @@ Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const cha
     const std::uint64_t total = (std::uint64_t(status.total_hi) << 32) | status.total_lo;
     if (status.flags & kTraversalQueueOverflow)
         return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + ": the traversal's work queue overflowed", {}, {}};
+                     std::string(what) + ": the traversal's work queue overflowed",
+                     {},
+                     {}};
     if (status.flags & kTraversalCandidateOverflow)
         return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + ": the ray casts' candidate list overflowed", {}, {}};
+                     std::string(what) + ": the ray casts' candidate list overflowed",
+                     {},
+                     {}};
     if (status.flags & kTraversalIncomplete)
         return Error{ErrorCode::limit_exceeded,
                      std::string(what) + ": work was left after " + std::to_string(status.rounds) +
@@ -37,12 +41,13 @@ Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const cha
     return total;
 }
 
+TraversalRounds::TraversalRounds(Context& context)
+    : args_(context, shaders::traversal_args, 1, "traversal_args"),
+      max_workgroup_count_x_(context.info().max_workgroup_count_x) {}
+
 Result<TraversalRounds> TraversalRounds::create(Context& context) {
-    TraversalRounds t;
-    auto args = Kernel::create(context, shaders::traversal_args, 1, "traversal_args");
-    if (!args) return args.error();
-    t.args_ = std::move(args.value());
-    t.max_workgroup_count_x_ = context.info().max_workgroup_count_x;
+    TraversalRounds t(context);
+    if (Status s = t.ready(); !s) return s.error();
     return t;
 }
 

@@ -14,7 +14,13 @@ namespace broadphase::gpu {
 /// The traversal_args.comp pipeline and the recording of a traversal's rounds.
 class TraversalRounds {
 public:
+    TraversalRounds() = default;
+    /// Rounds of `context`, their kernel compiled by ready() (see Kernel).
+    explicit TraversalRounds(Context& context);
+    /// Rounds with their kernel compiled now.
     static Result<TraversalRounds> create(Context& context);
+    /// Compiles (or finds) traversal_args.comp; record's precondition.
+    Status ready() const { return args_.ready(); }
 
     /// Records a whole traversal. `status` is the 48-byte TraversalStatus, already zeroed and
     /// visible to compute shaders. round(cmd, r, args) records round r: r == 0 a direct

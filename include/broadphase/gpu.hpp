@@ -5,6 +5,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -15,6 +16,40 @@
 #include "broadphase/types.hpp"
 
 namespace broadphase::gpu {
+
+/// Where a Context keeps its VkPipelineCache between runs, so that a later process loads the
+/// compiled pipelines instead of compiling them again (README, "Start-up"). One file per device
+/// and driver (named after vendorID, deviceID, driverVersion and pipelineCacheUUID) in
+/// `folder`; a file whose header names another device or driver, or that is truncated or
+/// corrupt, is ignored (a cold start) and replaced at the next save.
+struct PipelineCacheOptions {
+    /// false: no file is read or written (pipelines are compiled by every process).
+    bool enabled = true;
+    /// The folder of the cache files (created when saving). Empty: the environment variable
+    /// BROADPHASE_PIPELINE_CACHE ("off", or a folder), else $XDG_CACHE_HOME/broadphase, else
+    /// $HOME/.cache/broadphase (off when neither is set).
+    std::string folder;
+};
+
+/// Where a Context's pipeline cache came from (Context::pipeline_cache_info).
+enum class PipelineCacheState {
+    off,     ///< no file is read or written
+    cold,    ///< no usable file was found: every pipeline is compiled, then saved
+    loaded,  ///< a valid file for this device and driver was given to the driver
+    caller,  ///< the caller's own VkPipelineCache (ExternalDevice::caller_pipeline_cache)
+};
+
+/// What the pipeline cache did when the Context was created.
+struct PipelineCacheInfo {
+    PipelineCacheState state = PipelineCacheState::off;
+    /// The cache file (empty when off or the caller's).
+    std::string path;
+    /// Bytes of driver data loaded from the file (0 unless loaded).
+    std::size_t loaded_bytes = 0;
+    /// Why a file that exists was not used (truncated, corrupt, another device or driver);
+    /// empty otherwise. Such a file counts as a cold start.
+    std::string ignored;
+};
 
 /// How Context::create picks and sets up a device.
 struct ContextOptions {
@@ -29,6 +64,8 @@ struct ContextOptions {
     /// refuses scenes whose buffers exceed the cap, so tests and callers can exercise and
     /// plan for the limit on any device.
     VkDeviceSize max_storage_buffer_range = 0;
+    /// The persistent pipeline cache (on by default, in the user's cache folder).
+    PipelineCacheOptions pipeline_cache;
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -47,6 +84,13 @@ struct ExternalDevice {
     /// The device extensions enabled in VkDeviceCreateInfo::ppEnabledExtensionNames (must
     /// include VK_KHR_push_descriptor). The strings are read during adopt only.
     std::span<const char* const> enabled_extensions;
+    /// The caller's own VkPipelineCache of `device`, used for every pipeline the library
+    /// creates; never read from or written to a file, nor destroyed, by the library (it must
+    /// outlive the Context). VK_NULL_HANDLE: the library's own cache, as `pipeline_cache` says.
+    VkPipelineCache caller_pipeline_cache = VK_NULL_HANDLE;
+    /// The library's own persistent cache when there is no caller_pipeline_cache (as
+    /// ContextOptions::pipeline_cache).
+    PipelineCacheOptions pipeline_cache;
 };
 
 /// What the chosen device is and can do.
@@ -115,7 +159,10 @@ enum class MemoryKind {
     readback,  ///< host-visible (cached where possible), GPU writes then host reads
 };
 
-/// A Vulkan instance, device, compute queue and the library's compiled pipelines.
+/// A Vulkan instance, device, compute queue and the library's compiled pipelines. Pipelines are
+/// compiled on first use by the objects created on the Context (the first call that records a
+/// feature compiles its kernels; an error in doing so is that call's error), shared by all of
+/// them and kept until the Context is destroyed.
 class Context {
 public:
     /// Creates an own instance and device. Errors say which step failed.
@@ -133,6 +180,16 @@ public:
     std::uint32_t queue_family() const;
     /// Number of validation-layer errors reported so far (0 when validation is off).
     std::uint64_t validation_errors() const;
+
+    /// Where the pipeline cache came from, read when the Context was created.
+    const PipelineCacheInfo& pipeline_cache_info() const;
+    /// Writes the pipeline cache to its file now (a temporary file in the same folder, renamed
+    /// over the old one; the folder is created). Succeeds without writing when the cache is off
+    /// or the caller's. The destructor saves too when pipelines were compiled, and ignores a
+    /// failure then (a line on stderr when validation is on).
+    Status save_pipeline_cache();
+    /// Compute pipelines this Context has compiled so far (each kernel once, on first use).
+    std::uint32_t pipelines_created() const;
 
     /// Allocates a buffer usable as storage, transfer source and destination (size >= 1).
     Result<Buffer> create_buffer(VkDeviceSize size, MemoryKind kind);
@@ -239,8 +296,10 @@ struct LbvhPairBuffers {
     TraversalBuffers traversal;
 };
 /// Linear BVH on the GPU: Morton codes, radix sort, Karras hierarchy, bottom-up bounds,
-/// self-pairs. Holds pipelines only; all data lives in buffers the caller or the host-array
-/// helpers provide. Not thread-safe; one recording at a time per command buffer.
+/// self-pairs. All data lives in buffers the caller or the host-array helpers provide; the
+/// kernels are the Context's, compiled by the first build (those of its code kind and refine
+/// option only) and the first pairs pass. Not thread-safe; one recording at a time per command
+/// buffer.
 class Lbvh {
 public:
     static Result<std::unique_ptr<Lbvh>> create(Context& context, const LbvhOptions& options = {});

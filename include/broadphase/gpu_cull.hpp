@@ -50,7 +50,8 @@ struct CullTimes {
 /// Timestamp queries Culler::record writes when given a query pool.
 inline constexpr std::uint32_t kCullQueries = 5;
 
-/// The GPU culler. Holds pipelines (and, for the host helper, its working buffers).
+/// The GPU culler. Holds its kernels, compiled by the Context on the first cull (and, for the
+/// host helper, its working buffers).
 /// Approximate order (CullOrder::approx): near-child-first depth-first order of the LBVH
 /// (seed 003): at every internal node the subtree whose bounds are nearer the eye (the
 /// distance key below, ties: left child) comes first; roughly front to back, exactly the visible

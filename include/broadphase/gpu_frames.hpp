@@ -98,7 +98,8 @@ struct FrameBuffers {
 /// buffers; the Context must outlive it. Not thread-safe.
 class MovingScene {
 public:
-    /// Creates pipelines; no scene yet (call reset). Rejects a non-positive rebuild_ratio.
+    /// No scene yet (call reset; its kernels are compiled by the first frame or refit).
+    /// Rejects a non-positive rebuild_ratio.
     static Result<std::unique_ptr<MovingScene>> create(Context& context,
                                                        const MovingSceneOptions& options = {});
     ~MovingScene();

@@ -68,8 +68,9 @@ struct QueryTimes {
     double ray_cast = 0;  ///< ray casts: the closest-hit dispatch
 };
 
-/// Batched queries against a GPU LBVH. Holds pipelines, and for the host-array helpers the
-/// tree of the last build() and working buffers (grown on demand). Not thread-safe.
+/// Batched queries against a GPU LBVH. Holds its kernels (compiled by the Context on the first
+/// query or ray cast of each kind), and for the host-array helpers the tree of the last
+/// build() and working buffers (grown on demand). Not thread-safe.
 class LbvhQueries {
 public:
     static Result<std::unique_ptr<LbvhQueries>> create(Context& context,

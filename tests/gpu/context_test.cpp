@@ -63,9 +63,9 @@ TEST_F(ContextTest, UnknownDeviceNameIsAnError) {
 TEST_F(ContextTest, AdoptsCallersDevice) {
     gpu::Context& owner = gpu_context();
     const char* const extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
-    gpu::ExternalDevice external{
-        VK_NULL_HANDLE, owner.physical_device(), owner.device(), owner.queue_family(),
-        owner.queue(),  VK_API_VERSION_1_2,      extensions};
+    gpu::ExternalDevice external{VK_NULL_HANDLE,       owner.physical_device(), owner.device(),
+                                 owner.queue_family(), owner.queue(),           VK_API_VERSION_1_2,
+                                 extensions,           VK_NULL_HANDLE,          {}};
     auto missing = gpu::Context::adopt(external);
     EXPECT_FALSE(missing);  // instance missing
     external.instance = owner.impl().instance;
@@ -89,8 +89,9 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
 const char* const kExtensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
 gpu::ExternalDevice described() {
     gpu::Context& owner = gpu_context();
-    return {owner.impl().instance, owner.physical_device(), owner.device(), owner.queue_family(),
-            owner.queue(),         VK_API_VERSION_1_2,      kExtensions};
+    return {owner.impl().instance, owner.physical_device(), owner.device(),
+            owner.queue_family(),  owner.queue(),           VK_API_VERSION_1_2,
+            kExtensions,           VK_NULL_HANDLE,          {}};
 }
 
 std::string adopt_error(const gpu::ExternalDevice& external, ErrorCode code) {
@@ -276,7 +277,7 @@ struct OwnDevice {
     }
     gpu::ExternalDevice external(std::uint32_t api_version,
                                  std::span<const char* const> extensions) const {
-        return {instance, physical, device, 0, queue, api_version, extensions};
+        return {instance, physical, device, 0, queue, api_version, extensions, VK_NULL_HANDLE, {}};
     }
 };
 

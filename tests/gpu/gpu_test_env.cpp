@@ -1,6 +1,7 @@
 // main() of the GPU tests: creates the Vulkan context with the Khronos validation layer on.
 // No device is not a skip: the tests fail, since CI runs them on lavapipe.
 #include <cstdio>
+#include <cstdlib>
 
 #include "gpu_test_env.hpp"
 
@@ -18,6 +19,9 @@ gpu::Context& gpu_context() {
 
 int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
+    // The tests' contexts keep no pipeline cache in the user's cache folder (unless the caller
+    // chose one); pipeline_cache_test gives its own contexts temporary folders.
+    ::setenv("BROADPHASE_PIPELINE_CACHE", "off", 0);
     broadphase::gpu::ContextOptions options;
     options.validation = true;
     auto context = broadphase::gpu::Context::create(options);
