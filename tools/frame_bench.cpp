@@ -168,7 +168,7 @@ int run_frame_bench(const Args& args) {
             // Cannot fail after the reset above.
             for (const gpu::Buffer& b : buffers) (void)ms.record_step(cmd, gpu::whole(b));
         });
-        const double wall =
+        const double submit_wall =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         if (!s) return bench_fail(s.error().message);
@@ -177,7 +177,8 @@ int run_frame_bench(const Args& args) {
         std::printf(
             "back to back: %d frames recorded in one submit (MovingScene::record_step): %.3f ms "
             "wall, %.3f ms per frame; last frame %u pairs, %zu events\n",
-            frames, wall, wall / frames, r->pair_count, r->began.size() + r->ended.size());
+            frames, submit_wall, submit_wall / frames, r->pair_count,
+            r->began.size() + r->ended.size());
     }
     return validation_check(*context.value());
 #else

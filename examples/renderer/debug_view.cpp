@@ -53,8 +53,12 @@ tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uin
     float span = std::max({hi_x - lo_x, hi_z - lo_z, 1e-6f}) * 1.1f;
     float cx = 0.5f * (lo_x + hi_x), cz = 0.5f * (lo_z + hi_z);
     float scale = float(std::min(width, height)) / span;
-    auto px = [&](float x) { return int(std::floor((x - cx) * scale + width * 0.5f)); };
-    auto pz = [&](float z) { return int(std::floor((z - cz) * scale + height * 0.5f)); };
+    auto px = [&](float x) {
+        return int(std::floor((x - cx) * scale + static_cast<float>(width) * 0.5f));
+    };
+    auto pz = [&](float z) {
+        return int(std::floor((z - cz) * scale + static_cast<float>(height) * 0.5f));
+    };
     auto clamp = [](int v, int limit) { return std::clamp(v, -4 * limit, 5 * limit); };
 
     std::vector<bool> drawn(boxes.size(), false);

@@ -146,7 +146,7 @@ TEST_P(EveryGenerator, AFewPairsPerBox) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenes, EveryGenerator, testing::ValuesIn(generator_names()),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const auto& test) { return std::string(test.param); });
 
 TEST(Generators, UnknownNameIsAnError) {
     const auto scene = generate_scene("nope", 10);

@@ -78,9 +78,9 @@ INSTANTIATE_TEST_SUITE_P(AllScenes, BulkRTreeGenerators,
                                             ::testing::Values(std::size_t{0}, std::size_t{1},
                                                               std::size_t{2}, std::size_t{7},
                                                               std::size_t{300}, std::size_t{3000})),
-                         [](const auto& info) {
-                             return std::string(std::get<0>(info.param)) + "_" +
-                                    std::to_string(std::get<1>(info.param));
+                         [](const auto& test) {
+                             return std::string(std::get<0>(test.param)) + "_" +
+                                    std::to_string(std::get<1>(test.param));
                          });
 
 // ---- hand-made degenerate scenes --------------------------------------------------------------
@@ -425,7 +425,7 @@ TEST_P(BulkRTreeValidate, Scenario10_InvalidStoredBox) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, BulkRTreeValidate, ::testing::ValuesIn(kMethods),
-                         [](const auto& info) { return method_name(info.param); });
+                         [](const auto& test) { return method_name(test.param); });
 
 // ---- input and interface ---------------------------------------------------------------------
 

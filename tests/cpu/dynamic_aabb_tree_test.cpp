@@ -301,8 +301,8 @@ TEST(DynamicAabbTree, Scenario14_RelativeMarginIgnoresOutliers) {
         boxes.push_back(Box{{x, 0, 0}, {x + 1, 1, 1}});
     }
     boxes.push_back(Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});  // 99: the world
-    boxes.push_back(Box{{1.5f, 5, 5}, {1.51f, 5.01f, 5.01f}});         // 100: a speck
-    boxes.push_back(Box{{2, 2, 2}, {2, 2, 2}});                         // 101: a point
+    boxes.push_back(Box{{1.5f, 5, 5}, {1.51f, 5.01f, 5.01f}});        // 100: a speck
+    boxes.push_back(Box{{2, 2, 2}, {2, 2, 2}});                       // 101: a point
     DynamicAabbTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
     EXPECT_FLOAT_EQ(tree.margin(), 0.1f);  // a mean would give about 2e6 / 102 * 0.1

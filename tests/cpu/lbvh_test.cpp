@@ -299,7 +299,8 @@ TEST(RefineCodes, RunsAreRecodedInTheirOwnBounds) {
         std::vector<std::uint64_t> codes = compute_codes(boxes, kind);
         std::vector<std::uint32_t> ids = sort_codes(codes);
         const std::vector<std::uint64_t> first = codes;
-        const std::uint64_t cube = first[std::size_t(std::find(ids.begin(), ids.end(), 0u) - ids.begin())];
+        const std::uint64_t cube =
+            first[std::size_t(std::find(ids.begin(), ids.end(), 0u) - ids.begin())];
         ASSERT_EQ(std::count(first.begin(), first.end(), cube), 60) << "the cube is one run";
         ASSERT_TRUE(refine_codes(boxes, kind, codes, ids));
         // The cluster's second codes are the kind's code in the cluster's own centroid bounds.
@@ -314,7 +315,8 @@ TEST(RefineCodes, RunsAreRecodedInTheirOwnBounds) {
         }
         // Sorted by key, then id; ids a permutation.
         for (std::size_t p = 1; p < codes.size(); ++p) {
-            ASSERT_TRUE(codes[p - 1] < codes[p] || (codes[p - 1] == codes[p] && ids[p - 1] < ids[p]));
+            ASSERT_TRUE(codes[p - 1] < codes[p] ||
+                        (codes[p - 1] == codes[p] && ids[p - 1] < ids[p]));
         }
         std::vector<std::uint32_t> sorted_ids = ids;
         std::sort(sorted_ids.begin(), sorted_ids.end());
@@ -346,12 +348,11 @@ TEST(RefineCodes, ShortRunsOnlyShiftTheCodes) {
     EXPECT_TRUE(keys.refined);
     // morton63 is never refined; refine = false leaves the first codes.
     EXPECT_FALSE(sorted_keys(boxes, CodeKind::morton63).refined);
-    EXPECT_EQ(sorted_keys(boxes, CodeKind::morton30, false).codes,
-              [&] {
-                  auto c = compute_codes(boxes, CodeKind::morton30);
-                  sort_codes(c);
-                  return c;
-              }());
+    EXPECT_EQ(sorted_keys(boxes, CodeKind::morton30, false).codes, [&] {
+        auto c = compute_codes(boxes, CodeKind::morton30);
+        sort_codes(c);
+        return c;
+    }());
 }
 
 // The refinement's effect on the traversal: with it, self-pairs on the far-spread scenes visit

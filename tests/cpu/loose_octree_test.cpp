@@ -48,7 +48,7 @@ TEST(LooseOctree, Test2_PlacementAgreesWithTheSeedsLoop) {
     // The seed's loop with its slips corrected: halve until the level no longer fits.
     for (const float k : {1.25f, 2.0f, 3.0f}) {
         const LooseOctree tree = unit_tree(LooseOctree::Config{k, 8, 16});
-        std::mt19937 rng(k * 100);
+        std::mt19937 rng(static_cast<std::uint32_t>(k * 100));
         std::uniform_real_distribution<float> unit(0.0f, 1.0f);
         for (int i = 0; i < 3000; ++i) {
             const float e = std::pow(2.0f, -12.0f * unit(rng));

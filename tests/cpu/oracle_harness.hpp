@@ -155,7 +155,8 @@ inline std::vector<Box> lattice_zero_volume_boxes() {
     std::mt19937 rng(3);
     std::uniform_int_distribution<int> cell(0, 6);
     for (int i = 0; i < 400; ++i) {
-        const Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
+        const Vec3 p{static_cast<float>(cell(rng)) * 0.125f, static_cast<float>(cell(rng)) * 0.125f,
+                     static_cast<float>(cell(rng)) * 0.125f};
         Box b{p, p};
         if (i % 3 == 1) b.max[i % 3] += 0.25f;
         if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;
@@ -230,7 +231,7 @@ inline Queries make_queries(std::span<const Box> boxes, std::uint32_t seed, int 
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     std::uniform_int_distribution<std::size_t> pick(0, boxes.empty() ? 0 : boxes.size() - 1);
     auto corner = [&](const Box& t) {
-        const unsigned bits = rng();
+        const auto bits = static_cast<unsigned>(rng());
         return Vec3{bits & 1 ? t.max.x : t.min.x, bits & 2 ? t.max.y : t.min.y,
                     bits & 4 ? t.max.z : t.min.z};
     };

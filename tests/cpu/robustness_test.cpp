@@ -221,9 +221,9 @@ std::vector<std::string_view> structures() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Robustness, CostOnEveryScene, ::testing::ValuesIn(structures()),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const auto& test) { return std::string(test.param); });
 INSTANTIATE_TEST_SUITE_P(Robustness, QueryCostOnEveryScene, ::testing::ValuesIn(structures()),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const auto& test) { return std::string(test.param); });
 
 // Test 2: the scenarios are what they claim: valid, N boxes, and (but for the duplicates) a
 // few pairs per box, so a quadratic structure cannot hide behind a quadratic output.

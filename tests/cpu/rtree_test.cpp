@@ -62,8 +62,8 @@ protected:
 };
 
 INSTANTIATE_TEST_SUITE_P(All, RTreeConfigs, ::testing::Range<std::size_t>(0, configs().size()),
-                         [](const ::testing::TestParamInfo<std::size_t>& info) {
-                             std::string name = configs()[info.param].first;
+                         [](const ::testing::TestParamInfo<std::size_t>& test) {
+                             std::string name = configs()[test.param].first;
                              for (char& c : name) {
                                  if (c == ' ' || c == '.') c = '_';
                              }

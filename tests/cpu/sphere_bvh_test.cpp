@@ -93,9 +93,9 @@ INSTANTIATE_TEST_SUITE_P(AllScenes, SphereBvhGenerators,
                                             ::testing::Values(std::size_t{0}, std::size_t{1},
                                                               std::size_t{2}, std::size_t{7},
                                                               std::size_t{300}, std::size_t{3000})),
-                         [](const auto& info) {
-                             return std::string(std::get<0>(info.param)) + "_" +
-                                    std::to_string(std::get<1>(info.param));
+                         [](const auto& test) {
+                             return std::string(std::get<0>(test.param)) + "_" +
+                                    std::to_string(std::get<1>(test.param));
                          });
 
 // ---- hand-made degenerate scenes --------------------------------------------------------------

@@ -77,7 +77,8 @@ TEST_P(EveryStructure, ZeroVolumeBoxes) {
     std::mt19937 rng(3);
     std::uniform_int_distribution<int> cell(0, 6);
     for (int i = 0; i < 400; ++i) {
-        Vec3 p{cell(rng) * 0.125f, cell(rng) * 0.125f, cell(rng) * 0.125f};
+        Vec3 p{static_cast<float>(cell(rng)) * 0.125f, static_cast<float>(cell(rng)) * 0.125f,
+               static_cast<float>(cell(rng)) * 0.125f};
         Box b{p, p};
         if (i % 3 == 1) b.max[i % 3] += 0.25f;                // a segment
         if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;  // flat in z
