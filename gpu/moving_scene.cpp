@@ -243,16 +243,16 @@ struct MovingScene::Impl {
                 sizeof(VkDispatchIndirectCommand)};
     }
 
-    // Sorts the m keys of `keys_buffer` (m in `count`, arguments in `args`), keys only.
+    // Sorts the m keys of `keys_buffer` (m in `count`, arguments in `sort_args`), keys only.
     void record_key_sort(VkCommandBuffer cmd, const Buffer& keys_buffer, const Buffer& count,
-                         const Buffer& args) const {
+                         const Buffer& sort_args) const {
         const VkDeviceSize c = capacity;
         SortBuffers sb{};
         sb.keys = prefix(keys_buffer, c * 8);
         sb.keys_tmp = prefix(keys_tmp, c * 8);
         sb.scratch = prefix(sort_scratch, RadixSort::scratch_size(capacity));
         sb.count = prefix(count, 4);
-        sb.args = args_range(args);
+        sb.args = args_range(sort_args);
         // Keys i << b | j with i < j < n take 2b bits.
         sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
         compute_barrier(cmd);
@@ -264,7 +264,7 @@ struct MovingScene::Impl {
                      std::uint32_t which) const {
         const VkDeviceSize c = capacity;
         const Buffer& count = event_count[which];
-        const Buffer& args = event_args[which];
+        const Buffer& diff_args = event_args[which];
         fill(cmd, prefix(count, 4), 0u);
         compute_barrier(cmd);
         PushConstants pc{};
@@ -276,14 +276,14 @@ struct MovingScene::Impl {
              prefix(pair_count[a], 4), prefix(pair_count[b], 4), prefix(count, 4)},
             pc, args_slot(pair_args[a], kArgsElements));
         compute_barrier(cmd);
-        sort.record_count_args(cmd, prefix(count, 4), capacity, args_range(args));
-        record_key_sort(cmd, out, count, args);
+        sort.record_count_args(cmd, prefix(count, 4), capacity, args_range(diff_args));
+        record_key_sort(cmd, out, count, diff_args);
         pc = {};
         pc.flags = which;
         pc.shift = pair_key_bits(n);
         unpack.dispatch_indirect(
             cmd, {prefix(out, c * 8), prefix(count, 4), prefix(status, sizeof(FrameStatus))}, pc,
-            args_slot(args, kArgsElements));
+            args_slot(diff_args, kArgsElements));
         compute_barrier(cmd);
     }
 

@@ -215,27 +215,27 @@ Status write_file_atomically(const std::string& path, std::span<const std::byte>
 
 void Context::Impl::open_pipeline_cache(const PipelineCacheOptions& options,
                                         VkPipelineCache external) {
-    PipelineCacheInfo& info = pipeline_cache_info;
-    info = {};
+    PipelineCacheInfo& cache = pipeline_cache_info;
+    cache = {};
     if (external) {
         pipeline_cache = external;
         owns_pipeline_cache = false;
-        info.state = PipelineCacheState::caller;
+        cache.state = PipelineCacheState::caller;
         return;
     }
     const std::string folder = pipeline_cache_folder(options);
     if (folder.empty()) return;  // off
     VkPhysicalDeviceProperties properties;
     vkGetPhysicalDeviceProperties(physical, &properties);
-    info.path = (fs::path(folder) / pipeline_cache_file_name(properties)).string();
-    info.state = PipelineCacheState::cold;
+    cache.path = (fs::path(folder) / pipeline_cache_file_name(properties)).string();
+    cache.state = PipelineCacheState::cold;
     std::vector<std::byte> data;
-    auto file = read_pipeline_cache_file(info.path);
+    auto file = read_pipeline_cache_file(cache.path);
     if (!file) {
-        info.ignored = file.error().message;
+        cache.ignored = file.error().message;
     } else if (file->has_value()) {
         UnpackedPipelineCache unpacked = unpack_pipeline_cache(**file, properties);
-        info.ignored = std::move(unpacked.ignored);
+        cache.ignored = std::move(unpacked.ignored);
         data = std::move(unpacked.data);
     }
     VkPipelineCacheCreateInfo create{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -243,7 +243,7 @@ void Context::Impl::open_pipeline_cache(const PipelineCacheOptions& options,
     create.pInitialData = data.empty() ? nullptr : data.data();
     VkResult r = vkCreatePipelineCache(device, &create, nullptr, &pipeline_cache);
     if (r != VK_SUCCESS && !data.empty()) {
-        info.ignored = std::string("the driver refused it: ") + vk_result_name(r);
+        cache.ignored = std::string("the driver refused it: ") + vk_result_name(r);
         data.clear();
         create.initialDataSize = 0;
         create.pInitialData = nullptr;
@@ -252,14 +252,14 @@ void Context::Impl::open_pipeline_cache(const PipelineCacheOptions& options,
     if (r != VK_SUCCESS) {
         // No cache at all: pipelines are still created, only not kept.
         pipeline_cache = VK_NULL_HANDLE;
-        info.state = PipelineCacheState::off;
-        info.ignored = std::string("vkCreatePipelineCache failed: ") + vk_result_name(r);
+        cache.state = PipelineCacheState::off;
+        cache.ignored = std::string("vkCreatePipelineCache failed: ") + vk_result_name(r);
         return;
     }
     owns_pipeline_cache = true;
     if (!data.empty()) {
-        info.state = PipelineCacheState::loaded;
-        info.loaded_bytes = data.size();
+        cache.state = PipelineCacheState::loaded;
+        cache.loaded_bytes = data.size();
         stored_size = data.size();
         stored_hash = fnv1a(data);
     }

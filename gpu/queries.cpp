@@ -95,11 +95,11 @@ struct LbvhQueries::Impl {
         return {status.handle(), k * status_stride(), sizeof(TraversalStatus)};
     }
 
-    Status ensure_traversal(std::uint64_t queries) {
+    Status ensure_traversal(std::uint64_t query_count) {
         if (Status s = ensure(status, status_stride() + sizeof(TraversalStatus)); !s) return s;
         if (work_capacity == 0)
             work_capacity =
-                default_traversal_capacity(queries, context->info().max_storage_buffer_range);
+                default_traversal_capacity(query_count, context->info().max_storage_buffer_range);
         return ensure(work, traversal_work_bytes(work_capacity));
     }
 
@@ -382,21 +382,21 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     times.count = timestamps.ms(0, 1);
     times.scan = timestamps.ms(1, 2);
     times.fill = timestamps.ms(3, 4);
-    QueryHits hits;
-    hits.offsets.resize(q + 1ull);
-    if (Status d = context->download(offsets, hits.offsets.data(), (q + 1ull) * 4); !d)
+    QueryHits result;
+    result.offsets.resize(q + 1ull);
+    if (Status d = context->download(offsets, result.offsets.data(), (q + 1ull) * 4); !d)
         return d.error();
     // Each query's count is below 2^31, so the differences of the 32-bit scanned offsets are
     // exact even where the running sum wrapped, and their 64-bit sum is the exact total.
     std::uint64_t exact_total = 0;
-    for (std::uint32_t i = 0; i < q; ++i) exact_total += hits.offsets[i + 1] - hits.offsets[i];
+    for (std::uint32_t i = 0; i < q; ++i) exact_total += result.offsets[i + 1] - result.offsets[i];
     if (exact_total > 0xffffffffull)
         return Error{ErrorCode::limit_exceeded,
                      std::to_string(exact_total) +
                          " hits in one batch: more than 2^32 - 1 (split the batch)",
                      {},
                      {}};
-    const std::uint32_t total = hits.offsets[q];
+    const std::uint32_t total = result.offsets[q];
     if (total > ids_capacity) {
         if (total > max_ids)
             return Error{ErrorCode::limit_exceeded,
@@ -425,13 +425,15 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         if (Status d = read_status(); !d) return d.error();
         if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
     }
-    hits.ids.resize(total);
+    result.ids.resize(total);
     if (total > 0) {
-        if (Status d = context->download(ids, hits.ids.data(), total * 4ull); !d) return d.error();
+        if (Status d = context->download(ids, result.ids.data(), total * 4ull); !d)
+            return d.error();
     }
     for (std::uint32_t i = 0; i < q; ++i)
-        std::sort(hits.ids.begin() + hits.offsets[i], hits.ids.begin() + hits.offsets[i + 1]);
-    return hits;
+        std::sort(result.ids.begin() + result.offsets[i],
+                  result.ids.begin() + result.offsets[i + 1]);
+    return result;
 }
 
 Result<QueryHits> LbvhQueries::query_boxes(std::span<const Box> regions) {

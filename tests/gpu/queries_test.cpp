@@ -248,9 +248,9 @@ std::vector<SceneCase> scene_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(StandardScenes, QueriesSceneTest, ::testing::ValuesIn(scene_cases()),
-                         [](const ::testing::TestParamInfo<SceneCase>& info) {
-                             return std::string(info.param.generator) + "_" +
-                                    std::to_string(info.param.n);
+                         [](const ::testing::TestParamInfo<SceneCase>& param_info) {
+                             return std::string(param_info.param.generator) + "_" +
+                                    std::to_string(param_info.param.n);
                          });
 
 class QueriesTest : public QueriesFixture {};
