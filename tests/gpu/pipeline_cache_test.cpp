@@ -440,7 +440,28 @@ TEST_F(PipelineCacheTest, UnusedOptionsCompileNothing) {
     }
 }
 
-// Test 9: a moving scene compiles its frame kernels on reset, sharing the LBVH's and the sort's.
+// Test 9: queries on their own: the build's 12, then the region passes' query and traversal
+// arguments (the scan is the sort's), then the ray cast's one.
+TEST_F(PipelineCacheTest, QueriesCompileTheirOwn) {
+    gpu::PipelineCacheOptions off;
+    off.enabled = false;
+    auto context = make_context(off);
+    ASSERT_TRUE(context);
+    auto queries = gpu::LbvhQueries::create(*context);
+    ASSERT_TRUE(queries);
+    ASSERT_TRUE((*queries)->build(small_scene()));
+    EXPECT_EQ(context->pipelines_created(), 12u);
+    const std::vector<Box> regions(small_scene().begin(), small_scene().begin() + 10);
+    ASSERT_TRUE((*queries)->query_boxes(regions));
+    EXPECT_EQ(context->pipelines_created(), 14u);
+    const Ray ray{{0.5f, 0.5f, -1}, {0, 0, 1}, 10};
+    auto hits = (*queries)->ray_cast(std::span(&ray, 1));
+    ASSERT_TRUE(hits) << hits.error().message;
+    EXPECT_EQ(context->pipelines_created(), 15u);
+    EXPECT_EQ(context->validation_errors(), 0u);
+}
+
+// Test 10: a moving scene compiles its frame kernels on reset, sharing the LBVH's and the sort's.
 TEST_F(PipelineCacheTest, MovingSceneSharesKernels) {
     gpu::PipelineCacheOptions off;
     off.enabled = false;
@@ -459,7 +480,7 @@ TEST_F(PipelineCacheTest, MovingSceneSharesKernels) {
     EXPECT_EQ(context->validation_errors(), 0u);
 }
 
-// Test 10: file names differ by vendor, device, driver version and pipelineCacheUUID; the
+// Test 11: file names differ by vendor, device, driver version and pipelineCacheUUID; the
 // driver data's header is checked field by field.
 TEST(PipelineCacheFile, NamesAndHeaderChecks) {
     VkPhysicalDeviceProperties p{};
@@ -500,7 +521,7 @@ TEST(PipelineCacheFile, NamesAndHeaderChecks) {
               std::string::npos);
 }
 
-// Test 11: the default folder follows XDG_CACHE_HOME (absolute only), then HOME; an explicit
+// Test 12: the default folder follows XDG_CACHE_HOME (absolute only), then HOME; an explicit
 // folder wins over BROADPHASE_PIPELINE_CACHE, which wins over the default.
 TEST(PipelineCacheFile, FolderChoice) {
     {
