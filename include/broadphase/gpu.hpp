@@ -18,10 +18,10 @@
 namespace broadphase::gpu {
 
 /// Where a Context keeps its VkPipelineCache between runs, so that a later process loads the
-/// compiled pipelines instead of compiling them again (README, "Start-up"). One file per device
-/// and driver (named after vendorID, deviceID, driverVersion and pipelineCacheUUID) in
-/// `folder`; a file whose header names another device or driver, or that is truncated or
-/// corrupt, is ignored (a cold start) and replaced at the next save.
+/// compiled pipelines instead of compiling them again (docs/performance.md, "Start-up"). One
+/// file per device and driver (named after vendorID, deviceID, driverVersion and
+/// pipelineCacheUUID) in `folder`; a file whose header names another device or driver, or that
+/// is truncated or corrupt, is ignored (a cold start) and replaced at the next save.
 struct PipelineCacheOptions {
     /// false: no file is read or written (pipelines are compiled by every process).
     bool enabled = true;
