@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds broadphase (Release) into build/.
+# Configures and builds broadphase (Release, compiler warnings as errors) into build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON >/dev/null
 cmake --build build -j "$(nproc)"
