@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -227,6 +228,16 @@ int run_cpu_bench(const Args& args) {
     const std::vector<std::size_t>& sizes = args.sizes;  // ascending, each once
     const double budget = args.max_seconds;
     const bool progress = ::isatty(::fileno(stderr)) == 1;
+    // The plots' folder is made first, so that a bad --out-dir fails before the long run.
+    {
+        std::error_code ec;
+        std::filesystem::create_directories(args.out_dir, ec);
+        if (ec)
+            return fail(Error{ErrorCode::io_error,
+                              "cannot create '" + args.out_dir + "': " + ec.message(),
+                              {},
+                              {}});
+    }
     const std::size_t runs = scenes.size() * sizes.size() * methods.size();
     std::size_t run = 0;
 

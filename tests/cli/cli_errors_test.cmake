@@ -65,6 +65,9 @@ check("validate demo" 0 "no --scene given: using the default demo scene uniform:
       validate --reference kd_tree --methods octree)
 
 # Test 3: every write is checked: --out on a full disk, and standard output on one.
+file(WRITE ${WORK}/a_file "")
+check("bench --out-dir under a file" 2 "cannot create '${WORK}/a_file/plots'"
+      bench --cpu --scenes uniform --sizes 100 --methods kd_tree --out-dir ${WORK}/a_file/plots)
 check("pairs --out" 2 "cannot write '/dev/full'"
       pairs --scene uniform:1000 --method kd_tree --out /dev/full)
 check("query --out" 2 "cannot write '/dev/full'"

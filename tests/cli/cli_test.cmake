@@ -313,6 +313,13 @@ run_tool(bench_out TRUE bench --cpu --scenes clustered --sizes 500,1000 --method
 if(bench_out MATCHES "not started" OR NOT bench_out MATCHES "\\| clustered \\| 1000 \\| [0-9]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
   message(FATAL_ERROR "bench --cpu within its budget skipped a run:\n${bench_out}")
 endif()
+# --out-dir is created when missing (nested folders too), before the runs.
+file(REMOVE_RECURSE ${WORK}/plots)
+run_tool(bench_out TRUE bench --cpu --scenes uniform --sizes 500 --methods kd_tree
+         --out-dir ${WORK}/plots/nested)
+if(NOT EXISTS ${WORK}/plots/nested/bench_cpu_uniform.png)
+  message(FATAL_ERROR "bench --cpu --out-dir did not create its folder:\n${bench_out}")
+endif()
 # On a terminal, bench --cpu shows one progress line per run on standard error.
 find_program(SCRIPT script)
 if(SCRIPT)
