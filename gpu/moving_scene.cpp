@@ -186,7 +186,9 @@ struct MovingScene::Impl {
         Buffer& kept = keys[cur ^ 1];
         return context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);
-            VkBufferCopy copy{0, 0, std::min<VkDeviceSize>(old_capacity * 8ull, previous.size())};
+            VkBufferCopy copy{0, 0,
+                              std::min<VkDeviceSize>(
+                                  {VkDeviceSize(old_capacity) * 8, previous.size(), kept.size()})};
             vkCmdCopyBuffer(cmd, previous.handle(), kept.handle(), 1, &copy);
             compute_barrier(cmd);
         });
@@ -503,8 +505,11 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
         return limit(std::to_string(st.pairs) +
                      " pairs do not fit one storage buffer (device limit " +
                      std::to_string(max_pairs()) + " pairs)");
-    const std::uint32_t grown = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(st.pairs + std::uint64_t(st.pairs) / 4, max_pairs()));
+    // Never below the present capacity: a repair for the traversal's sake (rounds, queue) may
+    // come with fewer pairs than the buffers hold, and the kept keys must still fit.
+    const std::uint32_t grown =
+        std::max(capacity, static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                               st.pairs + std::uint64_t(st.pairs) / 4, max_pairs())));
     if (Status s = set_capacity(grown, !last_first); !s) return s;
     Status recorded;
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
