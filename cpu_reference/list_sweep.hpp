@@ -90,11 +90,57 @@ inline double axis_extent(const Box& b, int axis) {
     return double(b.max[axis]) - double(b.min[axis]);
 }
 
+/// Outward rounding of a double to float, clamped to the finite range.
 inline float round_up_float(double v) {
     if (v >= double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::max();
     float f = static_cast<float>(v);
     if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
     return f;
+}
+inline float round_down_float(double v) {
+    if (v <= double(std::numeric_limits<float>::lowest())) {
+        return std::numeric_limits<float>::lowest();
+    }
+    float f = static_cast<float>(v);
+    if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+}
+
+/// The robust root of both octrees trims at most this many centres from each end of each axis.
+inline constexpr std::size_t kTrimmedPerSide = 32;
+
+/// Per-axis bounds [lo, hi] (in double) of an octree's root, robust to a few far outliers and
+/// world-wide boxes: the box centres of rank r and n-1-r (r = min(kTrimmedPerSide, n/64)) bound
+/// a core [clo, chi], and the root spans [clo - w, chi + w] (w = chi - clo) clipped to the
+/// scene's bounds. With robust = false (or too few boxes), the scene's bounds. `entries` is
+/// non-empty; each has a `box`.
+struct RootBounds {
+    double lo[3], hi[3];
+};
+template <class Entry>
+RootBounds robust_root_bounds(const std::vector<Entry>& entries, bool robust) {
+    Box bounds = entries[0].box;
+    for (const Entry& e : entries) bounds = merge(bounds, e.box);
+    const std::size_t n = entries.size();
+    const std::size_t r = robust ? std::min(kTrimmedPerSide, n / 64) : 0;
+    RootBounds out;
+    std::vector<double> centres(r == 0 ? 0 : n);
+    for (int a = 0; a < 3; ++a) {
+        out.lo[a] = bounds.min[a];
+        out.hi[a] = bounds.max[a];
+        if (r == 0) continue;
+        for (std::size_t i = 0; i < n; ++i) {
+            centres[i] = 0.5 * (double(entries[i].box.min[a]) + entries[i].box.max[a]);
+        }
+        std::nth_element(centres.begin(), centres.begin() + std::ptrdiff_t(r), centres.end());
+        const double core_lo = centres[r];
+        std::nth_element(centres.begin(), centres.end() - 1 - std::ptrdiff_t(r), centres.end());
+        const double core_hi = centres[n - 1 - r];
+        const double w = core_hi - core_lo;
+        out.lo[a] = std::max(out.lo[a], core_lo - w);
+        out.hi[a] = std::min(out.hi[a], core_hi + w);
+    }
+    return out;
 }
 
 /// Reorders `entries` into an index on their spread axis. The run holds the boxes no longer

@@ -15,8 +15,6 @@ namespace broadphase {
 namespace {
 
 constexpr std::size_t kOutsideSlack = 16;
-/// The robust root trims at most this many centres from each end of each axis.
-constexpr std::size_t kTrimmedPerSide = 32;
 // A crowded octant keeps its own boxes indexed on their spread axis for the queries.
 template <class Node>
 void index_crowded(Node& node) {
@@ -31,21 +29,8 @@ Error invalid(const std::string& what, std::optional<std::size_t> box = std::nul
 
 // Outward rounding to float, clamped to the finite range (a root over boxes near +-3e38 has
 // loose bounds beyond it; every box still fits the clamped bound).
-float round_down(double v) {
-    if (v <= double(std::numeric_limits<float>::lowest())) {
-        return std::numeric_limits<float>::lowest();
-    }
-    float f = static_cast<float>(v);
-    if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-    return f;
-}
-
-float round_up(double v) {
-    if (v >= double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::max();
-    float f = static_cast<float>(v);
-    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    return f;
-}
+using detail::round_down_float;
+using detail::round_up_float;
 
 bool box_inside(const Box& outer, const Box& inner) {
     return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
@@ -72,10 +57,10 @@ std::pair<Box, Box> LooseOctree::cell_bounds(const Cell& cell) const {
     for (int a = 0; a < 3; ++a) {
         const double lo = root_min_[a] + double(coord[a]) * side;
         const double hi = lo + side;
-        strict.min[a] = round_down(lo);
-        strict.max[a] = round_up(hi);
-        loose.min[a] = round_down(lo - margin);
-        loose.max[a] = round_up(hi + margin);
+        strict.min[a] = round_down_float(lo);
+        strict.max[a] = round_up_float(hi);
+        loose.min[a] = round_down_float(lo - margin);
+        loose.max[a] = round_up_float(hi + margin);
     }
     return {strict, loose};
 }
@@ -145,36 +130,14 @@ void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
     items_.reserve(entries.size());
     inside_count_ = 0;
     if (entries.empty()) return;
-    Box bounds = entries[0].box;
-    for (const Entry& e : entries) bounds = merge(bounds, e.box);
-    // The root, robust to a few far outliers (issue 9): per axis, the box centres of rank r and
-    // n-1-r (r = min(32, n/64)) bound a core [lo, hi], and the root spans [lo - w, hi + w]
-    // (w = hi - lo) clipped to the scene's bounds. Boxes beyond it, or too large for its loose
-    // bound (a world-wide ground slab), go to the outside list; the octree then resolves the
-    // core to its own box sizes instead of the outliers' distance.
-    const std::size_t n = entries.size();
-    const std::size_t r = robust ? std::min(kTrimmedPerSide, n / 64) : 0;
-    double lo[3], hi[3];
-    std::vector<double> centres(r == 0 ? 0 : n);
-    for (int a = 0; a < 3; ++a) {
-        lo[a] = bounds.min[a];
-        hi[a] = bounds.max[a];
-        if (r == 0) continue;
-        for (std::size_t i = 0; i < n; ++i) {
-            centres[i] = 0.5 * (double(entries[i].box.min[a]) + entries[i].box.max[a]);
-        }
-        std::nth_element(centres.begin(), centres.begin() + std::ptrdiff_t(r), centres.end());
-        const double core_lo = centres[r];
-        std::nth_element(centres.begin(), centres.end() - 1 - std::ptrdiff_t(r), centres.end());
-        const double core_hi = centres[n - 1 - r];
-        const double w = core_hi - core_lo;
-        lo[a] = std::max(lo[a], core_lo - w);
-        hi[a] = std::min(hi[a], core_hi + w);
-    }
+    // The root, robust to a few far outliers (issue 9; detail::robust_root_bounds). Boxes beyond
+    // it, or too large for its loose bound (a world-wide ground slab), go to the outside list;
+    // the octree then resolves the core to its own box sizes instead of the outliers' distance.
+    const detail::RootBounds core = detail::robust_root_bounds(entries, robust);
     root_side_ = 0;
     for (int a = 0; a < 3; ++a) {
-        root_min_[a] = lo[a];
-        root_side_ = std::max(root_side_, hi[a] - lo[a]);
+        root_min_[a] = core.lo[a];
+        root_side_ = std::max(root_side_, core.hi[a] - core.lo[a]);
     }
     if (!(root_side_ > 0)) root_side_ = 1;
     Node root;

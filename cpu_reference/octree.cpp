@@ -39,24 +39,6 @@ Vec3 centre_of(const Box& cell) {
     return m;
 }
 
-/// The robust root trims at most this many centres from each end of each axis.
-constexpr std::size_t kTrimmedPerSide = 32;
-
-float round_down(double v) {
-    if (v <= double(std::numeric_limits<float>::lowest())) {
-        return std::numeric_limits<float>::lowest();
-    }
-    float f = static_cast<float>(v);
-    if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-    return f;
-}
-
-float round_up(double v) {
-    float f = static_cast<float>(v);
-    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    return f;
-}
-
 // True when the box covers the whole cell: such a box is in every leaf below, never separated
 // by a split, so it does not count towards splitting.
 Box intersection(const Box& a, const Box& b) {
@@ -140,43 +122,23 @@ void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
     items_.reserve(entries.size());
     inside_count_ = 0;
     if (entries.empty()) return;
-    // The root, robust to a few far outliers and world-wide boxes (issue 9): per axis, the box
-    // centres of rank r and n-1-r (r = min(32, n/64)) bound a core [lo, hi], and the root spans
-    // [lo - w, hi + w] (w = hi - lo) clipped to the scene's bounds (robust = false: the
-    // scene's bounds). The cube from that min corner is computed in double and rounded
-    // outwards once (bounded for any finite boxes; issue 14), clamped to the largest float.
-    // Boxes not inside it go to the outside list, each tested against the tree by one descent.
-    Box bounds = entries[0].box;
-    for (const Entry& e : entries) bounds = merge(bounds, e.box);
+    // The root, robust to a few far outliers and world-wide boxes (issue 9;
+    // detail::robust_root_bounds). The cube from its min corner is computed in double and
+    // rounded outwards once (bounded for any finite boxes; issue 14), clamped to the largest
+    // float. Boxes not inside it go to the outside list, each tested against the tree by one
+    // descent.
     const std::size_t n = entries.size();
-    const std::size_t r = robust ? std::min(kTrimmedPerSide, n / 64) : 0;
-    double lo[3], hi[3], side = 0;
-    std::vector<double> centres(r == 0 ? 0 : n);
-    for (int a = 0; a < 3; ++a) {
-        lo[a] = bounds.min[a];
-        hi[a] = bounds.max[a];
-        if (r > 0) {
-            for (std::size_t i = 0; i < n; ++i) {
-                centres[i] = 0.5 * (double(entries[i].box.min[a]) + entries[i].box.max[a]);
-            }
-            const auto low = centres.begin() + std::ptrdiff_t(r);
-            const auto high = centres.end() - 1 - std::ptrdiff_t(r);
-            std::nth_element(centres.begin(), low, centres.end());
-            const double core_lo = *low;
-            std::nth_element(centres.begin(), high, centres.end());
-            const double core_hi = *high;
-            lo[a] = std::max(lo[a], core_lo - (core_hi - core_lo));
-            hi[a] = std::min(hi[a], core_hi + (core_hi - core_lo));
-        }
-        side = std::max(side, hi[a] - lo[a]);
-    }
+    const detail::RootBounds core = detail::robust_root_bounds(entries, robust);
+    double side = 0;
+    for (int a = 0; a < 3; ++a) side = std::max(side, core.hi[a] - core.lo[a]);
     Box root;
     for (int a = 0; a < 3; ++a) {
-        root.min[a] = round_down(lo[a]);
+        root.min[a] = detail::round_down_float(core.lo[a]);
         const double top = double(root.min[a]) + side;
-        root.max[a] = top >= double(std::numeric_limits<float>::max())
-                          ? std::numeric_limits<float>::max()
-                          : std::max(round_up(top), round_up(hi[a]));
+        root.max[a] =
+            top >= double(std::numeric_limits<float>::max())
+                ? std::numeric_limits<float>::max()
+                : std::max(detail::round_up_float(top), detail::round_up_float(core.hi[a]));
     }
     nodes_.push_back(Node{root, kNoChild, 0, {}, {}});
     std::vector<Entry>& at_root = nodes_[0].entries;
