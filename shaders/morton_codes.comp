@@ -5,8 +5,8 @@
 // CPU twin: lbvh::Quantizer, lbvh::morton30, lbvh::morton63, lbvh::hilbert30 (bit-identical:
 // only correctly rounded operations; the reciprocal is refined to the correctly rounded one).
 #version 450
-#include "common.glsl"
 #include "codes.glsl"
+#include "common.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Boxes {

@@ -4,8 +4,8 @@
 // box's centroid quantised at 10 bits per axis in its run's centroid bounds, exactly as the
 // first code was quantised in the scene's (codes.glsl).
 #version 450
-#include "common.glsl"
 #include "codes.glsl"
+#include "common.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Keys {
@@ -36,8 +36,9 @@ void main() {
     uint second = 0u;
     if (refine != 0u) {
         uint s = run_start[p];
-        vec3 lo = vec3(ordered_to_float(run_bounds[6u * s]), ordered_to_float(run_bounds[6u * s + 1u]),
-                       ordered_to_float(run_bounds[6u * s + 2u]));
+        vec3 lo =
+            vec3(ordered_to_float(run_bounds[6u * s]), ordered_to_float(run_bounds[6u * s + 1u]),
+                 ordered_to_float(run_bounds[6u * s + 2u]));
         vec3 hi = vec3(ordered_to_float(run_bounds[6u * s + 3u]),
                        ordered_to_float(run_bounds[6u * s + 4u]),
                        ordered_to_float(run_bounds[6u * s + 5u]));

@@ -24,9 +24,10 @@ int main() {
 
     const bool same = *gpu_pairs == *cpu;
     const std::uint64_t errors = (*context)->validation_errors();
-    std::printf("broadphase %s on %s: %zu pairs on the CPU, %zu on the GPU (%s), %llu validation "
-                "errors\n",
-                kVersion, (*context)->info().name.c_str(), cpu->size(), gpu_pairs->size(),
-                same ? "same" : "DIFFERENT", static_cast<unsigned long long>(errors));
+    std::printf(
+        "broadphase %s on %s: %zu pairs on the CPU, %zu on the GPU (%s), %llu validation "
+        "errors\n",
+        kVersion, (*context)->info().name.c_str(), cpu->size(), gpu_pairs->size(),
+        same ? "same" : "DIFFERENT", static_cast<unsigned long long>(errors));
     return same && errors == 0 ? 0 : 1;
 }
