@@ -204,6 +204,218 @@ inline std::vector<Box> flat_random_boxes() {
     return flat_random_boxes(rng);
 }
 
+/// 400 long thin boxes along x (3 long, 0.002 thin) with centroids spread along x: each crosses
+/// many split planes.
+inline std::vector<Box> straddling_boxes(int count = 400) {
+    std::vector<Box> boxes;
+    for (int i = 0; i < count; ++i) {
+        const float x = 0.01f * float(i);
+        const float y = 0.003f * float(i % 37);
+        boxes.push_back(Box{{x - 1.5f, y, 0}, {x + 1.5f, y + 0.002f, 0.5f}});
+    }
+    return boxes;
+}
+
+/// 500 boxes whose centroids all have x = 0 (Nearest-X's degenerate case).
+inline std::vector<Box> aligned_on_x_boxes() {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 500; ++i) {
+        const float y = 0.01f * float(i), z = 0.003f * float(i % 13);
+        boxes.push_back(Box{{-0.5f, y, z}, {0.5f, y + 0.015f, z + 0.002f}});
+    }
+    return boxes;
+}
+
+/// 120 flat boxes at x = 2^i: every midpoint split peels off the last box.
+inline std::vector<Box> exponential_boxes() {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 120; ++i) {
+        const float x = std::ldexp(1.0f, i);
+        boxes.push_back(Box{{x, 0, 0}, {x, 1, 1}});
+    }
+    return boxes;
+}
+
+/// 800 "uniform" boxes (seed 14) moved 1e7 along every axis unscaled: boxes thinner than an
+/// ulp there collapse onto points and flat boxes.
+inline std::vector<Box> sub_ulp_far_boxes() {
+    std::vector<Box> boxes = uniform_boxes(800, 14);
+    for (Box& b : boxes) {
+        for (int axis = 0; axis < 3; ++axis) b.min[axis] += 1e7f, b.max[axis] += 1e7f;
+    }
+    return boxes;
+}
+
+/// 300 points in the unit cube drawn from `rng`, then a duplicate of point 3.
+inline std::vector<Box> random_points(std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<Box> points;
+    for (int i = 0; i < 300; ++i) {
+        const Vec3 p{u(rng), u(rng), u(rng)};
+        points.push_back(Box{p, p});
+    }
+    points.push_back(points[3]);
+    return points;
+}
+
+/// 400 points on a 21^3 lattice of step 0.05 (many repeated), and 400 boxes on the same
+/// lattice flat on one axis (or none: i % 4 == 3), sides up to 0.05; seed 3.
+inline std::pair<std::vector<Box>, std::vector<Box>> lattice_points_and_flat_boxes() {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<Box> points, mixed;
+    for (int i = 0; i < 400; ++i) {
+        Vec3 p{std::round(u(rng) * 20) / 20, std::round(u(rng) * 20) / 20,
+               std::round(u(rng) * 20) / 20};
+        points.push_back({p, p});
+        Box b{p, p};
+        const int axis = i % 4;
+        for (int a = 0; a < 3; ++a) {
+            if (a != axis) b.max[a] = b.min[a] + 0.05f * u(rng);
+        }
+        mixed.push_back(b);
+    }
+    return {points, mixed};
+}
+
+/// 800 "uniform" boxes (default seed) with [-100, 100]^3 inserted at 300 and [-50, 50]^3 last.
+inline std::vector<Box> huge_boxes_inside() {
+    std::vector<Box> boxes = scene_boxes("uniform", 800, 42);
+    boxes.insert(boxes.begin() + 300, Box{{-100, -100, -100}, {100, 100, 100}});
+    boxes.push_back(Box{{-50, -50, -50}, {50, 50, 50}});
+    return boxes;
+}
+
+/// 2000 "uniform" boxes (default seed) with [-1e6, 1e6]^3 inserted at 1000.
+inline std::vector<Box> world_box_among_uniform() {
+    std::vector<Box> boxes = scene_boxes("uniform", 2000, 42);
+    boxes.insert(boxes.begin() + 1000, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
+    return boxes;
+}
+
+/// 1000 "clustered" boxes (default seed) scaled by 64 and moved to `offset` on every axis (at
+/// 1e7 floats are 1 apart: the scale keeps the boxes distinct).
+inline std::vector<Box> clustered_far_boxes(float offset) {
+    std::vector<Box> boxes = scene_boxes("clustered", 1000, 42);
+    for (Box& b : boxes) {
+        for (int a = 0; a < 3; ++a) {
+            b.min[a] = offset + 64.0f * b.min[a];
+            b.max[a] = offset + 64.0f * b.max[a];
+        }
+    }
+    return boxes;
+}
+
+/// 1500 "uniform" boxes (default seed) scaled by 1000 and moved to (1e7, -1e7, 1e7); with
+/// `with_near`, the unmoved boxes first.
+inline std::vector<Box> far_and_near_boxes(bool with_near) {
+    const std::vector<Box> near = scene_boxes("uniform", 1500, 42);
+    std::vector<Box> far = near;
+    for (Box& b : far) {
+        for (int a = 0; a < 3; ++a) {
+            const float offset = a == 1 ? -1e7f : 1e7f;
+            b.min[a] = offset + b.min[a] * 1000.0f;
+            b.max[a] = offset + b.max[a] * 1000.0f;
+        }
+    }
+    if (!with_near) return far;
+    std::vector<Box> both = near;
+    both.insert(both.end(), far.begin(), far.end());
+    return both;
+}
+
+/// 2000 "uniform" boxes (default seed) flattened onto z = 0.
+inline std::vector<Box> flat_default_boxes() {
+    std::vector<Box> boxes = scene_boxes("uniform", 2000, 42);
+    for (Box& b : boxes) b.min.z = b.max.z = 0.0f;
+    return boxes;
+}
+
+/// Unit cubes on an exact 6^3 integer grid: every neighbour touches face, edge or corner.
+inline std::vector<Box> touching_grid_boxes() {
+    std::vector<Box> boxes;
+    for (int x = 0; x < 6; ++x) {
+        for (int y = 0; y < 6; ++y) {
+            for (int z = 0; z < 6; ++z) {
+                boxes.push_back(Box{{float(x), float(y), float(z)},
+                                    {float(x + 1), float(y + 1), float(z + 1)}});
+            }
+        }
+    }
+    return boxes;
+}
+
+/// Index of the first of the two crossing boxes of crossing_in_a_middle_cell().
+inline constexpr std::uint32_t kCrossingIndex = 100;
+
+/// 100 small boxes far away (they fix a hash grid's cell side at 0.02), then two long boxes
+/// that cross only in a middle cell where neither has a corner.
+inline std::vector<Box> crossing_in_a_middle_cell() {
+    std::vector<Box> boxes;
+    for (int i = 0; i < 100; ++i) {
+        const float x = 0.01f * float(i);
+        boxes.push_back({{x, 5, 5}, {x + 0.01f, 5.01f, 5.01f}});
+    }
+    boxes.push_back({{0.0f, 0.49f, 0.0f}, {0.2f, 0.5f, 0.01f}});  // 10 cells long on x
+    boxes.push_back({{0.1f, 0.4f, 0.0f}, {0.11f, 0.6f, 0.01f}});  // 10 cells long on y
+    return boxes;
+}
+
+struct NamedBoxes {
+    std::string name;
+    std::vector<Box> boxes;
+};
+
+/// Every hand-made degenerate scene, by name: identical boxes and points, zero-volume boxes,
+/// huge boxes over everything, scenes far from the origin, flat scenes, nested and long thin
+/// boxes, touching cubes.
+inline std::vector<NamedBoxes> degenerate_scenes() {
+    std::vector<NamedBoxes> scenes;
+    scenes.push_back(
+        {"identical_150", std::vector<Box>(150, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}})});
+    scenes.push_back({"identical_200", identical_boxes()});
+    scenes.push_back(
+        {"identical_points", std::vector<Box>(200, Box{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}})});
+    scenes.push_back({"lattice_zero_volume", lattice_zero_volume_boxes()});
+    scenes.push_back({"zero_volume", zero_volume_boxes()});
+    {
+        std::mt19937 rng(7);
+        (void)zero_volume_boxes(rng);  // the points follow the zero-volume boxes' draws
+        scenes.push_back({"points", random_points(rng)});
+    }
+    auto [lattice_points, lattice_flat] = lattice_points_and_flat_boxes();
+    scenes.push_back({"lattice_points", std::move(lattice_points)});
+    scenes.push_back({"lattice_points_and_flat_boxes", std::move(lattice_flat)});
+    scenes.push_back({"huge_boxes_inside", huge_boxes_inside()});
+    scenes.push_back({"huge_box", huge_box_boxes()});
+    scenes.push_back({"huge_boxes_first_and_last", huge_boxes_first_and_last()});
+    scenes.push_back({"world_box", world_box_among_uniform()});
+    scenes.push_back({"far_1e7", clustered_far_boxes(1e7f)});
+    scenes.push_back({"far_minus_3e7", clustered_far_boxes(-3e7f)});
+    scenes.push_back({"far_from_origin", far_from_origin_boxes()});
+    scenes.push_back({"far_scaled", far_scaled_boxes()});
+    scenes.push_back({"far", far_and_near_boxes(false)});
+    scenes.push_back({"far_and_near", far_and_near_boxes(true)});
+    scenes.push_back({"far_sub_ulp", sub_ulp_far_boxes()});
+    scenes.push_back({"flat_2d", flat_default_boxes()});
+    scenes.push_back({"flat", flat_boxes()});
+    scenes.push_back({"flat_random", flat_random_boxes()});
+    scenes.push_back({"same_centroid", same_centroid_boxes()});
+    scenes.push_back({"nested", nested_boxes()});
+    scenes.push_back({"straddling", straddling_boxes()});
+    {
+        std::vector<Box> boxes = same_centroid_boxes();
+        const std::vector<Box> thin = straddling_boxes(300);
+        boxes.insert(boxes.end(), thin.begin(), thin.end());
+        scenes.push_back({"nested_and_thin", std::move(boxes)});
+    }
+    scenes.push_back({"aligned_on_x", aligned_on_x_boxes()});
+    scenes.push_back({"exponential", exponential_boxes()});
+    scenes.push_back({"crossing_in_a_middle_cell", crossing_in_a_middle_cell()});
+    scenes.push_back({"touching_grid", touching_grid_boxes()});
+    return scenes;
+}
+
 struct Queries {
     std::vector<Box> regions;
     std::vector<Vec3> points;
@@ -600,6 +812,193 @@ inline std::map<std::uint32_t, Box> run_dynamic_sequence(Structure& s, const Seq
         }
     }
     return live;
+}
+
+/// A dynamic sequence by name: its options, start included.
+struct NamedSequence {
+    std::string name;
+    SequenceOptions options;
+    bool first_seed = true;  ///< the first of the profile's seeds
+};
+
+/// Small boxes (SequenceContext::small_box) with ids 1 to 3 apart (some near the top of the id
+/// range, some reused), `initial` of them built first from a context seeded seed + 7919: the
+/// start of the R-tree, dynamic and static AABB tree sequences. Moves shift by 0.5 (30%) or by
+/// 0.01; k nearest (k = 1, 5) at every fourth point.
+inline SequenceOptions small_box_sequence(std::uint32_t seed, std::size_t initial, int steps) {
+    SequenceOptions options;
+    options.seed = seed;
+    options.steps = steps;
+    options.new_box = &SequenceContext::small_box;
+    options.start = context_boxes(seed + 7919u, initial, options.new_box);
+    options.moved_box = [](SequenceContext& ctx, const Box& b) {
+        return ctx.nudged(b, ctx.unit() < 0.3f ? 0.5f : 0.01f);
+    };
+    options.query_count = 40;
+    options.nearest_stride = 4;
+    options.nearest_all = false;
+    options.max_gap = 3;
+    return options;
+}
+
+/// small_box_sequence that grows for the first third, then shrinks, then mixes (so that an
+/// R-tree's CondenseTree collapses levels).
+inline SequenceOptions grow_shrink_sequence(std::uint32_t seed, std::size_t initial, int steps) {
+    SequenceOptions options = small_box_sequence(seed, initial, steps);
+    options.insert_share = [steps](int step) {
+        return step < steps / 3 ? 0.7f : (step < 2 * steps / 3 ? 0.1f : 0.35f);
+    };
+    options.remove_share = 0.5f;
+    return options;
+}
+
+/// small_box_sequence with 30% inserts, 20% removes, and moves by 0.5 (30%, out of a dynamic
+/// AABB tree's fat box) or by 0.001 (inside it). `big_moves`, when given, counts the former.
+inline SequenceOptions fat_box_sequence(std::uint32_t seed, std::size_t initial, int steps,
+                                        std::uint64_t* big_moves = nullptr) {
+    SequenceOptions options = small_box_sequence(seed, initial, steps);
+    options.insert_share = [](int) { return 0.3f; };
+    options.remove_share = 0.2f / 0.7f;
+    options.moved_box = [big_moves](SequenceContext& ctx, const Box& b) {
+        const bool big = ctx.unit() < 0.3f;
+        if (big_moves) *big_moves += big;
+        return ctx.nudged(b, big ? 0.5f : 0.001f);
+    };
+    options.nearest_stride = 4;
+    return options;
+}
+
+/// New boxes are points, small and large boxes, a tenth of them far outside the unit cube; a
+/// third of the moves jump to a new box, the rest shift in x and y; with `start_built`, 200
+/// "mixed_sizes" boxes first; half the other steps remove.
+inline SequenceOptions mixed_sizes_sequence(std::uint32_t seed, int steps, bool start_built) {
+    SequenceOptions options;
+    options.seed = seed;
+    options.steps = steps;
+    options.query_count = 40;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    if (start_built) options.start = scene_boxes("mixed_sizes", 200, seed);
+    options.remove_share = 0.5f;
+    options.new_box = [](SequenceContext& ctx) {
+        const int kind = static_cast<int>(ctx.rng() % 10);
+        const float spread = kind == 0 ? 50.0f : (kind == 1 ? 3.0f : 1.0f);
+        const float offset = kind == 0 ? -20.0f : 0.0f;
+        Vec3 lo{offset + spread * ctx.unit(), offset + spread * ctx.unit(),
+                offset + spread * ctx.unit()};
+        Box b{lo, lo};
+        if (kind != 2) {  // kind 2: a point
+            const float side = kind == 3 ? 0.5f * ctx.unit() : 0.08f * ctx.unit();
+            for (int a = 0; a < 3; ++a) b.max[a] = b.min[a] + side * (0.5f + ctx.unit());
+        }
+        return b;
+    };
+    options.moved_box = [new_box = options.new_box](SequenceContext& ctx, Box b) {
+        if (ctx.rng() % 3 == 0) return new_box(ctx);
+        const float dx = 0.05f * (ctx.unit() - 0.5f), dy = 0.05f * (ctx.unit() - 0.5f);
+        b.min.x += dx, b.max.x += dx, b.min.y += dy, b.max.y += dy;
+        return b;
+    };
+    return options;
+}
+
+/// xline's first 900 boxes with the line shortened tenfold: a few crowded cells along it (ids
+/// stay below a sequence's first new id, 1000).
+inline std::vector<Box> short_line(std::uint32_t seed) {
+    std::vector<Box> boxes = scene_boxes("xline", 900, seed);
+    for (Box& b : boxes) b.min.y *= 0.1f, b.max.y *= 0.1f;
+    return boxes;
+}
+
+/// Updates inside crowded lists: short_line built, then boxes of the same kind inserted,
+/// removed and moved along the line.
+inline SequenceOptions line_sequence(std::uint32_t seed) {
+    SequenceOptions options;
+    options.seed = seed;
+    options.steps = 300;
+    options.compare_every = 50;
+    options.query_count = 30;
+    options.nearest_stride = 3;
+    options.nearest_all = false;
+    options.start = short_line(seed);
+    options.new_box = [](SequenceContext& ctx) {
+        const float x = 0.01f * ctx.unit(), y = 0.1f * ctx.unit();
+        const float h = ctx.rng() % 8 == 0 ? 0.02f * ctx.unit() : 0.0003f * ctx.unit();
+        return Box{{x, y, 0.0f}, {x + 0.01f * (1.0f + ctx.unit()), y + h, 0.0f}};
+    };
+    options.moved_box = [](SequenceContext& ctx, Box b) {
+        const float dy = 0.002f * (ctx.unit() - 0.5f);
+        b.min.y += dy, b.max.y += dy;
+        return b;
+    };
+    return options;
+}
+
+/// Points, large boxes, boxes partly outside the unit cube and flat boxes among small ones, 150
+/// built first; half the moves shift in x, half jump; misuse checked after every step.
+inline SequenceOptions misuse_sequence(std::uint32_t seed) {
+    SequenceOptions options;
+    options.seed = seed;
+    options.steps = 400;
+    options.query_count = 30;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    options.check_misuse = true;
+    options.new_box = [](SequenceContext& ctx) {
+        Box b;
+        const int kind = int(ctx.rng() % 10);
+        const float side = kind == 0 ? 0.0f : (kind == 1 ? 0.6f : 0.05f * ctx.unit());
+        for (int a = 0; a < 3; ++a) {
+            b.min[a] = ctx.unit() * (kind == 2 ? 3.0f : 1.0f) - (kind == 2 ? 1.0f : 0.0f);
+            b.max[a] = b.min[a] + side * (kind == 3 && a == 2 ? 0.0f : 1.0f);
+        }
+        return b;
+    };
+    options.start = context_boxes(seed + 7919u, 150, options.new_box);
+    options.insert_share = [](int) { return 1.0f / 3.0f; };
+    options.remove_share = 0.5f;
+    options.moved_box = [new_box = options.new_box](SequenceContext& ctx, Box b) {
+        if (ctx.rng() % 2) {
+            const float dx = 0.02f * (ctx.unit() - 0.5f);
+            b.min.x += dx;
+            b.max.x += dx;
+            return b;
+        }
+        return new_box(ctx);
+    };
+    return options;
+}
+
+/// The sequences every dynamic structure runs (structure_test.cpp), by name.
+inline std::vector<NamedSequence> sequence_profiles() {
+    std::vector<NamedSequence> profiles;
+    for (const bool built : {true, false}) {
+        SequenceOptions options;
+        options.seed = 99;
+        options.steps = 300;
+        if (built) options.start = scene_boxes("clustered", 400, 42);
+        options.remove_share = 0.25f / 0.6f;
+        profiles.push_back({built ? "clustered built" : "clustered from empty", options});
+    }
+    profiles.push_back({"grow shrink built", grow_shrink_sequence(11, 200, 450)});
+    profiles.push_back({"grow shrink from empty", grow_shrink_sequence(12, 0, 450)});
+    profiles.push_back({"fat box built", fat_box_sequence(11, 200, 400)});
+    profiles.push_back({"fat box from empty", fat_box_sequence(12, 0, 300)});
+    for (const std::uint32_t seed : {1u, 2u, 3u}) {
+        profiles.push_back({"mixed sizes built " + std::to_string(seed),
+                            mixed_sizes_sequence(seed, 400, true), seed == 1});
+    }
+    for (const std::uint32_t seed : {4u, 5u}) {
+        profiles.push_back({"mixed sizes from empty " + std::to_string(seed),
+                            mixed_sizes_sequence(seed, 400, false), seed == 4});
+    }
+    for (const std::uint32_t seed : {5u, 6u}) {
+        profiles.push_back({"line " + std::to_string(seed), line_sequence(seed), seed == 5});
+    }
+    for (const std::uint32_t seed : {1u, 2u, 3u, 4u}) {
+        profiles.push_back({"misuse " + std::to_string(seed), misuse_sequence(seed), seed == 1});
+    }
+    return profiles;
 }
 
 // Work per query (nodes and leaves visited plus box tests, from QueryStats), averaged over

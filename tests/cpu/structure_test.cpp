@@ -1,13 +1,18 @@
-// The one suite that runs every CPU structure (cpu_method_names()) against brute force on
-// every standard generator and on hand-made degenerate sets: pairs as sorted lists, region
-// queries and point picks as sets, closest-hit ray casts exactly (id and t; ties to the
-// smallest id). Then brute force itself on numbered scenarios, the factory, and sweep and
-// prune's temporal-coherence update().
+// The one suite that runs every CPU structure under every configuration of
+// structure_configs.hpp (each method of cpu_method_names() at its defaults, and again under the
+// options that change its shape) against brute force on every standard generator and on the
+// hand-made degenerate sets: pairs as sorted lists, region queries and point picks as sets,
+// closest-hit ray casts exactly (id and t; ties to the smallest id), k nearest in order; bad
+// boxes, edge cases of the queries, and for dynamic structures misuse and seeded
+// insert/remove/move sequences. Then brute force itself on numbered scenarios, the factory,
+// and sweep and prune's temporal-coherence update().
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 #include <new>
 #include <random>
 #include <stdexcept>
@@ -18,6 +23,7 @@
 #include "broadphase/structure.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "structure_configs.hpp"
 #include "sweep_and_prune.hpp"
 
 namespace broadphase {
@@ -25,31 +31,50 @@ namespace {
 
 using testing::brute_pairs;
 
-// Builds `method` over `boxes` and compares everything with brute force (oracle_harness.hpp):
-// pairs, region queries, point picks, rays and k nearest (k = 1, 5, all; sweep and prune may
-// answer nearest with ErrorCode::unsupported, having no hierarchy to search).
-void check_against_brute_force(const std::string& method, std::span<const Box> boxes,
+using testing::StructureConfig;
+
+// Builds `config`'s structure over `boxes` and compares everything with brute force
+// (oracle_harness.hpp): pairs, region queries, point picks, rays and k nearest (k = 1, 5 and,
+// at the default options, all; sweep and prune may answer nearest with ErrorCode::unsupported,
+// having no hierarchy to search); the queries count their work.
+void check_against_brute_force(const StructureConfig& config, std::span<const Box> boxes,
                                std::uint32_t seed = 7, int query_count = 60) {
-    auto made = make_structure(method);
-    ASSERT_TRUE(made.ok()) << made.error().message;
-    Structure& s = **made;
-    EXPECT_EQ(s.name(), method);
+    std::unique_ptr<Structure> s = config.make();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->name(), config.method);
     testing::CompareOptions options;
     options.seed = seed;
     options.query_count = query_count;
-    options.nearest_may_be_unsupported = method == "sweep_and_prune";
-    testing::build_and_match(s, boxes, options);
+    options.nearest_may_be_unsupported = config.method == "sweep_and_prune";
+    if (!config.is_default()) {  // k = 1, 5 at every third point: the other options' shapes
+        options.nearest_stride = 3;
+        options.nearest_all = false;
+    }
+    testing::build_and_match(*s, boxes, options);
+    if (!boxes.empty()) {
+        EXPECT_GT(s->stats().box_tests, 0u);
+    }
 }
 
-class EveryStructure : public ::testing::TestWithParam<std::string> {};
+class EveryStructure : public ::testing::TestWithParam<StructureConfig> {
+protected:
+    std::unique_ptr<Structure> make() const {
+        std::unique_ptr<Structure> s = GetParam().make();
+        EXPECT_TRUE(s);
+        return s;
+    }
+    bool has_nearest() const { return GetParam().method != "sweep_and_prune"; }
+};
 
 TEST_P(EveryStructure, StandardScenesMatchBruteForce) {
     for (const std::string_view gen : generator_names()) {
-        for (const std::size_t n : {0u, 1u, 2u, 7u, 500u, 3000u}) {
+        for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 500u, 3000u}) {
+            if (n == 500 && !GetParam().is_default()) continue;
             auto scene = generate_scene(gen, n);
             ASSERT_TRUE(scene.ok()) << scene.error().message;
             SCOPED_TRACE(scene->name);
             check_against_brute_force(GetParam(), scene->boxes);
+            if (HasFatalFailure()) return;
         }
     }
 }
@@ -60,81 +85,61 @@ TEST_P(EveryStructure, OtherSeedsMatchBruteForce) {
         ASSERT_TRUE(scene.ok());
         SCOPED_TRACE(scene->name);
         check_against_brute_force(GetParam(), scene->boxes, 99);
+        if (HasFatalFailure()) return;
+    }
+}
+
+// Identical boxes and points, zero-volume boxes, huge boxes over everything, scenes far from
+// the origin, flat scenes, nested and long thin boxes, touching cubes (oracle_harness.hpp).
+TEST_P(EveryStructure, DegenerateScenesMatchBruteForce) {
+    for (const testing::NamedBoxes& scene : testing::degenerate_scenes()) {
+        SCOPED_TRACE(scene.name);
+        check_against_brute_force(GetParam(), scene.boxes);
+        if (HasFatalFailure()) return;
     }
 }
 
 TEST_P(EveryStructure, AllBoxesIdentical) {
     const std::vector<Box> boxes(150, Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
-    check_against_brute_force(GetParam(), boxes);
-    auto pairs = find_pairs_cpu(GetParam(), boxes);
-    ASSERT_TRUE(pairs.ok());
-    EXPECT_EQ(pairs->size(), 150u * 149u / 2u);
+    auto s = make();
+    ASSERT_TRUE(s->build(boxes).ok());
+    EXPECT_EQ(sorted_pairs(*s).size(), 150u * 149u / 2u);
+    // 200 copies: every box is hit at the same t and is at the same distance: ties go to the
+    // smallest ids.
+    ASSERT_TRUE(s->build(testing::identical_boxes()).ok());
+    EXPECT_TRUE(s->validate().ok());
+    EXPECT_EQ(sorted_pairs(*s).size(), 200u * 199u / 2u);
+    const std::optional<RayHit> hit = s->ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->id, 0u);
+    EXPECT_FLOAT_EQ(hit->t, 4.0f);
+    if (!has_nearest()) return;
+    std::vector<Neighbor> near;
+    ASSERT_TRUE(s->nearest({5, 1, 0}, 3, near).ok());
+    ASSERT_EQ(near.size(), 3u);
+    EXPECT_EQ(near[0].id, 0u);
+    EXPECT_EQ(near[1].id, 1u);
+    EXPECT_EQ(near[2].id, 2u);
 }
 
-TEST_P(EveryStructure, ZeroVolumeBoxes) {
-    // Points on a coarse lattice (many coincide), flat boxes and segments.
-    std::vector<Box> boxes;
-    std::mt19937 rng(3);
-    std::uniform_int_distribution<int> cell(0, 6);
-    for (int i = 0; i < 400; ++i) {
-        Vec3 p{static_cast<float>(cell(rng)) * 0.125f, static_cast<float>(cell(rng)) * 0.125f,
-               static_cast<float>(cell(rng)) * 0.125f};
-        Box b{p, p};
-        if (i % 3 == 1) b.max[i % 3] += 0.25f;                // a segment
-        if (i % 3 == 2) b.max.x += 0.25f, b.max.y += 0.125f;  // flat in z
-        boxes.push_back(b);
-    }
-    check_against_brute_force(GetParam(), boxes);
-}
-
-TEST_P(EveryStructure, HugeBoxOverEverything) {
-    auto scene = generate_scene("uniform", 800);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    boxes.insert(boxes.begin() + 300, Box{{-100, -100, -100}, {100, 100, 100}});
-    boxes.push_back(Box{{-50, -50, -50}, {50, 50, 50}});
-    check_against_brute_force(GetParam(), boxes);
-}
-
-TEST_P(EveryStructure, FarFromOrigin) {
-    for (const float offset : {1e7f, -3e7f}) {
-        auto scene = generate_scene("clustered", 1000);
-        ASSERT_TRUE(scene.ok());
-        std::vector<Box> boxes = scene->boxes;
-        // At 1e7 floats are 1 apart: scale the scene up so boxes stay distinct.
-        for (Box& b : boxes) {
-            for (int a = 0; a < 3; ++a) {
-                b.min[a] = offset + 64.0f * b.min[a];
-                b.max[a] = offset + 64.0f * b.max[a];
-            }
-        }
-        SCOPED_TRACE(offset);
-        check_against_brute_force(GetParam(), boxes);
-    }
-}
-
-TEST_P(EveryStructure, TwoDimensionalScene) {
-    auto scene = generate_scene("uniform", 2000);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    for (Box& b : boxes) b.min.z = b.max.z = 0.0f;
-    check_against_brute_force(GetParam(), boxes);
+TEST_P(EveryStructure, HugeBoxMeetsEveryBox) {
+    auto s = make();
+    ASSERT_TRUE(s->build(testing::huge_box_boxes()).ok());
+    const std::vector<Pair> pairs = sorted_pairs(*s);
+    EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
+                            [](const Pair& p) {
+                                return p.i == testing::kHugeBoxIndex ||
+                                       p.j == testing::kHugeBoxIndex;
+                            }),
+              1000);
 }
 
 TEST_P(EveryStructure, TouchingGrid) {
-    // Unit cubes on an exact integer grid: every neighbour touches face, edge or corner.
-    std::vector<Box> boxes;
-    for (int x = 0; x < 6; ++x) {
-        for (int y = 0; y < 6; ++y) {
-            for (int z = 0; z < 6; ++z) {
-                boxes.push_back(Box{{float(x), float(y), float(z)},
-                                    {float(x + 1), float(y + 1), float(z + 1)}});
-            }
-        }
-    }
-    check_against_brute_force(GetParam(), boxes);
-    auto pairs = find_pairs_cpu(GetParam(), boxes);
+    auto pairs = find_pairs_cpu(GetParam().method, testing::touching_grid_boxes());
     ASSERT_TRUE(pairs.ok());
+    auto s = make();
+    ASSERT_TRUE(s->build(testing::touching_grid_boxes()).ok());
+    EXPECT_EQ(sorted_pairs(*s), *pairs);
     // Each cube touches the cubes of the 3x3x3 block around it: ordered neighbour count
     // sum over axes of product of (per-axis neighbour counts) minus self, halved.
     std::size_t neighbours = 0;
@@ -147,6 +152,16 @@ TEST_P(EveryStructure, TouchingGrid) {
         }
     }
     EXPECT_EQ(pairs->size(), neighbours / 2);
+}
+
+// The article's flaw of corner-only bucketing (hash grids): two long boxes cross only in a
+// middle cell where neither has a corner; the pair must be found.
+TEST_P(EveryStructure, BoxesCrossingInAMiddleCell) {
+    auto s = make();
+    ASSERT_TRUE(s->build(testing::crossing_in_a_middle_cell()).ok());
+    const std::vector<Pair> pairs = sorted_pairs(*s);
+    EXPECT_TRUE(std::binary_search(pairs.begin(), pairs.end(),
+                                   Pair{testing::kCrossingIndex, testing::kCrossingIndex + 1}));
 }
 
 TEST_P(EveryStructure, NegativeAndSignedZeroCoordinates) {
@@ -165,50 +180,81 @@ TEST_P(EveryStructure, NegativeAndSignedZeroCoordinates) {
 }
 
 TEST_P(EveryStructure, RejectsBadBoxesNamingThem) {
-    auto made = make_structure(GetParam());
-    ASSERT_TRUE(made.ok());
-    Structure& s = **made;
+    auto s = make();
     std::vector<Box> boxes(10, Box{{0, 0, 0}, {1, 1, 1}});
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
     const std::vector<std::pair<std::size_t, Box>> bad = {
-        {3, Box{{0, nan, 0}, {1, 1, 1}}},
-        {0, Box{{0, 0, 0}, {1, 1, nan}}},
-        {9, Box{{-inf, 0, 0}, {1, 1, 1}}},
+        {3, Box{{0, nan, 0}, {1, 1, 1}}},  {0, Box{{0, 0, 0}, {1, 1, nan}}},
+        {9, Box{{-inf, 0, 0}, {1, 1, 1}}}, {4, Box{{0, 0, 0}, {1, inf, 1}}},
         {5, Box{{0, 0, 2}, {1, 1, 1}}},
     };
     for (const auto& [id, box] : bad) {
+        SCOPED_TRACE(id);
+        ASSERT_TRUE(s->build(boxes).ok());
         std::vector<Box> scene = boxes;
         scene[id] = box;
-        const Status st = s.build(scene);
+        const Status st = s->build(scene);
         ASSERT_FALSE(st.ok());
         EXPECT_EQ(st.error().code, ErrorCode::invalid_box);
         ASSERT_TRUE(st.error().box.has_value());
         EXPECT_EQ(*st.error().box, id);
         EXPECT_NE(st.error().message.find(std::to_string(id)), std::string::npos);
-        auto found = find_pairs_cpu(GetParam(), scene);
+        // The old structure is gone, not half-replaced: empty and valid.
+        EXPECT_EQ(s->size(), 0u);
+        EXPECT_TRUE(s->validate().ok());
+        auto found = find_pairs_cpu(GetParam().method, scene);
         ASSERT_FALSE(found.ok());
         EXPECT_EQ(found.error().box, id);
     }
-    // A failed build leaves an empty, valid structure; a later good build works.
-    EXPECT_EQ(s.size(), 0u);
-    EXPECT_TRUE(s.validate().ok());
-    ASSERT_TRUE(s.build(boxes).ok());
-    EXPECT_EQ(sorted_pairs(s).size(), 45u);
+    // A later good build works.
+    ASSERT_TRUE(s->build(boxes).ok());
+    EXPECT_EQ(sorted_pairs(*s).size(), 45u);
 }
 
 TEST_P(EveryStructure, EmptySceneAnswersNothing) {
-    auto made = make_structure(GetParam());
-    ASSERT_TRUE(made.ok());
-    Structure& s = **made;
-    ASSERT_TRUE(s.build({}).ok());
-    EXPECT_TRUE(s.validate().ok());
-    EXPECT_TRUE(sorted_pairs(s).empty());
+    auto s = make();
+    ASSERT_TRUE(s->build({}).ok());
+    EXPECT_TRUE(s->validate().ok());
+    EXPECT_TRUE(sorted_pairs(*s).empty());
     std::vector<std::uint32_t> ids;
-    s.query_box(Box{{-1e30f, -1e30f, -1e30f}, {1e30f, 1e30f, 1e30f}}, ids);
-    s.query_point(Vec3{}, ids);
+    s->query_box(Box{{-1e30f, -1e30f, -1e30f}, {1e30f, 1e30f, 1e30f}}, ids);
+    s->query_point(Vec3{}, ids);
     EXPECT_TRUE(ids.empty());
-    EXPECT_FALSE(s.ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1e30f}).has_value());
+    EXPECT_FALSE(s->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1e30f}).has_value());
+}
+
+// k nearest replaces its output: empty on an empty structure and for k = 0, every box when k
+// exceeds the count, ties to the smaller id, and from a point far outside everything.
+TEST_P(EveryStructure, NearestEdgeCases) {
+    if (!has_nearest()) GTEST_SKIP() << "no k nearest";
+    auto s = make();
+    std::vector<Neighbor> out{Neighbor{9, 9}};
+    ASSERT_TRUE(s->build({}).ok());
+    ASSERT_TRUE(s->nearest({0, 0, 0}, 3, out).ok());
+    EXPECT_TRUE(out.empty());
+    const std::vector<Box> boxes = testing::uniform_boxes(4, 2);
+    ASSERT_TRUE(s->build(boxes).ok());
+    out = {Neighbor{9, 9}};
+    ASSERT_TRUE(s->nearest({0, 0, 0}, 0, out).ok());
+    EXPECT_TRUE(out.empty());
+    ASSERT_TRUE(s->nearest({0, 0, 0}, 10, out).ok());  // fewer than k boxes
+    EXPECT_EQ(out, testing::brute_nearest(boxes, {0, 0, 0}, 10));
+    EXPECT_EQ(out.size(), 4u);
+
+    const std::vector<Box> ties = {
+        {{0, 0, 0}, {1, 1, 1}}, {{3, 0, 0}, {4, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(s->build(ties).ok());
+    ASSERT_TRUE(s->nearest({2, 0.5f, 0.5f}, 10, out).ok());
+    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1}, {1, 1}, {2, 1}}));
+    ASSERT_TRUE(s->nearest({1e30f, 0, 0}, 1, out).ok());  // far outside
+    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1e30f}}));  // all three tie in float
+    const std::vector<Box> touching = {
+        {{0, 0, 0}, {1, 1, 1}}, {{2, 0, 0}, {3, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(s->build(touching).ok());
+    out = {Neighbor{99, 0}};
+    ASSERT_TRUE(s->nearest(Vec3{1.5f, 0.5f, 0.5f}, 10, out).ok());
+    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 0.5f}, {1, 0.5f}, {2, 0.5f}}));
 }
 
 TEST_P(EveryStructure, RayTiesGoToSmallestId) {
@@ -219,72 +265,180 @@ TEST_P(EveryStructure, RayTiesGoToSmallestId) {
     boxes[5] = Box{{1, -0.5f, -0.5f}, {1.5f, 0.5f, 0.5f}};
     boxes[7] = Box{{1, 0, 0}, {1, 0, 0}};
     boxes[9] = Box{{1.5f, -1, -1}, {2.5f, 1, 1}};
-    auto made = make_structure(GetParam());
-    ASSERT_TRUE(made.ok());
-    ASSERT_TRUE((*made)->build(boxes).ok());
-    const auto hit = (*made)->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 100.0f});
+    auto s = make();
+    ASSERT_TRUE(s->build(boxes).ok());
+    const auto hit = s->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 100.0f});
     ASSERT_TRUE(hit.has_value());
     EXPECT_EQ(hit->id, 2u);
     EXPECT_EQ(hit->t, 1.0f);
     // Shorter than the gap: no hit.
-    EXPECT_FALSE((*made)->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 0.999f}).has_value());
+    EXPECT_FALSE(s->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 0.999f}).has_value());
     // Reversed from the far side: box 0 first (its max face x = 4 at t = 6).
-    const auto back = (*made)->ray_cast(Ray{{10, 0, 0}, {-1, 0, 0}, 100.0f});
+    const auto back = s->ray_cast(Ray{{10, 0, 0}, {-1, 0, 0}, 100.0f});
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->id, 0u);
     EXPECT_EQ(back->t, 6.0f);
 }
 
+// Rays of zero direction, zero length, negative reach, unbounded reach, and a tiny direction
+// with a huge reach answer as brute force does.
+TEST_P(EveryStructure, OddRays) {
+    const std::vector<Box> boxes = testing::uniform_boxes(500, 15);
+    auto s = make();
+    BruteForce brute;
+    ASSERT_TRUE(s->build(boxes).ok());
+    ASSERT_TRUE(brute.build(boxes).ok());
+    const float inf = std::numeric_limits<float>::infinity();
+    const Vec3 inside = boxes[17].min;
+    const std::vector<Ray> rays = {
+        Ray{inside, {0, 0, 0}, 1},                          // zero direction: a point test
+        Ray{{2, 2, 2}, {0, 0, 0}, 1},                       // zero direction, outside everything
+        Ray{inside, {1, 0, 0}, 0},                          // zero length
+        Ray{inside, {1, 1, 0}, -1},                         // negative tmax: never hits
+        Ray{{-1, 0.5f, 0.5f}, {1, 0, 0}, inf},              // unbounded
+        Ray{{-1, 0.5f, 0.5f}, {1e-20f, 1e-21f, 0}, 1e25f},  // tiny direction, huge tmax
+    };
+    for (std::size_t q = 0; q < rays.size(); ++q) {
+        const std::optional<RayHit> got = s->ray_cast(rays[q]);
+        const std::optional<RayHit> want = brute.ray_cast(rays[q]);
+        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
+        if (want) {
+            EXPECT_EQ(got->id, want->id) << "ray " << q;
+            EXPECT_EQ(got->t, want->t) << "ray " << q;
+        }
+    }
+}
+
 TEST_P(EveryStructure, RebuildReplacesBoxes) {
-    auto made = make_structure(GetParam());
-    ASSERT_TRUE(made.ok());
-    Structure& s = **made;
+    auto s = make();
     auto a = generate_scene("uniform", 700);
     auto b = generate_scene("clustered", 300);
     ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_TRUE(s.build(a->boxes).ok());
-    ASSERT_TRUE(s.build(b->boxes).ok());
-    EXPECT_TRUE(s.validate().ok());
-    EXPECT_EQ(s.size(), 300u);
-    EXPECT_EQ(sorted_pairs(s), brute_pairs(b->boxes));
+    ASSERT_TRUE(s->build(a->boxes).ok());
+    ASSERT_TRUE(s->build(b->boxes).ok());
+    EXPECT_TRUE(s->validate().ok());
+    EXPECT_EQ(s->size(), 300u);
+    EXPECT_EQ(sorted_pairs(*s), brute_pairs(b->boxes));
 }
 
-// Dynamic structures: a seeded random sequence of insert / remove / move with caller-chosen
-// sparse ids, mirrored into the (dynamic) brute force; validate() after every step, and pairs,
-// queries, rays and nearest compared every 10 steps (oracle_harness.hpp).
-TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
-    auto made = make_structure(GetParam());
-    ASSERT_TRUE(made.ok());
-    Structure& s = **made;
-    if (!s.is_dynamic()) {
-        EXPECT_EQ(s.insert(0, Box{}).error().code, ErrorCode::unsupported);
+// Static structures refuse insert, remove and move; dynamic ones refuse misuse (a present id
+// inserted, an absent one removed or moved, a bad box inserted or moved to) and stay intact.
+TEST_P(EveryStructure, UpdatesOnlyWhereDynamicAndNeverMisused) {
+    auto s = make();
+    if (!s->is_dynamic()) {
+        EXPECT_EQ(s->insert(0, Box{}).error().code, ErrorCode::unsupported);
+        EXPECT_EQ(s->remove(0).error().code, ErrorCode::unsupported);
+        EXPECT_EQ(s->move(0, Box{}).error().code, ErrorCode::unsupported);
         return;
     }
-    auto scene = generate_scene("clustered", 400);
-    ASSERT_TRUE(scene.ok());
-    for (const bool built : {true, false}) {
-        SCOPED_TRACE(built ? "built" : "empty");
-        testing::SequenceOptions options;
-        options.seed = 99;
-        options.steps = 300;
-        if (built) options.start = scene->boxes;
-        options.remove_share = 0.25f / 0.6f;
-        testing::run_dynamic_sequence(s, options);
+    ASSERT_FALSE(
+        s->build(std::vector<Box>{Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {1, 1, 1}}}).ok());
+    EXPECT_EQ(s->size(), 0u);
+    ASSERT_TRUE(s->insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(s->insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(s->insert(6, Box{{1, 0, 0}, {0, 1, 1}}).ok());
+    EXPECT_FALSE(s->remove(6).ok());
+    EXPECT_FALSE(s->move(6, Box{{0, 0, 0}, {1, 1, 1}}).ok());
+    EXPECT_FALSE(s->move(5, Box{{0, 0, 0}, {1, -1, 1}}).ok());
+    EXPECT_EQ(s->size(), 1u);
+    EXPECT_TRUE(s->validate().ok());
+    ASSERT_TRUE(s->remove(5).ok());
+    EXPECT_EQ(s->size(), 0u);
+    EXPECT_TRUE(s->validate().ok());
+    EXPECT_FALSE(s->ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1}).has_value());
+    std::vector<Neighbor> near{Neighbor{1, 1.0f}};
+    EXPECT_TRUE(s->nearest({0, 0, 0}, 3, near).ok());
+    EXPECT_TRUE(near.empty());
+
+    // Built over five boxes: the same misuse, then the five boxes are all still there.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<Box> boxes(5, Box{{0, 0, 0}, {1, 1, 1}});
+    ASSERT_TRUE(s->build(boxes).ok());
+    EXPECT_FALSE(s->insert(2, Box{{5, 5, 5}, {6, 6, 6}}).ok());  // id in use
+    EXPECT_FALSE(s->insert(9, Box{{5, 5, 5}, {4, 6, 6}}).ok());  // bad box
+    EXPECT_FALSE(s->remove(9).ok());
+    EXPECT_FALSE(s->move(9, Box{{5, 5, 5}, {6, 6, 6}}).ok());
+    EXPECT_FALSE(s->move(1, Box{{nan, 5, 5}, {6, 6, 6}}).ok());
+    EXPECT_EQ(s->size(), 5u);
+    ASSERT_TRUE(s->validate().ok());
+    std::vector<std::uint32_t> hit;
+    s->query_point(Vec3{0.5f, 0.5f, 0.5f}, hit);
+    EXPECT_EQ(testing::sorted_ids(hit), (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
+}
+
+// Dynamic structures: seeded random sequences of insert / remove / move with caller-chosen
+// sparse ids, mirrored into the (dynamic) brute force; validate() after every step, and pairs,
+// queries, rays and nearest compared every few steps (oracle_harness.hpp): every profile of
+// testing::sequence_profiles() at the default options, the first seed of each under the other
+// options; after each, every box is removed and the structure refilled.
+TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
+    auto s = make();
+    if (!s->is_dynamic()) GTEST_SKIP() << "static";
+    for (const testing::NamedSequence& sequence : testing::sequence_profiles()) {
+        // The other options run the first seed of each profile.
+        if (!sequence.first_seed && !GetParam().is_default()) continue;
+        SCOPED_TRACE(sequence.name);
+        std::map<std::uint32_t, Box> live = testing::run_dynamic_sequence(*s, sequence.options);
         if (HasFailure()) return;
+        // Empty it completely, then refill.
+        while (!live.empty()) {
+            const std::uint32_t id = live.begin()->first;
+            ASSERT_TRUE(s->remove(id).ok());
+            live.erase(id);
+            ASSERT_TRUE(s->validate().ok());
+        }
+        EXPECT_EQ(s->size(), 0u);
+        EXPECT_TRUE(sorted_pairs(*s).empty());
+        EXPECT_FALSE(s->ray_cast(Ray{{0, 0, 0}, {1, 1, 1}, 10}).has_value());
+        ASSERT_TRUE(s->insert(7, {{0, 0, 0}, {1, 1, 1}}).ok());
+        ASSERT_TRUE(s->insert(9, {{1, 1, 1}, {2, 2, 2}}).ok());
+        EXPECT_EQ(sorted_pairs(*s), (std::vector<Pair>{{7, 9}}));
     }
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-    return info.param;
+// Dynamic structures: boxes inserted one by one into an empty build under sparse ids, and
+// boxes inserted far outside what was built (a rebuild may follow), answer as brute force.
+TEST_P(EveryStructure, InsertsIntoEmptyAndFarOutside) {
+    auto s = make();
+    if (!s->is_dynamic()) GTEST_SKIP() << "static";
+    ASSERT_TRUE(s->build({}).ok());
+    auto clustered = generate_scene("clustered", 500);
+    ASSERT_TRUE(clustered.ok());
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t i = 0; i < clustered->boxes.size(); ++i) {
+        ASSERT_TRUE(s->insert(1000 + 3 * i, clustered->boxes[i]).ok());
+        ids.push_back(1000 + 3 * i);
+    }
+    testing::expect_matches_ids(*s, clustered->boxes, ids, 5, 200, 2);
+    if (HasFatalFailure()) return;
+
+    auto scene = generate_scene("uniform", 100);
+    ASSERT_TRUE(scene.ok());
+    ASSERT_TRUE(s->build(scene->boxes).ok());
+    std::map<std::uint32_t, Box> current;
+    for (std::uint32_t i = 0; i < 100; ++i) current[i] = scene->boxes[i];
+    const Box far{{10, 10, 10}, {11, 11, 11}};
+    ASSERT_TRUE(s->insert(1000, far).ok());
+    current[1000] = far;
+    ASSERT_TRUE(s->validate().ok());
+    for (std::uint32_t i = 0; i < 60; ++i) {
+        const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
+        ASSERT_TRUE(s->insert(2000 + i, b).ok());
+        current[2000 + i] = b;
+        ASSERT_TRUE(s->validate().ok());
+    }
+    testing::CompareOptions options;
+    options.seed = 3;
+    options.query_count = 100;
+    options.nearest_stride = 2;
+    options.nearest_all = false;
+    testing::expect_matches_live(*s, current, options);
 }
 
-std::vector<std::string> method_list() {
-    std::vector<std::string> names;
-    for (const std::string_view m : cpu_method_names()) names.emplace_back(m);
-    return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cpu, EveryStructure, ::testing::ValuesIn(method_list()), param_name);
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryStructure, ::testing::ValuesIn(testing::structure_configs()),
+                         [](const ::testing::TestParamInfo<StructureConfig>& test) {
+                             return test.param.label();
+                         });
 
 // Brute force is the oracle: numbered scenarios with answers worked out by hand.
 TEST(BruteForce, Scenario1_TouchingCountsSeparatedDoesNot) {
