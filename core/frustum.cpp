@@ -107,7 +107,7 @@ Frustum frustum_from(const Mat& m, const Vec3& eye) {
 }
 
 Error bad(const std::string& message) {
-    return Error{ErrorCode::invalid_argument, message, {}, {}};
+    return Error{ErrorCode::invalid_argument, message};
 }
 
 bool finite(const Vec3& v) {

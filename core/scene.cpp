@@ -19,7 +19,7 @@ constexpr std::uint32_t kDefaultSeed = 42;
 constexpr std::size_t kMaxBoxes = std::numeric_limits<std::uint32_t>::max();
 
 Error make_error(ErrorCode code, std::string message) {
-    return {code, std::move(message), {}, {}};
+    return {code, std::move(message)};
 }
 
 /// Shortest text that reads back as the same float.
@@ -58,7 +58,7 @@ Status validate_box(const Box& box, std::size_t id) {
     static constexpr const char* kAxis[] = {"x", "y", "z"};
     const std::string prefix = "box " + std::to_string(id) + ": ";
     auto fail = [&](std::string what) {
-        return Status(Error{ErrorCode::invalid_box, prefix + what, id, {}});
+        return Status(Error{ErrorCode::invalid_box, prefix + what, id});
     };
     for (int corner = 0; corner < 2; ++corner) {
         const Vec3& v = corner == 0 ? box.min : box.max;

@@ -129,9 +129,7 @@ Error error_at(ErrorCode code, std::string_view source, std::size_t line, std::s
 
 Error io_error(const std::string& what, const std::string& path, int error_number) {
     return {ErrorCode::io_error,
-            what + " '" + path + "': " + std::generic_category().message(error_number),
-            {},
-            {}};
+            what + " '" + path + "': " + std::generic_category().message(error_number)};
 }
 
 Error not_regular(const std::string& path, mode_t mode) {
@@ -141,14 +139,11 @@ Error not_regular(const std::string& path, mode_t mode) {
                        : S_ISFIFO(mode) ? "a FIFO"
                        : S_ISSOCK(mode) ? "a socket"
                                         : "not a regular file";
-    return {ErrorCode::io_error,
-            "cannot read '" + path + "': " + kind + ", not a regular file",
-            {},
-            {}};
+    return {ErrorCode::io_error, "cannot read '" + path + "': " + kind + ", not a regular file"};
 }
 
 Error out_of_memory(std::string_view source) {
-    return {ErrorCode::out_of_memory, "out of memory reading " + std::string(source), {}, {}};
+    return {ErrorCode::out_of_memory, "out of memory reading " + std::string(source)};
 }
 
 /// The 0-based vertex of a face corner `v`, `v/vt`, `v//vn` or `v/vt/vn` (1-based, or
@@ -416,7 +411,7 @@ Status write_scene_file(const std::string& path, std::span<const Box> boxes) {
         if (!closed) return io_error("cannot write", path, errno);
         return Status::success();
     } catch (const std::bad_alloc&) {
-        return Error{ErrorCode::out_of_memory, "out of memory writing " + path, {}, {}};
+        return Error{ErrorCode::out_of_memory, "out of memory writing " + path};
     }
 }
 

@@ -15,6 +15,11 @@
 
 namespace broadphase::best_first {
 
+/// The order of a k-nearest answer: by distance, ties to the smaller id.
+inline bool nearer(const Neighbor& a, const Neighbor& b) {
+    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+}
+
 class Queue {
 public:
     /// A node to open later; `distance` is a lower bound of its boxes' distances.

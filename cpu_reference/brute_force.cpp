@@ -48,9 +48,7 @@ void BruteForce::query_point(const Vec3& p, std::vector<std::uint32_t>& out) con
 std::optional<RayHit> BruteForce::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     for (std::size_t s = 0; s < boxes_.size(); ++s) {
-        const std::optional<float> t = ray_box_entry(ray, boxes_[s]);
-        if (t && (!best || *t < best->t || (*t == best->t && ids_[s] < best->id)))
-            best = RayHit{ids_[s], *t};
+        keep_closer(best, ids_[s], ray_box_entry(ray, boxes_[s]));
     }
     stats_.box_tests += boxes_.size();
     return best;
@@ -80,11 +78,7 @@ void BruteForce::make_slot_map() {
 Status BruteForce::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     make_slot_map();
-    if (slot_of_.count(id))
-        return Error{ErrorCode::invalid_argument,
-                     "brute_force: id " + std::to_string(id) + " is already present",
-                     id,
-                     {}};
+    if (slot_of_.count(id)) return invalid("id " + std::to_string(id) + " is already present", id);
     slot_of_[id] = static_cast<std::uint32_t>(boxes_.size());
     boxes_.push_back(box);
     ids_.push_back(id);
@@ -94,11 +88,7 @@ Status BruteForce::insert(std::uint32_t id, const Box& box) {
 Status BruteForce::remove(std::uint32_t id) {
     make_slot_map();
     auto it = slot_of_.find(id);
-    if (it == slot_of_.end())
-        return Error{ErrorCode::invalid_argument,
-                     "brute_force: no box with id " + std::to_string(id),
-                     id,
-                     {}};
+    if (it == slot_of_.end()) return invalid("no box with id " + std::to_string(id), id);
     const std::uint32_t slot = it->second;
     slot_of_.erase(it);
     if (slot + 1 != boxes_.size()) {  // swap with the last
@@ -115,28 +105,19 @@ Status BruteForce::move(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     make_slot_map();
     auto it = slot_of_.find(id);
-    if (it == slot_of_.end())
-        return Error{ErrorCode::invalid_argument,
-                     "brute_force: no box with id " + std::to_string(id),
-                     id,
-                     {}};
+    if (it == slot_of_.end()) return invalid("no box with id " + std::to_string(id), id);
     boxes_[it->second] = box;
     return Status::success();
 }
 
 Status BruteForce::validate() const {
-    if (ids_.size() != boxes_.size())
-        return Error{ErrorCode::invalid_argument, "brute_force: id and box counts differ", {}, {}};
+    if (ids_.size() != boxes_.size()) return invalid("id and box counts differ");
     if (!identity_) {
-        if (slot_of_.size() != ids_.size())
-            return Error{ErrorCode::invalid_argument, "brute_force: slot map size differs", {}, {}};
+        if (slot_of_.size() != ids_.size()) return invalid("slot map size differs");
         for (std::size_t s = 0; s < ids_.size(); ++s) {
             auto it = slot_of_.find(ids_[s]);
             if (it == slot_of_.end() || it->second != s)
-                return Error{ErrorCode::invalid_argument,
-                             "brute_force: slot map wrong for id " + std::to_string(ids_[s]),
-                             ids_[s],
-                             {}};
+                return invalid("slot map wrong for id " + std::to_string(ids_[s]), ids_[s]);
         }
     }
     return validate_boxes(boxes_);

@@ -43,6 +43,7 @@
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
+#include "lbvh.hpp"
 
 namespace broadphase {
 namespace {
@@ -56,14 +57,6 @@ struct Entry {
 Vec3 centroid(const Box& b) {
     return {0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
             0.5f * b.min.z + 0.5f * b.max.z};
-}
-
-Error invalid(BulkRTree::BulkLoad method, const std::string& what,
-              std::optional<std::size_t> box = std::nullopt) {
-    const char* name = method == BulkRTree::BulkLoad::nearest_x ? "rtree_nearest_x"
-                       : method == BulkRTree::BulkLoad::str     ? "rtree_str"
-                                                                : "rtree_hilbert";
-    return Error{ErrorCode::invalid_argument, std::string(name) + ": " + what, box, std::nullopt};
 }
 
 // The fraction of the centroids left out at each end when measuring how far they spread
@@ -209,17 +202,6 @@ void str_tile(std::span<Entry> e, const AxisPlan& plan, int dim, std::uint64_t b
     }
 }
 
-// Spreads the low 21 bits of v so that there are two zero bits between each.
-std::uint64_t expand_bits_21(std::uint64_t v) {
-    v &= 0x1fffffull;
-    v = (v | (v << 32)) & 0x001f00000000ffffull;
-    v = (v | (v << 16)) & 0x001f0000ff0000ffull;
-    v = (v | (v << 8)) & 0x100f00f00f00f00full;
-    v = (v | (v << 4)) & 0x10c30c30c30c30c3ull;
-    v = (v | (v << 2)) & 0x1249249249249249ull;
-    return v;
-}
-
 // An unsigned integer in the order of the float (-0 and +0 alike).
 std::uint32_t ordered_bits(float f) {
     if (f == 0.0f) f = 0.0f;
@@ -321,7 +303,8 @@ std::uint64_t BulkRTree::hilbert_index(const std::uint32_t q[3]) {
         t ^= (bit - 1) & (0u - ((x[2] & bit) != 0));
     }
     for (std::uint32_t& v : x) v ^= t;
-    return (expand_bits_21(x[0]) << 2) | (expand_bits_21(x[1]) << 1) | expand_bits_21(x[2]);
+    return (lbvh::expand_bits_21(x[0]) << 2) | (lbvh::expand_bits_21(x[1]) << 1) |
+           lbvh::expand_bits_21(x[2]);
 }
 
 std::string_view BulkRTree::name() const {
@@ -345,11 +328,10 @@ Status BulkRTree::build(std::span<const Box> boxes) {
     boxes_.clear();
     axes_ = {0, 1, 2};
     tiled_axes_ = 1;
-    if (config_.node_capacity < 2) return invalid(config_.method, "node_capacity must be >= 2");
+    if (config_.node_capacity < 2) return invalid("node_capacity must be >= 2");
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() >= std::numeric_limits<std::uint32_t>::max()) {
-        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes",
-                     std::nullopt, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
     if (n == 0) return Status::success();
@@ -582,10 +564,7 @@ std::optional<RayHit> BulkRTree::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
             for (std::uint32_t k = node.first; k < node.first + node.count; ++k) {
-                const std::optional<float> t = ray_box_entry(ray, boxes_[k]);
-                if (t && (!best || before(*t, ids_[k], best->t, best->id))) {
-                    best = RayHit{ids_[k], *t};
-                }
+                keep_closer(best, ids_[k], ray_box_entry(ray, boxes_[k]));
             }
             continue;
         }
@@ -628,24 +607,14 @@ Status BulkRTree::validate() const {
     const BulkLoad m = config_.method;
     const std::size_t n = boxes_.size();
     const std::uint32_t b = config_.node_capacity;
-    if (b < 2) return invalid(m, "node_capacity below 2");
-    if (ids_.size() != n) return invalid(m, "ids and boxes differ in size");
-    std::vector<bool> seen(n, false);
-    for (std::size_t k = 0; k < n; ++k) {
-        const std::uint32_t id = ids_[k];
-        if (id >= n) return invalid(m, "id " + std::to_string(id) + " out of range", id);
-        if (seen[id]) return invalid(m, "id " + std::to_string(id) + " stored twice", id);
-        seen[id] = true;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-        if (Status s = validate_box(boxes_[k], ids_[k]); !s) return s;
-    }
+    if (b < 2) return invalid("node_capacity below 2");
+    if (Status s = validate_slots(boxes_, ids_); !s) return s;
     if (n == 0) {
         return nodes_.empty() && levels_.empty() ? Status::success()
-                                                 : invalid(m, "nodes in an empty tree");
+                                                 : invalid("nodes in an empty tree");
     }
     if (levels_.size() < 2 || levels_.front() != 0 || levels_.back() != nodes_.size()) {
-        return invalid(m, "level offsets do not partition the node array");
+        return invalid("level offsets do not partition the node array");
     }
 
     // Each level: ceil(children / b) nodes whose ranges tile the level below in order, all
@@ -654,10 +623,10 @@ Status BulkRTree::validate() const {
     for (std::size_t level = 0; level + 1 < levels_.size(); ++level) {
         const std::uint32_t lo = levels_[level], hi = levels_[level + 1];
         const std::string where_level = "level " + std::to_string(level) + ": ";
-        if (hi <= lo) return invalid(m, where_level + "empty");
+        if (hi <= lo) return invalid(where_level + "empty");
         if (hi - lo != (children + b - 1) / b) {
-            return invalid(m, where_level + std::to_string(hi - lo) + " nodes over " +
-                                  std::to_string(children) + " children");
+            return invalid(where_level + std::to_string(hi - lo) + " nodes over " +
+                           std::to_string(children) + " children");
         }
         const std::uint32_t child_base = level == 0 ? 0 : levels_[level - 1];
         // Child ranges are contiguous and tile the level below; they follow one another in
@@ -669,20 +638,20 @@ Status BulkRTree::validate() const {
             const std::string where = "node " + std::to_string(index) + ": ";
             const bool last = index + 1 == hi;
             if (node.count == 0 || node.count > b || (!last && node.count != b)) {
-                return invalid(m, where + "holds " + std::to_string(node.count) +
-                                      " children; only the last node of a level may be "
-                                      "less than full");
+                return invalid(where + "holds " + std::to_string(node.count) +
+                               " children; only the last node of a level may be "
+                               "less than full");
             }
             if (node.first < child_base ||
                 std::size_t{node.first - child_base} + node.count > children) {
-                return invalid(m, where + "children outside the level below");
+                return invalid(where + "children outside the level below");
             }
             if (m != BulkLoad::str && node.first != child_base + next) {
-                return invalid(m, where + "children do not follow its left neighbour's");
+                return invalid(where + "children do not follow its left neighbour's");
             }
             for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
                 if (covered[c - child_base]) {
-                    return invalid(m, where + "child " + std::to_string(c) + " has two parents");
+                    return invalid(where + "child " + std::to_string(c) + " has two parents");
                 }
                 covered[c - child_base] = true;
             }
@@ -691,14 +660,14 @@ Status BulkRTree::validate() const {
                 expect = merge(expect, level == 0 ? boxes_[c] : nodes_[c].bounds);
             }
             if (!(expect == node.bounds)) {
-                return invalid(m, where + "bounds are not the union of its children");
+                return invalid(where + "bounds are not the union of its children");
             }
             next += node.count;
         }
-        if (next != children) return invalid(m, where_level + "does not cover the level below");
+        if (next != children) return invalid(where_level + "does not cover the level below");
         children = hi - lo;
     }
-    if (children != 1) return invalid(m, "the top level has more than one node");
+    if (children != 1) return invalid("the top level has more than one node");
     return validate_leaf_order();
 }
 
@@ -711,7 +680,7 @@ Status BulkRTree::validate_leaf_order() const {
         for (std::uint32_t k = 1; k < n; ++k) {
             if (before(centroid(boxes_[k])[axis], ids_[k], centroid(boxes_[k - 1])[axis],
                        ids_[k - 1])) {
-                return invalid(m, "box " + std::to_string(ids_[k]) + " out of centroid order",
+                return invalid("box " + std::to_string(ids_[k]) + " out of centroid order",
                                ids_[k]);
             }
         }
@@ -722,8 +691,7 @@ Status BulkRTree::validate_leaf_order() const {
         for (std::uint32_t k = 1; k < n; ++k) {
             const std::uint64_t code = keys[k], previous = keys[k - 1];
             if (code < previous || (code == previous && ids_[k] < ids_[k - 1])) {
-                return invalid(m, "box " + std::to_string(ids_[k]) + " out of Hilbert order",
-                               ids_[k]);
+                return invalid("box " + std::to_string(ids_[k]) + " out of Hilbert order", ids_[k]);
             }
         }
         return Status::success();
@@ -754,8 +722,7 @@ Status BulkRTree::validate_leaf_order() const {
                 hi = std::max(hi, key);
             }
             if (lo < previous_max) {
-                return invalid(m,
-                               "STR tile at box " + std::to_string(ids_[start]) +
+                return invalid("STR tile at box " + std::to_string(ids_[start]) +
                                    " out of order along axis " + std::to_string(axis),
                                ids_[start]);
             }

@@ -1,9 +1,9 @@
-// Dynamic AABB tree, after seed 000 (Ming-Lun "Allen" Chou, "Game Physics: Broadphase -
-// Dynamic AABB Tree") and Box2D's b2DynamicTree (E. Catto; GDC 2019, "Dynamic Bounding Volume
-// Hierarchies", on insertion cost and tree rotations).
+// Dynamic AABB tree, after Ming-Lun "Allen" Chou's article "Game Physics: Broadphase -
+// Dynamic AABB Tree" (the article below) and Box2D's b2DynamicTree (E. Catto; GDC 2019, "Dynamic
+// Bounding Volume Hierarchies", on insertion cost and tree rotations).
 //
 // - Fat boxes: each leaf stores the caller's tight box and a fat box grown by a margin; move()
-//   re-inserts a leaf only when its tight box leaves its fat box (the seed's "AABB Update").
+//   re-inserts a leaf only when its tight box leaves its fat box (the article's "AABB Update").
 //   The default margin is relative: on each axis, Config::margin (10%) of the smaller of the
 //   box's own extent there and the typical extent, the lower median of the boxes' mean
 //   extents. A mean would let one world-sized box (level's ground slab) grow every fat box over
@@ -13,17 +13,17 @@
 //   others. With the cap no fat box is more than 1.2 times its box on any axis, and pruning on
 //   fat boxes costs about what pruning on the tight ones would. The price: a box that moves
 //   across a thin (or zero) extent leaves its fat box sooner and is re-inserted, O(log n).
-// - Insertion descends by least cost. The seed descends by least volume growth; volume is 0 for
+// - Insertion descends by least cost. The article descends by least volume growth; volume is 0 for
 //   every flat or point box (a 2D scene), so this uses Box2D's surface-area branch cost instead:
 //   stop at a node when making the leaf its sibling is cheaper than descending into either
 //   child, counting the area growth inherited by every ancestor. Area is 0 too for points and
 //   segments on one line; where areas tie, the sum of the side lengths decides, so such boxes
 //   are still placed by position rather than all down one branch. Both in double, so that
 //   far coordinates (1e7) and world-sized boxes neither cancel nor overflow.
-// - Rotations: the seed's comments note that a sorted insertion order degenerates into a list
+// - Rotations: the article's comments note that a sorted insertion order degenerates into a list
 //   and suggest AVL-like rotations; balance() is Box2D's b2DynamicTree::Balance, applied on the
 //   path to the root after every insert and remove.
-// - Self-pairs: the seed's ComputePairsHelper tests boxes only at leaves, so (as a comment
+// - Self-pairs: the article's ComputePairsHelper tests boxes only at leaves, so (as a comment
 //   points out) it visits every pair of leaves. Here a dual-tree traversal prunes every pair of
 //   nodes whose fat boxes are disjoint, and a node's two children are crossed only when their
 //   fat boxes overlap. Each leaf pair has one lowest common ancestor, so each pair is reached
@@ -35,22 +35,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
 #include <utility>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
 namespace {
-
-// Half the surface area, in double so that large coordinates neither overflow nor cancel.
-double half_area(const Box& b) {
-    const double dx = double(b.max.x) - b.min.x;
-    const double dy = double(b.max.y) - b.min.y;
-    const double dz = double(b.max.z) - b.min.z;
-    return dx * dy + dy * dz + dz * dx;
-}
 
 // The insertion cost measure: half the surface area, then (where areas tie, as they do at 0
 // for points and segments along one line) the sum of the side lengths. Both in double.
@@ -87,20 +79,6 @@ double lower_median(std::vector<double>& values) {
     const auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
     std::nth_element(values.begin(), mid, values.end());
     return *mid;
-}
-
-bool box_contains(const Box& outer, const Box& inner) {
-    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
-           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
-}
-
-bool neighbor_less(const Neighbor& a, const Neighbor& b) {
-    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-}
-
-Error invariant_error(const std::string& what) {
-    return Error{ErrorCode::invalid_argument, "dynamic_aabb_tree: " + what, std::nullopt,
-                 std::nullopt};
 }
 
 }  // namespace
@@ -200,8 +178,7 @@ Status DynamicAabbTree::build(std::span<const Box> boxes) {
     if (Status s = validate_boxes(boxes); !s) return s;
     set_relative_margin(boxes);
     if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
-        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", std::nullopt,
-                     std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
     if (!config_.bulk_build) {
@@ -390,13 +367,10 @@ std::int32_t DynamicAabbTree::balance(std::int32_t a) {
 Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     if (leaf_of_.count(id) != 0) {
-        return Error{ErrorCode::invalid_argument,
-                     "dynamic_aabb_tree: insert of id " + std::to_string(id) + ", already present",
-                     id, std::nullopt};
+        return invalid("insert of id " + std::to_string(id) + ", already present", id);
     }
     if (leaf_of_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
-        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", id,
-                     std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", id};
     }
     if (!margin_chosen_) {
         margin_sample_.clear();
@@ -411,9 +385,7 @@ Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
 Status DynamicAabbTree::remove(std::uint32_t id) {
     const auto it = leaf_of_.find(id);
     if (it == leaf_of_.end()) {
-        return Error{ErrorCode::invalid_argument,
-                     "dynamic_aabb_tree: remove of id " + std::to_string(id) + ", not present", id,
-                     std::nullopt};
+        return invalid("remove of id " + std::to_string(id) + ", not present", id);
     }
     const std::int32_t leaf = it->second;
     leaf_of_.erase(it);
@@ -426,13 +398,11 @@ Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     const auto it = leaf_of_.find(id);
     if (it == leaf_of_.end()) {
-        return Error{ErrorCode::invalid_argument,
-                     "dynamic_aabb_tree: move of id " + std::to_string(id) + ", not present", id,
-                     std::nullopt};
+        return invalid("move of id " + std::to_string(id) + ", not present", id);
     }
     const std::int32_t leaf = it->second;
     nodes_[leaf].tight = box;
-    if (box_contains(nodes_[leaf].fat, box)) return Status::success();
+    if (contains_box(nodes_[leaf].fat, box)) return Status::success();
     remove_leaf(leaf);
     nodes_[leaf].fat = fatten(box);
     insert_leaf(leaf);
@@ -529,10 +499,7 @@ std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
         if (node.leaf()) {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
-            const std::optional<float> t = ray_box_entry(ray, node.tight);
-            if (t && (!best || *t < best->t || (*t == best->t && node.id < best->id))) {
-                best = RayHit{node.id, *t};
-            }
+            keep_closer(best, node.id, ray_box_entry(ray, node.tight));
             continue;
         }
         ++stats_.nodes_visited;
@@ -553,37 +520,22 @@ std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
 Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || root_ == kNull) return Status::success();
-    // `out` is a max-heap of the best k so far under neighbor_less; the frontier a min-heap of
-    // nodes by the distance to their fat box, a lower bound for every box below them.
-    using Entry = std::pair<float, std::int32_t>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
-    frontier.emplace(point_box_distance(p, nodes_[root_].fat), root_);
-    while (!frontier.empty()) {
-        const auto [bound, index] = frontier.top();
-        frontier.pop();
-        if (out.size() == k && bound > out.front().distance) break;
+    // A node's key is the distance to its fat box, which holds every tight box below it.
+    best_first::Queue queue;
+    queue.push_node(point_box_distance(p, nodes_[root_].fat), std::uint32_t(root_));
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
         const Node& node = nodes_[index];
         if (node.leaf()) {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
-            const Neighbor candidate{node.id, point_box_distance(p, node.tight)};
-            if (out.size() < k) {
-                out.push_back(candidate);
-                std::push_heap(out.begin(), out.end(), neighbor_less);
-            } else if (neighbor_less(candidate, out.front())) {
-                std::pop_heap(out.begin(), out.end(), neighbor_less);
-                out.back() = candidate;
-                std::push_heap(out.begin(), out.end(), neighbor_less);
-            }
-            continue;
+            q.push_box(point_box_distance(p, node.tight), node.id);
+            return;
         }
         ++stats_.nodes_visited;
         for (const std::int32_t child : {node.child1, node.child2}) {
-            const float d = point_box_distance(p, nodes_[child].fat);
-            if (out.size() < k || d <= out.front().distance) frontier.emplace(d, child);
+            q.push_node(point_box_distance(p, nodes_[child].fat), std::uint32_t(child));
         }
-    }
-    std::sort_heap(out.begin(), out.end(), neighbor_less);
+    });
     return Status::success();
 }
 
@@ -601,17 +553,17 @@ Status DynamicAabbTree::validate() const {
 
     std::int64_t free_count = 0;
     for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return invariant_error("free list points outside the pool");
-        if (nodes_[i].height != -1) return invariant_error(node_name(i) + " on free list in use");
-        if (++free_count > total) return invariant_error("free list has a cycle");
+        if (!in_range(i)) return invalid("free list points outside the pool");
+        if (nodes_[i].height != -1) return invalid(node_name(i) + " on free list in use");
+        if (++free_count > total) return invalid("free list has a cycle");
     }
     if (root_ == kNull) {
-        if (!leaf_of_.empty()) return invariant_error("no root but ids are mapped");
-        if (free_count != total) return invariant_error("empty tree with nodes in use");
+        if (!leaf_of_.empty()) return invalid("no root but ids are mapped");
+        if (free_count != total) return invalid("empty tree with nodes in use");
         return Status::success();
     }
-    if (!in_range(root_)) return invariant_error("root outside the pool");
-    if (nodes_[root_].parent != kNull) return invariant_error("root has a parent");
+    if (!in_range(root_)) return invalid("root outside the pool");
+    if (nodes_[root_].parent != kNull) return invalid("root has a parent");
 
     std::int64_t reached = 0;
     std::size_t leaves = 0;
@@ -619,45 +571,44 @@ Status DynamicAabbTree::validate() const {
     while (!stack.empty()) {
         const std::int32_t i = stack.back();
         stack.pop_back();
-        if (++reached > total) return invariant_error("tree links form a cycle");
+        if (++reached > total) return invalid("tree links form a cycle");
         const Node& node = nodes_[i];
-        if (node.height < 0) return invariant_error(node_name(i) + " is free but linked");
+        if (node.height < 0) return invalid(node_name(i) + " is free but linked");
         if (node.leaf()) {
-            if (node.child2 != kNull) return invariant_error(node_name(i) + " has one child");
-            if (node.height != 0) return invariant_error(node_name(i) + " leaf height not 0");
+            if (node.child2 != kNull) return invalid(node_name(i) + " has one child");
+            if (node.height != 0) return invalid(node_name(i) + " leaf height not 0");
             if (Status s = validate_box(node.tight, node.id); !s) return s;
-            if (!box_contains(node.fat, node.tight)) {
-                return invariant_error("fat box of id " + std::to_string(node.id) +
-                                       " does not contain its box");
+            if (!contains_box(node.fat, node.tight)) {
+                return invalid("fat box of id " + std::to_string(node.id) +
+                               " does not contain its box");
             }
             const auto it = leaf_of_.find(node.id);
             if (it == leaf_of_.end() || it->second != i) {
-                return invariant_error("id " + std::to_string(node.id) + " not mapped to " +
-                                       node_name(i));
+                return invalid("id " + std::to_string(node.id) + " not mapped to " + node_name(i));
             }
             ++leaves;
             continue;
         }
         for (const std::int32_t child : {node.child1, node.child2}) {
-            if (!in_range(child)) return invariant_error(node_name(i) + " child out of range");
+            if (!in_range(child)) return invalid(node_name(i) + " child out of range");
             if (nodes_[child].parent != i) {
-                return invariant_error(node_name(child) + " parent link is not " + node_name(i));
+                return invalid(node_name(child) + " parent link is not " + node_name(i));
             }
-            if (!box_contains(node.fat, nodes_[child].fat)) {
-                return invariant_error(node_name(i) + " fat box does not contain child " +
-                                       node_name(child));
+            if (!contains_box(node.fat, nodes_[child].fat)) {
+                return invalid(node_name(i) + " fat box does not contain child " +
+                               node_name(child));
             }
             stack.push_back(child);
         }
         if (node.height != 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height)) {
-            return invariant_error(node_name(i) + " height inconsistent with its children");
+            return invalid(node_name(i) + " height inconsistent with its children");
         }
     }
     if (leaves != leaf_of_.size()) {
-        return invariant_error(std::to_string(leaves) + " leaves but " +
-                               std::to_string(leaf_of_.size()) + " ids mapped");
+        return invalid(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
+                       " ids mapped");
     }
-    if (reached + free_count != total) return invariant_error("nodes leaked from the pool");
+    if (reached + free_count != total) return invalid("nodes leaked from the pool");
     return Status::success();
 }
 

@@ -1,7 +1,7 @@
 // Dynamic AABB tree: a binary tree of "fat" boxes (each box grown by a margin) that supports
 // insert by least cost, remove, and re-insert only when a moved box escapes its fat box, as
-// described in seed 000 (Ming-Lun "Allen" Chou, "Game Physics: Broadphase - Dynamic AABB
-// Tree"), with what its comment section asks for: self-pairs that prune at every level of a
+// described in Ming-Lun "Allen" Chou's article "Game Physics: Broadphase - Dynamic AABB
+// Tree", with what its comment section asks for: self-pairs that prune at every level of a
 // dual-tree traversal (not only at leaves) and rotations so that degenerate insertion orders
 // stay balanced. The insertion cost and the rotations follow Box2D's b2DynamicTree
 // (E. Catto; see also his GDC 2019 talk "Dynamic Bounding Volume Hierarchies").

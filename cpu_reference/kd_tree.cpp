@@ -32,15 +32,6 @@ Vec3 centroid(const Box& b) {
             0.5f * b.min.z + 0.5f * b.max.z};
 }
 
-bool box_contains(const Box& outer, const Box& inner) {
-    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
-           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
-}
-
-Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "kd_tree: " + what, box, std::nullopt};
-}
-
 }  // namespace
 
 Status KdTree::build(std::span<const Box> boxes) {
@@ -50,8 +41,7 @@ Status KdTree::build(std::span<const Box> boxes) {
     if (config_.leaf_capacity == 0) return invalid("leaf_capacity must be at least 1");
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() >= std::numeric_limits<std::uint32_t>::max()) {
-        return Error{ErrorCode::limit_exceeded, "kd_tree: too many boxes for 32-bit ids",
-                     std::nullopt, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "kd_tree: too many boxes for 32-bit ids"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
     if (n == 0) return Status::success();
@@ -269,10 +259,7 @@ std::optional<RayHit> KdTree::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             stats_.box_tests += node.end - node.begin;
             for (std::uint32_t k = node.begin; k < node.end; ++k) {
-                const std::optional<float> t = ray_box_entry(ray, boxes_[k]);
-                if (t && (!best || *t < best->t || (*t == best->t && ids_[k] < best->id))) {
-                    best = RayHit{ids_[k], *t};
-                }
+                keep_closer(best, ids_[k], ray_box_entry(ray, boxes_[k]));
             }
             continue;
         }
@@ -327,17 +314,7 @@ Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
 
 Status KdTree::validate() const {
     const std::size_t n = boxes_.size();
-    if (ids_.size() != n) return invalid("ids and boxes differ in size");
-    std::vector<bool> seen(n, false);
-    for (std::size_t k = 0; k < n; ++k) {
-        const std::uint32_t id = ids_[k];
-        if (id >= n) return invalid("id " + std::to_string(id) + " out of range", id);
-        if (seen[id]) return invalid("id " + std::to_string(id) + " stored twice", id);
-        seen[id] = true;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-        if (Status s = validate_box(boxes_[k], ids_[k]); !s) return s;
-    }
+    if (Status s = validate_slots(boxes_, ids_); !s) return s;
     if (n == 0) {
         return nodes_.empty() ? Status::success() : invalid("nodes in an empty tree");
     }
@@ -361,7 +338,7 @@ Status KdTree::validate() const {
         if (node.depth != e.depth) return invalid(where + "wrong depth");
         if (node.is_leaf()) {
             for (std::uint32_t k = node.begin; k < node.end; ++k) {
-                if (!box_contains(node.bounds, boxes_[k])) {
+                if (!contains_box(node.bounds, boxes_[k])) {
                     return invalid(where + "bounds do not contain box " + std::to_string(ids_[k]),
                                    ids_[k]);
                 }
@@ -387,7 +364,7 @@ Status KdTree::validate() const {
             r.begin >= r.end) {
             return invalid(where + "children do not partition its range");
         }
-        if (!box_contains(node.bounds, l.bounds) || !box_contains(node.bounds, r.bounds)) {
+        if (!contains_box(node.bounds, l.bounds) || !contains_box(node.bounds, r.bounds)) {
             return invalid(where + "bounds do not contain a child's bounds");
         }
         for (std::uint32_t k = l.begin; k < l.end; ++k) {

@@ -39,8 +39,7 @@ bool is_leaf(std::uint32_t node, std::uint32_t n) {
 }
 
 Error tree_error(std::uint32_t node, const std::string& what) {
-    return Error{ErrorCode::invalid_argument, "lbvh node " + std::to_string(node) + ": " + what,
-                 std::nullopt, std::nullopt};
+    return Error{ErrorCode::invalid_argument, "lbvh node " + std::to_string(node) + ": " + what};
 }
 
 // Karras' delta: common prefix length of the keys (code, index) at sorted positions i and j.
@@ -561,7 +560,7 @@ std::optional<RayHit> LbvhStructure::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
             const std::uint32_t id = nd.link.x;
-            if (!best || e.t < best->t || (e.t == best->t && id < best->id)) best = {id, e.t};
+            keep_closer(best, id, e.t);
             continue;
         }
         ++stats_.nodes_visited;

@@ -21,12 +21,30 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "best_first.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::detail {
+
+/// An octant on a ray's depth-first stack, with the ray's entry parameter into it.
+struct OctantVisit {
+    std::uint32_t node;
+    float t;
+};
+
+/// Pushes the octants children[0, count) (8 at most) onto a ray's depth-first stack, farthest
+/// first, so that the nearest pops next; ties keep their order. Reorders `children`.
+inline void push_nearest_last(std::vector<OctantVisit>& stack, OctantVisit* children, int count) {
+    for (int i = 1; i < count; ++i) {  // insertion sort, farthest first
+        for (int j = i; j > 0 && children[j - 1].t < children[j].t; --j) {
+            std::swap(children[j - 1], children[j]);
+        }
+    }
+    for (int i = 0; i < count; ++i) stack.push_back(children[i]);
+}
 
 /// Lists with more entries than this are swept (self-pairs) and indexed (queries).
 constexpr std::size_t kCrowded = 48;

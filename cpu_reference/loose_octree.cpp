@@ -23,10 +23,6 @@ void index_crowded(Node& node) {
     }
 }
 
-Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "loose_octree: " + what, box, std::nullopt};
-}
-
 // Outward rounding to float, clamped to the finite range (a root over boxes near +-3e38 has
 // loose bounds beyond it; every box still fits the clamped bound).
 using detail::round_down_float;
@@ -404,25 +400,16 @@ void LooseOctree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) co
 
 std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
-    const auto consider = [&best](const Entry& e, std::optional<float> t) {
-        if (t && (!best || *t < best->t || (*t == best->t && e.id < best->id))) {
-            best = RayHit{e.id, *t};
-        }
-    };
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) consider(e, ray_box_entry(ray, e.box));
+    for (const Entry& e : outside_) keep_closer(best, e.id, ray_box_entry(ray, e.box));
     if (nodes_.empty() || nodes_[0].subtree_count == 0) return best;
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].loose);
     if (!root_t) return best;
     // A loose bound's entry t never exceeds that of a box inside it (the slab test is monotone
     // in the bounds), so an octant entered after the best hit is skipped.
-    struct Visit {
-        std::uint32_t node;
-        float t;
-    };
-    std::vector<Visit> stack = {{0, *root_t}};
+    std::vector<detail::OctantVisit> stack = {{0, *root_t}};
     while (!stack.empty()) {
-        const Visit v = stack.back();
+        const detail::OctantVisit v = stack.back();
         stack.pop_back();
         if (best && v.t > best->t) continue;
         const Node& node = nodes_[v.node];
@@ -433,11 +420,11 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             detail::ray_scan(
                 node.entries, node.index, ray, v.t, node.loose, stats_.box_tests,
-                [&](const Entry& e) { consider(e, ray_box_entry(ray, e.box)); },
+                [&](const Entry& e) { keep_closer(best, e.id, ray_box_entry(ray, e.box)); },
                 [&] { return best ? best->t : ray.tmax; });
         }
         if (node.is_leaf()) continue;
-        Visit children[8];
+        detail::OctantVisit children[8];
         int count = 0;
         for (std::uint32_t c = 0; c < 8; ++c) {
             const Node& child = nodes_[node.first_child + c];
@@ -445,13 +432,7 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
             const std::optional<float> t = ray_box_entry(ray, child.loose);
             if (t) children[count++] = {node.first_child + c, *t};
         }
-        // Insertion sort, farthest first (8 at most).
-        for (int i = 1; i < count; ++i) {
-            for (int j = i; j > 0 && children[j - 1].t < children[j].t; --j) {
-                std::swap(children[j - 1], children[j]);
-            }
-        }
-        for (int i = 0; i < count; ++i) stack.push_back(children[i]);
+        detail::push_nearest_last(stack, children, count);
     }
     return best;
 }

@@ -22,10 +22,6 @@ constexpr std::uint32_t kDepthLimit = 300;
 constexpr int kStays = -1;
 constexpr int kSpread = 8;
 
-Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "octree: " + what, box, std::nullopt};
-}
-
 Vec3 max_corner(const Vec3& a, const Vec3& b) {
     return {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)};
 }
@@ -529,13 +525,8 @@ void Octree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
 
 std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
-    const auto consider = [&best](const Entry& e, std::optional<float> t) {
-        if (t && (!best || *t < best->t || (*t == best->t && e.id < best->id))) {
-            best = RayHit{e.id, *t};
-        }
-    };
     stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) consider(e, ray_box_entry(ray, e.box));
+    for (const Entry& e : outside_) keep_closer(best, e.id, ray_box_entry(ray, e.box));
     if (nodes_.empty()) return best;
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].cell);
     if (!root_t) return best;
@@ -543,13 +534,9 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
     // test is monotone in the bounds), so a cell entered after the best hit is skipped, with a
     // few ulps of slack: the leaf holding the hit point must be visited, since an indexed leaf
     // only looks for hits on the part of the ray inside its own cell.
-    struct Visit {
-        std::uint32_t node;
-        float t;
-    };
-    std::vector<Visit> stack = {{0, *root_t}};
+    std::vector<detail::OctantVisit> stack = {{0, *root_t}};
     while (!stack.empty()) {
-        const Visit v = stack.back();
+        const detail::OctantVisit v = stack.back();
         stack.pop_back();
         if (best && double(v.t) > double(best->t) * (1.0 + 1e-5)) continue;
         const Node& node = nodes_[v.node];
@@ -557,25 +544,18 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             detail::ray_scan(
                 node.entries, node.index, ray, v.t, node.cell, stats_.box_tests,
-                [&](const Entry& e) { consider(e, ray_box_entry(ray, e.box)); },
+                [&](const Entry& e) { keep_closer(best, e.id, ray_box_entry(ray, e.box)); },
                 [&] { return best ? best->t : ray.tmax; });
             continue;
         }
         ++stats_.nodes_visited;
-        Visit children[8];
+        detail::OctantVisit children[8];
         int count = 0;
         for (std::uint32_t c = 0; c < 8; ++c) {
             const std::optional<float> t = ray_box_entry(ray, nodes_[node.first_child + c].cell);
             if (t) children[count++] = {node.first_child + c, *t};
         }
-        // Push the farthest first so that the nearest is popped next.
-        // Insertion sort, farthest first (8 at most).
-        for (int i = 1; i < count; ++i) {
-            for (int j = i; j > 0 && children[j - 1].t < children[j].t; --j) {
-                std::swap(children[j - 1], children[j]);
-            }
-        }
-        for (int i = 0; i < count; ++i) stack.push_back(children[i]);
+        detail::push_nearest_last(stack, children, count);
     }
     return best;
 }

@@ -33,6 +33,7 @@
 #include <string>
 #include <utility>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -234,10 +235,6 @@ std::vector<std::uint8_t> split_rstar(std::span<const Box> boxes, std::size_t mi
     return group;
 }
 
-bool neighbor_less(const Neighbor& a, const Neighbor& b) {
-    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -258,26 +255,20 @@ std::string_view RTree::name() const {
 Status RTree::check_config() const {
     const std::uint32_t m = config_.min_entries, big_m = config_.max_entries;
     if (m < 1 || big_m < 2 || m > big_m / 2 || big_m > 4096) {
-        return Error{ErrorCode::invalid_argument,
-                     std::string(name()) + ": needs 1 <= min_entries <= max_entries / 2 and " +
-                         "max_entries <= 4096, got " + std::to_string(m) + " and " +
-                         std::to_string(big_m),
-                     std::nullopt, std::nullopt};
+        return invalid("needs 1 <= min_entries <= max_entries / 2 and max_entries <= 4096, got " +
+                       std::to_string(m) + " and " + std::to_string(big_m));
     }
     if (!(config_.reinsert_fraction >= 0.0f && config_.reinsert_fraction < 1.0f)) {
-        return Error{ErrorCode::invalid_argument,
-                     std::string(name()) + ": reinsert_fraction must be in [0, 1)", std::nullopt,
-                     std::nullopt};
+        return invalid("reinsert_fraction must be in [0, 1)");
     }
     return Status::success();
 }
 
 Status RTree::check_id(std::uint32_t id, bool present, const char* what) const {
     if ((leaf_of_.count(id) != 0) == present) return Status::success();
-    return Error{ErrorCode::invalid_argument,
-                 std::string(name()) + ": " + what + " of id " + std::to_string(id) +
-                     (present ? ", not present" : ", already present"),
-                 id, std::nullopt};
+    return invalid(std::string(what) + " of id " + std::to_string(id) +
+                       (present ? ", not present" : ", already present"),
+                   id);
 }
 
 std::int32_t RTree::allocate_node(std::int32_t level) {
@@ -346,8 +337,7 @@ Status RTree::build(std::span<const Box> boxes) {
     if (Status s = check_config(); !s) return s;
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
-        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes",
-                     std::nullopt, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes"};
     }
     leaf_of_.reserve(boxes.size());
     nodes_.reserve(2 * boxes.size() / std::max<std::uint32_t>(config_.min_entries, 2) + 1);
@@ -364,8 +354,7 @@ Status RTree::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     if (Status s = check_id(id, false, "insert"); !s) return s;
     if (leaf_of_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
-        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes", id,
-                     std::nullopt};
+        return Error{ErrorCode::limit_exceeded, std::string(name()) + ": too many boxes", id};
     }
     std::vector<char> reinserted;
     insert_entry(Entry{box, id}, 0, reinserted);
@@ -750,10 +739,7 @@ std::optional<RayHit> RTree::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             for (const Entry& e : node.entries) {
                 ++stats_.box_tests;
-                const std::optional<float> t = ray_box_entry(ray, e.box);
-                if (t && (!best || *t < best->t || (*t == best->t && e.ref < best->id))) {
-                    best = RayHit{e.ref, *t};
-                }
+                keep_closer(best, e.ref, ray_box_entry(ray, e.box));
             }
             continue;
         }
@@ -771,41 +757,20 @@ std::optional<RayHit> RTree::ray_cast(const Ray& ray) const {
 Status RTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || root_ == kNull) return Status::success();
-    // `out` is a max-heap of the best k so far under neighbor_less; the frontier a min-heap of
-    // nodes by the distance to their bounds, a lower bound for every box below them.
-    using Item = std::pair<float, std::int32_t>;
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> frontier;
-    frontier.emplace(0.0f, root_);
-    while (!frontier.empty()) {
-        const auto [bound, index] = frontier.top();
-        frontier.pop();
-        if (out.size() == k && bound > out.front().distance) break;
+    // A node's key is the distance to its entry's box, the union of the boxes below it.
+    best_first::Queue queue;
+    queue.push_node(0.0f, std::uint32_t(root_));
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
         const Node& node = nodes_[index];
         if (node.level == 0) {
             ++stats_.leaves_visited;
-            for (const Entry& e : node.entries) {
-                ++stats_.box_tests;
-                const Neighbor candidate{e.ref, point_box_distance(p, e.box)};
-                if (out.size() < k) {
-                    out.push_back(candidate);
-                    std::push_heap(out.begin(), out.end(), neighbor_less);
-                } else if (neighbor_less(candidate, out.front())) {
-                    std::pop_heap(out.begin(), out.end(), neighbor_less);
-                    out.back() = candidate;
-                    std::push_heap(out.begin(), out.end(), neighbor_less);
-                }
-            }
-            continue;
+            stats_.box_tests += node.entries.size();
+            for (const Entry& e : node.entries) q.push_box(point_box_distance(p, e.box), e.ref);
+            return;
         }
         ++stats_.nodes_visited;
-        for (const Entry& e : node.entries) {
-            const float d = point_box_distance(p, e.box);
-            if (out.size() < k || d <= out.front().distance) {
-                frontier.emplace(d, static_cast<std::int32_t>(e.ref));
-            }
-        }
-    }
-    std::sort_heap(out.begin(), out.end(), neighbor_less);
+        for (const Entry& e : node.entries) q.push_node(point_box_distance(p, e.box), e.ref);
+    });
     return Status::success();
 }
 
@@ -817,33 +782,29 @@ int RTree::height() const {
 }
 
 Status RTree::validate() const {
-    const auto fail = [this](const std::string& what) -> Status {
-        return Error{ErrorCode::invalid_argument, std::string(name()) + ": " + what, std::nullopt,
-                     std::nullopt};
-    };
     const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
     const auto total = static_cast<std::int64_t>(nodes_.size());
     const auto in_range = [&](std::int64_t i) { return i >= 0 && i < total; };
 
     std::int64_t free_seen = 0;
     for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return fail("free list points outside the pool");
-        if (nodes_[i].level != -1) return fail(node_name(i) + " on the free list is in use");
-        if (++free_seen > total) return fail("free list has a cycle");
+        if (!in_range(i)) return invalid("free list points outside the pool");
+        if (nodes_[i].level != -1) return invalid(node_name(i) + " on the free list is in use");
+        if (++free_seen > total) return invalid("free list has a cycle");
     }
-    if (free_seen != static_cast<std::int64_t>(free_count_)) return fail("free count is wrong");
+    if (free_seen != static_cast<std::int64_t>(free_count_)) return invalid("free count is wrong");
     if (root_ == kNull) {
-        if (!leaf_of_.empty()) return fail("no root but ids are mapped");
-        if (free_seen != total) return fail("empty tree with nodes in use");
+        if (!leaf_of_.empty()) return invalid("no root but ids are mapped");
+        if (free_seen != total) return invalid("empty tree with nodes in use");
         return Status::success();
     }
-    if (!in_range(root_)) return fail("root outside the pool");
+    if (!in_range(root_)) return invalid("root outside the pool");
     const Node& root = nodes_[root_];
-    if (root.parent != kNull) return fail("root has a parent");
-    if (root.level < 0) return fail("root is on the free list");
+    if (root.parent != kNull) return invalid("root has a parent");
+    if (root.level < 0) return invalid("root is on the free list");
     if (root.entries.empty() || root.entries.size() > config_.max_entries ||
         (root.level > 0 && root.entries.size() < 2)) {
-        return fail("root holds " + std::to_string(root.entries.size()) + " entries");
+        return invalid("root holds " + std::to_string(root.entries.size()) + " entries");
     }
 
     std::int64_t reached = 0;
@@ -853,49 +814,51 @@ Status RTree::validate() const {
     while (!stack.empty()) {
         const std::int32_t i = stack.back();
         stack.pop_back();
-        if (++reached > total) return fail("tree links form a cycle");
+        if (++reached > total) return invalid("tree links form a cycle");
         const Node& node = nodes_[i];
-        if (node.level < 0) return fail(node_name(i) + " is free but linked");
+        if (node.level < 0) return invalid(node_name(i) + " is free but linked");
         const std::size_t count = node.entries.size();
         if (i != root_ && (count < config_.min_entries || count > config_.max_entries)) {
-            return fail(node_name(i) + " holds " + std::to_string(count) + " entries, not in [" +
-                        std::to_string(config_.min_entries) + ", " +
-                        std::to_string(config_.max_entries) + "]");
+            return invalid(node_name(i) + " holds " + std::to_string(count) + " entries, not in [" +
+                           std::to_string(config_.min_entries) + ", " +
+                           std::to_string(config_.max_entries) + "]");
         }
         for (const Entry& e : node.entries) {
             if (node.level == 0) {
                 if (Status s = validate_box(e.box, e.ref); !s) return s;
                 if (!seen.emplace(e.ref, i).second) {
-                    return fail("id " + std::to_string(e.ref) + " stored twice");
+                    return invalid("id " + std::to_string(e.ref) + " stored twice");
                 }
                 const auto it = leaf_of_.find(e.ref);
                 if (it == leaf_of_.end() || it->second != i) {
-                    return fail("id " + std::to_string(e.ref) + " not mapped to " + node_name(i));
+                    return invalid("id " + std::to_string(e.ref) + " not mapped to " +
+                                   node_name(i));
                 }
                 ++ids;
                 continue;
             }
             const auto child = static_cast<std::int32_t>(e.ref);
-            if (!in_range(child)) return fail(node_name(i) + " has a child out of range");
+            if (!in_range(child)) return invalid(node_name(i) + " has a child out of range");
             const Node& c = nodes_[child];
             if (c.parent != i)
-                return fail(node_name(child) + " parent link is not " + node_name(i));
+                return invalid(node_name(child) + " parent link is not " + node_name(i));
             if (c.level != node.level - 1) {
-                return fail(node_name(child) + " is at level " + std::to_string(c.level) +
-                            " under level " + std::to_string(node.level) +
-                            " (leaves at different depths)");
+                return invalid(node_name(child) + " is at level " + std::to_string(c.level) +
+                               " under level " + std::to_string(node.level) +
+                               " (leaves at different depths)");
             }
             if (c.entries.empty() || !(e.box == bounds(child))) {
-                return fail("bounds of " + node_name(child) + " are not the union of its entries");
+                return invalid("bounds of " + node_name(child) +
+                               " are not the union of its entries");
             }
             stack.push_back(child);
         }
     }
     if (ids != leaf_of_.size()) {
-        return fail(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
-                    " mapped");
+        return invalid(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
+                       " mapped");
     }
-    if (reached + free_seen != total) return fail("nodes leaked from the pool");
+    if (reached + free_seen != total) return invalid("nodes leaked from the pool");
     return Status::success();
 }
 

@@ -1,5 +1,5 @@
-// Sphere BVH with split planes, after seed 003 ("Sort a sphere BVH with split planes",
-// January 10, 2024, whose bvh_build is the model for build_range below).
+// Sphere BVH with split planes, after the article "Sort a sphere BVH with split planes"
+// (January 10, 2024), whose bvh_build is the model for build_range below).
 //
 // Build, per node over a range of boxes (top down, depth first, left child next in memory):
 // the node's box bounds (kept per node) give the sphere centre (their midpoint); one pass over
@@ -7,7 +7,7 @@
 // each axis, both sides' bounds and counts, and the plane of least surface area heuristic cost
 // wins (ties to the longest axis); the boxes are divided by their centres, those below the plane
 // going left. Where every midpoint is degenerate (everything on one side) the median on the
-// longest axis is used, as it is below max_midpoint_depth. The seed sizes a parent sphere over
+// longest axis is used, as it is below max_midpoint_depth. The article sizes a parent sphere over
 // its objects; here a parent's sphere is sized to hold its children's spheres (so the
 // containment is checked locally by validate()), and a leaf's sphere to hold the corners of its
 // boxes. Radii are computed in double and rounded up to float.
@@ -150,14 +150,6 @@ std::optional<double> sphere_entry(const RayContext& rc, const SphereBvh::Node& 
     return std::max(entry, 0.0);
 }
 
-// Half the surface area of b (dx dy + dy dz + dz dx), in double.
-double half_area(const Box& b) {
-    const double dx = double(b.max.x) - double(b.min.x);
-    const double dy = double(b.max.y) - double(b.min.y);
-    const double dz = double(b.max.z) - double(b.min.z);
-    return dx * dy + dy * dz + dz * dx;
-}
-
 // The merge of the boxes of items [begin, end), begin < end.
 template <class Items>
 Box bounds_of(const Items& items, std::uint32_t begin, std::uint32_t end) {
@@ -190,10 +182,6 @@ struct Split {
     }
 };
 
-Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "sphere_bvh: " + what, box, std::nullopt};
-}
-
 }  // namespace
 
 // ---- build -----------------------------------------------------------------------------------
@@ -209,8 +197,7 @@ Status SphereBvh::build(std::span<const Box> boxes) {
     }
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() >= kMaxBoxes) {
-        return Error{ErrorCode::limit_exceeded, "sphere_bvh: at most 2^29 - 1 boxes", std::nullopt,
-                     std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "sphere_bvh: at most 2^29 - 1 boxes"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
     if (n == 0) return Status::success();
@@ -251,7 +238,7 @@ std::uint32_t SphereBvh::build_range(std::vector<Item>& items, std::uint32_t beg
         return index;
     }
 
-    // The seed's longest-axis rule, ties to the lower axis: the axis of the median fallback,
+    // The article's longest-axis rule, ties to the lower axis: the axis of the median fallback,
     // and the midpoint candidate kept unless another axis costs strictly less.
     const float dims[3] = {bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,
                            bounds.max.z - bounds.min.z};
@@ -468,10 +455,7 @@ std::optional<RayHit> SphereBvh::ray_cast(const Ray& ray) const {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
             for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
-                const std::optional<float> t = ray_box_entry(ray, boxes_[k]);
-                if (t && (!best || *t < best->t || (*t == best->t && ids_[k] < best->id))) {
-                    best = RayHit{ids_[k], *t};
-                }
+                keep_closer(best, ids_[k], ray_box_entry(ray, boxes_[k]));
             }
             continue;
         }
@@ -555,7 +539,7 @@ void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) 
             continue;
         }
         ++stats_.nodes_visited;
-        // The seed's test: the left child holds the centres below the plane.
+        // The article's test: the left child holds the centres below the plane.
         const int axis = static_cast<int>(node.axis());
         const bool left_first = eye[axis] < node.center[axis];
         stack.push_back(left_first ? node.right() : index + 1);
@@ -611,17 +595,7 @@ void SphereBvh::cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>&
 
 Status SphereBvh::validate() const {
     const std::size_t n = boxes_.size();
-    if (ids_.size() != n) return invalid("ids and boxes differ in size");
-    std::vector<bool> seen(n, false);
-    for (std::size_t k = 0; k < n; ++k) {
-        const std::uint32_t id = ids_[k];
-        if (id >= n) return invalid("id " + std::to_string(id) + " out of range", id);
-        if (seen[id]) return invalid("id " + std::to_string(id) + " stored twice", id);
-        seen[id] = true;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-        if (Status s = validate_box(boxes_[k], ids_[k]); !s) return s;
-    }
+    if (Status s = validate_slots(boxes_, ids_); !s) return s;
     if (n == 0) {
         return nodes_.empty() && bounds_.empty() ? Status::success()
                                                  : invalid("nodes in an empty tree");

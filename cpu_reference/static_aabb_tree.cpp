@@ -28,10 +28,10 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <string>
 #include <utility>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -43,32 +43,6 @@ constexpr Box kEmptyBox{{kHuge, kHuge, kHuge}, {-kHuge, -kHuge, -kHuge}};
 
 bool is_empty(const Box& b) {
     return b.min.x > b.max.x || b.min.y > b.max.y || b.min.z > b.max.z;
-}
-
-bool box_contains(const Box& outer, const Box& inner) {
-    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
-           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
-}
-
-// Half the surface area, in double; used only to choose which node a dual traversal splits.
-double half_area(const Box& b) {
-    const double dx = double(b.max.x) - b.min.x;
-    const double dy = double(b.max.y) - b.min.y;
-    const double dz = double(b.max.z) - b.min.z;
-    return dx * dy + dy * dz + dz * dx;
-}
-
-bool neighbor_less(const Neighbor& a, const Neighbor& b) {
-    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-}
-
-Error invariant_error(const std::string& what) {
-    return Error{ErrorCode::invalid_argument, "static_aabb_tree: " + what, std::nullopt,
-                 std::nullopt};
-}
-
-Error argument_error(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "static_aabb_tree: " + what, box, std::nullopt};
 }
 
 }  // namespace
@@ -111,15 +85,14 @@ void StaticAabbTree::clear() {
 Status StaticAabbTree::init_build(std::span<const Box> boxes, std::span<const std::uint32_t> ids,
                                   BuildState& state) const {
     if (config_.leaf_limit < 1 || config_.leaf_limit > 15) {
-        return argument_error("leaf_limit must be in 1 .. 15");
+        return invalid("leaf_limit must be in 1 .. 15");
     }
     if (Status s = validate_boxes(boxes); !s) return s;
     if (!ids.empty() && ids.size() != boxes.size()) {
-        return argument_error("ids and boxes differ in length");
+        return invalid("ids and boxes differ in length");
     }
     if (boxes.size() >= kMaxPositions) {
-        return Error{ErrorCode::limit_exceeded, "static_aabb_tree: more than 2^27 - 1 boxes",
-                     std::nullopt, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "static_aabb_tree: more than 2^27 - 1 boxes"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
     state = BuildState{};
@@ -130,7 +103,7 @@ Status StaticAabbTree::init_build(std::span<const Box> boxes, std::span<const st
         std::vector<std::uint32_t> sorted = state.ids;
         std::sort(sorted.begin(), sorted.end());
         const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-        if (dup != sorted.end()) return argument_error("duplicate id " + std::to_string(*dup));
+        if (dup != sorted.end()) return invalid("duplicate id " + std::to_string(*dup));
     }
     state.items.resize(n);
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -333,7 +306,7 @@ Status StaticAabbTree::mark_dirty(std::uint32_t id, const Box& new_box) {
     if (Status s = validate_box(new_box, id); !s) return s;
     const auto it = slot_of_.find(id);
     if (it == slot_of_.end()) {
-        return argument_error("id " + std::to_string(id) + " not present", id);
+        return invalid("id " + std::to_string(id) + " not present", id);
     }
     boxes_[it->second] = new_box;
     mark_node(leaf_of_slot_[it->second]);
@@ -359,7 +332,7 @@ void StaticAabbTree::refit() {
 Status StaticAabbTree::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     if (slot_of_.count(id) != 0) {
-        return argument_error("insert of id " + std::to_string(id) + ", already present", id);
+        return invalid("insert of id " + std::to_string(id) + ", already present", id);
     }
     StaticAabbTree one(config_);
     if (Status s = one.build(std::span<const Box>(&box, 1), std::span<const std::uint32_t>(&id, 1));
@@ -378,7 +351,7 @@ Status StaticAabbTree::move(std::uint32_t id, const Box& box) {
 Status StaticAabbTree::remove(std::uint32_t id) {
     const auto it = slot_of_.find(id);
     if (it == slot_of_.end()) {
-        return argument_error("remove of id " + std::to_string(id) + ", not present", id);
+        return invalid("remove of id " + std::to_string(id) + ", not present", id);
     }
     if (boxes_.size() == 1) {
         clear();
@@ -417,22 +390,26 @@ Status StaticAabbTree::remove(std::uint32_t id) {
     return Status::success();
 }
 
-Status StaticAabbTree::merge(const StaticAabbTree& fresh) {
-    if (&fresh == this) return argument_error("merge of a tree into itself");
-    if (fresh.highest_dirty_word_ >= 0) return argument_error("merge of a tree pending refit");
+Status StaticAabbTree::check_merge(const StaticAabbTree& fresh) const {
+    if (&fresh == this) return invalid("merge of a tree into itself");
+    if (fresh.highest_dirty_word_ >= 0) return invalid("merge of a tree pending refit");
     if (fresh.config_.leaf_limit > config_.leaf_limit) {
-        return argument_error("merge of a tree with a larger leaf_limit");
+        return invalid("merge of a tree with a larger leaf_limit");
     }
     if (fresh.size() == 0) return Status::success();
     for (const std::uint32_t id : fresh.ids_) {
         if (slot_of_.count(id) != 0) {
-            return argument_error("merge: id " + std::to_string(id) + " already present", id);
+            return invalid("merge: id " + std::to_string(id) + " already present", id);
         }
     }
     if (std::size_t{indices_.size()} + fresh.indices_.size() >= kMaxPositions) {
-        return Error{ErrorCode::limit_exceeded, "static_aabb_tree: index array over 2^27",
-                     std::nullopt, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "static_aabb_tree: index array over 2^27"};
     }
+    return Status::success();
+}
+
+Status StaticAabbTree::merge(const StaticAabbTree& fresh) {
+    if (Status s = check_merge(fresh); !s || fresh.size() == 0) return s;
     refit();
     if (size() == 0) {
         const Config config = config_;
@@ -442,9 +419,25 @@ Status StaticAabbTree::merge(const StaticAabbTree& fresh) {
         pending_ = std::move(pending);
         return Status::success();
     }
-
     const auto slot_offset = static_cast<std::uint32_t>(boxes_.size());
     const auto pos_offset = static_cast<std::uint32_t>(indices_.size());
+    append_slots(fresh, slot_offset, pos_offset);
+    const Box fresh_bounds = fresh.nodes_[0].bounds;
+    std::uint32_t target = merge_target(fresh_bounds);
+    if (nodes_[target].is_leaf()) {
+        attach_beside_leaf(fresh, target, pos_offset);
+    } else {
+        target = lay_out_with(fresh, target, pos_offset);
+    }
+    for (std::uint32_t i = target; i != kNone; i = parents_[i]) {
+        nodes_[i].bounds = broadphase::merge(nodes_[i].bounds, fresh_bounds);
+    }
+    dirty_.assign((nodes_.size() + 31) / 32, 0u);
+    return Status::success();
+}
+
+void StaticAabbTree::append_slots(const StaticAabbTree& fresh, std::uint32_t slot_offset,
+                                  std::uint32_t pos_offset) {
     boxes_.insert(boxes_.end(), fresh.boxes_.begin(), fresh.boxes_.end());
     ids_.insert(ids_.end(), fresh.ids_.begin(), fresh.ids_.end());
     for (std::uint32_t s = 0; s < fresh.ids_.size(); ++s) {
@@ -454,92 +447,93 @@ Status StaticAabbTree::merge(const StaticAabbTree& fresh) {
     for (const std::uint32_t slot : fresh.indices_) {
         indices_.push_back(slot == kNone ? kNone : slot + slot_offset);
     }
+}
 
-    // The deepest live node whose bounds contain the fresh root (the root if none does).
-    const Box fresh_bounds = fresh.nodes_[0].bounds;
+std::uint32_t StaticAabbTree::merge_target(const Box& fresh_bounds) const {
     std::uint32_t target = 0;
-    if (box_contains(nodes_[0].bounds, fresh_bounds)) {
-        while (!nodes_[target].is_leaf()) {
-            const std::uint32_t l = nodes_[target].left();
-            if (box_contains(nodes_[l].bounds, fresh_bounds)) {
-                target = l;
-            } else if (box_contains(nodes_[l + 1].bounds, fresh_bounds)) {
-                target = l + 1;
-            } else {
-                break;
-            }
+    if (!contains_box(nodes_[0].bounds, fresh_bounds)) return target;
+    while (!nodes_[target].is_leaf()) {
+        const std::uint32_t l = nodes_[target].left();
+        if (contains_box(nodes_[l].bounds, fresh_bounds)) {
+            target = l;
+        } else if (contains_box(nodes_[l + 1].bounds, fresh_bounds)) {
+            target = l + 1;
+        } else {
+            break;
         }
     }
+    return target;
+}
 
-    const auto shift = [pos_offset](RuntimeNode node, std::uint32_t child_base) {
-        return node.is_leaf()
-                   ? RuntimeNode::leaf(node.bounds, node.first() + pos_offset, node.count())
-                   : RuntimeNode::internal(node.bounds, node.left() + child_base);
+StaticAabbTree::RuntimeNode StaticAabbTree::shifted(const RuntimeNode& node,
+                                                    std::uint32_t pos_offset,
+                                                    std::uint32_t child_base) {
+    return node.is_leaf() ? RuntimeNode::leaf(node.bounds, node.first() + pos_offset, node.count())
+                          : RuntimeNode::internal(node.bounds, node.left() + child_base);
+}
+
+void StaticAabbTree::attach_beside_leaf(const StaticAabbTree& fresh, std::uint32_t target,
+                                        std::uint32_t pos_offset) {
+    // Append (copy of the leaf, fresh root, rest of the fresh tree) at the end.
+    const auto copy = static_cast<std::uint32_t>(nodes_.size());
+    const std::uint32_t base = copy + 1;  // fresh node j lands at base + j
+    nodes_.push_back(nodes_[target]);
+    parents_.push_back(target);
+    for (std::uint32_t j = 0; j < fresh.nodes_.size(); ++j) {
+        nodes_.push_back(shifted(fresh.nodes_[j], pos_offset, base));
+        parents_.push_back(j == 0 ? target : fresh.parents_[j] + base);
+    }
+    nodes_[target] = RuntimeNode::internal(nodes_[target].bounds, copy);
+    for (std::uint32_t p = nodes_[copy].first(); p < nodes_[copy].first() + nodes_[copy].count();
+         ++p) {
+        leaf_of_slot_[indices_[p]] = copy;
+    }
+    for (std::uint32_t s = 0; s < fresh.ids_.size(); ++s) {
+        leaf_of_slot_.push_back(fresh.leaf_of_slot_[s] + base);
+    }
+}
+
+std::uint32_t StaticAabbTree::lay_out_with(const StaticAabbTree& fresh, std::uint32_t target,
+                                           std::uint32_t pos_offset) {
+    // Lay the array out again: the target becomes (copy of target, fresh root).
+    std::vector<RuntimeNode> out(1);
+    std::vector<std::uint32_t> out_parents(1, kNone);
+    out.reserve(nodes_.size() + fresh.nodes_.size() + 2);
+    out_parents.reserve(out.capacity());
+    struct Item {
+        std::uint32_t dst, src;
+        bool from_fresh, splice;
     };
-    if (nodes_[target].is_leaf()) {
-        // Append (copy of the leaf, fresh root, rest of the fresh tree) at the end.
-        const auto copy = static_cast<std::uint32_t>(nodes_.size());
-        const std::uint32_t base = copy + 1;  // fresh node j lands at base + j
-        nodes_.push_back(nodes_[target]);
-        parents_.push_back(target);
-        for (std::uint32_t j = 0; j < fresh.nodes_.size(); ++j) {
-            nodes_.push_back(shift(fresh.nodes_[j], base));
-            parents_.push_back(j == 0 ? target : fresh.parents_[j] + base);
-        }
-        nodes_[target] = RuntimeNode::internal(nodes_[target].bounds, copy);
-        for (std::uint32_t p = nodes_[copy].first();
-             p < nodes_[copy].first() + nodes_[copy].count(); ++p) {
-            leaf_of_slot_[indices_[p]] = copy;
-        }
-        for (std::uint32_t s = 0; s < fresh.ids_.size(); ++s) {
-            leaf_of_slot_.push_back(fresh.leaf_of_slot_[s] + base);
-        }
-    } else {
-        // Lay the array out again: the target becomes (copy of target, fresh root).
-        std::vector<RuntimeNode> out(1);
-        std::vector<std::uint32_t> out_parents(1, kNone);
-        out.reserve(nodes_.size() + fresh.nodes_.size() + 2);
-        out_parents.reserve(out.capacity());
-        struct Item {
-            std::uint32_t dst, src;
-            bool from_fresh, splice;
-        };
-        std::vector<Item> stack{{0, 0, false, true}};
-        std::uint32_t new_target = 0;
-        while (!stack.empty()) {
-            const Item it = stack.back();
-            stack.pop_back();
-            const auto c = static_cast<std::uint32_t>(out.size());
-            if (!it.from_fresh && it.splice && it.src == target) {
-                new_target = it.dst;
-                out[it.dst] = RuntimeNode::internal(nodes_[target].bounds, c);
-                out.resize(c + 2);
-                out_parents.insert(out_parents.end(), {it.dst, it.dst});
-                stack.push_back({c + 1, 0, true, false});
-                stack.push_back({c, target, false, false});
-                continue;
-            }
-            const RuntimeNode& src = it.from_fresh ? fresh.nodes_[it.src] : nodes_[it.src];
-            if (src.is_leaf()) {
-                out[it.dst] = it.from_fresh ? shift(src, 0) : src;
-                continue;
-            }
-            out[it.dst] = RuntimeNode::internal(src.bounds, c);
+    std::vector<Item> stack{{0, 0, false, true}};
+    std::uint32_t new_target = 0;
+    while (!stack.empty()) {
+        const Item it = stack.back();
+        stack.pop_back();
+        const auto c = static_cast<std::uint32_t>(out.size());
+        if (!it.from_fresh && it.splice && it.src == target) {
+            new_target = it.dst;
+            out[it.dst] = RuntimeNode::internal(nodes_[target].bounds, c);
             out.resize(c + 2);
             out_parents.insert(out_parents.end(), {it.dst, it.dst});
-            stack.push_back({c + 1, src.left() + 1, it.from_fresh, it.splice});
-            stack.push_back({c, src.left(), it.from_fresh, it.splice});
+            stack.push_back({c + 1, 0, true, false});
+            stack.push_back({c, target, false, false});
+            continue;
         }
-        nodes_ = std::move(out);
-        parents_ = std::move(out_parents);
-        target = new_target;
-        rebuild_leaf_map();
+        const RuntimeNode& src = it.from_fresh ? fresh.nodes_[it.src] : nodes_[it.src];
+        if (src.is_leaf()) {
+            out[it.dst] = it.from_fresh ? shifted(src, pos_offset, 0) : src;
+            continue;
+        }
+        out[it.dst] = RuntimeNode::internal(src.bounds, c);
+        out.resize(c + 2);
+        out_parents.insert(out_parents.end(), {it.dst, it.dst});
+        stack.push_back({c + 1, src.left() + 1, it.from_fresh, it.splice});
+        stack.push_back({c, src.left(), it.from_fresh, it.splice});
     }
-    for (std::uint32_t i = target; i != kNone; i = parents_[i]) {
-        nodes_[i].bounds = broadphase::merge(nodes_[i].bounds, fresh_bounds);
-    }
-    dirty_.assign((nodes_.size() + 31) / 32, 0u);
-    return Status::success();
+    nodes_ = std::move(out);
+    parents_ = std::move(out_parents);
+    rebuild_leaf_map();
+    return new_target;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -658,10 +652,7 @@ std::optional<RayHit> StaticAabbTree::ray_cast(const Ray& ray) const {
             for (std::uint32_t p = node.first(); p < node.first() + node.count(); ++p) {
                 ++stats_.box_tests;
                 const std::uint32_t slot = indices_[p];
-                const std::optional<float> t = ray_box_entry(ray, boxes_[slot]);
-                if (t && (!best || *t < best->t || (*t == best->t && ids_[slot] < best->id))) {
-                    best = RayHit{ids_[slot], *t};
-                }
+                keep_closer(best, ids_[slot], ray_box_entry(ray, boxes_[slot]));
             }
             continue;
         }
@@ -688,41 +679,25 @@ std::optional<RayHit> StaticAabbTree::ray_cast(const Ray& ray) const {
 Status StaticAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || nodes_.empty() || is_empty(nodes_[0].bounds)) return Status::success();
-    // `out` is a max-heap of the best k so far; the frontier a min-heap of nodes by the distance
-    // to their bounds, a lower bound for every box below them.
-    using Entry = std::pair<float, std::uint32_t>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
-    frontier.emplace(point_box_distance(p, nodes_[0].bounds), 0u);
-    while (!frontier.empty()) {
-        const auto [bound, index] = frontier.top();
-        frontier.pop();
-        if (out.size() == k && bound > out.front().distance) break;
+    best_first::Queue queue;
+    queue.push_node(point_box_distance(p, nodes_[0].bounds), 0u);
+    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
         const RuntimeNode& node = nodes_[index];
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
-            for (std::uint32_t q = node.first(); q < node.first() + node.count(); ++q) {
-                ++stats_.box_tests;
-                const std::uint32_t slot = indices_[q];
-                const Neighbor candidate{ids_[slot], point_box_distance(p, boxes_[slot])};
-                if (out.size() < k) {
-                    out.push_back(candidate);
-                    std::push_heap(out.begin(), out.end(), neighbor_less);
-                } else if (neighbor_less(candidate, out.front())) {
-                    std::pop_heap(out.begin(), out.end(), neighbor_less);
-                    out.back() = candidate;
-                    std::push_heap(out.begin(), out.end(), neighbor_less);
-                }
+            stats_.box_tests += node.count();
+            for (std::uint32_t i = node.first(); i < node.first() + node.count(); ++i) {
+                const std::uint32_t slot = indices_[i];
+                q.push_box(point_box_distance(p, boxes_[slot]), ids_[slot]);
             }
-            continue;
+            return;
         }
         ++stats_.nodes_visited;
         for (const std::uint32_t child : {node.left(), node.left() + 1}) {
             if (is_empty(nodes_[child].bounds)) continue;
-            const float d = point_box_distance(p, nodes_[child].bounds);
-            if (out.size() < k || d <= out.front().distance) frontier.emplace(d, child);
+            q.push_node(point_box_distance(p, nodes_[child].bounds), child);
         }
-    }
-    std::sort_heap(out.begin(), out.end(), neighbor_less);
+    });
     return Status::success();
 }
 
@@ -751,23 +726,22 @@ Status StaticAabbTree::validate() const {
     const auto total = static_cast<std::uint32_t>(nodes_.size());
     if (ids_.size() != n || position_of_.size() != n || leaf_of_slot_.size() != n ||
         slot_of_.size() != n) {
-        return invariant_error("slot arrays differ in length from the box count");
+        return invalid("slot arrays differ in length from the box count");
     }
-    if (parents_.size() != total) return invariant_error("parent indices differ from node count");
-    if (dirty_.size() != (total + 31) / 32) return invariant_error("dirty bitmask has wrong size");
+    if (parents_.size() != total) return invalid("parent indices differ from node count");
+    if (dirty_.size() != (total + 31) / 32) return invalid("dirty bitmask has wrong size");
     for (std::size_t w = 0; w < dirty_.size(); ++w) {
         if (dirty_[w] != 0) {
-            return invariant_error("dirty bits left (word " + std::to_string(w) +
-                                   "): refit pending");
+            return invalid("dirty bits left (word " + std::to_string(w) + "): refit pending");
         }
     }
-    if (highest_dirty_word_ != -1) return invariant_error("highest dirty word set without bits");
+    if (highest_dirty_word_ != -1) return invalid("highest dirty word set without bits");
     if (n == 0) {
-        if (total != 0 || !indices_.empty()) return invariant_error("empty tree with nodes");
+        if (total != 0 || !indices_.empty()) return invalid("empty tree with nodes");
         return Status::success();
     }
-    if (total == 0) return invariant_error("boxes but no nodes");
-    if (parents_[0] != kNone) return invariant_error("root has a parent");
+    if (total == 0) return invalid("boxes but no nodes");
+    if (parents_[0] != kNone) return invalid("root has a parent");
 
     std::vector<std::uint8_t> seen_slot(n, 0);
     std::vector<std::uint8_t> reached(total, 0);
@@ -776,59 +750,59 @@ Status StaticAabbTree::validate() const {
     while (!stack.empty()) {
         const std::uint32_t i = stack.back();
         stack.pop_back();
-        if (reached[i]) return invariant_error(node_name(i) + " reached twice");
+        if (reached[i]) return invalid(node_name(i) + " reached twice");
         reached[i] = 1;
         const RuntimeNode& node = nodes_[i];
         if (node.is_leaf()) {
             if (node.count() > config_.leaf_limit) {
-                return invariant_error(node_name(i) + " holds " + std::to_string(node.count()) +
-                                       " boxes, over the leaf limit");
+                return invalid(node_name(i) + " holds " + std::to_string(node.count()) +
+                               " boxes, over the leaf limit");
             }
             if (std::size_t{node.first()} + node.count() > indices_.size()) {
-                return invariant_error(node_name(i) + " range outside the index array");
+                return invalid(node_name(i) + " range outside the index array");
             }
             for (std::uint32_t p = node.first(); p < node.first() + node.count(); ++p) {
                 const std::uint32_t slot = indices_[p];
-                if (slot >= n) return invariant_error("index entry " + std::to_string(p) + " bad");
+                if (slot >= n) return invalid("index entry " + std::to_string(p) + " bad");
                 if (seen_slot[slot]) {
-                    return invariant_error("slot " + std::to_string(slot) + " indexed twice");
+                    return invalid("slot " + std::to_string(slot) + " indexed twice");
                 }
                 seen_slot[slot] = 1;
                 ++live;
                 if (position_of_[slot] != p || leaf_of_slot_[slot] != i) {
-                    return invariant_error("slot " + std::to_string(slot) +
-                                           " position or leaf map is stale");
+                    return invalid("slot " + std::to_string(slot) +
+                                   " position or leaf map is stale");
                 }
                 if (Status s = validate_box(boxes_[slot], ids_[slot]); !s) return s;
-                if (!box_contains(node.bounds, boxes_[slot])) {
-                    return invariant_error(node_name(i) + " bounds do not contain id " +
-                                           std::to_string(ids_[slot]));
+                if (!contains_box(node.bounds, boxes_[slot])) {
+                    return invalid(node_name(i) + " bounds do not contain id " +
+                                   std::to_string(ids_[slot]));
                 }
             }
             continue;
         }
         const std::uint32_t l = node.left();
         if (l <= i || l + 1 >= total) {
-            return invariant_error(node_name(i) + " children not after it or out of range");
+            return invalid(node_name(i) + " children not after it or out of range");
         }
         for (const std::uint32_t c : {l, l + 1}) {
             if (parents_[c] != i) {
-                return invariant_error(node_name(c) + " parent index is not " + node_name(i));
+                return invalid(node_name(c) + " parent index is not " + node_name(i));
             }
-            if (!is_empty(nodes_[c].bounds) && !box_contains(node.bounds, nodes_[c].bounds)) {
-                return invariant_error(node_name(i) + " bounds do not contain " + node_name(c));
+            if (!is_empty(nodes_[c].bounds) && !contains_box(node.bounds, nodes_[c].bounds)) {
+                return invalid(node_name(i) + " bounds do not contain " + node_name(c));
             }
             stack.push_back(c);
         }
     }
     for (std::uint32_t i = 0; i < total; ++i) {
-        if (!reached[i]) return invariant_error(node_name(i) + " unreachable from the root");
+        if (!reached[i]) return invalid(node_name(i) + " unreachable from the root");
     }
-    if (live != n) return invariant_error("index array does not cover every slot");
+    if (live != n) return invalid("index array does not cover every slot");
     for (std::uint32_t s = 0; s < n; ++s) {
         const auto it = slot_of_.find(ids_[s]);
         if (it == slot_of_.end() || it->second != s) {
-            return invariant_error("id " + std::to_string(ids_[s]) + " not mapped to its slot");
+            return invalid("id " + std::to_string(ids_[s]) + " not mapped to its slot");
         }
     }
     return Status::success();

@@ -168,6 +168,22 @@ private:
     void refit_node(std::uint32_t node);
     Box leaf_bounds(const RuntimeNode& leaf) const;
 
+    // The steps of merge(): its checks; the fresh tree's slots and index entries appended with
+    // offsets; the deepest live node whose bounds contain the fresh root (the root if none
+    // does); the fresh tree attached beside that node when it is a leaf (at the end of the
+    // array), or else the array laid out again with that node made the parent of (its
+    // copy, the fresh root), returning the node's new index.
+    Status check_merge(const StaticAabbTree& fresh) const;
+    void append_slots(const StaticAabbTree& fresh, std::uint32_t slot_offset,
+                      std::uint32_t pos_offset);
+    std::uint32_t merge_target(const Box& fresh_bounds) const;
+    static RuntimeNode shifted(const RuntimeNode& node, std::uint32_t pos_offset,
+                               std::uint32_t child_base);
+    void attach_beside_leaf(const StaticAabbTree& fresh, std::uint32_t target,
+                            std::uint32_t pos_offset);
+    std::uint32_t lay_out_with(const StaticAabbTree& fresh, std::uint32_t target,
+                               std::uint32_t pos_offset);
+
     Config config_;
     std::vector<RuntimeNode> nodes_;
     std::vector<std::uint32_t> parents_;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "bulk_rtree.hpp"
 #include "dynamic_aabb_tree.hpp"
@@ -81,7 +82,7 @@ std::string bytes_text(std::size_t bytes) {
 }
 
 Error out_of_memory(const std::string& what) {
-    return Error{ErrorCode::out_of_memory, "out of memory " + what, std::nullopt, std::nullopt};
+    return Error{ErrorCode::out_of_memory, "out of memory " + what};
 }
 
 }  // namespace
@@ -98,8 +99,7 @@ Result<std::unique_ptr<Structure>> make_structure(std::string_view method) {
         try {
             return m.make();
         } catch (const std::bad_alloc&) {
-            return Error{ErrorCode::out_of_memory, "out of memory making " + std::string(method),
-                         std::nullopt, std::nullopt};
+            return Error{ErrorCode::out_of_memory, "out of memory making " + std::string(method)};
         }
     }
     std::string known;
@@ -108,8 +108,23 @@ Result<std::unique_ptr<Structure>> make_structure(std::string_view method) {
         known += m.name;
     }
     return Error{ErrorCode::invalid_argument,
-                 "unknown CPU method '" + std::string(method) + "' (known: " + known + ")",
-                 std::nullopt, std::nullopt};
+                 "unknown CPU method '" + std::string(method) + "' (known: " + known + ")"};
+}
+
+Status Structure::validate_slots(std::span<const Box> boxes,
+                                 std::span<const std::uint32_t> ids) const {
+    const std::size_t n = boxes.size();
+    if (ids.size() != n) return invalid("ids and boxes differ in size");
+    std::vector<bool> seen(n, false);
+    for (const std::uint32_t id : ids) {
+        if (id >= n) return invalid("id " + std::to_string(id) + " out of range", id);
+        if (seen[id]) return invalid("id " + std::to_string(id) + " stored twice", id);
+        seen[id] = true;
+    }
+    for (std::size_t s = 0; s < n; ++s) {
+        if (Status status = validate_box(boxes[s], ids[s]); !status) return status;
+    }
+    return Status::success();
 }
 
 std::vector<Pair> sorted_pairs(const Structure& structure) {

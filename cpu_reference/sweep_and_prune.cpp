@@ -82,8 +82,7 @@ Status SweepAndPrune::update(std::span<const Box> moved) {
     if (moved.size() != order_.size()) {
         return Error{ErrorCode::invalid_argument,
                      "sweep_and_prune update: " + std::to_string(moved.size()) +
-                         " boxes given, built over " + std::to_string(order_.size()),
-                     std::nullopt, std::nullopt};
+                         " boxes given, built over " + std::to_string(order_.size())};
     }
     if (Status s = validate_boxes(moved); !s) return s;
     const std::size_t n = order_.size();
@@ -253,36 +252,29 @@ std::optional<RayHit> SweepAndPrune::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     for (std::size_t k = 0; k < sorted_.size(); ++k) {
         ++stats_.box_tests;
-        const std::optional<float> t = ray_box_entry(ray, sorted_[k]);
-        if (t && (!best || *t < best->t || (*t == best->t && order_[k] < best->id))) {
-            best = RayHit{order_[k], *t};
-        }
+        keep_closer(best, order_[k], ray_box_entry(ray, sorted_[k]));
     }
     return best;
 }
 
 Status SweepAndPrune::validate() const {
     const std::size_t n = order_.size();
-    const auto fail = [](const std::string& what) {
-        return Status(Error{ErrorCode::invalid_argument, "sweep_and_prune: " + what, std::nullopt,
-                            std::nullopt});
-    };
-    if (sorted_.size() != n || prefix_max_.size() != n) return fail("array sizes differ");
+    if (sorted_.size() != n || prefix_max_.size() != n) return invalid("array sizes differ");
     std::vector<std::uint8_t> seen(n, 0);
     for (std::size_t k = 0; k < n; ++k) {
         const std::uint32_t id = order_[k];
         if (id >= n || seen[id]++) {
-            return fail("order is not a permutation at position " + std::to_string(k));
+            return invalid("order is not a permutation at position " + std::to_string(k));
         }
         if (Status s = validate_box(sorted_[k], id); !s) return s;
         if (k > 0 &&
             !sweep_less(sorted_[k - 1].min[axis_], order_[k - 1], sorted_[k].min[axis_], id)) {
-            return fail("order not sorted at position " + std::to_string(k));
+            return invalid("order not sorted at position " + std::to_string(k));
         }
         const float expected =
             k == 0 ? sorted_[k].max[axis_] : std::max(prefix_max_[k - 1], sorted_[k].max[axis_]);
         if (prefix_max_[k] != expected) {
-            return fail("running maximum wrong at position " + std::to_string(k));
+            return invalid("running maximum wrong at position " + std::to_string(k));
         }
     }
     return Status::success();

@@ -19,6 +19,7 @@
 #include <limits>
 #include <string>
 
+#include "best_first.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -48,14 +49,6 @@ std::int64_t clamp_floor(double g) {
     if (!(g == g)) return 0;
     const auto limit = static_cast<double>(UniformGrid::kCoordLimit);
     return static_cast<std::int64_t>(std::clamp(g, -limit, limit));
-}
-
-bool neighbor_less(const Neighbor& a, const Neighbor& b) {
-    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-}
-
-Status invariant(const std::string& what, std::optional<std::size_t> box = std::nullopt) {
-    return Error{ErrorCode::invalid_argument, "uniform_grid: " + what, box, std::nullopt};
 }
 
 }  // namespace
@@ -175,14 +168,11 @@ Status UniformGrid::build(std::span<const Box> boxes) {
     reset_level();
     if (!(config_.cell_scale > 0) || !(config_.fallback_cell_size > 0) ||
         !std::isfinite(config_.cell_scale) || !std::isfinite(config_.fallback_cell_size)) {
-        return Error{ErrorCode::invalid_argument,
-                     "uniform_grid: cell_scale and fallback_cell_size must be finite and > 0",
-                     std::nullopt, std::nullopt};
+        return invalid("cell_scale and fallback_cell_size must be finite and > 0");
     }
     if (Status s = validate_boxes(boxes); !s) return s;
     if (boxes.size() >= std::numeric_limits<std::uint32_t>::max()) {
-        return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes", std::nullopt,
-                     std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes"};
     }
     std::vector<std::uint32_t> ids(boxes.size());
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint32_t>(i);
@@ -429,11 +419,10 @@ Status UniformGrid::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     if (contains_id(id)) {
         return Error{ErrorCode::invalid_argument,
-                     "uniform_grid insert: id " + std::to_string(id) + " is already present", id,
-                     std::nullopt};
+                     "uniform_grid insert: id " + std::to_string(id) + " is already present", id};
     }
     if (size() + 1 >= std::numeric_limits<std::uint32_t>::max()) {
-        return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes", id, std::nullopt};
+        return Error{ErrorCode::limit_exceeded, "uniform_grid: too many boxes", id};
     }
     place(id, box);
     return Status::success();
@@ -458,16 +447,14 @@ Status UniformGrid::remove(std::uint32_t id) {
     }
     if (coarse_ && coarse_->contains_id(id)) return coarse_->remove(id);
     return Error{ErrorCode::invalid_argument,
-                 "uniform_grid remove: id " + std::to_string(id) + " is not present", id,
-                 std::nullopt};
+                 "uniform_grid remove: id " + std::to_string(id) + " is not present", id};
 }
 
 Status UniformGrid::move(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
     if (!contains_id(id)) {
         return Error{ErrorCode::invalid_argument,
-                     "uniform_grid move: id " + std::to_string(id) + " is not present", id,
-                     std::nullopt};
+                     "uniform_grid move: id " + std::to_string(id) + " is not present", id};
     }
     // Removed and placed again from the finest level: the box may change level.
     if (Status s = remove(id); !s) return s;
@@ -682,10 +669,7 @@ bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool fir
     const bool bounded = max_steps >= 0;
     const auto consider = [&](std::uint32_t slot) {
         ++stats_.box_tests;
-        const std::optional<float> t = ray_box_entry(ray, boxes_[slot]);
-        if (!t) return;
-        const std::uint32_t id = ids_[slot];
-        if (!best || *t < best->t || (*t == best->t && id < best->id)) best = RayHit{id, *t};
+        keep_closer(best, ids_[slot], ray_box_entry(ray, boxes_[slot]));
     };
     const auto consider_cell = [&](const std::vector<std::uint32_t>& slots) {
         ++stats_.leaves_visited;
@@ -844,7 +828,7 @@ Status UniformGrid::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
         if (level != this) absorb(*level);
     }
     const auto sort_unique = [&]() {
-        std::sort(candidates.begin(), candidates.end(), neighbor_less);
+        std::sort(candidates.begin(), candidates.end(), best_first::nearer);
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     };
     for (const UniformGrid* level : unsettled) {
@@ -923,7 +907,7 @@ bool UniformGrid::nearest_shells(const Vec3& p, std::size_t k, std::vector<Neigh
         // A box not met yet lies wholly in cells at least r + 1 away, so more than r cells
         // from p on some axis.
         if (candidates.size() >= k) {
-            std::sort(candidates.begin(), candidates.end(), neighbor_less);
+            std::sort(candidates.begin(), candidates.end(), best_first::nearer);
             candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
             if (candidates.size() >= k &&
                 double(candidates[k - 1].distance) < double(r) * min_cell * (1 - 1e-6)) {
@@ -970,7 +954,7 @@ Status UniformGrid::validate() const {
     const std::size_t n = boxes_.size();
     if (ids_.size() != n || lo_.size() != n || hi_.size() != n || large_pos_.size() != n ||
         slot_of_.size() != n) {
-        return invariant("per-box arrays and the id map differ in size");
+        return invalid("per-box arrays and the id map differ in size");
     }
     std::size_t small = 0;
     std::vector<std::uint64_t> entries(n, 0);
@@ -978,57 +962,57 @@ Status UniformGrid::validate() const {
         const std::uint32_t id = ids_[s];
         const auto it = slot_of_.find(id);
         if (it == slot_of_.end() || it->second != s) {
-            return invariant("id " + std::to_string(id) + " does not map to its slot", id);
+            return invalid("id " + std::to_string(id) + " does not map to its slot", id);
         }
         if (Status st = validate_box(boxes_[s], id); !st) return st;
         if (lo_[s] != cell_of(boxes_[s].min) || hi_[s] != cell_of(boxes_[s].max)) {
-            return invariant("box " + std::to_string(id) + " has a stale cell range", id);
+            return invalid("box " + std::to_string(id) + " has a stale cell range", id);
         }
         const bool large = span_cells(s) > double(config_.max_cells_per_box);
         if (large != (large_pos_[s] != kNotLarge)) {
-            return invariant("box " + std::to_string(id) + " is in the wrong list", id);
+            return invalid("box " + std::to_string(id) + " is in the wrong list", id);
         }
         if (large && depth_ < kMaxDepth) {
-            return invariant("box " + std::to_string(id) + " is too large for level " +
-                                 std::to_string(depth_) + " but was not moved to a coarser one",
-                             id);
+            return invalid("box " + std::to_string(id) + " is too large for level " +
+                               std::to_string(depth_) + " but was not moved to a coarser one",
+                           id);
         }
         if (depth_ < kMaxDepth && !in_class(boxes_[s], class_side_)) {
-            return invariant("box " + std::to_string(id) + " is outside the size class of level " +
-                                 std::to_string(depth_),
-                             id);
+            return invalid("box " + std::to_string(id) + " is outside the size class of level " +
+                               std::to_string(depth_),
+                           id);
         }
         if (coarse_ && coarse_->contains_id(id)) {
-            return invariant("id " + std::to_string(id) + " is in two levels", id);
+            return invalid("id " + std::to_string(id) + " is in two levels", id);
         }
         if (large && (large_pos_[s] >= large_.size() || large_[large_pos_[s]] != s)) {
-            return invariant("box " + std::to_string(id) + " has a wrong large-list index", id);
+            return invalid("box " + std::to_string(id) + " has a wrong large-list index", id);
         }
         if (!large) {
             ++small;
             const Box& b = boxes_[s];
             if (!has_small_bounds_ || merge(small_bounds_, b) != small_bounds_) {
-                return invariant("box " + std::to_string(id) + " is outside the bounds", id);
+                return invalid("box " + std::to_string(id) + " is outside the bounds", id);
             }
         }
     }
     if (small != small_count_ || small + large_.size() != n) {
-        return invariant("small and large counts disagree with the boxes");
+        return invalid("small and large counts disagree with the boxes");
     }
     for (const auto& [key, slots] : cells_.cells()) {
-        if (slots.empty()) return invariant("an empty cell is stored");
+        if (slots.empty()) return invalid("an empty cell is stored");
         std::vector<std::uint32_t> sorted(slots);
         std::sort(sorted.begin(), sorted.end());
         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-            return invariant("a box is entered twice in one cell");
+            return invalid("a box is entered twice in one cell");
         }
         for (const std::uint32_t s : slots) {
             if (s >= n || large_pos_[s] != kNotLarge) {
-                return invariant("a cell holds a slot that is not a small box");
+                return invalid("a cell holds a slot that is not a small box");
             }
             for (int a = 0; a < 3; ++a) {
                 if (key[a] < lo_[s][a] || key[a] > hi_[s][a]) {
-                    return invariant(
+                    return invalid(
                         "box " + std::to_string(ids_[s]) + " is in a cell outside its range",
                         ids_[s]);
                 }
@@ -1038,24 +1022,24 @@ Status UniformGrid::validate() const {
     }
     for (std::uint32_t s = 0; s < n; ++s) {
         if (large_pos_[s] == kNotLarge && double(entries[s]) != span_cells(s)) {
-            return invariant(
+            return invalid(
                 "box " + std::to_string(ids_[s]) + " is missing from some cells it overlaps",
                 ids_[s]);
         }
     }
     if (!coarse_) return Status::success();
-    if (coarse_->depth_ != depth_ + 1) return invariant("a coarser level has the wrong depth");
+    if (coarse_->depth_ != depth_ + 1) return invalid("a coarser level has the wrong depth");
     for (int a = 0; a < 3; ++a) {
         if (!(coarse_->cell_size_[a] >= kLevelGrowth * cell_size_[a])) {
-            return invariant("level " + std::to_string(depth_ + 1) + " has cells too small");
+            return invalid("level " + std::to_string(depth_ + 1) + " has cells too small");
         }
     }
     for (std::uint32_t s = 0; s < coarse_->boxes_.size(); ++s) {
         if (fits(coarse_->boxes_[s])) {
             const std::uint32_t id = coarse_->ids_[s];
-            return invariant("box " + std::to_string(id) + " fits level " + std::to_string(depth_) +
-                                 " but is kept in a coarser one",
-                             id);
+            return invalid("box " + std::to_string(id) + " fits level " + std::to_string(depth_) +
+                               " but is kept in a coarser one",
+                           id);
         }
     }
     return coarse_->validate();

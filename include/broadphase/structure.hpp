@@ -90,9 +90,16 @@ public:
 
 protected:
     Error unsupported(const char* what) const {
-        return Error{
-            ErrorCode::unsupported, std::string(name()) + " does not support " + what, {}, {}};
+        return Error{ErrorCode::unsupported, std::string(name()) + " does not support " + what};
     }
+    /// The invalid_argument error "<name>: <what>" for a bad configuration or a broken
+    /// invariant (validate()), naming the offending box where there is one.
+    Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) const {
+        return Error{ErrorCode::invalid_argument, std::string(name()) + ": " + what, box};
+    }
+    /// The opening check of a static structure's validate(): slot s holds box boxes[s] with id
+    /// ids[s], the ids are a permutation of 0 .. boxes.size()-1, and every box is valid.
+    Status validate_slots(std::span<const Box> boxes, std::span<const std::uint32_t> ids) const;
     mutable QueryStats stats_;
 };
 

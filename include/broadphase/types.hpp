@@ -41,6 +41,21 @@ inline bool contains(const Box& b, const Vec3& p) {
            p.z <= b.max.z;
 }
 
+/// True when the closed box `inner` lies in the closed box `outer` (faces may touch).
+inline bool contains_box(const Box& outer, const Box& inner) {
+    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
+           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
+}
+
+/// Half the surface area of b (dx dy + dy dz + dz dx), in double so that large coordinates
+/// neither overflow nor cancel. The surface area heuristic's measure of a box.
+inline double half_area(const Box& b) {
+    const double dx = double(b.max.x) - double(b.min.x);
+    const double dy = double(b.max.y) - double(b.min.y);
+    const double dz = double(b.max.z) - double(b.min.z);
+    return dx * dy + dy * dz + dz * dx;
+}
+
 /// Smallest box containing both a and b.
 inline Box merge(const Box& a, const Box& b) {
     return {{std::min(a.min.x, b.min.x), std::min(a.min.y, b.min.y), std::min(a.min.z, b.min.z)},
@@ -66,6 +81,12 @@ struct RayHit {
     float t = 0;
 };
 
+/// Keeps in `best` the closer of itself and a hit of box `id` at entry parameter `t` (nothing:
+/// a miss): the smaller t, ties to the smaller id, the order in which ray casts answer.
+inline void keep_closer(std::optional<RayHit>& best, std::uint32_t id, std::optional<float> t) {
+    if (t && (!best || *t < best->t || (*t == best->t && id < best->id))) best = RayHit{id, *t};
+}
+
 /// Slab test of a ray against a closed box. Returns the entry parameter in [0, tmax], or
 /// nothing when the ray misses. Axis-parallel rays (dir component 0) are handled exactly.
 std::optional<float> ray_box_entry(const Ray& ray, const Box& box);
@@ -87,8 +108,15 @@ enum class ErrorCode {
     limit_exceeded,    ///< a device limit (e.g. maxStorageBufferRange) is too small
 };
 
-/// An error value. `box` is the offending box id and `line` the 1-based file line, where known.
+/// An error value. `box` is the offending box id and `line` the 1-based file line, where known;
+/// `Error{code, message}` names neither.
 struct Error {
+    Error() = default;
+    Error(ErrorCode error_code, std::string error_message,
+          std::optional<std::size_t> box_id = std::nullopt,
+          std::optional<std::size_t> file_line = std::nullopt)
+        : code(error_code), message(std::move(error_message)), box(box_id), line(file_line) {}
+
     ErrorCode code = ErrorCode::invalid_argument;
     std::string message;
     std::optional<std::size_t> box;
