@@ -55,6 +55,39 @@ bool rebuild_wanted(const SahSum& now, const SahSum& base, float rebuild_ratio) 
     return now.root > 0 && lhs > rhs;
 }
 
+TraversalWork pair_traversal_work(std::span<const LbvhNode> nodes, std::span<const Box> boxes) {
+    TraversalWork work;
+    if (boxes.size() < 2) return work;
+    std::vector<Pair> pairs;
+    QueryStats stats;
+    self_pairs(nodes, boxes, pairs, &stats);
+    // self_pairs enters the root for every position but the last (the last one's range ends
+    // at the root's); the shader expands it for every position: one more.
+    work.visits = stats.nodes_visited + 1;
+    work.pairs = pairs.size();
+    return work;
+}
+
+bool work_rebuild_wanted(const TraversalWork& work, std::uint32_t n, WorkBase& base,
+                         float work_ratio, double& ratio) {
+    ratio = 1;
+    const auto hi = static_cast<std::uint32_t>(work.visits >> 32);
+    const auto lo = static_cast<std::uint32_t>(work.visits);
+    const float visits = static_cast<float>(hi) * 4294967296.0f + static_cast<float>(lo);
+    // The shader reads the traversal's pair count saturated at 2^32 - 1.
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(work.pairs, ~0u));
+    const float load = static_cast<float>(n) + static_cast<float>(count);
+    if (!(visits > 0)) return false;
+    if (base.visits == 0) {
+        base = {visits, load};
+        return false;
+    }
+    ratio = (double(visits) / double(load)) / (double(base.visits) / double(base.load));
+    const float lhs = visits * base.load;
+    const float rhs = (work_ratio * base.visits) * load;
+    return work_ratio > 0 && lhs > rhs;
+}
+
 std::vector<Pair> diff_sorted_pairs(std::span<const Pair> a, std::span<const Pair> b) {
     // pair_diff_append.comp: each element of A absent from B (binary search) is appended, in
     // no particular order on the GPU; then RadixSort and pair_unpack.comp order them.
@@ -73,10 +106,14 @@ void MovingTwin::reset(std::span<const Box> boxes) {
     base_ = n_ > 1 ? sah_sum(nodes_, n_) : SahSum{};
     base_cost_ = base_.root > 0 ? double(base_.sum) / double(base_.root) : 0.0;
     ratio_ = 1;
+    work_ratio_measured_ = 1;
+    work_base_ = {};
+    traversal_ = pair_traversal_work(nodes_, boxes);
 }
 
 bool MovingTwin::step(std::span<const Box> boxes) {
     ratio_ = 1;
+    work_ratio_measured_ = 1;
     bool rebuild = policy_ == Policy::always_rebuild;
     if (!rebuild) {
         refit(nodes_, boxes);
@@ -86,15 +123,19 @@ bool MovingTwin::step(std::span<const Box> boxes) {
             const bool has_cost = now.sum > 0 && now.root > 0;
             ratio_ = has_base ? (now.root > 0 ? (double(now.sum) / now.root) / base_cost_ : 0.0)
                               : (has_cost ? HUGE_VAL : 1.0);
-            rebuild = policy_ == Policy::by_ratio &&
-                      rebuild_wanted(now, base_, static_cast<float>(rebuild_ratio_));
+            const bool by_cost = rebuild_wanted(now, base_, static_cast<float>(rebuild_ratio_));
+            const bool by_work = work_rebuild_wanted(
+                traversal_, n_, work_base_, static_cast<float>(work_ratio_), work_ratio_measured_);
+            rebuild = policy_ == Policy::by_ratio && (by_cost || by_work);
         }
     }
     if (rebuild) {
         nodes_ = build_tree(boxes, kind_);
         base_ = n_ > 1 ? sah_sum(nodes_, n_) : SahSum{};
         base_cost_ = base_.root > 0 ? double(base_.sum) / double(base_.root) : 0.0;
+        work_base_ = {};
     }
+    traversal_ = pair_traversal_work(nodes_, boxes);
     return rebuild;
 }
 

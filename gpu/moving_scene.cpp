@@ -1,9 +1,10 @@
 // Moving scenes on the GPU (include/broadphase/gpu_frames.hpp): per-frame LBVH refit
 // (shaders/lbvh_refit.comp + lbvh_bounds.comp) or rebuild (the Lbvh build), chosen on the GPU
 // by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp, shaders/frame_policy.comp;
-// Kopta et al., I3D 2012), then all pairs (Lbvh::record_pairs), a 64-bit radix sort of the
-// pairs (shaders/pair_keys.comp, RadixSort) and the difference of consecutive frames' sorted
-// pairs both ways (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
+// Kopta et al., I3D 2012) and by the previous frame's traversal work, then all pairs
+// (Lbvh::record_pairs), a 64-bit radix sort of the pairs (shaders/pair_keys.comp, RadixSort) and
+// the difference of consecutive frames' sorted pairs both ways (shaders/pair_diff_append.comp,
+// RadixSort, shaders/pair_unpack.comp).
 //
 // One frame is one recording without host decisions: the rebuild's dispatches are indirect
 // (DispatchGate), their arguments written by frame_policy.comp from a table captured while
@@ -69,9 +70,9 @@ Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
 }
 
 // Bytes at the start of the readback buffer for the status and a pair counter.
-constexpr VkDeviceSize kReadbackHeader = 128;
+constexpr VkDeviceSize kReadbackHeader = 256;
 // Where record_status_readback puts the previous and the current frame's pair traversal status.
-constexpr VkDeviceSize kReadbackPrevious = 32;
+constexpr VkDeviceSize kReadbackPrevious = sizeof(FrameStatus);
 constexpr VkDeviceSize kReadbackCurrent = kReadbackPrevious + sizeof(TraversalStatus);
 static_assert(kReadbackCurrent + sizeof(TraversalStatus) <= kReadbackHeader);
 
@@ -212,12 +213,14 @@ struct MovingScene::Impl {
         pc.count = static_cast<std::uint32_t>(gate.counts.size() * 3);
         pc.flags = mode;
         pc.offset = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_ratio));
+        pc.capacity = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_work_ratio));
+        pc.shift = n;
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
-        policy.dispatch(
-            cmd,
-            {prefix(partials, (pc.tiles + 1) * 4ull), prefix(status, sizeof(FrameStatus)),
-             prefix(args_on, table), prefix(args, table)},
-            pc, 1, g);
+        policy.dispatch(cmd,
+                        {prefix(partials, (pc.tiles + 1) * 4ull),
+                         prefix(status, sizeof(FrameStatus)), prefix(args_on, table),
+                         prefix(args, table), prefix(pair_count[cur ^ 1], sizeof(TraversalStatus))},
+                        pc, 1, g);
     }
 
     // The build, its cost and the commit of that cost as the new base; through `g` when given
@@ -391,7 +394,10 @@ struct MovingScene::Impl {
         for (Buffer* b : {&event_count[0], &event_count[1]})
             if (Status s = ensure(*b, 4); !s) return s;
         if (work_capacity == 0)
-            work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
+            work_capacity =
+                options.initial_work_capacity > 0
+                    ? options.initial_work_capacity
+                    : default_traversal_capacity(n, context->info().max_storage_buffer_range);
         if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
         for (Buffer* b : {&pair_args[0], &pair_args[1], &event_args[0], &event_args[1]})
             if (Status s = ensure(*b, kArgsSlots * sizeof(VkDispatchIndirectCommand)); !s) return s;
@@ -434,12 +440,16 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         FrameStatus initial{};
         initial.rebuilt = 1;
         initial.ratio = 1.0f;
+        initial.work_ratio = 1.0f;
         vkCmdUpdateBuffer(cmd, status.handle(), 0, sizeof(initial), &initial);
     } else {
         const std::uint32_t defaults[4] = {0, 0, rebuild_always ? 1u : 0u,
                                            std::bit_cast<std::uint32_t>(1.0f)};
         vkCmdUpdateBuffer(cmd, status.handle(), offsetof(FrameStatus, began), sizeof(defaults),
                           defaults);
+        const float work_ratio = 1.0f;
+        vkCmdUpdateBuffer(cmd, status.handle(), offsetof(FrameStatus, work_ratio),
+                          sizeof(work_ratio), &work_ratio);
     }
     compute_barrier(cmd);
 
@@ -578,6 +588,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     result.pair_count = st.pairs;
     result.path = st.rebuilt ? FramePath::rebuild : FramePath::refit;
     result.ratio = st.ratio;
+    result.work_ratio = st.work_ratio;
     result.regrown = regrown;
     times.path = result.path;
 
@@ -664,6 +675,9 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
                                                          const MovingSceneOptions& options) {
     if (!(options.rebuild_ratio > 0))
         return Error{ErrorCode::invalid_argument, "rebuild_ratio must be positive", {}, {}};
+    if (!(options.rebuild_work_ratio >= 0))
+        return Error{
+            ErrorCode::invalid_argument, "rebuild_work_ratio must be 0 (off) or positive", {}, {}};
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
     impl->options = options;
@@ -675,7 +689,7 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
     impl->refit = Kernel(context, shaders::lbvh_refit, 2, "lbvh_refit");
     impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
     impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
-    impl->policy = Kernel(context, shaders::frame_policy, 4, "frame_policy");
+    impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
     impl->pair_keys = Kernel(context, shaders::pair_keys, 4, "pair_keys");
     impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
     impl->unpack = Kernel(context, shaders::pair_unpack, 3, "pair_unpack");

@@ -22,7 +22,7 @@ public:
     /// Compiles (or finds) traversal_args.comp; record's precondition.
     Status ready() const { return args_.ready(); }
 
-    /// Records a whole traversal. `status` is the 48-byte TraversalStatus, already zeroed and
+    /// Records a whole traversal. `status` is the 64-byte TraversalStatus, already zeroed and
     /// visible to compute shaders. round(cmd, r, args) records round r: r == 0 a direct
     /// dispatch over the queries (args unused), r >= 1 Kernel::dispatch_indirect at `args`.
     /// Ends with the finish dispatch and a compute barrier (status and outputs visible to later

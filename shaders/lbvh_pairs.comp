@@ -5,7 +5,9 @@
 // root, later rounds one per queued (p, node) item; an invocation expands at most
 // kTraversalBudget nodes, then queues its pending subtrees. Pairs are appended with an atomic
 // counter kept exact in 64 bits (total_lo plus its carries in total_hi); only the first
-// `capacity` are stored (the host grows and retries).
+// `capacity` are stored (the host grows and retries). The internal nodes an invocation expands
+// are added to visits_lo / visits_hi once, when it stops: the traversal's work, the same
+// whatever the budget or rounds (MovingScene's policy compares it across frames).
 // CPU twin: lbvh::self_pairs.
 #version 450
 #include "common.glsl"
@@ -33,6 +35,12 @@ void emit(uint a, uint b) {
         pairs[2u * slot] = min(a, b);
         pairs[2u * slot + 1u] = max(a, b);
     }
+}
+
+// Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
+void count_visits(uint expanded) {
+    uint before = atomicAdd(tstatus.visits_lo, expanded);
+    if (before + expanded < before) atomicAdd(tstatus.visits_hi, 1u);  // the low word wrapped
 }
 
 void main() {
@@ -80,10 +88,12 @@ void main() {
             node = stack[--top];
         } else {
             done = true;
+            count_visits(step + 1u);
             break;
         }
     }
     if (done) return;
+    count_visits(kTraversalBudget);
     // One reservation per pending subtree (see lbvh_raycast.comp).
     uint slot;
     if (traversal_reserve(1u, slot)) traversal_put(slot, p, node);

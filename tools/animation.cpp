@@ -17,19 +17,25 @@ float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
     return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
 }
 
+namespace {
+
+// The median of the boxes' sizes on `axis` (the upper median for an even count).
+float median_size(const std::vector<Box>& boxes, int axis) {
+    std::vector<float> sizes(boxes.size());
+    for (std::size_t k = 0; k < boxes.size(); ++k)
+        sizes[k] = boxes[k].max[axis] - boxes[k].min[axis];
+    const auto middle = sizes.begin() + static_cast<std::ptrdiff_t>(sizes.size() / 2);
+    std::nth_element(sizes.begin(), middle, sizes.end());
+    return *middle;
+}
+
+}  // namespace
+
 Animation::Animation(std::vector<Box> base)
     : base_(std::move(base)), boxes_(base_), offset_(base_.size(), Vec3{0, 0, 0}) {
     if (base_.empty()) return;
-    Box bounds = base_[0];
-    for (const Box& b : base_) {
-        bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
-                      std::min(bounds.min.z, b.min.z)};
-        bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
-                      std::max(bounds.max.z, b.max.z)};
-    }
-    float s = 0.02f / std::cbrt(float(base_.size()));
-    step_ = {(bounds.max.x - bounds.min.x) * s, (bounds.max.y - bounds.min.y) * s,
-             (bounds.max.z - bounds.min.z) * s};
+    step_ = {kStepOfMedianSize * median_size(base_, 0), kStepOfMedianSize * median_size(base_, 1),
+             kStepOfMedianSize * median_size(base_, 2)};
 }
 
 void Animation::advance() {

@@ -1,8 +1,13 @@
 // Deterministic animation of a generated scene for the frame-by-frame commands (events, bench
 // --frames): frame 0 is the scene itself; in frame f >= 1 box k is shifted on each axis a by
-//     0.02 * extent_a / cbrt(N) * sum_{g=1..f} u(k, g, a),
-// where extent_a is the scene's extent on axis a, N the box count and u(k, g, a) in [-1, 1) is
-// splitmix64(k * 0x9e3779b97f4a7c15 + g * 0xbf58476d1ce4e5b9 + a + 1) >> 40, scaled.
+//     0.025 * m_a * sum_{g=1..f} u(k, g, a),
+// where m_a is the median of the boxes' sizes on axis a (the upper median for an even count)
+// and u(k, g, a) in [-1, 1) is splitmix64(k * 0x9e3779b97f4a7c15 + g * 0xbf58476d1ce4e5b9 +
+// a + 1) >> 40, scaled. Bodies move by a fraction of a typical body's size per frame, as in a
+// simulation, whatever the scene's extent: a few outliers or one world-wide slab (the `level`
+// scene), or clusters 1e4 apart (`multiscale`), do not make every box jump across the world.
+// On `uniform` (cubes of side 0.8 / cbrt(N)) the step is 0.02 / cbrt(N), the same as a step
+// of 0.02 * extent / cbrt(N).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,9 @@ public:
     int frame() const { return frame_; }
     /// Moves on to the next frame.
     void advance();
+
+    /// The step as a fraction of the median box size (the 0.025 of the file comment).
+    static constexpr float kStepOfMedianSize = 0.025f;
 
 private:
     std::vector<Box> base_, boxes_;

@@ -119,10 +119,13 @@ CLI::Option* add_policy(CLI::App& c, Args& a) {
         ->check(one_of({"ratio", "refit", "rebuild"}, "policy"));
 }
 
-std::string default_rebuild_ratio() {
+// The defaults of gpu::MovingSceneOptions' ratios as text ("the library's" without GPU
+// support): rebuild_ratio, or rebuild_work_ratio when `work`.
+std::string default_moving_ratio([[maybe_unused]] bool work) {
 #ifdef BROADPHASE_HAS_GPU
     std::ostringstream text;
-    text << gpu::MovingSceneOptions{}.rebuild_ratio;
+    const gpu::MovingSceneOptions defaults;
+    text << (work ? defaults.rebuild_work_ratio : defaults.rebuild_ratio);
     return text.str();
 #else
     return "the library's";
@@ -134,8 +137,19 @@ CLI::Option* add_rebuild_ratio(CLI::App& c, Args& a) {
         .add_option("--rebuild-ratio", a.rebuild_ratio,
                     with_default("--policy ratio: rebuild when the refitted tree's cost "
                                  "exceeds R times the cost after the last build",
-                                 default_rebuild_ratio()))
+                                 default_moving_ratio(false)))
         ->type_name("R")
+        ->check(real_in(0, 1e9));
+}
+
+CLI::Option* add_rebuild_work_ratio(CLI::App& c, Args& a) {
+    return c
+        .add_option("--rebuild-work-ratio", a.rebuild_work_ratio,
+                    with_default("--policy ratio: also rebuild when a frame's pair traversal "
+                                 "expanded more than W times the nodes per box and pair of the "
+                                 "first one after the last build (0: off)",
+                                 default_moving_ratio(true)))
+        ->type_name("W")
         ->check(real_in(0, 1e9));
 }
 
@@ -238,6 +252,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                               ->group(kFrames);
     CLI::Option* policy = add_policy(c, a)->group(kFrames);
     CLI::Option* rebuild_ratio = add_rebuild_ratio(c, a)->group(kFrames);
+    CLI::Option* rebuild_work_ratio = add_rebuild_work_ratio(c, a)->group(kFrames);
     CLI::Option* back_to_back =
         c.add_flag("--back-to-back", a.back_to_back,
                    "also record all F frames into one submit (wall ms per frame)")
@@ -263,7 +278,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
-         {scene, policy, rebuild_ratio, back_to_back, code, device, validation},
+         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, code, device, validation},
          true},
         {"--rays", rays, {scene, repeat, seed, code, device, validation}, true},
     };
@@ -433,6 +448,7 @@ CommandLine read_command_line(int argc, char** argv) {
         ->transform(integer_in(1, 100000));
     add_policy(*c, a);
     add_rebuild_ratio(*c, a);
+    add_rebuild_work_ratio(*c, a);
     c->add_flag("--rebuild", a.rebuild, "CPU methods: rebuild every frame instead of moving");
     c->add_flag("--verbose", a.verbose, "per frame on standard error: refit/rebuild, moved boxes");
     add_out(*c, a);

@@ -51,12 +51,13 @@ struct Args {
     std::string order = "exact";  ///< exact or approx
 
     // Frames and moving scenes.
-    std::int64_t frames = 0;       ///< events (0: one frame per scene file), bench --frames
-    std::string policy = "ratio";  ///< ratio, refit or rebuild
-    double rebuild_ratio = 0;      ///< when has("rebuild-ratio")
-    bool rebuild = false;          ///< events, CPU methods: rebuild every frame
-    bool verbose = false;          ///< events: per-frame path on standard error
-    bool back_to_back = false;     ///< bench --frames
+    std::int64_t frames = 0;        ///< events (0: one frame per scene file), bench --frames
+    std::string policy = "ratio";   ///< ratio, refit or rebuild
+    double rebuild_ratio = 0;       ///< when has("rebuild-ratio")
+    double rebuild_work_ratio = 0;  ///< when has("rebuild-work-ratio")
+    bool rebuild = false;           ///< events, CPU methods: rebuild every frame
+    bool verbose = false;           ///< events: per-frame path on standard error
+    bool back_to_back = false;      ///< bench --frames
 
     // Benchmarks.
     bool cpu = false, cull = false;  ///< bench modes (--frames and --rays are the others)

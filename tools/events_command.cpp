@@ -117,6 +117,7 @@ int run_events(const Args& args) {
         options.code = code_kind(args);
         options.policy = refit_policy(args);
         if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
+        if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
         options.return_pairs = false;
         auto context = open_context(args);
         if (!context) return events_fail(context.error().message);
@@ -129,9 +130,9 @@ int run_events(const Args& args) {
             if (!r) return events_fail(r.error().message);
             print_frame(out, f, r->began, r->ended);
             if (args.verbose)
-                std::fprintf(stderr, "frame %zu: %s, ratio %.4f, %u pairs\n", f,
+                std::fprintf(stderr, "frame %zu: %s, ratio %.4f, work ratio %.4f, %u pairs\n", f,
                              r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
-                             r->pair_count);
+                             r->work_ratio, r->pair_count);
         }
         if (context.value()->validation_errors() > 0)
             return events_fail(std::to_string(context.value()->validation_errors()) +
@@ -142,7 +143,7 @@ int run_events(const Args& args) {
         return events_fail("this build has no GPU support");
 #endif
     }
-    for (const char* gpu_only : {"policy", "rebuild-ratio"}) {
+    for (const char* gpu_only : {"policy", "rebuild-ratio", "rebuild-work-ratio"}) {
         if (args.has(gpu_only))
             return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
     }

@@ -77,6 +77,7 @@ int run_frame_bench(const Args& args) {
     options.code = code_kind(args);
     options.policy = refit_policy(args);
     if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
+    if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
 
     auto context = open_context(args);
     if (!context) return bench_fail(context.error().message);
@@ -92,7 +93,7 @@ int run_frame_bench(const Args& args) {
                 first.gpu_total(), first.rebuild, first.pairs, first.sort);
 
     std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
-        events;
+        events, ratios, work_ratios;
     std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
     int refits = 0, rebuilds = 0, regrown = 0;
     Animation animation(scene->boxes);
@@ -124,6 +125,8 @@ int run_frame_bench(const Args& args) {
         pair_counts.push_back(r->pair_count);
         regrown += r->regrown ? 1 : 0;
         events.push_back(double(r->began.size() + r->ended.size()));
+        ratios.push_back(r->ratio);
+        work_ratios.push_back(r->work_ratio);
     }
     auto row = [](const char* stage, const std::vector<double>& v) {
         if (v.empty())
@@ -145,6 +148,11 @@ int run_frame_bench(const Args& args) {
                 refits, rebuilds, regrown);
     std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
                 median(pair_counts), median(events));
+    std::printf(
+        "SAH ratio: %.3f (median), %.3f (max); traversal work ratio: %.3f (median), "
+        "%.3f (max)\n",
+        median(ratios), *std::max_element(ratios.begin(), ratios.end()), median(work_ratios),
+        *std::max_element(work_ratios.begin(), work_ratios.end()));
     if (args.back_to_back) {
         // The same frames again, each already in a device buffer (as a simulation on the GPU
         // would have them), all recorded into one command buffer: no host work between frames.

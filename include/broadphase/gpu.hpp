@@ -284,7 +284,7 @@ std::uint32_t default_traversal_capacity(std::uint64_t queries, VkDeviceSize max
 Result<std::uint64_t> traversal_outcome(const gpu_layout::TraversalStatus& status,
                                         const char* what);
 /// The caller's pair output: `pairs` holds `capacity` pairs as 2 uints (i, j) each, i < j;
-/// `status` holds one gpu_layout::TraversalStatus (48 bytes; STORAGE | TRANSFER_DST |
+/// `status` holds one gpu_layout::TraversalStatus (64 bytes; STORAGE | TRANSFER_DST |
 /// INDIRECT_BUFFER usage): its first uint `count` is the number of pairs found saturated at
 /// 2^32 - 1, total_lo / total_hi the exact 64-bit number; when it exceeds capacity only
 /// `capacity` of them were stored, in no particular order (grow and record the pairs pass

@@ -38,11 +38,22 @@ struct MovingSceneOptions {
     RefitPolicy policy = RefitPolicy::by_ratio;
     /// Rebuild threshold on the refitted tree's SAH cost relative to the last build's (> 0).
     double rebuild_ratio = 1.5;
+    /// by_ratio also rebuilds when the previous frame's all-pairs traversal expanded more than
+    /// this many times the nodes per (box + pair) of the first traversal after the last build
+    /// (>= 0; 0 turns this rule off). The SAH cost alone misses a refit that scatters most of a
+    /// scene when a few boxes (a world-wide ground slab, bodies fallen far away) dominate the
+    /// root's and the upper nodes' areas; the traversal's work does not. It acts one frame
+    /// late: the frame after the one that cost too much rebuilds.
+    double rebuild_work_ratio = 2.0;
     /// Download the frame's full sorted pair list into FrameResult::pairs (events always are).
     bool return_pairs = true;
     /// Pairs the frame buffers hold at first (0: 4 per box, at least 1024). They grow, with a
     /// host round trip, when a frame finds more.
     std::uint32_t initial_pair_capacity = 0;
+    /// (query, node) items the all-pairs traversal's work queue holds at first (0: the
+    /// default, at least 65,536). It grows 4x, with a host round trip, when a frame overflows
+    /// it; a small value makes frames exercise that path.
+    std::uint32_t initial_work_capacity = 0;
 };
 
 /// Which path a frame took.
@@ -58,6 +69,10 @@ struct FrameResult {
     /// SAH cost of the refitted tree over the cost right after the last build (1 when the
     /// policy is always_rebuild or there are fewer than 2 boxes).
     double ratio = 1;
+    /// The previous frame's all-pairs traversal work per (box + pair) over that of the first
+    /// traversal after the last build (1 until measured, and when the policy is
+    /// always_rebuild); by_ratio rebuilds when it passes rebuild_work_ratio.
+    double work_ratio = 1;
     /// The frame found more pairs than the pair buffers held: they were grown and the frame's
     /// pairs, sort and differences redone (one host round trip; the results are exact).
     bool regrown = false;
@@ -99,7 +114,7 @@ struct FrameBuffers {
 class MovingScene {
 public:
     /// No scene yet (call reset; its kernels are compiled by the first frame or refit).
-    /// Rejects a non-positive rebuild_ratio.
+    /// Rejects a non-positive rebuild_ratio and a negative rebuild_work_ratio.
     static Result<std::unique_ptr<MovingScene>> create(Context& context,
                                                        const MovingSceneOptions& options = {});
     ~MovingScene();

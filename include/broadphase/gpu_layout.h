@@ -130,7 +130,11 @@ struct PushConstants {
 // flags: kTraversalIncomplete | kTraversalQueueOverflow | kTraversalCandidateOverflow; any
 //   flag set means the results are not complete (grow the work queue, or record more rounds).
 // queued[2]: items pushed to each queue in its round; candidates: ray-cast candidates appended.
-// total: 48 bytes
+// visits_lo / visits_hi: the all-pairs traversal's work, the exact 64-bit number of internal
+//   nodes it expanded (the root once per query, then every internal child it entered; the
+//   same whatever the budget, rounds or order), the low word's carries in visits_hi; 0 for
+//   the other traversals. gpu::MovingScene's policy reads it (frame_policy.comp).
+// total: 64 bytes
 struct TraversalStatus {
     uint count;
     uint total_lo;
@@ -141,10 +145,15 @@ struct TraversalStatus {
     uint candidates;
     uint rounds;  // rounds recorded so far
     uvec4 args;   // x, y, z of the next round's VkDispatchIndirectCommand; w unused
+    uint visits_lo;
+    uint visits_hi;
+    uint reserved0;
+    uint reserved1;
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(TraversalStatus) == 48 && offsetof(TraversalStatus, args) == 32);
+static_assert(sizeof(TraversalStatus) == 64 && offsetof(TraversalStatus, args) == 32 &&
+              offsetof(TraversalStatus, visits_lo) == 48);
 static_assert(sizeof(vec4) == 16 && sizeof(uvec4) == 16);
 static_assert(sizeof(GpuBox) == 32 && offsetof(GpuBox, hi) == 16);
 static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);

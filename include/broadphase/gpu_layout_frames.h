@@ -7,7 +7,8 @@
 // Push constants (gpu_layout::PushConstants, generic fields):
 //   frame_policy:      tiles = number of SAH partial sums (the root's area follows them),
 //                      count = uints of the dispatch-argument table, flags = kPolicy*,
-//                      offset = float bits of the rebuild ratio
+//                      offset = float bits of the rebuild ratio, capacity = float bits
+//                      of the work ratio (0: no work rule), shift = n (the box count)
 //   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it),
 //                      shift = b, the bits of j in a pair key i << b | j (bit_width(n - 1))
 //   pair_diff_append:  count = capacity of A, capacity = capacity of B
@@ -36,7 +37,7 @@ BP_CONST kDiffEnded = 1u;
 // Written by the frame's kernels; read by the host (MovingScene::read_step) or by the
 // caller's own kernels. The frame's pairs, began and ended lists are complete exactly when
 // pairs <= pair_capacity.
-// total: 32 bytes
+// total: 48 bytes
 struct FrameStatus {
     uint pairs;          // exact number of overlapping pairs this frame
     uint began;          // pairs overlapping now and not in the previous frame
@@ -46,11 +47,19 @@ struct FrameStatus {
     float base_sum;      // policy state: sum of internal-node areas right after the last build
     float base_root;     // policy state: root area right after the last build
     uint pair_capacity;  // pairs the frame's buffers hold
+    // The previous frame's all-pairs traversal work per box and pair (TraversalStatus visits
+    // over n + pairs) over the same measure on the first traversal after the last build; 1
+    // until there are two such traversals.
+    float work_ratio;
+    float base_visits;  // policy state: that first traversal's visits (0: not measured yet)
+    float base_load;    // policy state: its n + pairs
+    uint reserved;
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(FrameStatus) == 32 && offsetof(FrameStatus, began) == 4 &&
-              offsetof(FrameStatus, ratio) == 16 && offsetof(FrameStatus, pair_capacity) == 28);
+static_assert(sizeof(FrameStatus) == 48 && offsetof(FrameStatus, began) == 4 &&
+              offsetof(FrameStatus, ratio) == 16 && offsetof(FrameStatus, pair_capacity) == 28 &&
+              offsetof(FrameStatus, work_ratio) == 32);
 }  // namespace broadphase::gpu_layout
 #endif
 #undef BP_CONST

@@ -28,7 +28,6 @@ BP_CONST kQueryFill = 1u;   // write the hits of query q to ids[offsets[q] ...]
 // over the candidates of rays that continued in queued items (smallest id at the minimum t).
 BP_CONST kRayResolve = 1u;
 
-
 // A ray: origin.xyz and tmax in origin.w; dir.xyz (w ignored).
 // total: 32 bytes
 struct GpuRay {

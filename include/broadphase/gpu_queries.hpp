@@ -35,7 +35,7 @@ struct QueryHits {
 /// The caller's ranges of a region query batch (all STORAGE | TRANSFER_DST): `queries` holds
 /// Q GpuBox (a point p is the box {p, p}); `offsets` Q+1 uints; `ids` `capacity` uints;
 /// `scratch` LbvhQueries::scan_scratch_size(Q) bytes; `count_status` and `fill_status` one
-/// gpu_layout::TraversalStatus each (48 bytes, also INDIRECT_BUFFER usage), of the count pass
+/// gpu_layout::TraversalStatus each (64 bytes, also INDIRECT_BUFFER usage), of the count pass
 /// and of the fill pass, each with flags that say whether its bounded traversal finished (see
 /// TraversalBuffers); `traversal` the work queues both passes use.
 struct RegionQueryBuffers {
@@ -50,7 +50,7 @@ struct RegionQueryBuffers {
 };
 
 /// The caller's ranges of a ray batch: `rays` holds R GpuRay, `hits` R GpuRayHit; `status`
-/// one gpu_layout::TraversalStatus (48 bytes, also INDIRECT_BUFFER usage) whose flags say
+/// one gpu_layout::TraversalStatus (64 bytes, also INDIRECT_BUFFER usage) whose flags say
 /// whether the bounded traversal finished; `traversal` its work queues and candidates.
 struct RayQueryBuffers {
     BufferRange rays;

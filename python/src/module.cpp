@@ -359,6 +359,7 @@ struct Frame {
     std::uint64_t pair_count = 0;
     std::string path;
     double ratio = 1;
+    double work_ratio = 1;
     bool regrown = false;
 };
 
@@ -371,7 +372,7 @@ std::vector<Pair> difference(const std::vector<Pair>& a, const std::vector<Pair>
 class MovingScene {
 public:
     MovingScene(std::string method, const std::string& policy, double rebuild_ratio,
-                bool return_pairs, const py::object& device)
+                double rebuild_work_ratio, bool return_pairs, const py::object& device)
         : method_(std::move(method)), return_pairs_(return_pairs) {
         check_method(method_);
         // Checked for every method; only gpu_lbvh uses them.
@@ -383,6 +384,10 @@ public:
             raise(ErrorCode::invalid_argument,
                   "rebuild_ratio must be > 0 (got " + std::to_string(rebuild_ratio) + ")");
         }
+        if (!(rebuild_work_ratio >= 0)) {
+            raise(ErrorCode::invalid_argument, "rebuild_work_ratio must be >= 0 (got " +
+                                                   std::to_string(rebuild_work_ratio) + ")");
+        }
         if (method_ == kGpuMethod) {
 #ifdef BROADPHASE_PYTHON_HAS_GPU
             gpu::MovingSceneOptions options;
@@ -390,6 +395,7 @@ public:
                              : policy == "rebuild" ? gpu::RefitPolicy::always_rebuild
                                                    : gpu::RefitPolicy::by_ratio;
             options.rebuild_ratio = rebuild_ratio;
+            options.rebuild_work_ratio = rebuild_work_ratio;
             options.return_pairs = return_pairs;
             gpu_ = gpu_state(device);
             scene_ = with_gpu(*gpu_, [&](GpuState& s) {
@@ -468,6 +474,7 @@ public:
             frame.pair_count = r.pair_count;
             frame.path = r.path == gpu::FramePath::refit ? "refit" : "rebuild";
             frame.ratio = r.ratio;
+            frame.work_ratio = r.work_ratio;
             frame.regrown = r.regrown;
             return frame;
         }
@@ -781,6 +788,9 @@ PYBIND11_MODULE(_broadphase, m) {
                       "gpu_lbvh: 'refit' or 'rebuild'; CPU: 'update' (dynamic structures "
                       "move their boxes) or 'rebuild'")
         .def_readonly("ratio", &Frame::ratio, "gpu_lbvh: the refitted tree's SAH cost ratio")
+        .def_readonly("work_ratio", &Frame::work_ratio,
+                      "gpu_lbvh: the previous frame's pair traversal work per box and pair over "
+                      "that right after the last build")
         .def_readonly("regrown", &Frame::regrown)
         .def("__iter__", [](const Frame& f) { return py::iter(py::make_tuple(f.began, f.ended)); })
         .def("__repr__", [](const Frame& f) {
@@ -789,16 +799,19 @@ PYBIND11_MODULE(_broadphase, m) {
                    ", pair_count=" + std::to_string(f.pair_count) + ", path='" + f.path + "')";
         });
 
-    py::class_<MovingScene>(m, "MovingScene",
-                            "Boxes moving from frame to frame (same count, same ids): reset(boxes) "
-                            "once, then step(boxes) per frame gives the pairs that began and "
-                            "ended. gpu_lbvh refits its tree (rebuilt when the SAH cost ratio "
-                            "passes rebuild_ratio, policy 'ratio'; or always 'refit' or "
-                            "'rebuild'); a CPU method updates a dynamic structure or rebuilds.")
-        .def(py::init<std::string, const std::string&, double, bool, const py::object&>(),
+    py::class_<MovingScene>(
+        m, "MovingScene",
+        "Boxes moving from frame to frame (same count, same ids): reset(boxes) "
+        "once, then step(boxes) per frame gives the pairs that began and "
+        "ended. gpu_lbvh refits its tree (rebuilt when the SAH cost ratio "
+        "passes rebuild_ratio or its pair traversal's work per box and pair passes "
+        "rebuild_work_ratio times that after the last build, policy 'ratio'; "
+        "or always 'refit' or "
+        "'rebuild'); a CPU method updates a dynamic structure or rebuilds.")
+        .def(py::init<std::string, const std::string&, double, double, bool, const py::object&>(),
              py::arg("method") = kDefaultMovingMethod, py::kw_only(), py::arg("policy") = "ratio",
-             py::arg("rebuild_ratio") = 1.5, py::arg("return_pairs") = true,
-             py::arg("device") = py::none())
+             py::arg("rebuild_ratio") = 1.5, py::arg("rebuild_work_ratio") = 2.0,
+             py::arg("return_pairs") = true, py::arg("device") = py::none())
         .def_property_readonly("method", &MovingScene::method)
         .def("__len__", &MovingScene::size)
         .def("reset", &MovingScene::reset, py::arg("boxes"),

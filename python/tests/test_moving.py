@@ -63,6 +63,29 @@ def test_gpu_policies(policy, frames, oracle):
 
 
 @requires_gpu
+def test_gpu_work_rule_rebuilds_a_scattered_scene():
+    # Small clusters 1e4 apart scatter by up to 4 units a frame: the SAH ratio stays near 1,
+    # the traversal's work per box and pair does not, and the frame after it rebuilds.
+    base = bp.generate_scene("multiscale", 2000)
+    rng = np.random.default_rng(5)
+    offsets = np.zeros((len(base), 3), np.float32)
+    paths = {}
+    for work_ratio in (2.0, 0.0):
+        scene = bp.MovingScene("gpu_lbvh", rebuild_work_ratio=work_ratio, return_pairs=False)
+        scene.reset(base)
+        rng = np.random.default_rng(5)
+        offsets[:] = 0
+        paths[work_ratio] = []
+        for _ in range(3):
+            offsets += rng.uniform(-4, 4, offsets.shape).astype(np.float32)
+            frame = scene.step(np.hstack([base[:, :3] + offsets, base[:, 3:] + offsets]))
+            paths[work_ratio].append((frame.path, frame.ratio, frame.work_ratio))
+    assert [p[0] for p in paths[0.0]] == ["refit"] * 3
+    assert paths[2.0][0][0] == "refit" and paths[2.0][1][0] == "rebuild"
+    assert paths[2.0][1][1] < 1.5 < 2.0 < paths[2.0][1][2]
+
+
+@requires_gpu
 def test_gpu_pairs_can_be_left_on_the_device(frames, oracle):
     scene = bp.MovingScene("gpu_lbvh", return_pairs=False)
     scene.reset(frames[0])
@@ -105,3 +128,5 @@ def test_options_are_checked(method):
         bp.MovingScene(method, policy="sometimes")
     with pytest.raises(ValueError, match="rebuild_ratio must be > 0"):
         bp.MovingScene(method, rebuild_ratio=0)
+    with pytest.raises(ValueError, match="rebuild_work_ratio must be >= 0"):
+        bp.MovingScene(method, rebuild_work_ratio=-1)

@@ -16,6 +16,7 @@
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
+#include "lbvh_refit.hpp"
 #include "shaders.hpp"
 #include "traversal.hpp"
 
@@ -202,6 +203,13 @@ TEST_F(BoundedTraversalTest, RecorderStatusSaysWhenATraversalDidNotFinish) {
     ASSERT_TRUE(total);
     EXPECT_EQ(total.value(), kSmall);
     EXPECT_GT(full.rounds, 1u);
+    // The work count is the twin's, whatever the budget and the rounds: the same tree walked in
+    // one round per query would expand the same nodes.
+    const std::uint64_t visits = std::uint64_t(full.visits_hi) << 32 | full.visits_lo;
+    EXPECT_EQ(
+        visits,
+        lbvh::pair_traversal_work(lbvh::build_tree(boxes, lbvh::CodeKind::morton30), boxes).visits);
+    EXPECT_GT(visits, std::uint64_t(s.n) / 2);  // box 0 alone walks half the tree
 
     std::vector<Pair> stored(kSmall);
     ASSERT_TRUE(gpu_context().download(s.pairs, stored.data(), kSmall * 8ull));

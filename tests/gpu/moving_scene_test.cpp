@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -103,26 +104,30 @@ lbvh::MovingTwin::Policy twin_policy(gpu::RefitPolicy p) {
 
 struct Counts {
     int refits = 0, rebuilds = 0;
+    // Per frame: the path, the SAH ratio and the work ratio the GPU reported.
+    std::vector<bool> rebuilt;
+    std::vector<double> ratio, work_ratio;
 };
+
+// Frame f (>= 1) of an animation of a base scene.
+using Animate = std::function<std::vector<Box>(const std::vector<Box>& base, int frame)>;
 
 std::string message(const Status& s) {
     return s ? "" : s.error().message;
 }
 
-// Runs `frames` frames of the animation of a generated scene and checks every frame: pairs
-// against brute force, events against the set difference of brute-force lists (and the twin's
-// per-element diff), the tree against the twin node for node, decisions and ratios.
-void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions options,
-                   int frames, int jump_frame, Counts& counts) {
-    SCOPED_TRACE(std::string(generator) + ":" + std::to_string(n));
-    auto scene = generate_scene(generator, n);
-    ASSERT_TRUE(scene);
+// Runs `frames` frames of an animation of `base` and checks every frame: pairs against brute
+// force, events against the set difference of brute-force lists (and the twin's per-element
+// diff), the tree against the twin node for node, decisions and ratios.
+void run_frames(const std::vector<Box>& base, gpu::MovingSceneOptions options, int frames,
+                const Animate& animation, Counts& counts) {
     const gpu::RefitPolicy policy = options.policy;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
-    lbvh::MovingTwin twin(cpu_kind(options.code), twin_policy(policy), options.rebuild_ratio);
+    lbvh::MovingTwin twin(cpu_kind(options.code), twin_policy(policy), options.rebuild_ratio,
+                          options.rebuild_work_ratio);
 
-    std::vector<Box> boxes = scene->boxes;
+    std::vector<Box> boxes = base;
     Status reset = moving->reset(boxes);
     ASSERT_TRUE(reset) << message(reset);
     twin.reset(boxes);
@@ -130,7 +135,7 @@ void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions
     std::vector<Pair> previous = brute_pairs(boxes);
     for (int frame = 1; frame <= frames; ++frame) {
         SCOPED_TRACE("frame " + std::to_string(frame));
-        boxes = animate(scene->boxes, frame, jump_frame);
+        boxes = animation(base, frame);
         auto r = moving->step(boxes);
         ASSERT_TRUE(r) << r.error().message;
         bool twin_rebuilt = twin.step(boxes);
@@ -145,13 +150,18 @@ void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions
         EXPECT_TRUE(lbvh::diff_sorted_pairs(previous, expected) == ended);
         // Policy: the same path and ratio as the twin, and the same tree.
         EXPECT_NEAR(r->ratio, twin.ratio(), 1e-4 * std::max(1.0, twin.ratio()));
-        ASSERT_EQ(r->path == gpu::FramePath::rebuild, twin_rebuilt) << "ratio " << r->ratio;
+        EXPECT_NEAR(r->work_ratio, twin.work_ratio(), 1e-4 * std::max(1.0, twin.work_ratio()));
+        ASSERT_EQ(r->path == gpu::FramePath::rebuild, twin_rebuilt)
+            << "ratio " << r->ratio << ", work ratio " << r->work_ratio;
         auto nodes = moving->nodes();
         ASSERT_TRUE(nodes);
         ASSERT_EQ(nodes->size(), twin.nodes().size());
         EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
                   0);
         (r->path == gpu::FramePath::rebuild ? counts.rebuilds : counts.refits)++;
+        counts.rebuilt.push_back(r->path == gpu::FramePath::rebuild);
+        counts.ratio.push_back(r->ratio);
+        counts.work_ratio.push_back(r->work_ratio);
         if (policy == gpu::RefitPolicy::always_refit) {
             EXPECT_EQ(r->path, gpu::FramePath::refit);
         }
@@ -161,6 +171,18 @@ void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions
         }
         previous = expected;
     }
+}
+
+// run_frames over a generated scene with animate(base, frame, jump_frame).
+void run_animation(const char* generator, std::size_t n, gpu::MovingSceneOptions options,
+                   int frames, int jump_frame, Counts& counts) {
+    SCOPED_TRACE(std::string(generator) + ":" + std::to_string(n));
+    auto scene = generate_scene(generator, n);
+    ASSERT_TRUE(scene);
+    run_frames(
+        scene->boxes, options, frames,
+        [&](const std::vector<Box>& base, int frame) { return animate(base, frame, jump_frame); },
+        counts);
 }
 
 gpu::MovingSceneOptions with_policy(gpu::RefitPolicy policy) {
@@ -538,6 +560,98 @@ TEST_F(MovingSceneTest, UnreadOverflowedFrameIsReported) {
     EXPECT_TRUE(next->pairs == expected);
     EXPECT_TRUE(next->began == set_diff(expected, previous));
     EXPECT_TRUE(next->ended == set_diff(previous, expected));
+}
+
+// Every box wanders up to 4 units a frame, in every direction (a cumulative random walk): on
+// `multiscale` (clusters of side 0.1 to 10, 1e4 apart) the small clusters scatter.
+std::vector<Box> scatter(const std::vector<Box>& base, int frame) {
+    std::vector<Box> boxes = base;
+    for (std::size_t k = 0; k < boxes.size(); ++k) {
+        Vec3 d{0, 0, 0};
+        for (int f = 1; f <= frame; ++f) {
+            d.x += 4.0f * jitter(k, f, 0);
+            d.y += 4.0f * jitter(k, f, 1);
+            d.z += 4.0f * jitter(k, f, 2);
+        }
+        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
+        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
+    }
+    return boxes;
+}
+
+// Test 10: a refit that scatters clusters far smaller than the scene's spread. The SAH ratio
+// hardly moves (the few nodes over the 1e4 spread dominate every area sum), so the SAH rule
+// alone never rebuilds, and each frame's traversal walks several times the nodes it walked
+// after the build. The work rule sees it in the first scattered frame's traversal and rebuilds
+// the frame after, as the twin does; that rebuild brings the work back down.
+TEST_F(MovingSceneTest, ScatteredRefitRebuildsByTraversalWork) {
+    auto scene = generate_scene("multiscale", 2000);
+    ASSERT_TRUE(scene);
+    Counts c;
+    run_frames(scene->boxes, {}, 4, scatter, c);
+    ASSERT_EQ(c.rebuilt.size(), 4u);
+    EXPECT_FALSE(c.rebuilt[0]);  // frame 1 measures the reset's traversal: the base
+    EXPECT_TRUE(c.rebuilt[1]) << "work ratio " << c.work_ratio[1];
+    EXPECT_GT(c.work_ratio[1], 2.0);
+    EXPECT_LT(c.ratio[1], 1.5);  // the SAH rule alone would have refitted
+
+    // The SAH rule alone (work ratio 0, the policy before the work rule) refits throughout,
+    // and its trees cost several times the work of the rebuilt ones.
+    lbvh::MovingTwin sah_only(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5,
+                              0.0);
+    lbvh::MovingTwin with_work(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5);
+    sah_only.reset(scene->boxes);
+    with_work.reset(scene->boxes);
+    for (int frame = 1; frame <= 4; ++frame) {
+        SCOPED_TRACE("frame " + std::to_string(frame));
+        const std::vector<Box> boxes = scatter(scene->boxes, frame);
+        EXPECT_FALSE(sah_only.step(boxes));
+        EXPECT_EQ(with_work.step(boxes), frame == 2);
+        EXPECT_EQ(sah_only.traversal().pairs, with_work.traversal().pairs);
+        // The frame the work rule rebuilt walks under half the nodes of the refitted tree.
+        if (frame == 2) {
+            EXPECT_GT(sah_only.traversal().visits, 2 * with_work.traversal().visits);
+        }
+    }
+}
+
+// Test 11: a frame whose pair traversal overflows its work queue while its pairs fit the
+// buffers. The repair grows the queue and keeps the pair capacity: it must never shrink it,
+// since the previous frame's kept keys fill the old capacity (a shrink copied them past the
+// end of the smaller buffer). Two boxes become world-sized in frame 1 and sort first in its
+// rebuilt tree: each walks the whole tree, past one invocation's budget, and queues more
+// subtrees than 16 items hold.
+TEST_F(MovingSceneTest, WorkQueueOverflowRepairsWithoutShrinkingThePairBuffers) {
+    auto scene = generate_scene("uniform", 6000);
+    ASSERT_TRUE(scene);
+    gpu::MovingSceneOptions options;
+    options.initial_pair_capacity = 100000;
+    options.initial_work_capacity = 16;
+    options.policy = gpu::RefitPolicy::always_rebuild;
+    auto moving = make_scene(options);
+    ASSERT_TRUE(moving);
+    ASSERT_TRUE(moving->reset(scene->boxes));
+    std::vector<Pair> previous = brute_pairs(scene->boxes);
+    ASSERT_LT(previous.size(), 100000u);
+    for (int frame = 1; frame <= 3; ++frame) {
+        SCOPED_TRACE("frame " + std::to_string(frame));
+        std::vector<Box> boxes = scene->boxes;
+        if (frame == 1) {
+            // Centroids near the low corner: they sort first and walk nearly every node.
+            boxes[0] = {{-1, -1, -1}, {1.05f, 1.05f, 1.05f}};
+            boxes[1] = {{-1.01f, -1, -1}, {1.05f, 1.05f, 1.05f}};
+        }
+        auto r = moving->step(boxes);
+        ASSERT_TRUE(r) << r.error().message;
+        const std::vector<Pair> expected = brute_pairs(boxes);
+        EXPECT_EQ(r->regrown, frame == 1);
+        EXPECT_EQ(r->pair_count, expected.size());
+        EXPECT_TRUE(r->pairs == expected);
+        EXPECT_TRUE(r->began == set_diff(expected, previous));
+        EXPECT_TRUE(r->ended == set_diff(previous, expected));
+        EXPECT_GE(moving->buffers().pair_capacity, 100000u);
+        previous = expected;
+    }
 }
 
 }  // namespace
