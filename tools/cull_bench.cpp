@@ -25,8 +25,8 @@ int cull_bench_fail(const std::string& message) {
 }
 
 // The default camera: outside the scene's bounds, looking at a point near its centre, seeing
-// part of it (the first camera of the cull tests).
-Camera default_camera(const std::vector<Box>& boxes) {
+// part of it (the first camera of the cull tests). Unused in a build without GPU support.
+[[maybe_unused]] Camera default_camera(const std::vector<Box>& boxes) {
     Box bounds{{0, 0, 0}, {1, 1, 1}};
     if (!boxes.empty()) {
         bounds = boxes[0];
