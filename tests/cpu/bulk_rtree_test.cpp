@@ -1,7 +1,11 @@
-// Tests of the bulk-loaded R-trees (cpu_reference/bulk_rtree.*): Nearest-X, STR and Hilbert,
-// every query against brute force on every standard generator and on hand-made degenerate
-// scenes, at the default capacity and a small odd one; the packed shape (full nodes, one depth,
-// level sizes); the axes chosen by centroid spread; validate() on corrupted trees; bad input.
+// Tests of the bulk-loaded R-trees (cpu_reference/bulk_rtree.*) that are their own: Nearest-X
+// (Roussopoulos and Leifker, "Direct spatial search on pictorial databases using packed
+// R-trees", SIGMOD 1985), STR (Leutenegger, Lopez and Edgington, "STR: A Simple and Efficient
+// Algorithm for R-Tree Packing", ICDE 1997) and Hilbert (Kamel and Faloutsos, "On Packing
+// R-trees", CIKM 1993): the packed shape (full nodes, one depth, level sizes) on degenerate
+// scenes, the axes chosen by centroid spread, validate() on corrupted trees, the options' edge
+// cases. Every query against brute force, at the default capacity and a small odd one, is in
+// the typed suite (structure_test.cpp, structure_configs.hpp).
 #include "bulk_rtree.hpp"
 
 #include <gtest/gtest.h>
@@ -31,7 +35,6 @@ struct BulkRTreeTestAccess {
 
 namespace {
 
-using testing::brute_nearest;
 using testing::uniform_boxes;
 
 using BulkLoad = BulkRTree::BulkLoad;
@@ -41,124 +44,25 @@ std::string method_name(BulkLoad m) {
     return std::string(BulkRTree({m, 16}).name());
 }
 
-// Every method at the default capacity and at a small odd one (deep trees, partial nodes),
-// compared with brute force (oracle_harness.hpp): 200 random queries of each kind and those
-// made from the boxes.
-void expect_all_methods_match(std::span<const Box> boxes, const std::string& label) {
-    testing::CompareOptions options;
-    options.seed = 1234;
-    options.query_count = 200;
-    options.nearest_stride = 3;
-    options.nearest_all = false;
-    for (BulkLoad m : kMethods) {
-        for (std::uint32_t capacity : {16u, 3u}) {
-            SCOPED_TRACE(label + " " + method_name(m) + " capacity " + std::to_string(capacity));
-            BulkRTree tree({m, capacity});
-            testing::build_and_match(tree, boxes, options);
-            if (::testing::Test::HasFatalFailure()) return;
-        }
-    }
-}
+// ---- shape of the tree on degenerate scenes ---------------------------------------------------
 
-// ---- every generator, every size, every method ------------------------------------------------
-
-class BulkRTreeGenerators
-    : public ::testing::TestWithParam<std::tuple<std::string_view, std::size_t>> {};
-
-TEST_P(BulkRTreeGenerators, MatchesBruteForce) {
-    const auto [generator, count] = GetParam();
-    Result<Scene> scene = generate_scene(generator, count);
-    ASSERT_TRUE(scene.ok()) << scene.error().message;
-    ASSERT_EQ(scene->boxes.size(), count);
-    expect_all_methods_match(scene->boxes, std::string(generator) + ":" + std::to_string(count));
-}
-
-INSTANTIATE_TEST_SUITE_P(AllScenes, BulkRTreeGenerators,
-                         ::testing::Combine(::testing::ValuesIn(generator_names()),
-                                            ::testing::Values(std::size_t{0}, std::size_t{1},
-                                                              std::size_t{2}, std::size_t{7},
-                                                              std::size_t{300}, std::size_t{3000})),
-                         [](const auto& test) {
-                             return std::string(std::get<0>(test.param)) + "_" +
-                                    std::to_string(std::get<1>(test.param));
-                         });
-
-// ---- hand-made degenerate scenes --------------------------------------------------------------
-
-TEST(BulkRTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
-    const std::vector<Box> boxes = testing::identical_boxes();
-    expect_all_methods_match(boxes, "identical");
+TEST(BulkRTreeScenes, Scenario1_IdenticalBoxesPackFullLeaves) {
     for (BulkLoad m : kMethods) {
         BulkRTree tree({m, 16});
-        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.build(testing::identical_boxes()).ok());
         EXPECT_TRUE(tree.validate().ok());
         EXPECT_EQ(tree.nodes().size(), 13u + 1u);  // 13 leaves (12 full) and the root
-        EXPECT_EQ(sorted_pairs(tree).size(), 200u * 199u / 2u);
-        // Ties: every box is hit at the same t, the smallest id wins.
-        const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
-        ASSERT_TRUE(hit.has_value());
-        EXPECT_EQ(hit->id, 0u);
-        EXPECT_FLOAT_EQ(hit->t, 4.0f);
-        std::vector<Neighbor> near;
-        ASSERT_TRUE(tree.nearest({5, 1, 0}, 3, near).ok());
-        ASSERT_EQ(near.size(), 3u);
-        EXPECT_EQ(near[0].id, 0u);
-        EXPECT_EQ(near[1].id, 1u);
-        EXPECT_EQ(near[2].id, 2u);
     }
 }
 
-TEST(BulkRTreeScenes, Scenario2_ZeroVolumeBoxes) {
-    const std::vector<Box> boxes = testing::zero_volume_boxes();
-    expect_all_methods_match(boxes, "zero volume");
-}
-
-TEST(BulkRTreeScenes, Scenario3_OneHugeBoxOverEverything) {
-    const std::vector<Box> boxes = testing::huge_box_boxes();
-    expect_all_methods_match(boxes, "huge box");
-    for (BulkLoad m : kMethods) {
-        BulkRTree tree({m, 16});
-        ASSERT_TRUE(tree.build(boxes).ok());
-        const std::vector<Pair> pairs = sorted_pairs(tree);
-        EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
-                                [](const Pair& p) {
-                                    return p.i == testing::kHugeBoxIndex ||
-                                           p.j == testing::kHugeBoxIndex;
-                                }),
-                  1000);
-    }
-}
-
-TEST(BulkRTreeScenes, Scenario4_FarFromTheOrigin) {
-    const std::vector<Box> boxes = testing::far_from_origin_boxes();
-    expect_all_methods_match(boxes, "far");
-}
-
-TEST(BulkRTreeScenes, Scenario5_FlatTwoDimensionalScene) {
-    const std::vector<Box> boxes = testing::flat_boxes();
-    expect_all_methods_match(boxes, "2D");
+TEST(BulkRTreeScenes, Scenario2_FlatSceneTilesTwoAxes) {
     // z has no spread, so STR and Hilbert work in 2D: the paper's sqrt slicing.
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
         BulkRTree tree({m, 16});
-        ASSERT_TRUE(tree.build(boxes).ok());
+        ASSERT_TRUE(tree.build(testing::flat_boxes()).ok());
         EXPECT_EQ(tree.sort_axes()[2], 2);
         EXPECT_EQ(tree.tiled_axes(), 2u);
     }
-}
-
-TEST(BulkRTreeScenes, Scenario6_SameCentroidDifferentSizes) {
-    const std::vector<Box> boxes = testing::nested_boxes();
-    expect_all_methods_match(boxes, "nested");
-}
-
-TEST(BulkRTreeScenes, Scenario7_CentroidsAlignedOnX) {
-    // Seed 004's degenerate case for Nearest-X: every centroid has the same x.
-    std::vector<Box> boxes;
-    for (int i = 0; i < 500; ++i) {
-        const float y = 0.01f * float(i), z = 0.003f * float(i % 13);
-        boxes.push_back(Box{{-0.5f, y, z}, {0.5f, y + 0.015f, z + 0.002f}});
-    }
-    expect_all_methods_match(boxes, "aligned on x");
 }
 
 // ---- shape of the tree -----------------------------------------------------------------------
@@ -187,7 +91,7 @@ TEST(BulkRTreeShape, Scenario1_PackedLevelsAreFullAndEquallyDeep) {
 }
 
 TEST(BulkRTreeShape, Scenario2_NearestXSortsAlongTheAxisOfLargestSpread) {
-    // Boxes strung along y (seed 004's XLine: x nearly constant): the sort axis must be y, and
+    // Boxes strung along y (like the xline scene: x nearly constant): the sort axis must be y, and
     // leaves must then be short along y rather than spanning the whole line.
     std::vector<Box> boxes;
     for (int i = 0; i < 640; ++i) {
@@ -239,7 +143,7 @@ TEST(BulkRTreeShape, Scenario3_StrTilesLeavesIntoAGrid) {
 }
 
 TEST(BulkRTreeShape, Scenario6_StrAndHilbertSkipAxesEveryBoxSpans) {
-    // Seed 004's XLine: the band is narrower than the boxes are wide, so x is not tiled and
+    // The xline scene: the band is narrower than the boxes are wide, so x is not tiled and
     // both methods reduce to a sort along y, with leaves as short along y as Nearest-X's.
     Result<Scene> xline = generate_scene("xline", 20000);
     ASSERT_TRUE(xline.ok());
@@ -429,29 +333,7 @@ INSTANTIATE_TEST_SUITE_P(AllMethods, BulkRTreeValidate, ::testing::ValuesIn(kMet
 
 // ---- input and interface ---------------------------------------------------------------------
 
-TEST(BulkRTreeInput, Scenario1_RejectsBadBoxesNamingThem) {
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    const float inf = std::numeric_limits<float>::infinity();
-    const Box good{{0, 0, 0}, {1, 1, 1}};
-    const std::vector<Box> bad_ones = {Box{{nan, 0, 0}, {1, 1, 1}}, Box{{0, 0, 0}, {1, inf, 1}},
-                                       Box{{0, 0, 2}, {1, 1, 1}}};
-    for (BulkLoad m : kMethods) {
-        for (const Box& bad : bad_ones) {
-            BulkRTree tree({m, 16});
-            ASSERT_TRUE(tree.build(std::vector<Box>(5, good)).ok());
-            std::vector<Box> boxes(5, good);
-            boxes[3] = bad;
-            const Status s = tree.build(boxes);
-            ASSERT_FALSE(s.ok());
-            EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-            EXPECT_EQ(s.error().box, std::optional<std::size_t>(3));
-            EXPECT_EQ(tree.size(), 0u);  // the old tree is gone, not half-replaced
-            EXPECT_TRUE(tree.validate().ok());
-        }
-    }
-}
-
-TEST(BulkRTreeInput, Scenario2_RejectsCapacityBelowTwo) {
+TEST(BulkRTreeInput, Scenario1_RejectsCapacityBelowTwo) {
     for (std::uint32_t b : {0u, 1u}) {
         BulkRTree tree({BulkLoad::hilbert, b});
         const Status s = tree.build(uniform_boxes(10, 1));
@@ -460,33 +342,13 @@ TEST(BulkRTreeInput, Scenario2_RejectsCapacityBelowTwo) {
     }
 }
 
-TEST(BulkRTreeInput, Scenario3_StaticAndNamed) {
+TEST(BulkRTreeInput, Scenario2_StaticAndNamed) {
     EXPECT_EQ(BulkRTree({BulkLoad::nearest_x, 16}).name(), "rtree_nearest_x");
     EXPECT_EQ(BulkRTree({BulkLoad::str, 16}).name(), "rtree_str");
     EXPECT_EQ(BulkRTree({BulkLoad::hilbert, 16}).name(), "rtree_hilbert");
     BulkRTree tree;
     EXPECT_EQ(tree.config().node_capacity, 16u);
     EXPECT_FALSE(tree.is_dynamic());
-    EXPECT_EQ(tree.insert(0, Box{}).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.remove(0).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.move(0, Box{}).error().code, ErrorCode::unsupported);
-}
-
-TEST(BulkRTreeInput, Scenario4_NearestEdgeCases) {
-    for (BulkLoad m : kMethods) {
-        BulkRTree tree({m, 16});
-        std::vector<Neighbor> out{Neighbor{9, 9}};
-        ASSERT_TRUE(tree.build({}).ok());
-        ASSERT_TRUE(tree.nearest({0, 0, 0}, 3, out).ok());
-        EXPECT_TRUE(out.empty());
-        const std::vector<Box> boxes = uniform_boxes(4, 2);
-        ASSERT_TRUE(tree.build(boxes).ok());
-        ASSERT_TRUE(tree.nearest({0, 0, 0}, 0, out).ok());
-        EXPECT_TRUE(out.empty());
-        ASSERT_TRUE(tree.nearest({0, 0, 0}, 10, out).ok());  // fewer than k boxes
-        EXPECT_EQ(out, brute_nearest(boxes, {0, 0, 0}, 10));
-        EXPECT_EQ(out.size(), 4u);
-    }
 }
 
 }  // namespace

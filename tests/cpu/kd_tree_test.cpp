@@ -1,7 +1,9 @@
-// Tests of the k-d tree (cpu_reference/kd_tree.*): every query against brute force on every
-// standard generator and on hand-made degenerate scenes, with both axis rules and several leaf
-// capacities; the shape of the tree (median property, leaf capacity, height, alternating axes);
-// validate() on corrupted trees; rejection of bad input.
+// Tests of the k-d tree (cpu_reference/kd_tree.*; J. L. Bentley, "Multidimensional binary
+// search trees used for associative searching", CACM 1975) that are its own: the shape of the
+// tree on degenerate scenes (median property, leaf capacity, height, alternating axes),
+// validate() on corrupted trees, its options' edge cases. Every query against brute force, under
+// both axis rules and several leaf capacities, is in the typed suite (structure_test.cpp,
+// structure_configs.hpp).
 #include "kd_tree.hpp"
 
 #include <gtest/gtest.h>
@@ -29,133 +31,29 @@ struct KdTreeTestAccess {
 
 namespace {
 
-using testing::brute_nearest;
 using testing::uniform_boxes;
 
 using AxisRule = KdTree::AxisRule;
 
-// Builds a KdTree with `config` over `boxes` and compares it with brute force
-// (oracle_harness.hpp): 200 random queries of each kind and those made from the boxes.
-void expect_matches_brute_force(std::span<const Box> boxes, const KdTree::Config& config,
-                                const std::string& label) {
-    SCOPED_TRACE(label);
-    KdTree tree(config);
-    testing::CompareOptions options;
-    options.seed = 1234;
-    options.query_count = 200;
-    options.nearest_stride = 3;
-    options.nearest_all = false;
-    testing::build_and_match(tree, boxes, options);
-}
+// ---- shape of the tree on degenerate scenes ---------------------------------------------------
 
-// ---- every generator, every size, both axis rules --------------------------------------------
-
-class KdTreeGenerators
-    : public ::testing::TestWithParam<std::tuple<std::string_view, std::size_t>> {};
-
-TEST_P(KdTreeGenerators, MatchesBruteForce) {
-    const auto [generator, count] = GetParam();
-    Result<Scene> scene = generate_scene(generator, count);
-    ASSERT_TRUE(scene.ok()) << scene.error().message;
-    ASSERT_EQ(scene->boxes.size(), count);
-    const std::string label = std::string(generator) + ":" + std::to_string(count);
-    expect_matches_brute_force(scene->boxes, {}, label + " widest");
-    expect_matches_brute_force(scene->boxes, {AxisRule::alternate, 8, 64}, label + " alternate");
-    expect_matches_brute_force(scene->boxes, {AxisRule::widest, 1, 64}, label + " capacity 1");
-    expect_matches_brute_force(scene->boxes, {AxisRule::alternate, 3, 4}, label + " max depth 4");
-}
-
-INSTANTIATE_TEST_SUITE_P(AllScenes, KdTreeGenerators,
-                         ::testing::Combine(::testing::ValuesIn(generator_names()),
-                                            ::testing::Values(std::size_t{0}, std::size_t{1},
-                                                              std::size_t{2}, std::size_t{7},
-                                                              std::size_t{300}, std::size_t{3000})),
-                         [](const auto& test) {
-                             return std::string(std::get<0>(test.param)) + "_" +
-                                    std::to_string(std::get<1>(test.param));
-                         });
-
-// ---- hand-made degenerate scenes --------------------------------------------------------------
-
-void expect_all_configs_match(std::span<const Box> boxes, const std::string& label) {
-    expect_matches_brute_force(boxes, {}, label + " widest");
-    expect_matches_brute_force(boxes, {AxisRule::alternate, 8, 64}, label + " alternate");
-    expect_matches_brute_force(boxes, {AxisRule::widest, 2, 64}, label + " capacity 2");
-}
-
-TEST(KdTreeScenes, Scenario1_TwoHundredIdenticalBoxes) {
-    const std::vector<Box> boxes = testing::identical_boxes();
-    expect_all_configs_match(boxes, "identical");
+TEST(KdTreeScenes, Scenario1_IdenticalBoxesMakeOneLeaf) {
     // All centroids equal: one leaf, over capacity, which validate() accepts.
     KdTree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::identical_boxes()).ok());
     EXPECT_EQ(tree.nodes().size(), 1u);
     EXPECT_TRUE(tree.validate().ok());
-    EXPECT_EQ(sorted_pairs(tree).size(), 200u * 199u / 2u);
-    // Ties: every box is hit at the same t, the smallest id wins.
-    const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
-    ASSERT_TRUE(hit.has_value());
-    EXPECT_EQ(hit->id, 0u);
-    EXPECT_FLOAT_EQ(hit->t, 4.0f);
-    std::vector<Neighbor> near;
-    ASSERT_TRUE(tree.nearest({5, 1, 0}, 3, near).ok());
-    ASSERT_EQ(near.size(), 3u);
-    EXPECT_EQ(near[0].id, 0u);
-    EXPECT_EQ(near[1].id, 1u);
-    EXPECT_EQ(near[2].id, 2u);
 }
 
-TEST(KdTreeScenes, Scenario2_ZeroVolumeBoxes) {
-    const std::vector<Box> boxes = testing::zero_volume_boxes();
-    expect_all_configs_match(boxes, "zero volume");
-}
-
-TEST(KdTreeScenes, Scenario3_OneHugeBoxOverEverything) {
-    const std::vector<Box> boxes = testing::huge_box_boxes();
-    expect_all_configs_match(boxes, "huge box");
-    KdTree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    const std::vector<Pair> pairs = sorted_pairs(tree);
-    EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
-                            [](const Pair& p) {
-                                return p.i == testing::kHugeBoxIndex ||
-                                       p.j == testing::kHugeBoxIndex;
-                            }),
-              1000);
-}
-
-TEST(KdTreeScenes, Scenario4_FarFromTheOrigin) {
-    const std::vector<Box> boxes = testing::far_from_origin_boxes();
-    expect_all_configs_match(boxes, "far");
-}
-
-TEST(KdTreeScenes, Scenario5_FlatTwoDimensionalScene) {
-    const std::vector<Box> boxes = testing::flat_boxes();
-    expect_all_configs_match(boxes, "2D");
+TEST(KdTreeScenes, Scenario2_FlatSceneNeverSplitsOnZ) {
     // Widest never splits on z, where nothing varies.
     KdTree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::flat_boxes()).ok());
     for (const KdTree::Node& node : tree.nodes()) {
         if (!node.is_leaf()) {
             EXPECT_NE(node.axis, 2);
         }
     }
-}
-
-TEST(KdTreeScenes, Scenario6_SameCentroidDifferentSizes) {
-    const std::vector<Box> boxes = testing::nested_boxes();
-    expect_all_configs_match(boxes, "nested");
-}
-
-TEST(KdTreeScenes, Scenario7_BoxesStraddlingEverySplit) {
-    // Long thin boxes along x, with centroids spread along x: each crosses many split planes.
-    std::vector<Box> boxes;
-    for (int i = 0; i < 400; ++i) {
-        const float x = 0.01f * float(i);
-        const float y = 0.003f * float(i % 37);
-        boxes.push_back(Box{{x - 1.5f, y, 0}, {x + 1.5f, y + 0.002f, 0.5f}});
-    }
-    expect_all_configs_match(boxes, "straddling");
 }
 
 // ---- shape of the tree -----------------------------------------------------------------------
@@ -191,7 +89,7 @@ TEST(KdTreeShape, Scenario2_AlternateRuleCyclesXYZ) {
 }
 
 TEST(KdTreeShape, Scenario3_WidestRuleFollowsTheLongAxis) {
-    // Boxes strung along y (like seed 004's YLine): the root must split on y.
+    // Boxes strung along y (like the yline scene): the root must split on y.
     std::vector<Box> boxes;
     for (int i = 0; i < 500; ++i) {
         const float y = float(i);
@@ -338,57 +236,19 @@ TEST_F(KdTreeValidate, Scenario11_InvalidStoredBox) {
 
 // ---- input and interface ---------------------------------------------------------------------
 
-TEST(KdTreeInput, Scenario1_RejectsBadBoxesNamingThem) {
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    const float inf = std::numeric_limits<float>::infinity();
-    const Box good{{0, 0, 0}, {1, 1, 1}};
-    const std::vector<Box> bad_ones = {Box{{nan, 0, 0}, {1, 1, 1}}, Box{{0, 0, 0}, {1, inf, 1}},
-                                       Box{{0, 0, 2}, {1, 1, 1}}};
-    for (const Box& bad : bad_ones) {
-        KdTree tree;
-        ASSERT_TRUE(tree.build(std::vector<Box>(5, good)).ok());
-        std::vector<Box> boxes(5, good);
-        boxes[3] = bad;
-        const Status s = tree.build(boxes);
-        ASSERT_FALSE(s.ok());
-        EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-        EXPECT_EQ(s.error().box, std::optional<std::size_t>(3));
-        EXPECT_EQ(tree.size(), 0u);  // the old tree is gone, not half-replaced
-        EXPECT_TRUE(tree.validate().ok());
-    }
-}
-
-TEST(KdTreeInput, Scenario2_RejectsZeroLeafCapacity) {
+TEST(KdTreeInput, Scenario1_RejectsZeroLeafCapacity) {
     KdTree tree({AxisRule::widest, 0, 64});
     const Status s = tree.build(uniform_boxes(10, 1));
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, ErrorCode::invalid_argument);
 }
 
-TEST(KdTreeInput, Scenario3_StaticAndNamed) {
+TEST(KdTreeInput, Scenario2_StaticAndNamed) {
     KdTree tree;
     EXPECT_EQ(tree.name(), "kd_tree");
     EXPECT_FALSE(tree.is_dynamic());
-    EXPECT_EQ(tree.insert(0, Box{}).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.remove(0).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.move(0, Box{}).error().code, ErrorCode::unsupported);
     EXPECT_EQ(tree.config().axis_rule, AxisRule::widest);
     EXPECT_EQ(tree.config().leaf_capacity, 8u);
-}
-
-TEST(KdTreeInput, Scenario4_NearestEdgeCases) {
-    KdTree tree;
-    std::vector<Neighbor> out;
-    ASSERT_TRUE(tree.build({}).ok());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 3, out).ok());
-    EXPECT_TRUE(out.empty());
-    const std::vector<Box> boxes = uniform_boxes(4, 2);
-    ASSERT_TRUE(tree.build(boxes).ok());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 0, out).ok());
-    EXPECT_TRUE(out.empty());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 10, out).ok());  // fewer than k boxes
-    EXPECT_EQ(out, brute_nearest(boxes, {0, 0, 0}, 10));
-    EXPECT_EQ(out.size(), 4u);
 }
 
 }  // namespace

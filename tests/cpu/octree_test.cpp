@@ -1,7 +1,11 @@
-// Tests of the regular octree (every box in every leaf it overlaps, results unique by the
-// owner-leaf rule): numbered scenarios against brute force on the standard and degenerate
-// scenes, small configurations, dynamic sequences with caller ids, outside-the-root boxes and
-// rebuilds, error paths, and bounds on the tree's growth on degenerate input.
+// Tests of the regular octree (cpu_reference/octree.*; D. Meagher, "Geometric modeling using
+// octree encoding", 1982: every box in every leaf it overlaps, results unique by the owner-leaf
+// rule) that are its own: bounds on the tree's growth on degenerate input, leaf sizes,
+// outside-the-root boxes and rebuilds, bad configurations, the root over huge boxes and far
+// outliers, indexed crowded leaves, and the cost of queries and self-pairs. Every query against
+// brute force on the standard and degenerate scenes under several configurations, the dynamic
+// sequences and the error paths are in the typed suite (structure_test.cpp,
+// structure_configs.hpp).
 #include "octree.hpp"
 
 #include <cstdio>
@@ -14,33 +18,8 @@ namespace {
 
 using namespace octree_test;
 
-TEST(Octree, Test1_StandardScenesMatchBruteForce) {
-    Octree tree;
-    check_standard_scenes(tree);
-}
-
-TEST(Octree, Test2_StandardScenesWithTinyLeavesAndShallowDepth) {
-    for (const Octree::Config config :
-         {Octree::Config{1, 16, 0.0f}, Octree::Config{4, 3, 0.0f}, Octree::Config{2, 16, 0.05f}}) {
-        Octree tree(config);
-        SCOPED_TRACE(config.capacity);
-        for (const std::string_view gen : generator_names()) {
-            auto scene = generate_scene(gen, 1000, 5);
-            ASSERT_TRUE(scene.ok());
-            SCOPED_TRACE(scene->name);
-            check_static(tree, scene->boxes, 11, 60);
-        }
-    }
-}
-
-TEST(Octree, Test3_DegenerateScenesMatchBruteForce) {
-    for (const auto& [name, boxes] : degenerate_scenes()) {
-        SCOPED_TRACE(name);
-        Octree tree(Octree::Config{4, 16, 0.0f});
-        check_static(tree, boxes);
-        // Degenerate input must not blow the tree up: a few nodes per box at most.
-        EXPECT_LE(tree.nodes().size(), 64 + 40 * boxes.size()) << name;
-    }
+TEST(Octree, Test3_DegenerateScenesStaySmall) {
+    check_degenerate_scenes_stay_small<Octree>(Octree::Config{4, 16, 0.0f});
 }
 
 TEST(Octree, Test4_IdenticalBoxesStayInOneLeaf) {
@@ -96,72 +75,29 @@ TEST(Octree, Test6_PointPickVisitsOneLeaf) {
     EXPECT_NE(std::find(out.begin(), out.end(), 17u), out.end());
 }
 
-TEST(Octree, Test7_DynamicSequencesFromBuiltTree) {
-    for (const std::uint32_t seed : {1u, 2u, 3u}) {
-        SCOPED_TRACE(seed);
-        Octree tree(Octree::Config{4, 16, 0.0f});
-        run_dynamic(tree, seed, 400, true);
-        if (::testing::Test::HasFatalFailure()) return;
-    }
-}
-
-TEST(Octree, Test8_DynamicSequencesFromEmpty) {
-    for (const std::uint32_t seed : {4u, 5u}) {
-        SCOPED_TRACE(seed);
-        Octree tree;
-        run_dynamic(tree, seed, 400, false);
-        if (::testing::Test::HasFatalFailure()) return;
-    }
-}
-
 TEST(Octree, Test9_BoxOutsideRootGoesOutsideThenRebuilds) {
     auto scene = generate_scene("uniform", 100);
     ASSERT_TRUE(scene.ok());
     Octree tree;
     ASSERT_TRUE(tree.build(scene->boxes).ok());
-    std::map<std::uint32_t, Box> current;
-    for (std::uint32_t i = 0; i < 100; ++i) current[i] = scene->boxes[i];
-    const Box far{{10, 10, 10}, {11, 11, 11}};
-    ASSERT_TRUE(tree.insert(1000, far).ok());
-    current[1000] = far;
+    ASSERT_TRUE(tree.insert(1000, Box{{10, 10, 10}, {11, 11, 11}}).ok());
     EXPECT_EQ(tree.outside().size(), 1u);
     ASSERT_TRUE(tree.validate().ok());
     // Enough far boxes trigger a rebuild around all of them: the outside list empties.
     for (std::uint32_t i = 0; i < 60; ++i) {
         const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
         ASSERT_TRUE(tree.insert(2000 + i, b).ok());
-        current[2000 + i] = b;
         ASSERT_TRUE(tree.validate().ok());
     }
     EXPECT_LT(tree.outside().size(), 16u + 40u);
     // The rebuilt root covers the scene and the far boxes inserted so far.
     EXPECT_LE(tree.nodes()[0].cell.min.x, scene->boxes[0].min.x);
     EXPECT_GE(tree.nodes()[0].cell.max.x, 11.0f);
-    testing::CompareOptions options;
-    options.seed = 3;
-    options.query_count = 100;
-    options.nearest_stride = 2;
-    options.nearest_all = false;
-    options.inverted_regions = false;  // see check_static
-    testing::expect_matches_live(tree, current, options);
 }
 
-TEST(Octree, Test10_ErrorsAreReportedAndLeaveTheTreeIntact) {
-    Octree tree;
-    check_errors(tree);
+TEST(Octree, Test10_RejectsZeroCapacity) {
     Octree bad(Octree::Config{0, 16, 0.0f});
     EXPECT_FALSE(bad.build(std::vector<Box>{Box{}}).ok());
-}
-
-TEST(Octree, Test11_NearestReplacesOutputAndHandlesLargeK) {
-    const std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {3, 1, 1}},
-                                    Box{{0, 0, 0}, {1, 1, 1}}};
-    Octree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    std::vector<Neighbor> out = {Neighbor{99, 0}};
-    ASSERT_TRUE(tree.nearest(Vec3{1.5f, 0.5f, 0.5f}, 10, out).ok());
-    const std::vector<Neighbor> want = {Neighbor{0, 0.5f}, Neighbor{1, 0.5f}, Neighbor{2, 0.5f}};
-    EXPECT_EQ(out, want);
 }
 
 // Test 12 (issue 14): a box from -3e38 to 1e31 builds at once: the root is computed in double
@@ -218,7 +154,7 @@ TEST(Octree, Test13_FarOutliersAndWorldBoxesKeepLeavesSmall) {
     }
 }
 
-// Test 14: boxes long against their cells (seed 004's XLine: 0.015 wide, 2e-5 tall) stop the
+// Test 14: boxes long against their cells (the xline scene: 0.015 wide, 2e-5 tall) stop the
 // splitting where it would only copy them; the big leaves are paired by a sweep, so the tests
 // stay a few per box and pair.
 TEST(Octree, Test14_LongBoxesAreNotCopiedWithoutEnd) {
@@ -242,18 +178,13 @@ TEST(Octree, Test15_QueriesOnLineScenesCostNearUniform) {
     octree_test::check_line_queries([] { return std::make_unique<Octree>(); }, 4.0);
 }
 
-// Test 16: inserts, removes and moves inside indexed leaves keep the index (validate) and the
-// answers exact.
-TEST(Octree, Test16_DynamicUpdatesInCrowdedLeaves) {
+// Test 16: the short line of the typed suite's "line" sequences (inserts, removes and moves
+// inside crowded leaves) does crowd leaves enough to index them.
+TEST(Octree, Test16_ShortLineIndexesCrowdedLeaves) {
     Octree tree;
-    ASSERT_TRUE(tree.build(octree_test::short_line(5)).ok());
+    ASSERT_TRUE(tree.build(testing::short_line(5)).ok());
     EXPECT_TRUE(std::any_of(tree.nodes().begin(), tree.nodes().end(),
                             [](const Octree::Node& n) { return n.index.active(); }));
-    for (const std::uint32_t seed : {5u, 6u}) {
-        Octree fresh;
-        octree_test::run_dynamic_on_line(fresh, seed);
-        if (HasFatalFailure()) return;
-    }
 }
 
 // Test 17 (issue 9): the build's work and the self-pairs cost per box stay near uniform's on the

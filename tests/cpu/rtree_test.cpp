@@ -1,9 +1,12 @@
-// RTree (rtree_linear, rtree_quadratic, rstar_tree) against brute force: every standard
-// generator at several sizes under every split policy (default fill 4..16 and a small 2..5
-// fill that splits often), hand-made degenerate scenes, random insert/remove/move sequences
-// mirrored into a brute force rebuilt from the current id -> box map with validate() after
-// every step, and the tree-quality scenarios: height O(log n) after degenerate insertion
-// orders, forced reinsertion only in R*, self-pairs pruned above the leaves.
+// Tests of the R-trees (cpu_reference/rtree.*: rtree_linear, rtree_quadratic, rstar_tree;
+// A. Guttman, "R-trees: a dynamic index structure for spatial searching", SIGMOD 1984, and
+// N. Beckmann, H.-P. Kriegel, R. Schneider, B. Seeger, "The R*-tree: an efficient and robust
+// access method for points and rectangles", SIGMOD 1990) that are their own: the loosest fill
+// under random steps, height O(log n) after degenerate insertion orders, forced reinsertion only
+// in R*, self-pairs pruned above the leaves, R*'s ChooseSubtree, bad configurations. Every
+// query against brute force under every split policy (default fill 4..16 and a small 2..5 fill
+// that splits often), and the random insert/remove/move sequences, are in the typed suite
+// (structure_test.cpp, structure_configs.hpp).
 #include "rtree.hpp"
 
 #include <gtest/gtest.h>
@@ -33,12 +36,6 @@ using testing::sorted_ids;
 // k nearest (k = 1, 5) at every fourth query point (oracle_harness.hpp).
 constexpr std::size_t kNearestStride = 4;
 
-void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
-                     int query_count = 200) {
-    RTree tree(config);
-    testing::build_and_match_ids(tree, boxes, seed, query_count, kNearestStride);
-}
-
 Config make_config(Policy policy, std::uint32_t min_entries = 4, std::uint32_t max_entries = 16) {
     Config c;
     c.split = policy;
@@ -47,124 +44,29 @@ Config make_config(Policy policy, std::uint32_t min_entries = 4, std::uint32_t m
     return c;
 }
 
-std::vector<std::pair<std::string, Config>> configs() {
-    return {{"linear 4..16", make_config(Policy::linear)},
-            {"quadratic 4..16", make_config(Policy::quadratic)},
-            {"rstar 4..16", make_config(Policy::rstar)},
-            {"linear 2..5", make_config(Policy::linear, 2, 5)},
-            {"quadratic 2..5", make_config(Policy::quadratic, 2, 5)},
-            {"rstar 2..5", make_config(Policy::rstar, 2, 5)}};
-}
-
-class RTreeConfigs : public ::testing::TestWithParam<std::size_t> {
-protected:
-    Config config() const { return configs()[GetParam()].second; }
-};
-
-INSTANTIATE_TEST_SUITE_P(All, RTreeConfigs, ::testing::Range<std::size_t>(0, configs().size()),
-                         [](const ::testing::TestParamInfo<std::size_t>& test) {
-                             std::string name = configs()[test.param].first;
-                             for (char& c : name) {
-                                 if (c == ' ' || c == '.') c = '_';
-                             }
-                             return name;
-                         });
-
-// Scenario 1: every standard generator, N = 0, 1, 2, 7, 300, 3000.
-TEST_P(RTreeConfigs, Scenario01_StandardScenesMatchBruteForce) {
-    for (const std::string_view gen : generator_names()) {
-        for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 3000u}) {
-            auto scene = generate_scene(gen, n);
-            ASSERT_TRUE(scene.ok()) << scene.error().message;
-            SCOPED_TRACE(scene->name + " / " + configs()[GetParam()].first);
-            build_and_check(config(), scene->boxes);
-            if (HasFatalFailure()) return;
+// A 2D scene (z extent 0 everywhere), where every volume is 0: the tree must still be a good one
+// (content falls back on area), so point queries stay local.
+TEST(RTree, Scenario06_FlatSceneQueriesStayLocal) {
+    for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
+        for (const auto& [m, big_m] : {std::pair{4u, 16u}, {2u, 5u}}) {
+            SCOPED_TRACE("policy " + std::to_string(int(policy)) + " fill " + std::to_string(m));
+            std::mt19937 rng(5);
+            const std::vector<Box> boxes = testing::flat_random_boxes(rng);
+            std::uniform_real_distribution<float> u(0.0f, 1.0f);
+            RTree tree(make_config(policy, m, big_m));
+            ASSERT_TRUE(tree.build(boxes).ok());
+            tree.reset_stats();
+            std::vector<std::uint32_t> hits;
+            for (int i = 0; i < 100; ++i) tree.query_point(Vec3{u(rng), u(rng), 0.0f}, hits);
+            EXPECT_LT(tree.stats().box_tests, 100u * 300u);  // brute force: 100 * 1500
         }
     }
 }
 
-// Scenario 2: 200 copies of one box: every pair overlaps, every split is a tie.
-TEST_P(RTreeConfigs, Scenario02_AllBoxesIdentical) {
-    const std::vector<Box> boxes =
-        testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
-    build_and_check(config(), boxes);
-    RTree tree(config());
-    ASSERT_TRUE(tree.build(boxes).ok());
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
-    EXPECT_EQ(pairs.size(), 200u * 199u / 2u);
-}
-
-// Scenario 3: points, segments and flat boxes on a coarse lattice (many coincide).
-TEST_P(RTreeConfigs, Scenario03_ZeroVolumeBoxes) {
-    build_and_check(config(), testing::lattice_zero_volume_boxes());
-}
-
-// Scenario 4: one huge box over a uniform scene, first and last.
-TEST_P(RTreeConfigs, Scenario04_HugeBoxOverEverything) {
-    build_and_check(config(), testing::huge_boxes_first_and_last());
-}
-
-// Scenario 5: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
-TEST_P(RTreeConfigs, Scenario05_FarFromOrigin) {
-    build_and_check(config(), testing::far_scaled_boxes());
-}
-
-// Scenario 6: a 2D scene (z extent 0 everywhere), where every volume is 0; the tree must still
-// be a good one (content falls back on area), so region queries stay local.
-TEST_P(RTreeConfigs, Scenario06_FlatScene) {
-    std::mt19937 rng(5);
-    const std::vector<Box> boxes = testing::flat_random_boxes(rng);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    build_and_check(config(), boxes);
-    RTree tree(config());
-    ASSERT_TRUE(tree.build(boxes).ok());
-    tree.reset_stats();
-    std::vector<std::uint32_t> hits;
-    for (int i = 0; i < 100; ++i) tree.query_point(Vec3{u(rng), u(rng), 0.0f}, hits);
-    EXPECT_LT(tree.stats().box_tests, 100u * 300u);  // brute force: 100 * 1500
-}
-
-// Scenario 7: other seeds of every generator.
-TEST_P(RTreeConfigs, Scenario07_OtherSeeds) {
-    for (const std::string_view gen : generator_names()) {
-        auto scene = generate_scene(gen, 1000, 1234);
-        ASSERT_TRUE(scene.ok());
-        SCOPED_TRACE(scene->name);
-        build_and_check(config(), scene->boxes, 99, 100);
-        if (HasFatalFailure()) return;
-    }
-}
-
-// Random insert / remove / move steps (seeded, oracle_harness.hpp) with sparse ids, some near
-// the top of the id range: validate() after every step, everything compared with brute force
-// every 10 steps. Moves shift by 0.5 (30%) or 0.01.
+// Random insert / remove / move steps (oracle_harness.hpp): grow, shrink, then mix.
 void random_steps(const Config& config, std::uint32_t seed, std::size_t initial, int steps) {
-    testing::SequenceOptions options;
-    options.seed = seed;
-    options.steps = steps;
-    options.new_box = &testing::SequenceContext::small_box;
-    options.start = testing::context_boxes(seed + 7919u, initial, options.new_box);
-    // Grow for the first third, then shrink, then mix, so that CondenseTree collapses levels.
-    options.insert_share = [steps](int step) {
-        return step < steps / 3 ? 0.7f : (step < 2 * steps / 3 ? 0.1f : 0.35f);
-    };
-    options.remove_share = 0.5f;
-    options.moved_box = [](testing::SequenceContext& ctx, const Box& b) {
-        return ctx.nudged(b, ctx.unit() < 0.3f ? 0.5f : 0.01f);
-    };
-    options.query_count = 40;
-    options.nearest_stride = 4;
-    options.nearest_all = false;
-    options.max_gap = 3;
     RTree tree(config);
-    testing::run_dynamic_sequence(tree, options);
-}
-
-// Scenario 8: a few hundred random dynamic steps from a built tree and from an empty one.
-TEST_P(RTreeConfigs, Scenario08_RandomInsertRemoveMove) {
-    random_steps(config(), 11, 200, 450);
-    random_steps(config(), 12, 0, 450);
+    testing::run_dynamic_sequence(tree, testing::grow_shrink_sequence(seed, initial, steps));
 }
 
 // Scenario 9: min_entries 1 (the loosest fill Guttman allows) under random steps: CondenseTree
@@ -288,38 +190,15 @@ TEST(RTree, Scenario12_QueriesPrune) {
     EXPECT_LE(tests[2], tests[0]);
 }
 
-// Scenario 13: bad input and bad configurations are rejected, naming the box or the setting;
-// bad ids are rejected; the tree stays intact.
-TEST(RTree, Scenario13_RejectsBadInput) {
+// Scenario 13: bad configurations are rejected, naming the setting; a tree emptied by removal
+// has height 0. (Bad boxes and ids: the typed suite.)
+TEST(RTree, Scenario13_RejectsBadConfigurations) {
     RTree tree(make_config(Policy::rstar));
-    std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {1, 1, 1}}};
-    Status s = tree.build(boxes);
-    ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
-    EXPECT_EQ(tree.size(), 0u);
-    boxes[1].min.x = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_FALSE(tree.build(boxes).ok());
-    boxes[1] = Box{{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
-    EXPECT_FALSE(tree.build(boxes).ok());
-    EXPECT_TRUE(tree.validate().ok());
-
+    const std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}};
     ASSERT_TRUE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.insert(6, Box{{1, 0, 0}, {0, 1, 1}}).ok());
-    EXPECT_FALSE(tree.remove(6).ok());
-    EXPECT_FALSE(tree.move(6, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.move(5, Box{{0, 0, 0}, {1, -1, 1}}).ok());
-    EXPECT_EQ(tree.size(), 1u);
-    EXPECT_TRUE(tree.validate().ok());
     ASSERT_TRUE(tree.remove(5).ok());
-    EXPECT_EQ(tree.size(), 0u);
     EXPECT_EQ(tree.height(), 0);
     EXPECT_TRUE(tree.validate().ok());
-    EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1}).has_value());
-    std::vector<Neighbor> near{Neighbor{1, 1.0f}};
-    EXPECT_TRUE(tree.nearest({0, 0, 0}, 3, near).ok());
-    EXPECT_TRUE(near.empty());
 
     for (const auto& [m, big_m] : {std::pair{0u, 16u}, {9u, 16u}, {1u, 1u}, {3u, 5u}}) {
         RTree bad(make_config(Policy::quadratic, m, big_m));

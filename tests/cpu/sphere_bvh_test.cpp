@@ -1,8 +1,9 @@
-// Tests of the sphere BVH with split planes (cpu_reference/sphere_bvh.*, seed 003): every query
-// against brute force on every standard generator and on hand-made degenerate scenes, with the
-// seed's one-box leaves and with larger ones; the front-to-back order (every id once, exactly
-// sorted where the split planes separate the boxes); the shape of the tree; validate() on
-// corrupted trees; rejection of bad input.
+// Tests of the sphere BVH with split planes (cpu_reference/sphere_bvh.*; "Sort a sphere BVH
+// with split planes", January 10, 2024) that are its own: the front-to-back order (every id
+// once, exactly sorted where the split planes separate the boxes), the shape of the tree on
+// degenerate scenes, its cost, validate() on corrupted trees, its options' edge cases. Every
+// query against brute force, with the article's one-box leaves and with larger ones, is in the
+// typed suite (structure_test.cpp, structure_configs.hpp).
 #include "sphere_bvh.hpp"
 
 #include <gtest/gtest.h>
@@ -33,15 +34,14 @@ struct SphereBvhTestAccess {
 
 namespace {
 
-using testing::brute_nearest;
 using testing::uniform_boxes;
 
 static_assert(sizeof(SphereBvh::Node) == 24, "the documented node layout is 24 bytes");
 
 using Config = SphereBvh::Config;
 
-const Config kSeedLeaves{1, 48};  // one box per leaf, as in the seed
-const Config kMedianOnly{8, 0};   // every split at the median
+const Config kOneBoxLeaves{1, 48};  // one box per leaf, as in the article
+const Config kMedianOnly{8, 0};     // every split at the median
 
 void expect_each_id_once(std::span<const std::uint32_t> order, std::size_t n) {
     ASSERT_EQ(order.size(), n);
@@ -50,97 +50,43 @@ void expect_each_id_once(std::span<const std::uint32_t> order, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i);
 }
 
-// Builds a SphereBvh with `config` over `boxes` and compares it with brute force
-// (oracle_harness.hpp): 200 random queries of each kind and those made from the boxes;
-// front_to_back returns every id once.
-void expect_matches_brute_force(std::span<const Box> boxes, const Config& config,
-                                const std::string& label) {
-    SCOPED_TRACE(label);
-    SphereBvh tree(config);
-    testing::CompareOptions options;
-    options.seed = 1234;
-    options.query_count = 200;
-    options.nearest_stride = 3;
-    options.nearest_all = false;
-    testing::build_and_match(tree, boxes, options);
-    if (::testing::Test::HasFatalFailure()) return;
-    const testing::Queries eyes = testing::make_queries(boxes, 1235, 3);
-    for (const Vec3& eye : eyes.points) {
-        std::vector<std::uint32_t> order;
-        tree.front_to_back(eye, order);
-        expect_each_id_once(order, boxes.size());
+// ---- front-to-back order on every standard generator -----------------------------------------
+
+TEST(SphereBvhFrontToBack, Scenario0_EveryIdOnceOnEveryGenerator) {
+    for (const std::string_view generator : generator_names()) {
+        for (const std::size_t count : {0u, 1u, 2u, 7u, 300u, 3000u}) {
+            const std::vector<Box> boxes = testing::scene_boxes(generator, count, 42);
+            const testing::Queries eyes = testing::make_queries(boxes, 1235, 3);
+            for (const Config& config : {Config{}, kOneBoxLeaves, kMedianOnly}) {
+                SCOPED_TRACE(std::string(generator) + ":" + std::to_string(count) + " leaf size " +
+                             std::to_string(config.max_leaf_size));
+                SphereBvh tree(config);
+                ASSERT_TRUE(tree.build(boxes).ok());
+                for (const Vec3& eye : eyes.points) {
+                    std::vector<std::uint32_t> order;
+                    tree.front_to_back(eye, order);
+                    expect_each_id_once(order, boxes.size());
+                }
+            }
+        }
     }
 }
 
-// ---- every generator, every size, three configurations ---------------------------------------
+// ---- shape of the tree on degenerate scenes ---------------------------------------------------
 
-class SphereBvhGenerators
-    : public ::testing::TestWithParam<std::tuple<std::string_view, std::size_t>> {};
-
-TEST_P(SphereBvhGenerators, MatchesBruteForce) {
-    const auto [generator, count] = GetParam();
-    Result<Scene> scene = generate_scene(generator, count);
-    ASSERT_TRUE(scene.ok()) << scene.error().message;
-    ASSERT_EQ(scene->boxes.size(), count);
-    const std::string label = std::string(generator) + ":" + std::to_string(count);
-    expect_matches_brute_force(scene->boxes, {}, label + " default");
-    expect_matches_brute_force(scene->boxes, kSeedLeaves, label + " seed leaves");
-    expect_matches_brute_force(scene->boxes, kMedianOnly, label + " median only");
-}
-
-INSTANTIATE_TEST_SUITE_P(AllScenes, SphereBvhGenerators,
-                         ::testing::Combine(::testing::ValuesIn(generator_names()),
-                                            ::testing::Values(std::size_t{0}, std::size_t{1},
-                                                              std::size_t{2}, std::size_t{7},
-                                                              std::size_t{300}, std::size_t{3000})),
-                         [](const auto& test) {
-                             return std::string(std::get<0>(test.param)) + "_" +
-                                    std::to_string(std::get<1>(test.param));
-                         });
-
-// ---- hand-made degenerate scenes --------------------------------------------------------------
-
-void expect_all_configs_match(std::span<const Box> boxes, const std::string& label) {
-    expect_matches_brute_force(boxes, {}, label + " default");
-    expect_matches_brute_force(boxes, kSeedLeaves, label + " seed leaves");
-    expect_matches_brute_force(boxes, kMedianOnly, label + " median only");
-}
-
-TEST(SphereBvhScenes, Scenario1_TwoHundredIdenticalBoxes) {
-    const std::vector<Box> boxes = testing::identical_boxes();
-    expect_all_configs_match(boxes, "identical");
+TEST(SphereBvhScenes, Scenario1_IdenticalBoxesMakeABalancedTree) {
     SphereBvh tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    EXPECT_EQ(sorted_pairs(tree).size(), 200u * 199u / 2u);
+    ASSERT_TRUE(tree.build(testing::identical_boxes()).ok());
     // No centre lies below any midpoint, so every split is a median: a balanced tree.
     EXPECT_EQ(tree.height(), 6u);  // 200 / 2^6 <= 4
-    // Ties: every box is hit at the same t, the smallest id wins.
-    const std::optional<RayHit> hit = tree.ray_cast(Ray{{0.5f, 1, -5}, {0, 0, 1}, 100});
-    ASSERT_TRUE(hit.has_value());
-    EXPECT_EQ(hit->id, 0u);
-    EXPECT_FLOAT_EQ(hit->t, 4.0f);
-    std::vector<Neighbor> near;
-    ASSERT_TRUE(tree.nearest({5, 1, 0}, 3, near).ok());
-    ASSERT_EQ(near.size(), 3u);
-    EXPECT_EQ(near[0].id, 0u);
-    EXPECT_EQ(near[1].id, 1u);
-    EXPECT_EQ(near[2].id, 2u);
 }
 
-TEST(SphereBvhScenes, Scenario2_ZeroVolumeBoxes) {
-    std::mt19937 rng(7);
-    const std::vector<Box> boxes = testing::zero_volume_boxes(rng);
-    std::uniform_real_distribution<float> u(0, 1);
-    expect_all_configs_match(boxes, "zero volume");
+TEST(SphereBvhScenes, Scenario2_PointLeavesHaveRadiusZero) {
     // Only points: every leaf sphere of a one-box leaf has radius 0.
-    std::vector<Box> points;
-    for (int i = 0; i < 300; ++i) {
-        const Vec3 p{u(rng), u(rng), u(rng)};
-        points.push_back(Box{p, p});
-    }
-    points.push_back(points[3]);
-    expect_all_configs_match(points, "points");
-    SphereBvh tree(kSeedLeaves);
+    std::mt19937 rng(7);
+    (void)testing::zero_volume_boxes(rng);
+    const std::vector<Box> points = testing::random_points(rng);
+    SphereBvh tree(kOneBoxLeaves);
     ASSERT_TRUE(tree.build(points).ok());
     for (const SphereBvh::Node& node : tree.nodes()) {
         if (node.is_leaf()) {
@@ -149,37 +95,10 @@ TEST(SphereBvhScenes, Scenario2_ZeroVolumeBoxes) {
     }
 }
 
-TEST(SphereBvhScenes, Scenario3_OneHugeBoxOverEverything) {
-    const std::vector<Box> boxes = testing::huge_box_boxes();
-    expect_all_configs_match(boxes, "huge box");
-    SphereBvh tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    const std::vector<Pair> pairs = sorted_pairs(tree);
-    EXPECT_EQ(std::count_if(pairs.begin(), pairs.end(),
-                            [](const Pair& p) {
-                                return p.i == testing::kHugeBoxIndex ||
-                                       p.j == testing::kHugeBoxIndex;
-                            }),
-              1000);
-}
-
-TEST(SphereBvhScenes, Scenario4_FarFromTheOrigin) {
-    const std::vector<Box> boxes = testing::far_from_origin_boxes();
-    expect_all_configs_match(boxes, "far");
-    // Unscaled: boxes thinner than an ulp at 1e7 collapse onto points and flat boxes.
-    std::vector<Box> tiny = uniform_boxes(800, 14);
-    for (Box& b : tiny) {
-        for (int axis = 0; axis < 3; ++axis) b.min[axis] += 1e7f, b.max[axis] += 1e7f;
-    }
-    expect_all_configs_match(tiny, "far, sub-ulp");
-}
-
-TEST(SphereBvhScenes, Scenario5_FlatTwoDimensionalScene) {
-    const std::vector<Box> boxes = testing::flat_boxes();
-    expect_all_configs_match(boxes, "2D");
+TEST(SphereBvhScenes, Scenario3_FlatSceneNeverSplitsOnZ) {
     // The longest-axis rule never splits on z, where nothing varies.
     SphereBvh tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::flat_boxes()).ok());
     for (const SphereBvh::Node& node : tree.nodes()) {
         if (!node.is_leaf()) {
             EXPECT_NE(node.axis(), 2u);
@@ -187,57 +106,14 @@ TEST(SphereBvhScenes, Scenario5_FlatTwoDimensionalScene) {
     }
 }
 
-TEST(SphereBvhScenes, Scenario6_NestedBoxesAndLongThinOnes) {
-    std::vector<Box> boxes = testing::same_centroid_boxes();
-    for (int i = 0; i < 300; ++i) {  // long thin boxes crossing many split planes
-        const float x = 0.01f * float(i);
-        const float y = 0.003f * float(i % 37);
-        boxes.push_back(Box{{x - 1.5f, y, 0}, {x + 1.5f, y + 0.002f, 0.5f}});
-    }
-    expect_all_configs_match(boxes, "nested and thin");
-}
-
-TEST(SphereBvhScenes, Scenario7_ExponentialSpacingHitsTheDepthGuard) {
+TEST(SphereBvhScenes, Scenario4_ExponentialSpacingHitsTheDepthGuard) {
     // Centres at 2^i: every midpoint split peels off the last box, so the tree would be as
     // deep as the scene is long without the median fallback below max_midpoint_depth.
-    std::vector<Box> boxes;
-    for (int i = 0; i < 120; ++i) {
-        const float x = std::ldexp(1.0f, i);
-        boxes.push_back(Box{{x, 0, 0}, {x, 1, 1}});
-    }
-    expect_all_configs_match(boxes, "exponential");
     SphereBvh tree({1, 10});
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::exponential_boxes()).ok());
     EXPECT_TRUE(tree.validate().ok());
     EXPECT_LE(tree.height(), 10u + 7u);  // 10 peeled, then ceil(log2(110)) medians
     EXPECT_GE(tree.height(), 10u);
-}
-
-TEST(SphereBvhScenes, Scenario8_OddRays) {
-    const std::vector<Box> boxes = uniform_boxes(500, 15);
-    SphereBvh tree;
-    BruteForce brute;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    ASSERT_TRUE(brute.build(boxes).ok());
-    const float inf = std::numeric_limits<float>::infinity();
-    const Vec3 inside = boxes[17].min;
-    const std::vector<Ray> rays = {
-        Ray{inside, {0, 0, 0}, 1},                          // zero direction: a point test
-        Ray{{2, 2, 2}, {0, 0, 0}, 1},                       // zero direction, outside everything
-        Ray{inside, {1, 0, 0}, 0},                          // zero length
-        Ray{inside, {1, 1, 0}, -1},                         // negative tmax: never hits
-        Ray{{-1, 0.5f, 0.5f}, {1, 0, 0}, inf},              // unbounded
-        Ray{{-1, 0.5f, 0.5f}, {1e-20f, 1e-21f, 0}, 1e25f},  // tiny direction, huge tmax
-    };
-    for (std::size_t q = 0; q < rays.size(); ++q) {
-        const std::optional<RayHit> got = tree.ray_cast(rays[q]);
-        const std::optional<RayHit> want = brute.ray_cast(rays[q]);
-        ASSERT_EQ(got.has_value(), want.has_value()) << "ray " << q;
-        if (want) {
-            EXPECT_EQ(got->id, want->id) << "ray " << q;
-            EXPECT_EQ(got->t, want->t) << "ray " << q;
-        }
-    }
 }
 
 // ---- front-to-back order ---------------------------------------------------------------------
@@ -272,7 +148,7 @@ TEST(SphereBvhFrontToBack, Scenario1_LineWithGapsIsExactlySorted) {
     for (std::size_t count : {1u, 2u, 7u, 100u, 1000u}) {
         const std::vector<Box> boxes = line_with_gaps(count, 21);
         const float end = 2.0f * float(count) + 3;
-        for (const Config& config : {Config{}, kSeedLeaves, kMedianOnly}) {
+        for (const Config& config : {Config{}, kOneBoxLeaves, kMedianOnly}) {
             SphereBvh tree(config);
             ASSERT_TRUE(tree.build(boxes).ok());
             ASSERT_TRUE(tree.validate().ok());
@@ -347,7 +223,7 @@ TEST(SphereBvhFrontToBack, Scenario4_AppendsAndHandlesEmpty) {
 
 // ---- shape of the tree -----------------------------------------------------------------------
 
-TEST(SphereBvhShape, Scenario1_SeedSplitRuleLongestAxisAndMidpoint) {
+TEST(SphereBvhShape, Scenario1_ArticleSplitRuleLongestAxisAndMidpoint) {
     // Boxes strung along y: the root splits on y, its sphere centred on the bounds' midpoint.
     std::vector<Box> boxes;
     for (int i = 0; i < 500; ++i) {
@@ -366,17 +242,17 @@ TEST(SphereBvhShape, Scenario1_SeedSplitRuleLongestAxisAndMidpoint) {
     // The midpoint, not the median: four boxes near 0 and one far away.
     std::vector<Box> lopsided;
     for (float x : {0.0f, 1.0f, 2.0f, 3.0f, 100.0f}) lopsided.push_back(Box{{x, 0, 0}, {x, 1, 1}});
-    SphereBvh seed(kSeedLeaves);
-    ASSERT_TRUE(seed.build(lopsided).ok());
-    EXPECT_EQ(seed.nodes()[0].axis(), 0u);
-    EXPECT_EQ(seed.nodes()[1].count, 4u);
-    EXPECT_EQ(seed.nodes()[seed.nodes()[0].right()].count, 1u);
-    EXPECT_TRUE(seed.validate().ok());
+    SphereBvh article(kOneBoxLeaves);
+    ASSERT_TRUE(article.build(lopsided).ok());
+    EXPECT_EQ(article.nodes()[0].axis(), 0u);
+    EXPECT_EQ(article.nodes()[1].count, 4u);
+    EXPECT_EQ(article.nodes()[article.nodes()[0].right()].count, 1u);
+    EXPECT_TRUE(article.validate().ok());
 }
 
-TEST(SphereBvhShape, Scenario2_SeedLeavesHoldOneBoxAndSpheresAreTight) {
+TEST(SphereBvhShape, Scenario2_OneBoxLeavesAndSpheresAreTight) {
     const std::vector<Box> boxes = uniform_boxes(2000, 24);
-    SphereBvh tree(kSeedLeaves);
+    SphereBvh tree(kOneBoxLeaves);
     ASSERT_TRUE(tree.build(boxes).ok());
     ASSERT_TRUE(tree.validate().ok());
     EXPECT_EQ(tree.nodes().size(), 2 * boxes.size() - 1);  // a full binary tree
@@ -629,27 +505,7 @@ TEST_F(SphereBvhValidate, Scenario16_NodeBoundsMissing) {
 
 // ---- input and interface ---------------------------------------------------------------------
 
-TEST(SphereBvhInput, Scenario1_RejectsBadBoxesNamingThem) {
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    const float inf = std::numeric_limits<float>::infinity();
-    const Box good{{0, 0, 0}, {1, 1, 1}};
-    const std::vector<Box> bad_ones = {Box{{nan, 0, 0}, {1, 1, 1}}, Box{{0, 0, 0}, {1, inf, 1}},
-                                       Box{{0, 0, 2}, {1, 1, 1}}};
-    for (const Box& bad : bad_ones) {
-        SphereBvh tree;
-        ASSERT_TRUE(tree.build(std::vector<Box>(5, good)).ok());
-        std::vector<Box> boxes(5, good);
-        boxes[3] = bad;
-        const Status s = tree.build(boxes);
-        ASSERT_FALSE(s.ok());
-        EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-        EXPECT_EQ(s.error().box, std::optional<std::size_t>(3));
-        EXPECT_EQ(tree.size(), 0u);  // the old tree is gone, not half-replaced
-        EXPECT_TRUE(tree.validate().ok());
-    }
-}
-
-TEST(SphereBvhInput, Scenario2_RejectsBadConfig) {
+TEST(SphereBvhInput, Scenario1_RejectsBadConfig) {
     for (const Config& config : {Config{0, 48}, Config{4, 129}}) {
         SphereBvh tree(config);
         const Status s = tree.build(uniform_boxes(10, 1));
@@ -658,29 +514,11 @@ TEST(SphereBvhInput, Scenario2_RejectsBadConfig) {
     }
 }
 
-TEST(SphereBvhInput, Scenario3_StaticAndNamed) {
+TEST(SphereBvhInput, Scenario2_StaticAndNamed) {
     SphereBvh tree;
     EXPECT_EQ(tree.name(), "sphere_bvh");
     EXPECT_FALSE(tree.is_dynamic());
-    EXPECT_EQ(tree.insert(0, Box{}).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.remove(0).error().code, ErrorCode::unsupported);
-    EXPECT_EQ(tree.move(0, Box{}).error().code, ErrorCode::unsupported);
     EXPECT_EQ(tree.config().max_leaf_size, 4u);
-}
-
-TEST(SphereBvhInput, Scenario4_NearestEdgeCases) {
-    SphereBvh tree;
-    std::vector<Neighbor> out{{1, 1}};
-    ASSERT_TRUE(tree.build({}).ok());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 3, out).ok());
-    EXPECT_TRUE(out.empty());
-    const std::vector<Box> boxes = uniform_boxes(4, 2);
-    ASSERT_TRUE(tree.build(boxes).ok());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 0, out).ok());
-    EXPECT_TRUE(out.empty());
-    ASSERT_TRUE(tree.nearest({0, 0, 0}, 10, out).ok());  // fewer than k boxes
-    EXPECT_EQ(out, brute_nearest(boxes, {0, 0, 0}, 10));
-    EXPECT_EQ(out.size(), 4u);
 }
 
 // Closest-hit rays with an unbounded reach (tmax 1e30 or FLT_MAX, as renderers pass) cost about

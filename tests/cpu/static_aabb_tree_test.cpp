@@ -1,9 +1,11 @@
-// StaticAabbTree (PhysX AABBTree, seed 001) against brute force: every standard generator at
-// several sizes and leaf limits, hand-made degenerate scenes, the progressive build equal node
-// for node to the one-shot build, refit of dirty paths equal to a rebuild, removal by
-// swap-with-last, merging of a fresh tree, random insert/remove/move sequences mirrored into a
-// brute force rebuilt from the id -> box map, the runtime node packing, and validate() on
-// corrupted trees.
+// Tests of the static AABB tree (cpu_reference/static_aabb_tree.*, after PhysX SDK 3.4's
+// AABBTree / AABBPruner, Gu/SqAABBTree) that are its own: the balanced split of identical boxes,
+// the progressive build equal node for node to the one-shot build, refit of dirty paths equal
+// to a rebuild, removal by swap-with-last, merging of a fresh tree (also inside random
+// insert/remove/move sequences), the runtime node packing, validate() on corrupted trees, and
+// its own bad input (duplicate ids, leaf limit). Every query against brute force at several
+// leaf limits, bad boxes and the shared random sequences are in the typed suite
+// (structure_test.cpp, structure_configs.hpp).
 #include "static_aabb_tree.hpp"
 
 #include <gtest/gtest.h>
@@ -51,20 +53,12 @@ std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
     return ids;
 }
 
-using testing::sorted_ids;
-
 // k nearest (k = 1, 5) at every second query point (oracle_harness.hpp).
 constexpr std::size_t kNearestStride = 2;
 
 void expect_valid(const StaticAabbTree& tree) {
     const Status valid = tree.validate();
     ASSERT_TRUE(valid.ok()) << valid.error().message;
-}
-
-void build_and_check(const Config& config, std::span<const Box> boxes, std::uint32_t seed = 7,
-                     int query_count = 200) {
-    StaticAabbTree tree(config);
-    testing::build_and_match_ids(tree, boxes, seed, query_count, kNearestStride);
 }
 
 // Runs a progressive build of `boxes` to the end; returns the number of steps taken.
@@ -92,58 +86,14 @@ std::vector<Box> scene(std::string_view name, std::size_t n, std::uint32_t seed 
     return s.ok() ? s->boxes : std::vector<Box>{};
 }
 
-// Scenario 1: every standard generator, N = 0, 1, 2, 7, 300, 3000, default config.
-TEST(StaticAabbTree, Scenario01_StandardScenesMatchBruteForce) {
-    for (const std::string_view gen : generator_names()) {
-        for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 3000u}) {
-            SCOPED_TRACE(std::string(gen) + ":" + std::to_string(n));
-            build_and_check(Config{}, scene(gen, n));
-        }
-    }
-}
-
-// Scenario 2: leaf limits 1 and 15 (the packing's extremes) on other seeds.
-TEST(StaticAabbTree, Scenario02_OtherLeafLimitsAndSeeds) {
-    for (const std::uint32_t limit : {1u, 15u}) {
-        Config config;
-        config.leaf_limit = limit;
-        for (const std::string_view gen : generator_names()) {
-            SCOPED_TRACE(std::string(gen) + " leaf_limit " + std::to_string(limit));
-            build_and_check(config, scene(gen, 700, 1234), 99, 60);
-        }
-    }
-}
-
-// Scenario 3: 200 copies of one box: all centroids equal, every pair overlaps, and the half
-// split still keeps leaves within the limit.
-TEST(StaticAabbTree, Scenario03_AllBoxesIdentical) {
-    const std::vector<Box> boxes =
-        testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}});
-    build_and_check(Config{}, boxes);
+// Scenario 3: 200 copies of one box: all centroids equal, and the half split still keeps
+// leaves within the limit.
+TEST(StaticAabbTree, Scenario03_AllBoxesIdenticalStayBalanced) {
     StaticAabbTree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
-    EXPECT_EQ(sorted_pairs_of(tree).size(), 200u * 199u / 2u);
+    ASSERT_TRUE(
+        tree.build(testing::identical_boxes(Box{{0.25f, 0.5f, 0.75f}, {1.0f, 1.5f, 2.0f}})).ok());
+    expect_valid(tree);
     EXPECT_LE(tree.depth(), 8u);  // halving 200 down to 4: balanced
-}
-
-// Scenario 4: points, segments and flat boxes on a coarse lattice (many coincide).
-TEST(StaticAabbTree, Scenario04_ZeroVolumeBoxes) {
-    build_and_check(Config{}, testing::lattice_zero_volume_boxes());
-}
-
-// Scenario 5: one huge box over a uniform scene, first and last.
-TEST(StaticAabbTree, Scenario05_HugeBoxOverEverything) {
-    build_and_check(Config{}, testing::huge_boxes_first_and_last());
-}
-
-// Scenario 6: a uniform scene moved 1e7 away from the origin (float spacing there is 1).
-TEST(StaticAabbTree, Scenario06_FarFromOrigin) {
-    build_and_check(Config{}, testing::far_scaled_boxes());
-}
-
-// Scenario 7: a 2D scene (z extent 0 everywhere).
-TEST(StaticAabbTree, Scenario07_FlatScene) {
-    build_and_check(Config{}, testing::flat_random_boxes());
 }
 
 // Scenario 8: the progressive build (FIFO, bounded work per step) equals the one-shot build
@@ -345,13 +295,10 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
 
 // Random insert / remove / move / merge steps (seeded, oracle_harness.hpp) with sparse ids,
 // some near the top of the id range: validate() after every step, everything compared with
-// brute force every 10 steps. Moves shift by 0.5 (30%) or 0.01.
+// brute force every 10 steps. Moves shift by 0.5 (30%) or 0.01; a batch of 12 is merged at 5%
+// of the steps.
 void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
-    testing::SequenceOptions options;
-    options.seed = seed;
-    options.steps = steps;
-    options.new_box = &testing::SequenceContext::small_box;
-    options.start = testing::context_boxes(seed + 7919u, initial, options.new_box);
+    testing::SequenceOptions options = testing::small_box_sequence(seed, initial, steps);
     // A batch of 12 merged at once at 5% of the steps.
     options.extra_share = 0.05f;
     options.extra = [new_box = options.new_box](Structure& s, testing::SequenceContext& ctx) {
@@ -370,19 +317,14 @@ void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
     };
     options.insert_share = [](int) { return 0.3f / 0.95f; };
     options.remove_share = 0.2f / 0.65f;
-    options.moved_box = [](testing::SequenceContext& ctx, const Box& b) {
-        return ctx.nudged(b, ctx.unit() < 0.3f ? 0.5f : 0.01f);
-    };
-    options.query_count = 40;
     options.nearest_stride = 2;
-    options.nearest_all = false;
-    options.max_gap = 3;
     StaticAabbTree tree;
     testing::run_dynamic_sequence(tree, options);
 }
 
-// Scenario 12: a few hundred random dynamic steps from a built tree and from an empty one.
-TEST(StaticAabbTree, Scenario12_RandomInsertRemoveMove) {
+// Scenario 12: a few hundred random dynamic steps with merges from a built tree and from an
+// empty one.
+TEST(StaticAabbTree, Scenario12_RandomInsertRemoveMoveMerge) {
     random_steps(11, 200, 400);
     random_steps(12, 0, 300);
 }
@@ -476,41 +418,18 @@ TEST(StaticAabbTree, Scenario14_ValidateCatchesCorruption) {
     }
 }
 
-// Scenario 15: bad input is rejected, naming the box; bad ids are rejected; the tree is intact.
-TEST(StaticAabbTree, Scenario15_RejectsBadInput) {
+// Scenario 15: duplicate caller ids and a leaf limit beyond the packing are rejected. (Bad boxes
+// and ids: the typed suite.)
+TEST(StaticAabbTree, Scenario15_RejectsDuplicateIdsAndBadLeafLimit) {
     StaticAabbTree tree;
-    std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{2, 0, 0}, {1, 1, 1}}};
-    Status s = tree.build(boxes);
-    ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
-    EXPECT_EQ(tree.size(), 0u);
-    boxes[1].min.x = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_FALSE(tree.build(boxes).ok());
-    boxes[1] = Box{{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
-    EXPECT_FALSE(tree.build(boxes).ok());
-    boxes[1] = boxes[0];
+    const std::vector<Box> boxes(2, Box{{0, 0, 0}, {1, 1, 1}});
     const std::vector<std::uint32_t> dup_ids = {4, 4};
     EXPECT_FALSE(tree.build(boxes, dup_ids).ok());
+    EXPECT_EQ(tree.size(), 0u);
+    expect_valid(tree);
     Config bad;
     bad.leaf_limit = 16;
     EXPECT_FALSE(StaticAabbTree(bad).build(boxes).ok());
-
-    ASSERT_TRUE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.insert(5, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.insert(6, Box{{1, 0, 0}, {0, 1, 1}}).ok());
-    EXPECT_FALSE(tree.remove(6).ok());
-    EXPECT_FALSE(tree.move(6, Box{{0, 0, 0}, {1, 1, 1}}).ok());
-    EXPECT_FALSE(tree.move(5, Box{{0, 0, 0}, {1, -1, 1}}).ok());
-    EXPECT_EQ(tree.size(), 1u);
-    expect_valid(tree);
-    ASSERT_TRUE(tree.remove(5).ok());
-    EXPECT_EQ(tree.size(), 0u);
-    expect_valid(tree);
-    EXPECT_FALSE(tree.ray_cast(Ray{{0, 0, 0}, {1, 0, 0}, 1}).has_value());
-    std::vector<Neighbor> near;
-    EXPECT_TRUE(tree.nearest({0, 0, 0}, 3, near).ok());
-    EXPECT_TRUE(near.empty());
 }
 
 // Scenario 16: self-pairs and region queries prune at internal nodes.

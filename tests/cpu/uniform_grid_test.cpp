@@ -1,8 +1,11 @@
-// Tests of the uniform hash grid against brute force: every standard generator at several
-// sizes and grid configurations (self pairs, region queries, point picks, ray casts, k
-// nearest), hand-made degenerate scenes (identical boxes, zero-volume boxes, one huge box, far
-// offsets, a 2D scene, seed 004's missed middle cell), and random insert/remove/move sequences
-// mirrored into a brute force rebuilt from the live id -> box map, validated after every step.
+// Tests of the uniform hash grid (cpu_reference/uniform_grid.*; M. Teschner et al., "Optimized
+// Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003, with a hierarchy of
+// levels after B. Mirtich's hierarchical spatial hashing) that are its own: the levels used by
+// mixed sizes, a huge box and crossing boxes, bad configurations, local queries, emptying the
+// cells, the level hierarchy, and the cost per query. Every query against brute force on the
+// standard and degenerate scenes under several grid configurations, bad boxes, nearest edge
+// cases and the random insert/remove/move sequences are in the typed suite
+// (structure_test.cpp, structure_configs.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,44 +51,7 @@ void build_and_compare(UniformGrid& grid, std::span<const Box> boxes, const std:
     expect_matches_brute_force(grid, boxes, {}, 7, label);
 }
 
-// ---- every standard generator -------------------------------------------------------------
-
-struct NamedConfig {
-    const char* name;
-    UniformGrid::Config config;
-};
-
-std::vector<NamedConfig> configs() {
-    UniformGrid::Config fine;
-    fine.cell_scale = 0.3;  // many cells per box
-    UniformGrid::Config one_cell;
-    one_cell.max_cells_per_box = 1;  // boxes crossing a cell face go coarser: many levels
-    UniformGrid::Config coarse;
-    coarse.cell_scale = 40;  // many boxes per cell
-    return {{"default", {}}, {"fine", fine}, {"one_cell", one_cell}, {"coarse", coarse}};
-}
-
-// Scenario 1: every generator at N = 0, 1, 2, 7, 300, 3000, under several configurations.
-TEST(UniformGrid, Scenario1_EveryGeneratorMatchesBruteForce) {
-    for (const NamedConfig& nc : configs()) {
-        for (const std::string_view gen : generator_names()) {
-            for (const std::size_t n : {0, 1, 2, 7, 300, 3000}) {
-                if (n == 3000 && std::string(nc.name) != "default" &&
-                    std::string(nc.name) != "one_cell") {
-                    continue;  // the slow configurations at 3000 add nothing but time
-                }
-                auto scene = generate_scene(gen, n);
-                ASSERT_TRUE(scene.ok());
-                UniformGrid grid(nc.config);
-                build_and_compare(
-                    grid, scene->boxes,
-                    std::string(nc.name) + " " + std::string(gen) + ":" + std::to_string(n));
-            }
-        }
-    }
-}
-
-// Scenario 2: the finest level and the coarser ones are both used (the test above would pass
+// Scenario 2: the finest level and the coarser ones are both used (the typed suite would pass
 // trivially if everything landed in one level).
 TEST(UniformGrid, Scenario2_MixedSizesUseSeveralLevels) {
     auto scene = generate_scene("mixed_sizes", 3000);
@@ -102,111 +68,26 @@ TEST(UniformGrid, Scenario2_MixedSizesUseSeveralLevels) {
 
 // ---- hand-made degenerate scenes ------------------------------------------------------------
 
-// Scenario 3: 200 identical boxes: every pair, once.
-TEST(UniformGrid, Scenario3_AllIdentical) {
-    std::vector<Box> boxes(200, Box{{0.25f, 0.5f, 0.75f}, {0.5f, 0.75f, 1.0f}});
-    UniformGrid grid;
-    build_and_compare(grid, boxes, "identical");
-    EXPECT_EQ(sorted_pairs(grid).size(), 200u * 199u / 2);
-}
-
-// Scenario 4: zero-volume boxes: points (some repeated) and flat boxes on each axis.
-TEST(UniformGrid, Scenario4_ZeroVolume) {
-    std::mt19937 rng(3);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    std::vector<Box> points, mixed;
-    for (int i = 0; i < 400; ++i) {
-        Vec3 p{std::round(u(rng) * 20) / 20, std::round(u(rng) * 20) / 20,
-               std::round(u(rng) * 20) / 20};
-        points.push_back({p, p});
-        Box b{p, p};
-        const int axis = i % 4;
-        for (int a = 0; a < 3; ++a) {
-            if (a != axis) b.max[a] = b.min[a] + 0.05f * u(rng);
-        }
-        mixed.push_back(b);
-    }
-    UniformGrid grid;
-    build_and_compare(grid, points, "points");
-    build_and_compare(grid, mixed, "points and flat boxes");
-}
-
-// Scenario 5: one huge box over everything: it goes to the large list and meets every box.
+// Scenario 5: one huge box over everything goes to a coarser level of its own.
 TEST(UniformGrid, Scenario5_OneHugeBox) {
-    auto scene = generate_scene("uniform", 2000);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    boxes.insert(boxes.begin() + 1000, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
     UniformGrid grid;
-    build_and_compare(grid, boxes, "huge box");
+    ASSERT_TRUE(grid.build(testing::world_box_among_uniform()).ok());
     EXPECT_EQ(grid.coarse_count(), 1u);
     EXPECT_EQ(grid.levels(), 2u);
 }
 
-// Scenario 6: coordinates far from the origin (1e7 offsets), with and without a near group.
-TEST(UniformGrid, Scenario6_FarFromOrigin) {
-    auto scene = generate_scene("uniform", 1500);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> far = scene->boxes, both = scene->boxes;
-    for (Box& b : far) {
-        for (int a = 0; a < 3; ++a) {
-            const float offset = a == 1 ? -1e7f : 1e7f;
-            b.min[a] = offset + b.min[a] * 1000.0f;
-            b.max[a] = offset + b.max[a] * 1000.0f;
-        }
-    }
-    both.insert(both.end(), far.begin(), far.end());
-    UniformGrid grid;
-    build_and_compare(grid, far, "far");
-    build_and_compare(grid, both, "near and far");
-}
-
-// Scenario 7: a 2D scene (zero z extent everywhere).
-TEST(UniformGrid, Scenario7_FlatScene) {
-    auto scene = generate_scene("uniform", 2000);
-    ASSERT_TRUE(scene.ok());
-    std::vector<Box> boxes = scene->boxes;
-    for (Box& b : boxes) b.min.z = b.max.z = 0.0f;
-    UniformGrid grid;
-    build_and_compare(grid, boxes, "2D");
-}
-
-// Scenario 8: seed 004's flaw. Two long boxes cross only in a middle cell where neither has a
-// corner; corner-only bucketing misses the pair, entering every overlapped cell finds it.
+// Scenario 8: the flaw of corner-only bucketing (the typed suite checks that the pair is found):
+// the small boxes fix the cell side at 0.02, so the two long boxes span 10 cells each and meet
+// only in a middle cell, in the finest level.
 TEST(UniformGrid, Scenario8_MissedMiddleCell) {
-    std::vector<Box> boxes;
-    for (int i = 0; i < 100; ++i) {  // small boxes fix the cell side at 0.02 (2 x 0.01)
-        const float x = 0.01f * float(i);
-        boxes.push_back({{x, 5, 5}, {x + 0.01f, 5.01f, 5.01f}});
-    }
-    const auto horizontal = std::uint32_t(boxes.size());
-    boxes.push_back({{0.0f, 0.49f, 0.0f}, {0.2f, 0.5f, 0.01f}});  // 10 cells long on x
-    boxes.push_back({{0.1f, 0.4f, 0.0f}, {0.11f, 0.6f, 0.01f}});  // 10 cells long on y
     UniformGrid grid;
-    ASSERT_TRUE(grid.build(boxes).ok());
+    ASSERT_TRUE(grid.build(testing::crossing_in_a_middle_cell()).ok());
     EXPECT_NEAR(grid.cell_size()[0], 0.02, 1e-6);
     EXPECT_EQ(grid.coarse_count(), 0u);
-    const std::vector<Pair> pairs = sorted_pairs(grid);
-    EXPECT_TRUE(std::binary_search(pairs.begin(), pairs.end(), Pair{horizontal, horizontal + 1}));
-    build_and_compare(grid, boxes, "crossing boxes");
 }
 
-// Scenario 9: bad input is rejected, naming the box; the grid is left empty.
-TEST(UniformGrid, Scenario9_RejectsInvalidBoxes) {
-    UniformGrid grid;
-    std::vector<Box> boxes = {{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
-    ASSERT_TRUE(grid.build(boxes).ok());
-    boxes[1].max.y = std::numeric_limits<float>::quiet_NaN();
-    Status s = grid.build(boxes);
-    ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
-    EXPECT_EQ(s.error().box, std::optional<std::size_t>(1));
-    EXPECT_EQ(grid.size(), 0u);
-    EXPECT_TRUE(grid.validate().ok());
-    boxes[1] = {{2, 0, 0}, {1, 1, 1}};  // min > max
-    EXPECT_FALSE(grid.build(boxes).ok());
-    boxes[1] = {{0, 0, 0}, {std::numeric_limits<float>::infinity(), 1, 1}};
-    EXPECT_FALSE(grid.build(boxes).ok());
+// Scenario 9: a bad configuration is rejected.
+TEST(UniformGrid, Scenario9_RejectsZeroCellScale) {
     UniformGrid::Config bad;
     bad.cell_scale = 0;
     UniformGrid bad_grid(bad);
@@ -242,96 +123,22 @@ TEST(UniformGrid, Scenario10_QueriesAreLocal) {
     EXPECT_EQ(grid.stats().nodes_visited, 1u);
 }
 
-// Scenario 11: nearest on an empty grid, with k = 0, with k above the count, with ties, and
-// from a point far outside the grid.
-TEST(UniformGrid, Scenario11_NearestEdgeCases) {
-    UniformGrid grid;
-    std::vector<Neighbor> out;
-    ASSERT_TRUE(grid.build({}).ok());
-    ASSERT_TRUE(grid.nearest({0, 0, 0}, 3, out).ok());
-    EXPECT_TRUE(out.empty());
-    std::vector<Box> boxes = {
-        {{0, 0, 0}, {1, 1, 1}}, {{3, 0, 0}, {4, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}};
-    ASSERT_TRUE(grid.build(boxes).ok());
-    ASSERT_TRUE(grid.nearest({2, 0.5f, 0.5f}, 0, out).ok());
-    EXPECT_TRUE(out.empty());
-    ASSERT_TRUE(grid.nearest({2, 0.5f, 0.5f}, 10, out).ok());  // k larger than the count
-    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1}, {1, 1}, {2, 1}}));
-    // The output is replaced, not appended to.
-    ASSERT_TRUE(grid.nearest({1e30f, 0, 0}, 1, out).ok());  // far outside the grid
-    EXPECT_EQ(out, (std::vector<Neighbor>{{0, 1e30f}}));    // all three tie in float
-}
-
 // ---- dynamic ---------------------------------------------------------------------------------
 
-// Scenario 12: random insert / remove / move sequences, mirrored into a brute force rebuilt
-// from the live id -> box map. validate() after every step; everything compared every few.
-TEST(UniformGrid, Scenario12_RandomDynamicSequences) {
-    for (const std::uint32_t seed : {1u, 2u, 3u, 4u}) {
-        SCOPED_TRACE("seed " + std::to_string(seed));
-        UniformGrid::Config config;
-        if (seed == 4) config.max_cells_per_box = 1;  // boxes hop between many levels
-        testing::SequenceOptions options;
-        options.seed = seed;
-        options.steps = 400;
-        options.query_count = 30;
-        options.nearest_stride = 2;
-        options.nearest_all = false;
-        options.check_misuse = true;
-        options.new_box = [](testing::SequenceContext& ctx) {
-            Box b;
-            const int kind = int(ctx.rng() % 10);
-            const float side = kind == 0 ? 0.0f : (kind == 1 ? 0.6f : 0.05f * ctx.unit());
-            for (int a = 0; a < 3; ++a) {
-                b.min[a] = ctx.unit() * (kind == 2 ? 3.0f : 1.0f) - (kind == 2 ? 1.0f : 0.0f);
-                b.max[a] = b.min[a] + side * (kind == 3 && a == 2 ? 0.0f : 1.0f);
-            }
-            return b;
-        };
-        testing::SequenceContext start_rng(seed + 7919u);
-        for (int i = 0; i < 150; ++i) options.start.push_back(options.new_box(start_rng));
-        options.insert_share = [](int) { return 1.0f / 3.0f; };
-        options.remove_share = 0.5f;
-        options.moved_box = [new_box = options.new_box](testing::SequenceContext& ctx, Box b) {
-            if (ctx.rng() % 2) {
-                const float dx = 0.02f * (ctx.unit() - 0.5f);
-                b.min.x += dx;
-                b.max.x += dx;
-                return b;
-            }
-            return new_box(ctx);
-        };
-        UniformGrid grid(config);
-        std::map<std::uint32_t, Box> live = testing::run_dynamic_sequence(grid, options);
-        if (HasFailure()) return;
-        // Empty it completely, then refill.
-        while (!live.empty()) {
-            const std::uint32_t id = live.begin()->first;
-            ASSERT_TRUE(grid.remove(id).ok());
-            live.erase(id);
-            ASSERT_TRUE(grid.validate().ok());
-        }
-        EXPECT_EQ(grid.cell_count(), 0u);
-        EXPECT_EQ(grid.size(), 0u);
-        ASSERT_TRUE(grid.insert(7, {{0, 0, 0}, {1, 1, 1}}).ok());
-        ASSERT_TRUE(grid.insert(9, {{1, 1, 1}, {2, 2, 2}}).ok());
-        EXPECT_EQ(sorted_pairs(grid), (std::vector<Pair>{{7, 9}}));
-    }
-}
-
-// Scenario 13: a dynamic grid built empty picks the fallback cell side and still works.
-TEST(UniformGrid, Scenario13_InsertIntoEmptyBuild) {
+// Scenario 12: a random sequence of the typed suite (oracle_harness.hpp), then every box removed:
+// no cell is left behind; then refilled.
+TEST(UniformGrid, Scenario12_EmptiedGridHasNoCells) {
     UniformGrid grid;
-    ASSERT_TRUE(grid.build({}).ok());
-    auto scene = generate_scene("clustered", 500);
-    ASSERT_TRUE(scene.ok());
-    std::vector<std::uint32_t> ids;
-    for (std::uint32_t i = 0; i < scene->boxes.size(); ++i) {
-        ASSERT_TRUE(grid.insert(1000 + 3 * i, scene->boxes[i]).ok());
-        ids.push_back(1000 + 3 * i);
+    std::map<std::uint32_t, Box> live =
+        testing::run_dynamic_sequence(grid, testing::misuse_sequence(1));
+    if (HasFailure()) return;
+    while (!live.empty()) {
+        ASSERT_TRUE(grid.remove(live.begin()->first).ok());
+        live.erase(live.begin());
     }
     ASSERT_TRUE(grid.validate().ok());
-    expect_matches_brute_force(grid, scene->boxes, ids, 5, "inserted into empty");
+    EXPECT_EQ(grid.cell_count(), 0u);
+    EXPECT_EQ(grid.size(), 0u);
 }
 
 }  // namespace
