@@ -52,6 +52,9 @@ struct Context::Impl {
     std::mutex kernels_mutex;
     std::unordered_map<const std::uint32_t*, CompiledKernel> kernels;
     std::atomic<std::uint32_t> pipelines_created{0};
+    // Compute dispatches recorded through Kernel (direct ones with work, and every indirect
+    // one), for the instruments' per-stage dispatch counts.
+    std::atomic<std::uint64_t> dispatches_recorded{0};
 
     /// The kernel of `spirv` with `bindings` storage buffers, compiled on the first request with
     /// the pipeline cache (thread-safe). `name` is for error messages.

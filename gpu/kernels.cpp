@@ -131,6 +131,7 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
                       DispatchGate* gate) const {
     if (groups == 0) return;
     bind(cmd, buffers, push);
+    ++context_->dispatches_recorded;
     std::uint32_t max_x = std::max<std::uint32_t>(context_->info.max_workgroup_count_x, 1);
     std::uint32_t x = std::min(groups, max_x);
     std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
@@ -147,6 +148,7 @@ void Kernel::dispatch_indirect(VkCommandBuffer cmd, std::initializer_list<Buffer
                                const gpu_layout::PushConstants& push,
                                const BufferRange& args) const {
     bind(cmd, buffers, push);
+    ++context_->dispatches_recorded;
     vkCmdDispatchIndirect(cmd, args.buffer, args.offset);
 }
 

@@ -3,6 +3,7 @@
 // into the caller's command buffer, plus host-array helpers that grow the pair buffer until
 // every pair fits.
 #include <algorithm>
+#include <array>
 
 #include "broadphase/scene.hpp"
 #include "lbvh_gated.hpp"
@@ -71,6 +72,61 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
     return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
 }
 
+// The memory traffic of each stage of a build and all-pairs pass over n boxes
+// (gpu/traffic.hpp), from the kernels' access patterns:
+//   scene bounds  scene_bounds reads every box (32 B); each workgroup merges 6 words of
+//                 bounds by atomics (24 B read and written).
+//   codes         morton_codes reads every box and, once per workgroup, the bounds (32 B);
+//                 writes a key (4 B per key word) and a value (4 B) per box.
+//   sort          RadixSort::traffic of the keys and values; with adaptive codes (30-bit
+//                 kinds with refine on) the first sort is of one key word, then code_runs
+//                 reads the keys and writes a run start per position (4 + 4 B), run_bounds
+//                 and refine_codes read the run starts, ids and boxes (40 B) and the run
+//                 bounds (24 B) only when the keys are refined, refine_codes reads the first
+//                 keys and writes 64-bit keys (4 + 8 B), and the second sort (64-bit keys) runs
+//                 only when refined.
+//   hierarchy     lbvh_hierarchy reads each sorted key, id and box, writes n - 1 internal
+//                 links (16 B) and n leaves (48 B).
+//   node bounds   lbvh_bounds: each leaf's invocation reads its link (16 B); each internal
+//                 node, completed once, reads its link and both children's bounds and takes
+//                 its flag (16 + 64 + 4 B), and writes its bounds and flag (32 + 4 B).
+//   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its link
+//                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
+//                 items (8 B each way, only past an invocation's budget) are not counted.
+std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
+                                                bool refined, std::uint64_t visits,
+                                                std::uint64_t stored_pairs,
+                                                std::array<std::uint32_t, kQueries - 1>& passes) {
+    std::array<Traffic, kQueries - 1> t{};
+    passes.fill(0);
+    if (n == 0) return t;
+    const std::uint64_t m = n, groups = div_up(n, kWorkgroupSize);
+    const std::uint32_t words = key_words(code);
+    t[0] = {32 * m + 24 * groups, 24 * groups};
+    t[1] = {32 * m + 32 * groups, (4ull * words + 4) * m};
+    std::uint32_t sort_passes = 0;
+    std::uint32_t hierarchy_words = words;
+    if (!refinable(code) || !refine) {
+        t[2] = RadixSort::traffic(n, words, key_bits(code), false, &sort_passes);
+    } else {
+        t[2] = RadixSort::traffic(n, 1, key_bits(code), false, &sort_passes);
+        t[2] += {4 * m, 4 * m};  // code_runs
+        t[2] += {4 * m, 8 * m};  // refine_codes: first keys in, 64-bit keys out
+        if (refined) {
+            t[2] += {(40 + 40 + 24) * m, 0};  // run_bounds, refine_codes' runs
+            std::uint32_t second = 0;
+            t[2] += RadixSort::traffic(n, 2, 64, false, &second);
+            sort_passes += second;
+        }
+        hierarchy_words = 2;
+    }
+    passes[2] = sort_passes;
+    t[3] = {(4ull * hierarchy_words + 4 + 32) * m, 16 * (m - 1) + 48 * m};
+    t[4] = {16 * m + 84 * (m - 1), 36 * (m - 1)};
+    t[5] = {48 * m + 112 * visits, 8 * stored_pairs};
+    return t;
+}
+
 void timestamp(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t query) {
     if (pool) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
 }
@@ -85,6 +141,10 @@ struct Lbvh::Impl {
     Kernel bounds, codes, code_runs, run_bounds, refine_codes, hierarchy, node_bounds, pairs;
     VkQueryPool queries = VK_NULL_HANDLE;
     StageTimes times;
+    // Context::Impl::dispatches_recorded at each timestamp of the last timed recording
+    // (stage k's dispatches are marks[k + 1] - marks[k]), and the last host-array report.
+    std::array<std::uint64_t, kQueries> marks{};
+    std::vector<StageReport> report;
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, scratch, pair_buffer, status, work;
     std::uint32_t pair_capacity = 0;
@@ -160,6 +220,36 @@ struct Lbvh::Impl {
     }
 
     LbvhBuildBuffers build_buffers() const { return {whole(boxes), whole(nodes), whole(scratch)}; }
+
+    // The report of find_pairs over n boxes (times, dispatches between the marks, traffic).
+    Status make_report(std::uint32_t n, std::uint64_t visits, std::uint64_t pairs_found) {
+        bool refined = false;
+        if (refinable(options.code) && options.refine) {
+            std::uint32_t word = 0;
+            const ScratchLayout s = scratch_layout({}, n, options.code, options.refine);
+            if (Status d = context->download(scratch, &word, 4, s.refine.offset); !d) return d;
+            refined = word != 0;
+        }
+        std::array<std::uint32_t, kQueries - 1> passes{};
+        const auto traffic =
+            stage_traffic(n, options.code, options.refine, refined, visits, pairs_found, passes);
+        const double ms[kQueries - 1] = {times.bounds,    times.codes,       times.sort,
+                                         times.hierarchy, times.node_bounds, times.pairs};
+        static constexpr const char* kNames[kQueries - 1] = {
+            "scene bounds", "codes", "sort", "hierarchy", "node bounds", "all pairs"};
+        report.clear();
+        for (std::uint32_t k = 0; k + 1 < kQueries; ++k) {
+            StageReport r;
+            r.name = kNames[k];
+            r.dispatches = static_cast<std::uint32_t>(marks[k + 1] - marks[k]);
+            r.bytes_read = traffic[k].read;
+            r.bytes_written = traffic[k].written;
+            r.ms = ms[k];
+            r.passes = passes[k];
+            report.push_back(r);
+        }
+        return {};
+    }
 
     void read_times(bool with_pairs) {
         times = {};
@@ -243,8 +333,13 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
     PushConstants pc{};
     pc.count = n;
     pc.key_words = key_words(code);
+    // A stage boundary: its timestamp, and the dispatches recorded so far.
+    auto mark = [&](std::uint32_t k) {
+        timestamp(cmd, pool, first_query + k);
+        im.marks[k] = im.context->impl().dispatches_recorded;
+    };
 
-    timestamp(cmd, pool, first_query + 0);
+    mark(0);
     if (n > 0) {
         fill(cmd, {s.bounds.buffer, s.bounds.offset, 16}, 0xffffffffu);
         fill(cmd, {s.bounds.buffer, s.bounds.offset + 16, 16}, 0u);
@@ -252,7 +347,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
         im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, groups(n), gate);
         compute_barrier(cmd);
     }
-    timestamp(cmd, pool, first_query + 1);
+    mark(1);
     pc.key_word = code == CodeKind::morton63    ? kCodeMorton63
                   : code == CodeKind::hilbert30 ? kCodeHilbert30
                                                 : kCodeMorton30;
@@ -260,7 +355,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
     compute_barrier(cmd);
     const std::uint32_t code_kind = pc.key_word;
     pc.key_word = 0;
-    timestamp(cmd, pool, first_query + 2);
+    mark(2);
     BufferRange sorted_keys = s.keys;
     if (!refinable(code) || !im.options.refine) {
         im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n,
@@ -299,16 +394,16 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
         sorted_keys = s.keys_tmp;
         pc.key_words = 2;
     }
-    timestamp(cmd, pool, first_query + 3);
+    mark(3);
     im.hierarchy.dispatch(cmd, {sorted_keys, s.values, boxes, nodes}, pc, groups(n), gate);
     compute_barrier(cmd);
-    timestamp(cmd, pool, first_query + 4);
+    mark(4);
     if (n > 1) {
         fill(cmd, s.flags, 0u);
         compute_barrier(cmd);
         im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n), gate);
     }
-    timestamp(cmd, pool, first_query + 5);
+    mark(5);
     return {};
 }
 
@@ -379,7 +474,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     }
     bool first = true;
     std::uint32_t rounds = kTraversalRounds;
-    std::uint64_t found = 0;
+    std::uint64_t found = 0, visits = 0;
     while (true) {
         LbvhPairBuffers out{whole(im.pair_buffer),
                             im.pair_capacity,
@@ -393,7 +488,10 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
                 return;
             compute_barrier(cmd);
             if (!(recorded = record_pairs(cmd, {whole(im.nodes), n}, out))) return;
-            if (first) timestamp(cmd, im.queries, kBuildQueries);
+            if (first) {
+                timestamp(cmd, im.queries, kBuildQueries);
+                im.marks[kBuildQueries] = im.context->impl().dispatches_recorded;
+            }
         });
         if (!s) return s.error();
         if (!recorded) return recorded.error();
@@ -402,6 +500,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
         found = (std::uint64_t(st.total_hi) << 32) | st.total_lo;
+        visits = (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
         if (st.flags & kTraversalQueueOverflow) {
             // A round queued more subtrees than the work buffer holds: grow it, run again.
             if (im.work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
@@ -432,6 +531,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         im.pair_buffer = Buffer();
         if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
     }
+    if (Status r = im.make_report(n, visits, found); !r) return r.error();
     std::vector<Pair> pairs(found);
     if (found > 0) {
         if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
@@ -465,6 +565,10 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
 
 const StageTimes& Lbvh::last_times() const {
     return impl_->times;
+}
+
+const std::vector<StageReport>& Lbvh::last_report() const {
+    return impl_->report;
 }
 
 Result<bool> Lbvh::read_refined() {

@@ -31,6 +31,35 @@ std::uint32_t sort_tiles(std::uint32_t n) {
 
 }  // namespace
 
+Traffic RadixSort::scan_traffic(std::uint32_t n) {
+    Traffic t;
+    if (n == 0) return t;
+    std::uint64_t below = n;
+    for (std::uint32_t size : scan_levels(n)) {
+        t += {4 * below, 4 * below + 4ull * size};                // scan_local
+        if (size > 1) t += {4 * below + 4ull * size, 4 * below};  // scan_add
+        below = size;
+    }
+    return t;
+}
+
+Traffic RadixSort::traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
+                           bool keys_only, std::uint32_t* passes_out) {
+    const auto passes = static_cast<std::uint32_t>(div_up(key_bits, kSortDigitBits));
+    if (passes_out) *passes_out = n > 1 ? passes : 0;
+    Traffic t;
+    if (n <= 1) return t;
+    const std::uint64_t tiles = sort_tiles(n), counts = kSortBuckets * tiles;
+    const std::uint64_t element = 4ull * (key_words + (keys_only ? 0 : 1));
+    for (std::uint32_t pass = 0; pass < passes; ++pass) {
+        t += {4ull * n, 4 * counts};                            // radix_histogram
+        t += scan_traffic(static_cast<std::uint32_t>(counts));  // scan of the counts
+        t += {element * n + 4 * counts, element * n};           // radix_scatter
+    }
+    if (passes & 1) t += {element * n, element * n};  // the copy back
+    return t;
+}
+
 RadixSort::RadixSort(Context& context)
     : histogram_(context, shaders::radix_histogram, 3, "radix_histogram"),
       scatter_(context, shaders::radix_scatter, 6, "radix_scatter"),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kernels.hpp"
+#include "traffic.hpp"
 
 namespace broadphase::gpu {
 
@@ -40,6 +41,19 @@ public:
     Status ready_scan() const;
     /// What record_count_args needs.
     Status ready_count_args() const;
+
+    /// Memory traffic of a sort of n elements (gpu/traffic.hpp), per digit pass over the keys:
+    /// radix_histogram reads one key word per element and writes kSortBuckets counts per tile;
+    /// the scan of those counts (scan_traffic); radix_scatter reads the keys (key_words words),
+    /// the values (unless keys_only) and the scanned counts, and writes keys and values. An odd
+    /// number of passes adds a copy of keys and values back. `passes` receives the digit
+    /// passes (ceil(key_bits / kSortDigitBits)).
+    static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
+                           bool keys_only, std::uint32_t* passes = nullptr);
+    /// Memory traffic of an exclusive scan of n uints: each level's scan_local reads and
+    /// writes its elements and writes one sum per tile; scan_add reads and writes the elements
+    /// of every level below the top one and reads their tile sums.
+    static Traffic scan_traffic(std::uint32_t n);
 
     /// Scratch bytes a sort of n elements needs (histograms and scan levels).
     static VkDeviceSize scratch_size(std::uint32_t n);

@@ -50,6 +50,8 @@ if [ "$tests" = 1 ]; then
 fi
 run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
 run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
+run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
+run pairs_10m_json "$tool" bench --scene "$m10" --repeat "$repeat" --json
 run pairs_1m_hilbert "$tool" bench --scene "$m1" --repeat "$repeat" --code hilbert30
 run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
 run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"

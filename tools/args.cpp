@@ -183,6 +183,10 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         c.add_flag("--no-refine", a.no_refine,
                    "default mode: codes not adapted to the scene (no second sort of long runs)")
             ->group(kGpu);
+    CLI::Option* json = c.add_flag("--json", a.json,
+                                   "default mode: print one JSON object (device, scene, copy "
+                                   "bandwidth, a `stages` list) instead of the table")
+                            ->group(kGpu);
 
     const char* kCull = "--cull: the frustum cull's stages";
     CLI::Option* cull = c.add_flag("--cull", a.cull, "time the frustum cull")->group(kCull);
@@ -273,7 +277,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                             ->group(kRays);
 
     return {
-        {"", nullptr, {scene, repeat, code, no_refine, device, validation}, true},
+        {"", nullptr, {scene, repeat, code, no_refine, json, device, validation}, true},
         {"--cull", cull, {scene, camera, order, repeat, device, validation}, true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",

@@ -45,6 +45,7 @@ struct Args {
     std::string device;             ///< INDEX or NAME (empty: BROADPHASE_DEVICE or the first)
     bool validation = false;
     bool no_refine = false;  ///< bench: codes not adapted to the scene
+    bool json = false;       ///< bench: one JSON object instead of the table
 
     // Culling.
     Camera camera{};              ///< valid when has("camera")

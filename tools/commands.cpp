@@ -84,6 +84,24 @@ int fail(const Error& e) {
     return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
 }
 
+// `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
+std::string json_escape(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char code[8];
+            std::snprintf(code, sizeof(code), "\\u%04x", static_cast<unsigned>(c));
+            out += code;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -350,12 +368,7 @@ int run_bench(const Args& args) {
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
-    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
-                info.subgroup_size);
-    std::printf("scene: %s, %zu boxes, code %s, %d runs (median per stage)\n", scene->name.c_str(),
-                scene->boxes.size(), args.code.c_str(), repeat);
-    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
-    std::vector<gpu::StageTimes> runs;
+    std::vector<std::vector<gpu::StageReport>> runs;
     std::size_t pair_count = 0;
     double wall = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
@@ -365,44 +378,87 @@ int run_bench(const Args& args) {
         if (!pairs) return fail(pairs.error());
         pair_count = pairs->size();
         if (r > 0) {
-            runs.push_back(g->lbvh->last_times());
+            runs.push_back(g->lbvh->last_report());
             wall += t;
         }
     }
-    auto median = [&](double gpu::StageTimes::*field) {
+    auto copy = gpu::measure_copy_bandwidth(*g->context);
+    if (!copy) return fail(copy.error());
+    // Every run records the same dispatches and traffic; the times are medians per stage.
+    std::vector<gpu::StageReport> stages = runs.front();
+    for (std::size_t k = 0; k < stages.size(); ++k) {
         std::vector<double> v;
-        for (const auto& s : runs) v.push_back(s.*field);
+        for (const auto& run : runs) v.push_back(run[k].ms);
         std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
+        stages[k].ms = v[v.size() / 2];
+    }
+    auto fraction = [&](const gpu::StageReport& s) {
+        const double bytes = double(s.bytes_read + s.bytes_written);
+        return s.ms > 0 && copy->bytes_per_second > 0
+                   ? bytes / (s.ms * 1e-3) / copy->bytes_per_second
+                   : 0.0;
     };
-    struct Row {
-        const char* name;
-        double gpu::StageTimes::*field;
-    };
-    const Row rows[] = {
-        {"scene bounds", &gpu::StageTimes::bounds},     {"morton codes", &gpu::StageTimes::codes},
-        {"radix sort", &gpu::StageTimes::sort},         {"hierarchy", &gpu::StageTimes::hierarchy},
-        {"node bounds", &gpu::StageTimes::node_bounds}, {"all pairs", &gpu::StageTimes::pairs}};
+    std::string refined = "no";
+    if (auto r = g->lbvh->read_refined(); r && r.value()) refined = "yes";
+    if (args.code == "morton63" || args.no_refine) refined = "off";
+    if (args.json) {
+        std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
+                    json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
+                    info.subgroup_size);
+        std::printf(
+            "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
+            "\"%s\", \"runs\": %d, \"pairs\": %zu, ",
+            json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
+            refined.c_str(), repeat, pair_count);
+        std::printf(
+            "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, "
+            "\"bytes_per_second\": %.6e}, \"stages\": [",
+            static_cast<unsigned long long>(copy->bytes), copy->ms, copy->bytes_per_second);
+        for (std::size_t k = 0; k < stages.size(); ++k) {
+            const gpu::StageReport& s = stages[k];
+            std::printf(
+                "%s{\"name\": \"%s\", \"dispatches\": %u, \"bytes_read\": %llu, "
+                "\"bytes_written\": %llu, \"ms\": %.6f, \"bandwidth_fraction\": %.6f",
+                k ? ", " : "", s.name.c_str(), s.dispatches,
+                static_cast<unsigned long long>(s.bytes_read),
+                static_cast<unsigned long long>(s.bytes_written), s.ms, fraction(s));
+            if (s.name == "sort") std::printf(", \"passes\": %u", s.passes);
+            std::printf("}");
+        }
+        std::printf("]}\n");
+        return 0;
+    }
+    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
+                info.subgroup_size);
+    std::printf("scene: %s, %zu boxes, code %s, %d runs (median per stage)\n", scene->name.c_str(),
+                scene->boxes.size(), args.code.c_str(), repeat);
+    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+    std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
+                double(copy->bytes) / (1 << 20), copy->ms, copy->bytes_per_second * 1e-9);
+    std::printf("  %-14s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
+                "MB read", "MB written", "GB/s", "of copy", "passes");
     double build = 0, total = 0;
-    for (const Row& row : rows) {
-        double ms = median(row.field);
-        std::printf("  %-14s %10.3f ms\n", row.name, ms);
-        total += ms;
-        if (row.field != &gpu::StageTimes::pairs) build += ms;
+    for (const gpu::StageReport& s : stages) {
+        const double bytes = double(s.bytes_read + s.bytes_written);
+        std::printf("  %-14s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
+                    s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
+                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * fraction(s),
+                    s.passes ? std::to_string(s.passes).c_str() : "");
+        total += s.ms;
+        if (s.name != "all pairs") build += s.ms;
     }
     std::printf("  %-14s %10.3f ms\n", "build total", build);
     std::printf("  %-14s %10.3f ms\n", "gpu total", total);
     std::printf("pairs: %zu\n", pair_count);
-    if (auto refined = g->lbvh->read_refined(); args.code == "morton63") {
-        std::printf("adaptive codes: not applied to morton63\n");
-    } else if (args.no_refine) {
-        std::printf("adaptive codes: off (--no-refine)\n");
-    } else if (refined && refined.value()) {
+    if (refined == "off") {
+        std::printf("adaptive codes: %s\n",
+                    args.no_refine ? "off (--no-refine)" : "not applied to morton63");
+    } else if (refined == "yes") {
         std::printf(
             "adaptive codes: refined (a run of %u or more equal first codes; the radix "
             "sort stage includes re-coding the runs and a 64-bit sort)\n",
             gpu_layout::kRefineRun);
-    } else if (refined) {
+    } else {
         std::printf("adaptive codes: not needed (no run of %u equal first codes)\n",
                     gpu_layout::kRefineRun);
     }

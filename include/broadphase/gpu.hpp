@@ -5,6 +5,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -236,6 +237,21 @@ struct StageTimes {
     double total() const { return bounds + codes + sort + hierarchy + node_bounds + pairs; }
 };
 
+/// One stage of the last Lbvh::find_pairs, for instruments (`broadphase bench`): "scene
+/// bounds", "codes", "sort", "hierarchy", "node bounds", "all pairs".
+struct StageReport {
+    std::string name;
+    std::uint32_t dispatches = 0;  ///< compute dispatches recorded (indirect ones included)
+    /// Bytes the stage's kernels read and write by their documented access patterns (every
+    /// element counted once; the model is stated beside the kernels in gpu/lbvh.cpp and
+    /// gpu/radix_sort.hpp), not measured by counters. For the streaming stages this is about
+    /// the memory traffic; the traversal's loads of the upper nodes mostly hit caches, so its
+    /// bytes per second can pass the copy kernel's.
+    std::uint64_t bytes_read = 0, bytes_written = 0;
+    double ms = 0;             ///< GPU time from timestamps (0 without timestamps)
+    std::uint32_t passes = 0;  ///< sort: radix digit passes over the keys; 0 for the others
+};
+
 /// Sizes of the buffers an Lbvh's recorders need for n boxes (bytes; Lbvh::requirements).
 struct LbvhRequirements {
     VkDeviceSize boxes = 0;    ///< n GpuBox
@@ -279,6 +295,19 @@ VkDeviceSize traversal_work_bytes(std::uint32_t capacity);
 /// A work capacity that holds the queued items of every scene seen so far for `queries`
 /// queries: max(queries, 2^16), capped so the buffer stays within `max_range` bytes.
 std::uint32_t default_traversal_capacity(std::uint64_t queries, VkDeviceSize max_range);
+/// What measure_copy_bandwidth found.
+struct CopyBandwidth {
+    VkDeviceSize bytes = 0;       ///< bytes copied per run (read once, written once)
+    double ms = 0;                ///< GPU time of the fastest run (0 without timestamps)
+    double bytes_per_second = 0;  ///< 2 * bytes / ms: read + written (0 without timestamps)
+};
+/// Times a compute kernel that copies `bytes` (capped at maxStorageBufferRange) from one
+/// device buffer to another, best of `repeat` runs after a warm-up: the yardstick of the
+/// instruments (`broadphase bench` reports each stage's bandwidth as a fraction of it).
+/// Allocates two buffers of `bytes` for the call.
+Result<CopyBandwidth> measure_copy_bandwidth(Context& context, VkDeviceSize bytes = 64ull << 20,
+                                             int repeat = 3);
+
 /// Reads the outcome of a traversal from its TraversalStatus (downloaded by the caller).
 /// Returns an error naming what is incomplete (rounds, queue), or the exact pair total.
 Result<std::uint64_t> traversal_outcome(const gpu_layout::TraversalStatus& status,
@@ -337,6 +366,9 @@ public:
 
     /// Stage times of the last find_pairs (all zero when timestamps are unsupported).
     const StageTimes& last_times() const;
+    /// Every stage of the last find_pairs: dispatches, modelled bytes, GPU time, sort passes
+    /// (of its first pass over the pairs, which the later runs of a grown buffer repeat).
+    const std::vector<StageReport>& last_report() const;
 
     /// Whether the last host-array build refined its codes (LbvhOptions::refine: a run of
     /// gpu_layout::kRefineRun equal first codes or more was found, so the "sort" stage also

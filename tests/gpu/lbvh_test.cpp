@@ -12,6 +12,7 @@
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh.hpp"
+#include "lbvh_refit.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -283,6 +284,69 @@ TEST_F(LbvhTest, ReportsStageTimes) {
     if (gpu_context().info().timestamp_period_ns > 0) {
         EXPECT_GT(lbvh->last_times().total(), 0.0);
     }
+}
+
+// The instruments' report (Lbvh::last_report): deterministic dispatch counts and the modelled
+// traffic, checked against sums worked out by hand from the model in gpu/lbvh.cpp and
+// gpu/radix_sort.hpp for 3000 uniform boxes (2 sort tiles of 2048, 32 digit counts, one scan
+// level; the refinement's kernels run and find no long run, so its second sort is launched
+// empty), and the traversal's bytes against the CPU twin's count of expanded nodes.
+TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene);
+    auto pairs = lbvh->find_pairs(scene->boxes);
+    ASSERT_TRUE(pairs);
+    const std::vector<gpu::StageReport> report = lbvh->last_report();  // a copy: compared below
+    ASSERT_EQ(report.size(), 6u);
+    const char* names[] = {"scene bounds", "codes",       "sort",
+                           "hierarchy",    "node bounds", "all pairs"};
+    for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(report[k].name, names[k]);
+    const std::uint64_t n = 3000, groups = 12;
+    EXPECT_EQ(report[0].dispatches, 1u);
+    EXPECT_EQ(report[0].bytes_read, 32 * n + 24 * groups);
+    EXPECT_EQ(report[1].dispatches, 1u);
+    EXPECT_EQ(report[1].bytes_read, 32 * n + 32 * groups);
+    EXPECT_EQ(report[1].bytes_written, 8 * n);
+    // First sort: 8 passes of histogram, scan, scatter; code_runs, run_bounds, refine_codes,
+    // count_args; the second sort's 16 passes recorded (indirect) but empty.
+    EXPECT_EQ(report[2].dispatches, 8 * 3 + 4 + 16 * 3);
+    EXPECT_EQ(report[2].passes, 8u);
+    // Per pass: histogram (12000, 128), scan (128, 132), scatter (24128, 24000); then
+    // code_runs (12000, 12000) and refine_codes (12000, 24000).
+    EXPECT_EQ(report[2].bytes_read, 8u * (12000 + 128 + 24128) + 24000);
+    EXPECT_EQ(report[2].bytes_written, 8u * (128 + 132 + 24000) + 36000);
+    EXPECT_EQ(report[3].bytes_written, 16 * (n - 1) + 48 * n);
+    EXPECT_EQ(report[4].bytes_read, 16 * n + 84 * (n - 1));
+    // Round 0, the 15 later rounds (indirect), and one traversal_args per round and finish.
+    EXPECT_EQ(report[5].dispatches, 2 * gpu_layout::kTraversalRounds);
+    const auto twin = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
+    const std::uint64_t visits = lbvh::pair_traversal_work(twin, scene->boxes).visits;
+    EXPECT_EQ(report[5].bytes_read, 48 * n + 112 * visits);
+    EXPECT_EQ(report[5].bytes_written, 8 * pairs->size());
+    for (const gpu::StageReport& r : report) EXPECT_EQ(r.passes != 0, r.name == "sort");
+
+    // A refined scene sorts its 64-bit keys too: 8 + 16 passes.
+    auto level = generate_scene("level", 3000);
+    ASSERT_TRUE(level);
+    ASSERT_TRUE(lbvh->find_pairs(level->boxes));
+    auto refined = lbvh->read_refined();
+    ASSERT_TRUE(refined && refined.value());
+    EXPECT_EQ(lbvh->last_report()[2].passes, 24u);
+    EXPECT_GT(lbvh->last_report()[2].bytes_read, report[2].bytes_read);
+}
+
+// The copy kernel the instruments measure against moves what it says, in measurable time.
+TEST_F(LbvhTest, CopyBandwidthIsMeasured) {
+    auto copy = gpu::measure_copy_bandwidth(gpu_context(), 1 << 20, 1);
+    ASSERT_TRUE(copy) << copy.error().message;
+    EXPECT_EQ(copy->bytes, 1u << 20);
+    if (gpu_context().info().timestamp_period_ns > 0) {
+        EXPECT_GT(copy->ms, 0.0);
+        EXPECT_DOUBLE_EQ(copy->bytes_per_second, 2.0 * double(1 << 20) / (copy->ms * 1e-3));
+    }
+    EXPECT_FALSE(gpu::measure_copy_bandwidth(gpu_context(), 8, 1));
 }
 
 }  // namespace
