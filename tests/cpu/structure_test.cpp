@@ -66,6 +66,23 @@ protected:
     bool has_nearest() const { return GetParam().method != "sweep_and_prune"; }
 };
 
+// The configurations a test applies to, so that none is instantiated only to be skipped.
+std::vector<StructureConfig> configs_where(bool (*keep)(const StructureConfig&)) {
+    std::vector<StructureConfig> out;
+    for (const StructureConfig& c : testing::structure_configs())
+        if (keep(c)) out.push_back(c);
+    return out;
+}
+
+std::string config_label(const ::testing::TestParamInfo<StructureConfig>& test) {
+    return test.param.label();
+}
+
+// Structures that answer k nearest (sweep and prune has no hierarchy to search).
+class NearestStructure : public EveryStructure {};
+// Structures that insert, remove and move boxes.
+class DynamicStructure : public EveryStructure {};
+
 TEST_P(EveryStructure, StandardScenesMatchBruteForce) {
     for (const std::string_view gen : generator_names()) {
         for (const std::size_t n : {0u, 1u, 2u, 7u, 300u, 500u, 3000u}) {
@@ -226,8 +243,7 @@ TEST_P(EveryStructure, EmptySceneAnswersNothing) {
 
 // k nearest replaces its output: empty on an empty structure and for k = 0, every box when k
 // exceeds the count, ties to the smaller id, and from a point far outside everything.
-TEST_P(EveryStructure, NearestEdgeCases) {
-    if (!has_nearest()) GTEST_SKIP() << "no k nearest";
+TEST_P(NearestStructure, NearestEdgeCases) {
     auto s = make();
     std::vector<Neighbor> out{Neighbor{9, 9}};
     ASSERT_TRUE(s->build({}).ok());
@@ -371,9 +387,9 @@ TEST_P(EveryStructure, UpdatesOnlyWhereDynamicAndNeverMisused) {
 // queries, rays and nearest compared every few steps (oracle_harness.hpp): every profile of
 // testing::sequence_profiles() at the default options, the first seed of each under the other
 // options; after each, every box is removed and the structure refilled.
-TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
+TEST_P(DynamicStructure, DynamicSequencesMatchBruteForce) {
     auto s = make();
-    if (!s->is_dynamic()) GTEST_SKIP() << "static";
+    ASSERT_TRUE(s->is_dynamic());
     for (const testing::NamedSequence& sequence : testing::sequence_profiles()) {
         // The other options run the first seed of each profile.
         if (!sequence.first_seed && !GetParam().is_default()) continue;
@@ -398,9 +414,9 @@ TEST_P(EveryStructure, DynamicSequencesMatchBruteForce) {
 
 // Dynamic structures: boxes inserted one by one into an empty build under sparse ids, and
 // boxes inserted far outside what was built (a rebuild may follow), answer as brute force.
-TEST_P(EveryStructure, InsertsIntoEmptyAndFarOutside) {
+TEST_P(DynamicStructure, InsertsIntoEmptyAndFarOutside) {
     auto s = make();
-    if (!s->is_dynamic()) GTEST_SKIP() << "static";
+    ASSERT_TRUE(s->is_dynamic());
     ASSERT_TRUE(s->build({}).ok());
     auto clustered = generate_scene("clustered", 500);
     ASSERT_TRUE(clustered.ok());
@@ -436,9 +452,17 @@ TEST_P(EveryStructure, InsertsIntoEmptyAndFarOutside) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, EveryStructure, ::testing::ValuesIn(testing::structure_configs()),
-                         [](const ::testing::TestParamInfo<StructureConfig>& test) {
-                             return test.param.label();
-                         });
+                         config_label);
+INSTANTIATE_TEST_SUITE_P(Cpu, NearestStructure,
+                         ::testing::ValuesIn(configs_where([](const StructureConfig& c) {
+                             return c.method != "sweep_and_prune";
+                         })),
+                         config_label);
+INSTANTIATE_TEST_SUITE_P(Cpu, DynamicStructure,
+                         ::testing::ValuesIn(configs_where([](const StructureConfig& c) {
+                             return c.make()->is_dynamic();
+                         })),
+                         config_label);
 
 // Brute force is the oracle: numbered scenarios with answers worked out by hand.
 TEST(BruteForce, Scenario1_TouchingCountsSeparatedDoesNot) {
