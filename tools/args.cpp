@@ -387,7 +387,8 @@ CommandLine read_command_line(int argc, char** argv) {
         " boxes the reference is brute_force; above, "
         "sweep_and_prune, and brute_force (O(n^2)) is skipped unless --methods or --reference "
         "names it. Without --scene: the demo scene " +
-        std::string(kDemoScene) + ", and says so";
+        std::string(kDemoScene) +
+        ", and says so. On a terminal, standard error shows the method running";
     c = command("validate", validate_text, &run_validate);
     add_scene(*c, a);
     c->add_option("--methods", a.methods, "methods, comma-separated (default: all)")
@@ -436,7 +437,8 @@ CommandLine read_command_line(int argc, char** argv) {
 
     c = command("events",
                 "per frame after the first: \"frame K\", then \"+ i j\" (began) and \"- i j\" "
-                "(ended), sorted; dynamic CPU structures move the changed boxes in place",
+                "(ended), sorted; dynamic CPU structures move the changed boxes in place. On a "
+                "terminal, standard error shows the frames done",
                 &run_events);
     c->add_option("--scenes", a.scenes,
                   "the frames: scene files with the same box count, or one generator animated "

@@ -4,6 +4,7 @@
 #include "bench_budget.hpp"
 #include "io.hpp"
 #include "plot.hpp"
+#include "progress.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +13,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-
-#include <unistd.h>
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
@@ -186,17 +185,35 @@ int run_validate(const Args& args) {
             "--methods brute_force runs it\n",
             n, kBruteForceLimit);
 
+    // On a terminal, standard error shows the method running (which of how many); the line is
+    // erased before each result line.
+    Progress progress = Progress::on_stderr();
+    const std::size_t checks = 1 + static_cast<std::size_t>(std::count_if(
+                                       methods.begin(), methods.end(),
+                                       [&](const std::string& m) { return m != reference; }));
+    std::size_t check = 0;
+    auto show = [&](const std::string& method) {
+        ++check;
+        progress.show("validate %s: [%zu/%zu] %s%s%s", scene->name.c_str(), check, checks,
+                      method.c_str(), method == reference ? " (reference)" : "",
+                      method == "brute_force" ? ", O(n^2) pair tests" : "");
+    };
+
+    show(reference);
     auto start = std::chrono::steady_clock::now();
     auto expected = method_pairs(reference, scene.value(), args);
+    progress.clear();
     if (!expected) return fail(expected.error());
     out.print("  %-18s %10zu pairs  %9.3f s  (reference)\n", reference.c_str(), expected->size(),
               seconds_since(start));
     int differences = 0, errors = 0;
     for (const std::string& method : methods) {
         if (method == reference) continue;
+        show(method);
         start = std::chrono::steady_clock::now();
         auto got = method_pairs(method, scene.value(), args);
         double t = seconds_since(start);
+        progress.clear();
         if (!got) {
             out.print("  %-18s ERROR: %s\n", method.c_str(), got.error().message.c_str());
             ++errors;
@@ -235,7 +252,8 @@ namespace {
 // `bench --cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
 // range of N, as a markdown table and one log-log PNG per scene. A method is not started at a
 // size where its time, extrapolated from the sizes before (bench_budget.hpp), would exceed
-// --max-seconds; standard error says so, and on a terminal it shows one line per run.
+// --max-seconds; standard error says so, and on a terminal it shows the run going on and keeps one
+// line per finished run.
 int run_cpu_bench(const Args& args) {
     std::vector<std::string> scenes = args.scenes;
     if (scenes.empty())
@@ -245,7 +263,7 @@ int run_cpu_bench(const Args& args) {
         for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
     const std::vector<std::size_t>& sizes = args.sizes;  // ascending, each once
     const double budget = args.max_seconds;
-    const bool progress = ::isatty(::fileno(stderr)) == 1;
+    Progress progress = Progress::on_stderr();
     // The plots' folder is made first, so that a bad --out-dir fails before the long run.
     {
         std::error_code ec;
@@ -308,12 +326,18 @@ int run_cpu_bench(const Args& args) {
                 }
                 auto structure = make_structure(methods[k]);
                 if (!structure) return fail(structure.error());
+                progress.show("[%zu/%zu] %s %zu %s", run, runs, scene_name.c_str(), n,
+                              methods[k].c_str());
                 auto start = std::chrono::steady_clock::now();
                 Status built = build_structure(*structure.value(), scene->boxes);
-                if (!built) return fail(built.error());
+                if (!built) {
+                    progress.clear();
+                    return fail(built.error());
+                }
                 auto pairs = find_sorted_pairs(*structure.value());
-                if (!pairs) return fail(pairs.error());
                 double t = seconds_since(start);
+                progress.clear();
+                if (!pairs) return fail(pairs.error());
                 pair_count = pairs->size();
                 const bool same = !reference || *reference == pairs.value();
                 if (!reference) reference = std::move(pairs.value());
@@ -326,10 +350,8 @@ int run_cpu_bench(const Args& args) {
                 if (m.n > 0) m.growth = measured_growth(m.n, m.seconds, double(n), t);
                 m.n = double(n);
                 m.seconds = t;
-                if (progress)
-                    std::fprintf(stderr, "[%zu/%zu] %s %zu %s: %.4f s%s\n", run, runs,
-                                 scene_name.c_str(), n, methods[k].c_str(), t,
-                                 same ? "" : " (differs)");
+                progress.keep("[%zu/%zu] %s %zu %s: %.4f s%s", run, runs, scene_name.c_str(), n,
+                              methods[k].c_str(), t, same ? "" : " (differs)");
             }
             row += std::to_string(pair_count) + " |" + cells + "\n";
             std::printf("%s", row.c_str());

@@ -6,6 +6,7 @@
 //
 // Frames come from scene files (--scenes f0 f1 ...: same box count in each) or from a generator
 // animated deterministically (--scenes NAME:COUNT[:SEED] --frames F; tools/animation.hpp).
+// On a terminal, standard error shows the frames done of the total (tools/progress.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,11 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "animation.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "commands.hpp"
 #include "io.hpp"
+#include "progress.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_frames.hpp"
 #endif
@@ -108,6 +112,19 @@ int run_events(const Args& args) {
     if (!loaded) return events_fail(loaded.error().message);
     Frames& frames = loaded.value();
     Output out(args);
+    // Frames done of the total on a terminal. The line is erased before an error, and each
+    // frame before anything else goes to the terminal: the frame's lines when standard output is
+    // the terminal too, --verbose's messages.
+    Progress progress = Progress::on_stderr();
+    const bool erase_each_frame =
+        args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1);
+    auto frame_done = [&](std::size_t f) {
+        progress.update("events %s: %zu of %zu frames", method.c_str(), f + 1, frames.count());
+    };
+    auto failed = [&](const std::string& message) {
+        progress.clear();
+        return events_fail(message);
+    };
 
     if (method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
@@ -127,17 +144,19 @@ int run_events(const Args& args) {
             return events_fail(s.error().message);
         for (std::size_t f = 1; f < frames.count() && !out.failed(); ++f) {
             auto r = moving.value()->step(frames.at(f));
-            if (!r) return events_fail(r.error().message);
+            if (!r) return failed(r.error().message);
+            if (erase_each_frame) progress.clear();
             print_frame(out, f, r->began, r->ended);
             if (args.verbose)
                 std::fprintf(stderr, "frame %zu: %s, ratio %.4f, work ratio %.4f, %u pairs\n", f,
                              r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
                              r->work_ratio, r->pair_count);
+            frame_done(f);
         }
         if (context.value()->validation_errors() > 0)
-            return events_fail(std::to_string(context.value()->validation_errors()) +
-                               " Vulkan validation errors (printed above)");
-        if (Status s = out.finish(); !s) return events_fail(s.error().message);
+            return failed(std::to_string(context.value()->validation_errors()) +
+                          " Vulkan validation errors (printed above)");
+        if (Status s = out.finish(); !s) return failed(s.error().message);
         return 0;
 #else
         return events_fail("this build has no GPU support");
@@ -162,26 +181,26 @@ int run_events(const Args& args) {
         std::size_t moved = 0;
         try {
             if (f == 0 || !incremental) {
-                if (Status st = build_structure(s, now); !st)
-                    return events_fail(st.error().message);
+                if (Status st = build_structure(s, now); !st) return failed(st.error().message);
             } else {
                 for (std::size_t id = 0; id < now.size(); ++id) {
                     if (now[id] == before[id]) continue;
                     if (Status st = s.move(static_cast<std::uint32_t>(id), now[id]); !st)
-                        return events_fail(st.error().message);
+                        return failed(st.error().message);
                     ++moved;
                 }
             }
             if (incremental) before = now;
         } catch (const std::bad_alloc&) {
-            return events_fail("out of memory moving the boxes of frame " + std::to_string(f) +
-                               " in " + method + " (" + std::to_string(now.size()) + " boxes)");
+            return failed("out of memory moving the boxes of frame " + std::to_string(f) + " in " +
+                          method + " (" + std::to_string(now.size()) + " boxes)");
         }
+        if (erase_each_frame) progress.clear();
         if (args.verbose && f > 0)
             std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
                          incremental ? "moved in place" : "rebuilt", moved);
         auto pairs = find_sorted_pairs(s);
-        if (!pairs) return events_fail(pairs.error().message);
+        if (!pairs) return failed(pairs.error().message);
         if (f > 0) {
             std::vector<Pair> began, ended;
             std::set_difference(pairs->begin(), pairs->end(), previous.begin(), previous.end(),
@@ -191,8 +210,9 @@ int run_events(const Args& args) {
             print_frame(out, f, began, ended);
         }
         previous = std::move(pairs.value());
+        frame_done(f);
     }
-    if (Status st = out.finish(); !st) return events_fail(st.error().message);
+    if (Status st = out.finish(); !st) return failed(st.error().message);
     return 0;
 }
 
