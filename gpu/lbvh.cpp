@@ -142,9 +142,11 @@ struct Lbvh::Impl {
     VkQueryPool queries = VK_NULL_HANDLE;
     StageTimes times;
     // Context::Impl::dispatches_recorded at each timestamp of the last timed recording
-    // (stage k's dispatches are marks[k + 1] - marks[k]), and the last host-array report.
+    // (stage k's dispatches are marks[k + 1] - marks[k]), and the last find_pairs' expanded
+    // nodes and pairs, from which last_report() models the traffic.
     std::array<std::uint64_t, kQueries> marks{};
-    std::vector<StageReport> report;
+    std::uint64_t last_visits = 0, last_pairs = 0;
+    bool has_report = false;
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, scratch, pair_buffer, status, work;
     std::uint32_t pair_capacity = 0;
@@ -197,6 +199,7 @@ struct Lbvh::Impl {
             return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
         auto n = static_cast<std::uint32_t>(input.size());
         last_n = n;
+        has_report = false;  // until find_pairs finishes over these boxes
         if (Status s = check_range(nodes_bytes(n), "the node buffer", n); !s) return s;
         if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
         if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
@@ -221,23 +224,17 @@ struct Lbvh::Impl {
 
     LbvhBuildBuffers build_buffers() const { return {whole(boxes), whole(nodes), whole(scratch)}; }
 
-    // The report of find_pairs over n boxes (times, dispatches between the marks, traffic).
-    Status make_report(std::uint32_t n, std::uint64_t visits, std::uint64_t pairs_found) {
-        bool refined = false;
-        if (refinable(options.code) && options.refine) {
-            std::uint32_t word = 0;
-            const ScratchLayout s = scratch_layout({}, n, options.code, options.refine);
-            if (Status d = context->download(scratch, &word, 4, s.refine.offset); !d) return d;
-            refined = word != 0;
-        }
+    // The report of the last find_pairs (times, dispatches between the marks, traffic), given
+    // whether its build refined the codes.
+    std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
-        const auto traffic =
-            stage_traffic(n, options.code, options.refine, refined, visits, pairs_found, passes);
+        const auto traffic = stage_traffic(last_n, options.code, options.refine, refined,
+                                           last_visits, last_pairs, passes);
         const double ms[kQueries - 1] = {times.bounds,    times.codes,       times.sort,
                                          times.hierarchy, times.node_bounds, times.pairs};
         static constexpr const char* kNames[kQueries - 1] = {
             "scene bounds", "codes", "sort", "hierarchy", "node bounds", "all pairs"};
-        report.clear();
+        std::vector<StageReport> report;
         for (std::uint32_t k = 0; k + 1 < kQueries; ++k) {
             StageReport r;
             r.name = kNames[k];
@@ -248,7 +245,7 @@ struct Lbvh::Impl {
             r.passes = passes[k];
             report.push_back(r);
         }
-        return {};
+        return report;
     }
 
     void read_times(bool with_pairs) {
@@ -531,7 +528,9 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         im.pair_buffer = Buffer();
         if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
     }
-    if (Status r = im.make_report(n, visits, found); !r) return r.error();
+    im.last_visits = visits;
+    im.last_pairs = found;
+    im.has_report = true;
     std::vector<Pair> pairs(found);
     if (found > 0) {
         if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
@@ -567,8 +566,11 @@ const StageTimes& Lbvh::last_times() const {
     return impl_->times;
 }
 
-const std::vector<StageReport>& Lbvh::last_report() const {
-    return impl_->report;
+Result<std::vector<StageReport>> Lbvh::last_report() {
+    if (!impl_->has_report) return std::vector<StageReport>{};
+    auto refined = read_refined();
+    if (!refined) return refined.error();
+    return impl_->make_report(refined.value());
 }
 
 Result<bool> Lbvh::read_refined() {

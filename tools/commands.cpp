@@ -400,7 +400,9 @@ int run_bench(const Args& args) {
         if (!pairs) return fail(pairs.error());
         pair_count = pairs->size();
         if (r > 0) {
-            runs.push_back(g->lbvh->last_report());
+            auto report = g->lbvh->last_report();
+            if (!report) return fail(report.error());
+            runs.push_back(std::move(report.value()));
             wall += t;
         }
     }

@@ -368,7 +368,8 @@ public:
     const StageTimes& last_times() const;
     /// Every stage of the last find_pairs: dispatches, modelled bytes, GPU time, sort passes
     /// (of its first pass over the pairs, which the later runs of a grown buffer repeat).
-    const std::vector<StageReport>& last_report() const;
+    /// Reads one word back (read_refined); empty before any find_pairs.
+    Result<std::vector<StageReport>> last_report();
 
     /// Whether the last host-array build refined its codes (LbvhOptions::refine: a run of
     /// gpu_layout::kRefineRun equal first codes or more was found, so the "sort" stage also

@@ -44,6 +44,20 @@ float jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
     return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
 }
 
+// Shifts box k by sum over f = 1..frame of step * jitter(k, f, axis) on each axis.
+void drift(std::vector<Box>& boxes, int frame, const Vec3& step) {
+    for (std::size_t k = 0; k < boxes.size(); ++k) {
+        Vec3 d{0, 0, 0};
+        for (int f = 1; f <= frame; ++f) {
+            d.x += step.x * jitter(k, f, 0);
+            d.y += step.y * jitter(k, f, 1);
+            d.z += step.z * jitter(k, f, 2);
+        }
+        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
+        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
+    }
+}
+
 // Frame f of an animation of `base`: every box drifts by a small step per frame (a few
 // percent of the mean spacing); at frame `jump_frame` a third of the boxes swap places with
 // other boxes (a large incoherent jump that spoils the tree), and stay there.
@@ -72,16 +86,7 @@ std::vector<Box> animate(const std::vector<Box>& base, int frame, int jump_frame
             boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
         }
     }
-    for (std::size_t k = 0; k < boxes.size(); ++k) {
-        Vec3 d{0, 0, 0};
-        for (int f = 1; f <= frame; ++f) {
-            d.x += step.x * jitter(k, f, 0);
-            d.y += step.y * jitter(k, f, 1);
-            d.z += step.z * jitter(k, f, 2);
-        }
-        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
-        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
-    }
+    drift(boxes, frame, step);
     return boxes;
 }
 
@@ -566,16 +571,7 @@ TEST_F(MovingSceneTest, UnreadOverflowedFrameIsReported) {
 // `multiscale` (clusters of side 0.1 to 10, 1e4 apart) the small clusters scatter.
 std::vector<Box> scatter(const std::vector<Box>& base, int frame) {
     std::vector<Box> boxes = base;
-    for (std::size_t k = 0; k < boxes.size(); ++k) {
-        Vec3 d{0, 0, 0};
-        for (int f = 1; f <= frame; ++f) {
-            d.x += 4.0f * jitter(k, f, 0);
-            d.y += 4.0f * jitter(k, f, 1);
-            d.z += 4.0f * jitter(k, f, 2);
-        }
-        boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
-        boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
-    }
+    drift(boxes, frame, {4.0f, 4.0f, 4.0f});
     return boxes;
 }
 
