@@ -24,8 +24,7 @@ void BruteForce::self_pairs(std::vector<Pair>& out) const {
     const auto n = static_cast<std::uint32_t>(boxes_.size());
     for (std::uint32_t i = 0; i < n; ++i) {
         for (std::uint32_t j = i + 1; j < n; ++j) {
-            if (overlaps(boxes_[i], boxes_[j]))
-                out.push_back(Pair{std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j])});
+            if (overlaps(boxes_[i], boxes_[j])) report_pair(out, ids_[i], ids_[j]);
         }
     }
     stats_.box_tests += std::uint64_t{n} * (n > 0 ? n - 1 : 0) / 2;

@@ -127,6 +127,15 @@ Status Structure::validate_slots(std::span<const Box> boxes,
     return Status::success();
 }
 
+void Structure::set_filter(std::uint32_t id, const Filter& filter) {
+    if (id >= filters_.size()) {
+        if (filter == Filter{}) return;
+        filters_.resize(std::size_t{id} + 1);
+    }
+    filters_[id] = filter;
+    filtered_ = filtered_ || filter != Filter{};
+}
+
 std::vector<Pair> sorted_pairs(const Structure& structure) {
     std::vector<Pair> pairs;
     structure.self_pairs(pairs);

@@ -79,6 +79,19 @@ public:
         return unsupported("move");
     }
 
+    /// Sets the collision filter of id `id` (the default Filter until set). Filters belong to
+    /// ids, not to boxes: build, insert and remove leave them as they are. self_pairs reports
+    /// a pair only when should_collide(filter(i), filter(j)), tested where the pair is found,
+    /// so that a filtered pair costs no output. Queries (box, point, ray, nearest) ignore them.
+    void set_filter(std::uint32_t id, const Filter& filter);
+    /// The filter of `id`: the last set_filter's, or the default Filter.
+    Filter filter(std::uint32_t id) const { return id < filters_.size() ? filters_[id] : Filter{}; }
+    /// Every id back to the default Filter.
+    void clear_filters() {
+        filters_.clear();
+        filtered_ = false;
+    }
+
     /// Checks the structure's invariants; an error says which one failed and where.
     virtual Status validate() const = 0;
 
@@ -100,7 +113,17 @@ protected:
     /// The opening check of a static structure's validate(): slot s holds box boxes[s] with id
     /// ids[s], the ids are a permutation of 0 .. boxes.size()-1, and every box is valid.
     Status validate_slots(std::span<const Box> boxes, std::span<const std::uint32_t> ids) const;
+    /// Appends the pair of ids a and b (in either order) as Pair{min, max} when their filters
+    /// allow it; the one way every self_pairs reports a pair.
+    void report_pair(std::vector<Pair>& out, std::uint32_t a, std::uint32_t b) const {
+        if (filtered_ && !should_collide(filter(a), filter(b))) return;
+        out.push_back(a < b ? Pair{a, b} : Pair{b, a});
+    }
     mutable QueryStats stats_;
+
+private:
+    std::vector<Filter> filters_;  // by id; ids past the end have the default filter
+    bool filtered_ = false;        // some id has a filter other than the default
 };
 
 /// Names of the CPU methods make_structure knows, in a stable order.

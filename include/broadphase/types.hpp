@@ -74,6 +74,24 @@ struct Pair {
     friend auto operator<=>(const Pair&, const Pair&) = default;
 };
 
+/// Collision filter of a box, with Box2D's meaning (b2Filter): a box belongs to the categories
+/// set in `category` and collides with those set in `mask`; boxes of the same non-zero group
+/// always collide (positive group) or never do (negative group), whatever their bits.
+struct Filter {
+    std::uint32_t category = 1;
+    std::uint32_t mask = 0xFFFFFFFFu;
+    std::int32_t group = 0;
+    friend bool operator==(const Filter&, const Filter&) = default;
+};
+
+/// True when a pair of overlapping boxes with these filters is reported: the same non-zero
+/// group decides by its sign; otherwise each one's category must be in the other's mask.
+/// The rule of every self-pairs and set-versus-set query, on the CPU and the GPU.
+inline bool should_collide(const Filter& a, const Filter& b) {
+    if (a.group == b.group && a.group != 0) return a.group > 0;
+    return (a.category & b.mask) != 0 && (b.category & a.mask) != 0;
+}
+
 /// Closest hit of a ray: the box id and the ray parameter t of the entry point (0 if the
 /// origin is inside the box).
 struct RayHit {
