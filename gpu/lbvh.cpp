@@ -285,7 +285,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
     impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
     impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
-    impl->pairs = Kernel(context, shaders::lbvh_pairs, 4, "lbvh_pairs");
+    impl->pairs = Kernel(context, shaders::lbvh_pairs, 7, "lbvh_pairs");
     if (context.info().timestamp_period_ns > 0) {
         VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         info.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -354,16 +354,18 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
     pc.key_word = 0;
     mark(2);
     BufferRange sorted_keys = s.keys;
+    // With empty slots, one more bit puts the empty code above every real code.
+    const std::uint32_t sort_bits = key_bits(code) + (im.options.empty_slots ? 1 : 0);
     if (!refinable(code) || !im.options.refine) {
         im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n,
-                       key_words(code), key_bits(code), gate);
+                       key_words(code), sort_bits, gate);
     } else {
         // First codes, then (when a run of equal codes is long) second codes in each run's
         // bounds and a second, stable sort of the 64-bit keys (lbvh::refine_codes).
         const BufferRange first_keys = first_words(s.keys, n);
         im.sort.record(cmd,
                        {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort}, n,
-                       1, key_bits(code), gate);
+                       1, sort_bits, gate);
         fill(cmd, s.refine, 0u);
         compute_barrier(cmd);
         im.code_runs.dispatch(cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine},
@@ -423,36 +425,66 @@ Status ready_lbvh_kernels(Lbvh& lbvh) {
 }
 
 Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out) {
+    return record_proxy_pairs(*this, cmd, tree, out, {});
+}
+
+Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
+                          const LbvhPairBuffers& out, const ProxyPairs& proxy) {
+    Lbvh::Impl& im = lbvh.impl();
     const std::uint32_t n = tree.n;
+    const bool cross = proxy.other.n > 0 || proxy.cross;
+    const std::uint32_t m = proxy.other.n;
     const VkDeviceSize pair_bytes = std::max<VkDeviceSize>(out.capacity * 8ull, 8);
     const VkDeviceSize work_bytes = work_range_bytes(out.traversal);
-    if (Status st = check_ranges(impl_->context->impl(), "Lbvh::record_pairs",
+    const bool slotted = proxy.slots.buffer != VK_NULL_HANDLE;
+    const VkDeviceSize slot_bytes = slotted ? std::max<std::uint32_t>(n, 1) * 16ull : 0;
+    const VkDeviceSize other_bytes = cross ? nodes_bytes(m) : 0;
+    const VkDeviceSize other_slot_bytes = cross ? std::max<std::uint32_t>(m, 1) * 16ull : 0;
+    if (Status st = check_ranges(im.context->impl(), "Lbvh::record_pairs",
                                  {{"nodes", tree.nodes, nodes_bytes(n)},
                                   {"pairs", out.pairs, pair_bytes},
                                   {"status", out.status, sizeof(TraversalStatus)},
-                                  {"work", out.traversal.work, work_bytes}});
+                                  {"work", out.traversal.work, work_bytes},
+                                  {"slots", proxy.slots, slot_bytes},
+                                  {"other nodes", proxy.other.nodes, other_bytes},
+                                  {"other slots", proxy.other_slots, other_slot_bytes}});
         !st)
         return st;
-    if (Status st = impl_->ready_pairs(); !st) return st;
+    if (Status st = im.ready_pairs(); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
-    fill(cmd, status, 0u);
+    if (cross) {
+        // Continue the counters (pairs, flags, visits) of the pass before; clear the queues,
+        // the rounds and the arguments (words 4 to 11).
+        fill(cmd, {status.buffer, status.offset + 16, 32}, 0u);
+    } else {
+        fill(cmd, status, 0u);
+    }
     compute_barrier(cmd);
+    if (cross && (n == 0 || m == 0)) return {};
     PushConstants pc{};
     pc.count = n;
     pc.capacity = out.capacity;
     pc.tiles = out.traversal.capacity;
+    pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u);
+    pc.offset = m;
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
     const BufferRange work = first_bytes(out.traversal.work, work_bytes);
-    impl_->rounds.record(
+    // Unused bindings take the nodes (never read).
+    const BufferRange slots = slotted ? first_bytes(proxy.slots, slot_bytes) : nodes;
+    const BufferRange other = cross ? first_bytes(proxy.other.nodes, other_bytes) : nodes;
+    const BufferRange other_slots =
+        cross ? first_bytes(proxy.other_slots, other_slot_bytes) : nodes;
+    im.rounds.record(
         cmd, status, out.traversal,
         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
             pc.shift = round;
             if (round == 0)
-                impl_->pairs.dispatch(c, {nodes, pairs, status, work}, pc,
-                                      static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+                im.pairs.dispatch(c, {nodes, pairs, status, work, slots, other, other_slots}, pc,
+                                  static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
             else
-                impl_->pairs.dispatch_indirect(c, {nodes, pairs, status, work}, pc, args);
+                im.pairs.dispatch_indirect(
+                    c, {nodes, pairs, status, work, slots, other, other_slots}, pc, args);
         });
     return {};
 }

@@ -13,6 +13,22 @@ namespace broadphase::gpu {
 Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                           std::uint32_t n, DispatchGate& gate);
 
+/// What gpu::ProxyScene adds to an all-pairs pass (shaders/lbvh_pairs.comp): `slots` (one
+/// gpu_layout::ProxySlot per leaf id of the tree) filters the pairs and writes handles; with
+/// `cross` the tree's leaves are tested against `other` (its ProxySlots in `other_slots`)
+/// instead of against each other, continuing the pair and visit counters of the status (a
+/// pass after the tree's own pairs appends to the same list).
+struct ProxyPairs {
+    BufferRange slots{};
+    bool cross = false;
+    LbvhTree other{};
+    BufferRange other_slots{};
+};
+
+/// Lbvh::record_pairs with ProxyPairs (an empty ProxyPairs: record_pairs itself).
+Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
+                          const LbvhPairBuffers& out, const ProxyPairs& proxy);
+
 /// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, for recorders that
 /// must know before recording anything that every stage they record can be recorded.
 Status ready_lbvh_kernels(Lbvh& lbvh);

@@ -19,398 +19,12 @@
 
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/scene.hpp"
-#include "lbvh_gated.hpp"
-#include "radix_sort.hpp"
-#include "range_check.hpp"
+#include "moving_scene_impl.hpp"
 #include "shaders.hpp"
-#include "timestamps.hpp"
 
 namespace broadphase::gpu {
 
 using namespace gpu_layout;
-
-namespace {
-
-std::uint32_t groups(std::uint64_t count) {
-    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-}
-
-VkDeviceSize nodes_bytes(std::uint32_t n) {
-    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
-}
-
-// The first `size` bytes (at least 4) of one of the scene's own buffers.
-BufferRange prefix(const Buffer& b, VkDeviceSize size) {
-    return {b.handle(), 0, std::max<VkDeviceSize>(size, 4)};
-}
-
-Error limit(const std::string& what) {
-    return Error{ErrorCode::limit_exceeded, what, {}, {}};
-}
-
-// Timestamp queries of a frame: start [0], after the refit, its cost and the decision [1],
-// after the (gated) rebuild [2], after pairs [3], sort [4], differences [5]. A repair after
-// the pair buffers grew: start [6], pairs [7], sort [8], differences [9].
-constexpr std::uint32_t kFrameQueries = 10;
-constexpr std::uint32_t kRepairQueries = 6;
-
-// Slots of the gated rebuild's dispatch-argument table. A build records at most
-// 2 + 16 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches, plus the cost
-// and the commit.
-constexpr std::uint32_t kGateSlots = 256;
-
-// Bits of j in a pair key i << b | j (shaders/pair_keys.comp): j < n needs bit_width(n - 1).
-std::uint32_t pair_key_bits(std::uint32_t n) {
-    return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
-}
-
-// The pair of a key (low word, high word) of pair_keys.comp.
-Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
-    return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
-}
-
-// Bytes at the start of the readback buffer for the status and a pair counter.
-constexpr VkDeviceSize kReadbackHeader = 256;
-// Where record_status_readback puts the previous and the current frame's pair traversal status.
-constexpr VkDeviceSize kReadbackPrevious = sizeof(FrameStatus);
-constexpr VkDeviceSize kReadbackCurrent = kReadbackPrevious + sizeof(TraversalStatus);
-static_assert(kReadbackCurrent + sizeof(TraversalStatus) <= kReadbackHeader);
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
-}  // namespace
-
-struct MovingScene::Impl {
-    Context* context = nullptr;
-    MovingSceneOptions options;
-    std::unique_ptr<Lbvh> lbvh;
-    RadixSort sort;
-    Kernel refit, node_bounds, sah, policy, pair_keys, diff_append, unpack;
-    Timestamps timestamps;
-    FrameTimes times;
-
-    std::uint32_t n = 0;
-    bool ready = false;
-    double base_cost = 0;
-    // Scene and tree.
-    Buffer boxes, nodes, scratch, flags, partials;
-    // The frame's results and the policy's state (one FrameStatus).
-    Buffer status;
-    // The gated rebuild: dispatch arguments (armed or emptied on the GPU) and their table.
-    Buffer args, args_on;
-    DispatchGate gate;
-    // Pair buffers, all sized by `capacity` pairs. keys[k] holds the sorted keys of the frame
-    // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
-    std::uint32_t capacity = 0;
-    // pair_count[k] is the all-pairs pass's TraversalStatus (its first word the pair count).
-    Buffer pair_buffer, pair_count[2], pair_args[2], keys[2];
-    // The all-pairs pass's work queues (gpu_layout.h, "Bounded traversal") and the rounds it
-    // records (kTraversalRounds; a repair of a frame that needed more records the maximum).
-    Buffer work;
-    std::uint32_t work_capacity = 0;
-    std::uint32_t rounds = kTraversalRounds;
-    Buffer keys_tmp, sort_scratch, began, ended;
-    // The sizes of the began and ended differences and their dispatch arguments.
-    Buffer event_count[2], event_args[2];
-    int cur = 0;
-    // Host-visible buffers of the host helpers, kept across frames: the boxes staged for
-    // upload, and what read_step reads back (the status and the previous frame's pair counter
-    // at kReadbackHeader, then the lists).
-    Buffer staging, readback;
-    // The last recorded frame, for a repair after growing the pair buffers.
-    BufferRange last_boxes{};
-    bool last_first = true;
-
-    Status ensure(Buffer& buffer, VkDeviceSize size) {
-        size = std::max<VkDeviceSize>(size, 8);
-        if (buffer.handle() && buffer.size() >= size) return {};
-        if (size > context->info().max_storage_buffer_range)
-            return limit(std::to_string(size) +
-                         " bytes for one buffer exceed the device's maxStorageBufferRange");
-        buffer = Buffer();
-        auto b = context->create_buffer(size, MemoryKind::device);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
-    }
-
-    // A host-visible buffer of at least `size` bytes (grown with headroom; not bound as
-    // storage, so not limited by maxStorageBufferRange).
-    Status ensure_host(Buffer& buffer, VkDeviceSize size, MemoryKind kind) {
-        if (buffer.handle() && buffer.size() >= size) return {};
-        buffer = Buffer();
-        auto b = context->create_buffer(std::max<VkDeviceSize>(size + size / 4, 256), kind);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
-    }
-
-    // Records copies of the status and of the previous and current frames' pair traversal
-    // status into `readback` (at 0, kReadbackPrevious, kReadbackCurrent), made visible to the
-    // host.
-    void record_status_readback(VkCommandBuffer cmd) const {
-        compute_barrier(cmd);
-        const VkBufferCopy status_copy{0, 0, sizeof(FrameStatus)};
-        vkCmdCopyBuffer(cmd, status.handle(), readback.handle(), 1, &status_copy);
-        const VkBufferCopy previous_copy{0, kReadbackPrevious, sizeof(TraversalStatus)};
-        vkCmdCopyBuffer(cmd, pair_count[cur ^ 1].handle(), readback.handle(), 1, &previous_copy);
-        const VkBufferCopy current_copy{0, kReadbackCurrent, sizeof(TraversalStatus)};
-        vkCmdCopyBuffer(cmd, pair_count[cur].handle(), readback.handle(), 1, &current_copy);
-        host_barrier(cmd);
-    }
-
-    VkDeviceSize max_pairs() const { return context->info().max_storage_buffer_range / 8; }
-
-    LbvhBuildBuffers build_buffers(const BufferRange& box_range) const {
-        return {box_range, whole(nodes), whole(scratch)};
-    }
-
-    std::uint32_t cost_tiles() const {
-        return std::max<std::uint32_t>(groups(n > 1 ? n - 1 : 0), 1);
-    }
-
-    // Sizes every pair buffer for `pairs` pairs; keys[cur ^ 1] (the previous frame's sorted
-    // keys, which the repair of the current frame diffs against) keeps its contents.
-    Status set_capacity(std::uint32_t pairs, bool keep_previous) {
-        const std::uint32_t old_capacity = capacity;
-        Buffer previous;
-        if (keep_previous) previous = std::move(keys[cur ^ 1]);
-        capacity = pairs;
-        const VkDeviceSize c = capacity;
-        for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
-            if (Status s = ensure(*b, c * 8); !s) return s;
-        if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
-        if (!previous.handle()) return {};
-        Buffer& kept = keys[cur ^ 1];
-        return context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);
-            VkBufferCopy copy{0, 0,
-                              std::min<VkDeviceSize>(
-                                  {VkDeviceSize(old_capacity) * 8, previous.size(), kept.size()})};
-            vkCmdCopyBuffer(cmd, previous.handle(), kept.handle(), 1, &copy);
-            compute_barrier(cmd);
-        });
-    }
-
-    void stamp(VkCommandBuffer cmd, bool timed, std::uint32_t query) const {
-        if (timed) timestamps.write(cmd, query);
-    }
-
-    void record_sah(VkCommandBuffer cmd, DispatchGate* g) const {
-        PushConstants pc{};
-        pc.count = n;
-        pc.tiles = cost_tiles();
-        sah.dispatch(cmd, {prefix(nodes, nodes_bytes(n)), prefix(partials, (pc.tiles + 1) * 4ull)},
-                     pc, pc.tiles, g);
-    }
-
-    void record_policy(VkCommandBuffer cmd, std::uint32_t mode, DispatchGate* g) const {
-        PushConstants pc{};
-        pc.tiles = cost_tiles();
-        pc.count = static_cast<std::uint32_t>(gate.counts.size() * 3);
-        pc.flags = mode;
-        pc.offset = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_ratio));
-        pc.capacity = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_work_ratio));
-        pc.shift = n;
-        const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
-        policy.dispatch(cmd,
-                        {prefix(partials, (pc.tiles + 1) * 4ull),
-                         prefix(status, sizeof(FrameStatus)), prefix(args_on, table),
-                         prefix(args, table), prefix(pair_count[cur ^ 1], sizeof(TraversalStatus))},
-                        pc, 1, g);
-    }
-
-    // The build, its cost and the commit of that cost as the new base; through `g` when given
-    // (captured at reset, gated afterwards).
-    Status record_rebuild(VkCommandBuffer cmd, const BufferRange& box_range,
-                          DispatchGate* g) const {
-        Status built = g ? record_gated_build(*lbvh, cmd, build_buffers(box_range), n, *g)
-                         : lbvh->record_build(cmd, build_buffers(box_range), n);
-        if (!built) return built;
-        compute_barrier(cmd);
-        if (n < 2) return {};
-        record_sah(cmd, g);
-        compute_barrier(cmd);
-        record_policy(cmd, kPolicyCommit, g);
-        compute_barrier(cmd);
-        return {};
-    }
-
-    // Range of a buffer's indirect dispatch arguments (kArgsSlots commands).
-    static BufferRange args_range(const Buffer& b) {
-        return prefix(b, kArgsSlots * sizeof(VkDispatchIndirectCommand));
-    }
-    static BufferRange args_slot(const Buffer& b, std::uint32_t slot) {
-        return {b.handle(), slot * sizeof(VkDispatchIndirectCommand),
-                sizeof(VkDispatchIndirectCommand)};
-    }
-
-    // Sorts the m keys of `keys_buffer` (m in `count`, arguments in `sort_args`), keys only.
-    void record_key_sort(VkCommandBuffer cmd, const Buffer& keys_buffer, const Buffer& count,
-                         const Buffer& sort_args) const {
-        const VkDeviceSize c = capacity;
-        SortBuffers sb{};
-        sb.keys = prefix(keys_buffer, c * 8);
-        sb.keys_tmp = prefix(keys_tmp, c * 8);
-        sb.scratch = prefix(sort_scratch, RadixSort::scratch_size(capacity));
-        sb.count = prefix(count, 4);
-        sb.args = args_range(sort_args);
-        // Keys i << b | j with i < j < n take 2b bits.
-        sort.record(cmd, sb, capacity, 2, 2 * pair_key_bits(n));
-        compute_barrier(cmd);
-    }
-
-    // Records out = A \ B of the sorted keys a and b as sorted pairs; the size goes to the
-    // status (which: kDiffBegan or kDiffEnded). Every dispatch is sized by GPU-side counts.
-    void record_diff(VkCommandBuffer cmd, int a, int b, const Buffer& out,
-                     std::uint32_t which) const {
-        const VkDeviceSize c = capacity;
-        const Buffer& count = event_count[which];
-        const Buffer& diff_args = event_args[which];
-        fill(cmd, prefix(count, 4), 0u);
-        compute_barrier(cmd);
-        PushConstants pc{};
-        pc.count = capacity;
-        pc.capacity = capacity;
-        diff_append.dispatch_indirect(
-            cmd,
-            {prefix(keys[a], c * 8), prefix(keys[b], c * 8), prefix(out, c * 8),
-             prefix(pair_count[a], 4), prefix(pair_count[b], 4), prefix(count, 4)},
-            pc, args_slot(pair_args[a], kArgsElements));
-        compute_barrier(cmd);
-        sort.record_count_args(cmd, prefix(count, 4), capacity, args_range(diff_args));
-        record_key_sort(cmd, out, count, diff_args);
-        pc = {};
-        pc.flags = which;
-        pc.shift = pair_key_bits(n);
-        unpack.dispatch_indirect(
-            cmd, {prefix(out, c * 8), prefix(count, 4), prefix(status, sizeof(FrameStatus))}, pc,
-            args_slot(diff_args, kArgsElements));
-        compute_barrier(cmd);
-    }
-
-    // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
-    // reset's frame the differences with keys[cur ^ 1]. Timestamps q, q + 1, q + 2.
-    Status record_pair_stages(VkCommandBuffer cmd, bool first, bool timed, std::uint32_t q) const {
-        const VkDeviceSize c = capacity;
-        if (Status s = lbvh->record_pairs(cmd, {whole(nodes), n},
-                                          {whole(pair_buffer),
-                                           capacity,
-                                           whole(pair_count[cur]),
-                                           {whole(work), work_capacity, rounds}});
-            !s)
-            return s;
-        stamp(cmd, timed, q);
-        sort.record_count_args(cmd, prefix(pair_count[cur], 4), capacity,
-                               args_range(pair_args[cur]));
-        PushConstants pc{};
-        pc.capacity = capacity;
-        pc.shift = pair_key_bits(n);
-        pair_keys.dispatch_indirect(
-            cmd,
-            {prefix(pair_buffer, c * 8), prefix(keys[cur], c * 8), prefix(pair_count[cur], 4),
-             prefix(status, sizeof(FrameStatus))},
-            pc, args_slot(pair_args[cur], kArgsElements));
-        compute_barrier(cmd);
-        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
-        stamp(cmd, timed, q + 1);
-        if (!first) {
-            record_diff(cmd, cur, cur ^ 1, began, kDiffBegan);
-            record_diff(cmd, cur ^ 1, cur, ended, kDiffEnded);
-        }
-        stamp(cmd, timed, q + 2);
-        return {};
-    }
-
-    // lbvh_refit.comp, then lbvh_bounds.comp over the internal nodes (see record_refit).
-    Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
-                        const BufferRange& flag_range) const {
-        const std::uint32_t count = tree.n;
-        const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
-        if (Status s = check_ranges(context->impl(), "MovingScene::record_refit",
-                                    {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
-                                     {"nodes", tree.nodes, count > 0 ? nodes_bytes(count) : 0},
-                                     {"flags", flag_range, flag_bytes}});
-            !s)
-            return s;
-        if (Status s = gpu::ready({&refit, &node_bounds}); !s) return s;
-        if (count == 0) return {};
-        PushConstants pc{};
-        pc.count = count;
-        const BufferRange node_range = first_bytes(tree.nodes, nodes_bytes(count));
-        refit.dispatch(cmd, {first_bytes(box_range, count * sizeof(GpuBox)), node_range}, pc,
-                       groups(count));
-        if (count < 2) return {};
-        const BufferRange flags_used = first_bytes(flag_range, flag_bytes);
-        fill(cmd, flags_used, 0u);
-        compute_barrier(cmd);
-        node_bounds.dispatch(cmd, {node_range, flags_used}, pc, groups(count));
-        return {};
-    }
-
-    Status record_frame(VkCommandBuffer cmd, const BufferRange& box_range, bool first, bool timed);
-    Status repair(const FrameStatus& st, const TraversalStatus& traversal);
-    Result<FrameResult> read_step(bool status_copied);
-    Result<FrameResult> frame(const BufferRange& box_range, bool first_frame, bool staged);
-    Status stage(std::span<const Box> input);
-
-    // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
-    // maxStorageBufferRange (names the buffer and the limit).
-    Status check_limits(std::uint32_t count) const {
-        const VkDeviceSize range = context->info().max_storage_buffer_range;
-        struct Need {
-            const char* what;
-            VkDeviceSize bytes;
-        };
-        const Need needs[] = {
-            {"the box buffer", count * VkDeviceSize(sizeof(GpuBox))},
-            {"the node buffer", nodes_bytes(count)},
-            {"the sort-key buffer", count * 8ull},
-        };
-        for (const Need& need : needs) {
-            if (need.bytes > range)
-                return limit(std::string(need.what) + " of a moving scene of " +
-                             std::to_string(count) + " boxes needs " + std::to_string(need.bytes) +
-                             " bytes, over the device's maxStorageBufferRange of " +
-                             std::to_string(range));
-        }
-        return {};
-    }
-
-    Status allocate(std::uint32_t count) {
-        n = count;
-        const LbvhRequirements req = lbvh->requirements(n);
-        if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
-        if (Status s = ensure(nodes, req.nodes); !s) return s;
-        if (Status s = ensure(scratch, req.scratch); !s) return s;
-        if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
-        if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
-        if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
-        for (Buffer* b : {&pair_count[0], &pair_count[1]})
-            if (Status s = ensure(*b, sizeof(TraversalStatus)); !s) return s;
-        for (Buffer* b : {&event_count[0], &event_count[1]})
-            if (Status s = ensure(*b, 4); !s) return s;
-        if (work_capacity == 0)
-            work_capacity =
-                options.initial_work_capacity > 0
-                    ? options.initial_work_capacity
-                    : default_traversal_capacity(n, context->info().max_storage_buffer_range);
-        if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
-        for (Buffer* b : {&pair_args[0], &pair_args[1], &event_args[0], &event_args[1]})
-            if (Status s = ensure(*b, kArgsSlots * sizeof(VkDispatchIndirectCommand)); !s) return s;
-        const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
-        if (Status s = ensure(args, table); !s) return s;
-        if (Status s = ensure(args_on, table); !s) return s;
-        std::uint64_t pairs = options.initial_pair_capacity > 0
-                                  ? options.initial_pair_capacity
-                                  : std::max<std::uint64_t>(4ull * n, 1024);
-        pairs = std::min<std::uint64_t>(pairs, max_pairs());
-        return set_capacity(static_cast<std::uint32_t>(pairs), false);
-    }
-};
 
 Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& box_range,
                                        bool first, bool timed) {
@@ -621,7 +235,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     if (ended_bytes > 0) std::memcpy(result.ended.data(), data + began_bytes, ended_bytes);
     if (pairs_bytes > 0)
         std::memcpy(result.pairs.data(), data + began_bytes + ended_bytes, pairs_bytes);
-    const std::uint32_t b = pair_key_bits(n);
+    const std::uint32_t b = key_bits();
     for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
     return result;
 }
@@ -651,6 +265,7 @@ Result<FrameResult> MovingScene::Impl::frame(const BufferRange& box_range, bool 
             const VkBufferCopy copy{0, 0, n * sizeof(GpuBox)};
             vkCmdCopyBuffer(cmd, staging.handle(), boxes.handle(), 1, &copy);
         }
+        if (prologue) prologue(cmd);
         recorded = record_frame(cmd, box_range, first_frame, true);
         if (recorded) record_status_readback(cmd);
     });
@@ -678,10 +293,22 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
     if (!(options.rebuild_work_ratio >= 0))
         return Error{
             ErrorCode::invalid_argument, "rebuild_work_ratio must be 0 (off) or positive", {}, {}};
+    auto impl = make_frames(context, options, false);
+    if (!impl) return impl.error();
+    return std::unique_ptr<MovingScene>(new MovingScene(std::move(impl.value())));
+}
+
+Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
+                                                       const MovingSceneOptions& options,
+                                                       bool empty_slots) {
+    using Impl = MovingScene::Impl;
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
     impl->options = options;
-    auto lbvh = Lbvh::create(context, {options.code});
+    LbvhOptions lbvh_options;
+    lbvh_options.code = options.code;
+    lbvh_options.empty_slots = empty_slots;
+    auto lbvh = Lbvh::create(context, lbvh_options);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
@@ -696,7 +323,7 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
     auto timestamps = Timestamps::create(context, kFrameQueries);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());
-    return std::unique_ptr<MovingScene>(new MovingScene(std::move(impl)));
+    return impl;
 }
 
 Status MovingScene::reset(std::span<const Box> input) {
@@ -751,8 +378,9 @@ Result<FrameResult> MovingScene::read_step() {
 
 FrameBuffers MovingScene::buffers() const {
     const Impl& im = *impl_;
-    return {im.status.handle(), im.keys[im.cur].handle(), im.began.handle(), im.ended.handle(),
-            im.capacity,        pair_key_bits(im.n)};
+    return {im.status.handle(), im.keys[im.cur].handle(),
+            im.began.handle(),  im.ended.handle(),
+            im.capacity,        im.key_bits()};
 }
 
 Status MovingScene::record_refit(VkCommandBuffer cmd, const BufferRange& boxes,

@@ -68,5 +68,6 @@ void main() {
         run_bounds[6u * s + 3u + a] = o[a];
     }
     uint last = s + kRefineRun - 1u;
-    if (last < n && keys[last] == keys[s]) atomicMax(refine, n);
+    // The empty slots' run (sorted last) is never refined.
+    if (last < n && keys[last] == keys[s] && keys[s] != kEmptyCode30) atomicMax(refine, n);
 }

@@ -30,6 +30,18 @@ int clz32(uint x) {
     return x == 0u ? 32 : 31 - findMSB(x);
 }
 
+// An empty slot (gpu_layout.h, "Empty slots"); NaN-free boxes only.
+bool box_empty(vec4 lo, vec4 hi) {
+    return lo.x > hi.x;
+}
+
+// broadphase::should_collide (types.hpp), bit for bit, on two ProxySlots read as uvec4
+// (category, mask, group, handle).
+bool proxy_should_collide(uvec4 a, uvec4 b) {
+    if (a.z == b.z && a.z != 0u) return int(a.z) > 0;
+    return (a.x & b.y) != 0u && (b.x & a.y) != 0u;
+}
+
 bool boxes_overlap(vec3 alo, vec3 ahi, vec3 blo, vec3 bhi) {
     return all(lessThanEqual(alo, bhi)) && all(lessThanEqual(blo, ahi));
 }

@@ -8,6 +8,15 @@
 // `capacity` are stored (the host grows and retries). The internal nodes an invocation expands
 // are added to visits_lo / visits_hi once, when it stops: the traversal's work, the same
 // whatever the budget or rounds (MovingScene's policy compares it across frames).
+//
+// Proxies (pc.flags & kPairsProxies; gpu::ProxyScene): each leaf id is a slot whose
+// ProxySlot (binding 4) holds the body's filter and handle. A pair is kept only when the two
+// filters allow it (should_collide, tested before anything is appended, so a filtered pair
+// costs no output) and is written as the two handles. Cross (pc.flags & kPairsCross): leaf p
+// of the query tree (binding 0) is tested against every leaf of a second tree (binding 5,
+// pc.offset leaves, slots in binding 6), with no "look right" skip: the dynamic bodies
+// against the static world. Both passes may append to one list: a cross pass continues the
+// counters of the status it is given.
 // CPU twin: lbvh::self_pairs.
 #version 450
 #include "common.glsl"
@@ -25,16 +34,56 @@ layout(std430, binding = 2) buffer TStatus {
 layout(std430, binding = 3) buffer Work {
     uint work[];
 };
+layout(std430, binding = 4) readonly buffer Slots {
+    uvec4 slots[];
+};  // ProxySlot (category, mask, group, handle) by leaf id of the query tree (kPairsProxies)
+layout(std430, binding = 5) readonly buffer OtherNodes {
+    LbvhNode other_nodes[];
+};  // the tree tested against (kPairsCross)
+layout(std430, binding = 6) readonly buffer OtherSlots {
+    uvec4 other_slots[];
+};  // by leaf id of the other tree (kPairsCross)
 
 #include "traversal.glsl"
 
-void emit(uint a, uint b) {
+void append(uint a, uint b) {
     uint slot = atomicAdd(tstatus.total_lo, 1u);
     if (slot == 0xffffffffu) atomicAdd(tstatus.total_hi, 1u);  // the low word wrapped
     if (slot < pc.capacity) {
         pairs[2u * slot] = min(a, b);
         pairs[2u * slot + 1u] = max(a, b);
     }
+}
+
+bool proxies() {
+    return (pc.flags & kPairsProxies) != 0u;
+}
+bool cross_pass() {
+    return (pc.flags & kPairsCross) != 0u;
+}
+
+// The pair of the query's leaf id `a` (its ProxySlot `self_slot` with proxies) and leaf id `b`
+// of the tree walked.
+void emit(uint a, uvec4 self_slot, uint b) {
+    if (!proxies()) {
+        append(a, b);
+        return;
+    }
+    uvec4 other = cross_pass() ? other_slots[b] : slots[b];
+    if (!proxy_should_collide(self_slot, other)) return;
+    append(self_slot.w, other.w);
+}
+
+// Node `i` of the tree walked (the query tree itself, or the other one in a cross pass),
+// member by member so that each step loads only what it reads.
+uvec4 walked_link(uint i) {
+    return cross_pass() ? other_nodes[i].link : nodes[i].link;
+}
+vec3 walked_lo(uint i) {
+    return cross_pass() ? other_nodes[i].lo.xyz : nodes[i].lo.xyz;
+}
+vec3 walked_hi(uint i) {
+    return cross_pass() ? other_nodes[i].hi.xyz : nodes[i].hi.xyz;
 }
 
 // Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
@@ -45,14 +94,16 @@ void count_visits(uint expanded) {
 
 void main() {
     uint n = pc.count;
-    if (n < 2u) return;
-    uint leaf_base = n - 1u;
+    bool cross = cross_pass();
+    uint m = cross ? pc.offset : n;  // leaves of the tree walked
+    if (cross ? (n == 0u || m == 0u) : n < 2u) return;
+    uint leaf_base = m - 1u;
     uint p;
     uint node;
     if (traversal_root_round()) {
         p = linear_thread();
         if (p >= n) return;
-        node = 0u;  // root (internal, n >= 2)
+        node = 0u;  // root: internal when m >= 2, the only leaf when m == 1
     } else {
         uint i = linear_thread();
         if (i >= traversal_items()) return;
@@ -60,22 +111,32 @@ void main() {
         p = item.x;
         node = item.y;
     }
-    uint self = leaf_base + p;
+    uint self = n - 1u + p;
     uint self_id = nodes[self].link.x;
     vec3 lo = nodes[self].lo.xyz, hi = nodes[self].hi.xyz;
+    uvec4 self_slot = proxies() ? slots[self_id] : uvec4(0u);
+    // Empty slots overlap nothing; the one-leaf tree of a cross pass has no children to walk.
+    if (box_empty(nodes[self].lo, nodes[self].hi)) return;
+    if (cross && m == 1u) {
+        if (boxes_overlap(lo, hi, walked_lo(0u), walked_hi(0u)))
+            emit(self_id, self_slot, walked_link(0u).x);
+        return;
+    }
 
     uint stack[kTraversalStack];
     uint top = 0u;
     bool done = false;
     for (uint step = 0u; step < kTraversalBudget; ++step) {
-        uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
+        uvec4 link = walked_link(node);
+        uint children[2] = uint[2](link.x, link.y);
         uint descend = kInvalidNode;
         for (int c = 0; c < 2; ++c) {
             uint child = children[c];
-            if (nodes[child].link.w <= p) continue;  // all leaves at or before p
-            if (!boxes_overlap(lo, hi, nodes[child].lo.xyz, nodes[child].hi.xyz)) continue;
+            uvec4 child_link = walked_link(child);
+            if (!cross && child_link.w <= p) continue;  // all leaves at or before p
+            if (!boxes_overlap(lo, hi, walked_lo(child), walked_hi(child))) continue;
             if (child >= leaf_base) {
-                emit(self_id, nodes[child].link.x);
+                emit(self_id, self_slot, child_link.x);
             } else if (descend == kInvalidNode) {
                 descend = child;
             } else {

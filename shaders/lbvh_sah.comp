@@ -21,6 +21,7 @@ shared float sums[kWorkgroupSize];
 // `precise`: no fused multiply-add, so that the CPU twin (lbvh::node_area) and every device
 // get the same bits, and frame_policy.comp's decision is the twin's everywhere.
 float area(uint node) {
+    if (box_empty(nodes[node].lo, nodes[node].hi)) return 0.0;  // only empty slots below
     precise vec3 d = nodes[node].hi.xyz - nodes[node].lo.xyz;
     precise float a = 2.0 * (d.x * d.y + d.y * d.z + d.z * d.x);
     return a;

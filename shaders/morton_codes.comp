@@ -25,6 +25,16 @@ layout(std430, binding = 3) writeonly buffer Values {
 void main() {
     uint i = linear_thread();
     if (i >= pc.count) return;
+    values[i] = i;
+    if (box_empty(boxes[i].lo, boxes[i].hi)) {
+        if (pc.key_word == kCodeMorton63) {
+            keys[2u * i] = 0xffffffffu;
+            keys[2u * i + 1u] = 0xffffffffu;
+        } else {
+            keys[i] = kEmptyCode30;
+        }
+        return;
+    }
     uint bits = pc.key_word == kCodeMorton63 ? 21u : 10u;
     vec3 lo = vec3(ordered_to_float(bounds.lo.x), ordered_to_float(bounds.lo.y),
                    ordered_to_float(bounds.lo.z));
@@ -48,5 +58,4 @@ void main() {
     } else {
         keys[i] = morton30(qx, qy, qz);
     }
-    values[i] = i;
 }

@@ -34,7 +34,7 @@ void main() {
     uint p = linear_thread();
     if (p >= pc.count) return;
     uint second = 0u;
-    if (refine != 0u) {
+    if (refine != 0u && keys[p] != kEmptyCode30) {
         uint s = run_start[p];
         vec3 lo =
             vec3(ordered_to_float(run_bounds[6u * s]), ordered_to_float(run_bounds[6u * s + 1u]),

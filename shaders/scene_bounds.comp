@@ -19,7 +19,7 @@ void main() {
     uint i = linear_thread();
     uint t = gl_LocalInvocationID.x;
     uvec3 lo = uvec3(0xffffffffu), hi = uvec3(0u);
-    if (i < pc.count) {
+    if (i < pc.count && !box_empty(boxes[i].lo, boxes[i].hi)) {
         vec3 c = (boxes[i].lo.xyz + boxes[i].hi.xyz) * 0.5;
         lo = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
         hi = lo;

@@ -1,10 +1,10 @@
 // Between two rounds of a bounded traversal (gpu_layout.h, "Bounded traversal"): reads how many
 // items the last round queued, writes the indirect dispatch arguments of round pc.shift (one
 // invocation per item, folded into x * y workgroups with x <= pc.offset as Kernel::dispatch
-// folds them; none after a queue overflow) and empties the queue that round will fill. With kTraversalFinish it instead
-// closes the traversal: kTraversalIncomplete is set when items are still queued after the
-// last recorded round (and cleared otherwise), and `count` becomes the pair total saturated
-// at 2^32 - 1; the dispatch arguments then cover the ray casts' candidates.
+// folds them; none after a queue overflow) and empties the queue that round will fill. With
+// kTraversalFinish it instead closes the traversal: kTraversalIncomplete is set when items are
+// still queued after the last recorded round (and cleared otherwise), and `count` becomes the pair
+// total saturated at 2^32 - 1; the dispatch arguments then cover the ray casts' candidates.
 #version 450
 #include "common.glsl"
 
@@ -18,8 +18,8 @@ void main() {
     uint queued = in_queue == 0u ? tstatus.queued0 : tstatus.queued1;
     uint items = min(queued, pc.tiles);
     if ((pc.flags & kTraversalFinish) != 0u) {
-        tstatus.flags = (tstatus.flags & ~kTraversalIncomplete) |
-                        (items > 0u ? kTraversalIncomplete : 0u);
+        tstatus.flags =
+            (tstatus.flags & ~kTraversalIncomplete) | (items > 0u ? kTraversalIncomplete : 0u);
         tstatus.count = tstatus.total_hi != 0u ? 0xffffffffu : tstatus.total_lo;
         tstatus.rounds = pc.shift;
         // The arguments of a pass over the ray casts' candidates (one invocation each).

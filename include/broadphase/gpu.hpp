@@ -229,6 +229,11 @@ struct LbvhOptions {
     /// hierarchy splits such runs by position instead of by index. Decided on the GPU: a scene
     /// without long runs pays one pass over the codes and launches of empty sort passes.
     bool refine = true;
+    /// Some boxes may be empty slots: lo.x > hi.x, written as lo = +inf, hi = -inf
+    /// (gpu_layout.h, "Empty slots"; gpu::ProxyScene's free slots). Such a leaf overlaps
+    /// nothing and sorts after every other box; the codes' sort takes one more bit for it.
+    /// Other boxes must be valid as always.
+    bool empty_slots = false;
 };
 
 /// GPU time of each stage of the last host-array call, from timestamp queries (ms).

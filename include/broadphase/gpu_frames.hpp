@@ -92,8 +92,11 @@ struct FrameTimes {
     double pairs = 0;  ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
     double sort = 0;   ///< radix sort of the packed pair keys (GPU)
     double diff = 0;   ///< began/ended differences with the previous frame (GPU)
+    /// gpu::ProxyScene: the batch's scatter into the slots and the static tree's rebuild
+    /// after a static change (GPU; 0 for MovingScene)
+    double proxies = 0;
     /// GPU stages together (upload excluded).
-    double gpu_total() const { return refit + rebuild + pairs + sort + diff; }
+    double gpu_total() const { return proxies + refit + rebuild + pairs + sort + diff; }
 };
 
 /// The device buffers of the last recorded frame, for callers that consume the results on

@@ -81,6 +81,12 @@ BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis 
 // Shorter runs cost at most a few extra leaves per query and are left in index order.
 BP_CONST kRefineRun = 8u;
 
+// Empty slots (gpu::ProxyScene): a box whose lo.x > hi.x (the library writes lo = +inf,
+// hi = -inf) is a leaf that overlaps nothing. Scene bounds skip it, its code is the empty code
+// (above every real code of its kind, so empties sort last when the sort takes one more bit:
+// LbvhOptions::empty_slots), runs of it are never refined, and its node area is 0.
+BP_CONST kEmptyCode30 = 0x40000000u;  // morton30 / hilbert30; morton63: both words all ones
+
 // An input box: xyz of lo and hi; w is ignored (callers may store anything there).
 // total: 32 bytes
 struct GpuBox {
@@ -107,6 +113,20 @@ struct LbvhNode {
     vec4 lo;
     vec4 hi;
 };
+
+// A proxy's slot (gpu::ProxyScene): its collision filter (broadphase::Filter: category,
+// mask, group as a two's-complement int) and its handle. lbvh_pairs.comp reads it per leaf id.
+// total: 16 bytes
+struct ProxySlot {
+    uint category;
+    uint mask;
+    uint group;
+    uint handle;
+};
+
+// lbvh_pairs.comp push constant `flags` (see the shader).
+BP_CONST kPairsProxies = 1u;  // filter by ProxySlot and write handles
+BP_CONST kPairsCross = 2u;    // query leaves against a second tree of pc.offset leaves
 
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
 // total: 32 bytes
@@ -155,6 +175,7 @@ struct TraversalStatus {
 static_assert(sizeof(TraversalStatus) == 64 && offsetof(TraversalStatus, args) == 32 &&
               offsetof(TraversalStatus, visits_lo) == 48);
 static_assert(sizeof(vec4) == 16 && sizeof(uvec4) == 16);
+static_assert(sizeof(ProxySlot) == 16);
 static_assert(sizeof(GpuBox) == 32 && offsetof(GpuBox, hi) == 16);
 static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);
 static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&

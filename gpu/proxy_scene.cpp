@@ -1,0 +1,420 @@
+// gpu::ProxyScene (include/broadphase/gpu_proxies.hpp): bodies in slots with empty boxes for
+// the free ones, a MovingScene frame over the dynamic slots (gpu/moving_scene_impl.hpp) whose
+// pairs pass filters by ProxySlot and writes handles, a cross pass against the static tree,
+// and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/scene.hpp"
+#include "moving_scene_impl.hpp"
+#include "shaders.hpp"
+
+namespace broadphase::gpu {
+
+namespace {
+
+constexpr std::uint32_t kDefaultCapacity = 1024;
+constexpr int kDynamic = 0, kStatic = 1;
+// Timestamps of the batch: before the scatter [0], after the static tree [1].
+constexpr std::uint32_t kBatchQueries = 2;
+// One batch record: slot, box lo, box hi, ProxySlot (four uvec4; proxy_update.comp).
+constexpr VkDeviceSize kRecordBytes = 64;
+
+GpuBox empty_box() {
+    const float inf = std::numeric_limits<float>::infinity();
+    return {{inf, inf, inf, 0}, {-inf, -inf, -inf, 0}};
+}
+
+GpuBox gpu_box(const Box& b) {
+    return {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
+}
+
+ProxySlot proxy_slot(const Filter& f, ProxyHandle handle) {
+    return {f.category, f.mask, std::bit_cast<std::uint32_t>(f.group), handle};
+}
+
+// The smallest power of two >= max(want, floor), at least 2.
+std::uint32_t grown_capacity(std::uint32_t now, std::uint32_t want) {
+    std::uint64_t c = std::max<std::uint32_t>(now, 2);
+    while (c < want) c *= 2;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(c, 1u << 31));
+}
+
+// The slots of one kind of body: host mirrors of the GPU's boxes and ProxySlots (what the
+// last step left there, with this frame's batch applied), the free slots, and the batch: the
+// slots written since the last step, once each, with what they held before.
+struct Slots {
+    std::vector<GpuBox> boxes;
+    std::vector<ProxySlot> proxies;
+    std::vector<std::uint32_t> free;  // last in, first out
+    std::uint32_t live = 0, live_before = 0;
+    std::vector<std::uint32_t> dirty;
+    std::vector<GpuBox> boxes_before;
+    std::vector<ProxySlot> proxies_before;
+    std::vector<bool> is_dirty;
+
+    std::uint32_t extent() const { return static_cast<std::uint32_t>(boxes.size()); }
+
+    std::uint32_t acquire() {
+        ++live;
+        if (!free.empty()) {
+            const std::uint32_t s = free.back();
+            free.pop_back();
+            return s;
+        }
+        boxes.push_back(empty_box());
+        proxies.push_back({});
+        is_dirty.push_back(false);
+        return extent() - 1;
+    }
+    void release(std::uint32_t s) {
+        --live;
+        free.push_back(s);
+        write(s, empty_box(), {});
+    }
+    void write(std::uint32_t s, const GpuBox& box, const ProxySlot& proxy) {
+        if (!is_dirty[s]) {
+            is_dirty[s] = true;
+            dirty.push_back(s);
+            // A slot first used in this frame held an empty box before it.
+            boxes_before.push_back(boxes[s]);
+            proxies_before.push_back(proxies[s]);
+        }
+        boxes[s] = box;
+        proxies[s] = proxy;
+    }
+    // The state of the last step: the mirrors with the batch undone.
+    void previous(std::vector<GpuBox>& b, std::vector<ProxySlot>& p) const {
+        b = boxes;
+        p = proxies;
+        for (std::size_t k = 0; k < dirty.size(); ++k) {
+            b[dirty[k]] = boxes_before[k];
+            p[dirty[k]] = proxies_before[k];
+        }
+    }
+    void commit() {
+        for (std::uint32_t s : dirty) is_dirty[s] = false;
+        dirty.clear();
+        boxes_before.clear();
+        proxies_before.clear();
+        live_before = live;
+    }
+};
+
+struct Body {
+    BodyKind kind = BodyKind::dynamic_body;
+    std::uint32_t slot = 0;
+};
+
+Error bad_handle(const char* call, ProxyHandle handle) {
+    return Error{ErrorCode::invalid_argument, std::string("ProxyScene::") + call + ": handle " +
+                                                  std::to_string(handle) + " is not a live body"};
+}
+
+Status check_box(const Box& box, const std::string& what) {
+    Status s = validate_box(box, 0);
+    if (s) return s;
+    std::string message = s.error().message;
+    const std::string prefix = "box 0: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    return Error{ErrorCode::invalid_box, what + ": " + message};
+}
+
+}  // namespace
+
+struct ProxyScene::Impl {
+    Context* context = nullptr;
+    ProxySceneOptions options;
+    std::unique_ptr<MovingScene::Impl> frames;  // the dynamic tree and the frames
+    HandlePool handles;
+    std::vector<Body> bodies;  // by handle
+    Slots kinds[2];
+    std::uint32_t capacity[2] = {0, 0};
+    std::uint32_t handle_capacity = 0;
+    bool started = false;
+    Buffer dynamic_slots, static_boxes, static_slots, static_nodes, static_scratch;
+    Buffer updates, staging;
+    Kernel update;
+    Timestamps stamps;
+    FrameTimes times;
+    ProxyStepInfo info;
+
+    Status ensure_staging(VkDeviceSize bytes) {
+        return frames->ensure_host(staging, bytes, MemoryKind::upload);
+    }
+
+    LbvhBuildBuffers static_build() const {
+        return {whole(static_boxes), whole(static_nodes), whole(static_scratch)};
+    }
+
+    // The frames' pair passes: filters and handles of the dynamic slots, and the cross pass
+    // against the static tree when the state framed has static bodies.
+    void set_pairs(std::uint32_t static_live) {
+        frames->proxy = {};
+        frames->proxy.slots = whole(dynamic_slots);
+        if (static_live > 0) {
+            frames->proxy.cross = true;
+            frames->proxy.other = {whole(static_nodes), capacity[kStatic]};
+            frames->proxy.other_slots = whole(static_slots);
+        }
+        frames->key_bound = handle_capacity;
+    }
+
+    bool needs_growth() const {
+        return !started || kinds[kDynamic].extent() > capacity[kDynamic] ||
+               kinds[kStatic].extent() > capacity[kStatic] || handles.extent() > handle_capacity;
+    }
+
+    Status grow();
+    Result<ProxyFrame> run_frame();
+};
+
+// Sizes every buffer for the capacities the batch needs, then runs the previous step's state
+// as a first frame at those sizes (the tree built, its pairs the baseline of the next diff).
+Status ProxyScene::Impl::grow() {
+    const std::uint32_t first_dynamic =
+        options.initial_dynamic_capacity > 0 ? options.initial_dynamic_capacity : kDefaultCapacity;
+    const std::uint32_t first_static =
+        options.initial_static_capacity > 0 ? options.initial_static_capacity : kDefaultCapacity;
+    const std::uint32_t first_handles =
+        options.initial_handle_capacity > 0 ? options.initial_handle_capacity : kDefaultCapacity;
+    const std::uint32_t dyn =
+        grown_capacity(started ? capacity[kDynamic] : first_dynamic, kinds[kDynamic].extent());
+    const std::uint32_t sta =
+        grown_capacity(started ? capacity[kStatic] : first_static, kinds[kStatic].extent());
+    handle_capacity =
+        grown_capacity(started ? handle_capacity : first_handles, std::max(handles.extent(), 2u));
+    if (Status s = frames->check_limits(std::max(dyn, sta)); !s) return s;
+    frames->cur = 0;
+    frames->capacity = 0;
+    if (Status s = frames->allocate(dyn); !s) return s;
+    frames->base_cost = 0;
+    capacity[kDynamic] = dyn;
+    capacity[kStatic] = sta;
+    const LbvhRequirements req = frames->lbvh->requirements(sta);
+    if (Status s = frames->ensure(dynamic_slots, dyn * VkDeviceSize(sizeof(ProxySlot))); !s)
+        return s;
+    if (Status s = frames->ensure(static_boxes, sta * VkDeviceSize(sizeof(GpuBox))); !s) return s;
+    if (Status s = frames->ensure(static_slots, sta * VkDeviceSize(sizeof(ProxySlot))); !s)
+        return s;
+    if (Status s = frames->ensure(static_nodes, req.nodes); !s) return s;
+    if (Status s = frames->ensure(static_scratch, req.scratch); !s) return s;
+
+    // The previous step's state, whole: dynamic boxes, dynamic slots, static boxes, static
+    // slots, each padded with free slots to its capacity.
+    std::vector<GpuBox> b[2];
+    std::vector<ProxySlot> p[2];
+    VkDeviceSize bytes = 0;
+    for (int k : {kDynamic, kStatic}) {
+        kinds[k].previous(b[k], p[k]);
+        b[k].resize(capacity[k], empty_box());
+        p[k].resize(capacity[k], ProxySlot{});
+        bytes += capacity[k] * VkDeviceSize(sizeof(GpuBox) + sizeof(ProxySlot));
+    }
+    if (Status s = ensure_staging(bytes); !s) return s;
+    char* out = static_cast<char*>(staging.mapped());
+    const Buffer* targets[4] = {&frames->boxes, &dynamic_slots, &static_boxes, &static_slots};
+    const void* sources[4] = {b[kDynamic].data(), p[kDynamic].data(), b[kStatic].data(),
+                              p[kStatic].data()};
+    const VkDeviceSize sizes[4] = {
+        dyn * VkDeviceSize(sizeof(GpuBox)), dyn * VkDeviceSize(sizeof(ProxySlot)),
+        sta * VkDeviceSize(sizeof(GpuBox)), sta * VkDeviceSize(sizeof(ProxySlot))};
+    VkDeviceSize offsets[4];
+    VkDeviceSize at = 0;
+    for (int k = 0; k < 4; ++k) {
+        std::memcpy(out + at, sources[k], sizes[k]);
+        offsets[k] = at;
+        at += sizes[k];
+    }
+    set_pairs(kinds[kStatic].live_before);
+    Status built;
+    frames->prologue = [&](VkCommandBuffer cmd) {
+        for (int k = 0; k < 4; ++k) {
+            const VkBufferCopy copy{offsets[k], 0, sizes[k]};
+            vkCmdCopyBuffer(cmd, staging.handle(), targets[k]->handle(), 1, &copy);
+        }
+        compute_barrier(cmd);
+        built = frames->lbvh->record_build(cmd, static_build(), sta);
+        compute_barrier(cmd);
+    };
+    auto r = frames->frame(whole(frames->boxes), true, false);
+    frames->prologue = nullptr;
+    if (!built) return built;
+    if (!r) return r.error();
+    started = true;
+    info.grown = true;
+    return {};
+}
+
+Result<ProxyFrame> ProxyScene::Impl::run_frame() {
+    info = {};
+    if (needs_growth()) {
+        if (Status s = grow(); !s) return s.error();
+    }
+    if (Status s = update.ready(); !s) return s.error();
+    if (Status s = ready_lbvh_kernels(*frames->lbvh); !s) return s.error();
+    const auto start = std::chrono::steady_clock::now();
+    // The batch: dynamic records, then static ones.
+    const std::uint32_t counts[2] = {static_cast<std::uint32_t>(kinds[kDynamic].dirty.size()),
+                                     static_cast<std::uint32_t>(kinds[kStatic].dirty.size())};
+    const VkDeviceSize bytes = (counts[0] + counts[1]) * kRecordBytes;
+    if (Status s = ensure_staging(bytes); !s) return s.error();
+    if (Status s = frames->ensure(updates, bytes); !s) return s.error();
+    auto* record = static_cast<std::uint32_t*>(staging.mapped());
+    for (int k : {kDynamic, kStatic}) {
+        for (std::uint32_t s : kinds[k].dirty) {
+            record[0] = s;
+            record[1] = record[2] = record[3] = 0;
+            std::memcpy(record + 4, &kinds[k].boxes[s], sizeof(GpuBox));
+            std::memcpy(record + 12, &kinds[k].proxies[s], sizeof(ProxySlot));
+            record += 16;
+        }
+    }
+    const double upload_ms = ms_since(start);
+    const bool rebuild_static = counts[kStatic] > 0;
+    set_pairs(kinds[kStatic].live);
+    frames->prologue = [&](VkCommandBuffer cmd) {
+        stamps.reset(cmd, 0, kBatchQueries);
+        compute_barrier(cmd);
+        stamps.write(cmd, 0);
+        if (bytes > 0) {
+            const VkBufferCopy copy{0, 0, bytes};
+            vkCmdCopyBuffer(cmd, staging.handle(), updates.handle(), 1, &copy);
+            compute_barrier(cmd);
+        }
+        const Buffer* box_targets[2] = {&frames->boxes, &static_boxes};
+        const Buffer* slot_targets[2] = {&dynamic_slots, &static_slots};
+        for (int k : {kDynamic, kStatic}) {
+            if (counts[k] == 0) continue;
+            PushConstants pc{};
+            pc.count = counts[k];
+            pc.offset = k == kStatic ? counts[kDynamic] : 0;
+            update.dispatch(cmd,
+                            {first_bytes(whole(updates), bytes), whole(*box_targets[k]),
+                             whole(*slot_targets[k])},
+                            pc, groups(counts[k]));
+        }
+        compute_barrier(cmd);
+        if (rebuild_static) {
+            // Checked ranges of the scene's own buffers: cannot fail.
+            (void)frames->lbvh->record_build(cmd, static_build(), capacity[kStatic]);
+            compute_barrier(cmd);
+        }
+        stamps.write(cmd, 1);
+    };
+    auto r = frames->frame(whole(frames->boxes), false, false);
+    frames->prologue = nullptr;
+    if (!r) return r.error();
+    times = frames->times;
+    times.upload = upload_ms;
+    times.proxies = stamps.ms(0, 1);
+    info.path = r->path;
+    info.ratio = r->ratio;
+    info.work_ratio = r->work_ratio;
+    info.regrown = r->regrown;
+    info.dynamic_updates = counts[kDynamic];
+    info.static_updates = counts[kStatic];
+    info.static_rebuilt = rebuild_static;
+    for (Slots& k : kinds) k.commit();
+    handles.end_frame();
+    ProxyFrame frame;
+    frame.pairs = std::move(r->pairs);
+    frame.began = std::move(r->began);
+    frame.ended = std::move(r->ended);
+    return frame;
+}
+
+ProxyScene::ProxyScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProxyScene::~ProxyScene() = default;
+
+Result<std::unique_ptr<ProxyScene>> ProxyScene::create(Context& context,
+                                                       const ProxySceneOptions& options) {
+    if (!(options.frames.rebuild_ratio > 0))
+        return Error{ErrorCode::invalid_argument, "rebuild_ratio must be positive"};
+    if (!(options.frames.rebuild_work_ratio >= 0))
+        return Error{ErrorCode::invalid_argument, "rebuild_work_ratio must be 0 (off) or positive"};
+    auto impl = std::make_unique<Impl>();
+    impl->context = &context;
+    impl->options = options;
+    auto frames = make_frames(context, options.frames, true);
+    if (!frames) return frames.error();
+    impl->frames = std::move(frames.value());
+    impl->update = Kernel(context, shaders::proxy_update, 3, "proxy_update");
+    auto stamps = Timestamps::create(context, kBatchQueries);
+    if (!stamps) return stamps.error();
+    impl->stamps = std::move(stamps.value());
+    return std::unique_ptr<ProxyScene>(new ProxyScene(std::move(impl)));
+}
+
+Result<ProxyHandle> ProxyScene::add(const Box& box, const Filter& filter, BodyKind kind) {
+    Impl& im = *impl_;
+    if (Status s = check_box(box, "ProxyScene::add"); !s) return s.error();
+    const ProxyHandle handle = im.handles.acquire();
+    Slots& slots = im.kinds[kind == BodyKind::static_body ? kStatic : kDynamic];
+    const std::uint32_t slot = slots.acquire();
+    if (handle >= im.bodies.size()) im.bodies.resize(std::size_t{handle} + 1);
+    im.bodies[handle] = {kind, slot};
+    slots.write(slot, gpu_box(box), proxy_slot(filter, handle));
+    return handle;
+}
+
+Status ProxyScene::remove(ProxyHandle handle) {
+    Impl& im = *impl_;
+    if (!im.handles.live(handle)) return bad_handle("remove", handle);
+    const Body body = im.bodies[handle];
+    im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic].release(body.slot);
+    im.handles.release(handle);
+    return {};
+}
+
+Status ProxyScene::move(ProxyHandle handle, const Box& box) {
+    Impl& im = *impl_;
+    if (!im.handles.live(handle)) return bad_handle("move", handle);
+    if (Status s = check_box(box, "ProxyScene::move of handle " + std::to_string(handle)); !s)
+        return s;
+    const Body body = im.bodies[handle];
+    Slots& slots = im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic];
+    slots.write(body.slot, gpu_box(box), slots.proxies[body.slot]);
+    return {};
+}
+
+Status ProxyScene::set_filter(ProxyHandle handle, const Filter& filter) {
+    Impl& im = *impl_;
+    if (!im.handles.live(handle)) return bad_handle("set_filter", handle);
+    const Body body = im.bodies[handle];
+    Slots& slots = im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic];
+    slots.write(body.slot, slots.boxes[body.slot], proxy_slot(filter, handle));
+    return {};
+}
+
+Result<ProxyFrame> ProxyScene::step() {
+    return impl_->run_frame();
+}
+
+const FrameTimes& ProxyScene::last_times() const {
+    return impl_->times;
+}
+
+const ProxyStepInfo& ProxyScene::last_info() const {
+    return impl_->info;
+}
+
+std::uint32_t ProxyScene::size() const {
+    return impl_->handles.count();
+}
+
+std::uint32_t ProxyScene::dynamic_capacity() const {
+    return impl_->capacity[kDynamic];
+}
+
+std::uint32_t ProxyScene::static_capacity() const {
+    return impl_->capacity[kStatic];
+}
+
+std::uint32_t ProxyScene::handle_capacity() const {
+    return impl_->handle_capacity;
+}
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,106 @@
+// Proxies on the GPU: bodies that come and go under stable handles, with collision filters, in
+// a dynamic tree beside a static one (the CPU reference and the terms: broadphase/proxies.hpp).
+//
+// Each kind of body lives in slots of its own: slot s of the dynamic kind holds a box and a
+// gpu_layout::ProxySlot (filter and handle), and a free slot holds an empty box (lo = +inf,
+// hi = -inf) that overlaps nothing. The dynamic tree is an LBVH over every dynamic slot, kept
+// by gpu::MovingScene's frame: an add writes its box into a free slot's leaf and a remove
+// empties its leaf, so that a frame with adds and removes is a refit like any other, and the
+// tree is rebuilt only when the refit-or-rebuild policy asks for it (an added body sits under
+// the free slots' subtree until then; the refit's SAH cost and traversal work measure what
+// that costs). The static tree is an LBVH over the static slots, rebuilt in the frame after a
+// batch that changed it; frames without static changes do not touch it.
+//
+// A frame is one submit: the batch of the frame's changes (one record per changed slot) is
+// copied from a host-visible staging buffer and scattered into the slots
+// (shaders/proxy_update.comp), the static tree is rebuilt if needed, and the dynamic tree is
+// refitted or rebuilt; then the all-pairs traversal finds dynamic-dynamic pairs and a second
+// pass tests every dynamic leaf against the static tree, both filtering by the ProxySlots
+// before anything is appended and writing handles (shaders/lbvh_pairs.comp); the pairs are
+// sorted and diffed with the previous frame's on the GPU.
+//
+// Capacities: dynamic slots, static slots and the handle range (the pair keys' width) start at
+// the options' values and double (or grow to what a frame needs, if more) when a frame needs
+// more; such a frame first rebuilds the previous frame's state at the new sizes (one more
+// submit and a host round trip), then runs as usual. Frames within the capacities allocate
+// nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/proxies.hpp"
+
+namespace broadphase::gpu {
+
+struct ProxySceneOptions {
+    /// The dynamic tree's code, refit-or-rebuild policy, pair buffers and whether frames
+    /// download the full pair list (MovingSceneOptions; its reset-related fields apply to the
+    /// tree over the dynamic slots).
+    MovingSceneOptions frames{};
+    /// Slots of each kind and handles the scene holds at first (0: 1024 each).
+    std::uint32_t initial_dynamic_capacity = 0;
+    std::uint32_t initial_static_capacity = 0;
+    std::uint32_t initial_handle_capacity = 0;
+};
+
+/// What the last step did besides the MovingScene frame, for inspection and tests.
+struct ProxyStepInfo {
+    FramePath path = FramePath::refit;  ///< the dynamic tree's path
+    double ratio = 1;                   ///< its refitted SAH cost over the last build's
+    double work_ratio = 1;              ///< its traversal-work ratio (MovingScene's)
+    std::uint32_t dynamic_updates = 0;  ///< dynamic slots the batch wrote
+    std::uint32_t static_updates = 0;   ///< static slots the batch wrote
+    bool static_rebuilt = false;        ///< the static tree was rebuilt
+    bool grown = false;                 ///< a capacity grew (the frame rebuilt everything first)
+    bool regrown = false;               ///< the pair buffers grew (MovingScene's regrown)
+};
+
+/// The GPU proxy world: the same calls and results as broadphase::ProxyWorld (same handles
+/// for the same sequence of calls). Owns its device buffers; the Context must outlive it. Not
+/// thread-safe.
+class ProxyScene {
+public:
+    /// An empty scene (its kernels are compiled by the first step). Rejects what
+    /// MovingScene::create rejects.
+    static Result<std::unique_ptr<ProxyScene>> create(Context& context,
+                                                      const ProxySceneOptions& options = {});
+    ~ProxyScene();
+
+    /// Adds a body; returns its handle (HandlePool's rule). Rejects an invalid box (NaN,
+    /// infinity, min > max). Takes effect at the next step.
+    Result<ProxyHandle> add(const Box& box, const Filter& filter = {},
+                            BodyKind kind = BodyKind::dynamic_body);
+    /// Removes a live body; an error names a handle that is not live.
+    Status remove(ProxyHandle handle);
+    /// Moves a live body (a static one too: its tree is rebuilt at the next step).
+    Status move(ProxyHandle handle, const Box& box);
+    /// Changes a live body's filter.
+    Status set_filter(ProxyHandle handle, const Filter& filter);
+
+    /// Runs the frame: applies the batch on the GPU, then pairs, sort and differences with the
+    /// previous step (the first step's `began` holds all its pairs). `pairs` is filled when
+    /// ProxySceneOptions::frames.return_pairs (the default).
+    Result<ProxyFrame> step();
+
+    /// GPU times of the last step (FrameTimes::proxies: the batch and the static tree).
+    const FrameTimes& last_times() const;
+    /// What the last step did.
+    const ProxyStepInfo& last_info() const;
+
+    /// Live bodies.
+    std::uint32_t size() const;
+    /// Slots of each kind, and the handle range, the scene holds now.
+    std::uint32_t dynamic_capacity() const;
+    std::uint32_t static_capacity() const;
+    std::uint32_t handle_capacity() const;
+
+    struct Impl;
+
+private:
+    explicit ProxyScene(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace broadphase::gpu

@@ -1,0 +1,210 @@
+// gpu::ProxyScene against an oracle written here from the definitions alone: every live body
+// in a map, each frame's pairs by testing every pair of live bodies (dynamic-dynamic and
+// dynamic-static, never static-static, kept when should_collide allows), the events by
+// std::set_difference of consecutive frames. Long random sequences of adds, removes, moves and
+// filter changes of both kinds, with capacities, pair buffers and work queues small enough that
+// frames grow each of them; removing everything and re-adding into the freed handles.
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "broadphase/gpu_proxies.hpp"
+#include "gpu_test_env.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+struct OracleBody {
+    Box box;
+    Filter filter;
+    BodyKind kind;
+};
+
+class Oracle {
+public:
+    std::map<ProxyHandle, OracleBody> bodies;
+    std::vector<Pair> previous;
+
+    std::vector<Pair> pairs(bool filtered = true) const {
+        std::vector<Pair> out;
+        for (auto a = bodies.begin(); a != bodies.end(); ++a) {
+            for (auto b = std::next(a); b != bodies.end(); ++b) {
+                if (a->second.kind == BodyKind::static_body &&
+                    b->second.kind == BodyKind::static_body)
+                    continue;
+                if (!overlaps(a->second.box, b->second.box)) continue;
+                if (filtered && !should_collide(a->second.filter, b->second.filter)) continue;
+                out.push_back({a->first, b->first});
+            }
+        }
+        return out;  // the map's order: sorted
+    }
+};
+
+std::vector<Pair> minus(const std::vector<Pair>& a, const std::vector<Pair>& b) {
+    std::vector<Pair> out;
+    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    return out;
+}
+
+class ProxySceneTest : public GpuTest {
+protected:
+    std::mt19937 rng{12345};
+
+    float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); }
+
+    Box random_box(float world, float size) {
+        Vec3 lo{uniform(0, world), uniform(0, world), uniform(0, world)};
+        return {
+            lo,
+            {lo.x + uniform(0.1f, size), lo.y + uniform(0.1f, size), lo.z + uniform(0.1f, size)}};
+    }
+
+    Filter random_filter() {
+        Filter f;
+        const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+        if (kind < 5) return f;  // the default
+        f.category = 1u << std::uniform_int_distribution<int>(0, 3)(rng);
+        f.mask = std::uniform_int_distribution<std::uint32_t>(0, 15)(rng) | 1u;
+        if (kind == 8) f.group = std::uniform_int_distribution<int>(1, 3)(rng);
+        if (kind == 9) f.group = -std::uniform_int_distribution<int>(1, 3)(rng);
+        return f;
+    }
+
+    // Steps the scene and checks the frame against the oracle.
+    void check_step(gpu::ProxyScene& scene, Oracle& oracle, int frame) {
+        auto r = scene.step();
+        ASSERT_TRUE(r) << r.error().message;
+        const std::vector<Pair> expected = oracle.pairs();
+        ASSERT_EQ(r->pairs, expected) << "frame " << frame;
+        ASSERT_EQ(r->began, minus(expected, oracle.previous)) << "frame " << frame;
+        ASSERT_EQ(r->ended, minus(oracle.previous, expected)) << "frame " << frame;
+        oracle.previous = expected;
+    }
+};
+
+TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
+    gpu::ProxySceneOptions options;
+    options.initial_dynamic_capacity = 64;
+    options.initial_static_capacity = 16;
+    options.initial_handle_capacity = 64;
+    options.frames.initial_pair_capacity = 32;
+    options.frames.initial_work_capacity = 256;
+    auto made = gpu::ProxyScene::create(gpu_context(), options);
+    ASSERT_TRUE(made) << made.error().message;
+    gpu::ProxyScene& scene = **made;
+    Oracle oracle;
+    std::vector<ProxyHandle> live;
+    const float world = 20;
+    auto add = [&](BodyKind kind) {
+        const Box box = random_box(world, kind == BodyKind::static_body ? 4.0f : 2.0f);
+        const Filter filter = random_filter();
+        auto h = scene.add(box, filter, kind);
+        ASSERT_TRUE(h) << h.error().message;
+        ASSERT_EQ(oracle.bodies.count(*h), 0u) << "handle " << *h << " is live already";
+        oracle.bodies[*h] = {box, filter, kind};
+        live.push_back(*h);
+    };
+    for (int i = 0; i < 300; ++i) add(i % 5 == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
+    check_step(scene, oracle, 0);
+    EXPECT_TRUE(scene.last_info().grown);
+
+    std::size_t refits_with_churn = 0, filtered_out = 0;
+    for (int frame = 1; frame <= 120; ++frame) {
+        if (frame == 60) {
+            // Remove everything; the next frame re-adds into the freed handles.
+            for (ProxyHandle h : live) ASSERT_TRUE(scene.remove(h));
+            live.clear();
+            oracle.bodies.clear();
+        } else {
+            const int adds = std::uniform_int_distribution<int>(0, 12)(rng);
+            const int removes = std::min<int>(std::uniform_int_distribution<int>(0, 10)(rng),
+                                              static_cast<int>(live.size()));
+            for (int k = 0; k < removes; ++k) {
+                const std::size_t at =
+                    std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
+                ASSERT_TRUE(scene.remove(live[at]));
+                oracle.bodies.erase(live[at]);
+                live[at] = live.back();
+                live.pop_back();
+            }
+            const int extra = frame == 61 ? 250 : 0;
+            for (int k = 0; k < adds + extra; ++k)
+                add(k % 7 == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
+            for (ProxyHandle h : live) {
+                OracleBody& body = oracle.bodies[h];
+                const int what = std::uniform_int_distribution<int>(0, 99)(rng);
+                if (body.kind == BodyKind::static_body && what > 1) continue;  // rarely
+                if (what < 60) {
+                    const float d = what < 2 ? 8.0f : 0.3f;  // a few jump far
+                    const Vec3 step{uniform(-d, d), uniform(-d, d), uniform(-d, d)};
+                    body.box.min = {body.box.min.x + step.x, body.box.min.y + step.y,
+                                    body.box.min.z + step.z};
+                    body.box.max = {body.box.max.x + step.x, body.box.max.y + step.y,
+                                    body.box.max.z + step.z};
+                    ASSERT_TRUE(scene.move(h, body.box));
+                } else if (what < 63) {
+                    body.filter = random_filter();
+                    ASSERT_TRUE(scene.set_filter(h, body.filter));
+                }
+            }
+        }
+        check_step(scene, oracle, frame);
+        const gpu::ProxyStepInfo& info = scene.last_info();
+        if (!info.grown && info.path == gpu::FramePath::refit && info.dynamic_updates > 0)
+            ++refits_with_churn;
+        filtered_out += oracle.pairs(false).size() - oracle.pairs(true).size();
+        EXPECT_EQ(scene.size(), live.size());
+    }
+    // Frames with adds and removes refit (the policy rebuilds only when it must), the
+    // capacities grew past their small first values, and the filters removed pairs.
+    EXPECT_GT(refits_with_churn, 30u);
+    EXPECT_GT(scene.dynamic_capacity(), 64u);
+    EXPECT_GT(scene.static_capacity(), 16u);
+    EXPECT_GT(filtered_out, 0u);
+}
+
+TEST_F(ProxySceneTest, HandlesFollowThePoolAndErrorsNameThem) {
+    auto made = gpu::ProxyScene::create(gpu_context());
+    ASSERT_TRUE(made) << made.error().message;
+    gpu::ProxyScene& scene = **made;
+    const Box box{{0, 0, 0}, {1, 1, 1}};
+    auto a = scene.add(box), b = scene.add(box), c = scene.add(box, {}, BodyKind::static_body);
+    ASSERT_TRUE(a && b && c);
+    EXPECT_EQ(*a, 0u);
+    EXPECT_EQ(*b, 1u);
+    EXPECT_EQ(*c, 2u);
+    auto first = scene.step();
+    ASSERT_TRUE(first) << first.error().message;
+    EXPECT_EQ(first->pairs, (std::vector<Pair>{{0, 1}, {0, 2}, {1, 2}}));
+    EXPECT_EQ(first->began, first->pairs);
+    // A removed handle is not reused within its frame: the new body gets 3, and the events
+    // keep the removed body's pairs apart from the new one's.
+    ASSERT_TRUE(scene.remove(*a));
+    auto d = scene.add(box);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(*d, 3u);
+    auto second = scene.step();
+    ASSERT_TRUE(second) << second.error().message;
+    EXPECT_EQ(second->pairs, (std::vector<Pair>{{1, 2}, {1, 3}, {2, 3}}));
+    EXPECT_EQ(second->began, (std::vector<Pair>{{1, 3}, {2, 3}}));
+    EXPECT_EQ(second->ended, (std::vector<Pair>{{0, 1}, {0, 2}}));
+    // After that frame, handle 0 is free again.
+    auto e = scene.add(box);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(*e, 0u);
+
+    const Status gone = scene.remove(7);
+    ASSERT_FALSE(gone);
+    EXPECT_NE(gone.error().message.find("handle 7"), std::string::npos) << gone.error().message;
+    const Status bad_move = scene.move(*b, Box{{0, 0, 0}, {-1, 1, 1}});
+    ASSERT_FALSE(bad_move);
+    EXPECT_EQ(bad_move.error().code, ErrorCode::invalid_box);
+    EXPECT_NE(bad_move.error().message.find("handle 1"), std::string::npos)
+        << bad_move.error().message;
+}
+
+}  // namespace
+}  // namespace broadphase::testing
