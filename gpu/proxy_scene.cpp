@@ -320,6 +320,7 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     for (Slots& k : kinds) k.commit();
     handles.end_frame();
     ProxyFrame frame;
+    frame.pair_count = r->pair_count;
     frame.pairs = std::move(r->pairs);
     frame.began = std::move(r->began);
     frame.ended = std::move(r->ended);

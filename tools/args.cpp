@@ -261,6 +261,14 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         c.add_flag("--back-to-back", a.back_to_back,
                    "also record all F frames into one submit (wall ms per frame)")
             ->group(kFrames);
+    CLI::Option* churn =
+        c.add_option("--churn", a.churn,
+                     "run the frames on a gpu::ProxyScene: every body moves, P% of them are "
+                     "removed and P% added each frame, half of those debris that does not "
+                     "collide with debris (0 < P <= 50)")
+            ->type_name("P")
+            ->check(CLI::Range(0.0, 50.0))
+            ->group(kFrames);
 
     const char* kRays = "--rays R: ray casts and region queries per second";
     CLI::Option* rays =
@@ -282,7 +290,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
-         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, code, device, validation},
+         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, device,
+          validation},
          true},
         {"--rays", rays, {scene, repeat, seed, code, device, validation}, true},
     };

@@ -59,6 +59,7 @@ struct Args {
     bool rebuild = false;           ///< events, CPU methods: rebuild every frame
     bool verbose = false;           ///< events: per-frame path on standard error
     bool back_to_back = false;      ///< bench --frames
+    double churn = 0;               ///< bench --frames --churn P (percent; 0: a MovingScene)
 
     // Benchmarks.
     bool cpu = false, cull = false;  ///< bench modes (--frames and --rays are the others)

@@ -17,6 +17,7 @@
 #include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu_proxies.hpp"
 #include "broadphase/gpu_queries.hpp"
 #endif
 
@@ -62,6 +63,132 @@ int validation_check(const gpu::Context& context) {
     return bench_fail(std::to_string(context.validation_errors()) +
                       " Vulkan validation errors (printed above)");
 }
+
+double ms_between(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
+void print_row(const char* stage, const std::vector<double>& v) {
+    if (v.empty())
+        std::printf("  %-28s %10s\n", stage, "-");
+    else
+        std::printf("  %-28s %10.3f\n", stage, median(v));
+}
+
+// `bench --frames F --churn P`: a gpu::ProxyScene over the scene's boxes (all dynamic), whose
+// every body follows the scene's animation, and each frame P% of the live bodies are removed
+// and as many added. Added bodies come from a pool of the scene's boxes reflected through the
+// scene's centre (same sizes and spread, other places) and animated alike; half of them are
+// debris (category 2, mask ~2: debris never collides with debris).
+int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<Box>& base,
+                    const gpu::MovingSceneOptions& frames_options) {
+    const int frames = static_cast<int>(args.frames);
+    const std::size_t n = base.size();
+    const Box bounds = scene_bounds(base);
+    std::vector<Box> all = base;
+    for (const Box& b : base) {
+        const float sx = bounds.min.x + bounds.max.x, sy = bounds.min.y + bounds.max.y,
+                    sz = bounds.min.z + bounds.max.z;
+        all.push_back({{sx - b.max.x, sy - b.max.y, sz - b.max.z},
+                       {sx - b.min.x, sy - b.min.y, sz - b.min.z}});
+    }
+    gpu::ProxySceneOptions options;
+    options.frames = frames_options;
+    options.initial_dynamic_capacity = static_cast<std::uint32_t>(n + n / 8 + 2);
+    options.initial_handle_capacity = options.initial_dynamic_capacity;
+    auto made = gpu::ProxyScene::create(context, options);
+    if (!made) return bench_fail(made.error().message);
+    gpu::ProxyScene& scene = *made.value();
+    // Body at pool index i: its handle, or none.
+    constexpr ProxyHandle kNone = 0xffffffffu;
+    std::vector<ProxyHandle> handle(all.size(), kNone);
+    std::vector<std::size_t> live, dead;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto h = scene.add(all[i]);
+        if (!h) return bench_fail(h.error().message);
+        handle[i] = *h;
+        live.push_back(i);
+    }
+    for (std::size_t i = n; i < all.size(); ++i) dead.push_back(i);
+    auto first = scene.step();
+    if (!first) return bench_fail(first.error().message);
+    std::printf("first frame (build + pairs + sort): %.3f ms GPU, %zu pairs\n",
+                scene.last_times().gpu_total(), static_cast<std::size_t>(first->pair_count));
+
+    const std::size_t churn = static_cast<std::size_t>(double(n) * args.churn / 100.0);
+    std::mt19937_64 rng(args.seed);
+    Filter debris;
+    debris.category = 2;
+    debris.mask = ~2u;
+    std::vector<double> upload, batch, refit, rebuild, pairs, sort, diff, total, wall, pair_counts,
+        events;
+    int refits = 0, rebuilds = 0;
+    Animation animation(all);
+    for (int f = 1; f <= frames; ++f) {
+        animation.advance();
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t k = 0; k < churn && !live.empty(); ++k) {
+            const std::size_t at = rng() % live.size();
+            const std::size_t i = live[at];
+            if (Status s = scene.remove(handle[i]); !s) return bench_fail(s.error().message);
+            handle[i] = kNone;
+            live[at] = live.back();
+            live.pop_back();
+            dead.push_back(i);
+        }
+        for (std::size_t k = 0; k < churn && !dead.empty(); ++k) {
+            const std::size_t at = rng() % dead.size();
+            const std::size_t i = dead[at];
+            auto h = scene.add(animation.boxes()[i], k % 2 ? debris : Filter{});
+            if (!h) return bench_fail(h.error().message);
+            handle[i] = *h;
+            dead[at] = dead.back();
+            dead.pop_back();
+            live.push_back(i);
+        }
+        for (std::size_t i : live)
+            if (Status s = scene.move(handle[i], animation.boxes()[i]); !s)
+                return bench_fail(s.error().message);
+        auto r = scene.step();
+        wall.push_back(ms_between(start));
+        if (!r) return bench_fail(r.error().message);
+        const gpu::FrameTimes& t = scene.last_times();
+        upload.push_back(t.upload);
+        batch.push_back(t.proxies);
+        refit.push_back(t.refit);
+        if (t.path == gpu::FramePath::refit) {
+            ++refits;
+        } else {
+            ++rebuilds;
+            rebuild.push_back(t.rebuild);
+        }
+        pairs.push_back(t.pairs);
+        sort.push_back(t.sort);
+        diff.push_back(t.diff);
+        total.push_back(t.gpu_total());
+        pair_counts.push_back(double(r->pair_count));
+        events.push_back(double(r->began.size() + r->ended.size()));
+    }
+    std::printf(
+        "churn: %zu bodies removed and %zu added per frame (%.2f%%), half of the added "
+        "debris\n",
+        churn, churn, args.churn);
+    std::printf("per frame, median over %d frames (ms):\n", frames);
+    print_row("batch records (host wall)", upload);
+    print_row("batch scatter (GPU)", batch);
+    print_row("refit + cost + decision (GPU)", refit);
+    print_row("rebuild + cost (GPU)", rebuild);
+    print_row("pairs (GPU)", pairs);
+    print_row("pair sort (GPU)", sort);
+    print_row("event diff (GPU)", diff);
+    print_row("total (GPU, median of sums)", total);
+    print_row("step() host wall, all in", wall);
+    std::printf("refit frames: %d, rebuild frames: %d\n", refits, rebuilds);
+    std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
+                median(pair_counts), median(events));
+    return validation_check(context);
+}
 #endif
 
 }  // namespace
@@ -79,11 +206,14 @@ int run_frame_bench(const Args& args) {
     if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
     if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
 
+    if (args.churn > 0 && args.back_to_back)
+        return bench_fail("--churn and --back-to-back cannot be combined");
     auto context = open_context(args);
     if (!context) return bench_fail(context.error().message);
     print_device(*context.value());
     std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
                 scene->boxes.size(), frames, args.policy.c_str(), args.code.c_str());
+    if (args.churn > 0) return run_churn_bench(args, *context.value(), scene->boxes, options);
     auto moving = gpu::MovingScene::create(*context.value(), options);
     if (!moving) return bench_fail(moving.error().message);
     gpu::MovingScene& ms = *moving.value();

@@ -61,6 +61,9 @@ struct ProxyFrame {
     std::vector<Pair> pairs;  ///< every overlapping pair the filters allow, now
     std::vector<Pair> began;  ///< in `pairs` and not in the previous frame's
     std::vector<Pair> ended;  ///< in the previous frame's pairs and not in `pairs`
+    /// The number of pairs now (gpu::ProxyScene fills it also when it does not download
+    /// `pairs`).
+    std::uint64_t pair_count = 0;
 };
 
 /// The CPU reference proxy world: dynamic bodies in one dynamic CPU structure, static bodies

@@ -232,7 +232,8 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
     RecordedScene s;
     record_scene(s, **lbvh, scene->boxes, capacity, work);
 
-    auto kernel = gpu::Kernel::create(ctx, shaders::lbvh_pairs, 4, "lbvh_pairs");
+    // Bindings 4 to 6 (proxies and cross passes) are unused here: they take the nodes.
+    auto kernel = gpu::Kernel::create(ctx, shaders::lbvh_pairs, 7, "lbvh_pairs");
     auto rounds = gpu::TraversalRounds::create(ctx);
     ASSERT_TRUE(kernel && rounds);
     TraversalStatus start{};
@@ -246,11 +247,13 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
         pc.capacity = capacity;
         pc.tiles = work;
         const gpu::BufferRange status{s.status.handle(), 0, sizeof(TraversalStatus)};
+        const gpu::BufferRange nodes{s.nodes.handle(), 0,
+                                     (2ull * n - 1) * sizeof(gpu_layout::LbvhNode)};
         const std::initializer_list<gpu::BufferRange> bindings = {
-            {s.nodes.handle(), 0, (2ull * n - 1) * sizeof(gpu_layout::LbvhNode)},
-            {s.pairs.handle(), 0, capacity * 8ull},
-            status,
-            {s.work.handle(), 0, gpu::traversal_work_bytes(work)}};
+            nodes,  {s.pairs.handle(), 0, capacity * 8ull},
+            status, {s.work.handle(), 0, gpu::traversal_work_bytes(work)},
+            nodes,  nodes,
+            nodes};
         rounds->record(cmd, status, {gpu::whole(s.work), work, 2},
                        [&](VkCommandBuffer c, std::uint32_t round, const gpu::BufferRange& args) {
                            pc.shift = round;
