@@ -432,7 +432,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
                           const LbvhPairBuffers& out, const ProxyPairs& proxy) {
     Lbvh::Impl& im = lbvh.impl();
     const std::uint32_t n = tree.n;
-    const bool cross = proxy.other.n > 0 || proxy.cross;
+    const bool cross = proxy.cross;
     const std::uint32_t m = proxy.other.n;
     const VkDeviceSize pair_bytes = std::max<VkDeviceSize>(out.capacity * 8ull, 8);
     const VkDeviceSize work_bytes = work_range_bytes(out.traversal);
@@ -452,8 +452,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
         return st;
     if (Status st = im.ready_pairs(); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
-    if (cross) {
-        // Continue the counters (pairs, flags, visits) of the pass before; clear the queues,
+    if (proxy.append) {
+        // Continue the counters (pairs, flags, visits) of the passes before; clear the queues,
         // the rounds and the arguments (words 4 to 11).
         fill(cmd, {status.buffer, status.offset + 16, 32}, 0u);
     } else {
@@ -465,7 +465,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.count = n;
     pc.capacity = out.capacity;
     pc.tiles = out.traversal.capacity;
-    pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u);
+    pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u) |
+               (proxy.append ? kPairsAppend : 0u);
     pc.offset = m;
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);

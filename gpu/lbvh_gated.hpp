@@ -16,11 +16,12 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 /// What gpu::ProxyScene adds to an all-pairs pass (shaders/lbvh_pairs.comp): `slots` (one
 /// gpu_layout::ProxySlot per leaf id of the tree) filters the pairs and writes handles; with
 /// `cross` the tree's leaves are tested against `other` (its ProxySlots in `other_slots`)
-/// instead of against each other, continuing the pair and visit counters of the status (a
-/// pass after the tree's own pairs appends to the same list).
+/// instead of against each other; with `append` the pass continues the pair counter of the
+/// status (the list of the passes before it) and counts no visits.
 struct ProxyPairs {
     BufferRange slots{};
     bool cross = false;
+    bool append = false;
     LbvhTree other{};
     BufferRange other_slots{};
 };

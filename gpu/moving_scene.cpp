@@ -49,7 +49,8 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
     stamp(cmd, timed, 0);
     // The frame's defaults: no events, ratio 1, rebuilt when the recording rebuilds
     // unconditionally. The ratio policy's decision overwrites rebuilt and ratio.
-    const bool rebuild_always = first || options.policy == RefitPolicy::always_rebuild;
+    const bool rebuild_always =
+        first || force_rebuild || options.policy == RefitPolicy::always_rebuild;
     if (first) {
         FrameStatus initial{};
         initial.rebuilt = 1;

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "broadphase/gpu_frames.hpp"
 #include "lbvh_gated.hpp"
@@ -116,10 +118,13 @@ struct MovingScene::Impl {
     // upload, and what read_step reads back (the status and the previous frame's pair counter
     // at kReadbackHeader, then the lists).
     Buffer staging, readback;
-    // gpu::ProxyScene's frames: the slots' filters and handles, the static tree the cross pass
-    // tests against (when proxy.cross), the bound on the ids the pair keys pack (0: n), and
-    // what frame() records before the frame in its submit (the batch and the static tree).
-    ProxyPairs proxy{};
+    // gpu::ProxyScene's frames: the slots' filters and handles of this tree's pairs pass, the
+    // passes after it (each a query tree and its ProxyPairs, appending to the same list), the
+    // bound on the ids the pair keys pack (0: n), a rebuild forced for one frame, and what
+    // frame() records before the frame in its submit (the batch and the other trees).
+    BufferRange proxy_slots{};
+    std::vector<std::pair<LbvhTree, ProxyPairs>> extra_passes;
+    bool force_rebuild = false;
     std::uint32_t key_bound = 0;
     std::function<void(VkCommandBuffer)> prologue;
     // The last recorded frame, for a repair after growing the pair buffers.
@@ -306,9 +311,9 @@ struct MovingScene::Impl {
                                   whole(pair_count[cur]),
                                   {whole(work), work_capacity, rounds}};
         const LbvhTree tree{whole(nodes), n};
-        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, {proxy.slots}); !s) return s;
-        if (proxy.cross) {
-            if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, proxy); !s) return s;
+        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, {proxy_slots}); !s) return s;
+        for (const auto& [query, pass] : extra_passes) {
+            if (Status s = record_proxy_pairs(*lbvh, cmd, query, out, pass); !s) return s;
         }
         stamp(cmd, timed, q);
         sort.record_count_args(cmd, prefix(pair_count[cur], 4), capacity,

@@ -1,7 +1,7 @@
 // gpu::ProxyScene (include/broadphase/gpu_proxies.hpp): bodies in slots with empty boxes for
 // the free ones, a MovingScene frame over the dynamic slots (gpu/moving_scene_impl.hpp) whose
-// pairs pass filters by ProxySlot and writes handles, a cross pass against the static tree,
-// and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
+// pairs pass filters by ProxySlot and writes handles, passes of the fresh and static trees
+// appended to it, and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -16,7 +16,9 @@ namespace broadphase::gpu {
 namespace {
 
 constexpr std::uint32_t kDefaultCapacity = 1024;
-constexpr int kDynamic = 0, kStatic = 1;
+// Kinds of slots: the dynamic tree's, the static tree's, and the fresh tree's (dynamic bodies
+// added since the last migration).
+constexpr int kDynamic = 0, kStatic = 1, kFresh = 2, kKinds = 3;
 // Timestamps of the batch: before the scatter [0], after the static tree [1].
 constexpr std::uint32_t kBatchQueries = 2;
 // One batch record: slot, box lo, box hi, ProxySlot (four uvec4; proxy_update.comp).
@@ -104,9 +106,13 @@ struct Slots {
 };
 
 struct Body {
-    BodyKind kind = BodyKind::dynamic_body;
+    int kind = kDynamic;  // kDynamic, kStatic or kFresh
     std::uint32_t slot = 0;
 };
+
+bool empty(const GpuBox& b) {
+    return b.lo.x > b.hi.x;
+}
 
 Error bad_handle(const char* call, ProxyHandle handle) {
     return Error{ErrorCode::invalid_argument, std::string("ProxyScene::") + call + ": handle " +
@@ -130,11 +136,14 @@ struct ProxyScene::Impl {
     std::unique_ptr<MovingScene::Impl> frames;  // the dynamic tree and the frames
     HandlePool handles;
     std::vector<Body> bodies;  // by handle
-    Slots kinds[2];
-    std::uint32_t capacity[2] = {0, 0};
+    Slots kinds[kKinds];
+    std::uint32_t capacity[kKinds] = {0, 0, 0};
     std::uint32_t handle_capacity = 0;
     bool started = false;
-    Buffer dynamic_slots, static_boxes, static_slots, static_nodes, static_scratch;
+    // Slots and trees of the static and fresh kinds: boxes, ProxySlots, nodes, build scratch
+    // (the dynamic kind's boxes and nodes are the frames'; its ProxySlots are dynamic_slots).
+    Buffer dynamic_slots;
+    Buffer boxes[kKinds], slots[kKinds], nodes[kKinds], scratch[kKinds];
     Buffer updates, staging;
     Kernel update;
     Timestamps stamps;
@@ -145,26 +154,69 @@ struct ProxyScene::Impl {
         return frames->ensure_host(staging, bytes, MemoryKind::upload);
     }
 
-    LbvhBuildBuffers static_build() const {
-        return {whole(static_boxes), whole(static_nodes), whole(static_scratch)};
+    const Buffer& box_buffer(int k) const { return k == kDynamic ? frames->boxes : boxes[k]; }
+    const Buffer& slot_buffer(int k) const { return k == kDynamic ? dynamic_slots : slots[k]; }
+    LbvhTree tree(int k) const {
+        return {whole(k == kDynamic ? frames->nodes : nodes[k]), capacity[k]};
     }
 
-    // The frames' pair passes: filters and handles of the dynamic slots, and the cross pass
-    // against the static tree when the state framed has static bodies.
-    void set_pairs(std::uint32_t static_live) {
-        frames->proxy = {};
-        frames->proxy.slots = whole(dynamic_slots);
-        if (static_live > 0) {
-            frames->proxy.cross = true;
-            frames->proxy.other = {whole(static_nodes), capacity[kStatic]};
-            frames->proxy.other_slots = whole(static_slots);
+    // Records the build of the static or fresh tree over all its slots.
+    Status record_tree(VkCommandBuffer cmd, int k) const {
+        Status s = frames->lbvh->record_build(
+            cmd, {whole(boxes[k]), whole(nodes[k]), whole(scratch[k])}, capacity[k]);
+        compute_barrier(cmd);
+        return s;
+    }
+
+    // The frame's pair passes for a state with these live counts: the dynamic tree's own
+    // pairs, then dynamic x static, fresh x fresh, fresh x dynamic, fresh x static, each only
+    // when both sides have bodies, all appended to one list.
+    void set_pairs(std::uint32_t static_live, std::uint32_t fresh_live) {
+        frames->proxy_slots = whole(dynamic_slots);
+        frames->extra_passes.clear();
+        auto pass = [&](int query, bool cross, int other) {
+            ProxyPairs p;
+            p.slots = whole(slot_buffer(query));
+            p.append = true;
+            p.cross = cross;
+            if (cross) {
+                p.other = tree(other);
+                p.other_slots = whole(slot_buffer(other));
+            }
+            frames->extra_passes.emplace_back(tree(query), p);
+        };
+        if (static_live > 0) pass(kDynamic, true, kStatic);
+        if (fresh_live > 0) {
+            pass(kFresh, false, kFresh);
+            pass(kFresh, true, kDynamic);
+            if (static_live > 0) pass(kFresh, true, kStatic);
         }
         frames->key_bound = handle_capacity;
     }
 
+    // Moves every fresh body into free dynamic slots once the fresh tree holds more than an
+    // eighth of the dynamic slots (at least 256), so that the dynamic tree is rebuilt with
+    // them (ProxyStepInfo::migrated). Host work only: the moves are part of the batch.
+    bool migrate() {
+        Slots& fresh = kinds[kFresh];
+        const std::uint32_t most = std::max<std::uint32_t>(256, capacity[kDynamic] / 8);
+        if (fresh.live <= most) return false;
+        for (std::uint32_t s = 0; s < fresh.extent(); ++s) {
+            if (empty(fresh.boxes[s])) continue;
+            const ProxySlot proxy = fresh.proxies[s];
+            const GpuBox box = fresh.boxes[s];
+            const std::uint32_t to = kinds[kDynamic].acquire();
+            kinds[kDynamic].write(to, box, proxy);
+            fresh.release(s);
+            bodies[proxy.handle] = {kDynamic, to};
+        }
+        return true;
+    }
+
     bool needs_growth() const {
-        return !started || kinds[kDynamic].extent() > capacity[kDynamic] ||
-               kinds[kStatic].extent() > capacity[kStatic] || handles.extent() > handle_capacity;
+        for (int k = 0; k < kKinds; ++k)
+            if (kinds[k].extent() > capacity[k]) return true;
+        return !started || handles.extent() > handle_capacity;
     }
 
     Status grow();
@@ -172,42 +224,49 @@ struct ProxyScene::Impl {
 };
 
 // Sizes every buffer for the capacities the batch needs, then runs the previous step's state
-// as a first frame at those sizes (the tree built, its pairs the baseline of the next diff).
+// as a first frame at those sizes (the trees built, its pairs the baseline of the next diff).
 Status ProxyScene::Impl::grow() {
-    const std::uint32_t first_dynamic =
-        options.initial_dynamic_capacity > 0 ? options.initial_dynamic_capacity : kDefaultCapacity;
-    const std::uint32_t first_static =
-        options.initial_static_capacity > 0 ? options.initial_static_capacity : kDefaultCapacity;
+    const std::uint32_t first[kKinds] = {
+        options.initial_dynamic_capacity > 0 ? options.initial_dynamic_capacity : kDefaultCapacity,
+        options.initial_static_capacity > 0 ? options.initial_static_capacity : kDefaultCapacity,
+        0};
+    std::uint32_t cap[kKinds];
+    for (int k : {kDynamic, kStatic})
+        cap[k] = grown_capacity(started ? capacity[k] : first[k], kinds[k].extent());
+    // The fresh tree holds at most an eighth of the dynamic slots between migrations, and
+    // what one frame adds.
+    cap[kFresh] = grown_capacity(
+        std::max<std::uint32_t>(started ? capacity[kFresh] : 0, std::max(cap[kDynamic] / 8, 256u)),
+        kinds[kFresh].extent());
     const std::uint32_t first_handles =
         options.initial_handle_capacity > 0 ? options.initial_handle_capacity : kDefaultCapacity;
-    const std::uint32_t dyn =
-        grown_capacity(started ? capacity[kDynamic] : first_dynamic, kinds[kDynamic].extent());
-    const std::uint32_t sta =
-        grown_capacity(started ? capacity[kStatic] : first_static, kinds[kStatic].extent());
     handle_capacity =
         grown_capacity(started ? handle_capacity : first_handles, std::max(handles.extent(), 2u));
-    if (Status s = frames->check_limits(std::max(dyn, sta)); !s) return s;
+    if (Status s = frames->check_limits(std::max({cap[0], cap[1], cap[2]})); !s) return s;
     frames->cur = 0;
     frames->capacity = 0;
-    if (Status s = frames->allocate(dyn); !s) return s;
+    if (Status s = frames->allocate(cap[kDynamic]); !s) return s;
     frames->base_cost = 0;
-    capacity[kDynamic] = dyn;
-    capacity[kStatic] = sta;
-    const LbvhRequirements req = frames->lbvh->requirements(sta);
-    if (Status s = frames->ensure(dynamic_slots, dyn * VkDeviceSize(sizeof(ProxySlot))); !s)
+    for (int k = 0; k < kKinds; ++k) capacity[k] = cap[k];
+    if (Status s = frames->ensure(dynamic_slots, cap[kDynamic] * VkDeviceSize(sizeof(ProxySlot)));
+        !s)
         return s;
-    if (Status s = frames->ensure(static_boxes, sta * VkDeviceSize(sizeof(GpuBox))); !s) return s;
-    if (Status s = frames->ensure(static_slots, sta * VkDeviceSize(sizeof(ProxySlot))); !s)
-        return s;
-    if (Status s = frames->ensure(static_nodes, req.nodes); !s) return s;
-    if (Status s = frames->ensure(static_scratch, req.scratch); !s) return s;
+    for (int k : {kStatic, kFresh}) {
+        const LbvhRequirements req = frames->lbvh->requirements(cap[k]);
+        if (Status s = frames->ensure(boxes[k], cap[k] * VkDeviceSize(sizeof(GpuBox))); !s)
+            return s;
+        if (Status s = frames->ensure(slots[k], cap[k] * VkDeviceSize(sizeof(ProxySlot))); !s)
+            return s;
+        if (Status s = frames->ensure(nodes[k], req.nodes); !s) return s;
+        if (Status s = frames->ensure(scratch[k], req.scratch); !s) return s;
+    }
 
-    // The previous step's state, whole: dynamic boxes, dynamic slots, static boxes, static
-    // slots, each padded with free slots to its capacity.
-    std::vector<GpuBox> b[2];
-    std::vector<ProxySlot> p[2];
+    // The previous step's state, whole: each kind's boxes and ProxySlots, padded with free
+    // slots to its capacity, copied into its buffers.
+    std::vector<GpuBox> b[kKinds];
+    std::vector<ProxySlot> p[kKinds];
     VkDeviceSize bytes = 0;
-    for (int k : {kDynamic, kStatic}) {
+    for (int k = 0; k < kKinds; ++k) {
         kinds[k].previous(b[k], p[k]);
         b[k].resize(capacity[k], empty_box());
         p[k].resize(capacity[k], ProxySlot{});
@@ -215,29 +274,29 @@ Status ProxyScene::Impl::grow() {
     }
     if (Status s = ensure_staging(bytes); !s) return s;
     char* out = static_cast<char*>(staging.mapped());
-    const Buffer* targets[4] = {&frames->boxes, &dynamic_slots, &static_boxes, &static_slots};
-    const void* sources[4] = {b[kDynamic].data(), p[kDynamic].data(), b[kStatic].data(),
-                              p[kStatic].data()};
-    const VkDeviceSize sizes[4] = {
-        dyn * VkDeviceSize(sizeof(GpuBox)), dyn * VkDeviceSize(sizeof(ProxySlot)),
-        sta * VkDeviceSize(sizeof(GpuBox)), sta * VkDeviceSize(sizeof(ProxySlot))};
-    VkDeviceSize offsets[4];
+    std::vector<VkBufferCopy> copies[2 * kKinds];
+    const Buffer* targets[2 * kKinds];
     VkDeviceSize at = 0;
-    for (int k = 0; k < 4; ++k) {
-        std::memcpy(out + at, sources[k], sizes[k]);
-        offsets[k] = at;
-        at += sizes[k];
+    for (int k = 0; k < kKinds; ++k) {
+        const VkDeviceSize box_bytes = capacity[k] * VkDeviceSize(sizeof(GpuBox));
+        const VkDeviceSize slot_bytes = capacity[k] * VkDeviceSize(sizeof(ProxySlot));
+        std::memcpy(out + at, b[k].data(), box_bytes);
+        copies[2 * k] = {{at, 0, box_bytes}};
+        targets[2 * k] = &box_buffer(k);
+        at += box_bytes;
+        std::memcpy(out + at, p[k].data(), slot_bytes);
+        copies[2 * k + 1] = {{at, 0, slot_bytes}};
+        targets[2 * k + 1] = &slot_buffer(k);
+        at += slot_bytes;
     }
-    set_pairs(kinds[kStatic].live_before);
+    set_pairs(kinds[kStatic].live_before, kinds[kFresh].live_before);
     Status built;
     frames->prologue = [&](VkCommandBuffer cmd) {
-        for (int k = 0; k < 4; ++k) {
-            const VkBufferCopy copy{offsets[k], 0, sizes[k]};
-            vkCmdCopyBuffer(cmd, staging.handle(), targets[k]->handle(), 1, &copy);
-        }
+        for (int c = 0; c < 2 * kKinds; ++c)
+            vkCmdCopyBuffer(cmd, staging.handle(), targets[c]->handle(), 1, copies[c].data());
         compute_barrier(cmd);
-        built = frames->lbvh->record_build(cmd, static_build(), sta);
-        compute_barrier(cmd);
+        for (int k : {kStatic, kFresh})
+            if (built) built = record_tree(cmd, k);
     };
     auto r = frames->frame(whole(frames->boxes), true, false);
     frames->prologue = nullptr;
@@ -250,20 +309,26 @@ Status ProxyScene::Impl::grow() {
 
 Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     info = {};
+    info.migrated = migrate();
     if (needs_growth()) {
         if (Status s = grow(); !s) return s.error();
     }
     if (Status s = update.ready(); !s) return s.error();
     if (Status s = ready_lbvh_kernels(*frames->lbvh); !s) return s.error();
     const auto start = std::chrono::steady_clock::now();
-    // The batch: dynamic records, then static ones.
-    const std::uint32_t counts[2] = {static_cast<std::uint32_t>(kinds[kDynamic].dirty.size()),
-                                     static_cast<std::uint32_t>(kinds[kStatic].dirty.size())};
-    const VkDeviceSize bytes = (counts[0] + counts[1]) * kRecordBytes;
+    // The batch: each kind's records in turn.
+    std::uint32_t counts[kKinds], first_record[kKinds];
+    std::uint32_t records = 0;
+    for (int k = 0; k < kKinds; ++k) {
+        first_record[k] = records;
+        counts[k] = static_cast<std::uint32_t>(kinds[k].dirty.size());
+        records += counts[k];
+    }
+    const VkDeviceSize bytes = records * kRecordBytes;
     if (Status s = ensure_staging(bytes); !s) return s.error();
     if (Status s = frames->ensure(updates, bytes); !s) return s.error();
     auto* record = static_cast<std::uint32_t*>(staging.mapped());
-    for (int k : {kDynamic, kStatic}) {
+    for (int k = 0; k < kKinds; ++k) {
         for (std::uint32_t s : kinds[k].dirty) {
             record[0] = s;
             record[1] = record[2] = record[3] = 0;
@@ -274,7 +339,10 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     }
     const double upload_ms = ms_since(start);
     const bool rebuild_static = counts[kStatic] > 0;
-    set_pairs(kinds[kStatic].live);
+    const bool build_fresh = kinds[kFresh].live > 0;
+    set_pairs(kinds[kStatic].live, kinds[kFresh].live);
+    frames->force_rebuild = info.migrated;
+    Status built;
     frames->prologue = [&](VkCommandBuffer cmd) {
         stamps.reset(cmd, 0, kBatchQueries);
         compute_barrier(cmd);
@@ -284,28 +352,25 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
             vkCmdCopyBuffer(cmd, staging.handle(), updates.handle(), 1, &copy);
             compute_barrier(cmd);
         }
-        const Buffer* box_targets[2] = {&frames->boxes, &static_boxes};
-        const Buffer* slot_targets[2] = {&dynamic_slots, &static_slots};
-        for (int k : {kDynamic, kStatic}) {
+        for (int k = 0; k < kKinds; ++k) {
             if (counts[k] == 0) continue;
             PushConstants pc{};
             pc.count = counts[k];
-            pc.offset = k == kStatic ? counts[kDynamic] : 0;
-            update.dispatch(cmd,
-                            {first_bytes(whole(updates), bytes), whole(*box_targets[k]),
-                             whole(*slot_targets[k])},
-                            pc, groups(counts[k]));
+            pc.offset = first_record[k];
+            update.dispatch(
+                cmd,
+                {first_bytes(whole(updates), bytes), whole(box_buffer(k)), whole(slot_buffer(k))},
+                pc, groups(counts[k]));
         }
         compute_barrier(cmd);
-        if (rebuild_static) {
-            // Checked ranges of the scene's own buffers: cannot fail.
-            (void)frames->lbvh->record_build(cmd, static_build(), capacity[kStatic]);
-            compute_barrier(cmd);
-        }
+        if (rebuild_static) built = record_tree(cmd, kStatic);
+        if (build_fresh && built) built = record_tree(cmd, kFresh);
         stamps.write(cmd, 1);
     };
     auto r = frames->frame(whole(frames->boxes), false, false);
     frames->prologue = nullptr;
+    frames->force_rebuild = false;
+    if (!built) return built.error();
     if (!r) return r.error();
     times = frames->times;
     times.upload = upload_ms;
@@ -314,9 +379,10 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     info.ratio = r->ratio;
     info.work_ratio = r->work_ratio;
     info.regrown = r->regrown;
-    info.dynamic_updates = counts[kDynamic];
+    info.dynamic_updates = counts[kDynamic] + counts[kFresh];
     info.static_updates = counts[kStatic];
     info.static_rebuilt = rebuild_static;
+    info.fresh = kinds[kFresh].live;
     for (Slots& k : kinds) k.commit();
     handles.end_frame();
     ProxyFrame frame;
@@ -353,10 +419,12 @@ Result<ProxyHandle> ProxyScene::add(const Box& box, const Filter& filter, BodyKi
     Impl& im = *impl_;
     if (Status s = check_box(box, "ProxyScene::add"); !s) return s.error();
     const ProxyHandle handle = im.handles.acquire();
-    Slots& slots = im.kinds[kind == BodyKind::static_body ? kStatic : kDynamic];
+    // New dynamic bodies go to the fresh tree until the next migration.
+    const int k = kind == BodyKind::static_body ? kStatic : kFresh;
+    Slots& slots = im.kinds[k];
     const std::uint32_t slot = slots.acquire();
     if (handle >= im.bodies.size()) im.bodies.resize(std::size_t{handle} + 1);
-    im.bodies[handle] = {kind, slot};
+    im.bodies[handle] = {k, slot};
     slots.write(slot, gpu_box(box), proxy_slot(filter, handle));
     return handle;
 }
@@ -365,7 +433,7 @@ Status ProxyScene::remove(ProxyHandle handle) {
     Impl& im = *impl_;
     if (!im.handles.live(handle)) return bad_handle("remove", handle);
     const Body body = im.bodies[handle];
-    im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic].release(body.slot);
+    im.kinds[body.kind].release(body.slot);
     im.handles.release(handle);
     return {};
 }
@@ -376,7 +444,7 @@ Status ProxyScene::move(ProxyHandle handle, const Box& box) {
     if (Status s = check_box(box, "ProxyScene::move of handle " + std::to_string(handle)); !s)
         return s;
     const Body body = im.bodies[handle];
-    Slots& slots = im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic];
+    Slots& slots = im.kinds[body.kind];
     slots.write(body.slot, gpu_box(box), slots.proxies[body.slot]);
     return {};
 }
@@ -385,7 +453,7 @@ Status ProxyScene::set_filter(ProxyHandle handle, const Filter& filter) {
     Impl& im = *impl_;
     if (!im.handles.live(handle)) return bad_handle("set_filter", handle);
     const Body body = im.bodies[handle];
-    Slots& slots = im.kinds[body.kind == BodyKind::static_body ? kStatic : kDynamic];
+    Slots& slots = im.kinds[body.kind];
     slots.write(body.slot, slots.boxes[body.slot], proxy_slot(filter, handle));
     return {};
 }

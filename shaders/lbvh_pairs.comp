@@ -15,8 +15,9 @@
 // costs no output) and is written as the two handles. Cross (pc.flags & kPairsCross): leaf p
 // of the query tree (binding 0) is tested against every leaf of a second tree (binding 5,
 // pc.offset leaves, slots in binding 6), with no "look right" skip: the dynamic bodies
-// against the static world. Both passes may append to one list: a cross pass continues the
-// counters of the status it is given.
+// against the static world. Several passes may append to one list (pc.flags & kPairsAppend:
+// the pass continues the status's pair counter); only the first pass counts its visits, the
+// work of the tree the refit-or-rebuild policy watches.
 // CPU twin: lbvh::self_pairs.
 #version 450
 #include "common.glsl"
@@ -88,6 +89,7 @@ vec3 walked_hi(uint i) {
 
 // Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
 void count_visits(uint expanded) {
+    if ((pc.flags & kPairsAppend) != 0u) return;
     uint before = atomicAdd(tstatus.visits_lo, expanded);
     if (before + expanded < before) atomicAdd(tstatus.visits_hi, 1u);  // the low word wrapped
 }

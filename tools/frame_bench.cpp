@@ -176,7 +176,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         churn, churn, args.churn);
     std::printf("per frame, median over %d frames (ms):\n", frames);
     print_row("batch records (host wall)", upload);
-    print_row("batch scatter (GPU)", batch);
+    print_row("batch + fresh/static trees (GPU)", batch);
     print_row("refit + cost + decision (GPU)", refit);
     print_row("rebuild + cost (GPU)", rebuild);
     print_row("pairs (GPU)", pairs);

@@ -92,8 +92,8 @@ struct FrameTimes {
     double pairs = 0;  ///< all-pairs traversal, every pass when the pair buffer grew (GPU)
     double sort = 0;   ///< radix sort of the packed pair keys (GPU)
     double diff = 0;   ///< began/ended differences with the previous frame (GPU)
-    /// gpu::ProxyScene: the batch's scatter into the slots and the static tree's rebuild
-    /// after a static change (GPU; 0 for MovingScene)
+    /// gpu::ProxyScene: the batch's scatter into the slots, the fresh tree's build and the
+    /// static tree's rebuild after a static change (GPU; 0 for MovingScene)
     double proxies = 0;
     /// GPU stages together (upload excluded).
     double gpu_total() const { return proxies + refit + rebuild + pairs + sort + diff; }

@@ -127,6 +127,7 @@ struct ProxySlot {
 // lbvh_pairs.comp push constant `flags` (see the shader).
 BP_CONST kPairsProxies = 1u;  // filter by ProxySlot and write handles
 BP_CONST kPairsCross = 2u;    // query leaves against a second tree of pc.offset leaves
+BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visits
 
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
 // total: 32 bytes

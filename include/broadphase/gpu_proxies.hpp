@@ -1,23 +1,30 @@
 // Proxies on the GPU: bodies that come and go under stable handles, with collision filters, in
 // a dynamic tree beside a static one (the CPU reference and the terms: broadphase/proxies.hpp).
 //
-// Each kind of body lives in slots of its own: slot s of the dynamic kind holds a box and a
-// gpu_layout::ProxySlot (filter and handle), and a free slot holds an empty box (lo = +inf,
-// hi = -inf) that overlaps nothing. The dynamic tree is an LBVH over every dynamic slot, kept
-// by gpu::MovingScene's frame: an add writes its box into a free slot's leaf and a remove
-// empties its leaf, so that a frame with adds and removes is a refit like any other, and the
-// tree is rebuilt only when the refit-or-rebuild policy asks for it (an added body sits under
-// the free slots' subtree until then; the refit's SAH cost and traversal work measure what
-// that costs). The static tree is an LBVH over the static slots, rebuilt in the frame after a
-// batch that changed it; frames without static changes do not touch it.
+// Each kind of body lives in slots of its own: a slot holds a box and a gpu_layout::ProxySlot
+// (filter and handle), and a free slot holds an empty box (lo = +inf, hi = -inf) that overlaps
+// nothing. Three trees, each an LBVH over all the slots of its kind:
+// - the dynamic tree, kept by gpu::MovingScene's frame: a move refits its leaf and a remove
+//   empties it, so a frame of moves and removes is a refit like any other, rebuilt only when
+//   the refit-or-rebuild policy (SAH cost, traversal work) asks for it;
+// - the fresh tree of the dynamic bodies added since the last migration, rebuilt every frame
+//   (it is small). A body added into a free leaf of the dynamic tree would stretch that
+//   leaf's ancestors across the scene (the leaf sits where a removed body was) and make the
+//   policy rebuild almost every frame of churn; in the fresh tree it costs a small build.
+//   When the fresh tree holds more than an eighth of the dynamic slots (at least 256), its
+//   bodies move into free dynamic slots and that frame rebuilds the dynamic tree
+//   (Bullet's btDbvtBroadphase keeps new proxies apart in the same way);
+// - the static tree, rebuilt in the frame after a batch that changed it; frames without static
+//   changes do not touch it.
+// The pairs are the dynamic tree's own, then dynamic x static, fresh x fresh, fresh x dynamic
+// and fresh x static, appended to one list.
 //
 // A frame is one submit: the batch of the frame's changes (one record per changed slot) is
 // copied from a host-visible staging buffer and scattered into the slots
-// (shaders/proxy_update.comp), the static tree is rebuilt if needed, and the dynamic tree is
-// refitted or rebuilt; then the all-pairs traversal finds dynamic-dynamic pairs and a second
-// pass tests every dynamic leaf against the static tree, both filtering by the ProxySlots
-// before anything is appended and writing handles (shaders/lbvh_pairs.comp); the pairs are
-// sorted and diffed with the previous frame's on the GPU.
+// (shaders/proxy_update.comp), the fresh tree is built and the static one rebuilt if needed,
+// and the dynamic tree is refitted or rebuilt; then the pair passes run, every one filtering by
+// the ProxySlots before anything is appended and writing handles (shaders/lbvh_pairs.comp);
+// the pairs are sorted and diffed with the previous frame's on the GPU.
 //
 // Capacities: dynamic slots, static slots and the handle range (the pair keys' width) start at
 // the options' values and double (or grow to what a frame needs, if more) when a frame needs
@@ -54,7 +61,10 @@ struct ProxyStepInfo {
     std::uint32_t static_updates = 0;   ///< static slots the batch wrote
     bool static_rebuilt = false;        ///< the static tree was rebuilt
     bool grown = false;                 ///< a capacity grew (the frame rebuilt everything first)
-    bool regrown = false;               ///< the pair buffers grew (MovingScene's regrown)
+    /// the fresh bodies moved into the dynamic tree, which this frame rebuilt
+    bool migrated = false;
+    std::uint32_t fresh = 0;  ///< bodies in the fresh tree after the frame
+    bool regrown = false;     ///< the pair buffers grew (MovingScene's regrown)
 };
 
 /// The GPU proxy world: the same calls and results as broadphase::ProxyWorld (same handles

@@ -111,7 +111,7 @@ TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
     check_step(scene, oracle, 0);
     EXPECT_TRUE(scene.last_info().grown);
 
-    std::size_t refits_with_churn = 0, filtered_out = 0;
+    std::size_t refits_with_churn = 0, filtered_out = 0, migrations = 0;
     for (int frame = 1; frame <= 120; ++frame) {
         if (frame == 60) {
             // Remove everything; the next frame re-adds into the freed handles.
@@ -155,6 +155,7 @@ TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
         const gpu::ProxyStepInfo& info = scene.last_info();
         if (!info.grown && info.path == gpu::FramePath::refit && info.dynamic_updates > 0)
             ++refits_with_churn;
+        migrations += info.migrated ? 1 : 0;
         filtered_out += oracle.pairs(false).size() - oracle.pairs(true).size();
         EXPECT_EQ(scene.size(), live.size());
     }
@@ -164,6 +165,8 @@ TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
     EXPECT_GT(scene.dynamic_capacity(), 64u);
     EXPECT_GT(scene.static_capacity(), 16u);
     EXPECT_GT(filtered_out, 0u);
+    // New bodies went to the fresh tree and moved into the dynamic one when it filled.
+    EXPECT_GT(migrations, 0u);
 }
 
 TEST_F(ProxySceneTest, HandlesFollowThePoolAndErrorsNameThem) {
