@@ -95,14 +95,18 @@ float ordered_to_float(std::uint32_t u) {
 }
 
 Box centroid_bounds(std::span<const Box> boxes) {
-    if (boxes.empty()) return Box{};
+    // Empty slots (lbvh::empty_slot) have no centroid: skipped.
+    auto first =
+        std::find_if(boxes.begin(), boxes.end(), [](const Box& b) { return !empty_slot(b); });
+    if (first == boxes.end()) return Box{};
     Box bounds;
     for (int axis = 0; axis < 3; ++axis) {
-        const float c = (boxes[0].min[axis] + boxes[0].max[axis]) * 0.5f;
+        const float c = (first->min[axis] + first->max[axis]) * 0.5f;
         bounds.min[axis] = c;
         bounds.max[axis] = c;
     }
     for (const Box& b : boxes) {
+        if (empty_slot(b)) continue;
         for (int axis = 0; axis < 3; ++axis) {
             const float c = (b.min[axis] + b.max[axis]) * 0.5f;
             bounds.min[axis] = std::min(bounds.min[axis], c);
@@ -198,6 +202,10 @@ std::vector<std::uint64_t> compute_codes(std::span<const Box> boxes, CodeKind ki
     const Quantizer quantizer(centroid_bounds(boxes), kind == CodeKind::morton63 ? 21u : 10u);
     std::vector<std::uint64_t> codes(boxes.size());
     for (std::size_t i = 0; i < boxes.size(); ++i) {
+        if (empty_slot(boxes[i])) {
+            codes[i] = kind == CodeKind::morton63 ? ~std::uint64_t{0} : gpu_layout::kEmptyCode30;
+            continue;
+        }
         std::uint32_t q[3];
         quantizer.quantize(boxes[i], q);
         switch (kind) {
@@ -242,12 +250,13 @@ std::uint32_t code30(CodeKind kind, const std::uint32_t q[3]) {
 bool refine_codes(std::span<const Box> boxes, CodeKind kind, std::vector<std::uint64_t>& codes,
                   std::vector<std::uint32_t>& ids) {
     const std::size_t n = codes.size();
-    // Runs of equal codes: [start, end) in sorted order.
+    // Runs of equal codes: [start, end) in sorted order. The empty slots' run is never
+    // refined, and its boxes keep 0 as their second code.
     std::size_t longest = 0;
     for (std::size_t start = 0, end = 0; start < n; start = end) {
         end = start + 1;
         while (end < n && codes[end] == codes[start]) ++end;
-        longest = std::max(longest, end - start);
+        if (codes[start] != gpu_layout::kEmptyCode30) longest = std::max(longest, end - start);
     }
     if (longest < kRefineRun) {
         for (std::uint64_t& c : codes) c <<= 32;
@@ -257,6 +266,10 @@ bool refine_codes(std::span<const Box> boxes, CodeKind kind, std::vector<std::ui
     for (std::size_t start = 0, end = 0; start < n; start = end) {
         end = start + 1;
         while (end < n && codes[end] == codes[start]) ++end;
+        if (codes[start] == gpu_layout::kEmptyCode30) {
+            for (std::size_t p = start; p < end; ++p) keyed[p] = {codes[p] << 32, ids[p]};
+            continue;
+        }
         Box bounds;
         for (std::size_t p = start; p < end; ++p) {
             const Box& b = boxes[ids[p]];

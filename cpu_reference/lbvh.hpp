@@ -32,7 +32,16 @@ enum class CodeKind {
 std::uint32_t float_to_ordered(float f);
 float ordered_to_float(std::uint32_t u);
 
-/// Bounds of the box centroids c = (min + max) * 0.5f. Empty input gives lo = hi = 0.
+/// An empty slot (gpu_layout.h, "Empty slots"; gpu::ProxyScene's free slots): min.x > max.x,
+/// written as min = +inf, max = -inf. It overlaps nothing, has no centroid, gets the empty code
+/// (sorted after every real code) and is never refined; a node over empty slots alone has
+/// area 0. Every function of the twin accepts such boxes as the GPU's build does.
+inline bool empty_slot(const Box& b) {
+    return b.min.x > b.max.x;
+}
+
+/// Bounds of the box centroids c = (min + max) * 0.5f, empty slots skipped. No centroid gives
+/// lo = hi = 0.
 Box centroid_bounds(std::span<const Box> boxes);
 
 /// Quantisation of centroids to `bits` bits per axis:

@@ -12,6 +12,7 @@ void refit(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
 }
 
 float node_area(const LbvhNode& node) {
+    if (node.lo.x > node.hi.x) return 0.0f;  // only empty slots below (lbvh_sah.comp)
     float dx = node.hi.x - node.lo.x, dy = node.hi.y - node.lo.y, dz = node.hi.z - node.lo.z;
     return 2.0f * (dx * dy + dy * dz + dz * dx);
 }

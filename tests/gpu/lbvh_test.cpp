@@ -189,6 +189,78 @@ TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
     }
 }
 
+// Empty slots (LbvhOptions::empty_slots, gpu::ProxyScene's free slots: min = +inf, max = -inf)
+// among real boxes, scattered and in a block: the GPU tree equals the twin's bit for bit for
+// every code kind, refined or not, empties sorted last and never refined; the twin's pairs over
+// that tree are brute force's pairs of the real boxes.
+TEST_F(LbvhTest, EmptySlotsMatchTheTwin) {
+    gpu::Context& ctx = gpu_context();
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const char* generator : {"uniform", "multiscale", "level"}) {
+        auto scene = generate_scene(generator, 6000);
+        ASSERT_TRUE(scene);
+        std::vector<Box> boxes = scene->boxes;
+        std::vector<Box> real;
+        std::vector<std::uint32_t> real_ids;
+        for (std::size_t i = 0; i < boxes.size(); ++i) {
+            if (i % 3 == 1 || (i >= 2000 && i < 2600)) {
+                boxes[i] = Box{{inf, inf, inf}, {-inf, -inf, -inf}};
+            } else {
+                real.push_back(boxes[i]);
+                real_ids.push_back(static_cast<std::uint32_t>(i));
+            }
+        }
+        std::vector<Pair> expected;
+        for (const Pair& p : brute_pairs(real)) expected.push_back({real_ids[p.i], real_ids[p.j]});
+        const auto n = static_cast<std::uint32_t>(boxes.size());
+        for (gpu::CodeKind code :
+             {gpu::CodeKind::morton30, gpu::CodeKind::hilbert30, gpu::CodeKind::morton63}) {
+            for (bool refine : {true, false}) {
+                SCOPED_TRACE(std::string(generator) + " code " + std::to_string(int(code)) +
+                             (refine ? " refined" : ""));
+                gpu::LbvhOptions options;
+                options.code = code;
+                options.refine = refine;
+                options.empty_slots = true;
+                auto lbvh = gpu::Lbvh::create(ctx, options);
+                ASSERT_TRUE(lbvh);
+                const gpu::LbvhRequirements req = (*lbvh)->requirements(n);
+                auto box_buffer = ctx.create_buffer(req.boxes, gpu::MemoryKind::device);
+                auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
+                auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
+                ASSERT_TRUE(box_buffer && nodes && scratch);
+                const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+                ASSERT_TRUE(ctx.upload(*box_buffer, gpu_boxes.data(), req.boxes));
+                ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+                    gpu::compute_barrier(cmd);
+                    EXPECT_TRUE((*lbvh)->record_build(
+                        cmd, {gpu::whole(*box_buffer), gpu::whole(*nodes), gpu::whole(*scratch)},
+                        n));
+                }));
+                std::vector<LbvhNode> got(2ull * n - 1);
+                ASSERT_TRUE(ctx.download(*nodes, got.data(), got.size() * sizeof(LbvhNode)));
+                const auto twin = lbvh::build_tree(boxes, cpu_kind(code), refine);
+                ASSERT_EQ(got.size(), twin.size());
+                for (std::size_t i = 0; i < twin.size(); ++i) {
+                    const LbvhNode& g = got[i];
+                    const LbvhNode& e = twin[i];
+                    ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
+                                g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
+                                g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z)
+                        << "node " << i;
+                }
+                // The last leaves in sorted order hold the empty slots.
+                EXPECT_EQ(boxes[twin.back().link.x].min.x, inf);
+                std::vector<Pair> pairs;
+                QueryStats stats;
+                lbvh::self_pairs(twin, boxes, pairs, &stats);
+                std::sort(pairs.begin(), pairs.end());
+                EXPECT_EQ(pairs, expected);
+            }
+        }
+    }
+}
+
 // Test 2: invalid boxes are rejected with an error naming the box; nothing runs.
 TEST_F(LbvhTest, RejectsInvalidBoxes) {
     auto lbvh = make_lbvh(gpu::CodeKind::morton30);
