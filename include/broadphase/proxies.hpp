@@ -91,6 +91,10 @@ public:
     /// Live bodies.
     std::uint32_t size() const;
 
+    /// Checks the world's invariants (each live body in its kind's structure, with its box and
+    /// filter; the structures' own validate()); an error says which failed and for what handle.
+    Status validate() const;
+
     struct Impl;
 
 private:
