@@ -36,7 +36,8 @@ class HandlePool {
 public:
     /// The next handle (see the class comment).
     ProxyHandle acquire();
-    /// Marks a live handle as released; it is free from the next end_frame() on.
+    /// Marks a live handle as released; it is free from the next end_frame() on. A handle that
+    /// is not live is left alone.
     void release(ProxyHandle handle);
     /// Frees the handles released since the last end_frame().
     void end_frame();
