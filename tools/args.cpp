@@ -324,6 +324,20 @@ void check_bench(const CLI::App& c, const std::vector<BenchMode>& modes, Args& a
     a.sizes.erase(std::unique(a.sizes.begin(), a.sizes.end()), a.sizes.end());
 }
 
+/// After parsing `events`: --scenes or --script, and the options of --scenes only with it.
+void check_events(const CLI::Option* scenes, const CLI::Option* script,
+                  const std::vector<const CLI::Option*>& scenes_only) {
+    if (scenes->count() > 0 && script->count() > 0)
+        throw CLI::ValidationError("--scenes and --script cannot be combined");
+    if (scenes->count() == 0 && script->count() == 0)
+        throw CLI::RequiredError("--scenes S0 S1 ... or --script FILE");
+    if (script->count() == 0) return;
+    for (const CLI::Option* o : scenes_only) {
+        if (o->count() > 0)
+            throw CLI::ValidationError(o->get_name() + " is for --scenes, not --script");
+    }
+}
+
 std::string version_text() {
     std::string text = std::string("broadphase ") + kVersion;
 #ifdef BROADPHASE_HAS_GPU
@@ -444,28 +458,45 @@ CommandLine read_command_line(int argc, char** argv) {
     add_device(*c, a);
     add_validation(*c, a);
 
-    c = command("events",
-                "per frame after the first: \"frame K\", then \"+ i j\" (began) and \"- i j\" "
-                "(ended), sorted; dynamic CPU structures move the changed boxes in place. On a "
-                "terminal, standard error shows the frames done",
-                &run_events);
-    c->add_option("--scenes", a.scenes,
-                  "the frames: scene files with the same box count, or one generator animated "
-                  "by --frames")
-        ->type_name("S0 S1 ...")
-        ->option_text("S0 S1 ... REQUIRED")
-        ->required();
+    CLI::App* events = c = command(
+        "events",
+        "per frame after the first: \"frame K\", then \"+ i j\" (began) and \"- i j\" "
+        "(ended), sorted; dynamic CPU structures move the changed boxes in place. The frames are "
+        "scenes (--scenes) or a script of bodies (--script). On a terminal, standard error shows "
+        "the frames done",
+        &run_events);
+    CLI::Option* scenes =
+        c->add_option("--scenes", a.scenes,
+                      "the frames: scene files with the same box count, or one generator "
+                      "animated by --frames")
+            ->type_name("S0 S1 ...")
+            ->option_text("S0 S1 ...");
+    CLI::Option* script =
+        c->add_option("--script", a.script,
+                      "instead of --scenes, the frames of a script, one command a line: "
+                      "\"frame\" starts a frame (the first line; the first frame's pairs are the "
+                      "starting state), \"+ ID minx miny minz maxx maxy maxz [category mask "
+                      "group]\" adds a dynamic body, \"s ID ...\" the same a static one (static "
+                      "bodies never pair with each other), \"- ID\" removes one, \"m ID minx "
+                      "miny minz maxx maxy maxz\" moves one, \"f ID category mask group\" "
+                      "changes its filter (Box2D's categoryBits, maskBits, groupIndex; defaults 1 "
+                      "0xFFFFFFFF 0); # comments. IDs are integers of the script's choice, and "
+                      "the events name them. Every CPU method; the dynamic ones move bodies in "
+                      "place")
+            ->type_name("FILE");
     add_method(*c, a)->required();
-    c->add_option("--frames", a.frames,
-                  "animate the one generator of --scenes for F frames (1..100000), a "
-                  "deterministic jitter")
-        ->type_name("F")
-        ->transform(integer_in(1, 100000));
-    add_policy(*c, a);
-    add_rebuild_ratio(*c, a);
-    add_rebuild_work_ratio(*c, a);
+    CLI::Option* frames_option =
+        c->add_option("--frames", a.frames,
+                      "animate the one generator of --scenes for F frames (1..100000), a "
+                      "deterministic jitter")
+            ->type_name("F")
+            ->transform(integer_in(1, 100000));
+    const std::vector<const CLI::Option*> scenes_only = {
+        frames_option, add_policy(*c, a), add_rebuild_ratio(*c, a), add_rebuild_work_ratio(*c, a)};
     c->add_flag("--rebuild", a.rebuild, "CPU methods: rebuild every frame instead of moving");
-    c->add_flag("--verbose", a.verbose, "per frame on standard error: refit/rebuild, moved boxes");
+    c->add_flag("--verbose", a.verbose,
+                "per frame on standard error: refit/rebuild, moved boxes (--script: commands, "
+                "bodies, pairs)");
     add_out(*c, a);
     add_gpu(*c, a);
 
@@ -507,6 +538,7 @@ CommandLine read_command_line(int argc, char** argv) {
             check_bench(*bench, modes, a);
         else
             a.command = chosen->app->get_name();
+        if (chosen->app == events) check_events(scenes, script, scenes_only);
         for (const CLI::Option* o : chosen->app->get_options())
             if (o->count() > 0 && !o->get_lnames().empty()) a.given.insert(o->get_lnames().front());
         if (chosen->app == version) {

@@ -31,6 +31,7 @@ struct Args {
     std::string against;              ///< pairs --against: the second set
     std::string boxes;                ///< query: the query boxes
     std::string rays;                 ///< raycast: the rays file
+    std::string script;               ///< events --script: the proxy script
     std::string out;                  ///< --out FILE (empty: standard output)
     std::string out_dir = ".";        ///< bench --cpu: where the plots go
     std::string table;                ///< bench --cpu: the markdown table's file

@@ -5,7 +5,9 @@
 // std::set_difference of consecutive sorted pair lists.
 //
 // Frames come from scene files (--scenes f0 f1 ...: same box count in each) or from a generator
-// animated deterministically (--scenes NAME:COUNT[:SEED] --frames F; tools/animation.hpp).
+// animated deterministically (--scenes NAME:COUNT[:SEED] --frames F; tools/animation.hpp); or
+// from a script of bodies added, removed, moved and refiltered under the script's ids (--script
+// FILE; tools/proxy_script.hpp), run on a proxy world (tools/proxy_backend.hpp).
 // On a terminal, standard error shows the frames done of the total (tools/progress.hpp).
 #include <algorithm>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,6 +28,8 @@
 #include "commands.hpp"
 #include "io.hpp"
 #include "progress.hpp"
+#include "proxy_backend.hpp"
+#include "proxy_script.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu_frames.hpp"
 #endif
@@ -104,9 +109,105 @@ private:
     std::size_t count_ = 0;
 };
 
+/// The backend of --script for `method`. gpu::ProxyScene, once there, plugs in here as a
+/// WorldBackend<gpu::ProxyScene> over a context opened with open_context(args).
+Result<std::unique_ptr<ProxyBackend>> make_proxy_backend(const Args& args) {
+    if (args.method == "gpu_lbvh")
+        return Error{ErrorCode::unsupported,
+                     "--script with --method gpu_lbvh is not available yet (the GPU proxy "
+                     "scene is to come); use a CPU method"};
+    return make_cpu_proxy_backend(args.method, args.rebuild);
+}
+
+/// `events --script FILE`: the script read and checked whole, then run frame by frame on the
+/// method's proxy world; the events printed in the script's ids.
+int run_events_script(const Args& args) {
+    const std::string& method = args.method;
+    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
+    auto text = read_text_file(args.script);
+    if (!text) return events_fail(text.error().message);
+    auto parsed = parse_proxy_script(text.value(), args.script);
+    if (!parsed) return events_fail(parsed.error().message);
+    const ProxyScript& script = parsed.value();
+    auto made = make_proxy_backend(args);
+    if (!made) return events_fail(made.error().message);
+    ProxyBackend& world = *made.value();
+
+    Output out(args);
+    Progress progress = Progress::on_stderr();
+    const bool erase_each_frame =
+        args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1);
+    auto failed = [&](const std::string& message) {
+        progress.clear();
+        return events_fail(message);
+    };
+    auto failed_at = [&](const ScriptCommand& c, const Error& e) {
+        return failed(args.script + ":" + std::to_string(c.line) + ": " + e.message);
+    };
+    // Script ids to handles and back. A removed body's handle keeps its id until the next
+    // step has reported its ended pairs (a released handle is reused only after a step).
+    std::unordered_map<std::uint32_t, ProxyHandle> handle_of;
+    std::vector<std::uint32_t> id_of;
+    std::vector<Pair> began, ended;
+    auto to_ids = [&](const std::vector<Pair>& pairs, std::vector<Pair>& ids) {
+        ids.clear();
+        for (const Pair& p : pairs) {
+            const std::uint32_t a = id_of[p.i], b = id_of[p.j];
+            ids.push_back(a < b ? Pair{a, b} : Pair{b, a});
+        }
+        std::sort(ids.begin(), ids.end());
+    };
+    try {
+        for (std::size_t f = 0; f < script.frames.size() && !out.failed(); ++f) {
+            for (const ScriptCommand& c : script.frames[f]) {
+                Status st;
+                switch (c.op) {
+                    case ScriptCommand::Op::add: {
+                        auto h = world.add(c.box, c.filter, c.kind);
+                        if (!h) return failed_at(c, h.error());
+                        handle_of[c.id] = *h;
+                        if (*h >= id_of.size()) id_of.resize(std::size_t{*h} + 1);
+                        id_of[*h] = c.id;
+                        break;
+                    }
+                    case ScriptCommand::Op::remove:
+                        st = world.remove(handle_of.at(c.id));
+                        handle_of.erase(c.id);
+                        break;
+                    case ScriptCommand::Op::move:
+                        st = world.move(handle_of.at(c.id), c.box);
+                        break;
+                    case ScriptCommand::Op::set_filter:
+                        st = world.set_filter(handle_of.at(c.id), c.filter);
+                        break;
+                }
+                if (!st) return failed_at(c, st.error());
+            }
+            auto frame = world.step();
+            if (!frame) return failed("frame " + std::to_string(f) + ": " + frame.error().message);
+            if (erase_each_frame) progress.clear();
+            if (args.verbose)
+                std::fprintf(stderr, "frame %zu: %zu commands, %zu bodies, %zu pairs\n", f,
+                             script.frames[f].size(), handle_of.size(), frame->pairs.size());
+            if (f > 0) {
+                to_ids(frame->began, began);
+                to_ids(frame->ended, ended);
+                print_frame(out, f, began, ended);
+            }
+            progress.update("events %s: %zu of %zu frames", method.c_str(), f + 1,
+                            script.frames.size());
+        }
+    } catch (const std::bad_alloc&) {
+        return failed("out of memory running " + args.script);
+    }
+    if (Status st = out.finish(); !st) return failed(st.error().message);
+    return 0;
+}
+
 }  // namespace
 
 int run_events(const Args& args) {
+    if (args.has("script")) return run_events_script(args);
     const std::string& method = args.method;
     auto loaded = Frames::load(args);
     if (!loaded) return events_fail(loaded.error().message);

@@ -36,7 +36,8 @@ class HandlePool {
 public:
     /// The next handle (see the class comment).
     ProxyHandle acquire();
-    /// Marks a live handle as released; it is free from the next end_frame() on.
+    /// Marks a live handle as released; it is free from the next end_frame() on. A handle that
+    /// is not live is left alone.
     void release(ProxyHandle handle);
     /// Frees the handles released since the last end_frame().
     void end_frame();
@@ -93,6 +94,10 @@ public:
 
     /// Live bodies.
     std::uint32_t size() const;
+
+    /// Checks the world's invariants (each live body in its kind's structure, with its box and
+    /// filter; the structures' own validate()); an error says which failed and for what handle.
+    Status validate() const;
 
     struct Impl;
 
