@@ -426,7 +426,7 @@ void BulkRTree::leaf_self_pairs(const Node& leaf, std::vector<Pair>& out) const 
         const Box& box = boxes_[a];
         for (std::uint32_t c = a + 1; c < end; ++c) {
             if (overlaps(box, boxes_[c])) {
-                out.push_back(Pair{std::min(ids_[a], ids_[c]), std::max(ids_[a], ids_[c])});
+                report_pair(out, ids_[a], ids_[c]);
             }
         }
     }
@@ -441,7 +441,7 @@ void BulkRTree::leaf_cross_pairs(const Node& a, const Node& b, std::vector<Pair>
         stats_.box_tests += b.count;
         for (std::uint32_t j = b.first; j < b.first + b.count; ++j) {
             if (overlaps(box, boxes_[j])) {
-                out.push_back(Pair{std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j])});
+                report_pair(out, ids_[i], ids_[j]);
             }
         }
     }

@@ -439,7 +439,7 @@ void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
             if (overlaps(na.tight, nb.tight)) {
-                out.push_back(Pair{std::min(na.id, nb.id), std::max(na.id, nb.id)});
+                report_pair(out, na.id, nb.id);
             }
             continue;
         }

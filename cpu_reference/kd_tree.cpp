@@ -139,7 +139,7 @@ void KdTree::leaf_self_pairs(const Node& leaf, std::vector<Pair>& out) const {
         const Box& box = boxes_[a];
         for (std::uint32_t b = a + 1; b < leaf.end; ++b) {
             if (overlaps(box, boxes_[b])) {
-                out.push_back(Pair{std::min(ids_[a], ids_[b]), std::max(ids_[a], ids_[b])});
+                report_pair(out, ids_[a], ids_[b]);
             }
         }
     }
@@ -172,7 +172,7 @@ void KdTree::cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>& ou
             stats_.box_tests += nb.end - nb.begin;
             for (std::uint32_t j = nb.begin; j < nb.end; ++j) {
                 if (overlaps(box, boxes_[j])) {
-                    out.push_back(Pair{std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j])});
+                    report_pair(out, ids_[i], ids_[j]);
                 }
             }
         }

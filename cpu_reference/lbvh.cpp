@@ -392,7 +392,7 @@ void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
 }
 
 void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
-                QueryStats* stats) {
+                QueryStats* stats, const Structure* filters) {
     QueryStats local;
     QueryStats& st = stats ? *stats : local;
     const auto n = static_cast<std::uint32_t>(boxes.size());
@@ -404,7 +404,8 @@ void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std
             nodes, st,
             [&](const LbvhNode& nd) { return nd.link.w > p && overlaps(query, node_box(nd)); },
             [&](std::uint32_t other) {
-                out.push_back(Pair{std::min(id, other), std::max(id, other)});
+                if (!filters || filters->collides(id, other))
+                    out.push_back(Pair{std::min(id, other), std::max(id, other)});
             });
     }
 }
@@ -512,7 +513,7 @@ Status LbvhStructure::build(std::span<const Box> boxes) {
 }
 
 void LbvhStructure::self_pairs(std::vector<Pair>& out) const {
-    lbvh::self_pairs(nodes_, boxes_, out, &stats_);
+    lbvh::self_pairs(nodes_, boxes_, out, &stats_, this);
 }
 
 void LbvhStructure::query_box(const Box& region, std::vector<std::uint32_t>& out) const {

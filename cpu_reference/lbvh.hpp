@@ -111,9 +111,10 @@ void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
 
 /// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
 /// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
-/// Appends (min id, max id) pairs in no particular order.
+/// Appends (min id, max id) pairs in no particular order; with `filters`, only the pairs its
+/// collides() allows (tested where each pair is found).
 void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
-                QueryStats* stats = nullptr);
+                QueryStats* stats = nullptr, const Structure* filters = nullptr);
 
 /// Checks the tree: every leaf reached exactly once from the root, parent links consistent,
 /// every node's bounds contain its children's, ranges consistent. Error names the node.

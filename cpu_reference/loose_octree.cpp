@@ -315,9 +315,7 @@ void LooseOctree::descend(const Box& region, std::vector<std::uint32_t>& stack,
 
 void LooseOctree::self_pairs(std::vector<Pair>& out) const {
     std::vector<std::uint32_t> stack, order;
-    const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
-        out.push_back(Pair{std::min(a, b), std::max(a, b)});
-    };
+    const auto emit = [this, &out](std::uint32_t a, std::uint32_t b) { report_pair(out, a, b); };
     // Per octant, one descent with the bounds of its boxes: a pair of boxes stored in octants
     // A and B is met from the shallower one, or at equal depth from the lower index (inside one
     // octant, i < j).

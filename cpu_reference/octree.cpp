@@ -399,9 +399,7 @@ bool Octree::owns(const Node& leaf, const Vec3& p) const {
 }
 
 void Octree::self_pairs(std::vector<Pair>& out) const {
-    const auto emit = [&out](std::uint32_t a, std::uint32_t b) {
-        out.push_back(Pair{std::min(a, b), std::max(a, b)});
-    };
+    const auto emit = [this, &out](std::uint32_t a, std::uint32_t b) { report_pair(out, a, b); };
     std::vector<std::uint32_t> order;
     for (const Node& node : nodes_) {
         if (!node.is_leaf()) {

@@ -250,6 +250,7 @@ Result<ProxyFrame> ProxyWorld::step() {
         ProxyFrame frame;
         w.find_pairs(frame.pairs);
         diff_sorted_pairs(w.previous, frame.pairs, frame.began, frame.ended);
+        frame.pair_count = frame.pairs.size();
         w.previous = frame.pairs;
         w.pool.end_frame();
         return frame;

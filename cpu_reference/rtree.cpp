@@ -651,7 +651,7 @@ void RTree::self_pairs(std::vector<Pair>& out) const {
             for (std::size_t j = i + 1; j < e.size(); ++j) {
                 if (!overlaps(e[i].box, e[j].box)) continue;
                 if (leaf) {
-                    out.push_back(Pair{std::min(e[i].ref, e[j].ref), std::max(e[i].ref, e[j].ref)});
+                    report_pair(out, e[i].ref, e[j].ref);
                 } else {
                     stack.emplace_back(&e[i], &e[j]);
                 }
@@ -685,7 +685,7 @@ void RTree::self_pairs(std::vector<Pair>& out) const {
             for (const Entry* y : near_b) {
                 if (!overlaps(x->box, y->box)) continue;
                 if (leaf) {
-                    out.push_back(Pair{std::min(x->ref, y->ref), std::max(x->ref, y->ref)});
+                    report_pair(out, x->ref, y->ref);
                 } else {
                     stack.emplace_back(x, y);
                 }

@@ -333,7 +333,7 @@ void SphereBvh::self_pairs_node(std::uint32_t index, std::vector<Pair>& out) con
             const Box& box = boxes_[a];
             for (std::uint32_t b = a + 1; b < end; ++b) {
                 if (overlaps(box, boxes_[b])) {
-                    out.push_back(Pair{std::min(ids_[a], ids_[b]), std::max(ids_[a], ids_[b])});
+                    report_pair(out, ids_[a], ids_[b]);
                 }
             }
         }
@@ -358,7 +358,7 @@ void SphereBvh::cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>&
             const Box& box = boxes_[i];
             for (std::uint32_t j = nb.first(); j < b_end; ++j) {
                 if (overlaps(box, boxes_[j])) {
-                    out.push_back(Pair{std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j])});
+                    report_pair(out, ids_[i], ids_[j]);
                 }
             }
         }

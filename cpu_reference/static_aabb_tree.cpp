@@ -543,7 +543,7 @@ void StaticAabbTree::self_pairs(std::vector<Pair>& out) const {
     if (nodes_.empty()) return;
     const auto emit = [&](std::uint32_t sa, std::uint32_t sb) {
         const std::uint32_t a = ids_[sa], b = ids_[sb];
-        out.push_back(Pair{std::min(a, b), std::max(a, b)});
+        report_pair(out, a, b);
     };
     // (a, kNone): pairs inside subtree a. (a, b): pairs between disjoint subtrees a and b,
     // pushed only when their bounds overlap. Each pair has one lowest common ancestor (or one

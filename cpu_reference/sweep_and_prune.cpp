@@ -218,7 +218,7 @@ void SweepAndPrune::self_pairs(std::vector<Pair>& out) const {
                 if (alive &&
                     std::max(other.min_c, entry.min_c) <= std::min(other.max_c, entry.max_c) &&
                     lo_b <= std::min(other.max_b, entry.max_b) && in_slab(lo_b, s)) {
-                    out.push_back(Pair{std::min(id, other.id), std::max(id, other.id)});
+                    report_pair(out, id, other.id);
                 }
             }
             stats_.box_tests += list.size();

@@ -539,7 +539,7 @@ void UniformGrid::for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f)
 void UniformGrid::self_pairs(std::vector<Pair>& out) const {
     const auto report = [&](std::uint32_t a, std::uint32_t b) {
         const std::uint32_t ia = ids_[a], ib = ids_[b];
-        out.push_back(Pair{std::min(ia, ib), std::max(ia, ib)});
+        report_pair(out, ia, ib);
     };
 
     // Small against small, in the cell holding max(min_a, min_b) only.
@@ -587,13 +587,16 @@ void UniformGrid::self_pairs(std::vector<Pair>& out) const {
     // This level against the coarser ones: each box's region query there reports every
     // coarser box it overlaps once.
     if (coarse_count() == 0) return;
-    coarse_->self_pairs(out);
+    // The coarser levels hold their own filters (none): their pairs are filtered here.
+    std::vector<Pair> coarse_pairs;
+    coarse_->self_pairs(coarse_pairs);
+    for (const Pair& p : coarse_pairs) report_pair(out, p.i, p.j);
     std::vector<std::uint32_t> hits;
     for (std::uint32_t s = 0; s < boxes_.size(); ++s) {
         hits.clear();
         coarse_->query_box(boxes_[s], hits);
         for (const std::uint32_t id : hits) {
-            out.push_back(Pair{std::min(ids_[s], id), std::max(ids_[s], id)});
+            report_pair(out, ids_[s], id);
         }
     }
     absorb(*coarse_);

@@ -481,8 +481,8 @@ CommandLine read_command_line(int argc, char** argv) {
                       "miny minz maxx maxy maxz\" moves one, \"f ID category mask group\" "
                       "changes its filter (Box2D's categoryBits, maskBits, groupIndex; defaults 1 "
                       "0xFFFFFFFF 0); # comments. IDs are integers of the script's choice, and "
-                      "the events name them. Every CPU method; the dynamic ones move bodies in "
-                      "place")
+                      "the events name them. Every method: gpu_lbvh runs gpu::ProxyScene, dynamic "
+                      "CPU structures move bodies in place")
             ->type_name("FILE");
     add_method(*c, a)->required();
     CLI::Option* frames_option =

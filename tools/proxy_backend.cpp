@@ -118,6 +118,7 @@ private:
         diff_sorted_pairs(previous_, frame.pairs, frame.began, frame.ended);
         previous_ = frame.pairs;
         pool_.end_frame();
+        frame.pair_count = frame.pairs.size();
         return frame;
     }
 

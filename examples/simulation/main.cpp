@@ -1,9 +1,13 @@
 // broadphase_simulation: a GPU-resident simulation (simulation.hpp). Boxes move on the GPU by
 // the example's own kernel; every frame's overlap events come from gpu::MovingScene recorded in
-// the same command buffer; the host reads the last frame of each batch only.
+// the same command buffer; the host reads the last frame of each batch only. With --spawn,
+// bodies come and go instead (spawner.hpp): crates dropped every frame onto a static ground,
+// shattered into debris that never meets other debris, despawned, all through gpu::ProxyScene.
 //
 //   broadphase_simulation [--boxes N] [--frames F] [--batch K] [--seed S] [--device D]
 //                         [--validation]
+//   broadphase_simulation --spawn C [--lifetime L] [--check METHOD] [--frames F] [--seed S]
+//                         [--device D] [--validation]
 // (CLI11: --help lists them; a bad or unknown option exits with 2, naming it.)
 #include <algorithm>
 #include <chrono>
@@ -13,8 +17,50 @@
 
 #include "../../tools/cli_options.hpp"
 #include "simulation.hpp"
+#include "spawner.hpp"
 
 using namespace broadphase;
+
+namespace {
+
+// The --spawn loop: one line per frame.
+int run_spawner(const simulation::SpawnerOptions& options, std::uint32_t frames) {
+    auto spawner = simulation::Spawner::create(options);
+    if (!spawner) {
+        std::fprintf(stderr, "broadphase_simulation: %s\n", spawner.error().message.c_str());
+        return 1;
+    }
+    simulation::Spawner& world = *spawner.value();
+    std::printf("device: %s; %u crates dropped per frame, living %u frames, %u debris each%s%s\n",
+                world.context().info().name.c_str(), options.spawn_per_frame, options.lifetime,
+                options.pieces, options.check_with.empty() ? "" : ", checked against ",
+                options.check_with.c_str());
+    for (std::uint32_t f = 0; f < frames; ++f) {
+        const auto start = std::chrono::steady_clock::now();
+        auto r = world.step();
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        if (!r) {
+            std::fprintf(stderr, "broadphase_simulation: %s\n", r.error().message.c_str());
+            return 1;
+        }
+        std::printf(
+            "frame %4u: %u live (%u debris), +%u -%u bodies, %u moved, %llu pairs, "
+            "%zu began, %zu ended (%.2f ms, wall)\n",
+            f, r->live, r->debris, r->spawned, r->despawned, r->moved,
+            static_cast<unsigned long long>(r->frame.pair_count), r->frame.began.size(),
+            r->frame.ended.size(), ms);
+    }
+    if (world.context().validation_errors() > 0) {
+        std::fprintf(stderr, "broadphase_simulation: %llu Vulkan validation errors\n",
+                     static_cast<unsigned long long>(world.context().validation_errors()));
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     simulation::SimulationOptions options;
@@ -52,10 +98,35 @@ int main(int argc, char** argv) {
         ->type_name("D");
     app.add_flag("--validation", options.validation,
                  "turn on the Vulkan validation layer (also BROADPHASE_VALIDATION=1)");
+    simulation::SpawnerOptions spawn;
+    auto* spawn_option =
+        app.add_option("--spawn", spawn.spawn_per_frame,
+                       "bodies that come and go instead: drop C crates per frame onto a static "
+                       "ground (gpu::ProxyScene; crates shatter into debris that never meets "
+                       "other debris)")
+            ->type_name("C")
+            ->transform(cli::integer_in(1, 1000000));
+    app.add_option("--lifetime", spawn.lifetime,
+                   with_default("with --spawn: frames a crate lives (1..100000)", spawn.lifetime))
+        ->type_name("L")
+        ->transform(cli::integer_in(1, 100000))
+        ->needs(spawn_option);
+    app.add_option("--check", spawn.check_with,
+                   "with --spawn: compare every frame with a CPU proxy world over METHOD (a "
+                   "dynamic structure, e.g. dynamic_aabb_tree)")
+        ->type_name("METHOD")
+        ->needs(spawn_option);
+    spawn_option->excludes(app.get_option("--boxes"))->excludes(app.get_option("--batch"));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return cli::report(app, e);
+    }
+    if (*spawn_option) {
+        spawn.seed = options.seed;
+        spawn.validation = options.validation;
+        spawn.device = options.device;
+        return run_spawner(spawn, frames);
     }
     auto sim = simulation::Simulation::create(options);
     if (!sim) {

@@ -86,6 +86,10 @@ public:
     void set_filter(std::uint32_t id, const Filter& filter);
     /// The filter of `id`: the last set_filter's, or the default Filter.
     Filter filter(std::uint32_t id) const { return id < filters_.size() ? filters_[id] : Filter{}; }
+    /// True when the filters of ids a and b let their pair be reported (should_collide).
+    bool collides(std::uint32_t a, std::uint32_t b) const {
+        return !filtered_ || should_collide(filter(a), filter(b));
+    }
     /// Every id back to the default Filter.
     void clear_filters() {
         filters_.clear();
@@ -116,7 +120,7 @@ protected:
     /// Appends the pair of ids a and b (in either order) as Pair{min, max} when their filters
     /// allow it; the one way every self_pairs reports a pair.
     void report_pair(std::vector<Pair>& out, std::uint32_t a, std::uint32_t b) const {
-        if (filtered_ && !should_collide(filter(a), filter(b))) return;
+        if (!collides(a, b)) return;
         out.push_back(a < b ? Pair{a, b} : Pair{b, a});
     }
     mutable QueryStats stats_;

@@ -1,8 +1,9 @@
 # End-to-end test of `broadphase events --script` (issue 10): a script of static and dynamic
 # bodies added, removed, moved and refiltered prints the events worked out by hand; every CPU
 # method prints the same as brute force on a long generated script, moved in place and rebuilt;
-# bad scripts end with exit 2 and an error naming the file and line. CPU methods only.
-# Run as: cmake -DTOOL=... -DWORK=... -P cli_events_script_test.cmake
+# bad scripts end with exit 2 and an error naming the file and line. With GPU (a build with GPU
+# support), gpu::ProxyScene (--method gpu_lbvh) prints the same as brute force on every script.
+# Run as: cmake -DTOOL=... -DWORK=... [-DGPU=ON] -P cli_events_script_test.cmake
 file(MAKE_DIRECTORY ${WORK})
 
 function(run_tool out_var expect_ok)
@@ -20,6 +21,11 @@ endfunction()
 set(cpu_methods brute_force sweep_and_prune uniform_grid octree loose_octree rtree_linear
     rtree_quadratic rstar_tree rtree_nearest_x rtree_str rtree_hilbert kd_tree dynamic_aabb_tree
     static_aabb_tree sphere_bvh lbvh)
+# The methods that answer the generated scripts: the CPU ones, and the GPU's proxy scene.
+set(script_methods ${cpu_methods})
+if(GPU)
+  list(APPEND script_methods gpu_lbvh)
+endif()
 
 # Test 1: bad scripts end with exit 2 and "FILE:LINE: what", before any output.
 # bad(NAME TEXT REGEX): a script with TEXT fails with a message matching REGEX.
@@ -170,8 +176,12 @@ if(NOT ref MATCHES "^frame 1\n" OR NOT ref MATCHES "\nframe 119\n" OR began_coun
    OR ended_count LESS 20)
   message(FATAL_ERROR "generated script: too few events (${began_count} began, ${ended_count} ended):\n${ref}")
 endif()
-foreach(method ${cpu_methods})
-  foreach(mode "" --rebuild)
+foreach(method ${script_methods})
+  set(modes "" --rebuild)
+  if(method STREQUAL gpu_lbvh)
+    set(modes "")
+  endif()
+  foreach(mode ${modes})
     run_tool(got TRUE events --script ${WORK}/unfiltered.txt --method ${method} ${mode})
     if(NOT got STREQUAL ref)
       message(FATAL_ERROR "events --script --method ${method} ${mode} differs from brute_force")
@@ -252,9 +262,14 @@ frame 7
 + 1 2
 + 2 100
 ]=])
-foreach(run "brute_force" "brute_force;--rebuild" "dynamic_aabb_tree" "sweep_and_prune"
-        "dynamic_aabb_tree;--rebuild")
-  list(GET run 0 method)
+# Runs as METHOD[,OPTION]: a list of lists would flatten.
+set(hand_runs brute_force brute_force,--rebuild dynamic_aabb_tree sweep_and_prune
+    dynamic_aabb_tree,--rebuild)
+if(GPU)
+  list(APPEND hand_runs gpu_lbvh)
+endif()
+foreach(run_spec ${hand_runs})
+  string(REPLACE "," ";" run "${run_spec}")
   run_tool(got TRUE events --script ${WORK}/hand.txt --method ${run})
   if(NOT got STREQUAL hand_expected)
     message(FATAL_ERROR "events --script hand.txt --method ${run}:\n${got}\nexpected:\n${hand_expected}")
@@ -267,7 +282,7 @@ run_tool(ref TRUE events --script ${WORK}/filtered.txt --method brute_force)
 if(NOT ref MATCHES "\n[+] [0-9]+ [0-9]+\n")
   message(FATAL_ERROR "generated script with filters: no events:\n${ref}")
 endif()
-foreach(method ${cpu_methods})
+foreach(method ${script_methods})
   run_tool(got TRUE events --script ${WORK}/filtered.txt --method ${method})
   if(NOT got STREQUAL ref)
     message(FATAL_ERROR "events --script (filters) --method ${method} differs from brute_force")

@@ -382,6 +382,50 @@ TEST_P(EveryStructure, UpdatesOnlyWhereDynamicAndNeverMisused) {
     EXPECT_EQ(testing::sorted_ids(hit), (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
 }
 
+// Collision filters (Box2D's category, mask and group) decide in every self_pairs, as in brute
+// force: on clustered and degenerate scenes with mixed filters, the pairs are brute force's
+// filtered pairs, exactly (filters set after the build, and kept by a rebuild); dynamic
+// structures also after inserts under new ids with filters set before the insert.
+TEST_P(EveryStructure, FilteredSelfPairsMatchBruteForce) {
+    const Filter kinds[] = {{},           {2, ~2u, 0},         {4, 1, 0}, {1, 0xFFFFFFFFu, 3},
+                            {2, ~2u, -5}, {2, 0xFFFFFFFFu, 3}, {8, 8, -5}};
+    const auto filter_of = [&](std::uint32_t id) { return kinds[(id * 7 + id / 3) % 7]; };
+    std::vector<testing::NamedBoxes> scenes = {testing::degenerate_scenes()[0]};
+    for (const char* gen : {"clustered", "uniform", "degenerate"}) {
+        auto scene = generate_scene(gen, 1500, 5);
+        ASSERT_TRUE(scene.ok()) << scene.error().message;
+        scenes.push_back({scene->name, scene->boxes});
+    }
+    for (const testing::NamedBoxes& scene : scenes) {
+        SCOPED_TRACE(scene.name);
+        const auto n = static_cast<std::uint32_t>(scene.boxes.size());
+        std::vector<Pair> expected;
+        for (const Pair& p : brute_pairs(scene.boxes))
+            if (should_collide(filter_of(p.i), filter_of(p.j))) expected.push_back(p);
+        ASSERT_LT(expected.size(), brute_pairs(scene.boxes).size()) << "the filters cut nothing";
+        auto s = make();
+        ASSERT_TRUE(s->build(scene.boxes).ok());
+        for (std::uint32_t id = 0; id < n; ++id) s->set_filter(id, filter_of(id));
+        EXPECT_EQ(sorted_pairs(*s), expected);
+        ASSERT_TRUE(s->build(scene.boxes).ok());
+        EXPECT_EQ(sorted_pairs(*s), expected) << "after a rebuild";
+        if (!s->is_dynamic()) continue;
+        // Copies under ids n, n+1, ...: every filtered pair among them and with the originals.
+        std::vector<Box> both = scene.boxes;
+        for (std::uint32_t id = 0; id < std::min(n, 200u); ++id) {
+            s->set_filter(n + id, filter_of(n + id));
+            ASSERT_TRUE(s->insert(n + id, scene.boxes[id]).ok());
+            both.push_back(scene.boxes[id]);
+        }
+        expected.clear();
+        for (const Pair& p : brute_pairs(both))
+            if (should_collide(filter_of(p.i), filter_of(p.j))) expected.push_back(p);
+        EXPECT_EQ(sorted_pairs(*s), expected) << "after inserts";
+        s->clear_filters();
+        EXPECT_EQ(sorted_pairs(*s), brute_pairs(both)) << "after clear_filters";
+    }
+}
+
 // Dynamic structures: seeded random sequences of insert / remove / move with caller-chosen
 // sparse ids, mirrored into the (dynamic) brute force; validate() after every step, and pairs,
 // queries, rays and nearest compared every few steps (oracle_harness.hpp): every profile of
