@@ -2,7 +2,9 @@
 // the free ones, a MovingScene frame over the dynamic slots (gpu/moving_scene_impl.hpp) whose
 // pairs pass filters by ProxySlot and writes handles, passes of the fresh and static trees
 // appended to it, and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
+#include <algorithm>
 #include <bit>
+#include <functional>
 #include <cstring>
 #include <limits>
 
@@ -52,6 +54,7 @@ struct Slots {
     std::vector<ProxySlot> proxies;
     std::vector<std::uint32_t> free;  // last in, first out
     std::uint32_t live = 0, live_before = 0;
+    std::uint32_t high = 0;  // every slot at or above is free (a tree may be built below it)
     std::vector<std::uint32_t> dirty;
     std::vector<GpuBox> boxes_before;
     std::vector<ProxySlot> proxies_before;
@@ -61,15 +64,23 @@ struct Slots {
 
     std::uint32_t acquire() {
         ++live;
+        std::uint32_t s = extent();
         if (!free.empty()) {
-            const std::uint32_t s = free.back();
+            s = free.back();
             free.pop_back();
-            return s;
+        } else {
+            boxes.push_back(empty_box());
+            proxies.push_back({});
+            is_dirty.push_back(false);
         }
-        boxes.push_back(empty_box());
-        proxies.push_back({});
-        is_dirty.push_back(false);
-        return extent() - 1;
+        high = std::max(high, s + 1);
+        return s;
+    }
+    // With every slot free: the next acquires take the lowest slots first, so that `high`
+    // stays at the live count until slots are released again.
+    void restart_from_bottom() {
+        std::sort(free.begin(), free.end(), std::greater<>());
+        high = 0;
     }
     void release(std::uint32_t s) {
         --live;
@@ -156,14 +167,22 @@ struct ProxyScene::Impl {
 
     const Buffer& box_buffer(int k) const { return k == kDynamic ? frames->boxes : boxes[k]; }
     const Buffer& slot_buffer(int k) const { return k == kDynamic ? dynamic_slots : slots[k]; }
+    // The leaves of the static and fresh trees as last recorded: their slots below this (the
+    // others are free), at least 2, at most the capacity.
+    std::uint32_t leaves[kKinds] = {0, 0, 0};
     LbvhTree tree(int k) const {
-        return {whole(k == kDynamic ? frames->nodes : nodes[k]), capacity[k]};
+        return {whole(k == kDynamic ? frames->nodes : nodes[k]),
+                k == kDynamic ? capacity[k] : leaves[k]};
+    }
+    // The leaves a build of kind k needs now: the slots below its high mark.
+    std::uint32_t leaves_needed(int k) const {
+        return std::min(capacity[k], std::max(kinds[k].high, 2u));
     }
 
-    // Records the build of the static or fresh tree over all its slots.
+    // Records the build of the static or fresh tree over its first leaves[k] slots.
     Status record_tree(VkCommandBuffer cmd, int k) const {
         Status s = frames->lbvh->record_build(
-            cmd, {whole(boxes[k]), whole(nodes[k]), whole(scratch[k])}, capacity[k]);
+            cmd, {whole(boxes[k]), whole(nodes[k]), whole(scratch[k])}, leaves[k]);
         compute_barrier(cmd);
         return s;
     }
@@ -210,6 +229,7 @@ struct ProxyScene::Impl {
             fresh.release(s);
             bodies[proxy.handle] = {kDynamic, to};
         }
+        fresh.restart_from_bottom();
         return true;
     }
 
@@ -289,6 +309,8 @@ Status ProxyScene::Impl::grow() {
         targets[2 * k + 1] = &slot_buffer(k);
         at += slot_bytes;
     }
+    leaves[kStatic] = capacity[kStatic];  // the previous state's slots, wherever they are
+    leaves[kFresh] = capacity[kFresh];
     set_pairs(kinds[kStatic].live_before, kinds[kFresh].live_before);
     Status built;
     frames->prologue = [&](VkCommandBuffer cmd) {
@@ -340,6 +362,8 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     const double upload_ms = ms_since(start);
     const bool rebuild_static = counts[kStatic] > 0;
     const bool build_fresh = kinds[kFresh].live > 0;
+    if (rebuild_static) leaves[kStatic] = leaves_needed(kStatic);
+    if (build_fresh) leaves[kFresh] = leaves_needed(kFresh);
     set_pairs(kinds[kStatic].live, kinds[kFresh].live);
     frames->force_rebuild = info.migrated;
     Status built;
@@ -383,6 +407,7 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
     info.static_updates = counts[kStatic];
     info.static_rebuilt = rebuild_static;
     info.fresh = kinds[kFresh].live;
+    info.fresh_leaves = build_fresh ? leaves[kFresh] : 0;
     for (Slots& k : kinds) k.commit();
     handles.end_frame();
     ProxyFrame frame;

@@ -8,7 +8,8 @@
 //   empties it, so a frame of moves and removes is a refit like any other, rebuilt only when
 //   the refit-or-rebuild policy (SAH cost, traversal work) asks for it;
 // - the fresh tree of the dynamic bodies added since the last migration, rebuilt every frame
-//   (it is small). A body added into a free leaf of the dynamic tree would stretch that
+//   over the slots below the highest one in use (it is small: a migration empties it, and it
+//   refills from slot 0). A body added into a free leaf of the dynamic tree would stretch that
 //   leaf's ancestors across the scene (the leaf sits where a removed body was) and make the
 //   policy rebuild almost every frame of churn; in the fresh tree it costs a small build.
 //   When the fresh tree holds more than an eighth of the dynamic slots (at least 256), its
@@ -64,6 +65,9 @@ struct ProxyStepInfo {
     /// the fresh bodies moved into the dynamic tree, which this frame rebuilt
     bool migrated = false;
     std::uint32_t fresh = 0;  ///< bodies in the fresh tree after the frame
+    /// leaves the fresh tree was built over (its slots below the highest one in use since the
+    /// last migration, which empties it and refills it from slot 0; 0: not built)
+    std::uint32_t fresh_leaves = 0;
     bool regrown = false;     ///< the pair buffers grew (MovingScene's regrown)
 };
 

@@ -173,6 +173,44 @@ TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
     EXPECT_GT(regrown, 0u);
 }
 
+// The fresh tree is built over the slots in use, not its capacity: a migration empties it and
+// new bodies refill it from slot 0 (a deterministic cost: leaves built per frame).
+TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
+    gpu::ProxySceneOptions options;
+    options.initial_dynamic_capacity = 4096;  // the fresh tree: 512 slots, migrating past 512
+    auto made = gpu::ProxyScene::create(gpu_context(), options);
+    ASSERT_TRUE(made) << made.error().message;
+    gpu::ProxyScene& scene = **made;
+    Oracle oracle;
+    auto add = [&](float x) {
+        const Box box{{x, 0, 0}, {x + 1.5f, 1, 1}};  // each meets its neighbours
+        auto h = scene.add(box);
+        ASSERT_TRUE(h) << h.error().message;
+        oracle.bodies[*h] = {box, {}, BodyKind::dynamic_body};
+    };
+    float x = 0;
+    for (int i = 0; i < 100; ++i) add(x++);
+    check_step(scene, oracle, 0);
+    for (int i = 0; i < 10; ++i) add(x++);
+    check_step(scene, oracle, 1);
+    EXPECT_EQ(scene.last_info().fresh, 110u);
+    EXPECT_EQ(scene.last_info().fresh_leaves, 110u);
+    // Past an eighth of the dynamic slots, the step migrates them all into the dynamic tree.
+    for (int i = 0; i < 450; ++i) add(x++);
+    check_step(scene, oracle, 2);
+    EXPECT_TRUE(scene.last_info().migrated);
+    EXPECT_EQ(scene.last_info().fresh, 0u);
+    EXPECT_EQ(scene.last_info().fresh_leaves, 0u);
+    for (int i = 0; i < 5; ++i) add(x++);
+    check_step(scene, oracle, 3);
+    EXPECT_FALSE(scene.last_info().migrated);
+    EXPECT_EQ(scene.last_info().fresh, 5u);
+    EXPECT_EQ(scene.last_info().fresh_leaves, 5u);  // refilled from slot 0, not from 559 down
+    for (int i = 0; i < 3; ++i) add(x++);
+    check_step(scene, oracle, 4);
+    EXPECT_EQ(scene.last_info().fresh_leaves, 8u);
+}
+
 TEST_F(ProxySceneTest, HandlesFollowThePoolAndErrorsNameThem) {
     auto made = gpu::ProxyScene::create(gpu_context());
     ASSERT_TRUE(made) << made.error().message;
