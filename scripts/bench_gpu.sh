@@ -58,6 +58,7 @@ run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$rep
 run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back
 run frames_1m_rebuild "$tool" bench --frames "$frames" --scene "$m1" --policy rebuild
 run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
+run frames_1m_churn "$tool" bench --frames "$((2 * frames))" --scene "$m1" --churn 1
 run rays_1m "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat"
 echo "logs in $out/"
 exit "$failed"
