@@ -111,55 +111,34 @@ private:
 };
 
 #ifdef BROADPHASE_HAS_GPU
-/// The backend of --script --method gpu_lbvh: gpu::ProxyScene (as a WorldBackend) and the
-/// Context it runs on (declared first: destroyed last). A step after which the validation
-/// layer counted errors fails.
-class GpuProxyBackend final : public ProxyBackend {
-public:
-    static Result<std::unique_ptr<ProxyBackend>> create(const Args& args) {
-        auto context = open_context(args);
-        if (!context) return context.error();
-        gpu::ProxySceneOptions options;
-        options.frames.code = code_kind(args);
-        options.frames.policy = refit_policy(args);
-        if (args.has("rebuild-ratio")) options.frames.rebuild_ratio = args.rebuild_ratio;
-        if (args.has("rebuild-work-ratio"))
-            options.frames.rebuild_work_ratio = args.rebuild_work_ratio;
-        auto scene = gpu::ProxyScene::create(*context.value(), options);
-        if (!scene) return scene.error();
-        auto backend = std::unique_ptr<GpuProxyBackend>(new GpuProxyBackend);
-        backend->context_ = std::move(context.value());
-        backend->world_ = std::make_unique<WorldBackend<gpu::ProxyScene>>(std::move(scene.value()));
-        return std::unique_ptr<ProxyBackend>(std::move(backend));
-    }
-    Result<ProxyHandle> add(const Box& box, const Filter& filter, BodyKind kind) override {
-        return world_->add(box, filter, kind);
-    }
-    Status remove(ProxyHandle handle) override { return world_->remove(handle); }
-    Status move(ProxyHandle handle, const Box& box) override { return world_->move(handle, box); }
-    Status set_filter(ProxyHandle handle, const Filter& filter) override {
-        return world_->set_filter(handle, filter);
-    }
-    Result<ProxyFrame> step() override {
-        auto frame = world_->step();
-        if (frame && context_->validation_errors() > 0)
-            return Error{ErrorCode::vulkan_error, std::to_string(context_->validation_errors()) +
-                                                      " Vulkan validation errors (printed above)"};
-        return frame;
-    }
-
-private:
-    GpuProxyBackend() = default;
-    std::unique_ptr<gpu::Context> context_;
-    std::unique_ptr<ProxyBackend> world_;
-};
+/// The backend of --script --method gpu_lbvh: gpu::ProxyScene on a context opened with
+/// open_context(args); a step after which the validation layer counted errors fails.
+Result<std::unique_ptr<ProxyBackend>> make_gpu_proxy_backend(const Args& args) {
+    auto context = open_context(args);
+    if (!context) return context.error();
+    gpu::ProxySceneOptions options;
+    options.frames.code = code_kind(args);
+    options.frames.policy = refit_policy(args);
+    if (args.has("rebuild-ratio")) options.frames.rebuild_ratio = args.rebuild_ratio;
+    if (args.has("rebuild-work-ratio")) options.frames.rebuild_work_ratio = args.rebuild_work_ratio;
+    std::shared_ptr<gpu::Context> shared = std::move(context.value());
+    auto scene = gpu::ProxyScene::create(*shared, options);
+    if (!scene) return scene.error();
+    auto check = [ctx = shared.get()]() -> Status {
+        if (ctx->validation_errors() == 0) return Status::success();
+        return Error{ErrorCode::vulkan_error, std::to_string(ctx->validation_errors()) +
+                                                  " Vulkan validation errors (printed above)"};
+    };
+    return std::unique_ptr<ProxyBackend>(
+        new WorldBackend<gpu::ProxyScene>(std::move(scene.value()), shared, check));
+}
 #endif
 
 /// The backend of --script for `method`.
 Result<std::unique_ptr<ProxyBackend>> make_proxy_backend(const Args& args) {
     if (args.method == "gpu_lbvh") {
 #ifdef BROADPHASE_HAS_GPU
-        return GpuProxyBackend::create(args);
+        return make_gpu_proxy_backend(args);
 #else
         return Error{ErrorCode::unsupported, "this build has no GPU support"};
 #endif

@@ -5,6 +5,7 @@
 // gpu::ProxyScene has ProxyWorld's calls, so WorldBackend<gpu::ProxyScene> is its backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -26,10 +27,14 @@ public:
 };
 
 /// A backend forwarding to a World with ProxyWorld's calls (ProxyWorld, gpu::ProxyScene).
+/// `keep` outlives the world (gpu::ProxyScene's Context); `check`, when given, runs after each
+/// step, and its error fails that step (the validation layer's count, for the GPU).
 template <class World>
 class WorldBackend final : public ProxyBackend {
 public:
-    explicit WorldBackend(std::unique_ptr<World> world) : world_(std::move(world)) {}
+    explicit WorldBackend(std::unique_ptr<World> world, std::shared_ptr<void> keep = {},
+                          std::function<Status()> check = {})
+        : keep_(std::move(keep)), world_(std::move(world)), check_(std::move(check)) {}
     Result<ProxyHandle> add(const Box& box, const Filter& filter, BodyKind kind) override {
         return world_->add(box, filter, kind);
     }
@@ -38,10 +43,18 @@ public:
     Status set_filter(ProxyHandle handle, const Filter& filter) override {
         return world_->set_filter(handle, filter);
     }
-    Result<ProxyFrame> step() override { return world_->step(); }
+    Result<ProxyFrame> step() override {
+        auto frame = world_->step();
+        if (frame && check_) {
+            if (Status s = check_(); !s) return s.error();
+        }
+        return frame;
+    }
 
 private:
+    std::shared_ptr<void> keep_;  // declared first: destroyed last
     std::unique_ptr<World> world_;
+    std::function<Status()> check_;
 };
 
 /// The backend of a CPU `method`: ProxyWorld for a dynamic structure unless `rebuild`, else a

@@ -23,28 +23,34 @@ using namespace broadphase;
 
 namespace {
 
+// Calls f() and returns its result, with its wall time in `ms`.
+template <class F>
+auto timed(F&& f, double& ms) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+int fail(const Error& error) {
+    std::fprintf(stderr, "broadphase_simulation: %s\n", error.message.c_str());
+    return 1;
+}
+
 // The --spawn loop: one line per frame.
 int run_spawner(const simulation::SpawnerOptions& options, std::uint32_t frames) {
     auto spawner = simulation::Spawner::create(options);
-    if (!spawner) {
-        std::fprintf(stderr, "broadphase_simulation: %s\n", spawner.error().message.c_str());
-        return 1;
-    }
+    if (!spawner) return fail(spawner.error());
     simulation::Spawner& world = *spawner.value();
     std::printf("device: %s; %u crates dropped per frame, living %u frames, %u debris each%s%s\n",
                 world.context().info().name.c_str(), options.spawn_per_frame, options.lifetime,
                 options.pieces, options.check_with.empty() ? "" : ", checked against ",
                 options.check_with.c_str());
     for (std::uint32_t f = 0; f < frames; ++f) {
-        const auto start = std::chrono::steady_clock::now();
-        auto r = world.step();
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        if (!r) {
-            std::fprintf(stderr, "broadphase_simulation: %s\n", r.error().message.c_str());
-            return 1;
-        }
+        double ms = 0;
+        auto r = timed([&] { return world.step(); }, ms);
+        if (!r) return fail(r.error());
         std::printf(
             "frame %4u: %u live (%u debris), +%u -%u bodies, %u moved, %llu pairs, "
             "%zu began, %zu ended (%.2f ms, wall)\n",
@@ -129,23 +135,14 @@ int main(int argc, char** argv) {
         return run_spawner(spawn, frames);
     }
     auto sim = simulation::Simulation::create(options);
-    if (!sim) {
-        std::fprintf(stderr, "broadphase_simulation: %s\n", sim.error().message.c_str());
-        return 1;
-    }
+    if (!sim) return fail(sim.error());
     std::printf("device: %s; %u boxes, %u frames, %u per submit\n",
                 sim.value()->context().info().name.c_str(), options.boxes, frames, batch);
     for (std::uint32_t done = 0; done < frames;) {
         const std::uint32_t k = std::min(batch, frames - done);
-        const auto start = std::chrono::steady_clock::now();
-        auto r = sim.value()->run(k);
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        if (!r) {
-            std::fprintf(stderr, "broadphase_simulation: %s\n", r.error().message.c_str());
-            return 1;
-        }
+        double ms = 0;
+        auto r = timed([&] { return sim.value()->run(k); }, ms);
+        if (!r) return fail(r.error());
         done += k;
         std::printf("frame %4u: %s, %u pairs, %zu began, %zu ended (%.2f ms per frame, wall)\n",
                     done, r->path == gpu::FramePath::rebuild ? "rebuild" : "refit  ", r->pair_count,
