@@ -1,8 +1,9 @@
-// The standard seeded scenes of DESIGN.md: uniform cubes, Gaussian clusters, the XLine and
-// YLine benchmark scenes of seed 004, the 96% small / 4% large scene of seed 002 (loose
-// octrees), a degenerate scene, and two scenes shaped like real ones (issue 9): `level`, a
-// physics level (uniform boxes, a few fallen about 1e7 below, a ground slab 2e6 wide, a
-// trigger volume over the play area), and `multiscale`, dense clusters of three sizes
+// The standard seeded scenes: uniform cubes, Gaussian clusters, the XLine and YLine benchmark
+// scenes of magley's survey "Broad phase algorithms and data structures", the 96% small / 4%
+// large scene of the article "Loose Octrees for Frustum Culling, Part 1" (both in
+// docs/references.md), a degenerate scene, and two scenes shaped like real ones (issue 9):
+// `level`, a physics level (uniform boxes, a few fallen about 1e7 below, a ground slab 2e6
+// wide, a trigger volume over the play area), and `multiscale`, dense clusters of three sizes
 // (0.1, 1, 10) about 1e4 apart. Every generator scales its box sizes with the count so
 // that a scene averages a few overlapping pairs per box at any N.
 //
@@ -97,7 +98,7 @@ std::vector<Box> clustered(std::size_t count, std::uint32_t seed) {
     return boxes;
 }
 
-// Seed 004's XLine: flat boxes (z = 0) in a thin vertical band. min.x is uniform in
+// The survey's XLine: flat boxes (z = 0) in a thin vertical band. min.x is uniform in
 // [0, 0.01) and every box is [0.01, 0.02) wide, so every two boxes overlap on x and x has
 // almost no variance; min.y is uniform in [0, 1) and heights are h * [0.5, 1.5). Two boxes
 // then overlap with probability about 2h, so h = kPairsPerBox / N gives kPairsPerBox pairs
@@ -119,7 +120,7 @@ std::vector<Box> xline(std::size_t count, std::uint32_t seed) {
     return boxes;
 }
 
-// Seed 004's YLine: XLine mirrored across x = y (the same draws, x and y swapped).
+// The survey's YLine: XLine mirrored across x = y (the same draws, x and y swapped).
 std::vector<Box> yline(std::size_t count, std::uint32_t seed) {
     std::vector<Box> boxes = xline(count, seed);
     for (Box& b : boxes) {
@@ -129,10 +130,10 @@ std::vector<Box> yline(std::size_t count, std::uint32_t seed) {
     return boxes;
 }
 
-// Seed 002's scene: every 25th box (i % 25 == 0, so 4%) is large, with diagonal in
-// [3u, 15u), the others small with diagonal in [u, 3u), u = 0.5 * N^(-1/3). (The seed has
-// u = 0.01 at N = 5000, i.e. 0.17 * N^(-1/3), which gives only 0.1 pairs per box; 0.5 gives
-// about 2.) Centres are uniform in [0,1)^3; the extents are a random direction with
+// The loose octree article's scene: every 25th box (i % 25 == 0, so 4%) is large, with
+// diagonal in [3u, 15u), the others small with diagonal in [u, 3u), u = 0.5 * N^(-1/3). (The
+// article has u = 0.01 at N = 5000, i.e. 0.17 * N^(-1/3), which gives only 0.1 pairs per box;
+// 0.5 gives about 2.) Centres are uniform in [0,1)^3; the extents are a random direction with
 // components in [0.5, 1.5), scaled to the diagonal. Draws per box: centre x, y, z, diagonal,
 // direction x, y, z.
 std::vector<Box> mixed_sizes(std::size_t count, std::uint32_t seed) {

@@ -1,5 +1,5 @@
-// The standard seeded scene generators of DESIGN.md, as a table that scene.cpp looks names
-// up in. Private to the library.
+// The standard seeded scene generators (include/broadphase/scene.hpp lists them), as a table
+// that scene.cpp looks names up in. Private to the library.
 #pragma once
 
 #include <cstddef>

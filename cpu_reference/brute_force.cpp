@@ -1,5 +1,6 @@
-// Brute force: the O(n^2) all-pairs test and linear scans (the naive method of the survey in
-// seed 004). It is the oracle: each loop is the definition of the query it answers.
+// Brute force: the O(n^2) all-pairs test and linear scans (the naive method of magley's survey
+// "Broad phase algorithms and data structures", docs/references.md). It is the oracle: each loop is
+// the definition of the query it answers.
 #include "brute_force.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Bulk-loaded R-trees (seed 004): Nearest-X (Roussopoulos and Leifker, SIGMOD 1985),
-// Sort-Tile-Recursive (Leutenegger, Lopez and Edgington, ICDE 1997) and the Hilbert packed
-// R-tree (Kamel and Faloutsos, CIKM 1993).
+// Bulk-loaded R-trees (the bulk loading of magley's survey, docs/references.md): Nearest-X
+// (Roussopoulos and Leifker, SIGMOD 1985), Sort-Tile-Recursive (Leutenegger, Lopez and Edgington,
+// ICDE 1997) and the Hilbert packed R-tree (Kamel and Faloutsos, CIKM 1993).
 //
 // All three order the box centroids, cut the order into runs of `node_capacity` boxes (the
 // leaves) and repeat on the leaves' bounds until one node is left. Packing is bottom-up into a
@@ -130,7 +130,7 @@ std::array<std::uint8_t, 3> axes_by_spread(const AxisSpread& s) {
 
 // The axes STR tiles along and Hilbert keeps: those where the centroids spread wider than a
 // typical box (or node) is wide. Slicing along an axis on which the boxes all overlap one
-// another (seed 004's XLine band, a 2D scene's z) only stretches the tiles along the others.
+// another (the survey's XLine band, a 2D scene's z) only stretches the tiles along the others.
 // The plan lists the tiled axes first, each group by decreasing spread; when no axis
 // qualifies, the first one is still used.
 struct AxisPlan {

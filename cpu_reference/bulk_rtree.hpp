@@ -1,4 +1,5 @@
-// Bulk-loaded (packed, static) R-trees, the bulk-loading section of the survey of seed 004:
+// Bulk-loaded (packed, static) R-trees, the bulk-loading section of magley's survey "Broad
+// phase algorithms and data structures" (all cited in full in docs/references.md):
 // - Nearest-X: N. Roussopoulos and D. Leifker, "Direct spatial search on pictorial databases
 //   using packed R-trees", SIGMOD 1985. Sort the centroids along one axis and pack runs of
 //   `node_capacity`.

@@ -1,5 +1,6 @@
-// k-d tree (J. L. Bentley, CACM 1975) as described in the survey of seed 004: recursive splits
-// at the median, on alternating axes or on the widest one, down to a leaf capacity c.
+// k-d tree (J. L. Bentley, CACM 1975) as described in magley's survey "Broad phase algorithms and
+// data structures" (docs/references.md): recursive splits at the median, on alternating axes or on
+// the widest one, down to a leaf capacity c.
 //
 // Boxes are extended, so they are split by their centroids: a node's range of boxes is
 // partitioned with nth_element at the centroid median on the chosen axis, the left half having

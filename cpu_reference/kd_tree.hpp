@@ -1,7 +1,8 @@
-// k-d tree over box centroids, with a bounding box per node (survey of seed 004; J. L. Bentley,
-// "Multidimensional binary search trees used for associative searching", CACM 1975).
+// k-d tree over box centroids, with a bounding box per node (magley's survey "Broad phase
+// algorithms and data structures"; J. L. Bentley, "Multidimensional binary search trees used
+// for associative searching", CACM 1975; both in docs/references.md).
 //
-// Boxes are extended objects, so a split plane may cut through some of them (seed 004's
+// Boxes are extended objects, so a split plane may cut through some of them (the survey's
 // "rectangles that intersect the median line"). This tree assigns every box to exactly one
 // side by its centroid, splitting at the centroid median, and stores in every node the bounds
 // of all boxes below it. Queries prune by those bounds rather than by the split plane, so a box
@@ -22,14 +23,14 @@ class KdTree final : public Structure {
 public:
     /// How a node picks its split axis.
     enum class AxisRule : std::uint8_t {
-        alternate,  ///< x, y, z, x, ... by depth (the classic k-d tree of seed 004)
+        alternate,  ///< x, y, z, x, ... by depth (the survey's classic k-d tree)
         widest,     ///< the axis where the node's centroids spread most (ties to the lower axis)
     };
 
     /// Build parameters.
     struct Config {
         AxisRule axis_rule = AxisRule::widest;
-        /// Seed 004's capacity c: a node holding at most this many boxes is a leaf. It should be
+        /// The survey's capacity c: a node holding at most this many boxes is a leaf. It should be
         /// at least 2^k (8 in 3D); must be >= 1.
         std::uint32_t leaf_capacity = 8;
         /// Nodes at this depth (the root is depth 0) become leaves whatever their size.

@@ -7,7 +7,8 @@
 // one (the pseudocode's findBestFittingOctant), and an octant holding more than `capacity`
 // boxes splits, pushing down the boxes whose ideal octant lies deeper.
 //
-// The pseudocode this was written from has slips that this implementation corrects: the fit
+// The pseudocode this was written from ("Loose Octrees for Frustum Culling, Part 1",
+// AltDevBlogADay 2011; docs/references.md) has slips that this implementation corrects: the fit
 // test must read side * (k-1)/2 >= extent/2 (it writes (1-k), which is negative for k > 1);
 // after the loop the depth is already the deepest fitting level, so its "off by one" depth-- is
 // wrong; the loop never ends for a zero-size box (a depth cap is needed); the cell index needs

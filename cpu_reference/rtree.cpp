@@ -1,7 +1,8 @@
-// R-tree with Guttman's linear and quadratic splits and the R*-tree, after seed 004's R-tree
-// section, A. Guttman, "R-trees: a dynamic index structure for spatial searching" (SIGMOD 1984)
-// and N. Beckmann, H.-P. Kriegel, R. Schneider, B. Seeger, "The R*-tree: an efficient and robust
-// access method for points and rectangles" (SIGMOD 1990).
+// R-tree with Guttman's linear and quadratic splits and the R*-tree, after the R-tree section of
+// magley's survey "Broad phase algorithms and data structures" (docs/references.md), A. Guttman,
+// "R-trees: a dynamic index structure for spatial searching" (SIGMOD 1984) and N. Beckmann, H.-P.
+// Kriegel, R. Schneider, B. Seeger, "The R*-tree: an efficient and robust access method for points
+// and rectangles" (SIGMOD 1990).
 //
 // - Levels count up from the leaves (0), so a root split does not renumber anything and an
 //   entry orphaned by CondenseTree goes back into a node of its old level.

@@ -1,5 +1,6 @@
 // R-tree: a balanced tree of nodes holding between min_entries and max_entries boxes each, all
-// leaves at one depth, filled one box at a time (seed 004's R-tree section). Three policies:
+// leaves at one depth, filled one box at a time (the R-tree section of magley's survey "Broad
+// phase algorithms and data structures", docs/references.md). Three policies:
 // - Guttman's linear and quadratic splits (A. Guttman, "R-trees: a dynamic index structure for
 //   spatial searching", SIGMOD 1984): ChooseLeaf by least enlargement, Delete with CondenseTree.
 // - the R*-tree (N. Beckmann, H.-P. Kriegel, R. Schneider, B. Seeger, "The R*-tree: an efficient

@@ -1,8 +1,9 @@
-// Sphere BVH with split planes (seed 003: "Sort a sphere BVH with split planes", January 10,
-// 2024): a binary hierarchy whose nodes are bounding spheres, each also carrying the axis of an
-// axis-aligned plane through the sphere's centre that separated its two children at build time.
-// Visiting the eye's side of that plane first gives a rough front-to-back order for free, as in
-// a BSP or k-d tree. The axis takes two bits, packed with the child / leaf link.
+// Sphere BVH with split planes (P. Väänänen, "Sort a sphere BVH with split planes", 30fps.net,
+// January 10, 2024; docs/references.md): a binary hierarchy whose nodes are bounding spheres, each
+// also carrying the axis of an axis-aligned plane through the sphere's centre that separated its
+// two children at build time. Visiting the eye's side of that plane first gives a rough
+// front-to-back order for free, as in a BSP or k-d tree. The axis takes two bits, packed with the
+// child / leaf link.
 //
 // The spheres only prune: a sphere bounds every box of its subtree, and leaves test the actual
 // boxes, so every Structure query is exact. It is a static structure: build() once, then query.
@@ -35,10 +36,10 @@ class SphereBvh final : public Structure {
 public:
     /// Build parameters.
     struct Config {
-        /// A node over at most this many boxes is a leaf; 1 is the seed's one object per leaf.
+        /// A node over at most this many boxes is a leaf; 1 is the article's one object per leaf.
         /// Must be >= 1.
         std::uint32_t max_leaf_size = 4;
-        /// Nodes at this depth or deeper split at the median instead of the seed's midpoint
+        /// Nodes at this depth or deeper split at the median instead of the article's midpoint
         /// rule, which bounds the height by max_midpoint_depth + log2(n). Must be <= 128.
         std::uint32_t max_midpoint_depth = 48;
     };
@@ -103,7 +104,7 @@ public:
     Status validate() const override;
     std::size_t size() const override { return boxes_.size(); }
 
-    /// Appends every id once, in the seed's approximate front-to-back order from `eye`: at
+    /// Appends every id once, in the article's approximate front-to-back order from `eye`: at
     /// each node the child on the eye's side of the split plane (eye[axis] < center[axis]
     /// means the left child) goes first; inside a leaf, by point_box_distance, then id.
     void front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) const;

@@ -1,6 +1,6 @@
 // Static AABB tree after PhysX's AABBTree and AABBPruner (PhysX SDK 3.4, GeomUtils
-// GuAABBTree / SceneQuery SqAABBTree, SqAABBPruner), as described in seed 001
-// ("「Scene Queries」AABBTree —— 上"):
+// GuAABBTree / SceneQuery SqAABBTree, SqAABBPruner), as described in Hakuya's study notes
+// "「Scene Queries」AABBTree —— 上" (docs/references.md):
 //
 // - Build (buildInit / _buildHierarchy / subdivide): centroids are cached; a node over more than
 //   leaf_limit boxes is split along the axis of largest centroid variance at the mean centroid,

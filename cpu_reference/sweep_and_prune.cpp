@@ -1,9 +1,10 @@
-// Sweep and prune (sort and sweep), as surveyed in seed 004: sort the boxes by their minimum on
-// one axis, chosen as the axis of largest centroid variance (so that XLine/YLine-like scenes
-// sweep along their long axis), then sweep in that order keeping the boxes whose interval
-// still covers the sweep position (the active list); each new box is tested against the
-// active list on the other two axes. Temporal coherence: update() re-sorts the last order with
-// insertion sort (O(n) when nearly sorted). D. Baraff 1992; J. Cohen et al., I-COLLIDE 1995.
+// Sweep and prune (sort and sweep), as surveyed in magley's "Broad phase algorithms and data
+// structures" (docs/references.md): sort the boxes by their minimum on one axis, chosen as the axis
+// of largest centroid variance (so that XLine/YLine-like scenes sweep along their long axis), then
+// sweep in that order keeping the boxes whose interval still covers the sweep position (the active
+// list); each new box is tested against the active list on the other two axes. Temporal coherence:
+// update() re-sorts the last order with insertion sort (O(n) when nearly sorted). D. Baraff 1992;
+// J. Cohen et al., I-COLLIDE 1995.
 //
 // The active list of a plain sweep holds about n * (box extent / scene extent) boxes: for a
 // million uniform boxes, some 8000 candidates per box (8e9 tests in all). The active list is

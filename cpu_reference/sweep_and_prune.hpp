@@ -1,7 +1,8 @@
 // Sweep and prune (sort and sweep): boxes sorted by their minimum on the axis where box
-// centroids vary most, then swept with an active list (survey of seed 004; D. Baraff, "Dynamic
-// Simulation of Non-Penetrating Rigid Bodies", 1992; Cohen et al., I-COLLIDE, 1995). Temporal
-// coherence: update() re-sorts last frame's order with insertion sort. Box queries scan, per
+// centroids vary most, then swept with an active list (magley's survey "Broad phase algorithms
+// and data structures"; D. Baraff, "Dynamic Simulation of Non-Penetrating Rigid Bodies", 1992;
+// Cohen et al., I-COLLIDE, 1995; all in docs/references.md). Temporal coherence: update()
+// re-sorts last frame's order with insertion sort. Box queries scan, per
 // class of boxes of similar extent on the sweep axis, the band of minima that can reach the
 // region, so one world-sized box does not make every query linear. Accepted worst case (as in
 // the literature): boxes that all overlap on the sweep axis; ray casts are a linear scan.
@@ -28,9 +29,10 @@ public:
     Status validate() const override;
     std::size_t size() const override { return order_.size(); }
 
-    /// Temporal coherence (seed 004): `moved` holds the new positions of the same boxes (same
-    /// count, same ids). Keeps the sweep axis chosen by build() and re-sorts the previous order
-    /// with insertion sort, O(n + k) for k swapped neighbours, so O(n) when boxes moved little.
+    /// Temporal coherence (as in the survey): `moved` holds the new positions of the same boxes
+    /// (same count, same ids). Keeps the sweep axis chosen by build() and re-sorts the previous
+    /// order with insertion sort, O(n + k) for k swapped neighbours, so O(n) when boxes moved
+    /// little.
     /// Should the order change a lot (more than kMaxShiftsPerBox shifts per box), it finishes
     /// with a full sort instead; the result is the same order either way. On error (different
     /// count, bad box) the structure is left as it was.

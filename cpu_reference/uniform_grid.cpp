@@ -1,11 +1,12 @@
-// Uniform grid with spatial hashing, as surveyed in seed 004 ("grid hashing"), with its flaw
-// fixed: a box is entered in every cell its closed extent overlaps, so two overlapping boxes
-// always share a cell (seed 004's rectangles 1 and 2, which meet only in a middle cell, are
-// found). Teschner et al., "Optimized Spatial Hashing for Collision Detection of Deformable
-// Objects", VMV 2003; the cell walk of the ray cast is the 3D-DDA of J. Amanatides and
-// A. Woo, "A Fast Voxel Traversal Algorithm for Ray Tracing", Eurographics 1987. The levels
-// are hierarchical spatial hashing (Mirtich 1996; Eitz and Lixu 2007): build_level sizes each
-// level's cells for the finest size class that would otherwise crowd them (see kCrowding).
+// Uniform grid with spatial hashing, as surveyed in magley's "Broad phase algorithms and data
+// structures" ("grid hashing"; docs/references.md), with its flaw fixed: a box is entered in
+// every cell its closed extent overlaps, so two overlapping boxes always share a cell (the
+// survey's rectangles 1 and 2, which meet only in a middle cell, are found). Teschner et al.,
+// "Optimized Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003; the cell
+// walk of the ray cast is the 3D-DDA of J. Amanatides and A. Woo, "A Fast Voxel Traversal
+// Algorithm for Ray Tracing", Eurographics 1987. The levels are hierarchical spatial hashing
+// (Mirtich 1996; Eitz and Lixu 2007): build_level sizes each level's cells for the finest size
+// class that would otherwise crowd them (see kCrowding).
 //
 // The cell map is cell(x) = clamp(floor((x - origin) / side), +-kCoordLimit) per axis. It is
 // monotone, which is all that correctness rests on: a box covers the cells [cell(min),

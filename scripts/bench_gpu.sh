@@ -8,7 +8,8 @@
 #   bash scripts/bench_gpu.sh [--tests] [--quick] [OUT_DIR]
 #
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
-# lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and DESIGN.md ask.
+# lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
+# docs/performance.md ask.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tests=0

@@ -9,10 +9,11 @@
 // With kCullFlagRank (approximate order) it also writes each seen leaf's near-child-first
 // depth-first rank to ranks[] beside its slot: the leaf's index in a depth-first traversal of
 // the whole tree that visits first, at every internal node, the child whose bounds are nearer
-// the eye (smaller cull_distance_key; ties: left), as in seed 003's front-to-back sphere
-// BVH traversal. The rank of the first leaf under each node is carried down with its first
-// position (the farther child starts after the nearer child's leaf count), and an accepted
-// node is descended (without plane tests) to give each of its leaves its rank.
+// the eye (smaller cull_distance_key; ties: left), as in the front-to-back sphere BVH
+// traversal of the article "Sort a sphere BVH with split planes" (docs/references.md). The
+// rank of the first leaf under each node is carried down with its first position (the farther
+// child starts after the nearer child's leaf count), and an accepted node is descended
+// (without plane tests) to give each of its leaves its rank.
 // CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"

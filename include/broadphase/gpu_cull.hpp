@@ -1,9 +1,9 @@
 // Front-to-back frustum culling of a GPU LBVH into indirect draw commands: hierarchical
 // rejection and acceptance per chunk of leaves (shaders/lbvh_cull.comp), compaction by an
 // exclusive scan (no atomics, deterministic), then either a 32-bit radix sort of near-child-first
-// depth-first ranks (approx; seed 003's front-to-back traversal order, each leaf's rank carried
-// down the chunked traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw
-// commands.
+// depth-first ranks (approx; the front-to-back traversal order of P. Väänänen's "Sort a sphere
+// BVH with split planes", docs/references.md, each leaf's rank carried down the chunked
+// traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
 #pragma once
 
 #include <cstdint>
@@ -52,10 +52,10 @@ inline constexpr std::uint32_t kCullQueries = 5;
 
 /// The GPU culler. Holds its kernels, compiled by the Context on the first cull (and, for the
 /// host helper, its working buffers).
-/// Approximate order (CullOrder::approx): near-child-first depth-first order of the LBVH
-/// (seed 003): at every internal node the subtree whose bounds are nearer the eye (the
-/// distance key below, ties: left child) comes first; roughly front to back, exactly the visible
-/// set, ids in that order.
+/// Approximate order (CullOrder::approx): near-child-first depth-first order of the LBVH (as in
+/// "Sort a sphere BVH with split planes", docs/references.md): at every internal node the
+/// subtree whose bounds are nearer the eye (the distance key below, ties: left child) comes
+/// first; roughly front to back, exactly the visible set, ids in that order.
 /// Exact order: by a 32-bit key of the squared distance from the eye to the box (24 significant
 /// bits, a 9-bit exponent: no overflow at any distance between float boxes and eye; equals
 /// point_box_distance's order up to rounding), ties by id.

@@ -1,5 +1,6 @@
-// Scenes: lists of boxes, their validation, the standard seeded generators of DESIGN.md,
-// and the file formats (scene text, Wavefront .obj, pairs output).
+// Scenes: lists of boxes, their validation, the standard seeded generators (listed below; their
+// sources are in docs/references.md), and the file formats (scene text, Wavefront .obj, pairs
+// output).
 #pragma once
 
 #include <cstdint>
@@ -27,10 +28,12 @@ Status validate_boxes(std::span<const Box> boxes);
 /// The standard generators, by name. All are seeded and deterministic.
 /// - uniform: N cubes of side 0.8 * N^(-1/3), min corner uniform in [0,1)^3 drawn x, y, z in
 ///   that order from std::mt19937(seed); about 2 pairs per box.
-/// - clustered: boxes gathered around a few dense cluster centres (seed 004).
+/// - clustered: boxes gathered around a few dense cluster centres (magley's survey "Broad
+///   phase algorithms and data structures", docs/references.md).
 /// - xline / yline: flat 2D boxes strung along a thin vertical / horizontal band, so one axis
-///   has almost no variance (seed 004's XLine and YLine benchmark scenes).
-/// - mixed_sizes: 96% small boxes and 4% large ones (seed 002).
+///   has almost no variance (the survey's XLine and YLine benchmark scenes).
+/// - mixed_sizes: 96% small boxes and 4% large ones (the scene of "Loose Octrees for Frustum
+///   Culling, Part 1", AltDevBlogADay 2011).
 /// - degenerate: duplicates, zero-volume boxes (points, flat boxes), one huge box over
 ///   everything and a group far from the origin.
 /// - level: a physics level: uniform cubes, a few fallen about 1e7 below, a ground slab

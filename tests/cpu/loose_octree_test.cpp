@@ -1,6 +1,7 @@
 // Tests of the loose octree (cpu_reference/loose_octree.*; T. Ulrich, "Loose octrees", Game
 // Programming Gems, 2000) that are its own: the O(1) placement (depth from size, cell from
-// centre, the slips of the pseudocode it was written from), the tree's size on degenerate
+// centre, the slips of the pseudocode it was written from, that of "Loose Octrees for Frustum
+// Culling, Part 1", AltDevBlogADay 2011, docs/references.md), the tree's size on degenerate
 // scenes, levels used by mixed sizes, outside-the-root boxes and rebuilds, bad configurations,
 // removing everything, the robust root, huge boxes, indexed crowded octants, and the cost of
 // queries and self-pairs. Every query against brute force on the standard and degenerate scenes
@@ -92,7 +93,8 @@ TEST(LooseOctree, Test5_DegenerateScenesStaySmall) {
 }
 
 TEST(LooseOctree, Test6_MixedSizesSpreadOverLevels) {
-    // The article's scene: small boxes sink deep, large ones stay high, nothing at the root.
+    // The loose octree article's scene (AltDevBlogADay 2011): small boxes sink deep, large
+    // ones stay high, nothing at the root.
     auto scene = generate_scene("mixed_sizes", 5000);
     ASSERT_TRUE(scene.ok());
     LooseOctree tree;

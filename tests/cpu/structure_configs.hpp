@@ -68,7 +68,8 @@ inline std::vector<StructureConfig> structure_configs() {
     configs.push_back(configured<KdTree>("leaf_2", {KdAxis::widest, 2, 64}));
     configs.push_back(configured<KdTree>("alternate_leaf_3_depth_4", {KdAxis::alternate, 3, 4}));
 
-    // Sphere BVH: one box per leaf (as in the article), and every split at the median.
+    // Sphere BVH: one box per leaf (as in "Sort a sphere BVH with split planes",
+    // docs/references.md), and every split at the median.
     configs.push_back(configured<SphereBvh>("leaf_1", {1, 48}));
     configs.push_back(configured<SphereBvh>("median_only", {8, 0}));
 

@@ -171,7 +171,8 @@ TEST_P(EveryStructure, TouchingGrid) {
     EXPECT_EQ(pairs->size(), neighbours / 2);
 }
 
-// The article's flaw of corner-only bucketing (hash grids): two long boxes cross only in a
+// The flaw of corner-only bucketing (hash grids) shown in magley's survey "Broad phase
+// algorithms and data structures" (docs/references.md): two long boxes cross only in a
 // middle cell where neither has a corner; the pair must be found.
 TEST_P(EveryStructure, BoxesCrossingInAMiddleCell) {
     auto s = make();

@@ -1,9 +1,9 @@
 // The approximate front-to-back order of gpu::Culler (near-child-first depth-first order of the
-// LBVH, seed 003): the per-leaf rank (lbvh::near_first_rank, and the ranks lbvh::cull_chunk,
-// the twin of lbvh_cull.comp, carries down) against a recursive near-child-first traversal, the GPU
-// output against the twin and brute force, boxes on a line along the view equal the exact order,
-// the host helper's per-stage timestamps, and both orders at extreme distances (squared
-// distances past the float range) and magnitudes.
+// LBVH, after "Sort a sphere BVH with split planes", docs/references.md): the per-leaf rank
+// (lbvh::near_first_rank, and the ranks lbvh::cull_chunk, the twin of lbvh_cull.comp, carries down)
+// against a recursive near-child-first traversal, the GPU output against the twin and brute force,
+// boxes on a line along the view equal the exact order, the host helper's per-stage timestamps, and
+// both orders at extreme distances (squared distances past the float range) and magnitudes.
 #include <algorithm>
 #include <cmath>
 #include <functional>
