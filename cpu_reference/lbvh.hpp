@@ -21,11 +21,7 @@ namespace broadphase::lbvh {
 
 using gpu_layout::LbvhNode;
 
-enum class CodeKind {
-    morton30,   ///< 10 bits per axis, x highest
-    morton63,   ///< 21 bits per axis, x highest
-    hilbert30,  ///< 3D Hilbert index, 10 bits per axis (Skilling's transform)
-};
+using broadphase::CodeKind;  // broadphase/types.hpp, shared with gpu::Lbvh
 
 /// Order-preserving map of floats to uints: a < b  <=>  float_to_ordered(a) < ... (b).
 /// (bits ^ 0x80000000 for non-negative floats, ~bits for negative ones; -0 < +0.)

@@ -16,6 +16,11 @@ namespace broadphase::gpu {
 
 using namespace gpu_layout;
 
+static_assert(static_cast<std::uint32_t>(CodeKind::morton30) == kCodeMorton30 &&
+                  static_cast<std::uint32_t>(CodeKind::morton63) == kCodeMorton63 &&
+                  static_cast<std::uint32_t>(CodeKind::hilbert30) == kCodeHilbert30,
+              "CodeKind's values are the shaders' code kinds");
+
 namespace {
 
 constexpr std::uint32_t kBuildQueries = 6;  // stage boundaries of a build
@@ -345,9 +350,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
         compute_barrier(cmd);
     }
     mark(1);
-    pc.key_word = code == CodeKind::morton63    ? kCodeMorton63
-                  : code == CodeKind::hilbert30 ? kCodeHilbert30
-                                                : kCodeMorton30;
+    pc.key_word = static_cast<std::uint32_t>(code);
     im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n), gate);
     compute_barrier(cmd);
     const std::uint32_t code_kind = pc.key_word;

@@ -217,8 +217,8 @@ Status Context::submit_and_wait(F&& record) {
         [](VkCommandBuffer cmd, void* user) { (*static_cast<F*>(user))(cmd); }, &record);
 }
 
-/// Which space-filling curve orders the leaves.
-enum class CodeKind { morton30, morton63, hilbert30 };
+/// Which space-filling curve orders the leaves (broadphase/types.hpp).
+using broadphase::CodeKind;
 
 struct LbvhOptions {
     CodeKind code = CodeKind::morton30;

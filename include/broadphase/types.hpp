@@ -29,6 +29,15 @@ struct Box {
     friend bool operator==(const Box&, const Box&) = default;
 };
 
+/// The space-filling curve whose codes order an LBVH's leaves: the GPU build's (gpu::Lbvh) and
+/// its CPU twin's (lbvh::build_tree). The values are gpu_layout.h's kCode* (push constant
+/// `code_kind`).
+enum class CodeKind : std::uint32_t {
+    morton30 = 0,   ///< 10 bits per axis, x highest
+    morton63 = 1,   ///< 21 bits per axis, x highest
+    hilbert30 = 2,  ///< 3D Hilbert index, 10 bits per axis (Skilling's transform)
+};
+
 /// Closed-box overlap: touching faces, edges and corners count as overlapping.
 inline bool overlaps(const Box& a, const Box& b) {
     return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y && b.min.y <= a.max.y &&

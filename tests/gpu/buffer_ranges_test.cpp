@@ -485,9 +485,9 @@ TEST_F(BufferRangeTest, BuildAndPairsOnSuballocatedRanges) {
         }));
         ASSERT_TRUE(recorded) << recorded.error().message;
         EXPECT_EQ(sub.untouched(false), "");
-        EXPECT_EQ(same_nodes(sub.download<LbvhNode>(1, 2 * n - 1),
-                             lbvh::build_tree(scene->boxes, cpu_kind(code))),
-                  "");
+        EXPECT_EQ(
+            same_nodes(sub.download<LbvhNode>(1, 2 * n - 1), lbvh::build_tree(scene->boxes, code)),
+            "");
         const auto st = sub.download<TraversalStatus>(4, 1)[0];
         EXPECT_EQ(st.flags, 0u);
         ASSERT_EQ(st.count, expected.size());

@@ -12,18 +12,6 @@ namespace broadphase::testing {
 /// The process-wide context (created in main with validation enabled).
 gpu::Context& gpu_context();
 
-/// The CPU twin's code kind for a GPU code kind.
-inline lbvh::CodeKind cpu_kind(gpu::CodeKind code) {
-    switch (code) {
-        case gpu::CodeKind::morton63:
-            return lbvh::CodeKind::morton63;
-        case gpu::CodeKind::hilbert30:
-            return lbvh::CodeKind::hilbert30;
-        default:
-            return lbvh::CodeKind::morton30;
-    }
-}
-
 class GpuTest : public ::testing::Test {
 protected:
     void SetUp() override { errors_before_ = gpu_context().validation_errors(); }

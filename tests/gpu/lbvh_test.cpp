@@ -33,7 +33,7 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
 
 // The CPU twin's tree for the same boxes.
 std::vector<LbvhNode> cpu_tree(std::span<const Box> boxes, gpu::CodeKind code) {
-    return lbvh::build_tree(boxes, cpu_kind(code));
+    return lbvh::build_tree(boxes, code);
 }
 
 struct SceneCase {
@@ -162,15 +162,14 @@ TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
         ASSERT_TRUE(scene);
         const bool expect_refined = std::string(generator) != "uniform";
         for (gpu::CodeKind code : {gpu::CodeKind::morton30, gpu::CodeKind::hilbert30}) {
-            EXPECT_EQ(lbvh::sorted_keys(scene->boxes, cpu_kind(code)).refined, expect_refined)
-                << generator;
+            EXPECT_EQ(lbvh::sorted_keys(scene->boxes, code).refined, expect_refined) << generator;
             for (bool refine : {true, false}) {
                 SCOPED_TRACE(std::string(generator) + (refine ? " refined" : " unrefined"));
                 auto lbvh = gpu::Lbvh::create(gpu_context(), {code, refine});
                 ASSERT_TRUE(lbvh);
                 auto nodes = (*lbvh)->build_nodes(scene->boxes);
                 ASSERT_TRUE(nodes);
-                const auto twin = lbvh::build_tree(scene->boxes, cpu_kind(code), refine);
+                const auto twin = lbvh::build_tree(scene->boxes, code, refine);
                 ASSERT_EQ(nodes->size(), twin.size());
                 for (std::size_t i = 0; i < twin.size(); ++i) {
                     const LbvhNode& g = (*nodes)[i];
@@ -239,7 +238,7 @@ TEST_F(LbvhTest, EmptySlotsMatchTheTwin) {
                 }));
                 std::vector<LbvhNode> got(2ull * n - 1);
                 ASSERT_TRUE(ctx.download(*nodes, got.data(), got.size() * sizeof(LbvhNode)));
-                const auto twin = lbvh::build_tree(boxes, cpu_kind(code), refine);
+                const auto twin = lbvh::build_tree(boxes, code, refine);
                 ASSERT_EQ(got.size(), twin.size());
                 for (std::size_t i = 0; i < twin.size(); ++i) {
                     const LbvhNode& g = got[i];

@@ -129,7 +129,7 @@ void run_frames(const std::vector<Box>& base, gpu::MovingSceneOptions options, i
     const gpu::RefitPolicy policy = options.policy;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
-    lbvh::MovingTwin twin(cpu_kind(options.code), twin_policy(policy), options.rebuild_ratio,
+    lbvh::MovingTwin twin(options.code, twin_policy(policy), options.rebuild_ratio,
                           options.rebuild_work_ratio);
 
     std::vector<Box> boxes = base;
