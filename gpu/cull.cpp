@@ -12,6 +12,7 @@
 #include "radix_sort.hpp"
 #include "range_check.hpp"
 #include "shaders.hpp"
+#include "timestamps.hpp"
 
 namespace broadphase::gpu {
 
@@ -54,10 +55,6 @@ std::uint32_t groups(std::uint64_t count) {
     return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
 }
 
-void timestamp(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t query) {
-    if (pool) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
-}
-
 constexpr std::uint32_t kBuildQueries = 6;  // Lbvh::record_build's stage boundaries
 constexpr std::uint32_t kHelperQueries = kBuildQueries + kCullQueries;
 
@@ -72,32 +69,19 @@ struct Culler::Impl {
     // Working buffers of the host helper, grown on demand.
     Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
     std::uint32_t capacity = 0;
-    VkQueryPool queries = VK_NULL_HANDLE;
+    Timestamps stamps;  // kHelperQueries: the build's stage boundaries, then the cull's
     CullTimes times;
-
-    ~Impl() {
-        if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
-    }
 
     // Reads the timestamps of one submission: the build's (when `build`) and the cull's.
     void read_times(bool build) {
-        if (!queries) return;
-        std::uint64_t ticks[kHelperQueries] = {};
-        const std::uint32_t first = build ? 0 : kBuildQueries;
-        if (vkGetQueryPoolResults(context->device(), queries, first, kHelperQueries - first,
-                                  (kHelperQueries - first) * sizeof(std::uint64_t), ticks + first,
-                                  sizeof(std::uint64_t),
-                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
-            return;
-        const double ms = context->info().timestamp_period_ns * 1e-6;
-        auto span = [&](std::uint32_t a) { return double(ticks[a + 1] - ticks[a]) * ms; };
-        if (build) {
-            times.build = {span(0), span(1), span(2), span(3), span(4), 0};
-        }
-        times.cull = span(kBuildQueries + 0);
-        times.compact = span(kBuildQueries + 1);
-        times.sort = span(kBuildQueries + 2);
-        times.emit = span(kBuildQueries + 3);
+        double b[kBuildQueries - 1] = {}, c[kCullQueries - 1] = {};
+        if (build && stamps.spans(0, kBuildQueries - 1, b))
+            times.build = {b[0], b[1], b[2], b[3], b[4], 0};
+        if (!stamps.spans(kBuildQueries, kCullQueries - 1, c)) return;
+        times.cull = c[0];
+        times.compact = c[1];
+        times.sort = c[2];
+        times.emit = c[3];
     }
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
@@ -145,13 +129,9 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     auto lbvh = Lbvh::create(context);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
-    if (context.info().timestamp_period_ns > 0) {
-        VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-        info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-        info.queryCount = kHelperQueries;
-        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries),
-                  "vkCreateQueryPool");
-    }
+    auto stamps = Timestamps::create(context, kHelperQueries);
+    if (!stamps) return stamps.error();
+    impl->stamps = std::move(stamps.value());
     return std::unique_ptr<Culler>(new Culler(std::move(impl)));
 }
 
@@ -191,7 +171,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     const bool exact = order == CullOrder::exact;
     if (n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
     compute_barrier(cmd);
-    timestamp(cmd, pool, first_query + 0);
+    write_timestamp(cmd, pool, first_query + 0);
 
     const std::uint32_t chunks = chunk_count(n);
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
@@ -204,7 +184,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
                              groups(chunks));
         compute_barrier(cmd);
     }
-    timestamp(cmd, pool, first_query + 1);
+    write_timestamp(cmd, pool, first_query + 1);
     if (n > 0) {
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
@@ -214,7 +194,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
         compute_barrier(cmd);
         pc.flags = 0;
     }
-    timestamp(cmd, pool, first_query + 2);
+    write_timestamp(cmd, pool, first_query + 2);
     if (n > 0) {
         // Ranks are below n; the all-ones padding of the low bits sorts after every one of them.
         const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
@@ -222,14 +202,14 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
                        exact ? 64 : rank_bits);
         compute_barrier(cmd);
     }
-    timestamp(cmd, pool, first_query + 3);
+    write_timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
     im.emit.dispatch(
         cmd,
         {s.params, s.offsets, s.values, first_bytes(out.visible_ids, id_bytes),
          first_bytes(out.draw_commands, command_bytes), first_bytes(out.draw_count, 8)},
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
-    timestamp(cmd, pool, first_query + 4);
+    write_timestamp(cmd, pool, first_query + 4);
     return {};
 }
 
@@ -278,13 +258,14 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
         Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
-            if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kHelperQueries);
+            im.stamps.reset(cmd, 0, kHelperQueries);
             if (first) {
-                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.queries, 0))) return;
+                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
+                    return;
                 compute_barrier(cmd);
             }
             recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
-                              im.queries, kBuildQueries);
+                              im.stamps.handle(), kBuildQueries);
             compute_barrier(cmd);
         });
         if (!s) return s.error();

@@ -10,6 +10,7 @@
 #include "radix_sort.hpp"
 #include "range_check.hpp"
 #include "shaders.hpp"
+#include "timestamps.hpp"
 #include "traversal.hpp"
 
 namespace broadphase::gpu {
@@ -132,10 +133,6 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
     return t;
 }
 
-void timestamp(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t query) {
-    if (pool) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
-}
-
 }  // namespace
 
 struct Lbvh::Impl {
@@ -144,7 +141,7 @@ struct Lbvh::Impl {
     RadixSort sort;
     TraversalRounds rounds;
     Kernel bounds, codes, code_runs, run_bounds, refine_codes, hierarchy, node_bounds, pairs;
-    VkQueryPool queries = VK_NULL_HANDLE;
+    Timestamps stamps;  // kQueries: the stage boundaries of the host helpers' recordings
     StageTimes times;
     // Context::Impl::dispatches_recorded at each timestamp of the last timed recording
     // (stage k's dispatches are marks[k + 1] - marks[k]), and the last find_pairs' expanded
@@ -157,10 +154,6 @@ struct Lbvh::Impl {
     std::uint32_t pair_capacity = 0;
     std::uint32_t work_capacity = 0;
     std::uint32_t last_n = 0;  ///< boxes of the last host-array build
-
-    ~Impl() {
-        if (queries) vkDestroyQueryPool(context->device(), queries, nullptr);
-    }
 
     // The build's kernels for this code kind and refine option (the refinement's only when it
     // runs), compiled on the first build.
@@ -255,21 +248,14 @@ struct Lbvh::Impl {
 
     void read_times(bool with_pairs) {
         times = {};
-        if (!queries) return;
-        std::uint64_t ticks[kQueries] = {};
-        std::uint32_t count = with_pairs ? kQueries : kBuildQueries;
-        if (vkGetQueryPoolResults(context->device(), queries, 0, count, sizeof(ticks), ticks,
-                                  sizeof(std::uint64_t),
-                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
-            return;
-        double ms = context->info().timestamp_period_ns * 1e-6;
-        auto span = [&](int a) { return double(ticks[a + 1] - ticks[a]) * ms; };
-        times.bounds = span(0);
-        times.codes = span(1);
-        times.sort = span(2);
-        times.hierarchy = span(3);
-        times.node_bounds = span(4);
-        if (with_pairs) times.pairs = span(5);
+        double span[kQueries - 1] = {};
+        if (!stamps.spans(0, (with_pairs ? kQueries : kBuildQueries) - 1, span)) return;
+        times.bounds = span[0];
+        times.codes = span[1];
+        times.sort = span[2];
+        times.hierarchy = span[3];
+        times.node_bounds = span[4];
+        if (with_pairs) times.pairs = span[5];
     }
 };
 
@@ -291,13 +277,9 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
     impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
     impl->pairs = Kernel(context, shaders::lbvh_pairs, 7, "lbvh_pairs");
-    if (context.info().timestamp_period_ns > 0) {
-        VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-        info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-        info.queryCount = kQueries;
-        BP_VK_TRY(vkCreateQueryPool(context.device(), &info, nullptr, &impl->queries),
-                  "vkCreateQueryPool");
-    }
+    auto stamps = Timestamps::create(context, kQueries);
+    if (!stamps) return stamps.error();
+    impl->stamps = std::move(stamps.value());
     return std::unique_ptr<Lbvh>(new Lbvh(std::move(impl)));
 }
 
@@ -337,7 +319,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
     pc.key_words = key_words(code);
     // A stage boundary: its timestamp, and the dispatches recorded so far.
     auto mark = [&](std::uint32_t k) {
-        timestamp(cmd, pool, first_query + k);
+        write_timestamp(cmd, pool, first_query + k);
         im.marks[k] = im.context->impl().dispatches_recorded;
     };
 
@@ -516,13 +498,14 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
             compute_barrier(cmd);  // make the staged upload visible to the shaders
-            if (first && im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
-            if (first && !(recorded = record_build(cmd, im.build_buffers(), n, im.queries, 0)))
+            if (first) im.stamps.reset(cmd, 0, kQueries);
+            if (first &&
+                !(recorded = record_build(cmd, im.build_buffers(), n, im.stamps.handle(), 0)))
                 return;
             compute_barrier(cmd);
             if (!(recorded = record_pairs(cmd, {whole(im.nodes), n}, out))) return;
             if (first) {
-                timestamp(cmd, im.queries, kBuildQueries);
+                im.stamps.write(cmd, kBuildQueries);
                 im.marks[kBuildQueries] = im.context->impl().dispatches_recorded;
             }
         });
@@ -584,8 +567,8 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
     Status recorded;
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
         compute_barrier(cmd);
-        if (im.queries) vkCmdResetQueryPool(cmd, im.queries, 0, kQueries);
-        recorded = record_build(cmd, im.build_buffers(), n, im.queries, 0);
+        im.stamps.reset(cmd, 0, kQueries);
+        recorded = record_build(cmd, im.build_buffers(), n, im.stamps.handle(), 0);
         compute_barrier(cmd);
     });
     if (!s) return s.error();

@@ -20,7 +20,7 @@
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Nodes {
     LbvhNode nodes[];
 };

@@ -19,7 +19,7 @@
 #include "common.glsl"
 #include "gpu_layout_queries.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Nodes {
     LbvhNode nodes[];
 };

@@ -6,7 +6,7 @@
 #include "common.glsl"
 #include "gpu_layout_frames.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) buffer Keys {
     uint keys[];
 };

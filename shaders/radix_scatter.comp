@@ -8,7 +8,7 @@
 #include "common.glsl"
 #include "workgroup_scan.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer KeysIn {
     uint keys_in[];
 };

@@ -2,7 +2,7 @@
 #version 450
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) buffer Data {
     uint data[];
 };

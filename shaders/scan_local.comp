@@ -5,7 +5,7 @@
 #include "common.glsl"
 #include "workgroup_scan.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) buffer Data {
     uint data[];
 };

@@ -22,7 +22,9 @@ struct uvec4 {
 #define BP_CONST const uint
 #endif
 
-// Workgroup sizes. Every kernel is written for any subgroup size; none relies on one.
+// Workgroup sizes. Every kernel but the one-invocation argument writers declares
+// `layout(local_size_x = kWorkgroupSize)`, and the host sizes its dispatches by the same
+// constant. Every kernel is written for any subgroup size; none relies on one.
 BP_CONST kWorkgroupSize = 256u;
 // Radix sort: 4-bit digits, each workgroup sorts a tile of kWorkgroupSize * kSortItemsPerThread.
 BP_CONST kSortDigitBits = 4u;
