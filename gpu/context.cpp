@@ -94,7 +94,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
                                                 void* user) {
     if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
         bool error = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-        if (error) ++static_cast<Context::Impl*>(user)->validation_errors;
+        if (error) ++static_cast<ContextImpl*>(user)->validation_errors;
         std::fprintf(stderr, "[vulkan %s] %s\n", error ? "error" : "warning",
                      data->pMessage ? data->pMessage : "");
     }
@@ -235,7 +235,7 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
 namespace {
 
 // Reads the device's properties into `info`.
-void fill_info(Context::Impl& impl) {
+void fill_info(ContextImpl& impl) {
     VkPhysicalDeviceSubgroupProperties subgroup{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -266,7 +266,7 @@ void fill_info(Context::Impl& impl) {
 }
 
 // Creates the command pool and fence used by submit_and_wait, and loads extension entry points.
-Status finish_setup(Context::Impl& impl) {
+Status finish_setup(ContextImpl& impl) {
     fill_info(impl);
     impl.push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
         vkGetDeviceProcAddr(impl.device, "vkCmdPushDescriptorSetKHR"));

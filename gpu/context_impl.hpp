@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
+#include "impl_access.hpp"
 
 namespace broadphase::gpu {
 

@@ -147,7 +147,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     const VkDeviceSize cap = out.capacity;
     const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
     const VkDeviceSize command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
-    if (Status st = check_ranges(im.context->impl(), "Culler::record",
+    if (Status st = check_ranges(impl_of(*im.context), "Culler::record",
                                  {{"nodes", tree.nodes, nodes_bytes(n)},
                                   {"scratch", scratch, scratch_size(n), false},
                                   {"visible_ids", out.visible_ids, id_bytes},

@@ -80,7 +80,7 @@ Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_
 
 Kernel::Kernel(Context& context, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
                const char* name)
-    : context_(&context.impl()), spirv_(spirv), bindings_(bindings), name_(name) {}
+    : context_(&impl_of(context)), spirv_(spirv), bindings_(bindings), name_(name) {}
 
 Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> spirv,
                               std::uint32_t bindings, const char* name) {

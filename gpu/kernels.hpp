@@ -64,7 +64,7 @@ private:
     void bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
               const gpu_layout::PushConstants& push) const;
 
-    Context::Impl* context_ = nullptr;
+    ContextImpl* context_ = nullptr;
     std::span<const std::uint32_t> spirv_;
     std::uint32_t bindings_ = 0;
     const char* name_ = "";

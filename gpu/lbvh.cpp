@@ -291,7 +291,7 @@ namespace {
 
 // Lbvh::record_build, optionally with its dispatches gated (DispatchGate): checks the ranges,
 // then records.
-Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                            std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
                            DispatchGate* gate) {
     if (n >= (1u << 31))
@@ -300,7 +300,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
                      {},
                      {}};
     const LbvhRequirements req = im.requirements(n);
-    if (Status st = check_ranges(im.context->impl(), "Lbvh::record_build",
+    if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_build",
                                  {{"boxes", buffers.boxes, req.boxes},
                                   {"nodes", buffers.nodes, req.nodes},
                                   {"scratch", buffers.scratch, req.scratch, false}});
@@ -320,7 +320,7 @@ Status record_build_stages(Lbvh::Impl& im, VkCommandBuffer cmd, const LbvhBuildB
     // A stage boundary: its timestamp, and the dispatches recorded so far.
     auto mark = [&](std::uint32_t k) {
         write_timestamp(cmd, pool, first_query + k);
-        im.marks[k] = im.context->impl().dispatches_recorded;
+        im.marks[k] = impl_of(*im.context).dispatches_recorded;
     };
 
     mark(0);
@@ -400,11 +400,11 @@ Status Lbvh::record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, 
 
 Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                           std::uint32_t n, DispatchGate& gate) {
-    return record_build_stages(lbvh.impl(), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
+    return record_build_stages(impl_of(lbvh), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
 }
 
 Status ready_lbvh_kernels(Lbvh& lbvh) {
-    const Lbvh::Impl& im = lbvh.impl();
+    const LbvhImpl& im = impl_of(lbvh);
     if (Status s = im.ready_build(); !s) return s;
     return im.ready_pairs();
 }
@@ -415,7 +415,7 @@ Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhP
 
 Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
                           const LbvhPairBuffers& out, const ProxyPairs& proxy) {
-    Lbvh::Impl& im = lbvh.impl();
+    LbvhImpl& im = impl_of(lbvh);
     const std::uint32_t n = tree.n;
     const bool cross = proxy.cross;
     const std::uint32_t m = proxy.other.n;
@@ -425,7 +425,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const VkDeviceSize slot_bytes = slotted ? std::max<std::uint32_t>(n, 1) * 16ull : 0;
     const VkDeviceSize other_bytes = cross ? nodes_bytes(m) : 0;
     const VkDeviceSize other_slot_bytes = cross ? std::max<std::uint32_t>(m, 1) * 16ull : 0;
-    if (Status st = check_ranges(im.context->impl(), "Lbvh::record_pairs",
+    if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_pairs",
                                  {{"nodes", tree.nodes, nodes_bytes(n)},
                                   {"pairs", out.pairs, pair_bytes},
                                   {"status", out.status, sizeof(TraversalStatus)},
@@ -506,7 +506,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             if (!(recorded = record_pairs(cmd, {whole(im.nodes), n}, out))) return;
             if (first) {
                 im.stamps.write(cmd, kBuildQueries);
-                im.marks[kBuildQueries] = im.context->impl().dispatches_recorded;
+                im.marks[kBuildQueries] = impl_of(*im.context).dispatches_recorded;
             }
         });
         if (!s) return s.error();

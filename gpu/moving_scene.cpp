@@ -29,7 +29,7 @@ using namespace gpu_layout;
 Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& box_range,
                                        bool first, bool timed) {
     // The caller's boxes are the only range from outside: checked before anything changes.
-    if (Status s = check_ranges(context->impl(), "MovingScene::record_step",
+    if (Status s = check_ranges(impl_of(*context), "MovingScene::record_step",
                                 {{"boxes", box_range, n * VkDeviceSize(sizeof(GpuBox))}});
         !s)
         return s;

@@ -342,7 +342,7 @@ struct MovingScene::Impl {
                         const BufferRange& flag_range) const {
         const std::uint32_t count = tree.n;
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
-        if (Status s = check_ranges(context->impl(), "MovingScene::record_refit",
+        if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
                                     {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
                                      {"nodes", tree.nodes, count > 0 ? nodes_bytes(count) : 0},
                                      {"flags", flag_range, flag_bytes}});

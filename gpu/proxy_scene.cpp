@@ -4,8 +4,8 @@
 // appended to it, and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
 #include <algorithm>
 #include <bit>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "broadphase/gpu_proxies.hpp"

@@ -161,7 +161,7 @@ VkDeviceSize LbvhQueries::scan_scratch_size(std::uint32_t queries) const {
 namespace {
 
 // The ranges of a region pass and the bytes each needs, checked before anything is recorded.
-Status check_region_ranges(const Context::Impl& context, const char* recorder,
+Status check_region_ranges(const ContextImpl& context, const char* recorder,
                            const LbvhQueries& self, const LbvhTree& tree,
                            const RegionQueryBuffers& b, std::uint32_t queries, std::uint32_t pass) {
     const BufferRange& status = pass == kQueryCount ? b.count_status : b.fill_status;
@@ -212,8 +212,9 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
 
 Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tree,
                                         const RegionQueryBuffers& b, std::uint32_t queries) {
-    if (Status st = check_region_ranges(impl_->context->impl(), "LbvhQueries::record_region_count",
-                                        *this, tree, b, queries, kQueryCount);
+    if (Status st =
+            check_region_ranges(impl_of(*impl_->context), "LbvhQueries::record_region_count", *this,
+                                tree, b, queries, kQueryCount);
         !st)
         return st;
     if (Status st = ready({&impl_->query}); !st) return st;
@@ -236,7 +237,7 @@ Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tre
 
 Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree,
                                        const RegionQueryBuffers& b, std::uint32_t queries) {
-    if (Status st = check_region_ranges(impl_->context->impl(), "LbvhQueries::record_region_fill",
+    if (Status st = check_region_ranges(impl_of(*impl_->context), "LbvhQueries::record_region_fill",
                                         *this, tree, b, queries, kQueryFill);
         !st)
         return st;
@@ -249,7 +250,7 @@ Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree
 Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                     const RayQueryBuffers& b, std::uint32_t rays) {
     const VkDeviceSize work_bytes = work_range_bytes(b.traversal);
-    if (Status st = check_ranges(impl_->context->impl(), "LbvhQueries::record_ray_cast",
+    if (Status st = check_ranges(impl_of(*impl_->context), "LbvhQueries::record_ray_cast",
                                  {{"nodes", tree.nodes, nodes_bytes(tree.n)},
                                   {"rays", b.rays, bound(rays * sizeof(GpuRay))},
                                   {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},

@@ -24,7 +24,7 @@ BufferRange whole(const Buffer& b) {
     return {b.handle(), 0, b.size()};
 }
 
-Status check_ranges(const Context::Impl& context, const char* recorder,
+Status check_ranges(const ContextImpl& context, const char* recorder,
                     std::initializer_list<RangeNeed> needs) {
     const VkDeviceSize alignment = context.info.range_alignment;
     const VkDeviceSize max_range = context.info.max_storage_buffer_range;

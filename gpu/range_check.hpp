@@ -24,7 +24,7 @@ struct RangeNeed {
 /// Success, or one Error naming every problem of the ranges at once, prefixed by `recorder`
 /// ("Lbvh::record_build: scratch holds 1024 bytes, needs 4096"). invalid_argument, or
 /// limit_exceeded when the only problems are bound sizes over maxStorageBufferRange.
-Status check_ranges(const Context::Impl& context, const char* recorder,
+Status check_ranges(const ContextImpl& context, const char* recorder,
                     std::initializer_list<RangeNeed> needs);
 
 /// `range` cut to its first `bytes` bytes (at least 4): what a recorder binds once

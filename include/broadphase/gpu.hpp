@@ -202,10 +202,9 @@ public:
     template <class F>
     Status submit_and_wait(F&& record);
 
-    struct Impl;
-    Impl& impl() { return *impl_; }
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit Context(std::unique_ptr<Impl> impl);
     Status submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user);
     std::unique_ptr<Impl> impl_;
@@ -381,10 +380,9 @@ public:
     /// re-coded the runs and sorted the 64-bit keys). Reads one word back from the device.
     Result<bool> read_refined();
 
-    struct Impl;
-    Impl& impl() { return *impl_; }
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit Lbvh(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

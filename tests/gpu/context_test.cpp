@@ -68,7 +68,7 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
                                  extensions,           VK_NULL_HANDLE,          {}};
     auto missing = gpu::Context::adopt(external);
     EXPECT_FALSE(missing);  // instance missing
-    external.instance = owner.impl().instance;
+    external.instance = impl_of(owner).instance;
     {
         auto adopted = gpu::Context::adopt(external);
         ASSERT_TRUE(adopted) << adopted.error().message;
@@ -89,9 +89,15 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
 const char* const kExtensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
 gpu::ExternalDevice described() {
     gpu::Context& owner = gpu_context();
-    return {owner.impl().instance, owner.physical_device(), owner.device(),
-            owner.queue_family(),  owner.queue(),           VK_API_VERSION_1_2,
-            kExtensions,           VK_NULL_HANDLE,          {}};
+    return {impl_of(owner).instance,
+            owner.physical_device(),
+            owner.device(),
+            owner.queue_family(),
+            owner.queue(),
+            VK_API_VERSION_1_2,
+            kExtensions,
+            VK_NULL_HANDLE,
+            {}};
 }
 
 std::string adopt_error(const gpu::ExternalDevice& external, ErrorCode code) {

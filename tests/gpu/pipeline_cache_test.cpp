@@ -327,7 +327,7 @@ TEST_F(PipelineCacheTest, AdoptedDeviceUsesCallersCache) {
     ASSERT_EQ(vkCreatePipelineCache(owner.device(), &create, nullptr, &callers), VK_SUCCESS);
     TempFolder folder;
     gpu::ExternalDevice external;
-    external.instance = owner.impl().instance;
+    external.instance = impl_of(owner).instance;
     external.physical_device = owner.physical_device();
     external.device = owner.device();
     external.queue_family = owner.queue_family();
