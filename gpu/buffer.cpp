@@ -56,9 +56,7 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
         return Error{ErrorCode::out_of_memory,
                      "a buffer of " + std::to_string(size) +
                          " bytes is larger than the device's largest memory heap (" +
-                         std::to_string(largest_heap) + " bytes)",
-                     {},
-                     {}};
+                         std::to_string(largest_heap) + " bytes)"};
     Buffer buffer;
     buffer.device_ = impl.device;
     buffer.size_ = std::max<VkDeviceSize>(size, 4);
@@ -94,17 +92,14 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
             break;
     }
     if (!type) type = find_memory_type(impl.memory, req.memoryTypeBits, 0);
-    if (!type) return Error{ErrorCode::unsupported, "no memory type for a buffer", {}, {}};
+    if (!type) return Error{ErrorCode::unsupported, "no memory type for a buffer"};
 
     const VkDeviceSize heap =
         impl.memory.memoryHeaps[impl.memory.memoryTypes[*type].heapIndex].size;
     if (req.size > heap)
-        return Error{ErrorCode::out_of_memory,
-                     "a buffer of " + std::to_string(req.size) +
-                         " bytes is larger than its memory heap (" + std::to_string(heap) +
-                         " bytes)",
-                     {},
-                     {}};
+        return Error{ErrorCode::out_of_memory, "a buffer of " + std::to_string(req.size) +
+                                                   " bytes is larger than its memory heap (" +
+                                                   std::to_string(heap) + " bytes)"};
     VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = *type;
@@ -123,7 +118,7 @@ Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
                        VkDeviceSize offset) {
     if (size == 0) return {};
     if (offset + size > dst.size())
-        return Error{ErrorCode::invalid_argument, "upload past the end of a buffer", {}, {}};
+        return Error{ErrorCode::invalid_argument, "upload past the end of a buffer"};
     if (dst.mapped()) {
         std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, size);
         return {};
@@ -140,7 +135,7 @@ Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
 Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset) {
     if (size == 0) return {};
     if (offset + size > src.size())
-        return Error{ErrorCode::invalid_argument, "download past the end of a buffer", {}, {}};
+        return Error{ErrorCode::invalid_argument, "download past the end of a buffer"};
     if (src.mapped()) {
         std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, size);
         return {};

@@ -46,9 +46,7 @@ const char* vk_result_name(VkResult result) {
 Error vk_error(VkResult result, const std::string& what) {
     bool oom = result == VK_ERROR_OUT_OF_HOST_MEMORY || result == VK_ERROR_OUT_OF_DEVICE_MEMORY;
     return Error{oom ? ErrorCode::out_of_memory : ErrorCode::vulkan_error,
-                 what + " failed: " + vk_result_name(result),
-                 {},
-                 {}};
+                 what + " failed: " + vk_result_name(result)};
 }
 
 void compute_barrier(VkCommandBuffer cmd) {
@@ -273,9 +271,7 @@ Status finish_setup(ContextImpl& impl) {
     if (!impl.push_descriptor)
         return Error{ErrorCode::unsupported,
                      "device '" + impl.info.name +
-                         "' lacks VK_KHR_push_descriptor (enable it on the device)",
-                     {},
-                     {}};
+                         "' lacks VK_KHR_push_descriptor (enable it on the device)"};
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pool_info.queueFamilyIndex = impl.queue_family;
@@ -340,9 +336,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
         if (!found)
             return Error{ErrorCode::unsupported,
                          "validation requested but VK_LAYER_KHRONOS_validation is not installed "
-                         "(Debian package vulkan-validationlayers)",
-                         {},
-                         {}};
+                         "(Debian package vulkan-validationlayers)"};
         layers.push_back(kValidationLayer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     }
@@ -381,9 +375,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     vkEnumeratePhysicalDevices(impl->instance, &count, physicals.data());
     if (physicals.empty())
         return Error{ErrorCode::unsupported,
-                     "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)",
-                     {},
-                     {}};
+                     "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)"};
 
     // Only devices that can run us (missing_requirements: Vulkan 1.2, push descriptors, the
     // compute limits, a compute queue).
@@ -415,14 +407,10 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
             list += (i ? ", " : "") + std::to_string(i) + ": " + names[i];
         if (!chosen)
             return Error{ErrorCode::invalid_argument,
-                         "no Vulkan device matches '" + wanted + "' (devices: " + list + ")",
-                         {},
-                         {}};
+                         "no Vulkan device matches '" + wanted + "' (devices: " + list + ")"};
         if (!lacks[*chosen].empty())
             return Error{ErrorCode::unsupported,
-                         "device '" + names[*chosen] + "' cannot be used: " + lacks[*chosen],
-                         {},
-                         {}};
+                         "device '" + names[*chosen] + "' cannot be used: " + lacks[*chosen]};
     } else {
         int best = 1 << 30;
         for (std::size_t i = 0; i < physicals.size(); ++i) {
@@ -436,8 +424,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
             std::string report;
             for (std::size_t i = 0; i < names.size(); ++i)
                 report += (i ? "; " : "") + names[i] + ": " + lacks[i];
-            return Error{
-                ErrorCode::unsupported, "no usable Vulkan device (" + report + ")", {}, {}};
+            return Error{ErrorCode::unsupported, "no usable Vulkan device (" + report + ")"};
         }
     }
     impl->physical = physicals[*chosen];
@@ -468,9 +455,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
 Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) {
     if (!external.instance || !external.physical_device || !external.device || !external.queue)
         return Error{ErrorCode::invalid_argument,
-                     "ExternalDevice needs instance, physical_device, device and queue",
-                     {},
-                     {}};
+                     "ExternalDevice needs instance, physical_device, device and queue"};
     // Checked with Vulkan 1.0 calls before anything newer is called on the caller's handles.
     DeviceFacts facts = device_facts(external.physical_device, external.api_version);
     facts.queue_family = external.queue_family;
@@ -483,8 +468,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
                               std::string(facts.properties.deviceName) + "' cannot be adopted: ";
         for (std::size_t i = 0; i < missing.size(); ++i) message += (i ? "; " : "") + missing[i];
         const bool caller_input = external.api_version == 0;
-        return Error{
-            caller_input ? ErrorCode::invalid_argument : ErrorCode::unsupported, message, {}, {}};
+        return Error{caller_input ? ErrorCode::invalid_argument : ErrorCode::unsupported, message};
     }
     auto impl = std::make_unique<Impl>();
     impl->owns = false;

@@ -101,9 +101,7 @@ struct Culler::Impl {
                          std::to_string(wanted) +
                              " visible boxes do not fit one storage buffer of draw commands "
                              "(device limit " +
-                             std::to_string(max_ids) + ")",
-                         {},
-                         {}};
+                             std::to_string(max_ids) + ")"};
         if (wanted <= capacity && ids.handle()) return {};
         capacity = std::max<std::uint32_t>(wanted, 1);
         ids = Buffer();
@@ -218,7 +216,7 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
     Impl& im = *impl_;
     if (Status s = validate_boxes(input); !s) return s.error();
     if (input.size() >= (1ull << 31))
-        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull", {}, {}};
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
     const auto n = static_cast<std::uint32_t>(input.size());
     const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
     struct Need {
@@ -234,9 +232,7 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
                          std::string(need.what) + " of a cull of " + std::to_string(n) +
                              " boxes needs " + std::to_string(need.bytes) +
                              " bytes, over the device's maxStorageBufferRange of " +
-                             std::to_string(max_range),
-                         {},
-                         {}};
+                             std::to_string(max_range)};
     }
     const LbvhRequirements req = im.lbvh->requirements(n);
     if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(req.boxes, 4)); !s) return s.error();

@@ -91,8 +91,7 @@ Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> s
 
 Status Kernel::ready() const {
     if (compiled_) return {};
-    if (!context_)
-        return Error{ErrorCode::invalid_argument, "a kernel of no Context was used", {}, {}};
+    if (!context_) return Error{ErrorCode::invalid_argument, "a kernel of no Context was used"};
     auto k = context_->kernel(spirv_, bindings_, name_);
     if (!k) return k.error();
     compiled_ = k.value();

@@ -186,15 +186,13 @@ struct Lbvh::Impl {
                      std::string(what) + " for " + std::to_string(n) + " boxes needs " +
                          std::to_string(bytes) +
                          " bytes, over the device's maxStorageBufferRange of " +
-                         std::to_string(context->info().max_storage_buffer_range),
-                     {},
-                     {}};
+                         std::to_string(context->info().max_storage_buffer_range)};
     }
 
     Status prepare(std::span<const Box> input) {
         if (Status s = validate_boxes(input); !s) return s;
         if (input.size() >= (1ull << 31))
-            return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
+            return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH"};
         auto n = static_cast<std::uint32_t>(input.size());
         last_n = n;
         has_report = false;  // until find_pairs finishes over these boxes
@@ -296,9 +294,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                            DispatchGate* gate) {
     if (n >= (1u << 31))
         return Error{ErrorCode::limit_exceeded,
-                     "Lbvh::record_build: at most 2^31 - 1 boxes per LBVH; nothing was recorded",
-                     {},
-                     {}};
+                     "Lbvh::record_build: at most 2^31 - 1 boxes per LBVH; nothing was recorded"};
     const LbvhRequirements req = im.requirements(n);
     if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_build",
                                  {{"boxes", buffers.boxes, req.boxes},
@@ -538,9 +534,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             return Error{ErrorCode::limit_exceeded,
                          std::to_string(found) +
                              " pairs do not fit one storage buffer (device limit " +
-                             std::to_string(max_pairs) + " pairs)",
-                         {},
-                         {}};
+                             std::to_string(max_pairs) + " pairs)"};
         // Grow with headroom for the next frame, and run the pairs pass again.
         im.pair_capacity =
             static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));

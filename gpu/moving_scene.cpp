@@ -195,9 +195,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
                          "recorded: this frame's began/ended lists cannot be exact (this frame "
                          "is repaired, so the next one will be). Call read_step after every "
                          "frame that may overflow, or set MovingSceneOptions::"
-                         "initial_pair_capacity",
-                     {},
-                     {}};
+                         "initial_pair_capacity"};
     base_cost = st.base_root > 0 ? double(st.base_sum) / double(st.base_root) : 0.0;
     FrameResult result;
     result.pair_count = st.pairs;
@@ -290,10 +288,9 @@ MovingScene::~MovingScene() = default;
 Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
                                                          const MovingSceneOptions& options) {
     if (!(options.rebuild_ratio > 0))
-        return Error{ErrorCode::invalid_argument, "rebuild_ratio must be positive", {}, {}};
+        return Error{ErrorCode::invalid_argument, "rebuild_ratio must be positive"};
     if (!(options.rebuild_work_ratio >= 0))
-        return Error{
-            ErrorCode::invalid_argument, "rebuild_work_ratio must be 0 (off) or positive", {}, {}};
+        return Error{ErrorCode::invalid_argument, "rebuild_work_ratio must be 0 (off) or positive"};
     auto impl = make_frames(context, options, false);
     if (!impl) return impl.error();
     return std::unique_ptr<MovingScene>(new MovingScene(std::move(impl.value())));
@@ -346,13 +343,11 @@ Status MovingScene::reset(std::span<const Box> input) {
 
 Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
     Impl& im = *impl_;
-    if (!im.ready) return Error{ErrorCode::invalid_argument, "step before reset", {}, {}};
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "step before reset"};
     if (new_boxes.size() != im.n)
-        return Error{ErrorCode::invalid_argument,
-                     "step got " + std::to_string(new_boxes.size()) + " boxes, the scene has " +
-                         std::to_string(im.n),
-                     {},
-                     {}};
+        return Error{ErrorCode::invalid_argument, "step got " + std::to_string(new_boxes.size()) +
+                                                      " boxes, the scene has " +
+                                                      std::to_string(im.n)};
     if (Status s = validate_boxes(new_boxes); !s) return s.error();
     if (Status s = im.stage(new_boxes); !s) return s.error();
     return im.frame(whole(im.boxes), false, true);
@@ -360,19 +355,19 @@ Result<FrameResult> MovingScene::step(std::span<const Box> new_boxes) {
 
 Result<FrameResult> MovingScene::step(const BufferRange& boxes) {
     Impl& im = *impl_;
-    if (!im.ready) return Error{ErrorCode::invalid_argument, "step before reset", {}, {}};
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "step before reset"};
     return im.frame(boxes, false, false);
 }
 
 Status MovingScene::record_step(VkCommandBuffer cmd, const BufferRange& boxes) {
     Impl& im = *impl_;
-    if (!im.ready) return Error{ErrorCode::invalid_argument, "record_step before reset", {}, {}};
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "record_step before reset"};
     return im.record_frame(cmd, boxes, false, false);
 }
 
 Result<FrameResult> MovingScene::read_step() {
     Impl& im = *impl_;
-    if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset", {}, {}};
+    if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset"};
     im.times = {};
     return im.read_step(false);
 }

@@ -40,7 +40,7 @@ inline BufferRange prefix(const Buffer& b, VkDeviceSize size) {
 }
 
 inline Error limit(const std::string& what) {
-    return Error{ErrorCode::limit_exceeded, what, {}, {}};
+    return Error{ErrorCode::limit_exceeded, what};
 }
 
 // Timestamp queries of a frame: start [0], after the refit, its cost and the decision [1],

@@ -155,7 +155,7 @@ Result<std::optional<std::vector<std::byte>>> read_pipeline_cache_file(const std
     const fs::file_status status = fs::status(path, ec);
     if (status.type() == fs::file_type::not_found) return std::optional<std::vector<std::byte>>{};
     auto failed = [&](const std::string& why) {
-        return Error{ErrorCode::io_error, "cannot read '" + path + "': " + why, {}, {}};
+        return Error{ErrorCode::io_error, "cannot read '" + path + "': " + why};
     };
     if (ec) return failed(ec.message());
     if (status.type() != fs::file_type::regular) return failed("not a regular file");
@@ -172,7 +172,7 @@ Result<std::optional<std::vector<std::byte>>> read_pipeline_cache_file(const std
 
 Status write_file_atomically(const std::string& path, std::span<const std::byte> bytes) {
     auto failed = [&](const std::string& why) {
-        return Error{ErrorCode::io_error, "cannot write '" + path + "': " + why, {}, {}};
+        return Error{ErrorCode::io_error, "cannot write '" + path + "': " + why};
     };
     const fs::path target(path);
     std::error_code ec;

@@ -79,9 +79,7 @@ struct LbvhQueries::Impl {
         return Error{ErrorCode::limit_exceeded,
                      what + " needs " + std::to_string(bytes) +
                          " bytes, over the device's maxStorageBufferRange of " +
-                         std::to_string(context->info().max_storage_buffer_range),
-                     {},
-                     {}};
+                         std::to_string(context->info().max_storage_buffer_range)};
     }
 
     LbvhTree tree() const { return {whole(nodes), n}; }
@@ -293,7 +291,7 @@ Status LbvhQueries::build(std::span<const Box> input) {
     im.n = 0;
     if (Status s = validate_boxes(input); !s) return s;
     if (input.size() >= (1ull << 31))
-        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH", {}, {}};
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH"};
     const auto n = static_cast<std::uint32_t>(input.size());
     const std::string what = " of the LBVH over " + std::to_string(n) + " boxes";
     const LbvhRequirements req = im.lbvh->requirements(n);
@@ -325,7 +323,7 @@ std::uint32_t LbvhQueries::size() const {
 
 Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<const GpuBox> input) {
     if (input.size() >= (1ull << 31))
-        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch", {}, {}};
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch"};
     const auto q = static_cast<std::uint32_t>(input.size());
     const std::string what = " of a batch of " + std::to_string(q) + " queries";
     if (Status s = check_range(q * sizeof(GpuBox), "the query buffer" + what); !s) return s.error();
@@ -394,18 +392,14 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     if (exact_total > 0xffffffffull)
         return Error{ErrorCode::limit_exceeded,
                      std::to_string(exact_total) +
-                         " hits in one batch: more than 2^32 - 1 (split the batch)",
-                     {},
-                     {}};
+                         " hits in one batch: more than 2^32 - 1 (split the batch)"};
     const std::uint32_t total = result.offsets[q];
     if (total > ids_capacity) {
         if (total > max_ids)
             return Error{ErrorCode::limit_exceeded,
                          std::to_string(total) +
                              " hits do not fit one storage buffer (device limit " +
-                             std::to_string(max_ids) + " ids)",
-                         {},
-                         {}};
+                             std::to_string(max_ids) + " ids)"};
         // Grow with headroom for the next batch, and run the fill pass again.
         ids_capacity =
             static_cast<std::uint32_t>(std::min<VkDeviceSize>(total + total / 4ull, max_ids));
@@ -464,7 +458,7 @@ Result<QueryHits> LbvhQueries::query_points(std::span<const Vec3> points) {
 Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const Ray> input) {
     Impl& im = *impl_;
     if (input.size() >= (1ull << 31))
-        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 rays per batch", {}, {}};
+        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 rays per batch"};
     const auto r = static_cast<std::uint32_t>(input.size());
     std::vector<GpuRay> rays(r);
     for (std::uint32_t i = 0; i < r; ++i) {

@@ -82,8 +82,7 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
     std::string message = std::string(recorder) + ": ";
     for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
     message += "; nothing was recorded";
-    return Error{
-        only_limits ? ErrorCode::limit_exceeded : ErrorCode::invalid_argument, message, {}, {}};
+    return Error{only_limits ? ErrorCode::limit_exceeded : ErrorCode::invalid_argument, message};
 }
 
 }  // namespace broadphase::gpu

@@ -24,20 +24,14 @@ Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const cha
     const std::uint64_t total = (std::uint64_t(status.total_hi) << 32) | status.total_lo;
     if (status.flags & kTraversalQueueOverflow)
         return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + ": the traversal's work queue overflowed",
-                     {},
-                     {}};
+                     std::string(what) + ": the traversal's work queue overflowed"};
     if (status.flags & kTraversalCandidateOverflow)
         return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + ": the ray casts' candidate list overflowed",
-                     {},
-                     {}};
+                     std::string(what) + ": the ray casts' candidate list overflowed"};
     if (status.flags & kTraversalIncomplete)
-        return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + ": work was left after " + std::to_string(status.rounds) +
-                         " traversal rounds",
-                     {},
-                     {}};
+        return Error{ErrorCode::limit_exceeded, std::string(what) + ": work was left after " +
+                                                    std::to_string(status.rounds) +
+                                                    " traversal rounds"};
     return total;
 }
 

@@ -28,9 +28,7 @@ Status check_gpu_options(const Args& args, const std::string& method) {
         if (args.has(gpu_only))
             return Error{
                 ErrorCode::invalid_argument,
-                std::string("--") + gpu_only + " is for --method gpu_lbvh only, not " + method,
-                {},
-                {}};
+                std::string("--") + gpu_only + " is for --method gpu_lbvh only, not " + method};
     }
     return Status::success();
 }
@@ -80,7 +78,7 @@ int fail(const Error& e) {
 }
 
 [[maybe_unused]] int fail(const std::string& message) {  // (used by builds without the GPU)
-    return fail(Error{ErrorCode::invalid_argument, message, {}, {}});
+    return fail(Error{ErrorCode::invalid_argument, message});
 }
 
 // `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
@@ -134,15 +132,12 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
         if (!g) return g.error();
         auto pairs = g->lbvh->find_pairs(scene.boxes);
         if (pairs && g->context->validation_errors() > 0)
-            return Error{ErrorCode::vulkan_error,
-                         std::to_string(g->context->validation_errors()) +
-                             " Vulkan validation errors (printed above)",
-                         {},
-                         {}};
+            return Error{ErrorCode::vulkan_error, std::to_string(g->context->validation_errors()) +
+                                                      " Vulkan validation errors (printed above)"};
         return pairs;
 #else
         (void)args;
-        return Error{ErrorCode::unsupported, "this build has no GPU support", {}, {}};
+        return Error{ErrorCode::unsupported, "this build has no GPU support"};
 #endif
     }
     return find_pairs_cpu(method, scene.boxes);
@@ -270,9 +265,7 @@ int run_cpu_bench(const Args& args) {
         std::filesystem::create_directories(args.out_dir, ec);
         if (ec)
             return fail(Error{ErrorCode::io_error,
-                              "cannot create '" + args.out_dir + "': " + ec.message(),
-                              {},
-                              {}});
+                              "cannot create '" + args.out_dir + "': " + ec.message()});
     }
     const std::size_t runs = scenes.size() * sizes.size() * methods.size();
     std::size_t run = 0;

@@ -103,7 +103,7 @@ public:
 
 private:
     static Error error(std::string message) {
-        return Error{ErrorCode::invalid_argument, std::move(message), {}, {}};
+        return Error{ErrorCode::invalid_argument, std::move(message)};
     }
     std::vector<std::vector<Box>> files_;
     std::optional<Animation> animation_;

@@ -18,7 +18,7 @@ namespace broadphase::tool {
 namespace {
 
 Error io_error(const std::string& what, int error_number) {
-    return Error{ErrorCode::io_error, what + ": " + std::strerror(error_number), {}, {}};
+    return Error{ErrorCode::io_error, what + ": " + std::strerror(error_number)};
 }
 
 const char* file_kind(mode_t mode) {
@@ -114,18 +114,13 @@ Result<std::string> read_text_file(const std::string& path) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) return io_error("cannot open '" + path + "'", errno);
     if (!S_ISREG(info.st_mode))
-        return Error{
-            ErrorCode::io_error,
-            "cannot read '" + path + "': " + file_kind(info.st_mode) + ", not a regular file",
-            {},
-            {}};
+        return Error{ErrorCode::io_error, "cannot read '" + path + "': " + file_kind(info.st_mode) +
+                                              ", not a regular file"};
     if (static_cast<std::size_t>(info.st_size) > memory_limit())
         return Error{ErrorCode::limit_exceeded,
                      "cannot read '" + path + "': " + bytes_text(double(info.st_size)) +
                          ", more than the " + bytes_text(double(memory_limit())) +
-                         " of memory this process may use",
-                     {},
-                     {}};
+                         " of memory this process may use"};
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (file == nullptr) return io_error("cannot open '" + path + "'", errno);
     try {
@@ -144,9 +139,7 @@ Result<std::string> read_text_file(const std::string& path) {
     }
     std::fclose(file);
     return Error{ErrorCode::out_of_memory,
-                 "out of memory reading '" + path + "' (" + bytes_text(double(info.st_size)) + ")",
-                 {},
-                 {}};
+                 "out of memory reading '" + path + "' (" + bytes_text(double(info.st_size)) + ")"};
 }
 
 std::size_t memory_limit() {
@@ -182,9 +175,7 @@ Result<Scene> load_input_scene(const std::string& spec, const std::string& optio
                              option + " " + spec + ": " + std::to_string(count) + " boxes are " +
                                  bytes_text(boxes) + ", and with the copy every method makes " +
                                  bytes_text(2 * boxes) + ", more than the " + bytes_text(limit) +
-                                 " of memory this process may use",
-                             {},
-                             {}};
+                                 " of memory this process may use"};
         }
     }
     try {
@@ -192,7 +183,7 @@ Result<Scene> load_input_scene(const std::string& spec, const std::string& optio
     } catch (const std::bad_alloc&) {
     } catch (const std::length_error&) {
     }
-    return Error{ErrorCode::out_of_memory, "out of memory loading " + option + " " + spec, {}, {}};
+    return Error{ErrorCode::out_of_memory, "out of memory loading " + option + " " + spec};
 }
 
 Status finish_stdout() {

@@ -144,13 +144,11 @@ std::vector<std::uint8_t> encode_png(const Image& image) {
 Status write_png(const std::string& path, const Image& image) {
     std::vector<std::uint8_t> bytes = encode_png(image);
     if (bytes.empty())
-        return Error{
-            ErrorCode::io_error, "cannot encode '" + path + "' as PNG (libpng failed)", {}, {}};
+        return Error{ErrorCode::io_error, "cannot encode '" + path + "' as PNG (libpng failed)"};
     // Checked to the close: a full disk shows only when the last buffer is flushed.
     std::FILE* file = std::fopen(path.c_str(), "wb");
     if (file == nullptr)
-        return Error{
-            ErrorCode::io_error, "cannot write '" + path + "': " + std::strerror(errno), {}, {}};
+        return Error{ErrorCode::io_error, "cannot write '" + path + "': " + std::strerror(errno)};
     const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
     const int write_errno = errno;
     errno = 0;
@@ -158,9 +156,7 @@ Status write_png(const std::string& path, const Image& image) {
     if (!written || !closed)
         return Error{ErrorCode::io_error,
                      "cannot write '" + path +
-                         "': " + std::strerror(!written ? write_errno : (errno ? errno : EIO)),
-                     {},
-                     {}};
+                         "': " + std::strerror(!written ? write_errno : (errno ? errno : EIO))};
     return {};
 }
 

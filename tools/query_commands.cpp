@@ -54,7 +54,7 @@ struct Backend {
             return b;
 #else
             (void)args;
-            return Error{ErrorCode::unsupported, "this build has no GPU support", {}, {}};
+            return Error{ErrorCode::unsupported, "this build has no GPU support"};
 #endif
         }
         auto s = make_structure(method);
@@ -83,9 +83,7 @@ struct Backend {
                          "out of memory querying " + std::string(cpu->name()) + " over " +
                              std::to_string(cpu->size()) + " boxes: query " + std::to_string(q) +
                              " of " + std::to_string(regions.size()) + ", " + std::to_string(hits) +
-                             " hits so far",
-                         {},
-                         {}};
+                             " hits so far"};
         }
 #ifdef BROADPHASE_HAS_GPU
         auto hits = gpu->query_boxes(regions);
@@ -118,11 +116,8 @@ struct Backend {
     Status check_validation() const {
 #ifdef BROADPHASE_HAS_GPU
         if (context && context->validation_errors() > 0)
-            return Error{ErrorCode::vulkan_error,
-                         std::to_string(context->validation_errors()) +
-                             " Vulkan validation errors (printed above)",
-                         {},
-                         {}};
+            return Error{ErrorCode::vulkan_error, std::to_string(context->validation_errors()) +
+                                                      " Vulkan validation errors (printed above)"};
 #endif
         return {};
     }

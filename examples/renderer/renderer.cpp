@@ -43,7 +43,7 @@ constexpr std::uint16_t kCubeIndices[36] = {
 };
 
 Error fail(ErrorCode code, const std::string& message) {
-    return Error{code, message, {}, {}};
+    return Error{code, message};
 }
 
 Error vk_fail(VkResult result, const std::string& what) {

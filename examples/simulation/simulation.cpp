@@ -26,9 +26,7 @@ Error vk_failed(VkResult r, const char* what) {
     return Error{r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
                      ? ErrorCode::out_of_memory
                      : ErrorCode::vulkan_error,
-                 std::string(what) + " failed (VkResult " + std::to_string(int(r)) + ")",
-                 {},
-                 {}};
+                 std::string(what) + " failed (VkResult " + std::to_string(int(r)) + ")"};
 }
 
 // Every earlier compute or transfer access before every later one (the frames reuse one box
@@ -159,8 +157,7 @@ Simulation::Simulation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Simulation::~Simulation() = default;
 
 Result<std::unique_ptr<Simulation>> Simulation::create(const SimulationOptions& options) {
-    if (options.boxes == 0)
-        return Error{ErrorCode::invalid_argument, "the simulation needs boxes", {}, {}};
+    if (options.boxes == 0) return Error{ErrorCode::invalid_argument, "the simulation needs boxes"};
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     gpu::ContextOptions context_options;
@@ -201,7 +198,7 @@ Result<std::unique_ptr<Simulation>> Simulation::create(const SimulationOptions& 
 
 Result<gpu::FrameResult> Simulation::run(std::uint32_t frames) {
     Impl& im = *impl_;
-    if (frames == 0) return Error{ErrorCode::invalid_argument, "run at least one frame", {}, {}};
+    if (frames == 0) return Error{ErrorCode::invalid_argument, "run at least one frame"};
     Status recorded;
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
         for (std::uint32_t f = 0; f < frames && recorded; ++f) {

@@ -14,7 +14,7 @@ constexpr float kGravity = 9.81f;
 constexpr float kFallenBelow = -30;  // a body whose top is below this has left the world
 
 Error invalid(std::string message) {
-    return Error{ErrorCode::invalid_argument, std::move(message), {}, {}};
+    return Error{ErrorCode::invalid_argument, std::move(message)};
 }
 
 Box shifted(const Box& box, const Vec3& d) {

@@ -34,7 +34,7 @@ private:
 }
 
 [[noreturn]] inline void raise(ErrorCode code, std::string message) {
-    throw LibraryError(Error{code, std::move(message), {}, {}});
+    throw LibraryError(Error{code, std::move(message)});
 }
 
 /// The value of `result`, or raises its error.

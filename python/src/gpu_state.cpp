@@ -65,9 +65,7 @@ Result<std::vector<PhysicalDevice>> enumerate_devices() {
     VkInstance instance = VK_NULL_HANDLE;
     if (VkResult r = vkCreateInstance(&info, nullptr, &instance); r != VK_SUCCESS) {
         return Error{ErrorCode::vulkan_error,
-                     "vkCreateInstance failed (VkResult " + std::to_string(r) + ")",
-                     {},
-                     {}};
+                     "vkCreateInstance failed (VkResult " + std::to_string(r) + ")"};
     }
     std::uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
