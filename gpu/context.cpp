@@ -317,15 +317,16 @@ Context::Impl::~Impl() {
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;
 
-Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
-    auto impl = std::make_unique<Impl>();
-    impl->owns = true;
-    bool validation = options.validation || env_flag("BROADPHASE_VALIDATION");
-    impl->validation = validation;
+namespace {
 
+constexpr std::uint32_t kApiVersion = VK_API_VERSION_1_2;
+
+// The instance, with the validation layer and its debug messenger (counting into `impl`) when
+// `impl.validation`.
+Status create_instance(ContextImpl& impl) {
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
-    if (validation) {
+    if (impl.validation) {
         std::uint32_t count = 0;
         vkEnumerateInstanceLayerProperties(&count, nullptr);
         std::vector<VkLayerProperties> props(count);
@@ -344,7 +345,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "broadphase";
     app.pEngineName = "broadphase";
-    app.apiVersion = VK_API_VERSION_1_2;
+    app.apiVersion = kApiVersion;
     VkDebugUtilsMessengerCreateInfoEXT messenger_info{
         VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -353,7 +354,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
                                  VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                                  VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     messenger_info.pfnUserCallback = on_debug_message;
-    messenger_info.pUserData = impl.get();
+    messenger_info.pUserData = &impl;
 
     VkInstanceCreateInfo instance_info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     instance_info.pApplicationInfo = &app;
@@ -361,37 +362,39 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     instance_info.ppEnabledLayerNames = layers.data();
     instance_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
     instance_info.ppEnabledExtensionNames = extensions.data();
-    if (validation) instance_info.pNext = &messenger_info;
-    BP_VK_TRY(vkCreateInstance(&instance_info, nullptr, &impl->instance), "vkCreateInstance");
-    if (validation) {
+    if (impl.validation) instance_info.pNext = &messenger_info;
+    BP_VK_TRY(vkCreateInstance(&instance_info, nullptr, &impl.instance), "vkCreateInstance");
+    if (impl.validation) {
         auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-            vkGetInstanceProcAddr(impl->instance, "vkCreateDebugUtilsMessengerEXT"));
-        if (create) create(impl->instance, &messenger_info, nullptr, &impl->messenger);
+            vkGetInstanceProcAddr(impl.instance, "vkCreateDebugUtilsMessengerEXT"));
+        if (create) create(impl.instance, &messenger_info, nullptr, &impl.messenger);
     }
+    return {};
+}
 
+// The physical device: the one `wanted` names (an index in enumeration order or a
+// case-insensitive name substring), else the usable one of the best type (discrete, then
+// integrated, virtual, CPU). Only devices that can run us qualify (missing_requirements:
+// Vulkan 1.2, push descriptors, the compute limits, a compute queue); an error says why each
+// other one cannot.
+Result<VkPhysicalDevice> choose_device(VkInstance instance, const std::string& wanted) {
     std::uint32_t count = 0;
-    vkEnumeratePhysicalDevices(impl->instance, &count, nullptr);
+    vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> physicals(count);
-    vkEnumeratePhysicalDevices(impl->instance, &count, physicals.data());
+    vkEnumeratePhysicalDevices(instance, &count, physicals.data());
     if (physicals.empty())
         return Error{ErrorCode::unsupported,
                      "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)"};
-
-    // Only devices that can run us (missing_requirements: Vulkan 1.2, push descriptors, the
-    // compute limits, a compute queue).
     std::vector<std::string> names;
     std::vector<std::string> lacks;
     for (VkPhysicalDevice p : physicals) {
-        const DeviceFacts facts = device_facts(p, app.apiVersion);
+        const DeviceFacts facts = device_facts(p, kApiVersion);
         names.push_back(facts.properties.deviceName);
         std::string text;
         for (const std::string& m : missing_requirements(facts))
             text += (text.empty() ? "" : "; ") + m;
         lacks.push_back(text);
     }
-    std::string wanted = options.device;
-    if (wanted.empty() && std::getenv("BROADPHASE_DEVICE"))
-        wanted = std::getenv("BROADPHASE_DEVICE");
     std::optional<std::size_t> chosen;
     if (!wanted.empty()) {
         bool numeric = std::all_of(wanted.begin(), wanted.end(), [](char c) {
@@ -411,28 +414,31 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
         if (!lacks[*chosen].empty())
             return Error{ErrorCode::unsupported,
                          "device '" + names[*chosen] + "' cannot be used: " + lacks[*chosen]};
-    } else {
-        int best = 1 << 30;
-        for (std::size_t i = 0; i < physicals.size(); ++i) {
-            if (!lacks[i].empty()) continue;
-            VkPhysicalDeviceProperties props;
-            vkGetPhysicalDeviceProperties(physicals[i], &props);
-            int rank = type_rank(props.deviceType);
-            if (rank < best) best = rank, chosen = i;
-        }
-        if (!chosen) {
-            std::string report;
-            for (std::size_t i = 0; i < names.size(); ++i)
-                report += (i ? "; " : "") + names[i] + ": " + lacks[i];
-            return Error{ErrorCode::unsupported, "no usable Vulkan device (" + report + ")"};
-        }
+        return physicals[*chosen];
     }
-    impl->physical = physicals[*chosen];
-    impl->queue_family = *compute_family(impl->physical);
+    int best = 1 << 30;
+    for (std::size_t i = 0; i < physicals.size(); ++i) {
+        if (!lacks[i].empty()) continue;
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(physicals[i], &props);
+        int rank = type_rank(props.deviceType);
+        if (rank < best) best = rank, chosen = i;
+    }
+    if (!chosen) {
+        std::string report;
+        for (std::size_t i = 0; i < names.size(); ++i)
+            report += (i ? "; " : "") + names[i] + ": " + lacks[i];
+        return Error{ErrorCode::unsupported, "no usable Vulkan device (" + report + ")"};
+    }
+    return physicals[*chosen];
+}
 
+// The logical device on impl.physical: one compute queue, the required extensions.
+Status create_device(ContextImpl& impl) {
+    impl.queue_family = *compute_family(impl.physical);
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    queue_info.queueFamilyIndex = impl->queue_family;
+    queue_info.queueFamilyIndex = impl.queue_family;
     queue_info.queueCount = 1;
     queue_info.pQueuePriorities = &priority;
     const std::span<const char* const> device_extensions = required_device_extensions();
@@ -441,9 +447,25 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     device_info.pQueueCreateInfos = &queue_info;
     device_info.enabledExtensionCount = static_cast<std::uint32_t>(device_extensions.size());
     device_info.ppEnabledExtensionNames = device_extensions.data();
-    BP_VK_TRY(vkCreateDevice(impl->physical, &device_info, nullptr, &impl->device),
-              "vkCreateDevice");
-    vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
+    BP_VK_TRY(vkCreateDevice(impl.physical, &device_info, nullptr, &impl.device), "vkCreateDevice");
+    vkGetDeviceQueue(impl.device, impl.queue_family, 0, &impl.queue);
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->owns = true;
+    impl->validation = options.validation || env_flag("BROADPHASE_VALIDATION");
+    if (Status s = create_instance(*impl); !s) return s.error();
+    std::string wanted = options.device;
+    if (wanted.empty() && std::getenv("BROADPHASE_DEVICE"))
+        wanted = std::getenv("BROADPHASE_DEVICE");
+    auto physical = choose_device(impl->instance, wanted);
+    if (!physical) return physical.error();
+    impl->physical = physical.value();
+    if (Status s = create_device(*impl); !s) return s.error();
     if (Status s = finish_setup(*impl); !s) return s.error();
     if (options.max_storage_buffer_range > 0)
         impl->info.max_storage_buffer_range =

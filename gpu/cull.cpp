@@ -9,6 +9,7 @@
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
+#include "grow.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
 #include "shaders.hpp"
@@ -84,14 +85,7 @@ struct Culler::Impl {
         times.emit = c[3];
     }
 
-    Status ensure(Buffer& buffer, VkDeviceSize size) {
-        if (buffer.handle() && buffer.size() >= size) return {};
-        buffer = Buffer();
-        auto b = context->create_buffer(size, MemoryKind::device);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
-    }
+    Status ensure(Buffer& buffer, VkDeviceSize size) { return grow_buffer(*context, buffer, size); }
 
     Status ensure_output(std::uint32_t wanted) {
         const VkDeviceSize max_range = context->info().max_storage_buffer_range;

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "broadphase/scene.hpp"
+#include "grow.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
@@ -171,14 +172,7 @@ struct Lbvh::Impl {
         return rounds.ready();
     }
 
-    Status ensure(Buffer& buffer, VkDeviceSize size) {
-        if (buffer.handle() && buffer.size() >= size) return {};
-        buffer = Buffer();
-        auto b = context->create_buffer(size, MemoryKind::device);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
-    }
+    Status ensure(Buffer& buffer, VkDeviceSize size) { return grow_buffer(*context, buffer, size); }
 
     Status check_range(VkDeviceSize bytes, const char* what, std::uint32_t n) const {
         if (bytes <= context->info().max_storage_buffer_range) return {};

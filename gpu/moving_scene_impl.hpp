@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "broadphase/gpu_frames.hpp"
+#include "grow.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
@@ -140,22 +141,13 @@ struct MovingScene::Impl {
         if (size > context->info().max_storage_buffer_range)
             return limit(std::to_string(size) +
                          " bytes for one buffer exceed the device's maxStorageBufferRange");
-        buffer = Buffer();
-        auto b = context->create_buffer(size, MemoryKind::device);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
+        return grow_buffer(*context, buffer, size);
     }
 
     // A host-visible buffer of at least `size` bytes (grown with headroom; not bound as
     // storage, so not limited by maxStorageBufferRange).
     Status ensure_host(Buffer& buffer, VkDeviceSize size, MemoryKind kind) {
-        if (buffer.handle() && buffer.size() >= size) return {};
-        buffer = Buffer();
-        auto b = context->create_buffer(std::max<VkDeviceSize>(size + size / 4, 256), kind);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
+        return grow_host_buffer(*context, buffer, size, kind);
     }
 
     // Records copies of the status and of the previous and current frames' pair traversal

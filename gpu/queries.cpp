@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "broadphase/scene.hpp"
+#include "grow.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
 #include "shaders.hpp"
@@ -65,13 +66,7 @@ struct LbvhQueries::Impl {
     QueryTimes times;
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
-        size = std::max<VkDeviceSize>(size, 4);
-        if (buffer.handle() && buffer.size() >= size) return {};
-        buffer = Buffer();
-        auto b = context->create_buffer(size, MemoryKind::device);
-        if (!b) return b.error();
-        buffer = std::move(b.value());
-        return {};
+        return grow_buffer(*context, buffer, std::max<VkDeviceSize>(size, 4));
     }
 
     Status check_range(VkDeviceSize bytes, const std::string& what) const {
