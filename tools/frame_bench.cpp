@@ -193,6 +193,123 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
 
 }  // namespace
 
+#ifdef BROADPHASE_HAS_GPU
+namespace {
+
+/// What bench --frames measures per frame (ms unless said otherwise).
+struct FrameSamples {
+    std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
+        events, ratios, work_ratios;
+    std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
+    int refits = 0, rebuilds = 0, regrown = 0;
+};
+
+/// Steps `ms` through `frames` frames of the scene's animation, one step() each.
+Result<FrameSamples> measure_frames(gpu::MovingScene& ms, const std::vector<Box>& base, int frames,
+                                    gpu::RefitPolicy policy) {
+    FrameSamples out;
+    Animation animation(base);
+    for (int f = 1; f <= frames; ++f) {
+        animation.advance();
+        const auto step_start = std::chrono::steady_clock::now();
+        auto r = ms.step(animation.boxes());
+        out.wall.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start)
+                .count());
+        if (!r) return r.error();
+        const gpu::FrameTimes& t = ms.last_times();
+        out.upload.push_back(t.upload);
+        if (t.path == gpu::FramePath::refit) {
+            ++out.refits;
+            out.refit.push_back(t.refit);
+            if (policy == gpu::RefitPolicy::by_ratio) out.emptied.push_back(t.rebuild);
+        } else {
+            ++out.rebuilds;
+            out.rebuild.push_back(t.rebuild);
+            // The ratio policy refits (and decides) before it rebuilds.
+            if (policy == gpu::RefitPolicy::by_ratio) out.refit.push_back(t.refit);
+        }
+        out.pairs.push_back(t.pairs);
+        out.sort.push_back(t.sort);
+        out.diff.push_back(t.diff);
+        out.total.push_back(t.gpu_total());
+        out.pair_counts.push_back(r->pair_count);
+        out.regrown += r->regrown ? 1 : 0;
+        out.events.push_back(double(r->began.size() + r->ended.size()));
+        out.ratios.push_back(r->ratio);
+        out.work_ratios.push_back(r->work_ratio);
+    }
+    return out;
+}
+
+/// The medians of `s` as bench --frames prints them.
+void print_frames(const FrameSamples& s, int frames) {
+    auto row = [](const char* stage, const std::vector<double>& v) {
+        if (v.empty())
+            std::printf("  %-28s %10s\n", stage, "-");
+        else
+            std::printf("  %-28s %10.3f\n", stage, median(v));
+    };
+    std::printf("per frame, median over %d frames (ms):\n", frames);
+    row("upload (host wall)", s.upload);
+    row("refit + cost + decision (GPU)", s.refit);
+    row("rebuild + cost (GPU)", s.rebuild);
+    row("emptied rebuild, refit frames", s.emptied);
+    row("pairs (GPU)", s.pairs);
+    row("pair sort (GPU)", s.sort);
+    row("event diff (GPU)", s.diff);
+    row("total (GPU, median of sums)", s.total);
+    row("step() host wall, all in", s.wall);
+    std::printf("refit frames: %d, rebuild frames: %d, frames that grew the pair buffers: %d\n",
+                s.refits, s.rebuilds, s.regrown);
+    std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
+                median(s.pair_counts), median(s.events));
+    std::printf(
+        "SAH ratio: %.3f (median), %.3f (max); traversal work ratio: %.3f (median), "
+        "%.3f (max)\n",
+        median(s.ratios), *std::max_element(s.ratios.begin(), s.ratios.end()),
+        median(s.work_ratios), *std::max_element(s.work_ratios.begin(), s.work_ratios.end()));
+}
+
+/// --back-to-back: the same frames again, each already in a device buffer (as a simulation on
+/// the GPU would have them), all recorded into one command buffer: no host work between
+/// frames. Prints the wall time and the last frame's counts; returns the exit status.
+int run_back_to_back(gpu::Context& context, gpu::MovingScene& ms, const std::vector<Box>& base,
+                     int frames) {
+    std::vector<gpu::Buffer> buffers;
+    Animation again(base);
+    for (int f = 1; f <= frames; ++f) {
+        again.advance();
+        const auto boxes = gpu::to_gpu_boxes(again.boxes());
+        const VkDeviceSize bytes = boxes.size() * sizeof(boxes[0]);
+        auto b = context.create_buffer(bytes + 1, gpu::MemoryKind::device);
+        if (!b) return bench_fail(b.error().message);
+        if (Status s = context.upload(*b, boxes.data(), bytes); !s)
+            return bench_fail(s.error().message);
+        buffers.push_back(std::move(b.value()));
+    }
+    if (Status s = ms.reset(base); !s) return bench_fail(s.error().message);
+    const auto start = std::chrono::steady_clock::now();
+    Status s = context.submit_and_wait([&](VkCommandBuffer cmd) {
+        // Cannot fail after the reset above.
+        for (const gpu::Buffer& b : buffers) (void)ms.record_step(cmd, gpu::whole(b));
+    });
+    const double submit_wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!s) return bench_fail(s.error().message);
+    auto r = ms.read_step();
+    if (!r) return bench_fail(r.error().message);
+    std::printf(
+        "back to back: %d frames recorded in one submit (MovingScene::record_step): %.3f ms "
+        "wall, %.3f ms per frame; last frame %u pairs, %zu events\n",
+        frames, submit_wall, submit_wall / frames, r->pair_count,
+        r->began.size() + r->ended.size());
+    return 0;
+}
+
+}  // namespace
+#endif
+
 int run_frame_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
     const int frames = static_cast<int>(args.frames);
@@ -221,102 +338,12 @@ int run_frame_bench(const Args& args) {
     const gpu::FrameTimes first = ms.last_times();
     std::printf("reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
                 first.gpu_total(), first.rebuild, first.pairs, first.sort);
-
-    std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
-        events, ratios, work_ratios;
-    std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
-    int refits = 0, rebuilds = 0, regrown = 0;
-    Animation animation(scene->boxes);
-    for (int f = 1; f <= frames; ++f) {
-        animation.advance();
-        const std::vector<Box>& boxes = animation.boxes();
-        const auto step_start = std::chrono::steady_clock::now();
-        auto r = ms.step(boxes);
-        wall.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start)
-                .count());
-        if (!r) return bench_fail(r.error().message);
-        const gpu::FrameTimes& t = ms.last_times();
-        upload.push_back(t.upload);
-        if (t.path == gpu::FramePath::refit) {
-            ++refits;
-            refit.push_back(t.refit);
-            if (options.policy == gpu::RefitPolicy::by_ratio) emptied.push_back(t.rebuild);
-        } else {
-            ++rebuilds;
-            rebuild.push_back(t.rebuild);
-            // The ratio policy refits (and decides) before it rebuilds.
-            if (options.policy == gpu::RefitPolicy::by_ratio) refit.push_back(t.refit);
-        }
-        pairs.push_back(t.pairs);
-        sort.push_back(t.sort);
-        diff.push_back(t.diff);
-        total.push_back(t.gpu_total());
-        pair_counts.push_back(r->pair_count);
-        regrown += r->regrown ? 1 : 0;
-        events.push_back(double(r->began.size() + r->ended.size()));
-        ratios.push_back(r->ratio);
-        work_ratios.push_back(r->work_ratio);
-    }
-    auto row = [](const char* stage, const std::vector<double>& v) {
-        if (v.empty())
-            std::printf("  %-28s %10s\n", stage, "-");
-        else
-            std::printf("  %-28s %10.3f\n", stage, median(v));
-    };
-    std::printf("per frame, median over %d frames (ms):\n", frames);
-    row("upload (host wall)", upload);
-    row("refit + cost + decision (GPU)", refit);
-    row("rebuild + cost (GPU)", rebuild);
-    row("emptied rebuild, refit frames", emptied);
-    row("pairs (GPU)", pairs);
-    row("pair sort (GPU)", sort);
-    row("event diff (GPU)", diff);
-    row("total (GPU, median of sums)", total);
-    row("step() host wall, all in", wall);
-    std::printf("refit frames: %d, rebuild frames: %d, frames that grew the pair buffers: %d\n",
-                refits, rebuilds, regrown);
-    std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
-                median(pair_counts), median(events));
-    std::printf(
-        "SAH ratio: %.3f (median), %.3f (max); traversal work ratio: %.3f (median), "
-        "%.3f (max)\n",
-        median(ratios), *std::max_element(ratios.begin(), ratios.end()), median(work_ratios),
-        *std::max_element(work_ratios.begin(), work_ratios.end()));
+    auto samples = measure_frames(ms, scene->boxes, frames, options.policy);
+    if (!samples) return bench_fail(samples.error().message);
+    print_frames(samples.value(), frames);
     if (args.back_to_back) {
-        // The same frames again, each already in a device buffer (as a simulation on the GPU
-        // would have them), all recorded into one command buffer: no host work between frames.
-        std::vector<gpu::Buffer> buffers;
-        Animation again(scene->boxes);
-        for (int f = 1; f <= frames; ++f) {
-            again.advance();
-            const auto boxes = gpu::to_gpu_boxes(again.boxes());
-            auto b = context.value()->create_buffer(boxes.size() * sizeof(boxes[0]) + 1,
-                                                    gpu::MemoryKind::device);
-            if (!b) return bench_fail(b.error().message);
-            if (Status s =
-                    context.value()->upload(*b, boxes.data(), boxes.size() * sizeof(boxes[0]));
-                !s)
-                return bench_fail(s.error().message);
-            buffers.push_back(std::move(b.value()));
-        }
-        if (Status s = ms.reset(scene->boxes); !s) return bench_fail(s.error().message);
-        const auto start = std::chrono::steady_clock::now();
-        Status s = context.value()->submit_and_wait([&](VkCommandBuffer cmd) {
-            // Cannot fail after the reset above.
-            for (const gpu::Buffer& b : buffers) (void)ms.record_step(cmd, gpu::whole(b));
-        });
-        const double submit_wall =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        if (!s) return bench_fail(s.error().message);
-        auto r = ms.read_step();
-        if (!r) return bench_fail(r.error().message);
-        std::printf(
-            "back to back: %d frames recorded in one submit (MovingScene::record_step): %.3f ms "
-            "wall, %.3f ms per frame; last frame %u pairs, %zu events\n",
-            frames, submit_wall, submit_wall / frames, r->pair_count,
-            r->began.size() + r->ended.size());
+        if (int status = run_back_to_back(*context.value(), ms, scene->boxes, frames); status != 0)
+            return status;
     }
     return validation_check(*context.value());
 #else
