@@ -146,6 +146,47 @@ Result<std::unique_ptr<ProxyBackend>> make_proxy_backend(const Args& args) {
     return make_cpu_proxy_backend(args.method, args.rebuild);
 }
 
+/// What every events loop shares: the output, and the frames-done line on a terminal, erased
+/// before an error and before each frame when something else goes to the terminal (the
+/// frame's lines when standard output is the terminal too, --verbose's messages).
+class EventsRun {
+public:
+    EventsRun(const Args& args, std::size_t frame_count)
+        : out(args),
+          progress_(Progress::on_stderr()),
+          method_(args.method),
+          count_(frame_count),
+          erase_each_frame_(args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1)) {
+    }
+
+    Output out;
+
+    /// Ends the command with `message` (exit 2).
+    int fail(const std::string& message) {
+        progress_.clear();
+        return events_fail(message);
+    }
+    /// Before anything of frame f is written.
+    void frame_output() {
+        if (erase_each_frame_) progress_.clear();
+    }
+    /// After frame f.
+    void frame_done(std::size_t f) {
+        progress_.update("events %s: %zu of %zu frames", method_.c_str(), f + 1, count_);
+    }
+    /// Closes the output: the exit status.
+    int finish() {
+        if (Status st = out.finish(); !st) return fail(st.error().message);
+        return 0;
+    }
+
+private:
+    Progress progress_;
+    std::string method_;
+    std::size_t count_;
+    bool erase_each_frame_;
+};
+
 /// `events --script FILE`: the script read and checked whole, then run frame by frame on the
 /// method's proxy world; the events printed in the script's ids.
 int run_events_script(const Args& args) {
@@ -160,14 +201,8 @@ int run_events_script(const Args& args) {
     if (!made) return events_fail(made.error().message);
     ProxyBackend& world = *made.value();
 
-    Output out(args);
-    Progress progress = Progress::on_stderr();
-    const bool erase_each_frame =
-        args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1);
-    auto failed = [&](const std::string& message) {
-        progress.clear();
-        return events_fail(message);
-    };
+    EventsRun run(args, script.frames.size());
+    auto failed = [&](const std::string& message) { return run.fail(message); };
     auto failed_at = [&](const ScriptCommand& c, const Error& e) {
         return failed(args.script + ":" + std::to_string(c.line) + ": " + e.message);
     };
@@ -185,7 +220,7 @@ int run_events_script(const Args& args) {
         std::sort(ids.begin(), ids.end());
     };
     try {
-        for (std::size_t f = 0; f < script.frames.size() && !out.failed(); ++f) {
+        for (std::size_t f = 0; f < script.frames.size() && !run.out.failed(); ++f) {
             for (const ScriptCommand& c : script.frames[f]) {
                 Status st;
                 switch (c.op) {
@@ -212,136 +247,124 @@ int run_events_script(const Args& args) {
             }
             auto frame = world.step();
             if (!frame) return failed("frame " + std::to_string(f) + ": " + frame.error().message);
-            if (erase_each_frame) progress.clear();
+            run.frame_output();
             if (args.verbose)
                 std::fprintf(stderr, "frame %zu: %zu commands, %zu bodies, %zu pairs\n", f,
                              script.frames[f].size(), handle_of.size(), frame->pairs.size());
             if (f > 0) {
                 to_ids(frame->began, began);
                 to_ids(frame->ended, ended);
-                print_frame(out, f, began, ended);
+                print_frame(run.out, f, began, ended);
             }
-            progress.update("events %s: %zu of %zu frames", method.c_str(), f + 1,
-                            script.frames.size());
+            run.frame_done(f);
         }
     } catch (const std::bad_alloc&) {
         return failed("out of memory running " + args.script);
     }
-    if (Status st = out.finish(); !st) return failed(st.error().message);
-    return 0;
+    return run.finish();
+}
+
+#ifdef BROADPHASE_HAS_GPU
+/// `events --method gpu_lbvh` over frames: gpu::MovingScene reset to the first frame, then
+/// stepped frame by frame (refit or rebuild, sort and diff on the GPU).
+int run_events_gpu(const Args& args, Frames& frames) {
+    EventsRun run(args, frames.count());
+    if (args.rebuild)
+        return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
+    gpu::MovingSceneOptions options;
+    options.code = code_kind(args);
+    options.policy = refit_policy(args);
+    if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
+    if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
+    options.return_pairs = false;
+    auto context = open_context(args);
+    if (!context) return events_fail(context.error().message);
+    auto moving = gpu::MovingScene::create(*context.value(), options);
+    if (!moving) return events_fail(moving.error().message);
+    if (Status s = moving.value()->reset(frames.at(0)); !s) return events_fail(s.error().message);
+    for (std::size_t f = 1; f < frames.count() && !run.out.failed(); ++f) {
+        auto r = moving.value()->step(frames.at(f));
+        if (!r) return run.fail(r.error().message);
+        run.frame_output();
+        print_frame(run.out, f, r->began, r->ended);
+        if (args.verbose)
+            std::fprintf(stderr, "frame %zu: %s, ratio %.4f, work ratio %.4f, %u pairs\n", f,
+                         r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
+                         r->work_ratio, r->pair_count);
+        run.frame_done(f);
+    }
+    if (context.value()->validation_errors() > 0)
+        return run.fail(std::to_string(context.value()->validation_errors()) +
+                        " Vulkan validation errors (printed above)");
+    return run.finish();
+}
+#endif
+
+/// `events` over frames with a CPU method: the structure is built over the first frame; a
+/// dynamic one then moves the boxes that changed each frame (as a simulation would drive it),
+/// a static one (or any under --rebuild) is rebuilt. Each frame's sorted pairs are diffed with
+/// the previous frame's.
+int run_events_cpu(const Args& args, Frames& frames) {
+    const std::string& method = args.method;
+    for (const char* gpu_only : {"policy", "rebuild-ratio", "rebuild-work-ratio"}) {
+        if (args.has(gpu_only))
+            return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
+    }
+    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
+    auto structure = make_structure(method);
+    if (!structure) return events_fail(structure.error().message);
+    EventsRun run(args, frames.count());
+    Structure& s = *structure.value();
+    const bool incremental = s.is_dynamic() && !args.rebuild;
+    std::vector<Pair> previous, began, ended;
+    std::vector<Box> before;  // the previous frame's boxes
+    for (std::size_t f = 0; f < frames.count() && !run.out.failed(); ++f) {
+        const std::vector<Box>& now = frames.at(f);
+        std::size_t moved = 0;
+        try {
+            if (f == 0 || !incremental) {
+                if (Status st = build_structure(s, now); !st) return run.fail(st.error().message);
+            } else {
+                for (std::size_t id = 0; id < now.size(); ++id) {
+                    if (now[id] == before[id]) continue;
+                    if (Status st = s.move(static_cast<std::uint32_t>(id), now[id]); !st)
+                        return run.fail(st.error().message);
+                    ++moved;
+                }
+            }
+            if (incremental) before = now;
+        } catch (const std::bad_alloc&) {
+            return run.fail("out of memory moving the boxes of frame " + std::to_string(f) +
+                            " in " + method + " (" + std::to_string(now.size()) + " boxes)");
+        }
+        run.frame_output();
+        if (args.verbose && f > 0)
+            std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
+                         incremental ? "moved in place" : "rebuilt", moved);
+        auto pairs = find_sorted_pairs(s);
+        if (!pairs) return run.fail(pairs.error().message);
+        if (f > 0) {
+            diff_sorted_pairs(previous, pairs.value(), began, ended);
+            print_frame(run.out, f, began, ended);
+        }
+        previous = std::move(pairs.value());
+        run.frame_done(f);
+    }
+    return run.finish();
 }
 
 }  // namespace
 
 int run_events(const Args& args) {
     if (args.has("script")) return run_events_script(args);
-    const std::string& method = args.method;
     auto loaded = Frames::load(args);
     if (!loaded) return events_fail(loaded.error().message);
-    Frames& frames = loaded.value();
-    Output out(args);
-    // Frames done of the total on a terminal. The line is erased before an error, and each
-    // frame before anything else goes to the terminal: the frame's lines when standard output is
-    // the terminal too, --verbose's messages.
-    Progress progress = Progress::on_stderr();
-    const bool erase_each_frame =
-        args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1);
-    auto frame_done = [&](std::size_t f) {
-        progress.update("events %s: %zu of %zu frames", method.c_str(), f + 1, frames.count());
-    };
-    auto failed = [&](const std::string& message) {
-        progress.clear();
-        return events_fail(message);
-    };
-
-    if (method == "gpu_lbvh") {
+    if (args.method != "gpu_lbvh") return run_events_cpu(args, loaded.value());
 #ifdef BROADPHASE_HAS_GPU
-        if (args.rebuild)
-            return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
-        gpu::MovingSceneOptions options;
-        options.code = code_kind(args);
-        options.policy = refit_policy(args);
-        if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
-        if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
-        options.return_pairs = false;
-        auto context = open_context(args);
-        if (!context) return events_fail(context.error().message);
-        auto moving = gpu::MovingScene::create(*context.value(), options);
-        if (!moving) return events_fail(moving.error().message);
-        if (Status s = moving.value()->reset(frames.at(0)); !s)
-            return events_fail(s.error().message);
-        for (std::size_t f = 1; f < frames.count() && !out.failed(); ++f) {
-            auto r = moving.value()->step(frames.at(f));
-            if (!r) return failed(r.error().message);
-            if (erase_each_frame) progress.clear();
-            print_frame(out, f, r->began, r->ended);
-            if (args.verbose)
-                std::fprintf(stderr, "frame %zu: %s, ratio %.4f, work ratio %.4f, %u pairs\n", f,
-                             r->path == gpu::FramePath::rebuild ? "rebuild" : "refit", r->ratio,
-                             r->work_ratio, r->pair_count);
-            frame_done(f);
-        }
-        if (context.value()->validation_errors() > 0)
-            return failed(std::to_string(context.value()->validation_errors()) +
-                          " Vulkan validation errors (printed above)");
-        if (Status s = out.finish(); !s) return failed(s.error().message);
-        return 0;
+    return run_events_gpu(args, loaded.value());
 #else
-        return events_fail("this build has no GPU support");
+    return events_fail("this build has no GPU support");
 #endif
-    }
-    for (const char* gpu_only : {"policy", "rebuild-ratio", "rebuild-work-ratio"}) {
-        if (args.has(gpu_only))
-            return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
-    }
-    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
-    // CPU: the structure is built over the first frame; a dynamic one then moves the boxes
-    // that changed each frame (insert/remove/move, as a simulation would drive it), a static
-    // one is rebuilt. Each frame's sorted pairs are diffed with the previous frame's.
-    auto structure = make_structure(method);
-    if (!structure) return events_fail(structure.error().message);
-    Structure& s = *structure.value();
-    const bool incremental = s.is_dynamic() && !args.rebuild;
-    std::vector<Pair> previous;
-    std::vector<Box> before;  // the previous frame's boxes
-    for (std::size_t f = 0; f < frames.count() && !out.failed(); ++f) {
-        const std::vector<Box>& now = frames.at(f);
-        std::size_t moved = 0;
-        try {
-            if (f == 0 || !incremental) {
-                if (Status st = build_structure(s, now); !st) return failed(st.error().message);
-            } else {
-                for (std::size_t id = 0; id < now.size(); ++id) {
-                    if (now[id] == before[id]) continue;
-                    if (Status st = s.move(static_cast<std::uint32_t>(id), now[id]); !st)
-                        return failed(st.error().message);
-                    ++moved;
-                }
-            }
-            if (incremental) before = now;
-        } catch (const std::bad_alloc&) {
-            return failed("out of memory moving the boxes of frame " + std::to_string(f) + " in " +
-                          method + " (" + std::to_string(now.size()) + " boxes)");
-        }
-        if (erase_each_frame) progress.clear();
-        if (args.verbose && f > 0)
-            std::fprintf(stderr, "frame %zu: %s, %zu boxes moved\n", f,
-                         incremental ? "moved in place" : "rebuilt", moved);
-        auto pairs = find_sorted_pairs(s);
-        if (!pairs) return failed(pairs.error().message);
-        if (f > 0) {
-            std::vector<Pair> began, ended;
-            std::set_difference(pairs->begin(), pairs->end(), previous.begin(), previous.end(),
-                                std::back_inserter(began));
-            std::set_difference(previous.begin(), previous.end(), pairs->begin(), pairs->end(),
-                                std::back_inserter(ended));
-            print_frame(out, f, began, ended);
-        }
-        previous = std::move(pairs.value());
-        frame_done(f);
-    }
-    if (Status st = out.finish(); !st) return failed(st.error().message);
-    return 0;
 }
 
 }  // namespace broadphase::tool
