@@ -3,6 +3,8 @@
 #include "kernels.hpp"
 
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -106,6 +108,13 @@ Status ready(std::initializer_list<const Kernel*> kernels) {
 
 void Kernel::bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,
                   const gpu_layout::PushConstants& push) const {
+    // A kernel bound with other than its layout's buffers would read unbound descriptors: a
+    // bug in the library, stopped here in every build, naming the kernel.
+    if (buffers.size() != bindings_) {
+        std::fprintf(stderr, "broadphase: kernel %s bound with %zu buffers, its layout has %u\n",
+                     name_, buffers.size(), bindings_);
+        std::abort();
+    }
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<VkWriteDescriptorSet> writes;
     infos.reserve(buffers.size());
