@@ -224,6 +224,10 @@ Result<Camera> parse_camera(const std::string& text) {
         return bad("camera: expected 13 comma-separated numbers " +
                    std::string("ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far, got ") +
                    std::to_string(v.size()));
+    return camera_from_numbers(std::span<const float, 13>(v.data(), 13));
+}
+
+Camera camera_from_numbers(std::span<const float, 13> v) {
     Camera c;
     c.eye = {v[0], v[1], v[2]};
     c.target = {v[3], v[4], v[5]};

@@ -37,6 +37,27 @@ CLI::Validator method_check(std::vector<std::string> names) {
     return one_of(std::move(names), "method", "gpu_lbvh", "this build has no GPU support");
 }
 
+/// An option naming one of `values`, the first its default, shown as a|b|c; `what` names the
+/// kind of value in errors.
+CLI::Option* add_choice(CLI::App& c, const std::string& name, std::string& value,
+                        const std::string& description, const std::vector<std::string>& values,
+                        const std::string& what) {
+    value = values.front();
+    return c.add_option(name, value, with_default(description, value))
+        ->type_name(joined(values, "|"))
+        ->check(one_of(values, what));
+}
+
+/// A comma-separated list option, shown as `text` ("a,b,...") in the help and the usage.
+template <class T>
+CLI::Option* add_list(CLI::App& c, const std::string& name, std::vector<T>& values,
+                      const std::string& description, const std::string& text) {
+    return c.add_option(name, values, description)
+        ->type_name(text)
+        ->option_text(text)
+        ->delimiter(',');
+}
+
 // ---- Options shared by several commands: each defined here once. ----
 
 CLI::Option* add_scene(CLI::App& c, Args& a) {
@@ -71,10 +92,8 @@ CLI::Option* add_validation(CLI::App& c, Args& a) {
 }
 
 CLI::Option* add_code(CLI::App& c, Args& a) {
-    a.code = "morton30";
-    return c.add_option("--code", a.code, with_default("the LBVH's space-filling curve", a.code))
-        ->type_name("morton30|morton63|hilbert30")
-        ->check(one_of({"morton30", "morton63", "hilbert30"}, "code"));
+    return add_choice(c, "--code", a.code, "the LBVH's space-filling curve",
+                      {"morton30", "morton63", "hilbert30"}, "code");
 }
 
 /// --code, --device and --validation: the options of gpu_lbvh.
@@ -98,25 +117,17 @@ CLI::Option* add_camera(CLI::App& c, Args& a, const std::string& description) {
 }
 
 CLI::Option* add_order(CLI::App& c, Args& a) {
-    a.order = "exact";
-    return c
-        .add_option("--order", a.order,
-                    with_default("exact: by distance from the eye, then id; approx: the "
-                                 "method's front-to-back order",
-                                 a.order))
-        ->type_name("exact|approx")
-        ->check(one_of({"exact", "approx"}, "order"));
+    return add_choice(c, "--order", a.order,
+                      "exact: by distance from the eye, then id; approx: the method's "
+                      "front-to-back order",
+                      {"exact", "approx"}, "order");
 }
 
 CLI::Option* add_policy(CLI::App& c, Args& a) {
-    a.policy = "ratio";
-    return c
-        .add_option("--policy", a.policy,
-                    with_default("gpu_lbvh per frame: refit, then rebuild when the surface-area "
-                                 "ratio exceeds --rebuild-ratio; or always refit, always rebuild",
-                                 a.policy))
-        ->type_name("ratio|refit|rebuild")
-        ->check(one_of({"ratio", "refit", "rebuild"}, "policy"));
+    return add_choice(c, "--policy", a.policy,
+                      "gpu_lbvh per frame: refit, then rebuild when the surface-area ratio "
+                      "exceeds --rebuild-ratio; or always refit, always rebuild",
+                      {"ratio", "refit", "rebuild"}, "policy");
 }
 
 // The defaults of gpu::MovingSceneOptions' ratios as text ("the library's" without GPU
@@ -132,24 +143,18 @@ std::string default_moving_ratio([[maybe_unused]] bool work) {
 #endif
 }
 
-CLI::Option* add_rebuild_ratio(CLI::App& c, Args& a) {
+/// --rebuild-ratio R, or --rebuild-work-ratio W when `work` (gpu::MovingSceneOptions' ratios).
+CLI::Option* add_rebuild_ratio(CLI::App& c, Args& a, bool work) {
+    const std::string description =
+        work ? "--policy ratio: also rebuild when a frame's pair traversal expanded more than W "
+               "times the nodes per box and pair of the first one after the last build (0: off)"
+             : "--policy ratio: rebuild when the refitted tree's cost exceeds R times the cost "
+               "after the last build";
     return c
-        .add_option("--rebuild-ratio", a.rebuild_ratio,
-                    with_default("--policy ratio: rebuild when the refitted tree's cost "
-                                 "exceeds R times the cost after the last build",
-                                 default_moving_ratio(false)))
-        ->type_name("R")
-        ->check(real_in(0, 1e9));
-}
-
-CLI::Option* add_rebuild_work_ratio(CLI::App& c, Args& a) {
-    return c
-        .add_option("--rebuild-work-ratio", a.rebuild_work_ratio,
-                    with_default("--policy ratio: also rebuild when a frame's pair traversal "
-                                 "expanded more than W times the nodes per box and pair of the "
-                                 "first one after the last build (0: off)",
-                                 default_moving_ratio(true)))
-        ->type_name("W")
+        .add_option(work ? "--rebuild-work-ratio" : "--rebuild-ratio",
+                    work ? a.rebuild_work_ratio : a.rebuild_ratio,
+                    with_default(description, default_moving_ratio(work)))
+        ->type_name(work ? "W" : "R")
         ->check(real_in(0, 1e9));
 }
 
@@ -159,6 +164,17 @@ CLI::Option* add_repeat(CLI::App& c, Args& a) {
                     "runs (1..1000) after a warm-up; medians (default 5, --rays: 3)")
         ->type_name("R")
         ->transform(integer_in(1, 1000));
+}
+
+/// query and raycast: --scene S, their input `name` (a file or scene, required), --method M,
+/// --out and the options of gpu_lbvh.
+void add_query_options(CLI::App& c, Args& a, const std::string& name, std::string& input,
+                       const std::string& description, const std::string& type_name) {
+    add_scene(c, a)->required();
+    c.add_option(name, input, description)->type_name(type_name)->required();
+    add_method(c, a)->required();
+    add_out(c, a);
+    add_gpu(c, a);
 }
 
 // ---- The commands. ----
@@ -203,30 +219,23 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->group(kCpu);
     const std::vector<std::string> generators = strings(generator_names());
     CLI::Option* scenes =
-        c.add_option("--scenes", a.scenes,
-                     "generators, comma-separated (default: all of " + joined(generators) + ")")
-            ->type_name("a,b,...")
-            ->option_text("a,b,...")
-            ->delimiter(',')
+        add_list(c, "--scenes", a.scenes,
+                 "generators, comma-separated (default: all of " + joined(generators) + ")",
+                 "a,b,...")
             ->check(one_of(generators, "generator"))
             ->group(kCpu);
     a.sizes = {1000, 10000, 100000, 1000000};
     std::vector<std::string> size_text;
     for (std::size_t n : a.sizes) size_text.push_back(std::to_string(n));
-    CLI::Option* sizes =
-        c.add_option("--sizes", a.sizes, with_default("box counts", joined(size_text, ",")))
-            ->type_name("N,N,...")
-            ->option_text("N,N,...")
-            ->delimiter(',')
-            ->transform(integer_in(1, 4294967295))
-            ->group(kCpu);
+    CLI::Option* sizes = add_list(c, "--sizes", a.sizes,
+                                  with_default("box counts", joined(size_text, ",")), "N,N,...")
+                             ->transform(integer_in(1, 4294967295))
+                             ->group(kCpu);
     const std::vector<std::string> cpu_names = cpu_methods();
     CLI::Option* methods =
-        c.add_option("--methods", a.methods,
-                     "CPU methods, comma-separated (default: all of " + joined(cpu_names) + ")")
-            ->type_name("a,b,...")
-            ->option_text("a,b,...")
-            ->delimiter(',')
+        add_list(c, "--methods", a.methods,
+                 "CPU methods, comma-separated (default: all of " + joined(cpu_names) + ")",
+                 "a,b,...")
             ->check(method_check(cpu_names))
             ->group(kCpu);
     a.max_seconds = 10;
@@ -255,8 +264,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                               ->transform(integer_in(1, 10000))
                               ->group(kFrames);
     CLI::Option* policy = add_policy(c, a)->group(kFrames);
-    CLI::Option* rebuild_ratio = add_rebuild_ratio(c, a)->group(kFrames);
-    CLI::Option* rebuild_work_ratio = add_rebuild_work_ratio(c, a)->group(kFrames);
+    CLI::Option* rebuild_ratio = add_rebuild_ratio(c, a, false)->group(kFrames);
+    CLI::Option* rebuild_work_ratio = add_rebuild_ratio(c, a, true)->group(kFrames);
     CLI::Option* back_to_back =
         c.add_flag("--back-to-back", a.back_to_back,
                    "also record all F frames into one submit (wall ms per frame)")
@@ -414,10 +423,7 @@ CommandLine read_command_line(int argc, char** argv) {
         ", and says so. On a terminal, standard error shows the method running";
     c = command("validate", validate_text, &run_validate);
     add_scene(*c, a);
-    c->add_option("--methods", a.methods, "methods, comma-separated (default: all)")
-        ->type_name("a,b,...")
-        ->option_text("a,b,...")
-        ->delimiter(',')
+    add_list(*c, "--methods", a.methods, "methods, comma-separated (default: all)", "a,b,...")
         ->check(method_check(method_names()));
     c->add_option("--reference", a.reference,
                   "the method the others are compared with (default: brute_force up to " + limit +
@@ -431,21 +437,13 @@ CommandLine read_command_line(int argc, char** argv) {
                 "the boxes of --scene overlapping each box of --boxes: \"q: id id ...\" per "
                 "query, ids ascending",
                 &run_query);
-    add_scene(*c, a)->required();
-    c->add_option("--boxes", a.boxes, "the query boxes (a scene)")->type_name("Q")->required();
-    add_method(*c, a)->required();
-    add_out(*c, a);
-    add_gpu(*c, a);
+    add_query_options(*c, a, "--boxes", a.boxes, "the query boxes (a scene)", "Q");
 
     c = command("raycast",
                 "the closest hit of each ray of --rays (lines \"ox oy oz dx dy dz tmax\"): "
                 "\"r: id t\" or \"r: -\"",
                 &run_raycast);
-    add_scene(*c, a)->required();
-    c->add_option("--rays", a.rays, "the rays file")->type_name("R")->required();
-    add_method(*c, a)->required();
-    add_out(*c, a);
-    add_gpu(*c, a);
+    add_query_options(*c, a, "--rays", a.rays, "the rays file", "R");
 
     c = command("cull", "the box ids a camera sees, one per line, front to back", &run_cull);
     add_scene(*c, a)->required();
@@ -491,8 +489,9 @@ CommandLine read_command_line(int argc, char** argv) {
                       "deterministic jitter")
             ->type_name("F")
             ->transform(integer_in(1, 100000));
-    const std::vector<const CLI::Option*> scenes_only = {
-        frames_option, add_policy(*c, a), add_rebuild_ratio(*c, a), add_rebuild_work_ratio(*c, a)};
+    const std::vector<const CLI::Option*> scenes_only = {frames_option, add_policy(*c, a),
+                                                         add_rebuild_ratio(*c, a, false),
+                                                         add_rebuild_ratio(*c, a, true)};
     c->add_flag("--rebuild", a.rebuild, "CPU methods: rebuild every frame instead of moving");
     c->add_flag("--verbose", a.verbose,
                 "per frame on standard error: refit/rebuild, moved boxes (--script: commands, "

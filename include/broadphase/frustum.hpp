@@ -84,6 +84,9 @@ struct Frustum {
 /// (13 comma-separated numbers); errors name what is wrong. Does not check the values.
 Result<Camera> parse_camera(const std::string& text);
 
+/// The camera of 13 numbers ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy_deg,aspect,near,far, unchecked.
+Camera camera_from_numbers(std::span<const float, 13> v);
+
 /// False only if b lies entirely outside one plane (see the rule at the top of this file).
 bool frustum_may_see(const Frustum& f, const Box& b);
 

@@ -17,6 +17,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,9 +57,13 @@ FloatArray box_rows(const py::object& boxes, const char* what = "boxes") {
     return as_rows(boxes, 6, what, kBoxRows);
 }
 
+// The library's name lists (cpu_method_names(), generator_names()) as Python strings.
+std::vector<std::string> strings(const std::vector<std::string_view>& views) {
+    return {views.begin(), views.end()};
+}
+
 std::vector<std::string> method_names() {
-    std::vector<std::string> names;
-    for (std::string_view m : cpu_method_names()) names.emplace_back(m);
+    std::vector<std::string> names = strings(cpu_method_names());
     if (kHasGpu) names.emplace_back(kGpuMethod);
     return names;
 }
@@ -188,35 +194,14 @@ public:
         FloatArray rows = box_rows(regions_object, "regions");
         std::span<const Box> regions = rows_as<Box>(rows);
         check_regions(regions);
-        return region_hits(regions);
+        return query_hits(regions);
     }
 
     py::tuple query_points(const py::object& points_object) {
         FloatArray rows = as_rows(points_object, 3, "points", kPointRows);
         std::span<const Vec3> points = rows_as<Vec3>(rows);
         check_points(points);
-#ifdef BROADPHASE_PYTHON_HAS_GPU
-        if (gpu_) {
-            gpu::QueryHits hits =
-                with_gpu(*gpu_, [&](GpuState& s) { return unwrap(tree(s).query_points(points)); });
-            return csr_from(std::move(hits));
-        }
-#endif
-        std::vector<std::int64_t> offsets{0};
-        std::vector<std::uint32_t> ids;
-        {
-            py::gil_scoped_release release;
-            std::lock_guard lock(mutex_);
-            std::vector<std::uint32_t> hits;
-            for (const Vec3& p : points) {
-                hits.clear();
-                structure_->query_point(p, hits);
-                std::sort(hits.begin(), hits.end());
-                ids.insert(ids.end(), hits.begin(), hits.end());
-                offsets.push_back(static_cast<std::int64_t>(ids.size()));
-            }
-        }
-        return csr(std::move(offsets), std::move(ids));
+        return query_hits(points);
     }
 
     py::tuple ray_cast(const py::object& rays_object) {
@@ -292,11 +277,19 @@ public:
     }
 
 private:
-    py::tuple region_hits(std::span<const Box> regions) {
+    // The boxes overlapping each query (a Box region or a Vec3 point) in CSR form, ids
+    // ascending.
+    template <class Query>
+    py::tuple query_hits(std::span<const Query> queries) {
+        constexpr bool regions = std::is_same_v<Query, Box>;
 #ifdef BROADPHASE_PYTHON_HAS_GPU
         if (gpu_) {
-            gpu::QueryHits hits =
-                with_gpu(*gpu_, [&](GpuState& s) { return unwrap(tree(s).query_boxes(regions)); });
+            gpu::QueryHits hits = with_gpu(*gpu_, [&](GpuState& s) {
+                if constexpr (regions)
+                    return unwrap(tree(s).query_boxes(queries));
+                else
+                    return unwrap(tree(s).query_points(queries));
+            });
             return csr_from(std::move(hits));
         }
 #endif
@@ -306,9 +299,12 @@ private:
             py::gil_scoped_release release;
             std::lock_guard lock(mutex_);
             std::vector<std::uint32_t> hits;
-            for (const Box& region : regions) {
+            for (const Query& query : queries) {
                 hits.clear();
-                structure_->query_box(region, hits);
+                if constexpr (regions)
+                    structure_->query_box(query, hits);
+                else
+                    structure_->query_point(query, hits);
                 std::sort(hits.begin(), hits.end());
                 ids.insert(ids.end(), hits.begin(), hits.end());
                 offsets.push_back(static_cast<std::int64_t>(ids.size()));
@@ -561,15 +557,7 @@ Camera to_camera(const py::object& object) {
               "far); got " +
                   std::to_string(v.size()));
     }
-    Camera c;
-    c.eye = {v[0], v[1], v[2]};
-    c.target = {v[3], v[4], v[5]};
-    c.up = {v[6], v[7], v[8]};
-    c.fovy_deg = v[9];
-    c.aspect = v[10];
-    c.near = v[11];
-    c.far = v[12];
-    return c;
+    return camera_from_numbers(std::span<const float, 13>(v.data(), 13));
 }
 
 CullOrder to_order(const std::string& order) {
@@ -693,20 +681,10 @@ PYBIND11_MODULE(_broadphase, m) {
     m.def("method_names", &method_names,
           "Every method find_pairs takes: the CPU structures, then gpu_lbvh when built.");
     m.def(
-        "cpu_method_names",
-        [] {
-            std::vector<std::string> names;
-            for (std::string_view name : cpu_method_names()) names.emplace_back(name);
-            return names;
-        },
+        "cpu_method_names", [] { return strings(cpu_method_names()); },
         "The CPU structures, brute_force (the oracle) first.");
     m.def(
-        "generator_names",
-        [] {
-            std::vector<std::string> names;
-            for (std::string_view name : generator_names()) names.emplace_back(name);
-            return names;
-        },
+        "generator_names", [] { return strings(generator_names()); },
         "The scene generators generate_scene knows.");
     m.def(
         "as_boxes", [](const py::object& boxes) { return box_rows(boxes); }, py::arg("boxes"),
