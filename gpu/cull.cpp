@@ -28,6 +28,8 @@ std::uint32_t chunk_count(std::uint32_t n) {
 // Where each array of a cull lives inside the scratch buffer.
 struct ScratchLayout {
     BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
+    BufferRange visible;  // the visible count, copied from offsets[chunks] (aligned for binding)
+    BufferRange args;     // the sort's indirect dispatch arguments for that count
     VkDeviceSize size = 0;
 };
 
@@ -44,6 +46,8 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n) {
     s.values_tmp = arena.take(n * 4ull);
     s.work = arena.take(
         std::max(RadixSort::scratch_size(n), RadixSort::scan_scratch_size(chunk_count(n) + 1)));
+    s.visible = arena.take(4);
+    s.args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
     s.size = arena.used();
     return s;
 }
@@ -149,6 +153,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
         return st;
     if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
+    if (Status st = im.sort.ready_count_args(); !st) return st;
     ScratchLayout s = scratch_layout(scratch, n);
     CullParams params{};
     for (int i = 0; i < 6; ++i) {
@@ -161,7 +166,6 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     const bool exact = order == CullOrder::exact;
-    if (n > 0) fill(cmd, s.keys, 0xffffffffu);  // padding sorts after every visible key
     compute_barrier(cmd);
     write_timestamp(cmd, pool, first_query + 0);
 
@@ -188,10 +192,17 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     }
     write_timestamp(cmd, pool, first_query + 2);
     if (n > 0) {
-        // Ranks are below n; the all-ones padding of the low bits sorts after every one of them.
+        // Only the visible keys, compacted to the front, are sorted: the count is read on the
+        // GPU (offsets[chunks]) and only the tiles it fills are launched.
+        const VkBufferCopy total{s.offsets.offset + chunks * 4ull, s.visible.offset, 4};
+        vkCmdCopyBuffer(cmd, s.offsets.buffer, s.visible.buffer, 1, &total);
+        compute_barrier(cmd);
+        im.sort.record_count_args(cmd, s.visible, n, s.args);
         const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
-        im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.work}, n, exact ? 2 : 1,
-                       exact ? 64 : rank_bits);
+        SortBuffers sort{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+        sort.count = s.visible;
+        sort.args = s.args;
+        im.sort.record(cmd, sort, n, exact ? 2 : 1, exact ? 64 : rank_bits);
         compute_barrier(cmd);
     }
     write_timestamp(cmd, pool, first_query + 3);
