@@ -39,6 +39,6 @@ echo "sanitize: libFuzzer build in $fuzz_dir"
 cmake -S . -B "$fuzz_dir" "${sanitize_flags[@]}" -DCMAKE_CXX_COMPILER=clang++ \
   -DBROADPHASE_LIBFUZZER=ON -DBROADPHASE_BUILD_GPU=OFF >/dev/null
 fuzz_targets=()
-for name in scene_text obj scene_spec camera rays; do fuzz_targets+=(--target "broadphase_fuzz_$name"); done
+for name in scene_text obj scene_spec camera rays proxy_script; do fuzz_targets+=(--target "broadphase_fuzz_$name"); done
 cmake --build "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}"
 ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$jobs"
