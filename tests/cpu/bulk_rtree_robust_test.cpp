@@ -13,6 +13,7 @@
 #include "broadphase/structure.hpp"
 #include "brute_force.hpp"
 #include "bulk_rtree.hpp"
+#include "oracle_harness.hpp"
 
 namespace broadphase {
 namespace {
@@ -26,9 +27,7 @@ std::string method_name(BulkLoad m) {
 }
 
 std::vector<Box> scene(const std::string& generator, std::size_t n = kBoxes) {
-    Result<Scene> s = generate_scene(generator, n);
-    EXPECT_TRUE(s.ok()) << generator;
-    return s.ok() ? s->boxes : std::vector<Box>{};
+    return testing::scene_boxes(generator, n);
 }
 
 struct Cost {

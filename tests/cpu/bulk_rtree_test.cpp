@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -22,6 +21,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 
@@ -149,17 +149,14 @@ TEST(BulkRTreeShape, Scenario6_StrAndHilbertSkipAxesEveryBoxSpans) {
     ASSERT_TRUE(xline.ok());
     BulkRTree nearest_x({BulkLoad::nearest_x, 16});
     ASSERT_TRUE(nearest_x.build(xline->boxes).ok());
-    nearest_x.reset_stats();
-    std::vector<Pair> pairs;
-    nearest_x.self_pairs(pairs);
+    (void)testing::counted_self_pairs(nearest_x);
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(xline->boxes).ok());
         ASSERT_TRUE(tree.validate().ok());
         EXPECT_EQ(tree.tiled_axes(), 1u) << method_name(m);
         EXPECT_EQ(tree.sort_axes()[0], 1) << method_name(m);
-        pairs.clear();
-        tree.self_pairs(pairs);
+        (void)testing::counted_self_pairs(tree);
         EXPECT_LT(tree.stats().box_tests, 2 * nearest_x.stats().box_tests) << method_name(m);
     }
 }
@@ -212,51 +209,28 @@ TEST(BulkRTreeShape, Scenario5_QueriesPruneAndCountWork) {
     for (BulkLoad m : kMethods) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(boxes).ok());
-        tree.reset_stats();
-        std::vector<std::uint32_t> out;
-        tree.query_box(Box{{0.5f, 0.5f, 0.5f}, {0.52f, 0.52f, 0.52f}}, out);
-        EXPECT_GT(tree.stats().nodes_visited, 0u);
-        EXPECT_GT(tree.stats().leaves_visited, 0u);
-        EXPECT_GT(tree.stats().box_tests, 0u);
-        EXPECT_LT(tree.stats().box_tests, boxes.size() / 20) << method_name(m);
-        tree.reset_stats();
-        std::vector<Pair> pairs;
-        tree.self_pairs(pairs);
-        // Far from brute force's n^2 / 2; Nearest-X's long strips cost far more than tiles.
+        // Self-pairs far from brute force's n^2 / 2; Nearest-X's long strips cost far more than
+        // tiles.
         const std::uint64_t limit =
             m == BulkLoad::nearest_x ? boxes.size() * boxes.size() / 20 : 100u * boxes.size();
-        EXPECT_LT(tree.stats().box_tests, limit) << method_name(m);
-        EXPECT_GT(tree.stats().box_tests, pairs.size());
+        testing::expect_queries_prune(tree, boxes.size() / 20, limit, method_name(m));
     }
 }
 
 // ---- validate() catches corruption -----------------------------------------------------------
 
-class BulkRTreeValidate : public ::testing::TestWithParam<BulkLoad> {
+class BulkRTreeValidate : public testing::TreeCorruption<BulkRTree, BulkRTreeTestAccess,
+                                                         ::testing::TestWithParam<BulkLoad>> {
 protected:
-    void SetUp() override {
-        boxes_ = uniform_boxes(500, 12);
-        tree_ = BulkRTree({GetParam(), 4});
-        ASSERT_TRUE(tree_.build(boxes_).ok());
-        ASSERT_TRUE(tree_.validate().ok());
-    }
-    void expect_invalid(const std::string& fragment) {
-        const Status s = tree_.validate();
-        ASSERT_FALSE(s.ok());
-        EXPECT_NE(s.error().message.find(fragment), std::string::npos) << s.error().message;
-    }
-    std::vector<Box> boxes_;
-    BulkRTree tree_;
+    BulkRTree make_tree() const override { return BulkRTree({GetParam(), 4}); }
 };
 
 TEST_P(BulkRTreeValidate, Scenario1_DuplicateId) {
-    BulkRTreeTestAccess::ids(tree_)[3] = BulkRTreeTestAccess::ids(tree_)[4];
-    expect_invalid("stored twice");
+    expect_duplicate_id_caught();
 }
 
 TEST_P(BulkRTreeValidate, Scenario2_IdOutOfRange) {
-    BulkRTreeTestAccess::ids(tree_)[0] = 500;
-    expect_invalid("out of range");
+    expect_id_out_of_range_caught();
 }
 
 TEST_P(BulkRTreeValidate, Scenario3_LeafBoundsNotTheUnion) {
@@ -324,8 +298,7 @@ TEST_P(BulkRTreeValidate, Scenario9_LeafOrderBroken) {
 }
 
 TEST_P(BulkRTreeValidate, Scenario10_InvalidStoredBox) {
-    BulkRTreeTestAccess::boxes(tree_)[7].min.z = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_FALSE(tree_.validate().ok());
+    expect_nan_box_caught();
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, BulkRTreeValidate, ::testing::ValuesIn(kMethods),
@@ -336,9 +309,7 @@ INSTANTIATE_TEST_SUITE_P(AllMethods, BulkRTreeValidate, ::testing::ValuesIn(kMet
 TEST(BulkRTreeInput, Scenario1_RejectsCapacityBelowTwo) {
     for (std::uint32_t b : {0u, 1u}) {
         BulkRTree tree({BulkLoad::hilbert, b});
-        const Status s = tree.build(uniform_boxes(10, 1));
-        ASSERT_FALSE(s.ok());
-        EXPECT_EQ(s.error().code, ErrorCode::invalid_argument);
+        testing::expect_bad_config_rejected(tree);
     }
 }
 

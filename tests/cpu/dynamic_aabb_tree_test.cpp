@@ -25,6 +25,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 namespace {
@@ -135,16 +136,12 @@ TEST(DynamicAabbTree, Scenario11_SelfPairsPruneAtInternalLevels) {
     for (const Config& config : {Config{}, one_by_one()}) {
         DynamicAabbTree tree(config);
         ASSERT_TRUE(tree.build(scene->boxes).ok());
-        tree.reset_stats();
-        std::vector<Pair> pairs;
-        tree.self_pairs(pairs);
+        const std::vector<Pair> pairs = testing::counted_self_pairs(tree);
         EXPECT_GT(tree.stats().box_tests, pairs.size() - 1);
         EXPECT_LT(tree.stats().box_tests, 20u * 3000u);
         EXPECT_LT(tree.stats().nodes_visited, 40u * 3000u);
         // A region query touches a few leaves only.
-        tree.reset_stats();
-        std::vector<std::uint32_t> hits;
-        tree.query_box(scene->boxes[17], hits);
+        const std::vector<std::uint32_t> hits = testing::counted_query_box(tree, scene->boxes[17]);
         EXPECT_LT(tree.stats().box_tests, 100u);
         EXPECT_FALSE(hits.empty());
     }
@@ -200,17 +197,12 @@ TEST(DynamicAabbTree, Scenario14_RelativeMarginIgnoresOutliers) {
     EXPECT_FLOAT_EQ(tree.margin(), 0.1f);  // a mean would give about 2e6 / 102 * 0.1
 
     // Unit fat boxes are 1.2 wide and 1.8 apart: the only leaf tests are the world's 101.
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
-    EXPECT_EQ(pairs.size(), 101u);
+    EXPECT_EQ(testing::counted_self_pairs(tree).size(), 101u);
     EXPECT_EQ(tree.stats().box_tests, 101u);
 
     // The speck is grown by 0.001, not 0.1: a point 0.05 beyond it reaches only the world box.
-    tree.reset_stats();
-    std::vector<std::uint32_t> hits;
-    tree.query_point(Vec3{1.56f, 5.005f, 5.005f}, hits);
-    EXPECT_EQ(hits, std::vector<std::uint32_t>{99});
+    EXPECT_EQ(testing::counted_query_point(tree, Vec3{1.56f, 5.005f, 5.005f}),
+              std::vector<std::uint32_t>{99});
     EXPECT_EQ(tree.stats().box_tests, 1u);
 
     // The point has margin 0, so any move re-inserts it.
@@ -229,10 +221,7 @@ TEST(DynamicAabbTree, Scenario14_RelativeMarginIgnoresOutliers) {
     for (std::uint32_t i = 0; i < 99; ++i) ASSERT_TRUE(inserted.insert(i + 1, boxes[i]).ok());
     EXPECT_FLOAT_EQ(inserted.margin(), 0.1f);
     ASSERT_TRUE(inserted.validate().ok());
-    inserted.reset_stats();
-    pairs.clear();
-    inserted.self_pairs(pairs);
-    EXPECT_EQ(pairs.size(), 99u);
+    EXPECT_EQ(testing::counted_self_pairs(inserted).size(), 99u);
     EXPECT_EQ(inserted.stats().box_tests, 99u);
 }
 
@@ -259,10 +248,8 @@ TEST(DynamicAabbTree, Scenario15_ThinBoxesStayThin) {
         for (const Config& config : {Config{}, one_by_one()}) {
             DynamicAabbTree tree(config);
             ASSERT_TRUE(tree.build(scene->boxes).ok());
-            tree.reset_stats();
-            std::vector<Pair> pairs;
-            tree.self_pairs(pairs);
-            EXPECT_LT(tree.stats().box_tests, 2 * (kCount + pairs.size()));
+            const std::size_t pairs = testing::counted_self_pairs(tree).size();
+            EXPECT_LT(tree.stats().box_tests, 2 * (kCount + pairs));
             EXPECT_LT(tree.stats().nodes_visited, 40 * kCount);
         }
     }

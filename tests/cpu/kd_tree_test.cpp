@@ -8,17 +8,15 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
-#include <string>
 #include <tuple>
 #include <vector>
 
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 
@@ -48,12 +46,8 @@ TEST(KdTreeScenes, Scenario1_IdenticalBoxesMakeOneLeaf) {
 TEST(KdTreeScenes, Scenario2_FlatSceneNeverSplitsOnZ) {
     // Widest never splits on z, where nothing varies.
     KdTree tree;
-    ASSERT_TRUE(tree.build(testing::flat_boxes()).ok());
-    for (const KdTree::Node& node : tree.nodes()) {
-        if (!node.is_leaf()) {
-            EXPECT_NE(node.axis, 2);
-        }
-    }
+    testing::expect_flat_scene_never_splits_on_z(
+        tree, [](const KdTree::Node& node) { return node.axis; });
 }
 
 // ---- shape of the tree -----------------------------------------------------------------------
@@ -90,13 +84,8 @@ TEST(KdTreeShape, Scenario2_AlternateRuleCyclesXYZ) {
 
 TEST(KdTreeShape, Scenario3_WidestRuleFollowsTheLongAxis) {
     // Boxes strung along y (like the yline scene): the root must split on y.
-    std::vector<Box> boxes;
-    for (int i = 0; i < 500; ++i) {
-        const float y = float(i);
-        boxes.push_back(Box{{0, y, 0}, {0.5f, y + 0.5f, 0.5f}});
-    }
     KdTree tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::strung_along_y_boxes()).ok());
     ASSERT_FALSE(tree.nodes().empty());
     EXPECT_EQ(tree.nodes()[0].axis, 1);
     EXPECT_EQ(tree.nodes()[0].split, 250.25f);  // centroid of box 250, the median
@@ -115,34 +104,13 @@ TEST(KdTreeShape, Scenario5_QueriesPruneAndCountWork) {
     const std::vector<Box> boxes = uniform_boxes(20000, 11);
     KdTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
-    tree.reset_stats();
-    std::vector<std::uint32_t> out;
-    tree.query_box(Box{{0.5f, 0.5f, 0.5f}, {0.52f, 0.52f, 0.52f}}, out);
-    EXPECT_GT(tree.stats().nodes_visited, 0u);
-    EXPECT_GT(tree.stats().leaves_visited, 0u);
-    EXPECT_GT(tree.stats().box_tests, 0u);
-    EXPECT_LT(tree.stats().box_tests, boxes.size() / 50);
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
-    EXPECT_LT(tree.stats().box_tests, 100u * boxes.size());  // far from n^2 / 2
-    EXPECT_GT(tree.stats().box_tests, pairs.size());
+    testing::expect_queries_prune(tree, boxes.size() / 50, 100u * boxes.size());  // not n^2 / 2
 }
 
 // ---- validate() catches corruption -----------------------------------------------------------
 
-class KdTreeValidate : public ::testing::Test {
+class KdTreeValidate : public testing::TreeCorruption<KdTree, KdTreeTestAccess> {
 protected:
-    void SetUp() override {
-        boxes_ = uniform_boxes(500, 12);
-        ASSERT_TRUE(tree_.build(boxes_).ok());
-        ASSERT_TRUE(tree_.validate().ok());
-    }
-    void expect_invalid(const std::string& fragment) {
-        const Status s = tree_.validate();
-        ASSERT_FALSE(s.ok());
-        EXPECT_NE(s.error().message.find(fragment), std::string::npos) << s.error().message;
-    }
     std::uint32_t first_internal() {
         const auto& nodes = KdTreeTestAccess::nodes(tree_);
         for (std::uint32_t i = 0; i < nodes.size(); ++i) {
@@ -150,18 +118,14 @@ protected:
         }
         return 0;
     }
-    std::vector<Box> boxes_;
-    KdTree tree_;
 };
 
 TEST_F(KdTreeValidate, Scenario1_DuplicateId) {
-    KdTreeTestAccess::ids(tree_)[3] = KdTreeTestAccess::ids(tree_)[4];
-    expect_invalid("stored twice");
+    expect_duplicate_id_caught();
 }
 
 TEST_F(KdTreeValidate, Scenario2_IdOutOfRange) {
-    KdTreeTestAccess::ids(tree_)[0] = 500;
-    expect_invalid("out of range");
+    expect_id_out_of_range_caught();
 }
 
 TEST_F(KdTreeValidate, Scenario3_LeafBoundsTooSmall) {
@@ -190,26 +154,20 @@ TEST_F(KdTreeValidate, Scenario5_MedianPropertyBroken) {
 }
 
 TEST_F(KdTreeValidate, Scenario6_SwappedBoxesAcrossTheSplit) {
-    auto& boxes = KdTreeTestAccess::boxes(tree_);
-    auto& ids = KdTreeTestAccess::ids(tree_);
-    std::swap(boxes.front(), boxes.back());
-    std::swap(ids.front(), ids.back());
-    EXPECT_FALSE(tree_.validate().ok());
+    expect_swap_across_split_caught();
 }
 
 TEST_F(KdTreeValidate, Scenario7_OverfullLeaf) {
-    KdTree tree({AxisRule::widest, 8, 64});
-    ASSERT_TRUE(tree.build(boxes_).ok());
-    // Rebuild with capacity 8 but validate as if capacity were smaller: swap in the config by
-    // building a capacity-2 tree and grafting this tree's nodes onto it.
-    KdTree strict({AxisRule::widest, 2, 64});
-    ASSERT_TRUE(strict.build(boxes_).ok());
-    KdTreeTestAccess::nodes(strict) = KdTreeTestAccess::nodes(tree);
-    KdTreeTestAccess::ids(strict) = KdTreeTestAccess::ids(tree);
-    KdTreeTestAccess::boxes(strict) = KdTreeTestAccess::boxes(tree);
-    const Status s = strict.validate();
-    ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.error().message.find("more than the capacity"), std::string::npos);
+    // Build with capacity 8 but validate as if capacity were smaller: swap in the config by
+    // building a capacity-2 tree and grafting the first tree's nodes onto it.
+    expect_overfull_graft_caught(
+        KdTree({AxisRule::widest, 8, 64}), KdTree({AxisRule::widest, 2, 64}),
+        [](KdTree& from, KdTree& to) {
+            KdTreeTestAccess::nodes(to) = KdTreeTestAccess::nodes(from);
+            KdTreeTestAccess::ids(to) = KdTreeTestAccess::ids(from);
+            KdTreeTestAccess::boxes(to) = KdTreeTestAccess::boxes(from);
+        },
+        "more than the capacity");
 }
 
 TEST_F(KdTreeValidate, Scenario8_BrokenChildLink) {
@@ -230,23 +188,19 @@ TEST_F(KdTreeValidate, Scenario10_UnreachableNode) {
 }
 
 TEST_F(KdTreeValidate, Scenario11_InvalidStoredBox) {
-    KdTreeTestAccess::boxes(tree_)[7].min.z = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_FALSE(tree_.validate().ok());
+    expect_nan_box_caught();
 }
 
 // ---- input and interface ---------------------------------------------------------------------
 
 TEST(KdTreeInput, Scenario1_RejectsZeroLeafCapacity) {
     KdTree tree({AxisRule::widest, 0, 64});
-    const Status s = tree.build(uniform_boxes(10, 1));
-    ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.error().code, ErrorCode::invalid_argument);
+    testing::expect_bad_config_rejected(tree);
 }
 
 TEST(KdTreeInput, Scenario2_StaticAndNamed) {
     KdTree tree;
-    EXPECT_EQ(tree.name(), "kd_tree");
-    EXPECT_FALSE(tree.is_dynamic());
+    testing::expect_static_and_named(tree, "kd_tree");
     EXPECT_EQ(tree.config().axis_rule, AxisRule::widest);
     EXPECT_EQ(tree.config().leaf_capacity, 8u);
 }

@@ -19,6 +19,7 @@
 #include "brute_force.hpp"
 #include "lbvh.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase::lbvh {
 namespace {
@@ -578,12 +579,19 @@ TEST(Hierarchy, TinyTreesByHand) {
     EXPECT_TRUE(validate_tree({}, {}).ok());
 }
 
-TEST(Bounds, InternalNodesAreTheUnionOfTheirChildren) {
-    const std::vector<Box> boxes = boxes_for(777, 12);
+// The tree of `boxes` step by step, without refinement: Morton-30 codes, sorted, the hierarchy
+// over them, its bounds.
+std::vector<LbvhNode> morton30_tree(std::span<const Box> boxes) {
     std::vector<std::uint64_t> codes = compute_codes(boxes, CodeKind::morton30);
-    const auto ids = sort_codes(codes);
+    const std::vector<std::uint32_t> ids = sort_codes(codes);
     std::vector<LbvhNode> nodes = build_hierarchy(codes, ids);
     compute_bounds(nodes, boxes);
+    return nodes;
+}
+
+TEST(Bounds, InternalNodesAreTheUnionOfTheirChildren) {
+    const std::vector<Box> boxes = boxes_for(777, 12);
+    const std::vector<LbvhNode> nodes = morton30_tree(boxes);
     Box all = boxes[0];
     for (const Box& b : boxes) all = merge(all, b);
     EXPECT_EQ(nodes[0].lo.x, all.min.x);
@@ -602,10 +610,7 @@ TEST(Bounds, InternalNodesAreTheUnionOfTheirChildren) {
 
 TEST(ValidateTree, CatchesEachKindOfCorruption) {
     const std::vector<Box> boxes = boxes_for(200, 3);
-    std::vector<std::uint64_t> codes = compute_codes(boxes, CodeKind::morton30);
-    const auto ids = sort_codes(codes);
-    std::vector<LbvhNode> good = build_hierarchy(codes, ids);
-    compute_bounds(good, boxes);
+    const std::vector<LbvhNode> good = morton30_tree(boxes);
     ASSERT_TRUE(validate_tree(good, boxes).ok());
     const std::uint32_t n = 200;
 
@@ -688,9 +693,7 @@ TEST(SelfPairs, PrunesWork) {
     ASSERT_TRUE(scene.ok());
     LbvhStructure s;
     ASSERT_TRUE(s.build(scene->boxes).ok());
-    s.reset_stats();
-    std::vector<Pair> pairs;
-    s.self_pairs(pairs);
+    const std::vector<Pair> pairs = broadphase::testing::counted_self_pairs(s);
     // Far fewer box tests than the n^2 / 2 of brute force.
     EXPECT_LT(s.stats().box_tests, 20000ull * 200ull);
     EXPECT_GT(s.stats().box_tests, pairs.size());

@@ -110,21 +110,8 @@ TEST(LooseOctree, Test6_MixedSizesSpreadOverLevels) {
 }
 
 TEST(LooseOctree, Test9_BoxOutsideRootGoesOutsideThenRebuilds) {
-    auto scene = generate_scene("uniform", 100);
-    ASSERT_TRUE(scene.ok());
-    LooseOctree tree;
-    ASSERT_TRUE(tree.build(scene->boxes).ok());
-    ASSERT_TRUE(tree.insert(1000, Box{{10, 10, 10}, {11, 11, 11}}).ok());
-    EXPECT_EQ(tree.outside().size(), 1u);
-    ASSERT_TRUE(tree.validate().ok());
-    for (std::uint32_t i = 0; i < 60; ++i) {
-        const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
-        ASSERT_TRUE(tree.insert(2000 + i, b).ok());
-        ASSERT_TRUE(tree.validate().ok());
-    }
-    EXPECT_LT(tree.outside().size(), 56u);
-    EXPECT_LE(tree.nodes()[0].strict.min.x, scene->boxes[0].min.x);
-    EXPECT_GE(tree.nodes()[0].strict.max.x, 11.0f);
+    check_outside_then_rebuild<LooseOctree>(
+        [](const LooseOctree& tree) { return tree.nodes()[0].strict; });
 }
 
 TEST(LooseOctree, Test10_RejectsBadConfigurations) {
@@ -203,10 +190,7 @@ TEST(LooseOctree, Test14_QueriesOnLineScenesCostNearUniform) {
 // Test 15: the short line of the typed suite's "line" sequences (inserts, removes and moves
 // inside crowded octants) does crowd octants enough to index them.
 TEST(LooseOctree, Test15_ShortLineIndexesCrowdedOctants) {
-    LooseOctree tree;
-    ASSERT_TRUE(tree.build(testing::short_line(5)).ok());
-    EXPECT_TRUE(std::any_of(tree.nodes().begin(), tree.nodes().end(),
-                            [](const LooseOctree::Node& n) { return n.index.active(); }));
+    check_short_line_indexes_crowded_lists<LooseOctree>();
 }
 
 // Test 16 (issue 9): self-pairs on the line scenes cost per box what they cost on uniform. At
@@ -216,19 +200,13 @@ TEST(LooseOctree, Test15_ShortLineIndexesCrowdedOctants) {
 // about what uniform costs; the bound is 2x uniform's visits and tests, and the pairs are sweep
 // and prune's.
 TEST(LooseOctree, Test16_SelfPairsOnLineScenesCostNearUniform) {
-    constexpr std::size_t kCount = 200000;
-    constexpr double kFactor = 2.0;
-    LooseOctree tree;
-    const SelfPairsCost base =
-        large_self_pairs_cost(tree, generate_scene("uniform", kCount)->boxes);
-    for (const char* gen : {"xline", "yline"}) {
-        SCOPED_TRACE(gen);
-        const SelfPairsCost line = large_self_pairs_cost(tree, generate_scene(gen, kCount)->boxes);
-        EXPECT_LE(line.visits, kFactor * base.visits);
-        EXPECT_LE(line.tests, kFactor * base.tests);
-        EXPECT_TRUE(std::any_of(tree.nodes().begin(), tree.nodes().end(),
-                                [](const LooseOctree::Node& n) { return n.entries.size() > 500; }));
-    }
+    check_large_self_pairs_near_uniform<LooseOctree>(
+        {"xline", "yline"}, 2.0, [](const char* gen, const LooseOctree& tree) {
+            if (std::string_view(gen) == "uniform") return;
+            EXPECT_TRUE(
+                std::any_of(tree.nodes().begin(), tree.nodes().end(),
+                            [](const LooseOctree::Node& n) { return n.entries.size() > 500; }));
+        });
 }
 
 }  // namespace

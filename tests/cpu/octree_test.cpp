@@ -9,7 +9,8 @@
 #include "octree.hpp"
 
 #include <cstdio>
-#include <utility>
+#include <span>
+#include <string_view>
 
 #include "octree_test_common.hpp"
 
@@ -17,6 +18,14 @@ namespace broadphase {
 namespace {
 
 using namespace octree_test;
+
+// Self-pairs of `tree`, built over `boxes`, find as many pairs as brute force with a few box
+// tests (20) per box and pair, as on uniform.
+void expect_self_pairs_near_linear(const Octree& tree, std::span<const Box> boxes) {
+    const std::vector<Pair> pairs = testing::counted_self_pairs(tree);
+    EXPECT_EQ(pairs.size(), testing::brute_pairs(boxes).size());
+    EXPECT_LE(tree.stats().box_tests, 20 * (boxes.size() + pairs.size()));
+}
 
 TEST(Octree, Test3_DegenerateScenesStaySmall) {
     check_degenerate_scenes_stay_small<Octree>(Octree::Config{4, 16, 0.0f});
@@ -68,31 +77,13 @@ TEST(Octree, Test6_PointPickVisitsOneLeaf) {
     ASSERT_TRUE(scene.ok());
     Octree tree;
     ASSERT_TRUE(tree.build(scene->boxes).ok());
-    tree.reset_stats();
-    std::vector<std::uint32_t> out;
-    tree.query_point(scene->boxes[17].max, out);
+    const std::vector<std::uint32_t> out = testing::counted_query_point(tree, scene->boxes[17].max);
     EXPECT_EQ(tree.stats().leaves_visited, 1u);
     EXPECT_NE(std::find(out.begin(), out.end(), 17u), out.end());
 }
 
 TEST(Octree, Test9_BoxOutsideRootGoesOutsideThenRebuilds) {
-    auto scene = generate_scene("uniform", 100);
-    ASSERT_TRUE(scene.ok());
-    Octree tree;
-    ASSERT_TRUE(tree.build(scene->boxes).ok());
-    ASSERT_TRUE(tree.insert(1000, Box{{10, 10, 10}, {11, 11, 11}}).ok());
-    EXPECT_EQ(tree.outside().size(), 1u);
-    ASSERT_TRUE(tree.validate().ok());
-    // Enough far boxes trigger a rebuild around all of them: the outside list empties.
-    for (std::uint32_t i = 0; i < 60; ++i) {
-        const Box b{{10.0f + 0.1f * float(i), 10, 10}, {10.5f + 0.1f * float(i), 11, 11}};
-        ASSERT_TRUE(tree.insert(2000 + i, b).ok());
-        ASSERT_TRUE(tree.validate().ok());
-    }
-    EXPECT_LT(tree.outside().size(), 16u + 40u);
-    // The rebuilt root covers the scene and the far boxes inserted so far.
-    EXPECT_LE(tree.nodes()[0].cell.min.x, scene->boxes[0].min.x);
-    EXPECT_GE(tree.nodes()[0].cell.max.x, 11.0f);
+    check_outside_then_rebuild<Octree>([](const Octree& tree) { return tree.nodes()[0].cell; });
 }
 
 TEST(Octree, Test10_RejectsZeroCapacity) {
@@ -146,11 +137,7 @@ TEST(Octree, Test13_FarOutliersAndWorldBoxesKeepLeavesSmall) {
             EXPECT_GT(tree.height(), 16u);
         }
         // Self-pairs tests a few boxes per box and pair, as on uniform.
-        tree.reset_stats();
-        std::vector<Pair> pairs;
-        tree.self_pairs(pairs);
-        EXPECT_EQ(pairs.size(), testing::brute_pairs(boxes).size());
-        EXPECT_LE(tree.stats().box_tests, 20 * (boxes.size() + pairs.size()));
+        expect_self_pairs_near_linear(tree, boxes);
     }
 }
 
@@ -164,11 +151,7 @@ TEST(Octree, Test14_LongBoxesAreNotCopiedWithoutEnd) {
     std::size_t references = 0;
     for (const Octree::Node& n : tree.nodes()) references += n.entries.size();
     EXPECT_LE(references, 4 * boxes.size());
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
-    EXPECT_EQ(pairs.size(), testing::brute_pairs(boxes).size());
-    EXPECT_LE(tree.stats().box_tests, 20 * (boxes.size() + pairs.size()));
+    expect_self_pairs_near_linear(tree, boxes);
 }
 
 // Test 15 (issue 9): the crowded leaves of Test 14 are indexed on their spread axis, so box,
@@ -181,10 +164,7 @@ TEST(Octree, Test15_QueriesOnLineScenesCostNearUniform) {
 // Test 16: the short line of the typed suite's "line" sequences (inserts, removes and moves
 // inside crowded leaves) does crowd leaves enough to index them.
 TEST(Octree, Test16_ShortLineIndexesCrowdedLeaves) {
-    Octree tree;
-    ASSERT_TRUE(tree.build(testing::short_line(5)).ok());
-    EXPECT_TRUE(std::any_of(tree.nodes().begin(), tree.nodes().end(),
-                            [](const Octree::Node& n) { return n.index.active(); }));
+    check_short_line_indexes_crowded_lists<Octree>();
 }
 
 // Test 17 (issue 9): the build's work and the self-pairs cost per box stay near uniform's on the
@@ -198,22 +178,18 @@ TEST(Octree, Test16_ShortLineIndexesCrowdedLeaves) {
 // y), so its chains split level by level: 25.4, within 3x. Self-pairs' visits and tests stay
 // within 2x, and the pairs are sweep and prune's.
 TEST(Octree, Test17_BuildWorkNearUniformWithFarBoxes) {
-    constexpr std::size_t kCount = 200000;
-    Octree tree;
-    const SelfPairsCost base =
-        large_self_pairs_cost(tree, generate_scene("uniform", kCount)->boxes);
-    const double base_work = double(tree.split_references()) / double(kCount);
-    for (const auto& [gen, factor] :
-         {std::pair{"level", 2.0}, std::pair{"multiscale", 2.0}, std::pair{"degenerate", 3.0}}) {
-        SCOPED_TRACE(gen);
-        const SelfPairsCost cost = large_self_pairs_cost(tree, generate_scene(gen, kCount)->boxes);
-        const double work = double(tree.split_references()) / double(kCount);
-        std::printf("  %-10s split references per box %6.2f (uniform %6.2f)\n", gen, work,
-                    base_work);
-        EXPECT_LE(work, factor * base_work);
-        EXPECT_LE(cost.visits, 2.0 * base.visits);
-        EXPECT_LE(cost.tests, 2.0 * base.tests);
-    }
+    double base_work = 0;
+    check_large_self_pairs_near_uniform<Octree>(
+        {"level", "multiscale", "degenerate"}, 2.0, [&](const char* gen, const Octree& tree) {
+            const double work = double(tree.split_references()) / double(kLargeCount);
+            if (std::string_view(gen) == "uniform") {
+                base_work = work;
+                return;
+            }
+            std::printf("  %-10s split references per box %6.2f (uniform %6.2f)\n", gen, work,
+                        base_work);
+            EXPECT_LE(work, (std::string_view(gen) == "degenerate" ? 3.0 : 2.0) * base_work);
+        });
 }
 
 }  // namespace

@@ -33,10 +33,10 @@ inline std::vector<std::uint32_t> sorted_ids(std::vector<std::uint32_t> ids) {
     return ids;
 }
 
-/// Ids 0 .. n-1 (the ids of a structure built over n boxes).
-inline std::vector<std::uint32_t> iota_ids(std::size_t n) {
+/// Ids first .. first + n-1 (by default the ids of a structure built over n boxes).
+inline std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
     std::vector<std::uint32_t> ids(n);
-    for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = first + static_cast<std::uint32_t>(i);
     return ids;
 }
 
@@ -57,11 +57,12 @@ inline std::vector<Neighbor> brute_nearest(std::span<const Box> boxes, const Vec
     return out;
 }
 
-/// The boxes of a generated scene (an empty list, and a failure, when the generator fails).
+/// The boxes of a generated scene (an empty list, and a failure, when the generator fails); the
+/// seed defaults to generate_scene's.
 inline std::vector<Box> scene_boxes(std::string_view generator, std::size_t count,
-                                    std::uint32_t seed) {
+                                    std::uint32_t seed = 42) {
     Result<Scene> scene = generate_scene(generator, count, seed);
-    EXPECT_TRUE(scene.ok());
+    EXPECT_TRUE(scene.ok()) << generator;
     return scene.ok() ? scene->boxes : std::vector<Box>{};
 }
 
@@ -516,6 +517,25 @@ struct CompareOptions {
     bool inverted_regions = true;             ///< regions with min.x > max.x among the queries
 };
 
+/// Options (CompareOptions, or SequenceOptions for its comparisons) seeded `seed` that compare
+/// on query_count queries, k nearest (k = 1, 5) at every nearest_stride-th query point; the
+/// other options are the defaults.
+template <class Options>
+Options sampled_options(std::uint32_t seed, int query_count, std::size_t nearest_stride) {
+    Options options;
+    options.seed = seed;
+    options.query_count = query_count;
+    options.nearest_stride = nearest_stride;
+    options.nearest_all = false;
+    return options;
+}
+
+/// sampled_options for a comparison.
+inline CompareOptions sampled_comparison(std::uint32_t seed, int query_count,
+                                         std::size_t nearest_stride) {
+    return sampled_options<CompareOptions>(seed, query_count, nearest_stride);
+}
+
 /// Compares every answer of `s` with `oracle` (which holds the same ids and boxes) on
 /// make_queries(boxes): sorted pairs (each i < j), regions and points as sets, rays exactly
 /// (id and t), k nearest in order. `boxes` only seeds the queries.
@@ -618,12 +638,7 @@ inline void expect_matches_ids(const Structure& s, std::span<const Box> boxes,
     std::map<std::uint32_t, Box> live;
     for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
     ASSERT_EQ(live.size(), ids.size());
-    CompareOptions options;
-    options.seed = seed;
-    options.query_count = query_count;
-    options.nearest_stride = nearest_stride;
-    options.nearest_all = false;
-    expect_matches_live(s, live, options);
+    expect_matches_live(s, live, sampled_comparison(seed, query_count, nearest_stride));
 }
 
 /// Builds `s` over `boxes` (ids 0 .. n-1), validates it, then expect_matches_ids.
@@ -821,22 +836,25 @@ struct NamedSequence {
     bool first_seed = true;  ///< the first of the profile's seeds
 };
 
+/// sampled_options for a sequence of `steps` steps.
+inline SequenceOptions sampled_sequence(std::uint32_t seed, int steps, int query_count,
+                                        std::size_t nearest_stride) {
+    SequenceOptions options = sampled_options<SequenceOptions>(seed, query_count, nearest_stride);
+    options.steps = steps;
+    return options;
+}
+
 /// Small boxes (SequenceContext::small_box) with ids 1 to 3 apart (some near the top of the id
 /// range, some reused), `initial` of them built first from a context seeded seed + 7919: the
 /// start of the R-tree, dynamic and static AABB tree sequences. Moves shift by 0.5 (30%) or by
 /// 0.01; k nearest (k = 1, 5) at every fourth point.
 inline SequenceOptions small_box_sequence(std::uint32_t seed, std::size_t initial, int steps) {
-    SequenceOptions options;
-    options.seed = seed;
-    options.steps = steps;
+    SequenceOptions options = sampled_sequence(seed, steps, 40, 4);
     options.new_box = &SequenceContext::small_box;
     options.start = context_boxes(seed + 7919u, initial, options.new_box);
     options.moved_box = [](SequenceContext& ctx, const Box& b) {
         return ctx.nudged(b, ctx.unit() < 0.3f ? 0.5f : 0.01f);
     };
-    options.query_count = 40;
-    options.nearest_stride = 4;
-    options.nearest_all = false;
     options.max_gap = 3;
     return options;
 }
@@ -872,12 +890,7 @@ inline SequenceOptions fat_box_sequence(std::uint32_t seed, std::size_t initial,
 /// third of the moves jump to a new box, the rest shift in x and y; with `start_built`, 200
 /// "mixed_sizes" boxes first; half the other steps remove.
 inline SequenceOptions mixed_sizes_sequence(std::uint32_t seed, int steps, bool start_built) {
-    SequenceOptions options;
-    options.seed = seed;
-    options.steps = steps;
-    options.query_count = 40;
-    options.nearest_stride = 2;
-    options.nearest_all = false;
+    SequenceOptions options = sampled_sequence(seed, steps, 40, 2);
     if (start_built) options.start = scene_boxes("mixed_sizes", 200, seed);
     options.remove_share = 0.5f;
     options.new_box = [](SequenceContext& ctx) {
@@ -913,13 +926,8 @@ inline std::vector<Box> short_line(std::uint32_t seed) {
 /// Updates inside crowded lists: short_line built, then boxes of the same kind inserted,
 /// removed and moved along the line.
 inline SequenceOptions line_sequence(std::uint32_t seed) {
-    SequenceOptions options;
-    options.seed = seed;
-    options.steps = 300;
+    SequenceOptions options = sampled_sequence(seed, 300, 30, 3);
     options.compare_every = 50;
-    options.query_count = 30;
-    options.nearest_stride = 3;
-    options.nearest_all = false;
     options.start = short_line(seed);
     options.new_box = [](SequenceContext& ctx) {
         const float x = 0.01f * ctx.unit(), y = 0.1f * ctx.unit();
@@ -937,12 +945,7 @@ inline SequenceOptions line_sequence(std::uint32_t seed) {
 /// Points, large boxes, boxes partly outside the unit cube and flat boxes among small ones, 150
 /// built first; half the moves shift in x, half jump; misuse checked after every step.
 inline SequenceOptions misuse_sequence(std::uint32_t seed) {
-    SequenceOptions options;
-    options.seed = seed;
-    options.steps = 400;
-    options.query_count = 30;
-    options.nearest_stride = 2;
-    options.nearest_all = false;
+    SequenceOptions options = sampled_sequence(seed, 400, 30, 2);
     options.check_misuse = true;
     options.new_box = [](SequenceContext& ctx) {
         Box b;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -29,70 +30,73 @@ Box cube(float x, float y, float z, float size = 1) {
 
 // ---- HandlePool ----
 
+// A pool that has handed out 0 .. n-1.
+HandlePool pool_of(int n) {
+    HandlePool pool;
+    for (int i = 0; i < n; ++i) (void)pool.acquire();
+    return pool;
+}
+
+// The next handles `pool` hands out are `expected`, in order.
+void expect_acquires(HandlePool& pool, std::initializer_list<ProxyHandle> expected) {
+    for (const ProxyHandle h : expected) EXPECT_EQ(pool.acquire(), h);
+}
+
+// `pool` has handed out handles below `extent`, `count` of them live.
+void expect_extent_and_count(const HandlePool& pool, std::uint32_t extent, std::uint32_t count) {
+    EXPECT_EQ(pool.extent(), extent);
+    EXPECT_EQ(pool.count(), count);
+}
+
 // Test 1: a fresh pool hands out 0, 1, 2, ...; extent and count follow.
 TEST(HandlePool, Scenario1_FreshHandlesCountUp) {
     HandlePool pool;
-    EXPECT_EQ(pool.extent(), 0u);
-    EXPECT_EQ(pool.count(), 0u);
+    expect_extent_and_count(pool, 0, 0);
     EXPECT_FALSE(pool.live(0));
-    for (ProxyHandle expect = 0; expect < 5; ++expect) EXPECT_EQ(pool.acquire(), expect);
-    EXPECT_EQ(pool.extent(), 5u);
-    EXPECT_EQ(pool.count(), 5u);
+    expect_acquires(pool, {0, 1, 2, 3, 4});
+    expect_extent_and_count(pool, 5, 5);
     for (ProxyHandle h = 0; h < 5; ++h) EXPECT_TRUE(pool.live(h));
     EXPECT_FALSE(pool.live(5));
 }
 
 // Test 2: a released handle is not live, and not reused before end_frame().
 TEST(HandlePool, Scenario2_ReleasedIsFreeOnlyAfterEndFrame) {
-    HandlePool pool;
-    for (int i = 0; i < 3; ++i) (void)pool.acquire();
+    HandlePool pool = pool_of(3);
     pool.release(1);
     EXPECT_FALSE(pool.live(1));
-    EXPECT_EQ(pool.count(), 2u);
-    EXPECT_EQ(pool.extent(), 3u);
-    EXPECT_EQ(pool.acquire(), 3u);  // 1 is released, not yet free
-    EXPECT_EQ(pool.acquire(), 4u);
+    expect_extent_and_count(pool, 3, 2);
+    expect_acquires(pool, {3, 4});  // 1 is released, not yet free
     pool.end_frame();
-    EXPECT_EQ(pool.acquire(), 1u);
-    EXPECT_EQ(pool.acquire(), 5u);
-    EXPECT_EQ(pool.extent(), 6u);
-    EXPECT_EQ(pool.count(), 6u);
+    expect_acquires(pool, {1, 5});
+    expect_extent_and_count(pool, 6, 6);
 }
 
 // Test 3: last in, first out: handles released 0, 4, 2 come back 2, 4, 0, then new ones.
 TEST(HandlePool, Scenario3_LastReleasedIsFirstReused) {
-    HandlePool pool;
-    for (int i = 0; i < 5; ++i) (void)pool.acquire();
+    HandlePool pool = pool_of(5);
     pool.release(0);
     pool.release(4);
     pool.release(2);
     pool.end_frame();
-    EXPECT_EQ(pool.acquire(), 2u);
-    EXPECT_EQ(pool.acquire(), 4u);
+    expect_acquires(pool, {2, 4});
     // Released in a later frame: on top of the ones still free.
     pool.release(3);
     pool.end_frame();
-    EXPECT_EQ(pool.acquire(), 3u);
-    EXPECT_EQ(pool.acquire(), 0u);
-    EXPECT_EQ(pool.acquire(), 5u);
+    expect_acquires(pool, {3, 0, 5});
     EXPECT_EQ(pool.count(), 6u);
 }
 
 // Test 4: releasing a handle that is not live changes nothing; clear() forgets everything.
 TEST(HandlePool, Scenario4_ReleaseOfDeadHandleAndClear) {
-    HandlePool pool;
-    (void)pool.acquire();
-    (void)pool.acquire();
+    HandlePool pool = pool_of(2);
     pool.release(1);
     pool.release(1);  // twice: no effect
     pool.release(9);  // never acquired
     pool.end_frame();
     EXPECT_EQ(pool.count(), 1u);
-    EXPECT_EQ(pool.acquire(), 1u);
-    EXPECT_EQ(pool.acquire(), 2u);  // 1 was freed once only
+    expect_acquires(pool, {1, 2});  // 1 was freed once only
     pool.clear();
-    EXPECT_EQ(pool.extent(), 0u);
-    EXPECT_EQ(pool.count(), 0u);
+    expect_extent_and_count(pool, 0, 0);
     EXPECT_EQ(pool.acquire(), 0u);
 }
 

@@ -24,6 +24,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 namespace {
@@ -169,17 +170,13 @@ TEST(RTree, Scenario12_QueriesPrune) {
     for (const Policy policy : {Policy::linear, Policy::quadratic, Policy::rstar}) {
         RTree tree(make_config(policy));
         ASSERT_TRUE(tree.build(scene->boxes).ok());
-        tree.reset_stats();
-        std::vector<Pair> pairs;
-        tree.self_pairs(pairs);
+        const std::vector<Pair> pairs = testing::counted_self_pairs(tree);
         EXPECT_GE(tree.stats().box_tests, pairs.size());
         EXPECT_LT(tree.stats().box_tests, 60u * 3000u);
         EXPECT_GT(tree.stats().leaves_visited, 0u);
         EXPECT_GT(tree.stats().nodes_visited, 0u);
         tests[k++] = tree.stats().box_tests;
-        tree.reset_stats();
-        std::vector<std::uint32_t> hits;
-        tree.query_box(scene->boxes[17], hits);
+        const std::vector<std::uint32_t> hits = testing::counted_query_box(tree, scene->boxes[17]);
         EXPECT_LT(tree.stats().box_tests, 400u);
         EXPECT_FALSE(hits.empty());
         tree.reset_stats();
@@ -268,10 +265,7 @@ TEST(RTree, Scenario15_RStarChoosesSubtreeByOverlap) {
         ASSERT_TRUE(tree.build(boxes).ok());
         ASSERT_TRUE(tree.validate().ok());
         ASSERT_EQ(tree.height(), 2);
-        tree.reset_stats();
-        std::vector<std::uint32_t> hits;
-        tree.query_point(Vec3{7, 50, 50}, hits);
-        EXPECT_TRUE(hits.empty());
+        EXPECT_TRUE(testing::counted_query_point(tree, Vec3{7, 50, 50}).empty());
         EXPECT_EQ(tree.stats().leaves_visited, policy == Policy::rstar ? 1u : 0u);
     }
 }

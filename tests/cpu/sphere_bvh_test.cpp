@@ -21,6 +21,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 
@@ -98,12 +99,8 @@ TEST(SphereBvhScenes, Scenario2_PointLeavesHaveRadiusZero) {
 TEST(SphereBvhScenes, Scenario3_FlatSceneNeverSplitsOnZ) {
     // The longest-axis rule never splits on z, where nothing varies.
     SphereBvh tree;
-    ASSERT_TRUE(tree.build(testing::flat_boxes()).ok());
-    for (const SphereBvh::Node& node : tree.nodes()) {
-        if (!node.is_leaf()) {
-            EXPECT_NE(node.axis(), 2u);
-        }
-    }
+    testing::expect_flat_scene_never_splits_on_z(
+        tree, [](const SphereBvh::Node& node) { return node.axis(); });
 }
 
 TEST(SphereBvhScenes, Scenario4_ExponentialSpacingHitsTheDepthGuard) {
@@ -225,13 +222,8 @@ TEST(SphereBvhFrontToBack, Scenario4_AppendsAndHandlesEmpty) {
 
 TEST(SphereBvhShape, Scenario1_ArticleSplitRuleLongestAxisAndMidpoint) {
     // Boxes strung along y: the root splits on y, its sphere centred on the bounds' midpoint.
-    std::vector<Box> boxes;
-    for (int i = 0; i < 500; ++i) {
-        const float y = float(i);
-        boxes.push_back(Box{{0, y, 0}, {0.5f, y + 0.5f, 0.5f}});
-    }
     SphereBvh tree;
-    ASSERT_TRUE(tree.build(boxes).ok());
+    ASSERT_TRUE(tree.build(testing::strung_along_y_boxes()).ok());
     ASSERT_FALSE(tree.nodes().empty());
     const SphereBvh::Node& root = tree.nodes()[0];
     EXPECT_EQ(root.axis(), 1u);
@@ -271,18 +263,7 @@ TEST(SphereBvhShape, Scenario3_QueriesPruneAndCountWork) {
     const std::vector<Box> boxes = uniform_boxes(20000, 11);
     SphereBvh tree;
     ASSERT_TRUE(tree.build(boxes).ok());
-    tree.reset_stats();
-    std::vector<std::uint32_t> out;
-    tree.query_box(Box{{0.5f, 0.5f, 0.5f}, {0.52f, 0.52f, 0.52f}}, out);
-    EXPECT_GT(tree.stats().nodes_visited, 0u);
-    EXPECT_GT(tree.stats().leaves_visited, 0u);
-    EXPECT_GT(tree.stats().box_tests, 0u);
-    EXPECT_LT(tree.stats().box_tests, boxes.size() / 50);
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
-    EXPECT_LT(tree.stats().box_tests, 100u * boxes.size());  // far from n^2 / 2
-    EXPECT_GT(tree.stats().box_tests, pairs.size());
+    testing::expect_queries_prune(tree, boxes.size() / 50, 100u * boxes.size());  // not n^2 / 2
     tree.reset_stats();
     std::vector<Neighbor> near;
     ASSERT_TRUE(tree.nearest({0.3f, 0.3f, 0.3f}, 5, near).ok());
@@ -325,9 +306,7 @@ std::pair<double, double> self_pairs_cost(std::string_view generator, std::size_
     const std::vector<Box> boxes = generate_scene(generator, n)->boxes;
     SphereBvh tree;
     EXPECT_TRUE(tree.build(boxes).ok());
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
+    (void)testing::counted_self_pairs(tree);
     const QueryStats& st = tree.stats();
     return {double(st.nodes_visited + st.leaves_visited) / double(n),
             double(st.box_tests) / double(n)};
@@ -354,31 +333,17 @@ TEST(SphereBvhShape, Scenario5_LinesOfWideBoxesCostNoMoreThanUniform) {
 
 // ---- validate() catches corruption -----------------------------------------------------------
 
-class SphereBvhValidate : public ::testing::Test {
+class SphereBvhValidate : public testing::TreeCorruption<SphereBvh, SphereBvhTestAccess> {
 protected:
-    void SetUp() override {
-        boxes_ = uniform_boxes(500, 12);
-        ASSERT_TRUE(tree_.build(boxes_).ok());
-        ASSERT_TRUE(tree_.validate().ok());
-    }
-    void expect_invalid(const std::string& fragment) {
-        const Status s = tree_.validate();
-        ASSERT_FALSE(s.ok());
-        EXPECT_NE(s.error().message.find(fragment), std::string::npos) << s.error().message;
-    }
     std::vector<SphereBvh::Node>& nodes() { return SphereBvhTestAccess::nodes(tree_); }
-    std::vector<Box> boxes_;
-    SphereBvh tree_;
 };
 
 TEST_F(SphereBvhValidate, Scenario1_DuplicateId) {
-    SphereBvhTestAccess::ids(tree_)[3] = SphereBvhTestAccess::ids(tree_)[4];
-    expect_invalid("stored twice");
+    expect_duplicate_id_caught();
 }
 
 TEST_F(SphereBvhValidate, Scenario2_IdOutOfRange) {
-    SphereBvhTestAccess::ids(tree_)[0] = 500;
-    expect_invalid("out of range");
+    expect_id_out_of_range_caught();
 }
 
 TEST_F(SphereBvhValidate, Scenario3_LeafSphereTooSmall) {
@@ -433,26 +398,20 @@ TEST_F(SphereBvhValidate, Scenario7_SplitAxisChanged) {
 }
 
 TEST_F(SphereBvhValidate, Scenario8_SwappedBoxesAcrossTheSplit) {
-    auto& boxes = SphereBvhTestAccess::boxes(tree_);
-    auto& ids = SphereBvhTestAccess::ids(tree_);
-    std::swap(boxes.front(), boxes.back());
-    std::swap(ids.front(), ids.back());
-    EXPECT_FALSE(tree_.validate().ok());
+    expect_swap_across_split_caught();
 }
 
 TEST_F(SphereBvhValidate, Scenario9_OverfullLeaf) {
     // Graft a tree with leaves of up to 8 onto one configured for leaves of at most 2.
-    SphereBvh loose({8, 48});
-    ASSERT_TRUE(loose.build(boxes_).ok());
-    SphereBvh strict({2, 48});
-    ASSERT_TRUE(strict.build(boxes_).ok());
-    SphereBvhTestAccess::nodes(strict) = SphereBvhTestAccess::nodes(loose);
-    SphereBvhTestAccess::bounds(strict) = SphereBvhTestAccess::bounds(loose);
-    SphereBvhTestAccess::ids(strict) = SphereBvhTestAccess::ids(loose);
-    SphereBvhTestAccess::boxes(strict) = SphereBvhTestAccess::boxes(loose);
-    const Status s = strict.validate();
-    ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.error().message.find("more than max_leaf_size"), std::string::npos);
+    expect_overfull_graft_caught(
+        SphereBvh({8, 48}), SphereBvh({2, 48}),
+        [](SphereBvh& from, SphereBvh& to) {
+            SphereBvhTestAccess::nodes(to) = SphereBvhTestAccess::nodes(from);
+            SphereBvhTestAccess::bounds(to) = SphereBvhTestAccess::bounds(from);
+            SphereBvhTestAccess::ids(to) = SphereBvhTestAccess::ids(from);
+            SphereBvhTestAccess::boxes(to) = SphereBvhTestAccess::boxes(from);
+        },
+        "more than max_leaf_size");
 }
 
 TEST_F(SphereBvhValidate, Scenario10_BrokenChildLink) {
@@ -483,8 +442,7 @@ TEST_F(SphereBvhValidate, Scenario13_InternalNodeMarkedAsLeaf) {
 }
 
 TEST_F(SphereBvhValidate, Scenario14_InvalidStoredBox) {
-    SphereBvhTestAccess::boxes(tree_)[7].min.z = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_FALSE(tree_.validate().ok());
+    expect_nan_box_caught();
 }
 
 TEST_F(SphereBvhValidate, Scenario15_NodeBoundsMissABox) {
@@ -508,16 +466,13 @@ TEST_F(SphereBvhValidate, Scenario16_NodeBoundsMissing) {
 TEST(SphereBvhInput, Scenario1_RejectsBadConfig) {
     for (const Config& config : {Config{0, 48}, Config{4, 129}}) {
         SphereBvh tree(config);
-        const Status s = tree.build(uniform_boxes(10, 1));
-        ASSERT_FALSE(s.ok());
-        EXPECT_EQ(s.error().code, ErrorCode::invalid_argument);
+        testing::expect_bad_config_rejected(tree);
     }
 }
 
 TEST(SphereBvhInput, Scenario2_StaticAndNamed) {
     SphereBvh tree;
-    EXPECT_EQ(tree.name(), "sphere_bvh");
-    EXPECT_FALSE(tree.is_dynamic());
+    testing::expect_static_and_named(tree, "sphere_bvh");
     EXPECT_EQ(tree.config().max_leaf_size, 4u);
 }
 

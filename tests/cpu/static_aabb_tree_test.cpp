@@ -23,6 +23,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 
 namespace broadphase {
 
@@ -40,18 +41,8 @@ using Config = StaticAabbTree::Config;
 using Node = StaticAabbTree::RuntimeNode;
 using Access = StaticAabbTreeTestAccess;
 
-std::vector<Pair> sorted_pairs_of(const Structure& s) {
-    std::vector<Pair> pairs;
-    s.self_pairs(pairs);
-    std::sort(pairs.begin(), pairs.end());
-    return pairs;
-}
-
-std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 0) {
-    std::vector<std::uint32_t> ids(n);
-    for (std::size_t i = 0; i < n; ++i) ids[i] = first + static_cast<std::uint32_t>(i);
-    return ids;
-}
+using testing::iota_ids;
+using testing::scene_boxes;
 
 // k nearest (k = 1, 5) at every second query point (oracle_harness.hpp).
 constexpr std::size_t kNearestStride = 2;
@@ -80,12 +71,6 @@ void expect_same_layout(const StaticAabbTree& a, const StaticAabbTree& b) {
     ASSERT_TRUE(std::ranges::equal(a.slot_ids(), b.slot_ids()));
 }
 
-std::vector<Box> scene(std::string_view name, std::size_t n, std::uint32_t seed = 42) {
-    auto s = generate_scene(name, n, seed);
-    EXPECT_TRUE(s.ok());
-    return s.ok() ? s->boxes : std::vector<Box>{};
-}
-
 // Scenario 3: 200 copies of one box: all centroids equal, and the half split still keeps
 // leaves within the limit.
 TEST(StaticAabbTree, Scenario03_AllBoxesIdenticalStayBalanced) {
@@ -102,7 +87,7 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
     for (const std::string_view gen : generator_names()) {
         for (const std::size_t n : {0u, 1u, 7u, 3000u}) {
             SCOPED_TRACE(std::string(gen) + ":" + std::to_string(n));
-            const std::vector<Box> boxes = scene(gen, n);
+            const std::vector<Box> boxes = scene_boxes(gen, n);
             StaticAabbTree one_shot, progressive;
             ASSERT_TRUE(one_shot.build(boxes).ok());
             const int steps = build_progressively(progressive, boxes);
@@ -115,8 +100,8 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
         }
     }
     // Caller ids and a small step: still identical; the live tree serves the old scene meanwhile.
-    const std::vector<Box> old_boxes = scene("clustered", 500);
-    const std::vector<Box> boxes = scene("uniform", 2000, 9);
+    const std::vector<Box> old_boxes = scene_boxes("clustered", 500);
+    const std::vector<Box> boxes = scene_boxes("uniform", 2000, 9);
     const std::vector<std::uint32_t> ids = iota_ids(boxes.size(), 100);
     Config small;
     small.progressive_work_per_step = 64;
@@ -151,7 +136,7 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
 // Scenario 9: mark_dirty + refit touches only dirty paths; afterwards queries equal a rebuild's
 // (and brute force's), and validate() reports dirty bits until refit runs.
 TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
-    std::vector<Box> boxes = scene("uniform", 3000);
+    std::vector<Box> boxes = scene_boxes("uniform", 3000);
     StaticAabbTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
     std::mt19937 rng(21);
@@ -178,7 +163,7 @@ TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
         expect_valid(tree);
         StaticAabbTree rebuilt;
         ASSERT_TRUE(rebuilt.build(boxes).ok());
-        EXPECT_EQ(sorted_pairs_of(tree), sorted_pairs_of(rebuilt));
+        EXPECT_EQ(sorted_pairs(tree), sorted_pairs(rebuilt));
         testing::expect_matches_ids(tree, boxes, iota_ids(boxes.size()), 30 + round, 100,
                                     kNearestStride);
         // The shape is kept: same nodes, only bounds changed.
@@ -195,7 +180,7 @@ TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
     EXPECT_GT(changed, 0u);
     EXPECT_LE(changed, tree.depth() + 1u);
     tree.refit();
-    EXPECT_EQ(sorted_pairs_of(tree), sorted_pairs_of(tree));
+    EXPECT_EQ(sorted_pairs(tree), sorted_pairs(tree));
     EXPECT_FALSE(tree.mark_dirty(3000, boxes[0]).ok());                // unknown id
     EXPECT_FALSE(tree.mark_dirty(1, Box{{1, 0, 0}, {0, 1, 1}}).ok());  // invalid box
 }
@@ -203,7 +188,7 @@ TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
 // Scenario 10: remove by swap-with-last: the last slot's id takes the removed slot; ids stay
 // the caller's.
 TEST(StaticAabbTree, Scenario10_RemoveSwapsWithLast) {
-    std::vector<Box> boxes = scene("clustered", 300);
+    std::vector<Box> boxes = scene_boxes("clustered", 300);
     StaticAabbTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
     ASSERT_EQ(tree.slot_ids()[299], 299u);
@@ -233,32 +218,32 @@ TEST(StaticAabbTree, Scenario10_RemoveSwapsWithLast) {
     }
     EXPECT_EQ(tree.size(), 0u);
     EXPECT_TRUE(tree.nodes().empty());
-    EXPECT_TRUE(sorted_pairs_of(tree).empty());
+    EXPECT_TRUE(sorted_pairs(tree).empty());
 }
 
 // Scenario 11: merging a fresh tree (new ids) into the live one equals a tree of all boxes,
 // whether the fresh root lands in a leaf, below an internal node, or beside the root.
 TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
-    const std::vector<Box> base = scene("uniform", 2000);
+    const std::vector<Box> base = scene_boxes("uniform", 2000);
     struct Case {
         const char* what;
         std::vector<Box> fresh;
     };
     std::vector<Case> cases;
-    cases.push_back({"uniform batch", scene("uniform", 500, 5)});
+    cases.push_back({"uniform batch", scene_boxes("uniform", 500, 5)});
     cases.push_back({"one tiny box inside", {Box{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}}}});
     std::vector<Box> corner;
-    for (const Box& b : scene("clustered", 200, 3)) {
+    for (const Box& b : scene_boxes("clustered", 200, 3)) {
         corner.push_back(Box{{0.05f * b.min.x, 0.05f * b.min.y, 0.05f * b.min.z},
                              {0.05f * b.max.x, 0.05f * b.max.y, 0.05f * b.max.z}});
     }
     cases.push_back({"small cluster in a corner", corner});
     std::vector<Box> outside;
-    for (const Box& b : scene("uniform", 300, 8)) {
+    for (const Box& b : scene_boxes("uniform", 300, 8)) {
         outside.push_back(Box{{b.min.x + 3, b.min.y, b.min.z}, {b.max.x + 3, b.max.y, b.max.z}});
     }
     cases.push_back({"outside the live root", outside});
-    cases.push_back({"overlapping the live root", scene("mixed_sizes", 300, 6)});
+    cases.push_back({"overlapping the live root", scene_boxes("mixed_sizes", 300, 6)});
     for (const Case& c : cases) {
         SCOPED_TRACE(c.what);
         StaticAabbTree live, fresh;
@@ -279,7 +264,7 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
         // And equal pairs to a tree built from all the boxes at once.
         StaticAabbTree whole;
         ASSERT_TRUE(whole.build(all, ids).ok());
-        EXPECT_EQ(sorted_pairs_of(live), sorted_pairs_of(whole));
+        EXPECT_EQ(sorted_pairs(live), sorted_pairs(whole));
         // The fresh tree is untouched, and merging it again is refused (ids present).
         EXPECT_EQ(fresh.nodes().size(), fresh_nodes);
         EXPECT_FALSE(live.merge(fresh).ok());
@@ -343,7 +328,7 @@ TEST(StaticAabbTree, Scenario13_RuntimeNodePacking) {
 
     // A built tree: every leaf within the limit, children after parents, leaves cover 0..n-1.
     StaticAabbTree tree;
-    ASSERT_TRUE(tree.build(scene("uniform", 1000)).ok());
+    ASSERT_TRUE(tree.build(scene_boxes("uniform", 1000)).ok());
     std::size_t covered = 0;
     for (std::size_t i = 0; i < tree.nodes().size(); ++i) {
         const Node& n = tree.nodes()[i];
@@ -361,7 +346,7 @@ TEST(StaticAabbTree, Scenario13_RuntimeNodePacking) {
     // The variance split: the root splits the axis of largest centroid variance (x for an
     // x-stretched scene): every left-subtree centroid is above every right-subtree one... in x.
     std::vector<Box> stretched;
-    for (const Box& b2 : scene("uniform", 500)) {
+    for (const Box& b2 : scene_boxes("uniform", 500)) {
         stretched.push_back(
             Box{{10 * b2.min.x, b2.min.y, b2.min.z}, {10 * b2.min.x + 0.01f, b2.max.y, b2.max.z}});
     }
@@ -374,7 +359,7 @@ TEST(StaticAabbTree, Scenario13_RuntimeNodePacking) {
 
 // Scenario 14: validate() notices corrupted bounds, parents, indices and leaf sizes.
 TEST(StaticAabbTree, Scenario14_ValidateCatchesCorruption) {
-    const std::vector<Box> boxes = scene("uniform", 200);
+    const std::vector<Box> boxes = scene_boxes("uniform", 200);
     const auto fresh = [&] {
         StaticAabbTree t;
         EXPECT_TRUE(t.build(boxes).ok());
@@ -434,17 +419,13 @@ TEST(StaticAabbTree, Scenario15_RejectsDuplicateIdsAndBadLeafLimit) {
 
 // Scenario 16: self-pairs and region queries prune at internal nodes.
 TEST(StaticAabbTree, Scenario16_QueriesPrune) {
-    const std::vector<Box> boxes = scene("uniform", 3000);
+    const std::vector<Box> boxes = scene_boxes("uniform", 3000);
     StaticAabbTree tree;
     ASSERT_TRUE(tree.build(boxes).ok());
-    tree.reset_stats();
-    std::vector<Pair> pairs;
-    tree.self_pairs(pairs);
+    const std::vector<Pair> pairs = testing::counted_self_pairs(tree);
     EXPECT_GE(tree.stats().box_tests, pairs.size());
     EXPECT_LT(tree.stats().box_tests, 40u * 3000u);
-    tree.reset_stats();
-    std::vector<std::uint32_t> hits;
-    tree.query_box(boxes[17], hits);
+    const std::vector<std::uint32_t> hits = testing::counted_query_box(tree, boxes[17]);
     EXPECT_LT(tree.stats().box_tests, 100u);
     EXPECT_FALSE(hits.empty());
 }

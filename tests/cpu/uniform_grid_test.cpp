@@ -19,6 +19,7 @@
 #include "broadphase/scene.hpp"
 #include "brute_force.hpp"
 #include "oracle_harness.hpp"
+#include "tree_test_common.hpp"
 #include "uniform_grid.hpp"
 
 namespace broadphase {
@@ -36,12 +37,7 @@ void expect_matches_brute_force(const UniformGrid& grid, std::span<const Box> bo
     ASSERT_EQ(ids.size(), boxes.size());
     std::map<std::uint32_t, Box> live;
     for (std::size_t k = 0; k < ids.size(); ++k) live[ids[k]] = boxes[k];
-    testing::CompareOptions options;
-    options.seed = seed;
-    options.query_count = queries;
-    options.nearest_stride = 2;
-    options.nearest_all = false;
-    testing::expect_matches_live(grid, live, options);
+    testing::expect_matches_live(grid, live, testing::sampled_comparison(seed, queries, 2));
 }
 
 void build_and_compare(UniformGrid& grid, std::span<const Box> boxes, const std::string& label) {
@@ -116,9 +112,7 @@ TEST(UniformGrid, Scenario10_QueriesAreLocal) {
     ASSERT_TRUE(grid.nearest({0.5f, 0.5f, 0.5f}, 5, near).ok());
     EXPECT_EQ(near, testing::brute_nearest(scene->boxes, {0.5f, 0.5f, 0.5f}, 5));
     EXPECT_LT(grid.stats().box_tests, 2000u);
-    grid.reset_stats();
-    std::vector<std::uint32_t> ids;
-    grid.query_point({0.5f, 0.5f, 0.5f}, ids);
+    (void)testing::counted_query_point(grid, {0.5f, 0.5f, 0.5f});
     EXPECT_LT(grid.stats().box_tests, 200u);
     EXPECT_EQ(grid.stats().nodes_visited, 1u);
 }
@@ -184,9 +178,7 @@ namespace {
 
 // Box tests of one self_pairs call, per box.
 double pair_tests_per_box(const UniformGrid& grid) {
-    grid.reset_stats();
-    std::vector<Pair> pairs;
-    grid.self_pairs(pairs);
+    (void)testing::counted_self_pairs(grid);
     return double(grid.stats().box_tests) / double(std::max<std::size_t>(1, grid.size()));
 }
 
