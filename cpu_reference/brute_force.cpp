@@ -111,13 +111,13 @@ Status BruteForce::move(std::uint32_t id, const Box& box) {
 }
 
 Status BruteForce::validate() const {
-    if (ids_.size() != boxes_.size()) return invalid("id and box counts differ");
+    if (ids_.size() != boxes_.size()) return broken("id and box counts differ");
     if (!identity_) {
-        if (slot_of_.size() != ids_.size()) return invalid("slot map size differs");
+        if (slot_of_.size() != ids_.size()) return broken("slot map size differs");
         for (std::size_t s = 0; s < ids_.size(); ++s) {
             auto it = slot_of_.find(ids_[s]);
             if (it == slot_of_.end() || it->second != s)
-                return invalid("slot map wrong for id " + std::to_string(ids_[s]), ids_[s]);
+                return broken("slot map wrong for id " + std::to_string(ids_[s]), ids_[s]);
         }
     }
     return validate_boxes(boxes_);

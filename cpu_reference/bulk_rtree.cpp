@@ -607,14 +607,15 @@ Status BulkRTree::validate() const {
     const BulkLoad m = config_.method;
     const std::size_t n = boxes_.size();
     const std::uint32_t b = config_.node_capacity;
+    // A bad Config (build() refuses it), not a broken invariant: it keeps invalid_argument.
     if (b < 2) return invalid("node_capacity below 2");
     if (Status s = validate_slots(boxes_, ids_); !s) return s;
     if (n == 0) {
         return nodes_.empty() && levels_.empty() ? Status::success()
-                                                 : invalid("nodes in an empty tree");
+                                                 : broken("nodes in an empty tree");
     }
     if (levels_.size() < 2 || levels_.front() != 0 || levels_.back() != nodes_.size()) {
-        return invalid("level offsets do not partition the node array");
+        return broken("level offsets do not partition the node array");
     }
 
     // Each level: ceil(children / b) nodes whose ranges tile the level below in order, all
@@ -623,10 +624,10 @@ Status BulkRTree::validate() const {
     for (std::size_t level = 0; level + 1 < levels_.size(); ++level) {
         const std::uint32_t lo = levels_[level], hi = levels_[level + 1];
         const std::string where_level = "level " + std::to_string(level) + ": ";
-        if (hi <= lo) return invalid(where_level + "empty");
+        if (hi <= lo) return broken(where_level + "empty");
         if (hi - lo != (children + b - 1) / b) {
-            return invalid(where_level + std::to_string(hi - lo) + " nodes over " +
-                           std::to_string(children) + " children");
+            return broken(where_level + std::to_string(hi - lo) + " nodes over " +
+                          std::to_string(children) + " children");
         }
         const std::uint32_t child_base = level == 0 ? 0 : levels_[level - 1];
         // Child ranges are contiguous and tile the level below; they follow one another in
@@ -638,20 +639,20 @@ Status BulkRTree::validate() const {
             const std::string where = "node " + std::to_string(index) + ": ";
             const bool last = index + 1 == hi;
             if (node.count == 0 || node.count > b || (!last && node.count != b)) {
-                return invalid(where + "holds " + std::to_string(node.count) +
-                               " children; only the last node of a level may be "
-                               "less than full");
+                return broken(where + "holds " + std::to_string(node.count) +
+                              " children; only the last node of a level may be "
+                              "less than full");
             }
             if (node.first < child_base ||
                 std::size_t{node.first - child_base} + node.count > children) {
-                return invalid(where + "children outside the level below");
+                return broken(where + "children outside the level below");
             }
             if (m != BulkLoad::str && node.first != child_base + next) {
-                return invalid(where + "children do not follow its left neighbour's");
+                return broken(where + "children do not follow its left neighbour's");
             }
             for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
                 if (covered[c - child_base]) {
-                    return invalid(where + "child " + std::to_string(c) + " has two parents");
+                    return broken(where + "child " + std::to_string(c) + " has two parents");
                 }
                 covered[c - child_base] = true;
             }
@@ -660,14 +661,14 @@ Status BulkRTree::validate() const {
                 expect = merge(expect, level == 0 ? boxes_[c] : nodes_[c].bounds);
             }
             if (!(expect == node.bounds)) {
-                return invalid(where + "bounds are not the union of its children");
+                return broken(where + "bounds are not the union of its children");
             }
             next += node.count;
         }
-        if (next != children) return invalid(where_level + "does not cover the level below");
+        if (next != children) return broken(where_level + "does not cover the level below");
         children = hi - lo;
     }
-    if (children != 1) return invalid("the top level has more than one node");
+    if (children != 1) return broken("the top level has more than one node");
     return validate_leaf_order();
 }
 
@@ -680,8 +681,7 @@ Status BulkRTree::validate_leaf_order() const {
         for (std::uint32_t k = 1; k < n; ++k) {
             if (before(centroid(boxes_[k])[axis], ids_[k], centroid(boxes_[k - 1])[axis],
                        ids_[k - 1])) {
-                return invalid("box " + std::to_string(ids_[k]) + " out of centroid order",
-                               ids_[k]);
+                return broken("box " + std::to_string(ids_[k]) + " out of centroid order", ids_[k]);
             }
         }
         return Status::success();
@@ -691,7 +691,7 @@ Status BulkRTree::validate_leaf_order() const {
         for (std::uint32_t k = 1; k < n; ++k) {
             const std::uint64_t code = keys[k], previous = keys[k - 1];
             if (code < previous || (code == previous && ids_[k] < ids_[k - 1])) {
-                return invalid("box " + std::to_string(ids_[k]) + " out of Hilbert order", ids_[k]);
+                return broken("box " + std::to_string(ids_[k]) + " out of Hilbert order", ids_[k]);
             }
         }
         return Status::success();
@@ -722,9 +722,9 @@ Status BulkRTree::validate_leaf_order() const {
                 hi = std::max(hi, key);
             }
             if (lo < previous_max) {
-                return invalid("STR tile at box " + std::to_string(ids_[start]) +
-                                   " out of order along axis " + std::to_string(axis),
-                               ids_[start]);
+                return broken("STR tile at box " + std::to_string(ids_[start]) +
+                                  " out of order along axis " + std::to_string(axis),
+                              ids_[start]);
             }
             previous_max = hi;
             if (!last) stack.push_back({static_cast<std::uint32_t>(start), end, r.dim + 1});

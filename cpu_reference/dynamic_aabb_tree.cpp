@@ -553,17 +553,17 @@ Status DynamicAabbTree::validate() const {
 
     std::int64_t free_count = 0;
     for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return invalid("free list points outside the pool");
-        if (nodes_[i].height != -1) return invalid(node_name(i) + " on free list in use");
-        if (++free_count > total) return invalid("free list has a cycle");
+        if (!in_range(i)) return broken("free list points outside the pool");
+        if (nodes_[i].height != -1) return broken(node_name(i) + " on free list in use");
+        if (++free_count > total) return broken("free list has a cycle");
     }
     if (root_ == kNull) {
-        if (!leaf_of_.empty()) return invalid("no root but ids are mapped");
-        if (free_count != total) return invalid("empty tree with nodes in use");
+        if (!leaf_of_.empty()) return broken("no root but ids are mapped");
+        if (free_count != total) return broken("empty tree with nodes in use");
         return Status::success();
     }
-    if (!in_range(root_)) return invalid("root outside the pool");
-    if (nodes_[root_].parent != kNull) return invalid("root has a parent");
+    if (!in_range(root_)) return broken("root outside the pool");
+    if (nodes_[root_].parent != kNull) return broken("root has a parent");
 
     std::int64_t reached = 0;
     std::size_t leaves = 0;
@@ -571,44 +571,43 @@ Status DynamicAabbTree::validate() const {
     while (!stack.empty()) {
         const std::int32_t i = stack.back();
         stack.pop_back();
-        if (++reached > total) return invalid("tree links form a cycle");
+        if (++reached > total) return broken("tree links form a cycle");
         const Node& node = nodes_[i];
-        if (node.height < 0) return invalid(node_name(i) + " is free but linked");
+        if (node.height < 0) return broken(node_name(i) + " is free but linked");
         if (node.leaf()) {
-            if (node.child2 != kNull) return invalid(node_name(i) + " has one child");
-            if (node.height != 0) return invalid(node_name(i) + " leaf height not 0");
+            if (node.child2 != kNull) return broken(node_name(i) + " has one child");
+            if (node.height != 0) return broken(node_name(i) + " leaf height not 0");
             if (Status s = validate_box(node.tight, node.id); !s) return s;
             if (!contains_box(node.fat, node.tight)) {
-                return invalid("fat box of id " + std::to_string(node.id) +
-                               " does not contain its box");
+                return broken("fat box of id " + std::to_string(node.id) +
+                              " does not contain its box");
             }
             const auto it = leaf_of_.find(node.id);
             if (it == leaf_of_.end() || it->second != i) {
-                return invalid("id " + std::to_string(node.id) + " not mapped to " + node_name(i));
+                return broken("id " + std::to_string(node.id) + " not mapped to " + node_name(i));
             }
             ++leaves;
             continue;
         }
         for (const std::int32_t child : {node.child1, node.child2}) {
-            if (!in_range(child)) return invalid(node_name(i) + " child out of range");
+            if (!in_range(child)) return broken(node_name(i) + " child out of range");
             if (nodes_[child].parent != i) {
-                return invalid(node_name(child) + " parent link is not " + node_name(i));
+                return broken(node_name(child) + " parent link is not " + node_name(i));
             }
             if (!contains_box(node.fat, nodes_[child].fat)) {
-                return invalid(node_name(i) + " fat box does not contain child " +
-                               node_name(child));
+                return broken(node_name(i) + " fat box does not contain child " + node_name(child));
             }
             stack.push_back(child);
         }
         if (node.height != 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height)) {
-            return invalid(node_name(i) + " height inconsistent with its children");
+            return broken(node_name(i) + " height inconsistent with its children");
         }
     }
     if (leaves != leaf_of_.size()) {
-        return invalid(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
-                       " ids mapped");
+        return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
+                      " ids mapped");
     }
-    if (reached + free_count != total) return invalid("nodes leaked from the pool");
+    if (reached + free_count != total) return broken("nodes leaked from the pool");
     return Status::success();
 }
 

@@ -39,7 +39,7 @@ bool is_leaf(std::uint32_t node, std::uint32_t n) {
 }
 
 Error tree_error(std::uint32_t node, const std::string& what) {
-    return Error{ErrorCode::invalid_argument, "lbvh node " + std::to_string(node) + ": " + what};
+    return Error{ErrorCode::invariant_violated, "lbvh node " + std::to_string(node) + ": " + what};
 }
 
 // Karras' delta: common prefix length of the keys (code, index) at sorted positions i and j.

@@ -113,7 +113,8 @@ void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std
                 QueryStats* stats = nullptr, const Structure* filters = nullptr);
 
 /// Checks the tree: every leaf reached exactly once from the root, parent links consistent,
-/// every node's bounds contain its children's, ranges consistent. Error names the node.
+/// every node's bounds contain its children's, ranges consistent. The error (invariant_violated)
+/// names the node.
 Status validate_tree(std::span<const LbvhNode> nodes, std::span<const Box> boxes);
 
 /// Builds the tree of `boxes` as the GPU does: sorted_keys, build_hierarchy, compute_bounds.

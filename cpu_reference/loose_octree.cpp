@@ -481,45 +481,45 @@ Status LooseOctree::validate() const {
         const std::string where = "octant " + std::to_string(i);
         const auto [strict, loose] = cell_bounds(node.cell);
         if (!(strict == node.strict) || !(loose == node.loose)) {
-            return invalid(where + " has wrong bounds");
+            return broken(where + " has wrong bounds");
         }
-        if (i == 0 && !(node.cell == Cell{})) return invalid("the root is not cell (0, 0, 0, 0)");
+        if (i == 0 && !(node.cell == Cell{})) return broken("the root is not cell (0, 0, 0, 0)");
         std::size_t count = node.entries.size();
         if (!node.is_leaf()) {
             if (node.first_child + 8 > nodes_.size() || node.first_child <= i) {
-                return invalid(where + " has a bad child index");
+                return broken(where + " has a bad child index");
             }
             for (std::uint32_t c = 0; c < 8; ++c) {
                 const Node& child = nodes_[node.first_child + c];
                 const Cell want{node.cell.depth + 1, 2 * node.cell.x + (c & 1u),
                                 2 * node.cell.y + ((c >> 1) & 1u),
                                 2 * node.cell.z + ((c >> 2) & 1u)};
-                if (!(child.cell == want)) return invalid(where + " child has the wrong cell");
+                if (!(child.cell == want)) return broken(where + " child has the wrong cell");
                 if (!box_inside(node.loose, child.loose)) {
-                    return invalid(where + " child's loose bound sticks out");
+                    return broken(where + " child's loose bound sticks out");
                 }
                 count += child.subtree_count;
             }
         }
-        if (count != node.subtree_count) return invalid(where + " has a wrong subtree count");
-        if (node.cell.depth > config_.max_depth) return invalid(where + " is too deep");
+        if (count != node.subtree_count) return broken(where + " has a wrong subtree count");
+        if (node.cell.depth > config_.max_depth) return broken(where + " is too deep");
         bool any_deeper = false;
         for (const Entry& e : node.entries) {
             auto it = items_.find(e.id);
-            if (it == items_.end()) return invalid(where + " holds an unknown id", e.id);
+            if (it == items_.end()) return broken(where + " holds an unknown id", e.id);
             if (it->second.outside || !(it->second.box == e.box)) {
-                return invalid(where + " holds a stale box", e.id);
+                return broken(where + " holds a stale box", e.id);
             }
             const std::optional<Cell> ideal = ideal_cell(e.box);
-            if (!ideal || !(*ideal == e.ideal)) return invalid(where + " stale ideal cell", e.id);
+            if (!ideal || !(*ideal == e.ideal)) return broken(where + " stale ideal cell", e.id);
             if (e.ideal.depth < node.cell.depth || find_node(e.ideal) != i) {
-                return invalid(where + " is not the deepest octant on the box's path", e.id);
+                return broken(where + " is not the deepest octant on the box's path", e.id);
             }
             if (!node.is_leaf() && e.ideal.depth != node.cell.depth) {
-                return invalid(where + " has children but keeps a deeper box", e.id);
+                return broken(where + " has children but keeps a deeper box", e.id);
             }
             if (!box_inside(node.loose, e.box)) {
-                return invalid(where + " holds a box outside its loose bound", e.id);
+                return broken(where + " holds a box outside its loose bound", e.id);
             }
             // Centre in the strict cell (in double, as placed).
             const double side = std::ldexp(root_side_, -static_cast<int>(node.cell.depth));
@@ -528,35 +528,35 @@ Status LooseOctree::validate() const {
                 const double centre = 0.5 * (double(e.box.min[a]) + double(e.box.max[a]));
                 const double lo = root_min_[a] + double(coord[a]) * side;
                 if (centre < lo || centre > lo + side) {
-                    return invalid(where + " holds a box whose centre is outside it", e.id);
+                    return broken(where + " holds a box whose centre is outside it", e.id);
                 }
             }
             any_deeper = any_deeper || e.ideal.depth > node.cell.depth;
         }
         if (const char* error = detail::index_error(node.entries, node.index)) {
-            return invalid(where + ": " + error);
+            return broken(where + ": " + error);
         }
         if (node.entries.size() > detail::kCrowded && !node.index.active()) {
-            return invalid(where + " is crowded but not indexed");
+            return broken(where + " is crowded but not indexed");
         }
         if (node.is_leaf() && node.entries.size() > config_.capacity &&
             node.cell.depth < config_.max_depth && any_deeper) {
-            return invalid(where + " is over capacity but did not split");
+            return broken(where + " is over capacity but did not split");
         }
         stored += node.entries.size();
     }
     if (stored != inside_count_ || (!nodes_.empty() && nodes_[0].subtree_count != stored)) {
-        return invalid("stored box counts disagree");
+        return broken("stored box counts disagree");
     }
     if (inside_count_ + outside_.size() != items_.size()) {
-        return invalid("counts of tree and outside boxes disagree");
+        return broken("counts of tree and outside boxes disagree");
     }
     for (const Entry& e : outside_) {
         auto it = items_.find(e.id);
         if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
-            return invalid("outside list holds a stale or unknown id", e.id);
+            return broken("outside list holds a stale or unknown id", e.id);
         }
-        if (ideal_cell(e.box)) return invalid("an outside box fits the root", e.id);
+        if (ideal_cell(e.box)) return broken("an outside box fits the root", e.id);
     }
     return Status::success();
 }

@@ -631,65 +631,65 @@ Status Octree::validate() const {
             std::vector<std::uint32_t> ids;
             for (const Entry& e : node.entries) {
                 auto it = items_.find(e.id);
-                if (it == items_.end()) return invalid(where + " holds unknown id", e.id);
+                if (it == items_.end()) return broken(where + " holds unknown id", e.id);
                 if (it->second.outside || !(it->second.box == e.box)) {
-                    return invalid(where + " holds a stale box", e.id);
+                    return broken(where + " holds a stale box", e.id);
                 }
                 if (!overlaps(e.box, node.cell)) {
-                    return invalid(where + " holds a box outside its cell", e.id);
+                    return broken(where + " holds a box outside its cell", e.id);
                 }
                 ids.push_back(e.id);
                 ++references[e.id];
             }
             std::sort(ids.begin(), ids.end());
             if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
-                return invalid(where + " holds an id twice");
+                return broken(where + " holds an id twice");
             }
             if (const char* error = detail::index_error(node.entries, node.index)) {
-                return invalid(where + ": " + error);
+                return broken(where + ": " + error);
             }
             if (node.entries.size() > detail::kCrowded && !node.index.active()) {
-                return invalid(where + " is crowded but not indexed");
+                return broken(where + " is crowded but not indexed");
             }
             continue;
         }
-        if (node.index.active()) return invalid(where + " is internal but indexed");
-        if (!node.entries.empty()) return invalid(where + " is internal but holds boxes");
+        if (node.index.active()) return broken(where + " is internal but indexed");
+        if (!node.entries.empty()) return broken(where + " is internal but holds boxes");
         if (node.first_child + 8 > nodes_.size() || node.first_child <= i) {
-            return invalid(where + " has a bad child index");
+            return broken(where + " has a bad child index");
         }
         const Vec3 mid = centre_of(node.cell);
         for (std::uint32_t c = 0; c < 8; ++c) {
             const Node& child = nodes_[node.first_child + c];
             if (!(child.cell == child_cell(node.cell, mid, c))) {
-                return invalid(where + " child " + std::to_string(c) + " is not its octant");
+                return broken(where + " child " + std::to_string(c) + " is not its octant");
             }
             if (child.depth != node.depth + 1 || child.depth > config_.max_depth) {
-                return invalid(where + " child " + std::to_string(c) + " has a bad depth");
+                return broken(where + " child " + std::to_string(c) + " has a bad depth");
             }
         }
     }
     std::size_t inside = 0;
     for (const auto& [id, item] : items_) {
         if (item.outside) {
-            if (inside_root(item.box)) return invalid("an outside box is inside the root", id);
+            if (inside_root(item.box)) return broken("an outside box is inside the root", id);
             continue;
         }
         ++inside;
-        if (!inside_root(item.box)) return invalid("a tree box is outside the root", id);
+        if (!inside_root(item.box)) return broken("a tree box is outside the root", id);
         const auto it = references.find(id);
         const std::size_t have = it == references.end() ? 0 : it->second;
         if (have != leaves_overlapping(item.box)) {
-            return invalid("id is not in exactly the leaves it overlaps", id);
+            return broken("id is not in exactly the leaves it overlaps", id);
         }
     }
     if (inside != inside_count_ || inside + outside_.size() != items_.size()) {
-        return invalid("counts of tree and outside boxes disagree");
+        return broken("counts of tree and outside boxes disagree");
     }
     for (const Entry& e : outside_) {
         auto it = items_.find(e.id);
         if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
-            return invalid("outside list holds a stale or unknown id", e.id);
+            return broken("outside list holds a stale or unknown id", e.id);
         }
     }
     return Status::success();

@@ -269,7 +269,7 @@ std::uint32_t ProxyWorld::size() const {
 Status ProxyWorld::validate() const {
     const Impl& w = *impl_;
     auto broken = [](const std::string& what, std::optional<std::size_t> handle = std::nullopt) {
-        return Error{ErrorCode::invalid_argument, "proxy world: " + what, handle};
+        return Error{ErrorCode::invariant_violated, "proxy world: " + what, handle};
     };
     std::size_t dynamic_count = 0;
     std::vector<std::uint32_t> found;

@@ -789,23 +789,23 @@ Status RTree::validate() const {
 
     std::int64_t free_seen = 0;
     for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return invalid("free list points outside the pool");
-        if (nodes_[i].level != -1) return invalid(node_name(i) + " on the free list is in use");
-        if (++free_seen > total) return invalid("free list has a cycle");
+        if (!in_range(i)) return broken("free list points outside the pool");
+        if (nodes_[i].level != -1) return broken(node_name(i) + " on the free list is in use");
+        if (++free_seen > total) return broken("free list has a cycle");
     }
-    if (free_seen != static_cast<std::int64_t>(free_count_)) return invalid("free count is wrong");
+    if (free_seen != static_cast<std::int64_t>(free_count_)) return broken("free count is wrong");
     if (root_ == kNull) {
-        if (!leaf_of_.empty()) return invalid("no root but ids are mapped");
-        if (free_seen != total) return invalid("empty tree with nodes in use");
+        if (!leaf_of_.empty()) return broken("no root but ids are mapped");
+        if (free_seen != total) return broken("empty tree with nodes in use");
         return Status::success();
     }
-    if (!in_range(root_)) return invalid("root outside the pool");
+    if (!in_range(root_)) return broken("root outside the pool");
     const Node& root = nodes_[root_];
-    if (root.parent != kNull) return invalid("root has a parent");
-    if (root.level < 0) return invalid("root is on the free list");
+    if (root.parent != kNull) return broken("root has a parent");
+    if (root.level < 0) return broken("root is on the free list");
     if (root.entries.empty() || root.entries.size() > config_.max_entries ||
         (root.level > 0 && root.entries.size() < 2)) {
-        return invalid("root holds " + std::to_string(root.entries.size()) + " entries");
+        return broken("root holds " + std::to_string(root.entries.size()) + " entries");
     }
 
     std::int64_t reached = 0;
@@ -815,51 +815,50 @@ Status RTree::validate() const {
     while (!stack.empty()) {
         const std::int32_t i = stack.back();
         stack.pop_back();
-        if (++reached > total) return invalid("tree links form a cycle");
+        if (++reached > total) return broken("tree links form a cycle");
         const Node& node = nodes_[i];
-        if (node.level < 0) return invalid(node_name(i) + " is free but linked");
+        if (node.level < 0) return broken(node_name(i) + " is free but linked");
         const std::size_t count = node.entries.size();
         if (i != root_ && (count < config_.min_entries || count > config_.max_entries)) {
-            return invalid(node_name(i) + " holds " + std::to_string(count) + " entries, not in [" +
-                           std::to_string(config_.min_entries) + ", " +
-                           std::to_string(config_.max_entries) + "]");
+            return broken(node_name(i) + " holds " + std::to_string(count) + " entries, not in [" +
+                          std::to_string(config_.min_entries) + ", " +
+                          std::to_string(config_.max_entries) + "]");
         }
         for (const Entry& e : node.entries) {
             if (node.level == 0) {
                 if (Status s = validate_box(e.box, e.ref); !s) return s;
                 if (!seen.emplace(e.ref, i).second) {
-                    return invalid("id " + std::to_string(e.ref) + " stored twice");
+                    return broken("id " + std::to_string(e.ref) + " stored twice");
                 }
                 const auto it = leaf_of_.find(e.ref);
                 if (it == leaf_of_.end() || it->second != i) {
-                    return invalid("id " + std::to_string(e.ref) + " not mapped to " +
-                                   node_name(i));
+                    return broken("id " + std::to_string(e.ref) + " not mapped to " + node_name(i));
                 }
                 ++ids;
                 continue;
             }
             const auto child = static_cast<std::int32_t>(e.ref);
-            if (!in_range(child)) return invalid(node_name(i) + " has a child out of range");
+            if (!in_range(child)) return broken(node_name(i) + " has a child out of range");
             const Node& c = nodes_[child];
             if (c.parent != i)
-                return invalid(node_name(child) + " parent link is not " + node_name(i));
+                return broken(node_name(child) + " parent link is not " + node_name(i));
             if (c.level != node.level - 1) {
-                return invalid(node_name(child) + " is at level " + std::to_string(c.level) +
-                               " under level " + std::to_string(node.level) +
-                               " (leaves at different depths)");
+                return broken(node_name(child) + " is at level " + std::to_string(c.level) +
+                              " under level " + std::to_string(node.level) +
+                              " (leaves at different depths)");
             }
             if (c.entries.empty() || !(e.box == bounds(child))) {
-                return invalid("bounds of " + node_name(child) +
-                               " are not the union of its entries");
+                return broken("bounds of " + node_name(child) +
+                              " are not the union of its entries");
             }
             stack.push_back(child);
         }
     }
     if (ids != leaf_of_.size()) {
-        return invalid(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
-                       " mapped");
+        return broken(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
+                      " mapped");
     }
-    if (reached + free_seen != total) return invalid("nodes leaked from the pool");
+    if (reached + free_seen != total) return broken("nodes leaked from the pool");
     return Status::success();
 }
 

@@ -598,10 +598,10 @@ Status SphereBvh::validate() const {
     if (Status s = validate_slots(boxes_, ids_); !s) return s;
     if (n == 0) {
         return nodes_.empty() && bounds_.empty() ? Status::success()
-                                                 : invalid("nodes in an empty tree");
+                                                 : broken("nodes in an empty tree");
     }
-    if (nodes_.empty()) return invalid("no nodes over " + std::to_string(n) + " boxes");
-    if (bounds_.size() != nodes_.size()) return invalid("node bounds and nodes differ in size");
+    if (nodes_.empty()) return broken("no nodes over " + std::to_string(n) + " boxes");
+    if (bounds_.size() != nodes_.size()) return broken("node bounds and nodes differ in size");
 
     struct Expect {
         std::uint32_t node, begin, end;
@@ -612,41 +612,41 @@ Status SphereBvh::validate() const {
         const Expect e = stack.back();
         stack.pop_back();
         const std::string where = "node " + std::to_string(e.node) + ": ";
-        if (e.node >= nodes_.size()) return invalid(where + "index out of range");
-        if (++reached > nodes_.size()) return invalid(where + "reached twice (not a tree)");
+        if (e.node >= nodes_.size()) return broken(where + "index out of range");
+        if (++reached > nodes_.size()) return broken(where + "reached twice (not a tree)");
         const Node& node = nodes_[e.node];
         if (node.count != e.end - e.begin || e.begin >= e.end) {
-            return invalid(where + "count does not match its place in the tree");
+            return broken(where + "count does not match its place in the tree");
         }
-        if (!(node.radius >= 0)) return invalid(where + "negative or NaN radius");
+        if (!(node.radius >= 0)) return broken(where + "negative or NaN radius");
         const double r = effective_radius(node);
         const Box& bounds = bounds_[e.node];
         for (std::uint32_t k = e.begin; k < e.end; ++k) {
             if (farthest_corner2(node.center, boxes_[k]) > r * r) {
-                return invalid(where + "sphere does not contain box " + std::to_string(ids_[k]),
-                               ids_[k]);
+                return broken(where + "sphere does not contain box " + std::to_string(ids_[k]),
+                              ids_[k]);
             }
             if (merge(bounds, boxes_[k]) != bounds) {
-                return invalid(where + "bounds do not contain box " + std::to_string(ids_[k]),
-                               ids_[k]);
+                return broken(where + "bounds do not contain box " + std::to_string(ids_[k]),
+                              ids_[k]);
             }
         }
         if (node.is_leaf()) {
-            if (node.first() != e.begin) return invalid(where + "leaf slots out of place");
+            if (node.first() != e.begin) return broken(where + "leaf slots out of place");
             if (node.count > config_.max_leaf_size) {
-                return invalid(where + "leaf holds " + std::to_string(node.count) +
-                               " boxes, more than max_leaf_size");
+                return broken(where + "leaf holds " + std::to_string(node.count) +
+                              " boxes, more than max_leaf_size");
             }
             continue;
         }
         // Two bits hold 0..3 and 3 marks a leaf, so an internal node's axis is always 0..2.
         const int axis = static_cast<int>(node.axis());
         const std::uint32_t left = e.node + 1, right = node.right();
-        if (right <= left || right >= nodes_.size()) return invalid(where + "bad right child");
+        if (right <= left || right >= nodes_.size()) return broken(where + "bad right child");
         const Node& l = nodes_[left];
         const Node& rn = nodes_[right];
         if (l.count == 0 || rn.count == 0 || l.count + rn.count != node.count) {
-            return invalid(where + "children do not partition its boxes");
+            return broken(where + "children do not partition its boxes");
         }
         // The split: no box centre on the left lies beyond one on the right along the axis.
         float left_max = -std::numeric_limits<float>::infinity();
@@ -659,16 +659,16 @@ Status SphereBvh::validate() const {
             right_min = std::min(right_min, centroid(boxes_[k])[axis]);
         }
         if (left_max > right_min) {
-            return invalid(where + "children are not separated along the split axis");
+            return broken(where + "children are not separated along the split axis");
         }
         for (const Node* child : {&l, &rn}) {
             const double reach = std::sqrt(distance2(node.center, child->center)) + child->radius;
-            if (reach > r) return invalid(where + "sphere does not contain a child's sphere");
+            if (reach > r) return broken(where + "sphere does not contain a child's sphere");
         }
         stack.push_back({right, mid, e.end});
         stack.push_back({left, e.begin, mid});
     }
-    if (reached != nodes_.size()) return invalid("nodes unreachable from the root");
+    if (reached != nodes_.size()) return broken("nodes unreachable from the root");
     return Status::success();
 }
 

@@ -726,22 +726,22 @@ Status StaticAabbTree::validate() const {
     const auto total = static_cast<std::uint32_t>(nodes_.size());
     if (ids_.size() != n || position_of_.size() != n || leaf_of_slot_.size() != n ||
         slot_of_.size() != n) {
-        return invalid("slot arrays differ in length from the box count");
+        return broken("slot arrays differ in length from the box count");
     }
-    if (parents_.size() != total) return invalid("parent indices differ from node count");
-    if (dirty_.size() != (total + 31) / 32) return invalid("dirty bitmask has wrong size");
+    if (parents_.size() != total) return broken("parent indices differ from node count");
+    if (dirty_.size() != (total + 31) / 32) return broken("dirty bitmask has wrong size");
     for (std::size_t w = 0; w < dirty_.size(); ++w) {
         if (dirty_[w] != 0) {
-            return invalid("dirty bits left (word " + std::to_string(w) + "): refit pending");
+            return broken("dirty bits left (word " + std::to_string(w) + "): refit pending");
         }
     }
-    if (highest_dirty_word_ != -1) return invalid("highest dirty word set without bits");
+    if (highest_dirty_word_ != -1) return broken("highest dirty word set without bits");
     if (n == 0) {
-        if (total != 0 || !indices_.empty()) return invalid("empty tree with nodes");
+        if (total != 0 || !indices_.empty()) return broken("empty tree with nodes");
         return Status::success();
     }
-    if (total == 0) return invalid("boxes but no nodes");
-    if (parents_[0] != kNone) return invalid("root has a parent");
+    if (total == 0) return broken("boxes but no nodes");
+    if (parents_[0] != kNone) return broken("root has a parent");
 
     std::vector<std::uint8_t> seen_slot(n, 0);
     std::vector<std::uint8_t> reached(total, 0);
@@ -750,59 +750,59 @@ Status StaticAabbTree::validate() const {
     while (!stack.empty()) {
         const std::uint32_t i = stack.back();
         stack.pop_back();
-        if (reached[i]) return invalid(node_name(i) + " reached twice");
+        if (reached[i]) return broken(node_name(i) + " reached twice");
         reached[i] = 1;
         const RuntimeNode& node = nodes_[i];
         if (node.is_leaf()) {
             if (node.count() > config_.leaf_limit) {
-                return invalid(node_name(i) + " holds " + std::to_string(node.count()) +
-                               " boxes, over the leaf limit");
+                return broken(node_name(i) + " holds " + std::to_string(node.count()) +
+                              " boxes, over the leaf limit");
             }
             if (std::size_t{node.first()} + node.count() > indices_.size()) {
-                return invalid(node_name(i) + " range outside the index array");
+                return broken(node_name(i) + " range outside the index array");
             }
             for (std::uint32_t p = node.first(); p < node.first() + node.count(); ++p) {
                 const std::uint32_t slot = indices_[p];
-                if (slot >= n) return invalid("index entry " + std::to_string(p) + " bad");
+                if (slot >= n) return broken("index entry " + std::to_string(p) + " bad");
                 if (seen_slot[slot]) {
-                    return invalid("slot " + std::to_string(slot) + " indexed twice");
+                    return broken("slot " + std::to_string(slot) + " indexed twice");
                 }
                 seen_slot[slot] = 1;
                 ++live;
                 if (position_of_[slot] != p || leaf_of_slot_[slot] != i) {
-                    return invalid("slot " + std::to_string(slot) +
-                                   " position or leaf map is stale");
+                    return broken("slot " + std::to_string(slot) +
+                                  " position or leaf map is stale");
                 }
                 if (Status s = validate_box(boxes_[slot], ids_[slot]); !s) return s;
                 if (!contains_box(node.bounds, boxes_[slot])) {
-                    return invalid(node_name(i) + " bounds do not contain id " +
-                                   std::to_string(ids_[slot]));
+                    return broken(node_name(i) + " bounds do not contain id " +
+                                  std::to_string(ids_[slot]));
                 }
             }
             continue;
         }
         const std::uint32_t l = node.left();
         if (l <= i || l + 1 >= total) {
-            return invalid(node_name(i) + " children not after it or out of range");
+            return broken(node_name(i) + " children not after it or out of range");
         }
         for (const std::uint32_t c : {l, l + 1}) {
             if (parents_[c] != i) {
-                return invalid(node_name(c) + " parent index is not " + node_name(i));
+                return broken(node_name(c) + " parent index is not " + node_name(i));
             }
             if (!is_empty(nodes_[c].bounds) && !contains_box(node.bounds, nodes_[c].bounds)) {
-                return invalid(node_name(i) + " bounds do not contain " + node_name(c));
+                return broken(node_name(i) + " bounds do not contain " + node_name(c));
             }
             stack.push_back(c);
         }
     }
     for (std::uint32_t i = 0; i < total; ++i) {
-        if (!reached[i]) return invalid(node_name(i) + " unreachable from the root");
+        if (!reached[i]) return broken(node_name(i) + " unreachable from the root");
     }
-    if (live != n) return invalid("index array does not cover every slot");
+    if (live != n) return broken("index array does not cover every slot");
     for (std::uint32_t s = 0; s < n; ++s) {
         const auto it = slot_of_.find(ids_[s]);
         if (it == slot_of_.end() || it->second != s) {
-            return invalid("id " + std::to_string(ids_[s]) + " not mapped to its slot");
+            return broken("id " + std::to_string(ids_[s]) + " not mapped to its slot");
         }
     }
     return Status::success();

@@ -114,11 +114,11 @@ Result<std::unique_ptr<Structure>> make_structure(std::string_view method) {
 Status Structure::validate_slots(std::span<const Box> boxes,
                                  std::span<const std::uint32_t> ids) const {
     const std::size_t n = boxes.size();
-    if (ids.size() != n) return invalid("ids and boxes differ in size");
+    if (ids.size() != n) return broken("ids and boxes differ in size");
     std::vector<bool> seen(n, false);
     for (const std::uint32_t id : ids) {
-        if (id >= n) return invalid("id " + std::to_string(id) + " out of range", id);
-        if (seen[id]) return invalid("id " + std::to_string(id) + " stored twice", id);
+        if (id >= n) return broken("id " + std::to_string(id) + " out of range", id);
+        if (seen[id]) return broken("id " + std::to_string(id) + " stored twice", id);
         seen[id] = true;
     }
     for (std::size_t s = 0; s < n; ++s) {

@@ -260,22 +260,22 @@ std::optional<RayHit> SweepAndPrune::ray_cast(const Ray& ray) const {
 
 Status SweepAndPrune::validate() const {
     const std::size_t n = order_.size();
-    if (sorted_.size() != n || prefix_max_.size() != n) return invalid("array sizes differ");
+    if (sorted_.size() != n || prefix_max_.size() != n) return broken("array sizes differ");
     std::vector<std::uint8_t> seen(n, 0);
     for (std::size_t k = 0; k < n; ++k) {
         const std::uint32_t id = order_[k];
         if (id >= n || seen[id]++) {
-            return invalid("order is not a permutation at position " + std::to_string(k));
+            return broken("order is not a permutation at position " + std::to_string(k));
         }
         if (Status s = validate_box(sorted_[k], id); !s) return s;
         if (k > 0 &&
             !sweep_less(sorted_[k - 1].min[axis_], order_[k - 1], sorted_[k].min[axis_], id)) {
-            return invalid("order not sorted at position " + std::to_string(k));
+            return broken("order not sorted at position " + std::to_string(k));
         }
         const float expected =
             k == 0 ? sorted_[k].max[axis_] : std::max(prefix_max_[k - 1], sorted_[k].max[axis_]);
         if (prefix_max_[k] != expected) {
-            return invalid("running maximum wrong at position " + std::to_string(k));
+            return broken("running maximum wrong at position " + std::to_string(k));
         }
     }
     return Status::success();

@@ -958,7 +958,7 @@ Status UniformGrid::validate() const {
     const std::size_t n = boxes_.size();
     if (ids_.size() != n || lo_.size() != n || hi_.size() != n || large_pos_.size() != n ||
         slot_of_.size() != n) {
-        return invalid("per-box arrays and the id map differ in size");
+        return broken("per-box arrays and the id map differ in size");
     }
     std::size_t small = 0;
     std::vector<std::uint64_t> entries(n, 0);
@@ -966,57 +966,57 @@ Status UniformGrid::validate() const {
         const std::uint32_t id = ids_[s];
         const auto it = slot_of_.find(id);
         if (it == slot_of_.end() || it->second != s) {
-            return invalid("id " + std::to_string(id) + " does not map to its slot", id);
+            return broken("id " + std::to_string(id) + " does not map to its slot", id);
         }
         if (Status st = validate_box(boxes_[s], id); !st) return st;
         if (lo_[s] != cell_of(boxes_[s].min) || hi_[s] != cell_of(boxes_[s].max)) {
-            return invalid("box " + std::to_string(id) + " has a stale cell range", id);
+            return broken("box " + std::to_string(id) + " has a stale cell range", id);
         }
         const bool large = span_cells(s) > double(config_.max_cells_per_box);
         if (large != (large_pos_[s] != kNotLarge)) {
-            return invalid("box " + std::to_string(id) + " is in the wrong list", id);
+            return broken("box " + std::to_string(id) + " is in the wrong list", id);
         }
         if (large && depth_ < kMaxDepth) {
-            return invalid("box " + std::to_string(id) + " is too large for level " +
-                               std::to_string(depth_) + " but was not moved to a coarser one",
-                           id);
+            return broken("box " + std::to_string(id) + " is too large for level " +
+                              std::to_string(depth_) + " but was not moved to a coarser one",
+                          id);
         }
         if (depth_ < kMaxDepth && !in_class(boxes_[s], class_side_)) {
-            return invalid("box " + std::to_string(id) + " is outside the size class of level " +
-                               std::to_string(depth_),
-                           id);
+            return broken("box " + std::to_string(id) + " is outside the size class of level " +
+                              std::to_string(depth_),
+                          id);
         }
         if (coarse_ && coarse_->contains_id(id)) {
-            return invalid("id " + std::to_string(id) + " is in two levels", id);
+            return broken("id " + std::to_string(id) + " is in two levels", id);
         }
         if (large && (large_pos_[s] >= large_.size() || large_[large_pos_[s]] != s)) {
-            return invalid("box " + std::to_string(id) + " has a wrong large-list index", id);
+            return broken("box " + std::to_string(id) + " has a wrong large-list index", id);
         }
         if (!large) {
             ++small;
             const Box& b = boxes_[s];
             if (!has_small_bounds_ || merge(small_bounds_, b) != small_bounds_) {
-                return invalid("box " + std::to_string(id) + " is outside the bounds", id);
+                return broken("box " + std::to_string(id) + " is outside the bounds", id);
             }
         }
     }
     if (small != small_count_ || small + large_.size() != n) {
-        return invalid("small and large counts disagree with the boxes");
+        return broken("small and large counts disagree with the boxes");
     }
     for (const auto& [key, slots] : cells_.cells()) {
-        if (slots.empty()) return invalid("an empty cell is stored");
+        if (slots.empty()) return broken("an empty cell is stored");
         std::vector<std::uint32_t> sorted(slots);
         std::sort(sorted.begin(), sorted.end());
         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-            return invalid("a box is entered twice in one cell");
+            return broken("a box is entered twice in one cell");
         }
         for (const std::uint32_t s : slots) {
             if (s >= n || large_pos_[s] != kNotLarge) {
-                return invalid("a cell holds a slot that is not a small box");
+                return broken("a cell holds a slot that is not a small box");
             }
             for (int a = 0; a < 3; ++a) {
                 if (key[a] < lo_[s][a] || key[a] > hi_[s][a]) {
-                    return invalid(
+                    return broken(
                         "box " + std::to_string(ids_[s]) + " is in a cell outside its range",
                         ids_[s]);
                 }
@@ -1026,24 +1026,24 @@ Status UniformGrid::validate() const {
     }
     for (std::uint32_t s = 0; s < n; ++s) {
         if (large_pos_[s] == kNotLarge && double(entries[s]) != span_cells(s)) {
-            return invalid(
+            return broken(
                 "box " + std::to_string(ids_[s]) + " is missing from some cells it overlaps",
                 ids_[s]);
         }
     }
     if (!coarse_) return Status::success();
-    if (coarse_->depth_ != depth_ + 1) return invalid("a coarser level has the wrong depth");
+    if (coarse_->depth_ != depth_ + 1) return broken("a coarser level has the wrong depth");
     for (int a = 0; a < 3; ++a) {
         if (!(coarse_->cell_size_[a] >= kLevelGrowth * cell_size_[a])) {
-            return invalid("level " + std::to_string(depth_ + 1) + " has cells too small");
+            return broken("level " + std::to_string(depth_ + 1) + " has cells too small");
         }
     }
     for (std::uint32_t s = 0; s < coarse_->boxes_.size(); ++s) {
         if (fits(coarse_->boxes_[s])) {
             const std::uint32_t id = coarse_->ids_[s];
-            return invalid("box " + std::to_string(id) + " fits level " + std::to_string(depth_) +
-                               " but is kept in a coarser one",
-                           id);
+            return broken("box " + std::to_string(id) + " fits level " + std::to_string(depth_) +
+                              " but is kept in a coarser one",
+                          id);
         }
     }
     return coarse_->validate();

@@ -96,7 +96,8 @@ public:
         filtered_ = false;
     }
 
-    /// Checks the structure's invariants; an error says which one failed and where.
+    /// Checks the structure's invariants; an error (invariant_violated; invalid_box for a stored
+    /// box that is not valid) says which one failed and where.
     virtual Status validate() const = 0;
 
     /// Number of boxes built over.
@@ -109,10 +110,16 @@ protected:
     Error unsupported(const char* what) const {
         return Error{ErrorCode::unsupported, std::string(name()) + " does not support " + what};
     }
-    /// The invalid_argument error "<name>: <what>" for a bad configuration or a broken
-    /// invariant (validate()), naming the offending box where there is one.
+    /// The invalid_argument error "<name>: <what>" for a bad configuration or a bad argument
+    /// (options, build() input other than boxes), naming the offending box where there is one.
     Error invalid(const std::string& what, std::optional<std::size_t> box = std::nullopt) const {
         return Error{ErrorCode::invalid_argument, std::string(name()) + ": " + what, box};
+    }
+    /// The invariant_violated error "<name>: <what>" for an invariant that validate() found
+    /// broken (a bug in the library, not in the input), naming the offending box where there is
+    /// one.
+    Error broken(const std::string& what, std::optional<std::size_t> box = std::nullopt) const {
+        return Error{ErrorCode::invariant_violated, std::string(name()) + ": " + what, box};
     }
     /// The opening check of a static structure's validate(): slot s holds box boxes[s] with id
     /// ids[s], the ids are a permutation of 0 .. boxes.size()-1, and every box is valid.

@@ -125,14 +125,15 @@ float point_box_distance(const Vec3& p, const Box& b);
 
 /// What kind of thing went wrong; the message says where.
 enum class ErrorCode {
-    invalid_box,       ///< NaN, infinity or min > max in a box
-    parse_error,       ///< malformed line in a scene or query file
-    io_error,          ///< a file could not be opened, read or written
-    invalid_argument,  ///< bad option, unknown method or generator
-    unsupported,       ///< the device or structure cannot do this
-    vulkan_error,      ///< a Vulkan call failed
-    out_of_memory,     ///< host or device memory exhausted
-    limit_exceeded,    ///< a device limit (e.g. maxStorageBufferRange) is too small
+    invalid_box,         ///< NaN, infinity or min > max in a box
+    parse_error,         ///< malformed line in a scene or query file
+    io_error,            ///< a file could not be opened, read or written
+    invalid_argument,    ///< bad option, unknown method or generator
+    unsupported,         ///< the device or structure cannot do this
+    vulkan_error,        ///< a Vulkan call failed
+    out_of_memory,       ///< host or device memory exhausted
+    limit_exceeded,      ///< a device limit (e.g. maxStorageBufferRange) is too small
+    invariant_violated,  ///< validate() found an invariant broken: a library bug, not bad input
 };
 
 /// An error value. `box` is the offending box id and `line` the 1-based file line, where known;

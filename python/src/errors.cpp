@@ -28,6 +28,8 @@ const char* code_name(ErrorCode code) {
             return "out_of_memory";
         case ErrorCode::limit_exceeded:
             return "limit_exceeded";
+        case ErrorCode::invariant_violated:
+            return "invariant_violated";
     }
     return "unknown";
 }
@@ -47,6 +49,8 @@ PyObject* exception_type(ErrorCode code) {
         case ErrorCode::vulkan_error:
         case ErrorCode::limit_exceeded:
             return gpu_error_type;
+        case ErrorCode::invariant_violated:  // a bug in the library, not in the input
+            return PyExc_RuntimeError;
     }
     return PyExc_RuntimeError;
 }

@@ -1,8 +1,9 @@
 // The library's error values as Python exceptions, with the library's messages: invalid boxes,
 // parse errors and bad arguments raise ValueError, I/O errors OSError, unsupported operations
 // NotImplementedError, exhausted memory MemoryError, Vulkan errors and device limits
-// broadphase.GpuError (a RuntimeError). Each exception carries `code` (the ErrorCode's name)
-// and `box` / `line` (the offending box or query id and file line, or None).
+// broadphase.GpuError (a RuntimeError), broken invariants (a library bug) RuntimeError. Each
+// exception carries `code` (the ErrorCode's name) and `box` / `line` (the offending box or query
+// id and file line, or None).
 #pragma once
 
 #include <pybind11/pybind11.h>

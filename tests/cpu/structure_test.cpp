@@ -5,7 +5,7 @@
 // closest-hit ray casts exactly (id and t; ties to the smallest id), k nearest in order; bad
 // boxes, edge cases of the queries, and for dynamic structures misuse and seeded
 // insert/remove/move sequences. Then brute force itself on numbered scenarios, the factory,
-// and sweep and prune's temporal-coherence update().
+// sweep and prune's temporal-coherence update(), and the code of a broken invariant.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "brute_force.hpp"
+#include "lbvh.hpp"
 #include "oracle_harness.hpp"
 #include "structure_configs.hpp"
 #include "sweep_and_prune.hpp"
@@ -742,6 +743,79 @@ TEST(OutOfMemory, FindPairsCpuSucceedsWhenMemorySuffices) {
     const auto sorted = find_sorted_pairs(brute);
     ASSERT_TRUE(sorted);
     EXPECT_EQ(sorted.value(), pairs.value());
+}
+
+// validate() reports a broken invariant as ErrorCode::invariant_violated (a library bug), not
+// as invalid_argument (bad input); a stored box that is not valid stays invalid_box.
+// SlotsProbe's validate() is validate_slots over the slots it is given.
+class SlotsProbe final : public Structure {
+public:
+    SlotsProbe(std::vector<Box> boxes, std::vector<std::uint32_t> ids)
+        : boxes_(std::move(boxes)), ids_(std::move(ids)) {}
+    std::string_view name() const override { return "probe"; }
+    Status build(std::span<const Box>) override { return unsupported("build"); }
+    void self_pairs(std::vector<Pair>&) const override {}
+    void query_box(const Box&, std::vector<std::uint32_t>&) const override {}
+    void query_point(const Vec3&, std::vector<std::uint32_t>&) const override {}
+    std::optional<RayHit> ray_cast(const Ray&) const override { return std::nullopt; }
+    Status validate() const override { return validate_slots(boxes_, ids_); }
+    std::size_t size() const override { return boxes_.size(); }
+    Error bad_argument(const std::string& what, std::size_t box) const {
+        return invalid(what, box);
+    }
+    Error bad_invariant(const std::string& what, std::size_t box) const {
+        return broken(what, box);
+    }
+
+private:
+    std::vector<Box> boxes_;
+    std::vector<std::uint32_t> ids_;
+};
+
+TEST(Validate, BrokenInvariantsAreInvariantViolated) {
+    const Box unit{{0, 0, 0}, {1, 1, 1}};
+    EXPECT_TRUE(SlotsProbe({unit, unit, unit}, {2, 0, 1}).validate().ok());
+
+    const Status twice = SlotsProbe({unit, unit, unit}, {0, 2, 0}).validate();
+    ASSERT_FALSE(twice.ok());
+    EXPECT_EQ(twice.error().code, ErrorCode::invariant_violated);
+    EXPECT_EQ(twice.error().message, "probe: id 0 stored twice");
+    EXPECT_EQ(twice.error().box, 0u);
+    const Status out_of_range = SlotsProbe({unit, unit}, {0, 5}).validate();
+    ASSERT_FALSE(out_of_range.ok());
+    EXPECT_EQ(out_of_range.error().code, ErrorCode::invariant_violated);
+    EXPECT_EQ(out_of_range.error().message, "probe: id 5 out of range");
+    const Status sizes = SlotsProbe({unit, unit}, {0}).validate();
+    ASSERT_FALSE(sizes.ok());
+    EXPECT_EQ(sizes.error().code, ErrorCode::invariant_violated);
+
+    Box nan = unit;
+    nan.max.y = std::numeric_limits<float>::quiet_NaN();
+    const Status bad_box = SlotsProbe({unit, nan}, {0, 1}).validate();
+    ASSERT_FALSE(bad_box.ok());
+    EXPECT_EQ(bad_box.error().code, ErrorCode::invalid_box);
+
+    // broken() words its error as invalid() does; only the code differs.
+    const SlotsProbe probe({}, {});
+    const Error argument = probe.bad_argument("what", 3);
+    const Error invariant = probe.bad_invariant("what", 3);
+    EXPECT_EQ(argument.code, ErrorCode::invalid_argument);
+    EXPECT_EQ(invariant.code, ErrorCode::invariant_violated);
+    EXPECT_EQ(invariant.message, "probe: what");
+    EXPECT_EQ(invariant.message, argument.message);
+    EXPECT_EQ(invariant.box, argument.box);
+}
+
+TEST(Validate, BrokenLbvhIsInvariantViolated) {
+    auto scene = generate_scene("uniform", 100, 5);
+    ASSERT_TRUE(scene.ok());
+    std::vector<lbvh::LbvhNode> nodes = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
+    ASSERT_TRUE(lbvh::validate_tree(nodes, scene->boxes).ok());
+    nodes[0].link.z = 3;  // the root with a parent
+    const Status st = lbvh::validate_tree(nodes, scene->boxes);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, ErrorCode::invariant_violated);
+    EXPECT_EQ(st.error().message, "lbvh node 0: root has a parent");
 }
 
 }  // namespace
