@@ -248,6 +248,10 @@ void fill_info(ContextImpl& impl) {
     info.vendor_id = props.properties.vendorID;
     info.api_version = props.properties.apiVersion;
     info.subgroup_size = subgroup.subgroupSize;
+    const VkSubgroupFeatureFlags ballot =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
+    info.subgroup_ballot = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                           (subgroup.supportedOperations & ballot) == ballot;
     info.max_storage_buffer_range = props.properties.limits.maxStorageBufferRange;
     info.min_storage_buffer_offset_alignment =
         props.properties.limits.minStorageBufferOffsetAlignment;

@@ -268,11 +268,27 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
     impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
     impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
-    impl->pairs = Kernel(context, shaders::lbvh_pairs, 7, "lbvh_pairs");
+    const bool ballot = context.info().subgroup_ballot;
+    if (options.pair_append == PairAppend::subgroup && !ballot)
+        return Error{ErrorCode::unsupported,
+                     "LbvhOptions::pair_append subgroup: device '" + context.info().name +
+                         "' has no subgroup ballot in compute shaders (use automatic or atomic)"};
+    // automatic: subgroup on GPUs with ballot. Not on CPU devices: on lavapipe (subgroup
+    // size 8) the ballot path measured slower than one atomic per pair (docs/performance.md).
+    const bool gpu_type = context.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    const bool subgroup = options.pair_append == PairAppend::subgroup ||
+                          (options.pair_append == PairAppend::automatic && ballot && gpu_type);
+    impl->pairs = subgroup ? Kernel(context, shaders::lbvh_pairs_subgroup, 7, "lbvh_pairs_subgroup")
+                           : Kernel(context, shaders::lbvh_pairs, 7, "lbvh_pairs");
+    impl->options.pair_append = subgroup ? PairAppend::subgroup : PairAppend::atomic;
     auto stamps = Timestamps::create(context, kQueries);
     if (!stamps) return stamps.error();
     impl->stamps = std::move(stamps.value());
     return std::unique_ptr<Lbvh>(new Lbvh(std::move(impl)));
+}
+
+PairAppend Lbvh::pair_append() const {
+    return impl_->options.pair_append;
 }
 
 LbvhRequirements Lbvh::requirements(std::uint32_t n) const {

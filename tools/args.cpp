@@ -199,6 +199,13 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         c.add_flag("--no-refine", a.no_refine,
                    "default mode: codes not adapted to the scene (no second sort of long runs)")
             ->group(kGpu);
+    CLI::Option* pair_append =
+        add_choice(c, "--pair-append", a.pair_append,
+                   "default mode: how the all-pairs pass reserves output slots (subgroup: one "
+                   "atomic per subgroup, needs subgroup ballot; atomic: one per pair; automatic: "
+                   "subgroup where the device has ballot)",
+                   {"automatic", "subgroup", "atomic"}, "pair append")
+            ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
                                    "default mode: print one JSON object (device, scene, copy "
                                    "bandwidth, a `stages` list) instead of the table")
@@ -294,7 +301,10 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                             ->group(kRays);
 
     return {
-        {"", nullptr, {scene, repeat, code, no_refine, json, device, validation}, true},
+        {"",
+         nullptr,
+         {scene, repeat, code, no_refine, pair_append, json, device, validation},
+         true},
         {"--cull", cull, {scene, camera, order, repeat, device, validation}, true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",

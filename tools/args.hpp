@@ -45,8 +45,9 @@ struct Args {
     std::string code = "morton30";  ///< morton30, morton63 or hilbert30
     std::string device;             ///< INDEX or NAME (empty: BROADPHASE_DEVICE or the first)
     bool validation = false;
-    bool no_refine = false;  ///< bench: codes not adapted to the scene
-    bool json = false;       ///< bench: one JSON object instead of the table
+    bool no_refine = false;                 ///< bench: codes not adapted to the scene
+    std::string pair_append = "automatic";  ///< bench: automatic, subgroup or atomic
+    bool json = false;                      ///< bench: one JSON object instead of the table
 
     // Culling.
     Camera camera{};              ///< valid when has("camera")

@@ -113,7 +113,11 @@ struct Gpu {
 Result<Gpu> open_gpu(const Args& args) {
     auto context = open_context(args);
     if (!context) return context.error();
-    auto lbvh = gpu::Lbvh::create(*context.value(), {code_kind(args), !args.no_refine});
+    gpu::LbvhOptions options{code_kind(args), !args.no_refine};
+    options.pair_append = args.pair_append == "subgroup" ? gpu::PairAppend::subgroup
+                          : args.pair_append == "atomic" ? gpu::PairAppend::atomic
+                                                         : gpu::PairAppend::automatic;
+    auto lbvh = gpu::Lbvh::create(*context.value(), options);
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
 }
@@ -417,6 +421,8 @@ int run_bench(const Args& args) {
     };
     std::string refined = "no";
     if (auto r = g->lbvh->read_refined(); r && r.value()) refined = "yes";
+    const char* append =
+        g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
     if (args.code == "morton63" || args.no_refine) refined = "off";
     if (args.json) {
         std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
@@ -424,9 +430,9 @@ int run_bench(const Args& args) {
                     info.subgroup_size);
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
-            "\"%s\", \"runs\": %d, \"pairs\": %zu, ",
+            "\"%s\", \"pair_append\": \"%s\", \"runs\": %d, \"pairs\": %zu, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
-            refined.c_str(), repeat, pair_count);
+            refined.c_str(), append, repeat, pair_count);
         std::printf(
             "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, "
             "\"bytes_per_second\": %.6e}, \"stages\": [",
@@ -466,7 +472,9 @@ int run_bench(const Args& args) {
     }
     std::printf("  %-14s %10.3f ms\n", "build total", build);
     std::printf("  %-14s %10.3f ms\n", "gpu total", total);
-    std::printf("pairs: %zu\n", pair_count);
+    std::printf("pairs: %zu (appended %s)\n", pair_count,
+                std::string_view(append) == "subgroup" ? "one atomic per subgroup (ballot)"
+                                                       : "one atomic per pair");
     if (refined == "off") {
         std::printf("adaptive codes: %s\n",
                     args.no_refine ? "off (--no-refine)" : "not applied to morton63");

@@ -102,6 +102,10 @@ struct DeviceInfo {
     std::uint32_t vendor_id = 0;
     std::uint32_t api_version = 0;
     std::uint32_t subgroup_size = 0;
+    /// The compute stage has subgroup ballot operations (VK_SUBGROUP_FEATURE_BASIC_BIT and
+    /// VK_SUBGROUP_FEATURE_BALLOT_BIT): the all-pairs traversal then appends one atomic per
+    /// subgroup (LbvhOptions::pair_append).
+    bool subgroup_ballot = false;
     VkDeviceSize max_storage_buffer_range = 0;
     /// The device's minStorageBufferOffsetAlignment (bytes).
     VkDeviceSize min_storage_buffer_offset_alignment = 0;
@@ -219,6 +223,9 @@ Status Context::submit_and_wait(F&& record) {
 /// Which space-filling curve orders the leaves (broadphase/types.hpp).
 using broadphase::CodeKind;
 
+/// How pairs are appended to the output (LbvhOptions::pair_append).
+enum class PairAppend { automatic, subgroup, atomic };
+
 struct LbvhOptions {
     CodeKind code = CodeKind::morton30;
     /// Adaptive codes (morton30 and hilbert30; lbvh::refine_codes in the CPU twin): when the
@@ -233,6 +240,13 @@ struct LbvhOptions {
     /// nothing and sorts after every other box; the codes' sort takes one more bit for it.
     /// Other boxes must be valid as always.
     bool empty_slots = false;
+    /// How the all-pairs traversal reserves output slots: `automatic` takes `subgroup` on a GPU
+    /// (not a CPU device such as lavapipe, where it measured slower) with
+    /// DeviceInfo::subgroup_ballot, else `atomic`. `subgroup`: one atomic per subgroup's
+    /// appends (ballot; Lbvh::create refuses it on a device without ballot); `atomic`: one
+    /// atomic per pair, on any device. Both store the same pairs (in another order before the
+    /// sort) and count them exactly.
+    PairAppend pair_append = PairAppend::automatic;
 };
 
 /// GPU time of each stage of the last host-array call, from timestamp queries (ms).
@@ -379,6 +393,10 @@ public:
     /// gpu_layout::kRefineRun equal first codes or more was found, so the "sort" stage also
     /// re-coded the runs and sorted the 64-bit keys). Reads one word back from the device.
     Result<bool> read_refined();
+
+    /// How this Lbvh's all-pairs pass appends: PairAppend::subgroup or PairAppend::atomic
+    /// (LbvhOptions::pair_append, `automatic` resolved for the device).
+    PairAppend pair_append() const;
 
 private:
     struct Impl;

@@ -332,6 +332,83 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     EXPECT_EQ(all.value(), expected);
 }
 
+// Both ways of appending pairs (LbvhOptions::pair_append): one atomic per subgroup's appends
+// (where the device has subgroup ballot: lavapipe has) and one per pair store the same sorted
+// pairs as brute force, on crowded and degenerate scenes; with a capacity below the count,
+// the exact total is counted and the stored pairs are distinct true pairs. A device without
+// ballot refuses `subgroup` by name.
+TEST_F(LbvhTest, BothPairAppendPathsMatchBruteForce) {
+    gpu::Context& ctx = gpu_context();
+    if (!ctx.info().subgroup_ballot) {
+        auto refused = gpu::Lbvh::create(ctx, {.pair_append = gpu::PairAppend::subgroup});
+        ASSERT_FALSE(refused);
+        EXPECT_NE(refused.error().message.find("subgroup ballot"), std::string::npos);
+    }
+    std::vector<gpu::PairAppend> paths = {gpu::PairAppend::atomic};
+    if (ctx.info().subgroup_ballot) paths.push_back(gpu::PairAppend::subgroup);
+    std::vector<Box> one_over_all = generate_scene("uniform", 4000)->boxes;
+    one_over_all.push_back({{-1, -1, -1}, {2, 2, 2}});
+    const std::vector<std::pair<const char*, std::vector<Box>>> scenes = {
+        {"clustered:5000", generate_scene("clustered", 5000)->boxes},
+        {"degenerate:3000", generate_scene("degenerate", 3000)->boxes},
+        {"one box over uniform:4000", one_over_all}};
+    for (gpu::PairAppend path : paths) {
+        SCOPED_TRACE(path == gpu::PairAppend::subgroup ? "subgroup" : "atomic");
+        auto made = gpu::Lbvh::create(ctx, {.pair_append = path});
+        ASSERT_TRUE(made) << made.error().message;
+        gpu::Lbvh& lbvh = *made.value();
+        for (const auto& [name, boxes] : scenes) {
+            SCOPED_TRACE(name);
+            auto pairs = lbvh.find_pairs(boxes);
+            ASSERT_TRUE(pairs) << pairs.error().message;
+            EXPECT_EQ(pairs.value(), brute_pairs(boxes));
+        }
+        // A capacity of 50 for thousands of pairs.
+        const auto& boxes = scenes[0].second;
+        const std::vector<Pair> expected = brute_pairs(boxes);
+        const auto n = static_cast<std::uint32_t>(boxes.size());
+        const gpu::LbvhRequirements req = lbvh.requirements(n);
+        const std::uint32_t capacity = 50, work_capacity = 4096;
+        auto box_buffer =
+            ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+        auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
+        auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
+        auto out = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
+        auto status =
+            ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+        auto work =
+            ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+        ASSERT_TRUE(box_buffer && nodes && scratch && out && status && work);
+        const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+        ASSERT_TRUE(ctx.upload(*box_buffer, gpu_boxes.data(),
+                               gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+        gpu::LbvhBuildBuffers build{gpu::whole(*box_buffer), gpu::whole(*nodes),
+                                    gpu::whole(*scratch)};
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            EXPECT_TRUE(lbvh.record_build(cmd, build, n));
+            gpu::compute_barrier(cmd);
+            EXPECT_TRUE(lbvh.record_pairs(cmd, {build.nodes, n},
+                                          {gpu::whole(*out),
+                                           capacity,
+                                           gpu::whole(*status),
+                                           {gpu::whole(*work), work_capacity}}));
+        }));
+        gpu_layout::TraversalStatus st{};
+        ASSERT_TRUE(ctx.download(*status, &st, sizeof(st)));
+        EXPECT_EQ(st.total_lo, expected.size());
+        EXPECT_EQ(st.total_hi, 0u);
+        std::vector<Pair> stored(capacity);
+        ASSERT_TRUE(ctx.download(*out, stored.data(), capacity * 8));
+        for (const Pair& p : stored)
+            EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), p))
+                << p.i << " " << p.j;
+        std::sort(stored.begin(), stored.end());
+        EXPECT_EQ(std::adjacent_find(stored.begin(), stored.end()), stored.end())
+            << "a slot was written twice";
+    }
+}
+
 // Test 4: the same Lbvh object serves scenes of different sizes one after another.
 TEST_F(LbvhTest, ReusedAcrossSceneSizes) {
     auto lbvh = make_lbvh(gpu::CodeKind::morton30);

@@ -1,0 +1,183 @@
+// All pairs by LBVH traversal: sorted position p queries leaf p's box against the tree,
+// skipping every subtree whose last sorted position is <= p, so each pair is found exactly
+// once, by its earlier leaf (Karras 2012, sec. 5 / the "only look right" trick). Bounded
+// (gpu_layout.h, "Bounded traversal"): round 0 runs one invocation per sorted position from the
+// root, later rounds one per queued (p, node) item; an invocation expands at most
+// kTraversalBudget nodes, then queues its pending subtrees. Pairs are appended with an atomic
+// counter kept exact in 64 bits (total_lo plus its carries in total_hi); only the first
+// `capacity` are stored (the host grows and retries). The internal nodes an invocation expands
+// are added to visits_lo / visits_hi once, when it stops: the traversal's work, the same
+// whatever the budget or rounds (MovingScene's policy compares it across frames).
+//
+// Proxies (pc.flags & kPairsProxies; gpu::ProxyScene): each leaf id is a slot whose
+// ProxySlot (binding 4) holds the body's filter and handle. A pair is kept only when the two
+// filters allow it (should_collide, tested before anything is appended, so a filtered pair
+// costs no output) and is written as the two handles. Cross (pc.flags & kPairsCross): leaf p
+// of the query tree (binding 0) is tested against every leaf of a second tree (binding 5,
+// pc.offset leaves, slots in binding 6), with no "look right" skip: the dynamic bodies
+// against the static world. Several passes may append to one list (pc.flags & kPairsAppend:
+// the pass continues the status's pair counter); only the first pass counts its visits, the
+// work of the tree the refit-or-rebuild policy watches.
+//
+// Appends: with BP_SUBGROUP_APPEND (lbvh_pairs_subgroup.comp, for devices with subgroup
+// ballot), the invocations of a subgroup that append together reserve their slots with one
+// atomic: the subgroup's first active invocation adds their count, and each takes the base
+// plus its rank among them (ballot, exclusive bit count, broadcast). Without it
+// (lbvh_pairs.comp, any device), one atomic per pair. Both count exactly the same pairs; only
+// the order in which they are stored differs (the pair lists are sorted after).
+// CPU twin: lbvh::self_pairs.
+// Included by lbvh_pairs.comp and lbvh_pairs_subgroup.comp, after their #version.
+#include "common.glsl"
+
+layout(local_size_x = kWorkgroupSize) in;
+layout(std430, binding = 0) readonly buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 1) writeonly buffer Pairs {
+    uint pairs[];
+};  // (i, j) per pair
+layout(std430, binding = 2) buffer TStatus {
+    TraversalStatus tstatus;
+};
+layout(std430, binding = 3) buffer Work {
+    uint work[];
+};
+layout(std430, binding = 4) readonly buffer Slots {
+    uvec4 slots[];
+};  // ProxySlot (category, mask, group, handle) by leaf id of the query tree (kPairsProxies)
+layout(std430, binding = 5) readonly buffer OtherNodes {
+    LbvhNode other_nodes[];
+};  // the tree tested against (kPairsCross)
+layout(std430, binding = 6) readonly buffer OtherSlots {
+    uvec4 other_slots[];
+};  // by leaf id of the other tree (kPairsCross)
+
+#include "traversal.glsl"
+
+void append(uint a, uint b) {
+#ifdef BP_SUBGROUP_APPEND
+    uvec4 together = subgroupBallot(true);
+    uint count = subgroupBallotBitCount(together);
+    uint base = 0u;
+    if (subgroupElect()) {
+        base = atomicAdd(tstatus.total_lo, count);
+        if (base + count < base) atomicAdd(tstatus.total_hi, 1u);  // the low word wrapped
+    }
+    uint slot = subgroupBroadcastFirst(base) + subgroupBallotExclusiveBitCount(together);
+#else
+    uint slot = atomicAdd(tstatus.total_lo, 1u);
+    if (slot == 0xffffffffu) atomicAdd(tstatus.total_hi, 1u);  // the low word wrapped
+#endif
+    if (slot < pc.capacity) {
+        pairs[2u * slot] = min(a, b);
+        pairs[2u * slot + 1u] = max(a, b);
+    }
+}
+
+bool proxies() {
+    return (pc.flags & kPairsProxies) != 0u;
+}
+bool cross_pass() {
+    return (pc.flags & kPairsCross) != 0u;
+}
+
+// The pair of the query's leaf id `a` (its ProxySlot `self_slot` with proxies) and leaf id `b`
+// of the tree walked.
+void emit(uint a, uvec4 self_slot, uint b) {
+    if (!proxies()) {
+        append(a, b);
+        return;
+    }
+    uvec4 other = cross_pass() ? other_slots[b] : slots[b];
+    if (!proxy_should_collide(self_slot, other)) return;
+    append(self_slot.w, other.w);
+}
+
+// Node `i` of the tree walked (the query tree itself, or the other one in a cross pass),
+// member by member so that each step loads only what it reads.
+uvec4 walked_link(uint i) {
+    return cross_pass() ? other_nodes[i].link : nodes[i].link;
+}
+vec3 walked_lo(uint i) {
+    return cross_pass() ? other_nodes[i].lo.xyz : nodes[i].lo.xyz;
+}
+vec3 walked_hi(uint i) {
+    return cross_pass() ? other_nodes[i].hi.xyz : nodes[i].hi.xyz;
+}
+
+// Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
+void count_visits(uint expanded) {
+    if ((pc.flags & kPairsAppend) != 0u) return;
+    uint before = atomicAdd(tstatus.visits_lo, expanded);
+    if (before + expanded < before) atomicAdd(tstatus.visits_hi, 1u);  // the low word wrapped
+}
+
+void main() {
+    uint n = pc.count;
+    bool cross = cross_pass();
+    uint m = cross ? pc.offset : n;  // leaves of the tree walked
+    if (cross ? (n == 0u || m == 0u) : n < 2u) return;
+    uint leaf_base = m - 1u;
+    uint p;
+    uint node;
+    if (traversal_root_round()) {
+        p = linear_thread();
+        if (p >= n) return;
+        node = 0u;  // root: internal when m >= 2, the only leaf when m == 1
+    } else {
+        uint i = linear_thread();
+        if (i >= traversal_items()) return;
+        uvec2 item = traversal_item(i);
+        p = item.x;
+        node = item.y;
+    }
+    uint self = n - 1u + p;
+    uint self_id = nodes[self].link.x;
+    vec3 lo = nodes[self].lo.xyz, hi = nodes[self].hi.xyz;
+    uvec4 self_slot = proxies() ? slots[self_id] : uvec4(0u);
+    // Empty slots overlap nothing; the one-leaf tree of a cross pass has no children to walk.
+    if (box_empty(nodes[self].lo, nodes[self].hi)) return;
+    if (cross && m == 1u) {
+        if (boxes_overlap(lo, hi, walked_lo(0u), walked_hi(0u)))
+            emit(self_id, self_slot, walked_link(0u).x);
+        return;
+    }
+
+    uint stack[kTraversalStack];
+    uint top = 0u;
+    bool done = false;
+    for (uint step = 0u; step < kTraversalBudget; ++step) {
+        uvec4 link = walked_link(node);
+        uint children[2] = uint[2](link.x, link.y);
+        uint descend = kInvalidNode;
+        for (int c = 0; c < 2; ++c) {
+            uint child = children[c];
+            uvec4 child_link = walked_link(child);
+            if (!cross && child_link.w <= p) continue;  // all leaves at or before p
+            if (!boxes_overlap(lo, hi, walked_lo(child), walked_hi(child))) continue;
+            if (child >= leaf_base) {
+                emit(self_id, self_slot, child_link.x);
+            } else if (descend == kInvalidNode) {
+                descend = child;
+            } else {
+                stack[top++] = child;
+            }
+        }
+        if (descend != kInvalidNode) {
+            node = descend;
+        } else if (top > 0u) {
+            node = stack[--top];
+        } else {
+            done = true;
+            count_visits(step + 1u);
+            break;
+        }
+    }
+    if (done) return;
+    count_visits(kTraversalBudget);
+    // One reservation per pending subtree (see lbvh_raycast.comp).
+    uint slot;
+    if (traversal_reserve(1u, slot)) traversal_put(slot, p, node);
+    for (uint k = 0u; k < top; ++k)
+        if (traversal_reserve(1u, slot)) traversal_put(slot, p, stack[k]);
+}
