@@ -6,6 +6,7 @@
 // Culler::cull, LbvhQueries::build and MovingScene::reset with limit_exceeded and a message
 // naming the buffer and the limit, before any allocation. Test 5: a scene just under it builds.
 // Test 6: an absurd buffer size comes back as out_of_memory or limit_exceeded, not a crash.
+// Test 7: the size arithmetic at 10M, 100M and 2^32 - 1 boxes is 64-bit.
 #include <chrono>
 #include <string>
 #include <vector>
@@ -142,6 +143,41 @@ TEST_F(LimitsTest, AbsurdBufferSizeIsOutOfMemory) {
                     buffer.error().code == ErrorCode::limit_exceeded)
             << buffer.error().message;
     }
+}
+
+// Test 7 (issue 15, item 6): the size arithmetic of 10M, 100M and 2^32 - 1 boxes is done in
+// 64 bits: every requirement is at least its exact per-box lower bound (computed here in 64
+// bits), grows with n, and the largest passes 2^32 bytes without wrapping. Nothing is
+// allocated.
+TEST_F(LimitsTest, SizeArithmeticIsSixtyFourBitAtScale) {
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    auto culler = gpu::Culler::create(gpu_context());
+    auto queries = gpu::LbvhQueries::create(gpu_context());
+    ASSERT_TRUE(lbvh && culler && queries);
+    const std::uint64_t node = sizeof(gpu_layout::LbvhNode), box = sizeof(gpu_layout::GpuBox);
+    gpu::LbvhRequirements before{};
+    VkDeviceSize cull_before = 0;
+    for (const std::uint64_t n : {10'000'000ull, 100'000'000ull, 4'294'967'295ull}) {
+        SCOPED_TRACE(n);
+        const auto n32 = static_cast<std::uint32_t>(n);
+        const gpu::LbvhRequirements req = lbvh.value()->requirements(n32);
+        EXPECT_EQ(req.boxes, n * box);
+        EXPECT_EQ(req.nodes, (2 * n - 1) * node);
+        // codes (8 B) and ids (4 B), twice for the sort's ping-pong
+        EXPECT_GE(req.scratch, n * 24);
+        EXPECT_GT(req.scratch, before.scratch);
+        const VkDeviceSize cull = culler.value()->scratch_size(n32);
+        // slots, ranks, keys (8 B), values, their ping-pong: 32 B per box at least
+        EXPECT_GE(cull, n * 32);
+        EXPECT_GT(cull, cull_before);
+        EXPECT_GE(queries.value()->scan_scratch_size(n32), n / gpu_layout::kScanTile * 4);
+        before = req;
+        cull_before = cull;
+    }
+    EXPECT_GT(before.nodes, VkDeviceSize(1) << 32);
+    EXPECT_GT(cull_before, VkDeviceSize(1) << 32);
+    // Two queues of (query, node) items, 8 bytes each, at the largest capacity.
+    EXPECT_GE(gpu::traversal_work_bytes(4'294'967'295u), 2 * 8 * 4'294'967'295ull);
 }
 
 }  // namespace
