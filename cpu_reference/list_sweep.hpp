@@ -46,6 +46,20 @@ inline void push_nearest_last(std::vector<OctantVisit>& stack, OctantVisit* chil
     for (int i = 0; i < count; ++i) stack.push_back(children[i]);
 }
 
+/// Pushes the children first_child + [0, 8) that the ray enters (entry_t(child) is its entry
+/// parameter, or nullopt to pass it by) onto a ray's depth-first stack, nearest last.
+template <class EntryT>
+void push_entered_children(std::vector<OctantVisit>& stack, std::uint32_t first_child,
+                           EntryT&& entry_t) {
+    OctantVisit children[8];
+    int count = 0;
+    for (std::uint32_t c = 0; c < 8; ++c) {
+        const std::optional<float> t = entry_t(first_child + c);
+        if (t) children[count++] = {first_child + c, *t};
+    }
+    push_nearest_last(stack, children, count);
+}
+
 /// Lists with more entries than this are swept (self-pairs) and indexed (queries).
 constexpr std::size_t kCrowded = 48;
 
@@ -400,6 +414,17 @@ void ray_scan(const Entries& entries, const SweepIndex& index, const Ray& ray, f
     }
 }
 
+/// ray_scan keeping the closest hit in `best` (bounded by it, or by the ray's tmax).
+template <class Entries>
+void ray_scan_closest(const Entries& entries, const SweepIndex& index, const Ray& ray,
+                      float t_enter, const Box& cell, std::uint64_t& box_tests,
+                      std::optional<RayHit>& best) {
+    ray_scan(
+        entries, index, ray, t_enter, cell, box_tests,
+        [&](const auto& e) { keep_closer(best, e.id, ray_box_entry(ray, e.box)); },
+        [&] { return best ? best->t : ray.tmax; });
+}
+
 /// A k-nearest cursor over one indexed list: the run entries from `pos` up (up) or down.
 struct Cursor {
     std::uint32_t list = 0;  ///< the caller's node index
@@ -462,5 +487,58 @@ void knn_step(const Entries& entries, const SweepIndex& index, const Vec3& p,
     c.pos = c.up ? c.pos + 1 : c.pos - 1;
     queue.push_node(list_index::cursor_key(entries, index, p, c), base + slot);
 }
+
+/// A best-first k-nearest search over an octree's nodes (elements with `entries` and `index`),
+/// shared by octree and loose_octree: an indexed list opens into cursors walking its run
+/// outwards from p, queued as nodes numbered from nodes.size() on.
+template <class Nodes>
+class ListKnn {
+public:
+    ListKnn(const Nodes& nodes, const Vec3& p, std::uint64_t& box_tests)
+        : nodes_(nodes),
+          p_(p),
+          box_tests_(box_tests),
+          base_(static_cast<std::uint32_t>(nodes.size())) {}
+
+    /// Pushes every entry of `list` as a box (an octree's boxes outside its root).
+    template <class Entries>
+    void push_boxes(const Entries& list) {
+        box_tests_ += list.size();
+        for (const auto& e : list) queue.push_box(point_box_distance(p_, e.box), e.id);
+    }
+
+    /// Opens the list of node `index` into `q`.
+    void open(std::uint32_t index, best_first::Queue& q) {
+        const auto& node = nodes_[index];
+        knn_open(node.entries, node.index, p_, index, cursors_, base_, q, box_tests_);
+    }
+
+    /// Runs the search: expand(index, queue) handles each tree node popped; cursors are
+    /// advanced here.
+    template <class Expand>
+    void search(std::size_t k, std::vector<Neighbor>& out, Expand&& expand, bool repeats = false) {
+        queue.search(
+            k, out,
+            [&](std::uint32_t index, best_first::Queue& q) {
+                if (index < base_) {
+                    expand(index, q);
+                    return;
+                }
+                const auto& list = nodes_[cursors_[index - base_].list];
+                knn_step(list.entries, list.index, p_, cursors_, index - base_, base_, q,
+                         box_tests_);
+            },
+            repeats);
+    }
+
+    best_first::Queue queue;
+
+private:
+    const Nodes& nodes_;
+    const Vec3& p_;
+    std::uint64_t& box_tests_;
+    std::uint32_t base_;
+    std::vector<Cursor> cursors_;
+};
 
 }  // namespace broadphase::detail

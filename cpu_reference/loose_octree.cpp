@@ -416,21 +416,15 @@ std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
             // Every box of the octant is inside its loose bound: hit at t >= v.t, on the part
             // of the ray inside that bound.
             ++stats_.leaves_visited;
-            detail::ray_scan(
-                node.entries, node.index, ray, v.t, node.loose, stats_.box_tests,
-                [&](const Entry& e) { keep_closer(best, e.id, ray_box_entry(ray, e.box)); },
-                [&] { return best ? best->t : ray.tmax; });
+            detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.loose,
+                                     stats_.box_tests, best);
         }
         if (node.is_leaf()) continue;
-        detail::OctantVisit children[8];
-        int count = 0;
-        for (std::uint32_t c = 0; c < 8; ++c) {
-            const Node& child = nodes_[node.first_child + c];
-            if (child.subtree_count == 0) continue;
-            const std::optional<float> t = ray_box_entry(ray, child.loose);
-            if (t) children[count++] = {node.first_child + c, *t};
-        }
-        detail::push_nearest_last(stack, children, count);
+        detail::push_entered_children(stack, node.first_child,
+                                      [&](std::uint32_t child) -> std::optional<float> {
+                                          if (nodes_[child].subtree_count == 0) return std::nullopt;
+                                          return ray_box_entry(ray, nodes_[child].loose);
+                                      });
     }
     return best;
 }
@@ -441,26 +435,16 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
     // Node keys are point_box_distance of the loose bounds, which contain every box below.
     // A crowded octant opens into cursors walking its run outwards from p (queue nodes
     // numbered from nodes_.size() on).
-    best_first::Queue queue;
-    std::vector<detail::Cursor> cursors;
-    const auto base = static_cast<std::uint32_t>(nodes_.size());
-    stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
+    detail::ListKnn knn(nodes_, p, stats_.box_tests);
+    knn.push_boxes(outside_);
     if (!nodes_.empty() && nodes_[0].subtree_count > 0)
-        queue.push_node(point_box_distance(p, nodes_[0].loose), 0);
-    queue.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
-        if (index >= base) {
-            const Node& octant = nodes_[cursors[index - base].list];
-            detail::knn_step(octant.entries, octant.index, p, cursors, index - base, base, q,
-                             stats_.box_tests);
-            return;
-        }
+        knn.queue.push_node(point_box_distance(p, nodes_[0].loose), 0);
+    knn.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
         const Node& node = nodes_[index];
         ++stats_.nodes_visited;
         if (!node.entries.empty()) {
             ++stats_.leaves_visited;
-            detail::knn_open(node.entries, node.index, p, index, cursors, base, q,
-                             stats_.box_tests);
+            knn.open(index, q);
         }
         if (node.is_leaf()) return;
         for (std::uint32_t c = 0; c < 8; ++c) {

@@ -540,20 +540,14 @@ std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
         const Node& node = nodes_[v.node];
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
-            detail::ray_scan(
-                node.entries, node.index, ray, v.t, node.cell, stats_.box_tests,
-                [&](const Entry& e) { keep_closer(best, e.id, ray_box_entry(ray, e.box)); },
-                [&] { return best ? best->t : ray.tmax; });
+            detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.cell,
+                                     stats_.box_tests, best);
             continue;
         }
         ++stats_.nodes_visited;
-        detail::OctantVisit children[8];
-        int count = 0;
-        for (std::uint32_t c = 0; c < 8; ++c) {
-            const std::optional<float> t = ray_box_entry(ray, nodes_[node.first_child + c].cell);
-            if (t) children[count++] = {node.first_child + c, *t};
-        }
-        detail::push_nearest_last(stack, children, count);
+        detail::push_entered_children(stack, node.first_child, [&](std::uint32_t child) {
+            return ray_box_entry(ray, nodes_[child].cell);
+        });
     }
     return best;
 }
@@ -566,26 +560,16 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
     // farther leaves pop later and are skipped (repeats).
     // An indexed leaf opens into cursors walking its run outwards from p (queue nodes numbered
     // from nodes_.size() on).
-    best_first::Queue queue;
-    std::vector<detail::Cursor> cursors;
-    const auto base = static_cast<std::uint32_t>(nodes_.size());
-    stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) queue.push_box(point_box_distance(p, e.box), e.id);
-    if (!nodes_.empty()) queue.push_node(point_box_distance(p, nodes_[0].cell), 0);
-    queue.search(
+    detail::ListKnn knn(nodes_, p, stats_.box_tests);
+    knn.push_boxes(outside_);
+    if (!nodes_.empty()) knn.queue.push_node(point_box_distance(p, nodes_[0].cell), 0);
+    knn.search(
         k, out,
         [&](std::uint32_t index, best_first::Queue& q) {
-            if (index >= base) {
-                const Node& leaf = nodes_[cursors[index - base].list];
-                detail::knn_step(leaf.entries, leaf.index, p, cursors, index - base, base, q,
-                                 stats_.box_tests);
-                return;
-            }
             const Node& node = nodes_[index];
             if (node.is_leaf()) {
                 ++stats_.leaves_visited;
-                detail::knn_open(node.entries, node.index, p, index, cursors, base, q,
-                                 stats_.box_tests);
+                knn.open(index, q);
                 return;
             }
             ++stats_.nodes_visited;
