@@ -240,6 +240,28 @@ struct ProxyScene::Impl {
     }
 
     Status grow();
+
+    // A frame's batch, staged: records per kind, and which trees the frame builds.
+    struct Batch {
+        std::uint32_t counts[kKinds] = {0, 0, 0}, first_record[kKinds] = {0, 0, 0};
+        VkDeviceSize bytes = 0;
+        bool rebuild_static = false, build_fresh = false;
+        double upload_ms = 0;
+    };
+    bool migrated = false;  // the fresh bodies moved since the last recorded frame
+    bool pending = false;   // record_step recorded a frame that read_step has not read
+    Batch pending_batch;
+    Status built;  // the batch's tree builds, as recorded
+
+    Error pending_error(const char* call) const {
+        return Error{ErrorCode::invalid_argument,
+                     std::string("ProxyScene::") + call +
+                         ": a frame recorded by record_step is pending: call read_step() after "
+                         "its submit has completed"};
+    }
+    Result<Batch> prepare(bool may_grow);
+    void record_batch(VkCommandBuffer cmd, const Batch& batch);
+    ProxyFrame finish(const Batch& batch, FrameResult& r);
     Result<ProxyFrame> run_frame();
 };
 
@@ -312,43 +334,60 @@ Status ProxyScene::Impl::grow() {
     leaves[kStatic] = capacity[kStatic];  // the previous state's slots, wherever they are
     leaves[kFresh] = capacity[kFresh];
     set_pairs(kinds[kStatic].live_before, kinds[kFresh].live_before);
-    Status built;
+    Status trees;
     frames->prologue = [&](VkCommandBuffer cmd) {
         for (int c = 0; c < 2 * kKinds; ++c)
             vkCmdCopyBuffer(cmd, staging.handle(), targets[c]->handle(), 1, copies[c].data());
         compute_barrier(cmd);
         for (int k : {kStatic, kFresh})
-            if (built) built = record_tree(cmd, k);
+            if (trees) trees = record_tree(cmd, k);
     };
     auto r = frames->frame(whole(frames->boxes), true, false);
     frames->prologue = nullptr;
-    if (!built) return built;
+    if (!trees) return trees;
     if (!r) return r.error();
     started = true;
     info.grown = true;
     return {};
 }
 
-Result<ProxyFrame> ProxyScene::Impl::run_frame() {
+// Migrates, grows (when `may_grow`; otherwise a frame that needs more capacity is an error),
+// and writes the batch into the staging buffer; the trees' leaf counts and the pair passes are
+// set for the frame.
+Result<ProxyScene::Impl::Batch> ProxyScene::Impl::prepare(bool may_grow) {
     info = {};
-    info.migrated = migrate();
+    if (!may_grow && needs_growth())
+        return Error{ErrorCode::limit_exceeded,
+                     "ProxyScene::record_step: the frame needs more slots or handles than the "
+                     "scene holds (" +
+                         std::to_string(capacity[kDynamic]) + " dynamic, " +
+                         std::to_string(capacity[kStatic]) + " static, " +
+                         std::to_string(handle_capacity) +
+                         " handles); growing takes a submit of its own: call step() for this "
+                         "frame, or create the scene with larger initial capacities"};
+    migrated = migrate() || migrated;
     if (needs_growth()) {
+        if (!may_grow)
+            return Error{ErrorCode::limit_exceeded,
+                         "ProxyScene::record_step: migrating the fresh bodies needs more dynamic "
+                         "slots than the scene holds (" +
+                             std::to_string(capacity[kDynamic]) + "); call step() for this frame"};
         if (Status s = grow(); !s) return s.error();
     }
     if (Status s = update.ready(); !s) return s.error();
     if (Status s = ready_lbvh_kernels(*frames->lbvh); !s) return s.error();
     const auto start = std::chrono::steady_clock::now();
     // The batch: each kind's records in turn.
-    std::uint32_t counts[kKinds], first_record[kKinds];
+    Batch batch;
     std::uint32_t records = 0;
     for (int k = 0; k < kKinds; ++k) {
-        first_record[k] = records;
-        counts[k] = static_cast<std::uint32_t>(kinds[k].dirty.size());
-        records += counts[k];
+        batch.first_record[k] = records;
+        batch.counts[k] = static_cast<std::uint32_t>(kinds[k].dirty.size());
+        records += batch.counts[k];
     }
-    const VkDeviceSize bytes = records * kRecordBytes;
-    if (Status s = ensure_staging(bytes); !s) return s.error();
-    if (Status s = frames->ensure(updates, bytes); !s) return s.error();
+    batch.bytes = records * kRecordBytes;
+    if (Status s = ensure_staging(batch.bytes); !s) return s.error();
+    if (Status s = frames->ensure(updates, batch.bytes); !s) return s.error();
     auto* record = static_cast<std::uint32_t*>(staging.mapped());
     for (int k = 0; k < kKinds; ++k) {
         for (std::uint32_t s : kinds[k].dirty) {
@@ -359,63 +398,81 @@ Result<ProxyFrame> ProxyScene::Impl::run_frame() {
             record += 16;
         }
     }
-    const double upload_ms = ms_since(start);
-    const bool rebuild_static = counts[kStatic] > 0;
-    const bool build_fresh = kinds[kFresh].live > 0;
-    if (rebuild_static) leaves[kStatic] = leaves_needed(kStatic);
-    if (build_fresh) leaves[kFresh] = leaves_needed(kFresh);
+    batch.upload_ms = ms_since(start);
+    batch.rebuild_static = batch.counts[kStatic] > 0;
+    batch.build_fresh = kinds[kFresh].live > 0;
+    if (batch.rebuild_static) leaves[kStatic] = leaves_needed(kStatic);
+    if (batch.build_fresh) leaves[kFresh] = leaves_needed(kFresh);
     set_pairs(kinds[kStatic].live, kinds[kFresh].live);
-    frames->force_rebuild = info.migrated;
-    Status built;
-    frames->prologue = [&](VkCommandBuffer cmd) {
-        stamps.reset(cmd, 0, kBatchQueries);
+    frames->force_rebuild = migrated;
+    info.migrated = migrated;
+    return batch;
+}
+
+// Records the batch: its copy from the staging buffer, the scatter into the slots, and the
+// static and fresh trees' builds (their status in `built`).
+void ProxyScene::Impl::record_batch(VkCommandBuffer cmd, const Batch& batch) {
+    stamps.reset(cmd, 0, kBatchQueries);
+    compute_barrier(cmd);
+    stamps.write(cmd, 0);
+    if (batch.bytes > 0) {
+        const VkBufferCopy copy{0, 0, batch.bytes};
+        vkCmdCopyBuffer(cmd, staging.handle(), updates.handle(), 1, &copy);
         compute_barrier(cmd);
-        stamps.write(cmd, 0);
-        if (bytes > 0) {
-            const VkBufferCopy copy{0, 0, bytes};
-            vkCmdCopyBuffer(cmd, staging.handle(), updates.handle(), 1, &copy);
-            compute_barrier(cmd);
-        }
-        for (int k = 0; k < kKinds; ++k) {
-            if (counts[k] == 0) continue;
-            PushConstants pc{};
-            pc.count = counts[k];
-            pc.offset = first_record[k];
-            update.dispatch(
-                cmd,
-                {first_bytes(whole(updates), bytes), whole(box_buffer(k)), whole(slot_buffer(k))},
-                pc, groups(counts[k]));
-        }
-        compute_barrier(cmd);
-        if (rebuild_static) built = record_tree(cmd, kStatic);
-        if (build_fresh && built) built = record_tree(cmd, kFresh);
-        stamps.write(cmd, 1);
-    };
+    }
+    for (int k = 0; k < kKinds; ++k) {
+        if (batch.counts[k] == 0) continue;
+        PushConstants pc{};
+        pc.count = batch.counts[k];
+        pc.offset = batch.first_record[k];
+        update.dispatch(
+            cmd,
+            {first_bytes(whole(updates), batch.bytes), whole(box_buffer(k)), whole(slot_buffer(k))},
+            pc, groups(batch.counts[k]));
+    }
+    compute_barrier(cmd);
+    built = {};
+    if (batch.rebuild_static) built = record_tree(cmd, kStatic);
+    if (batch.build_fresh && built) built = record_tree(cmd, kFresh);
+    stamps.write(cmd, 1);
+}
+
+// After the frame's submit: the step's info and times, the batch committed, released handles
+// freed, and the frame in handles.
+ProxyFrame ProxyScene::Impl::finish(const Batch& batch, FrameResult& r) {
+    times = frames->times;
+    times.upload = batch.upload_ms;
+    times.proxies = stamps.ms(0, 1);
+    info.path = r.path;
+    info.ratio = r.ratio;
+    info.work_ratio = r.work_ratio;
+    info.regrown = r.regrown;
+    info.dynamic_updates = batch.counts[kDynamic] + batch.counts[kFresh];
+    info.static_updates = batch.counts[kStatic];
+    info.static_rebuilt = batch.rebuild_static;
+    info.fresh = kinds[kFresh].live;
+    info.fresh_leaves = batch.build_fresh ? leaves[kFresh] : 0;
+    handles.end_frame();
+    ProxyFrame frame;
+    frame.pair_count = r.pair_count;
+    frame.pairs = std::move(r.pairs);
+    frame.began = std::move(r.began);
+    frame.ended = std::move(r.ended);
+    return frame;
+}
+
+Result<ProxyFrame> ProxyScene::Impl::run_frame() {
+    auto batch = prepare(true);
+    if (!batch) return batch.error();
+    frames->prologue = [&](VkCommandBuffer cmd) { record_batch(cmd, batch.value()); };
     auto r = frames->frame(whole(frames->boxes), false, false);
     frames->prologue = nullptr;
     frames->force_rebuild = false;
     if (!built) return built.error();
     if (!r) return r.error();
-    times = frames->times;
-    times.upload = upload_ms;
-    times.proxies = stamps.ms(0, 1);
-    info.path = r->path;
-    info.ratio = r->ratio;
-    info.work_ratio = r->work_ratio;
-    info.regrown = r->regrown;
-    info.dynamic_updates = counts[kDynamic] + counts[kFresh];
-    info.static_updates = counts[kStatic];
-    info.static_rebuilt = rebuild_static;
-    info.fresh = kinds[kFresh].live;
-    info.fresh_leaves = build_fresh ? leaves[kFresh] : 0;
+    migrated = false;
     for (Slots& k : kinds) k.commit();
-    handles.end_frame();
-    ProxyFrame frame;
-    frame.pair_count = r->pair_count;
-    frame.pairs = std::move(r->pairs);
-    frame.began = std::move(r->began);
-    frame.ended = std::move(r->ended);
-    return frame;
+    return finish(batch.value(), r.value());
 }
 
 ProxyScene::ProxyScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -442,6 +499,7 @@ Result<std::unique_ptr<ProxyScene>> ProxyScene::create(Context& context,
 
 Result<ProxyHandle> ProxyScene::add(const Box& box, const Filter& filter, BodyKind kind) {
     Impl& im = *impl_;
+    if (im.pending) return im.pending_error("add");
     if (Status s = check_box(box, "ProxyScene::add"); !s) return s.error();
     const ProxyHandle handle = im.handles.acquire();
     // New dynamic bodies go to the fresh tree until the next migration.
@@ -456,6 +514,7 @@ Result<ProxyHandle> ProxyScene::add(const Box& box, const Filter& filter, BodyKi
 
 Status ProxyScene::remove(ProxyHandle handle) {
     Impl& im = *impl_;
+    if (im.pending) return im.pending_error("remove");
     if (!im.handles.live(handle)) return bad_handle("remove", handle);
     const Body body = im.bodies[handle];
     im.kinds[body.kind].release(body.slot);
@@ -465,6 +524,7 @@ Status ProxyScene::remove(ProxyHandle handle) {
 
 Status ProxyScene::move(ProxyHandle handle, const Box& box) {
     Impl& im = *impl_;
+    if (im.pending) return im.pending_error("move");
     if (!im.handles.live(handle)) return bad_handle("move", handle);
     if (Status s = check_box(box, "ProxyScene::move of handle " + std::to_string(handle)); !s)
         return s;
@@ -476,6 +536,7 @@ Status ProxyScene::move(ProxyHandle handle, const Box& box) {
 
 Status ProxyScene::set_filter(ProxyHandle handle, const Filter& filter) {
     Impl& im = *impl_;
+    if (im.pending) return im.pending_error("set_filter");
     if (!im.handles.live(handle)) return bad_handle("set_filter", handle);
     const Body body = im.bodies[handle];
     Slots& slots = im.kinds[body.kind];
@@ -484,7 +545,40 @@ Status ProxyScene::set_filter(ProxyHandle handle, const Filter& filter) {
 }
 
 Result<ProxyFrame> ProxyScene::step() {
+    if (impl_->pending) return impl_->pending_error("step");
     return impl_->run_frame();
+}
+
+Status ProxyScene::record_step(VkCommandBuffer cmd) {
+    Impl& im = *impl_;
+    if (im.pending) return im.pending_error("record_step");
+    if (!im.started)
+        return Error{ErrorCode::invalid_argument,
+                     "ProxyScene::record_step: the first frame sizes the scene's buffers and "
+                     "takes a submit of its own: call step() for it"};
+    auto batch = im.prepare(false);
+    if (!batch) return batch.error();
+    im.record_batch(cmd, batch.value());
+    if (!im.built) return im.built;
+    Status recorded = im.frames->record_frame(cmd, whole(im.frames->boxes), false, false);
+    im.frames->force_rebuild = false;
+    if (!recorded) return recorded;
+    im.migrated = false;
+    for (Slots& k : im.kinds) k.commit();
+    im.pending = true;
+    im.pending_batch = batch.value();
+    return {};
+}
+
+Result<ProxyFrame> ProxyScene::read_step() {
+    Impl& im = *impl_;
+    if (!im.pending)
+        return Error{ErrorCode::invalid_argument,
+                     "ProxyScene::read_step: no frame recorded by record_step is pending"};
+    im.pending = false;
+    auto r = im.frames->read_step(false);
+    if (!r) return r.error();
+    return im.finish(im.pending_batch, r.value());
 }
 
 const FrameTimes& ProxyScene::last_times() const {

@@ -68,7 +68,7 @@ struct ProxyStepInfo {
     /// leaves the fresh tree was built over (its slots below the highest one in use since the
     /// last migration, which empties it and refills it from slot 0; 0: not built)
     std::uint32_t fresh_leaves = 0;
-    bool regrown = false;     ///< the pair buffers grew (MovingScene's regrown)
+    bool regrown = false;  ///< the pair buffers grew (MovingScene's regrown)
 };
 
 /// The GPU proxy world: the same calls and results as broadphase::ProxyWorld (same handles
@@ -97,6 +97,22 @@ public:
     /// previous step (the first step's `began` holds all its pairs). `pairs` is filled when
     /// ProxySceneOptions::frames.return_pairs (the default).
     Result<ProxyFrame> step();
+
+    /// The same frame recorded into the caller's command buffer (after the caller's own work,
+    /// e.g. a kernel that wrote nothing of ours): the batch's copy from a host-visible staging
+    /// buffer, its scatter, the trees, the pairs, their sort and differences, with no host
+    /// work inside. The batch is captured: changes after this call belong to the next frame,
+    /// but none is accepted (add, remove, move, set_filter, step and record_step fail) until
+    /// read_step() has read this frame. A frame that needs more slots or handles than the
+    /// scene holds is refused (limit_exceeded, naming them): growing needs a submit of its own,
+    /// so call step() for that frame. Precondition: `cmd` is recording, on the Context's queue
+    /// family. Postcondition: the last command is a compute or transfer command; the
+    /// scene's buffers are only touched by that submit.
+    Status record_step(VkCommandBuffer cmd);
+    /// After the submit holding record_step's commands has completed: the frame, as step()
+    /// returns it (a pair buffer that overflowed is grown and the pairs redone here, in a
+    /// submit of its own). An error when no frame is pending.
+    Result<ProxyFrame> read_step();
 
     /// GPU times of the last step (FrameTimes::proxies: the batch and the static tree).
     const FrameTimes& last_times() const;

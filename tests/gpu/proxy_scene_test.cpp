@@ -211,6 +211,94 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
     EXPECT_EQ(scene.last_info().fresh_leaves, 8u);
 }
 
+// Frames recorded into the caller's command buffer (record_step, the caller's submit,
+// read_step) equal the oracle's, alternating with step(); while one is pending every change
+// and step is refused; the first frame, and a frame that outgrows the capacities, must be
+// step()s (the error says so) and nothing is lost: the refused batch goes into that step.
+TEST_F(ProxySceneTest, RecordedFramesMatchTheOracle) {
+    gpu::ProxySceneOptions options;
+    options.initial_dynamic_capacity = 512;
+    options.initial_static_capacity = 64;
+    options.initial_handle_capacity = 1024;
+    options.frames.initial_pair_capacity = 16;  // recorded frames overflow: read_step repairs
+    auto made = gpu::ProxyScene::create(gpu_context(), options);
+    ASSERT_TRUE(made) << made.error().message;
+    gpu::ProxyScene& scene = **made;
+    Oracle oracle;
+    std::vector<ProxyHandle> live;
+    auto add = [&](BodyKind kind) {
+        const Box box = random_box(12, kind == BodyKind::static_body ? 3.0f : 1.5f);
+        const Filter filter = random_filter();
+        auto h = scene.add(box, filter, kind);
+        ASSERT_TRUE(h) << h.error().message;
+        oracle.bodies[*h] = {box, filter, kind};
+        live.push_back(*h);
+    };
+    for (int i = 0; i < 100; ++i) add(i % 6 == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
+    {
+        Status early = gpu_context().submit_and_wait(
+            [&](VkCommandBuffer cmd) { EXPECT_FALSE(scene.record_step(cmd)); });
+        ASSERT_TRUE(early);
+    }
+    check_step(scene, oracle, 0);  // the first frame is a step()
+    std::size_t recorded = 0;
+    for (int frame = 1; frame <= 40; ++frame) {
+        for (int k = 0; k < 4 && !live.empty(); ++k) {
+            const std::size_t at =
+                std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
+            ASSERT_TRUE(scene.remove(live[at]));
+            oracle.bodies.erase(live[at]);
+            live[at] = live.back();
+            live.pop_back();
+        }
+        for (int k = 0; k < 5; ++k) add(k == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
+        for (ProxyHandle h : live) {
+            OracleBody& body = oracle.bodies[h];
+            if (body.kind == BodyKind::static_body) continue;
+            const Vec3 d{uniform(-0.3f, 0.3f), uniform(-0.3f, 0.3f), uniform(-0.3f, 0.3f)};
+            body.box = {{body.box.min.x + d.x, body.box.min.y + d.y, body.box.min.z + d.z},
+                        {body.box.max.x + d.x, body.box.max.y + d.y, body.box.max.z + d.z}};
+            ASSERT_TRUE(scene.move(h, body.box));
+        }
+        if (frame % 3 == 0) {
+            check_step(scene, oracle, frame);
+            continue;
+        }
+        Status recorded_ok;
+        ASSERT_TRUE(gpu_context().submit_and_wait(
+            [&](VkCommandBuffer cmd) { recorded_ok = scene.record_step(cmd); }));
+        ASSERT_TRUE(recorded_ok) << recorded_ok.error().message;
+        ++recorded;
+        // Pending: nothing is accepted.
+        EXPECT_FALSE(scene.add({{0, 0, 0}, {1, 1, 1}}));
+        EXPECT_FALSE(scene.move(live.front(), oracle.bodies[live.front()].box));
+        EXPECT_FALSE(scene.remove(live.front()));
+        EXPECT_FALSE(scene.set_filter(live.front(), {}));
+        EXPECT_FALSE(scene.step());
+        auto r = scene.read_step();
+        ASSERT_TRUE(r) << r.error().message;
+        const std::vector<Pair> expected = oracle.pairs();
+        ASSERT_EQ(r->pairs, expected) << "frame " << frame;
+        ASSERT_EQ(r->began, minus(expected, oracle.previous)) << "frame " << frame;
+        ASSERT_EQ(r->ended, minus(oracle.previous, expected)) << "frame " << frame;
+        oracle.previous = expected;
+        EXPECT_FALSE(scene.read_step()) << "a second read_step has nothing to read";
+    }
+    EXPECT_GT(recorded, 20u);
+    // Outgrowing the dynamic slots: record_step refuses and names the capacities; the step()
+    // after it grows and carries the same batch.
+    while (live.size() < 700) add(BodyKind::dynamic_body);
+    Status refused;
+    ASSERT_TRUE(gpu_context().submit_and_wait(
+        [&](VkCommandBuffer cmd) { refused = scene.record_step(cmd); }));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, ErrorCode::limit_exceeded);
+    EXPECT_NE(refused.error().message.find("call step()"), std::string::npos)
+        << refused.error().message;
+    check_step(scene, oracle, 41);
+    EXPECT_TRUE(scene.last_info().grown);
+}
+
 TEST_F(ProxySceneTest, HandlesFollowThePoolAndErrorsNameThem) {
     auto made = gpu::ProxyScene::create(gpu_context());
     ASSERT_TRUE(made) << made.error().message;
