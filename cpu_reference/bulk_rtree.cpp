@@ -496,8 +496,9 @@ void BulkRTree::self_pairs(std::vector<Pair>& out) const {
 
 // ---- region, point and ray queries -----------------------------------------------------------
 
-void BulkRTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
-    if (nodes_.empty() || !overlaps(region, nodes_[root()].bounds)) return;
+template <class Meets>
+void BulkRTree::collect(Meets&& meets, std::vector<std::uint32_t>& out) const {
+    if (nodes_.empty() || !meets(nodes_[root()].bounds)) return;
     std::vector<std::uint32_t> stack{root()};
     while (!stack.empty()) {
         const std::uint32_t index = stack.back();
@@ -507,37 +508,23 @@ void BulkRTree::query_box(const Box& region, std::vector<std::uint32_t>& out) co
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
             for (std::uint32_t k = node.first; k < node.first + node.count; ++k) {
-                if (overlaps(region, boxes_[k])) out.push_back(ids_[k]);
+                if (meets(boxes_[k])) out.push_back(ids_[k]);
             }
             continue;
         }
         ++stats_.nodes_visited;
         for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
-            if (overlaps(region, nodes_[c].bounds)) stack.push_back(c);
+            if (meets(nodes_[c].bounds)) stack.push_back(c);
         }
     }
 }
 
+void BulkRTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    collect([&](const Box& box) { return overlaps(region, box); }, out);
+}
+
 void BulkRTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    if (nodes_.empty() || !contains(nodes_[root()].bounds, p)) return;
-    std::vector<std::uint32_t> stack{root()};
-    while (!stack.empty()) {
-        const std::uint32_t index = stack.back();
-        stack.pop_back();
-        const Node& node = nodes_[index];
-        if (is_leaf(index)) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.count;
-            for (std::uint32_t k = node.first; k < node.first + node.count; ++k) {
-                if (contains(boxes_[k], p)) out.push_back(ids_[k]);
-            }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
-            if (contains(nodes_[c].bounds, p)) stack.push_back(c);
-        }
-    }
+    collect([&](const Box& box) { return contains(box, p); }, out);
 }
 
 std::optional<RayHit> BulkRTree::ray_cast(const Ray& ray) const {

@@ -122,6 +122,10 @@ private:
     std::uint32_t root() const { return static_cast<std::uint32_t>(nodes_.size() - 1); }
     void leaf_self_pairs(const Node& leaf, std::vector<Pair>& out) const;
     void leaf_cross_pairs(const Node& a, const Node& b, std::vector<Pair>& out) const;
+    /// The ids of the boxes meets(box) accepts, descending into the nodes whose bounds it
+    /// accepts (query_box and query_point).
+    template <class Meets>
+    void collect(Meets&& meets, std::vector<std::uint32_t>& out) const;
     Status validate_leaf_order() const;
 
     Config config_;

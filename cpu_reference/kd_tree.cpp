@@ -192,7 +192,8 @@ void KdTree::cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>& ou
 
 // ---- region, point and ray queries -----------------------------------------------------------
 
-void KdTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+template <class Meets>
+void KdTree::collect(Meets&& meets, std::vector<std::uint32_t>& out) const {
     if (nodes_.empty()) return;
     std::array<std::uint32_t, kStackSize> stack;
     std::size_t top = 0;
@@ -200,12 +201,12 @@ void KdTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const
     while (top > 0) {
         const std::uint32_t index = stack[--top];
         const Node& node = nodes_[index];
-        if (!overlaps(region, node.bounds)) continue;
+        if (!meets(node.bounds)) continue;
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.end - node.begin;
             for (std::uint32_t k = node.begin; k < node.end; ++k) {
-                if (overlaps(region, boxes_[k])) out.push_back(ids_[k]);
+                if (meets(boxes_[k])) out.push_back(ids_[k]);
             }
             continue;
         }
@@ -215,27 +216,12 @@ void KdTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const
     }
 }
 
+void KdTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    collect([&](const Box& box) { return overlaps(region, box); }, out);
+}
+
 void KdTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    if (nodes_.empty()) return;
-    std::array<std::uint32_t, kStackSize> stack;
-    std::size_t top = 0;
-    stack[top++] = 0;
-    while (top > 0) {
-        const std::uint32_t index = stack[--top];
-        const Node& node = nodes_[index];
-        if (!contains(node.bounds, p)) continue;
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.end - node.begin;
-            for (std::uint32_t k = node.begin; k < node.end; ++k) {
-                if (contains(boxes_[k], p)) out.push_back(ids_[k]);
-            }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        stack[top++] = node.right;
-        stack[top++] = index + 1;
-    }
+    collect([&](const Box& box) { return contains(box, p); }, out);
 }
 
 std::optional<RayHit> KdTree::ray_cast(const Ray& ray) const {

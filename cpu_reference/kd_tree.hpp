@@ -92,6 +92,10 @@ private:
     void leaf_self_pairs(const Node& leaf, std::vector<Pair>& out) const;
     void self_pairs_node(std::uint32_t node, std::vector<Pair>& out) const;
     void cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>& out) const;
+    /// The ids of the boxes meets(box) accepts, descending into the nodes whose bounds it
+    /// accepts (query_box and query_point).
+    template <class Meets>
+    void collect(Meets&& meets, std::vector<std::uint32_t>& out) const;
 
     Config config_;
     std::vector<Node> nodes_;

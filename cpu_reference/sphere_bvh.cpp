@@ -378,19 +378,21 @@ void SphereBvh::cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>&
 
 // ---- region, point and ray queries -----------------------------------------------------------
 
-void SphereBvh::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+template <class MeetsNode, class MeetsBox>
+void SphereBvh::collect(MeetsNode&& meets_node, MeetsBox&& meets_box,
+                        std::vector<std::uint32_t>& out) const {
     if (nodes_.empty()) return;
     std::vector<std::uint32_t> stack{0};
     while (!stack.empty()) {
         const std::uint32_t index = stack.back();
         stack.pop_back();
         const Node& node = nodes_[index];
-        if (!overlaps(bounds_[index], region) || !sphere_overlaps_box(node, region)) continue;
+        if (!meets_node(index)) continue;
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
             for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
-                if (overlaps(region, boxes_[k])) out.push_back(ids_[k]);
+                if (meets_box(boxes_[k])) out.push_back(ids_[k]);
             }
             continue;
         }
@@ -400,26 +402,20 @@ void SphereBvh::query_box(const Box& region, std::vector<std::uint32_t>& out) co
     }
 }
 
+void SphereBvh::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    collect(
+        [&](std::uint32_t index) {
+            return overlaps(bounds_[index], region) && sphere_overlaps_box(nodes_[index], region);
+        },
+        [&](const Box& box) { return overlaps(region, box); }, out);
+}
+
 void SphereBvh::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    if (nodes_.empty()) return;
-    std::vector<std::uint32_t> stack{0};
-    while (!stack.empty()) {
-        const std::uint32_t index = stack.back();
-        stack.pop_back();
-        const Node& node = nodes_[index];
-        if (!contains(bounds_[index], p) || !sphere_contains_point(node, p)) continue;
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.count;
-            for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
-                if (contains(boxes_[k], p)) out.push_back(ids_[k]);
-            }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        stack.push_back(node.right());
-        stack.push_back(index + 1);
-    }
+    collect(
+        [&](std::uint32_t index) {
+            return contains(bounds_[index], p) && sphere_contains_point(nodes_[index], p);
+        },
+        [&](const Box& box) { return contains(box, p); }, out);
 }
 
 std::optional<RayHit> SphereBvh::ray_cast(const Ray& ray) const {

@@ -134,6 +134,11 @@ private:
     std::uint32_t build_range(std::vector<Item>& items, std::uint32_t begin, std::uint32_t end,
                               std::uint32_t depth, const Box& bounds);
     bool may_overlap(std::uint32_t a, std::uint32_t b) const;
+    /// The ids of the boxes meets_box(box) accepts, descending into the nodes
+    /// meets_node(index) accepts (query_box and query_point).
+    template <class MeetsNode, class MeetsBox>
+    void collect(MeetsNode&& meets_node, MeetsBox&& meets_box,
+                 std::vector<std::uint32_t>& out) const;
     void self_pairs_node(std::uint32_t index, std::vector<Pair>& out) const;
     void cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>& out) const;
 
