@@ -218,7 +218,19 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
 
 Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
                                                 CullOrder order) {
+    auto views = cull_views(input, std::span<const Frustum>(&frustum, 1), order);
+    if (!views) return views.error();
+    return std::move(views.value().front());
+}
+
+Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<const Box> input,
+                                                                   std::span<const Frustum> frusta,
+                                                                   CullOrder order) {
     Impl& im = *impl_;
+    if (frusta.empty() || frusta.size() > kMaxCullViews)
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::cull_views takes 1 to " + std::to_string(kMaxCullViews) +
+                         " views, got " + std::to_string(frusta.size())};
     if (Status s = validate_boxes(input); !s) return s.error();
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
@@ -252,41 +264,45 @@ Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, cons
             return s.error();
     }
     const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
-    bool first = true;
-    std::uint32_t counts[2] = {0, 0};
-    while (true) {
-        CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
-        Status recorded;
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);  // make the staged upload visible to the shaders
-            im.stamps.reset(cmd, 0, kHelperQueries);
-            if (first) {
-                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
-                    return;
+    bool first = true;  // the first submission builds the tree; every view culls it
+    std::vector<std::vector<std::uint32_t>> views;
+    for (const Frustum& frustum : frusta) {
+        std::uint32_t counts[2] = {0, 0};
+        while (true) {
+            CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
+            Status recorded;
+            Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+                compute_barrier(cmd);  // make the staged upload visible to the shaders
+                im.stamps.reset(cmd, 0, kHelperQueries);
+                if (first) {
+                    if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
+                        return;
+                    compute_barrier(cmd);
+                }
+                recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
+                                  im.stamps.handle(), kBuildQueries);
                 compute_barrier(cmd);
-            }
-            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
-                              im.stamps.handle(), kBuildQueries);
-            compute_barrier(cmd);
-        });
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        im.read_times(first);
-        first = false;
-        if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
-        if (counts[1] <= im.capacity) break;
-        // Grow with headroom for the next frame (none past the device limit), and cull again.
-        const VkDeviceSize max_ids = max_range / (kDrawCommandWords * 4);
-        const auto grown = static_cast<std::uint32_t>(std::min<VkDeviceSize>(
-            counts[1] + counts[1] / 4ull, std::max<VkDeviceSize>(max_ids, counts[1])));
-        if (Status e = im.ensure_output(grown); !e) return e.error();
+            });
+            if (!s) return s.error();
+            if (!recorded) return recorded.error();
+            im.read_times(first);
+            first = false;
+            if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
+            if (counts[1] <= im.capacity) break;
+            // Grow with headroom for the next frame (none past the device limit), and cull again.
+            const VkDeviceSize max_ids = max_range / (kDrawCommandWords * 4);
+            const auto grown = static_cast<std::uint32_t>(std::min<VkDeviceSize>(
+                counts[1] + counts[1] / 4ull, std::max<VkDeviceSize>(max_ids, counts[1])));
+            if (Status e = im.ensure_output(grown); !e) return e.error();
+        }
+        std::vector<std::uint32_t> visible(counts[1]);
+        if (counts[1] > 0) {
+            if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
+                return d.error();
+        }
+        views.push_back(std::move(visible));
     }
-    std::vector<std::uint32_t> visible(counts[1]);
-    if (counts[1] > 0) {
-        if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
-            return d.error();
-    }
-    return visible;
+    return views;
 }
 
 const CullTimes& Culler::last_times() const {

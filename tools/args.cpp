@@ -457,7 +457,26 @@ CommandLine read_command_line(int argc, char** argv) {
 
     c = command("cull", "the box ids a camera sees, one per line, front to back", &run_cull);
     add_scene(*c, a)->required();
-    add_camera(*c, a, "the camera")->required();
+    c->add_option_function<std::vector<std::string>>(
+         "--camera",
+         [&a](const std::vector<std::string>& texts) {
+             if (texts.size() > 8)
+                 throw CLI::ValidationError(
+                     "--camera", "at most 8 cameras, got " + std::to_string(texts.size()));
+             a.cameras.clear();
+             for (const std::string& text : texts) {
+                 auto camera = parse_camera(text);
+                 if (!camera) throw CLI::ValidationError("--camera", camera.error().message);
+                 a.cameras.push_back(camera.value());
+             }
+             a.camera = a.cameras.front();
+         },
+         "the camera, up to 8 times: with more than one, every view is culled over one tree "
+         "and each view's ids follow a line \"view K\" (K from 0, in the order given); "
+         "eye(3),target(3),up(3),fovy_deg,aspect,near,far")
+        ->type_name("C")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->required();
     add_order(*c, a);
     c->add_option("--method", a.method, "gpu_lbvh (default), sphere_bvh or brute_force")
         ->type_name("M")

@@ -51,6 +51,7 @@ struct Args {
 
     // Culling.
     Camera camera{};              ///< valid when has("camera")
+    std::vector<Camera> cameras;  ///< cull: every --camera, in the order given (1 to 8)
     std::string order = "exact";  ///< exact or approx
 
     // Frames and moving scenes.

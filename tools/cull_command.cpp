@@ -1,6 +1,8 @@
 // `broadphase cull`: the boxes a camera sees, one id per line, front to back (exact order:
 // by distance from the eye, then id) or in the method's approximate order; gpu_lbvh
-// (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle).
+// (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle). With
+// several cameras (up to 8), each view's ids follow a line "view K"; the methods build their
+// tree once (gpu::Culler::cull_views).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -29,8 +31,12 @@ int cull_fail(const std::string& message) {
 }  // namespace
 
 int run_cull(const Args& args) {
-    auto frustum = Frustum::from_camera(args.camera);
-    if (!frustum) return cull_fail(frustum.error().message);
+    std::vector<Frustum> frusta;
+    for (const Camera& camera : args.cameras) {
+        auto frustum = Frustum::from_camera(camera);
+        if (!frustum) return cull_fail(frustum.error().message);
+        frusta.push_back(frustum.value());
+    }
     const CullOrder order = cull_order(args);
     const std::string method = args.has("method") ? args.method : "gpu_lbvh";
     if (Status s = check_gpu_options(args, method); !s) return cull_fail(s.error().message);
@@ -39,19 +45,22 @@ int run_cull(const Args& args) {
         const Error& e = scene.error();
         return cull_fail(e.message);
     }
-    std::vector<std::uint32_t> ids;
+    std::vector<std::vector<std::uint32_t>> views;
     if (method == "brute_force") {
-        ids = cull_brute_force(frustum.value(), scene->boxes);  // already exact
+        for (const Frustum& f : frusta) views.push_back(cull_brute_force(f, scene->boxes));
     } else if (method == "sphere_bvh") {
         SphereBvh bvh;
         if (Status s = bvh.build(scene->boxes); !s) return cull_fail(s.error().message);
-        bvh.cull_front_to_back(frustum.value(), ids);
-        if (order == CullOrder::exact) {
-            std::vector<std::pair<float, std::uint32_t>> keyed;
-            for (std::uint32_t id : ids)
-                keyed.push_back({point_box_distance(frustum->eye, scene->boxes[id]), id});
-            std::sort(keyed.begin(), keyed.end());
-            for (std::size_t k = 0; k < keyed.size(); ++k) ids[k] = keyed[k].second;
+        for (const Frustum& f : frusta) {
+            std::vector<std::uint32_t>& ids = views.emplace_back();
+            bvh.cull_front_to_back(f, ids);
+            if (order == CullOrder::exact) {
+                std::vector<std::pair<float, std::uint32_t>> keyed;
+                for (std::uint32_t id : ids)
+                    keyed.push_back({point_box_distance(f.eye, scene->boxes[id]), id});
+                std::sort(keyed.begin(), keyed.end());
+                for (std::size_t k = 0; k < keyed.size(); ++k) ids[k] = keyed[k].second;
+            }
         }
     } else {  // gpu_lbvh (the command line allows no other)
 #ifdef BROADPHASE_HAS_GPU
@@ -59,18 +68,21 @@ int run_cull(const Args& args) {
         if (!context) return cull_fail(context.error().message);
         auto culler = gpu::Culler::create(*context.value());
         if (!culler) return cull_fail(culler.error().message);
-        auto got = culler.value()->cull(scene->boxes, frustum.value(), order);
+        auto got = culler.value()->cull_views(scene->boxes, frusta, order);
         if (!got) return cull_fail(got.error().message);
         if (context.value()->validation_errors() > 0)
             return cull_fail(std::to_string(context.value()->validation_errors()) +
                              " Vulkan validation errors (printed above)");
-        ids = std::move(got.value());
+        views = std::move(got.value());
 #else
         return cull_fail("this build has no GPU support");
 #endif
     }
     std::string text;
-    for (std::uint32_t id : ids) text += std::to_string(id) + "\n";
+    for (std::size_t v = 0; v < views.size(); ++v) {
+        if (views.size() > 1) text += "view " + std::to_string(v) + "\n";
+        for (std::uint32_t id : views[v]) text += std::to_string(id) + "\n";
+    }
     Output out(args);
     out.write(text);
     if (Status s = out.finish(); !s) return cull_fail(s.error().message);

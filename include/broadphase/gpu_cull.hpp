@@ -59,6 +59,9 @@ inline constexpr std::uint32_t kCullQueries = 5;
 /// Exact order: by a 32-bit key of the squared distance from the eye to the box (24 significant
 /// bits, a 9-bit exponent: no overflow at any distance between float boxes and eye; equals
 /// point_box_distance's order up to rounding), ties by id.
+/// Views one Culler::cull_views call takes.
+inline constexpr std::size_t kMaxCullViews = 8;
+
 class Culler {
 public:
     static Result<std::unique_ptr<Culler>> create(Context& context,
@@ -86,6 +89,12 @@ public:
     /// output until every visible id fits), and downloads the visible ids in order.
     Result<std::vector<std::uint32_t>> cull(std::span<const Box> boxes, const Frustum& frustum,
                                             CullOrder order);
+    /// Host helper, several views of one scene (at most kMaxCullViews: a main camera, shadow
+    /// cascades, a reflection): the LBVH is built once and each view culled over it in turn;
+    /// element v holds view v's visible ids in order, as cull() would return them.
+    Result<std::vector<std::vector<std::uint32_t>>> cull_views(std::span<const Box> boxes,
+                                                               std::span<const Frustum> frusta,
+                                                               CullOrder order);
 
     /// GPU stage times of the host helper's last cull (build from its first submission, the
     /// cull stages from the last one, after any growth).

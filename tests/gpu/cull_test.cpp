@@ -210,6 +210,44 @@ TEST_F(CullTest, HostHelperGrows) {
               "");
 }
 
+// Several views over one build (Culler::cull_views): each view's ids equal the single-view
+// cull's, exact and approximate, and brute force's set (and order, when exact), including a view
+// that outgrows the output (it grows between views); 0 or more than kMaxCullViews views are
+// refused.
+TEST_F(CullTest, ViewsOverOneTreeMatchSingleViewCulls) {
+    auto scene = generate_scene("clustered", 6000);
+    ASSERT_TRUE(scene);
+    std::vector<Frustum> frusta;
+    for (const Camera& c : cameras_for(scene->boxes)) frusta.push_back(frustum_of(c));
+    ASSERT_GE(frusta.size(), 3u);
+    auto culler = make_culler();
+    auto single = make_culler();
+    ASSERT_TRUE(culler && single);
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        auto views = culler->cull_views(scene->boxes, frusta, order);
+        ASSERT_TRUE(views) << views.error().message;
+        ASSERT_EQ(views->size(), frusta.size());
+        std::size_t seen = 0;
+        for (std::size_t v = 0; v < frusta.size(); ++v) {
+            SCOPED_TRACE("view " + std::to_string(v));
+            auto one = single->cull(scene->boxes, frusta[v], order);
+            ASSERT_TRUE(one) << one.error().message;
+            EXPECT_EQ((*views)[v], one.value());
+            EXPECT_EQ(
+                compare_cull(frusta[v], scene->boxes, cull_brute_force(frusta[v], scene->boxes),
+                             (*views)[v], order == CullOrder::exact),
+                "");
+            seen += (*views)[v].size();
+        }
+        EXPECT_GT(seen, 1024u);  // the default output of 1024 ids was outgrown by some view
+    }
+    EXPECT_FALSE(culler->cull_views(scene->boxes, {}, CullOrder::exact));
+    const std::vector<Frustum> nine(gpu::kMaxCullViews + 1, frusta[0]);
+    auto refused = culler->cull_views(scene->boxes, nine, CullOrder::exact);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("1 to 8 views"), std::string::npos);
+}
+
 // Test 5: empty scene; invalid boxes rejected naming the box.
 TEST_F(CullTest, EmptyAndHostileInput) {
     auto culler = make_culler();
