@@ -1,10 +1,10 @@
 // Static AABB tree after PhysX's AABBTree / AABBPruner (PhysX SDK 3.4 Gu/SqAABBTree, as read in
-// Hakuya's notes "「Scene Queries」AABBTree —— 上", docs/references.md): top-down build splitting at
-// the mean centroid along the axis of largest centroid variance, a leaf limit (default 4), an index
-// indirection (the tree never reorders the boxes, only an index array), flattened compact runtime
-// nodes (28 bytes: bounds + one packed word), a progressive build with bounded work per step, refit
-// of dirty paths through parent indices and a dirty bitmask, removal by swap-with-last, and merging
-// of a freshly built tree into the live one.
+// Hakuya's notes "「Scene Queries」AABBTree —— 上", docs/references.md): top-down build splitting
+// at the mean centroid along the axis of largest centroid variance, a leaf limit (default 4), an
+// index indirection (the tree never reorders the boxes, only an index array), flattened compact
+// runtime nodes (28 bytes: bounds + one packed word), a progressive build with bounded work per
+// step, refit of dirty paths through parent indices and a dirty bitmask, removal by swap-with-last,
+// and merging of a freshly built tree into the live one.
 #pragma once
 
 #include <cstdint>
