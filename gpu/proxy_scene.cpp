@@ -356,22 +356,19 @@ Status ProxyScene::Impl::grow() {
 // set for the frame.
 Result<ProxyScene::Impl::Batch> ProxyScene::Impl::prepare(bool may_grow) {
     info = {};
-    if (!may_grow && needs_growth())
-        return Error{ErrorCode::limit_exceeded,
-                     "ProxyScene::record_step: the frame needs more slots or handles than the "
-                     "scene holds (" +
-                         std::to_string(capacity[kDynamic]) + " dynamic, " +
-                         std::to_string(capacity[kStatic]) + " static, " +
-                         std::to_string(handle_capacity) +
-                         " handles); growing takes a submit of its own: call step() for this "
-                         "frame, or create the scene with larger initial capacities"};
+    // A refused frame keeps its batch (and any migration) for the next step.
     migrated = migrate() || migrated;
     if (needs_growth()) {
         if (!may_grow)
             return Error{ErrorCode::limit_exceeded,
-                         "ProxyScene::record_step: migrating the fresh bodies needs more dynamic "
-                         "slots than the scene holds (" +
-                             std::to_string(capacity[kDynamic]) + "); call step() for this frame"};
+                         "ProxyScene::record_step: the frame needs more slots or handles than the "
+                         "scene holds (" +
+                             std::to_string(capacity[kDynamic]) + " dynamic, " +
+                             std::to_string(capacity[kStatic]) + " static, " +
+                             std::to_string(capacity[kFresh]) + " fresh, " +
+                             std::to_string(handle_capacity) +
+                             " handles); growing takes a submit of its own: call step() for this "
+                             "frame, or create the scene with larger initial capacities"};
         if (Status s = grow(); !s) return s.error();
     }
     if (Status s = update.ready(); !s) return s.error();
