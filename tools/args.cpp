@@ -379,48 +379,40 @@ std::string footer() {
            "input, or an error (a failed write, out of memory, a method that failed).";
 }
 
-}  // namespace
-
-CommandLine read_command_line(int argc, char** argv) {
-    Args a;
-    CLI::App app{std::string("broadphase ") + kVersion +
-                     ": overlapping pairs of axis-aligned boxes by every method, CPU and GPU, "
-                     "checked against each other; benchmarks and scenes",
-                 "broadphase"};
-    app.formatter(std::make_shared<cli::HelpFormatter>());
-    app.set_help_flag("-h,--help", "print this help and exit");
-    app.require_subcommand(1);
-    app.option_defaults()->disable_flag_override()->multi_option_policy(
-        CLI::MultiOptionPolicy::Throw);
-    app.set_version_flag("--version", version_text(), "print the version and exit");
-    app.footer("broadphase COMMAND --help lists the options of COMMAND.\n" + footer());
-
+/// The commands, each a subcommand of `app` in the "commands" group, and what runs each.
+struct Commands {
     struct Command {
         CLI::App* app;
         int (*run)(const Args&);
     };
-    std::vector<Command> commands;
-    auto command = [&](const char* name, const std::string& description, int (*run)(const Args&)) {
+    CLI::App& app;
+    std::vector<Command> list;
+
+    CLI::App* add(const char* name, const std::string& description, int (*run)(const Args&)) {
         CLI::App* c = app.add_subcommand(name, description);
         c->group("commands");
         c->footer(
             "S is a scene file or a generator NAME:COUNT[:SEED] (broadphase --help says "
             "more).");
-        commands.push_back({c, run});
+        list.push_back({c, run});
         return c;
-    };
+    }
+};
 
-    CLI::App* c = command("pairs",
-                          "print the overlapping pairs \"i j\", sorted, identical for every "
-                          "method; with --against B, the pairs \"a b\" of a box a of --scene "
-                          "and a box b of B",
-                          &run_pairs);
+void add_pairs_command(Commands& k, Args& a) {
+    CLI::App* c = k.add("pairs",
+                        "print the overlapping pairs \"i j\", sorted, identical for every "
+                        "method; with --against B, the pairs \"a b\" of a box a of --scene "
+                        "and a box b of B",
+                        &run_pairs);
     add_scene(*c, a)->required();
     add_method(*c, a)->required();
     c->add_option("--against", a.against, "set versus set: the second scene")->type_name("B");
     add_out(*c, a);
     add_gpu(*c, a);
+}
 
+void add_validate_command(Commands& k, Args& a) {
     const std::string limit = std::to_string(kBruteForceLimit);
     const std::string validate_text =
         "check every method (or those of --methods) against a reference; exits 1 on a "
@@ -431,7 +423,7 @@ CommandLine read_command_line(int argc, char** argv) {
         "names it. Without --scene: the demo scene " +
         std::string(kDemoScene) +
         ", and says so. On a terminal, standard error shows the method running";
-    c = command("validate", validate_text, &run_validate);
+    CLI::App* c = k.add("validate", validate_text, &run_validate);
     add_scene(*c, a);
     add_list(*c, "--methods", a.methods, "methods, comma-separated (default: all)", "a,b,...")
         ->check(method_check(method_names()));
@@ -442,20 +434,26 @@ CommandLine read_command_line(int argc, char** argv) {
         ->check(method_check(method_names()));
     add_out(*c, a);
     add_gpu(*c, a);
+}
 
-    c = command("query",
-                "the boxes of --scene overlapping each box of --boxes: \"q: id id ...\" per "
-                "query, ids ascending",
-                &run_query);
+void add_query_commands(Commands& k, Args& a) {
+    CLI::App* c =
+        k.add("query",
+              "the boxes of --scene overlapping each box of --boxes: \"q: id id ...\" per "
+              "query, ids ascending",
+              &run_query);
     add_query_options(*c, a, "--boxes", a.boxes, "the query boxes (a scene)", "Q");
 
-    c = command("raycast",
-                "the closest hit of each ray of --rays (lines \"ox oy oz dx dy dz tmax\"): "
-                "\"r: id t\" or \"r: -\"",
-                &run_raycast);
+    c = k.add("raycast",
+              "the closest hit of each ray of --rays (lines \"ox oy oz dx dy dz tmax\"): "
+              "\"r: id t\" or \"r: -\"",
+              &run_raycast);
     add_query_options(*c, a, "--rays", a.rays, "the rays file", "R");
+}
 
-    c = command("cull", "the box ids a camera sees, one per line, front to back", &run_cull);
+void add_cull_command(Commands& k, Args& a) {
+    CLI::App* c =
+        k.add("cull", "the box ids a camera sees, one per line, front to back", &run_cull);
     add_scene(*c, a)->required();
     c->add_option_function<std::vector<std::string>>(
          "--camera",
@@ -484,21 +482,30 @@ CommandLine read_command_line(int argc, char** argv) {
     add_out(*c, a);
     add_device(*c, a);
     add_validation(*c, a);
+}
 
-    CLI::App* events = c = command(
+/// What check_events needs of the events command once parsed.
+struct EventsCommand {
+    CLI::App* app = nullptr;
+    CLI::Option *scenes = nullptr, *script = nullptr;
+    std::vector<const CLI::Option*> scenes_only;
+};
+
+EventsCommand add_events_command(Commands& k, Args& a) {
+    EventsCommand e;
+    CLI::App* c = k.add(
         "events",
         "per frame after the first: \"frame K\", then \"+ i j\" (began) and \"- i j\" "
         "(ended), sorted; dynamic CPU structures move the changed boxes in place. The frames are "
         "scenes (--scenes) or a script of bodies (--script). On a terminal, standard error shows "
         "the frames done",
         &run_events);
-    CLI::Option* scenes =
-        c->add_option("--scenes", a.scenes,
-                      "the frames: scene files with the same box count, or one generator "
-                      "animated by --frames")
-            ->type_name("S0 S1 ...")
-            ->option_text("S0 S1 ...");
-    CLI::Option* script =
+    e.scenes = c->add_option("--scenes", a.scenes,
+                             "the frames: scene files with the same box count, or one generator "
+                             "animated by --frames")
+                   ->type_name("S0 S1 ...")
+                   ->option_text("S0 S1 ...");
+    e.script =
         c->add_option("--script", a.script,
                       "instead of --scenes, the frames of a script, one command a line: "
                       "\"frame\" starts a frame (the first line; the first frame's pairs are the "
@@ -518,40 +525,65 @@ CommandLine read_command_line(int argc, char** argv) {
                       "deterministic jitter")
             ->type_name("F")
             ->transform(integer_in(1, 100000));
-    const std::vector<const CLI::Option*> scenes_only = {frames_option, add_policy(*c, a),
-                                                         add_rebuild_ratio(*c, a, false),
-                                                         add_rebuild_ratio(*c, a, true)};
+    e.scenes_only = {frames_option, add_policy(*c, a), add_rebuild_ratio(*c, a, false),
+                     add_rebuild_ratio(*c, a, true)};
     c->add_flag("--rebuild", a.rebuild, "CPU methods: rebuild every frame instead of moving");
     c->add_flag("--verbose", a.verbose,
                 "per frame on standard error: refit/rebuild, moved boxes (--script: commands, "
                 "bodies, pairs)");
     add_out(*c, a);
     add_gpu(*c, a);
+    e.app = c;
+    return e;
+}
 
+}  // namespace
+
+CommandLine read_command_line(int argc, char** argv) {
+    Args a;
+    CLI::App app{std::string("broadphase ") + kVersion +
+                     ": overlapping pairs of axis-aligned boxes by every method, CPU and GPU, "
+                     "checked against each other; benchmarks and scenes",
+                 "broadphase"};
+    app.formatter(std::make_shared<cli::HelpFormatter>());
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.require_subcommand(1);
+    app.option_defaults()->disable_flag_override()->multi_option_policy(
+        CLI::MultiOptionPolicy::Throw);
+    app.set_version_flag("--version", version_text(), "print the version and exit");
+    app.footer("broadphase COMMAND --help lists the options of COMMAND.\n" + footer());
+
+    Commands k{app, {}};
+    add_pairs_command(k, a);
+    add_validate_command(k, a);
+    add_query_commands(k, a);
+    add_cull_command(k, a);
+    const EventsCommand events = add_events_command(k, a);
     CLI::App* bench =
-        command("bench",
-                "time the GPU LBVH's stages (timestamp queries) on --scene; or, with one mode: "
-                "--cull the frustum cull, --cpu every CPU structure over a range of sizes, "
-                "--frames F a moving scene, --rays R ray casts and region queries",
-                &run_bench);
+        k.add("bench",
+              "time the GPU LBVH's stages (timestamp queries) on --scene; or, with one mode: "
+              "--cull the frustum cull, --cpu every CPU structure over a range of sizes, "
+              "--frames F a moving scene, --rays R ray casts and region queries",
+              &run_bench);
     const std::vector<BenchMode> modes = add_bench_options(*bench, a);
 
-    c = command("scene", "write a scene as text (generators too)", &run_scene);
+    CLI::App* c = k.add("scene", "write a scene as text (generators too)", &run_scene);
     add_scene(*c, a)->required();
     add_out(*c, a);
 
-    c = command("devices", "show the Vulkan device that would be used", &run_devices);
+    c = k.add("devices", "show the Vulkan device that would be used", &run_devices);
     add_device(*c, a);
     add_validation(*c, a);
 
-    CLI::App* version = command("version", "print the version", nullptr);
-    CLI::App* help = command("help", "print this help, or a command's", nullptr);
+    CLI::App* version = k.add("version", "print the version", nullptr);
+    CLI::App* help = k.add("help", "print this help, or a command's", nullptr);
     std::string help_topic;
     help->add_option("command", help_topic, "the command whose options to print")
         ->check(one_of(
             [&] {
                 std::vector<std::string> names;
-                for (const Command& k : commands) names.push_back(k.app->get_name());
+                for (const Commands::Command& command : k.list)
+                    names.push_back(command.app->get_name());
                 return names;
             }(),
             "command"));
@@ -559,14 +591,15 @@ CommandLine read_command_line(int argc, char** argv) {
     CommandLine line;
     try {
         app.parse(argc, argv);
-        const Command* chosen = nullptr;
-        for (const Command& k : commands)
-            if (k.app->parsed()) chosen = &k;
+        const Commands::Command* chosen = nullptr;
+        for (const Commands::Command& command : k.list)
+            if (command.app->parsed()) chosen = &command;
         if (chosen->app == bench)
             check_bench(*bench, modes, a);
         else
             a.command = chosen->app->get_name();
-        if (chosen->app == events) check_events(scenes, script, scenes_only);
+        if (chosen->app == events.app)
+            check_events(events.scenes, events.script, events.scenes_only);
         for (const CLI::Option* o : chosen->app->get_options())
             if (o->count() > 0 && !o->get_lnames().empty()) a.given.insert(o->get_lnames().front());
         if (chosen->app == version) {

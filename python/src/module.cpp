@@ -671,11 +671,10 @@ namespace py = pybind11;
 using namespace broadphase;
 using namespace broadphase::python;
 
-PYBIND11_MODULE(_broadphase, m) {
-    m.doc() = "broadphase: overlapping axis-aligned boxes on the CPU and on Vulkan GPUs";
-    m.attr("__version__") = kVersion;
-    register_errors(m);
+namespace {
 
+// The module-level functions: names, find_pairs, scenes, cull.
+void bind_functions(py::module_& m) {
     m.def(
         "has_gpu", [] { return kHasGpu; }, "True when the module was built with gpu_lbvh.");
     m.def("method_names", &method_names,
@@ -710,7 +709,10 @@ PYBIND11_MODULE(_broadphase, m) {
           "from the eye then id, 'approx' in the method's near-to-far order. `camera`: a "
           "Camera, 'ex,ey,ez,tx,ty,tz,ux,uy,uz,fovy,aspect,near,far' or those 13 numbers; "
           "`method`: gpu_lbvh (the default when built), sphere_bvh or brute_force.");
+}
 
+// The Vulkan devices (empty stand-ins when built without the GPU).
+void bind_devices(py::module_& m) {
 #ifdef BROADPHASE_PYTHON_HAS_GPU
     m.def("devices", &list_devices,
           "The Vulkan devices as dicts (index, name, type, api_version); `device=` takes the "
@@ -731,7 +733,10 @@ PYBIND11_MODULE(_broadphase, m) {
         py::arg("device") = py::none());
     m.def("release_gpu", [] {});
 #endif
+}
 
+// Index: a structure built once and queried many times.
+void bind_index(py::module_& m) {
     py::class_<Index>(m, "Index",
                       "A structure built once over boxes (copied), queried many times. "
                       "`method`: any of method_names().")
@@ -756,7 +761,10 @@ PYBIND11_MODULE(_broadphase, m) {
         .def("pairs_against", &Index::pairs_against, py::arg("boxes"),
              "Every overlapping (a, b): a a row of `boxes`, b a box of the index; sorted "
              "(m, 2) uint32.");
+}
 
+// MovingScene and the Frame its step returns.
+void bind_moving_scene(py::module_& m) {
     py::class_<Frame>(m, "Frame", "One step of a MovingScene; unpacks as (began, ended).")
         .def_readonly("began", &Frame::began, "pairs overlapping now and not before, (k, 2)")
         .def_readonly("ended", &Frame::ended, "pairs overlapping before and not now, (k, 2)")
@@ -796,7 +804,10 @@ PYBIND11_MODULE(_broadphase, m) {
              "Starts over with these boxes; their pairs become the previous frame's.")
         .def("step", &MovingScene::step, py::arg("boxes"),
              "Advances one frame to these positions: a Frame (began, ended, pairs, ...).");
+}
 
+// Camera: the pinhole camera cull and frustum_planes take.
+void bind_camera(py::module_& m) {
     py::class_<Camera>(m, "Camera",
                        "A right-handed pinhole camera (Vulkan clip conventions); angles in "
                        "degrees, 0 < near < far along the view direction.")
@@ -860,4 +871,18 @@ PYBIND11_MODULE(_broadphase, m) {
                    ", near=" + py::str(py::float_(c.near)).cast<std::string>() +
                    ", far=" + py::str(py::float_(c.far)).cast<std::string>() + ")";
         });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_broadphase, m) {
+    m.doc() = "broadphase: overlapping axis-aligned boxes on the CPU and on Vulkan GPUs";
+    m.attr("__version__") = kVersion;
+    register_errors(m);
+
+    bind_functions(m);
+    bind_devices(m);
+    bind_index(m);
+    bind_moving_scene(m);
+    bind_camera(m);
 }

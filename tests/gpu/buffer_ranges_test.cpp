@@ -165,6 +165,22 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(const gpu::LbvhOptions& options = {}) {
     return lbvh ? std::move(lbvh.value()) : nullptr;
 }
 
+// Records, in one submission, a build of `lbvh` over the ranges boxes, nodes and scratch of
+// `sub` (indices 0, 1, 2), a barrier, then `next(cmd)` over the built tree; the first refusal
+// stops the recording and is returned.
+template <class Next>
+Status build_then(gpu::Lbvh& lbvh, Suballocation& sub, std::uint32_t n, Next next) {
+    Status recorded;
+    EXPECT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        recorded = lbvh.record_build(cmd, {sub.range(0), sub.range(1), sub.range(2)}, n);
+        if (!recorded) return;
+        gpu::compute_barrier(cmd);
+        recorded = next(cmd);
+    }));
+    return recorded;
+}
+
 std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
     auto r = find_pairs_cpu("brute_force", boxes);
     EXPECT_TRUE(r);
@@ -421,17 +437,11 @@ TEST_F(BufferRangeTest, BuffersSizedForAnotherCodeKindAreRefused) {
                            sizeof(TraversalStatus), gpu::traversal_work_bytes(1u << 16)});
         const auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
         sub.upload<GpuBox>(0, gpu_boxes);
-        Status recorded;
-        ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            recorded =
-                mix.recorder->record_build(cmd, {sub.range(0), sub.range(1), sub.range(2)}, n);
-            if (!recorded) return;
-            gpu::compute_barrier(cmd);
-            recorded = mix.recorder->record_pairs(
+        const Status recorded = build_then(*mix.recorder, sub, n, [&](VkCommandBuffer cmd) {
+            return mix.recorder->record_pairs(
                 cmd, {sub.range(1), n},
                 {sub.range(3), n * 5, sub.range(4), {sub.range(5), 1u << 16}});
-        }));
+        });
         EXPECT_EQ(sub.untouched(false), "");
         if (!mix.fits) {
             ASSERT_FALSE(recorded);
@@ -473,16 +483,10 @@ TEST_F(BufferRangeTest, BuildAndPairsOnSuballocatedRanges) {
         Suballocation sub({req.boxes, req.nodes, req.scratch, capacity * 8ull,
                            sizeof(TraversalStatus), gpu::traversal_work_bytes(work)});
         sub.upload<GpuBox>(0, gpu::to_gpu_boxes(scene->boxes));
-        Status recorded;
-        ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            recorded = lbvh->record_build(cmd, {sub.range(0), sub.range(1), sub.range(2)}, n);
-            if (!recorded) return;
-            gpu::compute_barrier(cmd);
-            recorded =
-                lbvh->record_pairs(cmd, {sub.range(1), n},
-                                   {sub.range(3), capacity, sub.range(4), {sub.range(5), work}});
-        }));
+        const Status recorded = build_then(*lbvh, sub, n, [&](VkCommandBuffer cmd) {
+            return lbvh->record_pairs(cmd, {sub.range(1), n},
+                                      {sub.range(3), capacity, sub.range(4), {sub.range(5), work}});
+        });
         ASSERT_TRUE(recorded) << recorded.error().message;
         EXPECT_EQ(sub.untouched(false), "");
         EXPECT_EQ(
@@ -517,15 +521,10 @@ TEST_F(BufferRangeTest, CullOnSuballocatedRanges) {
         Suballocation sub({req.boxes, req.nodes, req.scratch, (*culler)->scratch_size(n), n * 4ull,
                            n * sizeof(VkDrawIndexedIndirectCommand), 8});
         sub.upload<GpuBox>(0, gpu::to_gpu_boxes(scene->boxes));
-        Status recorded;
-        ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            recorded = lbvh->record_build(cmd, {sub.range(0), sub.range(1), sub.range(2)}, n);
-            if (!recorded) return;
-            gpu::compute_barrier(cmd);
-            recorded = (*culler)->record(cmd, {sub.range(1), n}, f, order, sub.range(3),
-                                         {sub.range(4), sub.range(5), sub.range(6), n});
-        }));
+        const Status recorded = build_then(*lbvh, sub, n, [&](VkCommandBuffer cmd) {
+            return (*culler)->record(cmd, {sub.range(1), n}, f, order, sub.range(3),
+                                     {sub.range(4), sub.range(5), sub.range(6), n});
+        });
         ASSERT_TRUE(recorded) << recorded.error().message;
         EXPECT_EQ(sub.untouched(false), "");
         const auto counts = sub.download<std::uint32_t>(6, 2);
@@ -615,20 +614,15 @@ TEST_F(BufferRangeTest, QueriesOnSuballocatedRanges) {
     const gpu::RegionQueryBuffers region_buffers{
         sub.range(kQueries), sub.range(kOffsets), sub.range(kIds),  capacity,
         sub.range(kScan),    sub.range(kCount),   sub.range(kFill), {sub.range(kWork), work}};
-    Status recorded;
-    ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+    const Status recorded = build_then(*lbvh, sub, n, [&](VkCommandBuffer cmd) -> Status {
+        if (Status s = q.record_region_count(cmd, tree, region_buffers, count); !s) return s;
+        if (Status s = q.record_region_fill(cmd, tree, region_buffers, count); !s) return s;
         gpu::compute_barrier(cmd);
-        recorded = lbvh->record_build(cmd, {sub.range(kBoxes), tree.nodes, sub.range(kScratch)}, n);
-        if (!recorded) return;
-        gpu::compute_barrier(cmd);
-        if (!(recorded = q.record_region_count(cmd, tree, region_buffers, count))) return;
-        if (!(recorded = q.record_region_fill(cmd, tree, region_buffers, count))) return;
-        gpu::compute_barrier(cmd);
-        recorded = q.record_ray_cast(
+        return q.record_ray_cast(
             cmd, tree,
             {sub.range(kRays), sub.range(kHits), sub.range(kRayStatus), {sub.range(kWork), work}},
             r);
-    }));
+    });
     ASSERT_TRUE(recorded) << recorded.error().message;
     EXPECT_EQ(sub.untouched(false), "");
     for (std::size_t k : {kCount, kFill, kRayStatus})
