@@ -268,6 +268,10 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
     impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
     impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    if (options.pair_stack > kPairStack)
+        return Error{ErrorCode::invalid_argument,
+                     "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
+                         " is above gpu_layout::kPairStack = " + std::to_string(kPairStack)};
     const bool ballot = context.info().subgroup_ballot;
     if (options.pair_append == PairAppend::subgroup && !ballot)
         return Error{ErrorCode::unsupported,
@@ -459,6 +463,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u) |
                (proxy.append ? kPairsAppend : 0u);
     pc.offset = m;
+    pc.key_word = im.options.pair_stack;  // stack entries before queueing (0: kPairStack)
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
     const BufferRange work = first_bytes(out.traversal.work, work_bytes);

@@ -19,6 +19,10 @@
 // the pass continues the status's pair counter); only the first pass counts its visits, the
 // work of the tree the refit-or-rebuild policy watches.
 //
+// Short stack: kPairStack entries (or fewer, pc.key_word); a pending subtree that finds it full
+// is handed to the work queue at once instead of being stacked, and expanded in a later round
+// (the visits and pairs are the same, only the round that finds them differs).
+//
 // Appends: with BP_SUBGROUP_APPEND (lbvh_pairs_subgroup.comp, for devices with subgroup
 // ballot), the invocations of a subgroup that append together reserve their slots with one
 // atomic: the subgroup's first active invocation adds their count, and each takes the base
@@ -143,7 +147,9 @@ void main() {
         return;
     }
 
-    uint stack[kTraversalStack];
+    // Short stack (gpu_layout.h, kPairStack): a subtree that finds it full is queued.
+    uint stack[kPairStack];
+    uint stack_limit = pc.key_word == 0u ? kPairStack : min(pc.key_word, kPairStack);
     uint top = 0u;
     bool done = false;
     for (uint step = 0u; step < kTraversalBudget; ++step) {
@@ -159,8 +165,11 @@ void main() {
                 emit(self_id, self_slot, child_link.x);
             } else if (descend == kInvalidNode) {
                 descend = child;
-            } else {
+            } else if (top < stack_limit) {
                 stack[top++] = child;
+            } else {
+                uint slot;  // expanded by another invocation next round
+                if (traversal_reserve(1u, slot)) traversal_put(slot, p, child);
             }
         }
         if (descend != kInvalidNode) {

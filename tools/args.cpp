@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "broadphase/gpu_layout.h"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "broadphase/version.hpp"
@@ -206,6 +207,15 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                    "subgroup where the device has ballot)",
                    {"automatic", "subgroup", "atomic"}, "pair append")
             ->group(kGpu);
+    CLI::Option* pair_stack =
+        c.add_option("--pair-stack", a.pair_stack,
+                     "default mode: stack entries of the all-pairs traversal before a subtree "
+                     "goes to the next round's work queue (1.." +
+                         std::to_string(gpu_layout::kPairStack) + "; default " +
+                         std::to_string(gpu_layout::kPairStack) + ")")
+            ->type_name("N")
+            ->transform(integer_in(1, gpu_layout::kPairStack))
+            ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
                                    "default mode: print one JSON object (device, scene, copy "
                                    "bandwidth, a `stages` list) instead of the table")
@@ -303,7 +313,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, pair_append, json, device, validation},
+         {scene, repeat, code, no_refine, pair_append, pair_stack, json, device, validation},
          true},
         {"--cull", cull, {scene, camera, order, repeat, device, validation}, true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},

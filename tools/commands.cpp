@@ -117,6 +117,7 @@ Result<Gpu> open_gpu(const Args& args) {
     options.pair_append = args.pair_append == "subgroup" ? gpu::PairAppend::subgroup
                           : args.pair_append == "atomic" ? gpu::PairAppend::atomic
                                                          : gpu::PairAppend::automatic;
+    options.pair_stack = args.pair_stack;
     auto lbvh = gpu::Lbvh::create(*context.value(), options);
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
@@ -430,9 +431,11 @@ int run_bench(const Args& args) {
                     info.subgroup_size);
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
-            "\"%s\", \"pair_append\": \"%s\", \"runs\": %d, \"pairs\": %zu, ",
+            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"runs\": %d, "
+            "\"pairs\": %zu, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
-            refined.c_str(), append, repeat, pair_count);
+            refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
+            repeat, pair_count);
         std::printf(
             "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, "
             "\"bytes_per_second\": %.6e}, \"stages\": [",

@@ -247,6 +247,11 @@ struct LbvhOptions {
     /// atomic per pair, on any device. Both store the same pairs (in another order before the
     /// sort) and count them exactly.
     PairAppend pair_append = PairAppend::automatic;
+    /// Entries of the all-pairs traversal's per-invocation stack used before a pending subtree
+    /// goes to the work queue for the next round (gpu_layout::kPairStack, the default, when 0;
+    /// 1 .. kPairStack). A tuning knob: the pairs and the visit count are the same for every
+    /// value; a smaller stack holds less per invocation and queues more work items.
+    std::uint32_t pair_stack = 0;
 };
 
 /// GPU time of each stage of the last host-array call, from timestamp queries (ms).

@@ -46,6 +46,13 @@ BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;
 // Traversal stack depth. A Karras tree over n < 2^32 leaves with k-bit codes is at most
 // k + 32 levels deep (each level lengthens the common prefix of (code, index) by >= 1 bit).
 BP_CONST kTraversalStack = 96u;
+// The all-pairs traversal's own stack (shaders/lbvh_pairs.glsl): a short one, 16 entries (64
+// bytes per invocation instead of kTraversalStack's 384), since a leaf's query rarely holds
+// more than a few pending subtrees. A subtree that finds it full goes to the work queue as a
+// (query, node) item, expanded in the next round ("Bounded traversal" below): the pairs and
+// the visit count are the same. LbvhOptions::pair_stack may lower the limit (push constant
+// key_word; 0 means kPairStack).
+BP_CONST kPairStack = 16u;
 // Sentinel for "no node" (the root's parent, an empty child).
 BP_CONST kInvalidNode = 0xffffffffu;
 
@@ -137,7 +144,7 @@ struct PushConstants {
     uint count;      // number of elements (boxes, keys, pairs...)
     uint capacity;   // capacity of the output buffer, where there is one
     uint shift;      // radix sort: bit offset of the digit within its key word
-    uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind
+    uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind; pairs: stack
     uint key_words;  // radix sort: words per key (1 or 2)
     uint tiles;      // number of tiles / workgroups in the whole problem
     uint offset;     // scan: element offset of this level

@@ -304,6 +304,7 @@ TEST_F(BoundedTraversalTest, ShrinkingBigBoxEndsEveryPairInAMovingScene) {
     EXPECT_TRUE(frame->ended.empty());
 }
 
+
 }  // namespace
 }  // namespace broadphase::testing
 
@@ -332,6 +333,7 @@ TEST_F(BoundedTraversalTest, IdenticalBoxesGiveEveryPairOrTheExactCount) {
         EXPECT_EQ(pairs->back(), (Pair{std::uint32_t(n - 2), std::uint32_t(n - 1)}));
     }
 }
+
 
 }  // namespace
 }  // namespace broadphase::testing
@@ -385,6 +387,58 @@ TEST_F(BoundedTraversalTest, ManyInvocationsOutOfBudgetTogether) {
         EXPECT_EQ((*cast)[r]->id, 0u) << r;
         EXPECT_EQ((*cast)[r]->t, 0.0f) << r;
     }
+}
+
+// Test 9: the all-pairs traversal's short stack (gpu_layout::kPairStack). With every stack size
+// the pairs equal brute force and the visits the CPU twin's count, on the standard scenes (the
+// degenerate ones included); with a one-entry stack, subtrees spill into the work queue, which
+// a single round leaves unfinished (it says so), while the default stack finishes the same
+// scene in one round. A stack above kPairStack is refused.
+TEST_F(BoundedTraversalTest, ShortStackSpillsIntoTheQueueWithTheSameResult) {
+    const std::uint32_t work = 1u << 15;
+    for (const char* name : {"uniform", "clustered", "degenerate", "level", "multiscale"}) {
+        SCOPED_TRACE(name);
+        auto scene = generate_scene(name, 4000);
+        ASSERT_TRUE(scene);
+        const std::vector<Box>& boxes = scene->boxes;
+        auto oracle = find_pairs_cpu("brute_force", boxes);
+        ASSERT_TRUE(oracle);
+        const std::vector<Pair>& expected = oracle.value();
+        const auto capacity = static_cast<std::uint32_t>(expected.size() + 1);
+        const std::uint64_t twin_visits =
+            lbvh::pair_traversal_work(lbvh::build_tree(boxes, lbvh::CodeKind::morton30), boxes)
+                .visits;
+        for (std::uint32_t stack : {1u, 2u, 5u, gpu_layout::kPairStack}) {
+            SCOPED_TRACE(stack);
+            gpu::LbvhOptions options;
+            options.code = gpu::CodeKind::morton30;
+            options.pair_stack = stack;
+            auto lbvh = gpu::Lbvh::create(gpu_context(), options);
+            ASSERT_TRUE(lbvh);
+            RecordedScene s;
+            record_scene(s, **lbvh, boxes, capacity, work);
+            const TraversalStatus full =
+                record_pairs(s, **lbvh, capacity, work, gpu_layout::kTraversalMaxRounds);
+            ASSERT_EQ(full.flags, 0u);
+            ASSERT_EQ(full.count, expected.size());
+            EXPECT_EQ(std::uint64_t(full.visits_hi) << 32 | full.visits_lo, twin_visits);
+            std::vector<Pair> stored(full.count);
+            ASSERT_TRUE(gpu_context().download(s.pairs, stored.data(), full.count * 8ull));
+            std::sort(stored.begin(), stored.end());
+            EXPECT_EQ(stored, expected);
+            const TraversalStatus one = record_pairs(s, **lbvh, capacity, work, 1);
+            if (stack == 1u) {
+                EXPECT_EQ(one.flags, gpu_layout::kTraversalIncomplete);
+            } else if (stack == gpu_layout::kPairStack) {
+                EXPECT_EQ(one.flags, 0u);
+            }
+        }
+    }
+    gpu::LbvhOptions too_deep;
+    too_deep.pair_stack = gpu_layout::kPairStack + 1;
+    auto refused = gpu::Lbvh::create(gpu_context(), too_deep);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("pair_stack"), std::string::npos);
 }
 
 }  // namespace
