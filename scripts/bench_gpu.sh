@@ -56,6 +56,8 @@ run pairs_10m_json "$tool" bench --scene "$m10" --repeat "$repeat" --json
 run pairs_1m_hilbert "$tool" bench --scene "$m1" --repeat "$repeat" --code hilbert30
 run pairs_1m_atomic "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append atomic
 run pairs_1m_subgroup "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append subgroup
+run pairs_1m_stack4 "$tool" bench --scene "$m1" --repeat "$repeat" --pair-stack 4
+run pairs_1m_stack8 "$tool" bench --scene "$m1" --repeat "$repeat" --pair-stack 8
 run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
 run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
 run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back
