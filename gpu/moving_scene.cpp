@@ -57,6 +57,10 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         initial.ratio = 1.0f;
         initial.work_ratio = 1.0f;
         vkCmdUpdateBuffer(cmd, status.handle(), 0, sizeof(initial), &initial);
+        // Without pairs no traversal writes these; the policy reads the previous one's work
+        // (0 visits: nothing to compare) and read_step the counts.
+        if (!options.pairs)
+            for (const Buffer& b : pair_count) fill(cmd, whole(b), 0u);
     } else {
         const std::uint32_t defaults[4] = {0, 0, rebuild_always ? 1u : 0u,
                                            std::bit_cast<std::uint32_t>(1.0f)};
@@ -107,6 +111,10 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         stamp(cmd, timed, 1);
     }
     stamp(cmd, timed, 2);
+    if (!options.pairs) {  // the tree only: the pair stages read as 0 ms
+        for (std::uint32_t q = 3; q < 6; ++q) stamp(cmd, timed, q);
+        return {};
+    }
     return record_pair_stages(cmd, first, timed, 3);
 }
 
@@ -172,8 +180,9 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
                 sizeof(current));
     const std::uint32_t previous_pairs = previous.count;
     const std::uint32_t recorded_capacity = st.pair_capacity;
-    const bool previous_incomplete = previous_pairs > recorded_capacity || previous.flags != 0;
-    const bool regrown = st.pairs > st.pair_capacity || current.flags != 0;
+    const bool previous_incomplete =
+        options.pairs && (previous_pairs > recorded_capacity || previous.flags != 0);
+    const bool regrown = options.pairs && (st.pairs > st.pair_capacity || current.flags != 0);
     if (regrown) {
         // Reads the status back again; a frame that still did not finish is an error.
         if (Status s = repair(st, current); !s) return s.error();
@@ -206,9 +215,9 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     times.path = result.path;
 
     // The lists, copied into the readback buffer in one submit: began, ended, sorted keys.
-    const VkDeviceSize began_bytes = last_first ? 0 : st.began * 8ull;
-    const VkDeviceSize ended_bytes = last_first ? 0 : st.ended * 8ull;
-    const VkDeviceSize pairs_bytes = options.return_pairs ? st.pairs * 8ull : 0;
+    const VkDeviceSize began_bytes = last_first || !options.pairs ? 0 : st.began * 8ull;
+    const VkDeviceSize ended_bytes = last_first || !options.pairs ? 0 : st.ended * 8ull;
+    const VkDeviceSize pairs_bytes = options.pairs && options.return_pairs ? st.pairs * 8ull : 0;
     const VkDeviceSize total = began_bytes + ended_bytes + pairs_bytes;
     if (total == 0) return result;
     if (Status s = ensure_host(readback, total, MemoryKind::readback); !s) return s.error();
@@ -370,6 +379,10 @@ Result<FrameResult> MovingScene::read_step() {
     if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset"};
     im.times = {};
     return im.read_step(false);
+}
+
+LbvhTree MovingScene::tree() const {
+    return {whole(impl_->nodes), impl_->n};
 }
 
 FrameBuffers MovingScene::buffers() const {

@@ -215,7 +215,9 @@ struct MovingScene::Impl {
         pc.count = static_cast<std::uint32_t>(gate.counts.size() * 3);
         pc.flags = mode;
         pc.offset = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_ratio));
-        pc.capacity = std::bit_cast<std::uint32_t>(static_cast<float>(options.rebuild_work_ratio));
+        // The work rule reads the previous frame's traversal: off when frames find no pairs.
+        const double work_ratio = options.pairs ? options.rebuild_work_ratio : 0.0;
+        pc.capacity = std::bit_cast<std::uint32_t>(static_cast<float>(work_ratio));
         pc.shift = n;
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
         policy.dispatch(cmd,
@@ -399,7 +401,8 @@ struct MovingScene::Impl {
             if (Status s = ensure(*b, 4); !s) return s;
         if (work_capacity == 0)
             work_capacity =
-                options.initial_work_capacity > 0
+                !options.pairs ? 1
+                : options.initial_work_capacity > 0
                     ? options.initial_work_capacity
                     : default_traversal_capacity(n, context->info().max_storage_buffer_range);
         if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
@@ -408,7 +411,8 @@ struct MovingScene::Impl {
         const VkDeviceSize table = kGateSlots * sizeof(VkDispatchIndirectCommand);
         if (Status s = ensure(args, table); !s) return s;
         if (Status s = ensure(args_on, table); !s) return s;
-        std::uint64_t pairs = options.initial_pair_capacity > 0
+        std::uint64_t pairs = !options.pairs ? 1
+                              : options.initial_pair_capacity > 0
                                   ? options.initial_pair_capacity
                                   : std::max<std::uint64_t>(4ull * n, 1024);
         pairs = std::min<std::uint64_t>(pairs, max_pairs());

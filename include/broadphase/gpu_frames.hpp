@@ -54,6 +54,13 @@ struct MovingSceneOptions {
     /// default, at least 65,536). It grows 4x, with a host round trip, when a frame overflows
     /// it; a small value makes frames exercise that path.
     std::uint32_t initial_work_capacity = 0;
+    /// false: the frames keep the tree only (refit, SAH cost, the GPU's refit-or-rebuild
+    /// decision, the rebuild), for callers that cull or query the moving boxes through tree()
+    /// (moving instances: record_step, then Culler::record on tree(), in one command buffer
+    /// with no host round trip). No pairs, events or pair buffers: FrameResult's lists stay
+    /// empty, pair_count 0, and the work rule of by_ratio is off (there is no traversal to
+    /// measure; the SAH rule decides alone).
+    bool pairs = true;
 };
 
 /// Which path a frame took.
@@ -166,6 +173,12 @@ public:
     /// nodes. Records nothing and returns an error when a range is too small or misaligned.
     Status record_refit(VkCommandBuffer cmd, const BufferRange& boxes, const LbvhTree& tree,
                         const BufferRange& flags) const;
+
+    /// The current tree (size() leaves): refitted or rebuilt by the last recorded frame, in a
+    /// buffer that stays the same until the next reset. For Culler::record and the LbvhQueries
+    /// recorders after record_step (make the frame's writes visible first: srcStage
+    /// COMPUTE_SHADER, srcAccess SHADER_WRITE).
+    LbvhTree tree() const;
 
     /// Stage times and path of the last reset or step.
     const FrameTimes& last_times() const;
