@@ -37,18 +37,23 @@ layout(std430, binding = 4) coherent buffer Flags {
     uint flags[];
 };
 
+// Branch-free (selects, clamped indices): the climb below is straight-line code, and llvmpipe
+// runs all of it for every SIMD vector, so each step is kept small. 1-word keys read their
+// word twice and take hi word 0.
 uvec2 key_at(int i) {
-    if (pc.key_words == 2u) return uvec2(keys[2 * i], keys[2 * i + 1]);
-    return uvec2(keys[i], 0u);
+    uint w = pc.key_words;
+    uint first = keys[w * uint(i)], last = keys[w * uint(i) + w - 1u];
+    return uvec2(first, w == 2u ? last : 0u);
 }
 
 int delta(int i, int j) {
     int n = int(pc.count);
-    if (j < 0 || j >= n) return -1;
-    uvec2 a = key_at(i), b = key_at(j);
-    if (a.y != b.y) return clz32(a.y ^ b.y);
-    if (a.x != b.x) return 32 + clz32(a.x ^ b.x);
-    return 64 + clz32(uint(i) ^ uint(j));
+    uvec2 a = key_at(i), b = key_at(clamp(j, 0, n - 1));
+    uint high = a.y ^ b.y, low = a.x ^ b.x;
+    int d = high != 0u  ? clz32(high)
+            : low != 0u ? 32 + clz32(low)
+                        : 64 + clz32(uint(i) ^ uint(j));
+    return j < 0 || j >= n ? -1 : d;
 }
 
 // One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
