@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
@@ -310,8 +311,70 @@ SortedKeys sorted_keys(std::span<const Box> boxes, CodeKind kind, bool refine) {
 std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind, bool refine) {
     if (boxes.empty()) return {};
     const SortedKeys keys = sorted_keys(boxes, kind, refine);
-    std::vector<LbvhNode> nodes = build_hierarchy(keys.codes, keys.ids);
-    compute_bounds(nodes, boxes);
+    return build_bottom_up(keys.codes, keys.ids, boxes);
+}
+
+std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_codes,
+                                      std::span<const std::uint32_t> sorted_ids,
+                                      std::span<const Box> boxes) {
+    const auto n = static_cast<std::int64_t>(sorted_codes.size());
+    if (n == 0) return {};
+    std::vector<LbvhNode> nodes(static_cast<std::size_t>(2 * n - 1), LbvhNode{});
+    const auto leaf_node = [n](std::int64_t p) { return static_cast<std::uint32_t>(n - 1 + p); };
+    const PrefixLength delta{sorted_codes};
+    // slots[s]: 0 until the first child of the node split at s arrives, then its range's far
+    // end + 1 (the shader's atomicExchange on a zeroed buffer).
+    std::vector<std::uint32_t> slots(static_cast<std::size_t>(n - 1), 0);
+    for (std::int64_t p = 0; p < n; ++p) {
+        const std::uint32_t leaf = leaf_node(p);
+        const auto pos = static_cast<std::uint32_t>(p);
+        const std::uint32_t id = sorted_ids[static_cast<std::size_t>(p)];
+        nodes[leaf].link = uvec4{id, pos, n == 1 ? kInvalidNode : 0u, pos};
+        nodes[leaf].lo = to_vec4(boxes[id].min);
+        nodes[leaf].hi = to_vec4(boxes[id].max);
+        // The node's range [l, r] and the prefix lengths it shares with its outer neighbours.
+        std::int64_t l = p, r = p;
+        int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
+        while (l != 0 || r != n - 1) {
+            // The parent extends towards the neighbour of the longer common prefix (-1 beyond
+            // the ends): to the right, split at r (this node is its left child), or to the
+            // left, split at l - 1.
+            const bool left_child = above > below;
+            const std::int64_t split = left_child ? r : l - 1;
+            const auto mine = static_cast<std::uint32_t>(left_child ? l : r);
+            const std::uint32_t other =
+                std::exchange(slots[static_cast<std::size_t>(split)], mine + 1);
+            if (other == 0) break;  // the first arrival; the sibling finishes the parent
+            if (left_child) {
+                r = other - 1;
+                above = delta(r, r + 1);
+            } else {
+                l = other - 1;
+                below = delta(l, l - 1);
+            }
+            // Karras numbering: an internal node is numbered by the end of its range at its
+            // parent's split (a left child by r, a right child by l), the root 0.
+            const std::uint32_t left =
+                l == split ? leaf_node(split) : static_cast<std::uint32_t>(split);
+            const std::uint32_t right =
+                r == split + 1 ? leaf_node(split + 1) : static_cast<std::uint32_t>(split + 1);
+            const bool root = l == 0 && r == n - 1;
+            const auto parent = static_cast<std::uint32_t>(root ? 0 : above > below ? r : l);
+            LbvhNode& nd = nodes[parent];
+            nd.link.x = left;
+            nd.link.y = right;
+            nd.link.w = static_cast<std::uint32_t>(r);
+            if (root) nd.link.z = kInvalidNode;
+            nodes[left].link.z = parent;
+            nodes[right].link.z = parent;
+            const LbvhNode& a = nodes[left];
+            const LbvhNode& c = nodes[right];
+            nd.lo = {std::min(a.lo.x, c.lo.x), std::min(a.lo.y, c.lo.y), std::min(a.lo.z, c.lo.z),
+                     0.0f};
+            nd.hi = {std::max(a.hi.x, c.hi.x), std::max(a.hi.y, c.hi.y), std::max(a.hi.z, c.hi.z),
+                     0.0f};
+        }
+    }
     return nodes;
 }
 

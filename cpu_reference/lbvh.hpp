@@ -105,6 +105,17 @@ std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_code
 /// Bottom-up bounds: leaves take their box, internal nodes the union of their children.
 void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
 
+/// The tree of build_hierarchy + compute_bounds (equal bit for bit) in one bottom-up pass, as
+/// shaders/lbvh_build.comp does it (Apetrei 2014 with Karras's node numbering): each leaf
+/// climbs; a node [l, r] is its parent's left child (split at r) when delta(r, r + 1) >
+/// delta(l - 1, l) (-1 beyond the ends), else its right child (split at l - 1); the first
+/// child to reach a split leaves its range end there and stops, the second knows the parent's
+/// whole range, numbers it (r for a left child, l for a right child, 0 for the root), writes
+/// its links and bounds and climbs on.
+std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_codes,
+                                      std::span<const std::uint32_t> sorted_ids,
+                                      std::span<const Box> boxes);
+
 /// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
 /// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
 /// Appends (min id, max id) pairs in no particular order; with `filters`, only the pairs its
@@ -117,7 +128,7 @@ void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std
 /// names the node.
 Status validate_tree(std::span<const LbvhNode> nodes, std::span<const Box> boxes);
 
-/// Builds the tree of `boxes` as the GPU does: sorted_keys, build_hierarchy, compute_bounds.
+/// Builds the tree of `boxes` as the GPU does: sorted_keys, then build_bottom_up.
 std::vector<LbvhNode> build_tree(std::span<const Box> boxes, CodeKind kind, bool refine = true);
 
 /// The `lbvh` Structure (method name "lbvh"): the pipeline above, all queries by traversal.

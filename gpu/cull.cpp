@@ -60,7 +60,7 @@ std::uint32_t groups(std::uint64_t count) {
     return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
 }
 
-constexpr std::uint32_t kBuildQueries = 6;  // Lbvh::record_build's stage boundaries
+constexpr std::uint32_t kBuildQueries = 5;  // Lbvh::record_build's stage boundaries
 constexpr std::uint32_t kHelperQueries = kBuildQueries + kCullQueries;
 
 }  // namespace
@@ -81,7 +81,7 @@ struct Culler::Impl {
     void read_times(bool build) {
         double b[kBuildQueries - 1] = {}, c[kCullQueries - 1] = {};
         if (build && stamps.spans(0, kBuildQueries - 1, b))
-            times.build = {b[0], b[1], b[2], b[3], b[4], 0};
+            times.build = {b[0], b[1], b[2], b[3], 0};
         if (!stamps.spans(kBuildQueries, kCullQueries - 1, c)) return;
         times.cull = c[0];
         times.compact = c[1];

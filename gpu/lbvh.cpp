@@ -1,5 +1,6 @@
-// GPU LBVH: scene bounds -> Morton codes -> radix sort -> Karras 2012 hierarchy ->
-// bottom-up bounds -> all-pairs traversal (shaders/*.comp, one kernel per step), recordable
+// GPU LBVH: scene bounds -> Morton codes -> radix sort -> hierarchy and bounds in one
+// bottom-up pass (Apetrei 2014, Karras 2012 numbering) -> all-pairs traversal
+// (shaders/*.comp, one kernel per step), recordable
 // into the caller's command buffer, plus host-array helpers that grow the pair buffer until
 // every pair fits.
 #include <algorithm>
@@ -25,7 +26,7 @@ static_assert(static_cast<std::uint32_t>(CodeKind::morton30) == kCodeMorton30 &&
 
 namespace {
 
-constexpr std::uint32_t kBuildQueries = 6;  // stage boundaries of a build
+constexpr std::uint32_t kBuildQueries = 5;  // stage boundaries of a build
 constexpr std::uint32_t kQueries = kBuildQueries + 1;
 
 std::uint32_t key_words(CodeKind code) {
@@ -41,7 +42,7 @@ bool refinable(CodeKind code) {
 
 // Where each array of a build lives inside the scratch buffer. Refinable kinds take room for
 // 64-bit keys (the first sort uses the first n words of keys and keys_tmp), the run starts
-// (in `flags`, free until the node bounds), the runs' centroid bounds and the refine word.
+// (in `flags`, free until the hierarchy), the runs' centroid bounds and the refine word.
 struct ScratchLayout {
     BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
     BufferRange run_bounds, refine, refine_args;
@@ -92,11 +93,13 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 bounds (24 B) only when the keys are refined, refine_codes reads the first
 //                 keys and writes 64-bit keys (4 + 8 B), and the second sort (64-bit keys) runs
 //                 only when refined.
-//   hierarchy     lbvh_hierarchy reads each sorted key, id and box, writes n - 1 internal
-//                 links (16 B) and n leaves (48 B).
-//   node bounds   lbvh_bounds: each leaf's invocation reads its link (16 B); each internal
-//                 node, completed once, reads its link and both children's bounds and takes
-//                 its flag (16 + 64 + 4 B), and writes its bounds and flag (32 + 4 B).
+//   hierarchy + bounds  lbvh_build reads each sorted key, id and box; each internal node,
+//                 completed once by its second child's invocation, takes its split's flag
+//                 and reads the first child's bounds (4 + 32 B; the second child's are in
+//                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
+//                 (48 B: link, bounds). The two-kernel build it replaced also read every
+//                 leaf's link and each internal node's link and both children (16 n + 80 (n-1)
+//                 B more) and wrote the same.
 //   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its link
 //                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
 //                 items (8 B each way, only past an invocation's budget) are not counted.
@@ -128,9 +131,8 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
         hierarchy_words = 2;
     }
     passes[2] = sort_passes;
-    t[3] = {(4ull * hierarchy_words + 4 + 32) * m, 16 * (m - 1) + 48 * m};
-    t[4] = {16 * m + 84 * (m - 1), 36 * (m - 1)};
-    t[5] = {48 * m + 112 * visits, 8 * stored_pairs};
+    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + 36 * (m - 1), 48 * (2 * m - 1) + 4 * (m - 1)};
+    t[4] = {48 * m + 112 * visits, 8 * stored_pairs};
     return t;
 }
 
@@ -141,7 +143,7 @@ struct Lbvh::Impl {
     LbvhOptions options;
     RadixSort sort;
     TraversalRounds rounds;
-    Kernel bounds, codes, code_runs, run_bounds, refine_codes, hierarchy, node_bounds, pairs;
+    Kernel bounds, codes, code_runs, run_bounds, refine_codes, build, pairs;
     Timestamps stamps;  // kQueries: the stage boundaries of the host helpers' recordings
     StageTimes times;
     // Context::Impl::dispatches_recorded at each timestamp of the last timed recording
@@ -159,7 +161,7 @@ struct Lbvh::Impl {
     // The build's kernels for this code kind and refine option (the refinement's only when it
     // runs), compiled on the first build.
     Status ready_build() const {
-        if (Status s = ready({&bounds, &codes, &hierarchy, &node_bounds}); !s) return s;
+        if (Status s = ready({&bounds, &codes, &build}); !s) return s;
         if (Status s = sort.ready_sort(); !s) return s;
         if (!refinable(options.code) || !options.refine) return {};
         if (Status s = ready({&code_runs, &run_bounds, &refine_codes}); !s) return s;
@@ -220,10 +222,10 @@ struct Lbvh::Impl {
         std::array<std::uint32_t, kQueries - 1> passes{};
         const auto traffic = stage_traffic(last_n, options.code, options.refine, refined,
                                            last_visits, last_pairs, passes);
-        const double ms[kQueries - 1] = {times.bounds,    times.codes,       times.sort,
-                                         times.hierarchy, times.node_bounds, times.pairs};
-        static constexpr const char* kNames[kQueries - 1] = {
-            "scene bounds", "codes", "sort", "hierarchy", "node bounds", "all pairs"};
+        const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
+                                         times.pairs};
+        static constexpr const char* kNames[kQueries - 1] = {"scene bounds", "codes", "sort",
+                                                             "hierarchy + bounds", "all pairs"};
         std::vector<StageReport> report;
         for (std::uint32_t k = 0; k + 1 < kQueries; ++k) {
             StageReport r;
@@ -246,8 +248,7 @@ struct Lbvh::Impl {
         times.codes = span[1];
         times.sort = span[2];
         times.hierarchy = span[3];
-        times.node_bounds = span[4];
-        if (with_pairs) times.pairs = span[5];
+        if (with_pairs) times.pairs = span[4];
     }
 };
 
@@ -266,8 +267,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->hierarchy = Kernel(context, shaders::lbvh_hierarchy, 4, "lbvh_hierarchy");
-    impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    impl->build = Kernel(context, shaders::lbvh_build, 5, "lbvh_build");
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -389,15 +389,11 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         pc.key_words = 2;
     }
     mark(3);
-    im.hierarchy.dispatch(cmd, {sorted_keys, s.values, boxes, nodes}, pc, groups(n), gate);
+    // Hierarchy and bounds in one pass; its split slots start empty (0).
+    if (n > 1) fill(cmd, s.flags, 0u);
     compute_barrier(cmd);
+    im.build.dispatch(cmd, {sorted_keys, s.values, boxes, nodes, s.flags}, pc, groups(n), gate);
     mark(4);
-    if (n > 1) {
-        fill(cmd, s.flags, 0u);
-        compute_barrier(cmd);
-        im.node_bounds.dispatch(cmd, {nodes, s.flags}, pc, groups(n), gate);
-    }
-    mark(5);
     return {};
 }
 

@@ -2,7 +2,8 @@
 // towards the root; at each internal node the first arrival stops (atomic counter) and the
 // second merges both children and goes on. No invocation ever waits for another, so there is
 // no forward-progress assumption. Precondition: flags[0, n-1) zeroed, leaves' bounds written.
-// CPU twin: lbvh::compute_bounds.
+// CPU twin: lbvh::compute_bounds. The moving scene's refit uses it (lbvh_refit.comp writes the
+// leaves); the build writes hierarchy and bounds in one pass (lbvh_build.comp).
 #version 450
 #include "common.glsl"
 

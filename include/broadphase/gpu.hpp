@@ -256,12 +256,14 @@ struct LbvhOptions {
 
 /// GPU time of each stage of the last host-array call, from timestamp queries (ms).
 struct StageTimes {
-    double bounds = 0, codes = 0, sort = 0, hierarchy = 0, node_bounds = 0, pairs = 0;
-    double total() const { return bounds + codes + sort + hierarchy + node_bounds + pairs; }
+    double bounds = 0, codes = 0, sort = 0;
+    double hierarchy = 0;  ///< the hierarchy and its node bounds (one bottom-up pass)
+    double pairs = 0;
+    double total() const { return bounds + codes + sort + hierarchy + pairs; }
 };
 
 /// One stage of the last Lbvh::find_pairs, for instruments (`broadphase bench`): "scene
-/// bounds", "codes", "sort", "hierarchy", "node bounds", "all pairs".
+/// bounds", "codes", "sort", "hierarchy + bounds", "all pairs".
 struct StageReport {
     std::string name;
     std::uint32_t dispatches = 0;  ///< compute dispatches recorded (indirect ones included)
@@ -365,7 +367,7 @@ public:
     /// available to compute-shader reads (a barrier with dstStage COMPUTE_SHADER, dstAccess
     /// SHADER_READ). Postcondition: nodes hold the tree; the last command is a compute dispatch
     /// whose writes the caller must make visible (srcStage COMPUTE_SHADER, srcAccess
-    /// SHADER_WRITE) before reading nodes. `timestamps` (optional) receives 6 timestamp queries
+    /// SHADER_WRITE) before reading nodes. `timestamps` (optional) receives 5 timestamp queries
     /// from `first_query` on (stage boundaries); pass VK_NULL_HANDLE for none. Records nothing
     /// and returns an error when a range is smaller than requirements(n) or misaligned.
     Status record_build(VkCommandBuffer cmd, const LbvhBuildBuffers& buffers, std::uint32_t n,

@@ -468,6 +468,18 @@ int tree_height(std::span<const LbvhNode> nodes, std::uint32_t n) {
     return height(0);
 }
 
+// The two trees are equal byte for byte (links and bounds, the w lanes included).
+void expect_same_bytes(const std::vector<LbvhNode>& got, const std::vector<LbvhNode>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const auto& a = got[i].link;
+        const auto& b = want[i].link;
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(LbvhNode)), 0)
+            << "node " << i << ": (" << a.x << "," << a.y << "," << a.z << "," << a.w
+            << ") expected (" << b.x << "," << b.y << "," << b.z << "," << b.w << ")";
+    }
+}
+
 // Builds a hierarchy over the given (unsorted) codes and checks it against the reference
 // radix tree and validate_tree.
 std::vector<LbvhNode> check_hierarchy(std::vector<std::uint64_t> codes) {
@@ -486,6 +498,7 @@ std::vector<LbvhNode> check_hierarchy(std::vector<std::uint64_t> codes) {
     compute_bounds(nodes, boxes);
     const Status valid = validate_tree(nodes, boxes);
     EXPECT_TRUE(valid.ok()) << valid.error().message;
+    expect_same_bytes(build_bottom_up(codes, ids, boxes), nodes);
     return nodes;
 }
 
@@ -577,6 +590,46 @@ TEST(Hierarchy, TinyTreesByHand) {
     std::vector<std::uint64_t> c0;
     EXPECT_TRUE(build_hierarchy(c0, sort_codes(c0)).empty());
     EXPECT_TRUE(validate_tree({}, {}).ok());
+}
+
+// The one-pass bottom-up build (the twin of shaders/lbvh_build.comp) equals the Karras
+// hierarchy plus bottom-up bounds byte for byte on the edge cases: 1, 2 and 3 leaves in every
+// code order, all-equal codes (ties split by index), runs of repeats, 64-bit keys whose high
+// words differ or tie (the refined 2-word keys), and the one-bit-per-level chain.
+TEST(BottomUp, EqualsHierarchyPlusBoundsOnEdgeCases) {
+    std::vector<std::vector<std::uint64_t>> cases = {{7},       {9, 2},    {2, 2},    {0, 1, 4},
+                                                     {4, 1, 0}, {1, 0, 1}, {5, 5, 5}, {0, 4, 1}};
+    for (const std::size_t n : {4u, 5u, 31u, 32u, 33u, 257u, 1000u}) {
+        cases.push_back(std::vector<std::uint64_t>(n, 0x2a));
+    }
+    std::mt19937_64 rng(15);
+    for (const std::uint64_t distinct : {1u, 2u, 3u, 7u, 64u}) {
+        std::vector<std::uint64_t> c(3000);
+        for (auto& x : c) x = rng() % distinct;
+        cases.push_back(c);
+        // 2-word keys: the first code in the high word, a second code below it.
+        for (auto& x : c) x = x << 32 | (rng() % (distinct + 1));
+        cases.push_back(c);
+    }
+    for (const int bits : {30, 63, 64}) {
+        std::vector<std::uint64_t> c(2049);
+        for (auto& x : c) x = bits == 64 ? rng() : rng() >> (64 - bits);
+        cases.push_back(c);
+    }
+    std::vector<std::uint64_t> chain = {0};
+    for (int b = 0; b < 64; ++b) chain.push_back(1ull << b);
+    cases.push_back(chain);
+    for (std::vector<std::uint64_t>& codes : cases) {
+        SCOPED_TRACE("n " + std::to_string(codes.size()));
+        const std::vector<std::uint32_t> ids = sort_codes(codes);
+        const std::vector<Box> boxes = boxes_for(codes.size(), 3);
+        std::vector<LbvhNode> want = build_hierarchy(codes, ids);
+        compute_bounds(want, boxes);
+        const std::vector<LbvhNode> got = build_bottom_up(codes, ids, boxes);
+        expect_same_bytes(got, want);
+        EXPECT_TRUE(validate_tree(got, boxes).ok());
+    }
+    EXPECT_TRUE(build_bottom_up({}, {}, {}).empty());
 }
 
 // The tree of `boxes` step by step, without refinement: Morton-30 codes, sorted, the hierarchy

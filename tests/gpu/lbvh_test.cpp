@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "broadphase/scene.hpp"
@@ -151,6 +153,66 @@ TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
             EXPECT_TRUE(lbvh::validate_tree(nodes.value(), s.boxes)) << kind;
         }
     }
+}
+
+// The one-pass build (shaders/lbvh_build.comp) on its edge cases equals the two-step twin
+// (lbvh::build_hierarchy, Karras's top-down numbering, then lbvh::compute_bounds) bit for bit
+// in the links and by float equality in the bounds: 1, 2 and 3 boxes in both orders, all boxes
+// equal (every code ties; the index splits), a few distinct positions repeated many times,
+// and scenes whose 30-bit codes are refined into 2-word keys, for every code kind.
+TEST_F(LbvhTest, OnePassBuildEqualsTwoStepTwinOnEdgeCases) {
+    std::vector<std::pair<std::string, std::vector<Box>>> scenes;
+    const Box a{{0, 0, 0}, {1, 1, 1}}, b{{5, 5, 5}, {6, 6, 6}}, c{{0, 9, 0}, {1, 10, 1}};
+    scenes.push_back({"one", {a}});
+    scenes.push_back({"two", {a, b}});
+    scenes.push_back({"two reversed", {b, a}});
+    scenes.push_back({"two equal", {a, a}});
+    scenes.push_back({"three", {c, a, b}});
+    scenes.push_back({"three equal", {b, b, b}});
+    for (std::size_t n : {33u, 300u, 4097u})
+        scenes.push_back({"equal " + std::to_string(n), std::vector<Box>(n, c)});
+    for (int distinct : {2, 3, 7}) {
+        std::vector<Box> boxes;
+        for (int i = 0; i < 6000; ++i) {
+            const float v = float((i * 7919) % distinct);
+            boxes.push_back({{v, -v, 2 * v}, {v + 0.5f, -v + 0.5f, 2 * v + 0.5f}});
+        }
+        scenes.push_back({"repeats " + std::to_string(distinct), boxes});
+    }
+    for (const char* g : {"level", "multiscale", "degenerate"}) {
+        auto scene = generate_scene(g, 6000);
+        ASSERT_TRUE(scene);
+        scenes.push_back({g, scene->boxes});
+    }
+    bool saw_refined = false;
+    for (const auto& [name, boxes] : scenes) {
+        for (gpu::CodeKind code :
+             {gpu::CodeKind::morton30, gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {
+            SCOPED_TRACE(name + " code " + std::to_string(int(code)));
+            const lbvh::SortedKeys keys = lbvh::sorted_keys(boxes, code);
+            saw_refined = saw_refined || keys.refined;
+            std::vector<LbvhNode> twin = lbvh::build_hierarchy(keys.codes, keys.ids);
+            lbvh::compute_bounds(twin, boxes);
+            auto lbvh = make_lbvh(code);
+            ASSERT_TRUE(lbvh);
+            auto nodes = lbvh->build_nodes(boxes);
+            ASSERT_TRUE(nodes) << nodes.error().message;
+            ASSERT_EQ(nodes->size(), twin.size());
+            for (std::size_t i = 0; i < twin.size(); ++i) {
+                const LbvhNode& g = (*nodes)[i];
+                const LbvhNode& e = twin[i];
+                ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
+                            g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
+                            g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z &&
+                            g.lo.w == 0.0f && g.hi.w == 0.0f)
+                    << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " "
+                    << g.link.z << " " << g.link.w << ") twin link (" << e.link.x << " " << e.link.y
+                    << " " << e.link.z << " " << e.link.w << ")";
+            }
+            EXPECT_EQ((*nodes)[0].link.z, gpu_layout::kInvalidNode);
+        }
+    }
+    EXPECT_TRUE(saw_refined);  // the 2-word keys of the refined build were exercised
 }
 
 // Adaptive codes (LbvhOptions::refine, lbvh::refine_codes): on scenes whose first codes leave
@@ -449,10 +511,9 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     auto last = lbvh->last_report();
     ASSERT_TRUE(last);
     const std::vector<gpu::StageReport>& report = last.value();
-    ASSERT_EQ(report.size(), 6u);
-    const char* names[] = {"scene bounds", "codes",       "sort",
-                           "hierarchy",    "node bounds", "all pairs"};
-    for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(report[k].name, names[k]);
+    ASSERT_EQ(report.size(), 5u);
+    const char* names[] = {"scene bounds", "codes", "sort", "hierarchy + bounds", "all pairs"};
+    for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(report[k].name, names[k]);
     const std::uint64_t n = 3000, groups = 12;
     EXPECT_EQ(report[0].dispatches, 1u);
     EXPECT_EQ(report[0].bytes_read, 32 * n + 24 * groups);
@@ -467,14 +528,22 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     // code_runs (12000, 12000) and refine_codes (12000, 24000).
     EXPECT_EQ(report[2].bytes_read, 8u * (12000 + 128 + 24128) + 24000);
     EXPECT_EQ(report[2].bytes_written, 8u * (128 + 132 + 24000) + 36000);
-    EXPECT_EQ(report[3].bytes_written, 16 * (n - 1) + 48 * n);
-    EXPECT_EQ(report[4].bytes_read, 16 * n + 84 * (n - 1));
+    // Hierarchy and bounds in one dispatch (the two-kernel build took two): 2-word keys, ids
+    // and boxes, a flag and the first child's bounds per internal node; every node written
+    // once and every flag.
+    EXPECT_EQ(report[3].dispatches, 1u);
+    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + 36 * (n - 1));
+    EXPECT_EQ(report[3].bytes_written, 48 * (2 * n - 1) + 4 * (n - 1));
+    // The whole build: one dispatch each for bounds, codes and the tree, and the sort's.
+    std::uint32_t build_dispatches = 0;
+    for (std::size_t k = 0; k < 4; ++k) build_dispatches += report[k].dispatches;
+    EXPECT_EQ(build_dispatches, 1 + 1 + (8 * 3 + 4 + 16 * 3) + 1);
     // Round 0, the 15 later rounds (indirect), and one traversal_args per round and finish.
-    EXPECT_EQ(report[5].dispatches, 2 * gpu_layout::kTraversalRounds);
+    EXPECT_EQ(report[4].dispatches, 2 * gpu_layout::kTraversalRounds);
     const auto twin = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
     const std::uint64_t visits = lbvh::pair_traversal_work(twin, scene->boxes).visits;
-    EXPECT_EQ(report[5].bytes_read, 48 * n + 112 * visits);
-    EXPECT_EQ(report[5].bytes_written, 8 * pairs->size());
+    EXPECT_EQ(report[4].bytes_read, 48 * n + 112 * visits);
+    EXPECT_EQ(report[4].bytes_written, 8 * pairs->size());
     for (const gpu::StageReport& r : report) EXPECT_EQ(r.passes != 0, r.name == "sort");
 
     // A refined scene sorts its 64-bit keys too: 8 + 16 passes.

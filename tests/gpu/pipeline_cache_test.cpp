@@ -369,9 +369,9 @@ TEST_F(PipelineCacheTest, AdoptedDeviceUsesCallersCache) {
 }
 
 // Test 7: kernels are compiled on first use, per feature, once per Context. The counts are the
-// kernels of each feature: a build of morton30 with refinement 12 (scene bounds, codes,
-// hierarchy, node bounds, sort histogram and scatter, scan local and add; the refinement's code
-// runs, run bounds, refine codes and count arguments), without it or for morton63 8; the pairs
+// kernels of each feature: a build of morton30 with refinement 11 (scene bounds, codes,
+// hierarchy with bounds, sort histogram and scatter, scan local and add; the refinement's code
+// runs, run bounds, refine codes and count arguments), without it or for morton63 7; the pairs
 // pass 2 (pairs, traversal arguments); a cull 3 more (traverse, compact, emit; the sort is
 // shared).
 TEST_F(PipelineCacheTest, KernelsCompiledLazilyPerFeature) {
@@ -386,11 +386,11 @@ TEST_F(PipelineCacheTest, KernelsCompiledLazilyPerFeature) {
     EXPECT_EQ(context->pipelines_created(), 0u);  // nothing before the first build
     auto nodes = (*lbvh)->build_nodes(small_scene());
     ASSERT_TRUE(nodes) << nodes.error().message;
-    EXPECT_EQ(context->pipelines_created(), 12u);  // the build, with refinement
+    EXPECT_EQ(context->pipelines_created(), 11u);  // the build, with refinement
     auto pairs = (*lbvh)->find_pairs(small_scene());
     ASSERT_TRUE(pairs) << pairs.error().message;
     const std::uint32_t pairs_only = context->pipelines_created();
-    EXPECT_EQ(pairs_only, 14u);  // + the pairs pass
+    EXPECT_EQ(pairs_only, 13u);  // + the pairs pass
 
     // A second Lbvh of the same options compiles nothing; neither does a culler until it culls.
     auto again = gpu::Lbvh::create(*context);
@@ -426,21 +426,21 @@ TEST_F(PipelineCacheTest, UnusedOptionsCompileNothing) {
         auto pairs = (*lbvh)->find_pairs(small_scene());
         ASSERT_TRUE(pairs) << pairs.error().message;
         EXPECT_EQ(*pairs, *find_pairs_cpu("brute_force", small_scene()));
-        EXPECT_EQ(context->pipelines_created(), 10u);  // 8 for the build, 2 for the pairs
+        EXPECT_EQ(context->pipelines_created(), 9u);  // 7 for the build, 2 for the pairs
 
         auto queries = gpu::LbvhQueries::create(*context, options);
         ASSERT_TRUE(queries);
-        EXPECT_EQ(context->pipelines_created(), 10u);
+        EXPECT_EQ(context->pipelines_created(), 9u);
         ASSERT_TRUE((*queries)->build(small_scene()));
         const std::vector<Box> regions(small_scene().begin(), small_scene().begin() + 10);
         auto hits = (*queries)->query_boxes(regions);
         ASSERT_TRUE(hits) << hits.error().message;
-        EXPECT_EQ(context->pipelines_created(), 11u);  // + lbvh_query
+        EXPECT_EQ(context->pipelines_created(), 10u);  // + lbvh_query
         EXPECT_EQ(context->validation_errors(), 0u);
     }
 }
 
-// Test 9: queries on their own: the build's 12, then the region passes' query and traversal
+// Test 9: queries on their own: the build's 11, then the region passes' query and traversal
 // arguments (the scan is the sort's), then the ray cast's one.
 TEST_F(PipelineCacheTest, QueriesCompileTheirOwn) {
     gpu::PipelineCacheOptions off;
@@ -450,14 +450,14 @@ TEST_F(PipelineCacheTest, QueriesCompileTheirOwn) {
     auto queries = gpu::LbvhQueries::create(*context);
     ASSERT_TRUE(queries);
     ASSERT_TRUE((*queries)->build(small_scene()));
-    EXPECT_EQ(context->pipelines_created(), 12u);
+    EXPECT_EQ(context->pipelines_created(), 11u);
     const std::vector<Box> regions(small_scene().begin(), small_scene().begin() + 10);
     ASSERT_TRUE((*queries)->query_boxes(regions));
-    EXPECT_EQ(context->pipelines_created(), 14u);
+    EXPECT_EQ(context->pipelines_created(), 13u);
     const Ray ray{{0.5f, 0.5f, -1}, {0, 0, 1}, 10};
     auto hits = (*queries)->ray_cast(std::span(&ray, 1));
     ASSERT_TRUE(hits) << hits.error().message;
-    EXPECT_EQ(context->pipelines_created(), 15u);
+    EXPECT_EQ(context->pipelines_created(), 14u);
     EXPECT_EQ(context->validation_errors(), 0u);
 }
 
@@ -471,8 +471,8 @@ TEST_F(PipelineCacheTest, MovingSceneSharesKernels) {
     ASSERT_TRUE(moving);
     EXPECT_EQ(context->pipelines_created(), 0u);
     ASSERT_TRUE((*moving)->reset(small_scene()));
-    // 14 of the LBVH with its pairs pass, and refit, SAH cost, policy, pair keys, difference
-    // and unpack (lbvh_bounds and the sort are the LBVH's).
+    // 13 of the LBVH with its pairs pass, and refit, refit bounds (lbvh_bounds), SAH cost,
+    // policy, pair keys, difference and unpack (the sort is the LBVH's).
     EXPECT_EQ(context->pipelines_created(), 20u);
     auto frame = (*moving)->step(small_scene());
     ASSERT_TRUE(frame) << frame.error().message;

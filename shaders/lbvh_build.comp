@@ -1,0 +1,126 @@
+// LBVH hierarchy and node bounds in one bottom-up pass: the agglomerative build of C. Apetrei,
+// "Fast and Simple Agglomerative LBVH Construction" (Computer Graphics & Visual Computing
+// 2014), producing exactly the tree and node numbering of T. Karras, "Maximizing Parallelism
+// in the Construction of BVHs, Octrees, and k-d Trees" (HPG 2012).
+//
+// One invocation per sorted position p writes leaf n-1+p (box id, p, -, p; bounds), then
+// climbs. Equal keys are made distinct by the index (delta = 64 + clz(i ^ j)), so the tree is
+// the radix tree of distinct keys: a node covering [l, r] is its parent's left child (the
+// parent splits at r) when delta(r, r+1) > delta(l-1, l), else its right child (split at
+// l-1); delta is -1 beyond the ends. Karras numbers an internal node by the end of its range
+// at its parent's split (a left child by r, a right child by l), a leaf by n-1+position, the
+// root 0. At split s each child leaves its far end (left child: l, right child: r) in flags[s]
+// by an atomic exchange; the first arrival stops, the second learns the parent's range,
+// numbers it, writes its link (left, right, -, r), both children's parent fields and the
+// union of their bounds (left first, as lbvh::compute_bounds), and climbs on. No invocation
+// waits for another, so there is no forward-progress assumption.
+// Precondition: flags[0, n-1) zeroed (slots hold far end + 1). CPU twin:
+// lbvh::build_bottom_up (equal to build_hierarchy + compute_bounds; 1-word keys are read as
+// hi word 0).
+#version 450
+#include "common.glsl"
+
+layout(local_size_x = kWorkgroupSize) in;
+layout(std430, binding = 0) readonly buffer Keys {
+    uint keys[];
+};  // sorted codes
+layout(std430, binding = 1) readonly buffer Ids {
+    uint ids[];
+};  // box id per position
+layout(std430, binding = 2) readonly buffer Boxes {
+    GpuBox boxes[];
+};
+layout(std430, binding = 3) coherent buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 4) coherent buffer Flags {
+    uint flags[];
+};
+
+// Branch-free (selects, clamped indices): the climb below is straight-line code, and llvmpipe
+// runs all of it for every SIMD vector, so each step is kept small. 1-word keys read their
+// word twice and take hi word 0.
+uvec2 key_at(int i) {
+    uint w = pc.key_words;
+    uint first = keys[w * uint(i)], last = keys[w * uint(i) + w - 1u];
+    return uvec2(first, w == 2u ? last : 0u);
+}
+
+int delta(int i, int j) {
+    int n = int(pc.count);
+    uvec2 a = key_at(i), b = key_at(clamp(j, 0, n - 1));
+    uint high = a.y ^ b.y, low = a.x ^ b.x;
+    int d = high != 0u  ? clz32(high)
+            : low != 0u ? 32 + clz32(low)
+                        : 64 + clz32(uint(i) ^ uint(j));
+    return j < 0 || j >= n ? -1 : d;
+}
+
+// One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
+// delta(r, r+1)): publish the far end at the parent's split; the second arrival completes the
+// parent and makes it the current node.
+#define CLIMB_STEP                                                                \
+    if (climbing) {                                                               \
+        bool left_child = above > below;                                          \
+        int split = left_child ? r : l - 1;                                       \
+        memoryBarrierBuffer();                                                    \
+        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u); \
+        memoryBarrierBuffer();                                                    \
+        climbing = other != 0u;                                                   \
+        if (climbing) {                                                           \
+            int end = int(other) - 1;                                             \
+            int d = delta(end, left_child ? end + 1 : end - 1);                   \
+            r = left_child ? end : r;                                             \
+            l = left_child ? l : end;                                             \
+            above = left_child ? d : above;                                       \
+            below = left_child ? below : d;                                       \
+            uint left = l == split ? n - 1u + uint(split) : uint(split);          \
+            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);      \
+            bool root = l == 0 && r == int(n) - 1;                                \
+            uint parent = root ? 0u : uint(above > below ? r : l);                \
+            uint sibling = left_child ? right : left;                             \
+            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;        \
+            lo = left_child ? min(lo, slo) : min(slo, lo);                        \
+            hi = left_child ? max(hi, shi) : max(shi, hi);                        \
+            nodes[parent].link.x = left;                                          \
+            nodes[parent].link.y = right;                                         \
+            nodes[parent].link.w = uint(r);                                       \
+            nodes[parent].lo = vec4(lo, 0.0);                                     \
+            nodes[parent].hi = vec4(hi, 0.0);                                     \
+            nodes[left].link.z = parent;                                          \
+            nodes[right].link.z = parent;                                         \
+            if (root) nodes[0].link.z = kInvalidNode;                             \
+            climbing = !root;                                                     \
+        }                                                                         \
+    }
+#define CLIMB_8 \
+    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
+
+void main() {
+    uint p = linear_thread();
+    uint n = pc.count;
+    if (p >= n) return;
+
+    // Leaf of sorted position p; its parent field is written by whoever completes the parent.
+    uint leaf = n - 1u + p;
+    uint id = ids[p];
+    vec3 lo = boxes[id].lo.xyz, hi = boxes[id].hi.xyz;
+    nodes[leaf].link.x = id;
+    nodes[leaf].link.y = p;
+    nodes[leaf].link.w = p;
+    nodes[leaf].lo = vec4(lo, 0.0);
+    nodes[leaf].hi = vec4(hi, 0.0);
+    if (n == 1u) {
+        nodes[leaf].link.z = kInvalidNode;
+        return;
+    }
+    int l = int(p), r = int(p);
+    int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
+    bool climbing = true;
+    // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
+    // makes after an atomic inside a loop (lbvh_bounds.comp; a loop of 96 steps that no
+    // invocation leaves early lost them too). A climb passes at most 96 internal nodes: each
+    // level lengthens the common prefix of the (64-bit key, 32-bit index) keys, 12 * 8 steps.
+    // The step is kept small (one delta, one sibling load) for llvmpipe's compile time.
+    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
+}
