@@ -144,6 +144,8 @@ private:
     void index_crowded(std::uint32_t node);
     void maybe_split(std::uint32_t node);
     bool owns(const Node& leaf, const Vec3& p) const;
+    template <class Leaf>
+    void for_each_leaf(const Box& region, Leaf&& leaf) const;
     bool inside_root(const Box& box) const;
     std::size_t leaves_overlapping(const Box& box) const;
 
