@@ -91,11 +91,16 @@ std::optional<LooseOctree::Cell> LooseOctree::ideal_cell(const Box& box) const {
 
 // ---- build and dynamic updates ---------------------------------------------------------------
 
-Status LooseOctree::build(std::span<const Box> boxes) {
+// Empty, as a failed build leaves the tree.
+void LooseOctree::clear() {
     nodes_.clear();
     outside_.clear();
     items_.clear();
     inside_count_ = 0;
+}
+
+Status LooseOctree::build(std::span<const Box> boxes) {
+    clear();
     if (!(config_.k > 1.0f && config_.k <= 8.0f)) return invalid("k must be in (1, 8]");
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > 31) return invalid("max_depth must be at most 31");
@@ -111,11 +116,8 @@ void LooseOctree::rebuild(std::vector<Entry> entries) {
 }
 
 void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
-    nodes_.clear();
-    outside_.clear();
-    items_.clear();
+    clear();
     items_.reserve(entries.size());
-    inside_count_ = 0;
     if (entries.empty()) return;
     // The root, robust to a few far outliers (issue 9; detail::robust_root_bounds). Boxes beyond
     // it, or too large for its loose bound (a world-wide ground slab), go to the outside list;

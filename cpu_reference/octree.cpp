@@ -79,11 +79,16 @@ std::uint32_t child_mask(const Box& box, const Vec3& mid) {
 
 // ---- build and dynamic updates ---------------------------------------------------------------
 
-Status Octree::build(std::span<const Box> boxes) {
+// Empty, as a failed build leaves the tree.
+void Octree::clear() {
     nodes_.clear();
     outside_.clear();
     items_.clear();
     inside_count_ = 0;
+}
+
+Status Octree::build(std::span<const Box> boxes) {
+    clear();
     split_references_ = 0;
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > kDepthLimit) {
@@ -101,11 +106,8 @@ void Octree::rebuild(std::vector<Entry> entries) {
 }
 
 void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
-    nodes_.clear();
-    outside_.clear();
-    items_.clear();
+    clear();
     items_.reserve(entries.size());
-    inside_count_ = 0;
     if (entries.empty()) return;
     // The root, robust to a few far outliers and world-wide boxes (issue 9;
     // detail::robust_root_bounds). The cube from its min corner is computed in double and

@@ -134,6 +134,7 @@ private:
         bool outside = false;
     };
 
+    void clear();
     void rebuild(std::vector<Entry> entries);
     void place_all(const std::vector<Entry>& entries, bool robust);
     void insert_into(std::uint32_t node, const Entry& entry);
