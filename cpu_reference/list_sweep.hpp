@@ -13,6 +13,10 @@
 // k-nearest search walks the run outwards from the query point with two cursors in the best-
 // first queue, each keyed by a lower bound of the distances it has left (Hjaltason & Samet
 // 1999, the cursors standing for nodes). Every filter is conservative: results stay exact.
+//
+// Both octrees also share here their robust root (robust_root_bounds) and their outside list:
+// the boxes the root does not take, kept in a plain list beside an id -> Item map, and the rule
+// that rebuilds the tree when that list grows.
 #pragma once
 
 #include <algorithm>
