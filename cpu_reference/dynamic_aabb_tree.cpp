@@ -231,16 +231,25 @@ std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::sp
                      });
     const std::int32_t c1 = build_top_down(boxes, items.first(mid), index);
     const std::int32_t c2 = build_top_down(boxes, items.subspan(mid), index);
-    Node& node = nodes_[index];
-    node.child1 = c1;
-    node.child2 = c2;
-    node.fat = merge(nodes_[c1].fat, nodes_[c2].fat);
-    node.height = 1 + std::max(nodes_[c1].height, nodes_[c2].height);
+    nodes_[index].child1 = c1;
+    nodes_[index].child2 = c2;
+    refit(index);
     return index;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Insert, remove, move
+
+// The child link of `parent` that points at `from` points at `to` instead; with no parent
+// (`from` was the root), `to` becomes the root. Parent links are the caller's.
+void DynamicAabbTree::relink(std::int32_t parent, std::int32_t from, std::int32_t to) {
+    if (parent == kNull) {
+        root_ = to;
+        return;
+    }
+    Node& p = nodes_[parent];
+    (p.child1 == from ? p.child1 : p.child2) = to;
+}
 
 void DynamicAabbTree::insert_leaf(std::int32_t leaf) {
     if (root_ == kNull) {
@@ -281,12 +290,7 @@ void DynamicAabbTree::insert_leaf(std::int32_t leaf) {
         p.child1 = sibling;
         p.child2 = leaf;
     }
-    if (old_parent != kNull) {
-        Node& op = nodes_[old_parent];
-        (op.child1 == sibling ? op.child1 : op.child2) = new_parent;
-    } else {
-        root_ = new_parent;
-    }
+    relink(old_parent, sibling, new_parent);
     nodes_[sibling].parent = new_parent;
     nodes_[leaf].parent = new_parent;
     refit_upwards(old_parent);
@@ -302,26 +306,26 @@ void DynamicAabbTree::remove_leaf(std::int32_t leaf) {
     const std::int32_t sibling =
         nodes_[parent].child1 == leaf ? nodes_[parent].child2 : nodes_[parent].child1;
     // The sibling takes the parent's place.
-    if (grand_parent != kNull) {
-        Node& g = nodes_[grand_parent];
-        (g.child1 == parent ? g.child1 : g.child2) = sibling;
-    } else {
-        root_ = sibling;
-    }
+    relink(grand_parent, parent, sibling);
     nodes_[sibling].parent = grand_parent;
     free_node(parent);
     nodes_[leaf].parent = kNull;
     refit_upwards(grand_parent);
 }
 
+// An internal node's fat box and height from its two children.
+void DynamicAabbTree::refit(std::int32_t index) {
+    Node& node = nodes_[index];
+    node.fat = merge(nodes_[node.child1].fat, nodes_[node.child2].fat);
+    node.height = 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height);
+}
+
 // Rotates (if enabled) and recomputes fat boxes and heights from `index` to the root.
 void DynamicAabbTree::refit_upwards(std::int32_t index) {
     while (index != kNull) {
         if (config_.rotations) index = balance(index);
-        Node& node = nodes_[index];
-        node.fat = merge(nodes_[node.child1].fat, nodes_[node.child2].fat);
-        node.height = 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height);
-        index = node.parent;
+        refit(index);
+        index = nodes_[index].parent;
     }
 }
 
@@ -341,26 +345,15 @@ std::int32_t DynamicAabbTree::balance(std::int32_t a) {
     // X takes A's place under A's parent.
     const std::int32_t parent = nodes_[a].parent;
     nodes_[x].parent = parent;
-    if (parent != kNull) {
-        Node& p = nodes_[parent];
-        (p.child1 == a ? p.child1 : p.child2) = x;
-    } else {
-        root_ = x;
-    }
+    relink(parent, a, x);
     // A replaces its child X by X's shorter child; X's children become A and the taller one.
-    {
-        Node& na = nodes_[a];
-        (na.child1 == x ? na.child1 : na.child2) = give;
-        na.parent = x;
-        nodes_[give].parent = a;
-        na.fat = merge(nodes_[na.child1].fat, nodes_[na.child2].fat);
-        na.height = 1 + std::max(nodes_[na.child1].height, nodes_[na.child2].height);
-    }
-    Node& nx = nodes_[x];
-    nx.child1 = a;
-    nx.child2 = keep;
-    nx.fat = merge(nodes_[a].fat, nodes_[keep].fat);
-    nx.height = 1 + std::max(nodes_[a].height, nodes_[keep].height);
+    relink(a, x, give);
+    nodes_[a].parent = x;
+    nodes_[give].parent = a;
+    refit(a);
+    nodes_[x].child1 = a;
+    nodes_[x].child2 = keep;
+    refit(x);
     return x;
 }
 

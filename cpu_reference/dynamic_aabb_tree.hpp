@@ -109,8 +109,10 @@ private:
     };
     std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
                                 std::int32_t parent);
+    void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
     void insert_leaf(std::int32_t leaf);
     void remove_leaf(std::int32_t leaf);
+    void refit(std::int32_t index);
     void refit_upwards(std::int32_t index);
     std::int32_t balance(std::int32_t a);
     void clear();

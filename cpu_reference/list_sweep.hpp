@@ -13,6 +13,10 @@
 // k-nearest search walks the run outwards from the query point with two cursors in the best-
 // first queue, each keyed by a lower bound of the distances it has left (Hjaltason & Samet
 // 1999, the cursors standing for nodes). Every filter is conservative: results stay exact.
+//
+// Both octrees also share here their robust root (robust_root_bounds) and their outside list:
+// the boxes the root does not take, kept in a plain list beside an id -> Item map, and the rule
+// that rebuilds the tree when that list grows.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -118,8 +123,35 @@ void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order, std::
     }
 }
 
+/// Emits every overlapping pair (a.id, b.id) of one list, a before b in it, for which
+/// accept(a, b) holds: by sort and sweep when the list is crowded, else all against all (each
+/// of the n(n-1)/2 tests counted in `box_tests`). `order` is scratch.
+template <class Entries, class Accept, class Emit>
+void list_pairs(const Entries& entries, std::vector<std::uint32_t>& order, std::uint64_t& box_tests,
+                Accept&& accept, Emit&& emit) {
+    const std::size_t n = entries.size();
+    if (n > kCrowded) {
+        sweep_list(entries, order, box_tests, accept, emit);
+        return;
+    }
+    box_tests += n * (n > 0 ? n - 1 : 0) / 2;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& a = entries[i];
+        for (std::size_t j = i + 1; j < n; ++j) {
+            const auto& b = entries[j];
+            if (overlaps(a.box, b.box) && accept(a, b)) emit(a.id, b.id);
+        }
+    }
+}
+
 inline double axis_extent(const Box& b, int axis) {
     return double(b.max[axis]) - double(b.min[axis]);
+}
+
+/// True when the closed box `outer` holds all of `inner`.
+inline bool encloses(const Box& outer, const Box& inner) {
+    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
+           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
 /// Outward rounding of a double to float, clamped to the finite range.
@@ -173,6 +205,77 @@ RootBounds robust_root_bounds(const std::vector<Entry>& entries, bool robust) {
         out.hi[a] = std::min(out.hi[a], core_hi + w);
     }
     return out;
+}
+
+// ---- the outside list --------------------------------------------------------------------------
+// Both octrees keep the boxes their root does not take in a plain list, tested linearly, next to
+// a hash map id -> Item{box, outside}; when the list outgrows kOutsideSlack plus a quarter of
+// the boxes in the tree, the whole octree is rebuilt (its new root takes most of them in).
+
+inline constexpr std::size_t kOutsideSlack = 16;
+
+/// True when an outside list of `outside` boxes beside `inside` boxes in the tree calls for a
+/// rebuild.
+inline bool outside_overflows(std::size_t outside, std::size_t inside) {
+    return outside > kOutsideSlack + inside / 4;
+}
+
+/// One entry per box, boxes[i] with id i (the ids build() gives).
+template <class Entry>
+std::vector<Entry> numbered_entries(std::span<const Box> boxes) {
+    std::vector<Entry> entries(boxes.size());
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        entries[i].box = boxes[i];
+        entries[i].id = static_cast<std::uint32_t>(i);
+    }
+    return entries;
+}
+
+/// One entry per stored box of `items` (id -> item with a `box`), ascending by id: a tree
+/// rebuilt from them does not depend on the hash map's order.
+template <class Entry, class Items>
+std::vector<Entry> entries_by_id(const Items& items) {
+    std::vector<Entry> all;
+    all.reserve(items.size());
+    for (const auto& [id, item] : items) {
+        Entry e{};
+        e.box = item.box;
+        e.id = id;
+        all.push_back(e);
+    }
+    std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
+    return all;
+}
+
+/// Position of the entry with `id` in `list`, or list.size() when there is none.
+template <class Entries>
+std::size_t position_of(const Entries& list, std::uint32_t id) {
+    return std::size_t(
+        std::find_if(list.begin(), list.end(), [id](const auto& e) { return e.id == id; }) -
+        list.begin());
+}
+
+/// Removes the entry with `id` (present) from an unordered list: the last entry takes its place.
+template <class Entry>
+void erase_by_id(std::vector<Entry>& list, std::uint32_t id) {
+    list[position_of(list, id)] = list.back();
+    list.pop_back();
+}
+
+/// The outside list's share of self_pairs: each outside box a meets the later outside boxes
+/// (one box test each), then the tree (against_tree(a)); so every pair with an outside box is
+/// found once.
+template <class Entry, class Emit, class AgainstTree>
+void outside_pairs(const std::vector<Entry>& outside, std::uint64_t& box_tests, Emit&& emit,
+                   AgainstTree&& against_tree) {
+    for (std::size_t i = 0; i < outside.size(); ++i) {
+        const Entry& a = outside[i];
+        for (std::size_t j = i + 1; j < outside.size(); ++j) {
+            ++box_tests;
+            if (overlaps(a.box, outside[j].box)) emit(a.id, outside[j].id);
+        }
+        against_tree(a);
+    }
 }
 
 /// Reorders `entries` into an index on their spread axis. The run holds the boxes no longer

@@ -14,7 +14,6 @@
 namespace broadphase {
 namespace {
 
-constexpr std::size_t kOutsideSlack = 16;
 // A crowded octant keeps its own boxes indexed on their spread axis for the queries.
 template <class Node>
 void index_crowded(Node& node) {
@@ -28,10 +27,7 @@ void index_crowded(Node& node) {
 using detail::round_down_float;
 using detail::round_up_float;
 
-bool box_inside(const Box& outer, const Box& inner) {
-    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
-           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
-}
+using detail::encloses;
 
 // Child slot of the octant at depth `depth` on the path to `ideal` (the pseudocode's child index,
 // with the precedence and masking fixed).
@@ -88,43 +84,40 @@ std::optional<LooseOctree::Cell> LooseOctree::ideal_cell(const Box& box) const {
             coord[a] = index <= 0 ? 0 : std::min(last, static_cast<std::uint32_t>(index));
         }
         const Cell cell{static_cast<std::uint32_t>(depth), coord[0], coord[1], coord[2]};
-        if (box_inside(cell_bounds(cell).second, box)) return cell;
+        if (encloses(cell_bounds(cell).second, box)) return cell;
     }
     return std::nullopt;
 }
 
 // ---- build and dynamic updates ---------------------------------------------------------------
 
-Status LooseOctree::build(std::span<const Box> boxes) {
+// Empty, as a failed build leaves the tree.
+void LooseOctree::clear() {
     nodes_.clear();
     outside_.clear();
     items_.clear();
     inside_count_ = 0;
+}
+
+Status LooseOctree::build(std::span<const Box> boxes) {
+    clear();
     if (!(config_.k > 1.0f && config_.k <= 8.0f)) return invalid("k must be in (1, 8]");
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > 31) return invalid("max_depth must be at most 31");
     if (Status s = validate_boxes(boxes); !s) return s;
-    std::vector<Entry> entries(boxes.size());
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        entries[i].box = boxes[i];
-        entries[i].id = static_cast<std::uint32_t>(i);
-    }
-    rebuild(std::move(entries));
+    rebuild(detail::numbered_entries<Entry>(boxes));
     return Status::success();
 }
 
 void LooseOctree::rebuild(std::vector<Entry> entries) {
     place_all(entries, true);
     // Trimming may leave out many boxes (too large for the trimmed root): then the whole scene.
-    if (outside_.size() > kOutsideSlack + inside_count_ / 4) place_all(entries, false);
+    if (detail::outside_overflows(outside_.size(), inside_count_)) place_all(entries, false);
 }
 
 void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
-    nodes_.clear();
-    outside_.clear();
-    items_.clear();
+    clear();
     items_.reserve(entries.size());
-    inside_count_ = 0;
     if (entries.empty()) return;
     // The root, robust to a few far outliers (issue 9; detail::robust_root_bounds). Boxes beyond
     // it, or too large for its loose bound (a world-wide ground slab), go to the outside list;
@@ -234,19 +227,8 @@ Status LooseOctree::insert(std::uint32_t id, const Box& box) {
         return Status::success();
     }
     outside_.push_back(entry);
-    if (outside_.size() > kOutsideSlack + inside_count_ / 4) {
-        std::vector<Entry> all;
-        all.reserve(items_.size());
-        for (const auto& [key, item] : items_) {
-            Entry e;
-            e.box = item.box;
-            e.id = key;
-            all.push_back(e);
-        }
-        // Ascending ids keep the rebuilt tree independent of the hash map's order.
-        std::sort(all.begin(), all.end(),
-                  [](const Entry& a, const Entry& b) { return a.id < b.id; });
-        rebuild(std::move(all));
+    if (detail::outside_overflows(outside_.size(), inside_count_)) {
+        rebuild(detail::entries_by_id<Entry>(items_));
     }
     return Status::success();
 }
@@ -254,15 +236,8 @@ Status LooseOctree::insert(std::uint32_t id, const Box& box) {
 Status LooseOctree::remove(std::uint32_t id) {
     auto it = items_.find(id);
     if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
-    const auto find = [id](const std::vector<Entry>& list) {
-        return std::size_t(
-            std::find_if(list.begin(), list.end(), [id](const Entry& e) { return e.id == id; }) -
-            list.begin());
-    };
     if (it->second.outside) {
-        const std::size_t pos = find(outside_);
-        outside_[pos] = outside_.back();
-        outside_.pop_back();
+        detail::erase_by_id(outside_, id);
     } else {
         // The box sits where insert_entry put it: the same O(1) ideal cell, the same path.
         const Cell ideal = *ideal_cell(it->second.box);
@@ -273,7 +248,7 @@ Status LooseOctree::remove(std::uint32_t id) {
             index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
         }
         Node& node = nodes_[index];
-        detail::index_erase(node.entries, node.index, find(node.entries));
+        detail::index_erase(node.entries, node.index, detail::position_of(node.entries, id));
         --inside_count_;
     }
     items_.erase(it);
@@ -339,31 +314,14 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
                                     node.loose, stats_.box_tests, emit);
                 return;
             }
-            if (home.entries.size() > detail::kCrowded) {
-                // Many boxes in one octant: sort and sweep.
-                detail::sweep_list(
-                    home.entries, order, stats_.box_tests,
-                    [](const Entry&, const Entry&) { return true; }, emit);
-                return;
-            }
-            const std::size_t n = home.entries.size();
-            stats_.box_tests += n * (n - 1) / 2;
-            for (std::size_t i = 0; i < n; ++i) {
-                for (std::size_t j = i + 1; j < n; ++j) {
-                    const Entry& a = home.entries[i];
-                    const Entry& b = home.entries[j];
-                    if (overlaps(a.box, b.box)) emit(a.id, b.id);
-                }
-            }
+            // The octant's own boxes (sorted and swept when crowded).
+            detail::list_pairs(
+                home.entries, order, stats_.box_tests,
+                [](const Entry&, const Entry&) { return true; }, emit);
         });
     }
     // Outside boxes: against the later outside boxes and the whole tree.
-    for (std::size_t i = 0; i < outside_.size(); ++i) {
-        const Entry& a = outside_[i];
-        for (std::size_t j = i + 1; j < outside_.size(); ++j) {
-            ++stats_.box_tests;
-            if (overlaps(a.box, outside_[j].box)) emit(a.id, outside_[j].id);
-        }
+    detail::outside_pairs(outside_, stats_.box_tests, emit, [&](const Entry& a) {
         descend(a.box, stack, [&](const Node& node) {
             ++stats_.leaves_visited;
             const int axis = node.index.active() ? node.index.axis : 0;
@@ -372,7 +330,7 @@ void LooseOctree::self_pairs(std::vector<Pair>& out) const {
                                          if (overlaps(a.box, b.box)) emit(a.id, b.id);
                                      });
         });
-    }
+    });
 }
 
 void LooseOctree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
@@ -479,7 +437,7 @@ Status LooseOctree::validate() const {
                                 2 * node.cell.y + ((c >> 1) & 1u),
                                 2 * node.cell.z + ((c >> 2) & 1u)};
                 if (!(child.cell == want)) return broken(where + " child has the wrong cell");
-                if (!box_inside(node.loose, child.loose)) {
+                if (!encloses(node.loose, child.loose)) {
                     return broken(where + " child's loose bound sticks out");
                 }
                 count += child.subtree_count;
@@ -502,7 +460,7 @@ Status LooseOctree::validate() const {
             if (!node.is_leaf() && e.ideal.depth != node.cell.depth) {
                 return broken(where + " has children but keeps a deeper box", e.id);
             }
-            if (!box_inside(node.loose, e.box)) {
+            if (!encloses(node.loose, e.box)) {
                 return broken(where + " holds a box outside its loose bound", e.id);
             }
             // Centre in the strict cell (in double, as placed).

@@ -146,6 +146,7 @@ private:
         bool outside = false;
     };
 
+    void clear();
     void rebuild(std::vector<Entry> entries);
     void place_all(const std::vector<Entry>& entries, bool robust);
     std::uint32_t find_node(const Cell& ideal) const;

@@ -15,7 +15,6 @@
 namespace broadphase {
 namespace {
 
-constexpr std::size_t kOutsideSlack = 16;
 constexpr std::uint32_t kDepthLimit = 300;
 /// split_plan: the leaf stays; or it splits and its boxes spread over several children (0-7:
 /// every box not covering the cell goes to that child).
@@ -35,8 +34,6 @@ Vec3 centre_of(const Box& cell) {
     return m;
 }
 
-// True when the box covers the whole cell: such a box is in every leaf below, never separated
-// by a split, so it does not count towards splitting.
 Box intersection(const Box& a, const Box& b) {
     Box r;
     for (int i = 0; i < 3; ++i) {
@@ -46,9 +43,10 @@ Box intersection(const Box& a, const Box& b) {
     return r;
 }
 
+// True when the box covers the whole cell: such a box is in every leaf below, never separated
+// by a split, so it does not count towards splitting.
 bool covers(const Box& box, const Box& cell) {
-    return box.min.x <= cell.min.x && box.min.y <= cell.min.y && box.min.z <= cell.min.z &&
-           cell.max.x <= box.max.x && cell.max.y <= box.max.y && cell.max.z <= box.max.z;
+    return detail::encloses(box, cell);
 }
 
 Box child_cell(const Box& cell, const Vec3& mid, std::uint32_t c) {
@@ -59,11 +57,6 @@ Box child_cell(const Box& cell, const Vec3& mid, std::uint32_t c) {
         b.max[a] = upper ? cell.max[a] : mid[a];
     }
     return b;
-}
-
-bool box_inside(const Box& outer, const Box& inner) {
-    return outer.min.x <= inner.min.x && outer.min.y <= inner.min.y && outer.min.z <= inner.min.z &&
-           inner.max.x <= outer.max.x && inner.max.y <= outer.max.y && inner.max.z <= outer.max.z;
 }
 
 // Mask of the children (bit c) whose closed cells a box overlapping `cell` overlaps.
@@ -86,37 +79,35 @@ std::uint32_t child_mask(const Box& box, const Vec3& mid) {
 
 // ---- build and dynamic updates ---------------------------------------------------------------
 
-Status Octree::build(std::span<const Box> boxes) {
+// Empty, as a failed build leaves the tree.
+void Octree::clear() {
     nodes_.clear();
     outside_.clear();
     items_.clear();
     inside_count_ = 0;
+}
+
+Status Octree::build(std::span<const Box> boxes) {
+    clear();
     split_references_ = 0;
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > kDepthLimit) {
         return invalid("max_depth must be at most " + std::to_string(kDepthLimit));
     }
     if (Status s = validate_boxes(boxes); !s) return s;
-    std::vector<Entry> entries(boxes.size());
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        entries[i] = Entry{boxes[i], static_cast<std::uint32_t>(i)};
-    }
-    rebuild(std::move(entries));
+    rebuild(detail::numbered_entries<Entry>(boxes));
     return Status::success();
 }
 
 void Octree::rebuild(std::vector<Entry> entries) {
     place_all(entries, true);
     // Trimming may leave out many boxes (large against the core): then the whole scene.
-    if (outside_.size() > kOutsideSlack + inside_count_ / 4) place_all(entries, false);
+    if (detail::outside_overflows(outside_.size(), inside_count_)) place_all(entries, false);
 }
 
 void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
-    nodes_.clear();
-    outside_.clear();
-    items_.clear();
+    clear();
     items_.reserve(entries.size());
-    inside_count_ = 0;
     if (entries.empty()) return;
     // The root, robust to a few far outliers and world-wide boxes (issue 9;
     // detail::robust_root_bounds). The cube from its min corner is computed in double and
@@ -140,7 +131,7 @@ void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
     std::vector<Entry>& at_root = nodes_[0].entries;
     at_root.reserve(n);
     for (const Entry& e : entries) {
-        const bool inside = box_inside(root, e.box);
+        const bool inside = detail::encloses(root, e.box);
         items_.emplace(e.id, Item{e.box, !inside});
         (inside ? at_root : outside_).push_back(e);
     }
@@ -149,7 +140,7 @@ void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
 }
 
 bool Octree::inside_root(const Box& box) const {
-    return !nodes_.empty() && box_inside(nodes_[0].cell, box);
+    return !nodes_.empty() && detail::encloses(nodes_[0].cell, box);
 }
 
 bool Octree::cell_splits(const Node& node) const {
@@ -326,11 +317,8 @@ void Octree::insert_into(std::uint32_t index, const Entry& entry) {
 void Octree::remove_from(std::uint32_t index, std::uint32_t id, const Box& box) {
     Node& node = nodes_[index];
     if (node.is_leaf()) {
-        auto it = std::find_if(node.entries.begin(), node.entries.end(),
-                               [id](const Entry& e) { return e.id == id; });
-        if (it != node.entries.end()) {
-            detail::index_erase(node.entries, node.index, std::size_t(it - node.entries.begin()));
-        }
+        const std::size_t pos = detail::position_of(node.entries, id);
+        if (pos != node.entries.size()) detail::index_erase(node.entries, node.index, pos);
         return;
     }
     const std::uint32_t first = node.first_child;
@@ -352,14 +340,8 @@ Status Octree::insert(std::uint32_t id, const Box& box) {
     }
     items_.emplace(id, Item{box, true});
     outside_.push_back(entry);
-    if (outside_.size() > kOutsideSlack + inside_count_ / 4) {
-        std::vector<Entry> all;
-        all.reserve(items_.size());
-        for (const auto& [key, item] : items_) all.push_back(Entry{item.box, key});
-        // Ascending ids keep the rebuilt tree independent of the hash map's order.
-        std::sort(all.begin(), all.end(),
-                  [](const Entry& a, const Entry& b) { return a.id < b.id; });
-        rebuild(std::move(all));
+    if (detail::outside_overflows(outside_.size(), inside_count_)) {
+        rebuild(detail::entries_by_id<Entry>(items_));
     }
     return Status::success();
 }
@@ -368,10 +350,7 @@ Status Octree::remove(std::uint32_t id) {
     auto it = items_.find(id);
     if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
     if (it->second.outside) {
-        auto pos = std::find_if(outside_.begin(), outside_.end(),
-                                [id](const Entry& e) { return e.id == id; });
-        *pos = outside_.back();
-        outside_.pop_back();
+        detail::erase_by_id(outside_, id);
     } else {
         remove_from(0, id, it->second.box);
         --inside_count_;
@@ -398,79 +377,10 @@ bool Octree::owns(const Node& leaf, const Vec3& p) const {
     return true;
 }
 
-void Octree::self_pairs(std::vector<Pair>& out) const {
-    const auto emit = [this, &out](std::uint32_t a, std::uint32_t b) { report_pair(out, a, b); };
-    std::vector<std::uint32_t> order;
-    for (const Node& node : nodes_) {
-        if (!node.is_leaf()) {
-            ++stats_.nodes_visited;
-            continue;
-        }
-        ++stats_.leaves_visited;
-        const std::size_t n = node.entries.size();
-        if (n > detail::kCrowded) {
-            // A leaf with many references (boxes long against the cell stop the splitting,
-            // see maybe_split) is paired by sort and sweep, not all against all.
-            detail::sweep_list(
-                node.entries, order, stats_.box_tests,
-                [&](const Entry& a, const Entry& b) {
-                    return owns(node, max_corner(a.box.min, b.box.min));
-                },
-                emit);
-            continue;
-        }
-        stats_.box_tests += n * (n > 0 ? n - 1 : 0) / 2;
-        for (std::size_t i = 0; i < n; ++i) {
-            const Entry& a = node.entries[i];
-            for (std::size_t j = i + 1; j < n; ++j) {
-                const Entry& b = node.entries[j];
-                if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
-                    emit(a.id, b.id);
-                }
-            }
-        }
-    }
-    // Outside boxes are in no leaf: each meets the later outside boxes and the tree once.
-    std::vector<std::uint32_t> hits;
-    for (std::size_t i = 0; i < outside_.size(); ++i) {
-        const Entry& a = outside_[i];
-        for (std::size_t j = i + 1; j < outside_.size(); ++j) {
-            ++stats_.box_tests;
-            if (overlaps(a.box, outside_[j].box)) emit(a.id, outside_[j].id);
-        }
-        hits.clear();
-        if (!nodes_.empty() && overlaps(a.box, nodes_[0].cell)) {
-            // Tree part of query_box only (the outside list is handled above).
-            std::vector<std::uint32_t> stack = {0};
-            while (!stack.empty()) {
-                const Node& node = nodes_[stack.back()];
-                stack.pop_back();
-                if (!node.is_leaf()) {
-                    ++stats_.nodes_visited;
-                    for (std::uint32_t c = 0; c < 8; ++c) {
-                        if (overlaps(a.box, nodes_[node.first_child + c].cell)) {
-                            stack.push_back(node.first_child + c);
-                        }
-                    }
-                    continue;
-                }
-                ++stats_.leaves_visited;
-                stats_.box_tests += node.entries.size();
-                for (const Entry& b : node.entries) {
-                    if (overlaps(a.box, b.box) && owns(node, max_corner(a.box.min, b.box.min))) {
-                        emit(a.id, b.id);
-                    }
-                }
-            }
-        }
-    }
-}
-
-void Octree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
-    stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) {
-        if (overlaps(region, e.box)) out.push_back(e.id);
-    }
+// Calls leaf(node) for every leaf whose cell overlaps `region`, counting the internal nodes
+// entered and the leaves visited.
+template <class Leaf>
+void Octree::for_each_leaf(const Box& region, Leaf&& leaf) const {
     if (nodes_.empty() || !overlaps(region, nodes_[0].cell)) return;
     std::vector<std::uint32_t> stack = {0};
     while (!stack.empty()) {
@@ -486,16 +396,57 @@ void Octree::query_box(const Box& region, std::vector<std::uint32_t>& out) const
             continue;
         }
         ++stats_.leaves_visited;
-        const int axis = node.index.active() ? node.index.axis : 0;
+        leaf(node);
+    }
+}
+
+void Octree::self_pairs(std::vector<Pair>& out) const {
+    const auto emit = [this, &out](std::uint32_t a, std::uint32_t b) { report_pair(out, a, b); };
+    std::vector<std::uint32_t> order;
+    for (const Node& node : nodes_) {
+        if (!node.is_leaf()) {
+            ++stats_.nodes_visited;
+            continue;
+        }
+        ++stats_.leaves_visited;
+        // A leaf with many references (boxes long against the cell stop the splitting, see
+        // maybe_split) is paired by sort and sweep, not all against all.
+        detail::list_pairs(
+            node.entries, order, stats_.box_tests,
+            [&](const Entry& a, const Entry& b) {
+                return owns(node, max_corner(a.box.min, b.box.min));
+            },
+            emit);
+    }
+    // Outside boxes are in no leaf: each meets the later outside boxes and the tree once.
+    detail::outside_pairs(outside_, stats_.box_tests, emit, [&](const Entry& a) {
+        for_each_leaf(a.box, [&](const Node& leaf) {
+            stats_.box_tests += leaf.entries.size();
+            for (const Entry& b : leaf.entries) {
+                if (overlaps(a.box, b.box) && owns(leaf, max_corner(a.box.min, b.box.min))) {
+                    emit(a.id, b.id);
+                }
+            }
+        });
+    });
+}
+
+void Octree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    stats_.box_tests += outside_.size();
+    for (const Entry& e : outside_) {
+        if (overlaps(region, e.box)) out.push_back(e.id);
+    }
+    for_each_leaf(region, [&](const Node& leaf) {
+        const int axis = leaf.index.active() ? leaf.index.axis : 0;
         detail::for_each_meeting(
-            node.entries, node.index, region.min[axis], region.max[axis], stats_.box_tests,
+            leaf.entries, leaf.index, region.min[axis], region.max[axis], stats_.box_tests,
             [&](const Entry& e) {
                 // max(region.min, box.min) lies in both: report from its owner leaf only.
-                if (overlaps(region, e.box) && owns(node, max_corner(region.min, e.box.min))) {
+                if (overlaps(region, e.box) && owns(leaf, max_corner(region.min, e.box.min))) {
                     out.push_back(e.id);
                 }
             });
-    }
+    });
 }
 
 void Octree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {

@@ -134,6 +134,7 @@ private:
         bool outside = false;
     };
 
+    void clear();
     void rebuild(std::vector<Entry> entries);
     void place_all(const std::vector<Entry>& entries, bool robust);
     void insert_into(std::uint32_t node, const Entry& entry);
@@ -144,6 +145,8 @@ private:
     void index_crowded(std::uint32_t node);
     void maybe_split(std::uint32_t node);
     bool owns(const Node& leaf, const Vec3& p) const;
+    template <class Leaf>
+    void for_each_leaf(const Box& region, Leaf&& leaf) const;
     bool inside_root(const Box& box) const;
     std::size_t leaves_overlapping(const Box& box) const;
 

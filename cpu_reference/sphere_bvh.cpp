@@ -515,7 +515,9 @@ Status SphereBvh::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& o
 
 // ---- front to back ---------------------------------------------------------------------------
 
-void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) const {
+template <class Outside, class Visible>
+void SphereBvh::walk_front_to_back(const Vec3& eye, Outside&& outside, Visible&& visible,
+                                   std::vector<std::uint32_t>& out) const {
     if (nodes_.empty()) return;
     std::vector<std::uint32_t> stack{0};
     std::vector<std::pair<float, std::uint32_t>> leaf;  // (distance, id)
@@ -523,12 +525,14 @@ void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) 
         const std::uint32_t index = stack.back();
         stack.pop_back();
         const Node& node = nodes_[index];
+        if (outside(node)) continue;
         if (node.is_leaf()) {
             ++stats_.leaves_visited;
             stats_.box_tests += node.count;
             leaf.clear();
             for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
-                leaf.push_back({point_box_distance(eye, boxes_[k]), ids_[k]});
+                if (visible(boxes_[k]))
+                    leaf.push_back({point_box_distance(eye, boxes_[k]), ids_[k]});
             }
             std::sort(leaf.begin(), leaf.end());
             for (const auto& entry : leaf) out.push_back(entry.second);
@@ -543,8 +547,12 @@ void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) 
     }
 }
 
+void SphereBvh::front_to_back(const Vec3& eye, std::vector<std::uint32_t>& out) const {
+    walk_front_to_back(
+        eye, [](const Node&) { return false; }, [](const Box&) { return true; }, out);
+}
+
 void SphereBvh::cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>& out) const {
-    if (nodes_.empty()) return;
     // A sphere is outside plane (n, d) when dot(n, c) + d < -r; the slack covers |n| != 1 in
     // float and the rounding of the boxes' own float margins.
     auto sphere_outside = [&](const Node& node) {
@@ -560,31 +568,8 @@ void SphereBvh::cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>&
         }
         return false;
     };
-    std::vector<std::uint32_t> stack{0};
-    std::vector<std::pair<float, std::uint32_t>> leaf;  // (distance, id)
-    while (!stack.empty()) {
-        const std::uint32_t index = stack.back();
-        stack.pop_back();
-        const Node& node = nodes_[index];
-        if (sphere_outside(node)) continue;
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.count;
-            leaf.clear();
-            for (std::uint32_t k = node.first(); k < node.first() + node.count; ++k) {
-                if (frustum_may_see(f, boxes_[k]))
-                    leaf.push_back({point_box_distance(f.eye, boxes_[k]), ids_[k]});
-            }
-            std::sort(leaf.begin(), leaf.end());
-            for (const auto& entry : leaf) out.push_back(entry.second);
-            continue;
-        }
-        ++stats_.nodes_visited;
-        const int axis = static_cast<int>(node.axis());
-        const bool left_first = f.eye[axis] < node.center[axis];
-        stack.push_back(left_first ? node.right() : index + 1);
-        stack.push_back(left_first ? index + 1 : node.right());
-    }
+    walk_front_to_back(
+        f.eye, sphere_outside, [&](const Box& box) { return frustum_may_see(f, box); }, out);
 }
 
 // ---- validate --------------------------------------------------------------------------------

@@ -139,6 +139,11 @@ private:
     template <class MeetsNode, class MeetsBox>
     void collect(MeetsNode&& meets_node, MeetsBox&& meets_box,
                  std::vector<std::uint32_t>& out) const;
+    /// The front_to_back traversal from `eye`, skipping the subtrees of the nodes
+    /// outside(node) rejects and the leaf boxes visible(box) rejects.
+    template <class Outside, class Visible>
+    void walk_front_to_back(const Vec3& eye, Outside&& outside, Visible&& visible,
+                            std::vector<std::uint32_t>& out) const;
     void self_pairs_node(std::uint32_t index, std::vector<Pair>& out) const;
     void cross_pairs(std::uint32_t a, std::uint32_t b, std::vector<Pair>& out) const;
 

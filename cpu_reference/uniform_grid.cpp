@@ -39,6 +39,22 @@ CellCoord max_coord(const CellCoord& a, const CellCoord& b) {
     return {std::max(a[0], b[0]), std::max(a[1], b[1]), std::max(a[2], b[2])};
 }
 
+// Calls f(c) for every cell coordinate c in [lo, hi], x outermost and z innermost.
+template <class F>
+void for_each_coord(const CellCoord& lo, const CellCoord& hi, F&& f) {
+    for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
+        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
+            for (std::int64_t z = lo[2]; z <= hi[2]; ++z) f(CellCoord{x, y, z});
+        }
+    }
+}
+
+// True when c lies in [lo, hi] on every axis.
+bool coord_in(const CellCoord& lo, const CellCoord& hi, const CellCoord& c) {
+    return lo[0] <= c[0] && c[0] <= hi[0] && lo[1] <= c[1] && c[1] <= hi[1] && lo[2] <= c[2] &&
+           c[2] <= hi[2];
+}
+
 double cell_span(const CellCoord& lo, const CellCoord& hi) {
     double count = 1;
     for (int a = 0; a < 3; ++a) count *= static_cast<double>(hi[a] - lo[a]) + 1.0;
@@ -352,15 +368,11 @@ void UniformGrid::enter(std::uint32_t slot) {
         return;
     }
     large_pos_[slot] = kNotLarge;
-    for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-            for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-                std::vector<std::uint32_t>& slots = cells_.get_or_add({x, y, z});
-                if (slots.empty()) add_cell_to_block({x, y, z});
-                slots.push_back(slot);
-            }
-        }
-    }
+    for_each_coord(lo, hi, [&](const CellCoord& cell) {
+        std::vector<std::uint32_t>& slots = cells_.get_or_add(cell);
+        if (slots.empty()) add_cell_to_block(cell);
+        slots.push_back(slot);
+    });
     ++small_count_;
     small_bounds_ = has_small_bounds_ ? merge(small_bounds_, box) : box;
     has_small_bounds_ = true;
@@ -375,21 +387,15 @@ void UniformGrid::leave(std::uint32_t slot) {
         large_pos_[slot] = kNotLarge;
         return;
     }
-    const CellCoord& lo = lo_[slot];
-    const CellCoord& hi = hi_[slot];
-    for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-            for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-                std::vector<std::uint32_t>& slots = cells_.get_or_add({x, y, z});
-                *std::find(slots.begin(), slots.end(), slot) = slots.back();
-                slots.pop_back();
-                if (slots.empty()) {
-                    cells_.erase({x, y, z});
-                    remove_cell_from_block({x, y, z});
-                }
-            }
+    for_each_coord(lo_[slot], hi_[slot], [&](const CellCoord& cell) {
+        std::vector<std::uint32_t>& slots = cells_.get_or_add(cell);
+        *std::find(slots.begin(), slots.end(), slot) = slots.back();
+        slots.pop_back();
+        if (slots.empty()) {
+            cells_.erase(cell);
+            remove_cell_from_block(cell);
         }
-    }
+    });
     --small_count_;
 }
 
@@ -397,16 +403,10 @@ void UniformGrid::relabel(std::uint32_t from, std::uint32_t to) {
     if (large_pos_[from] != kNotLarge) {
         large_[large_pos_[from]] = to;
     } else {
-        const CellCoord& lo = lo_[from];
-        const CellCoord& hi = hi_[from];
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-            for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-                for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-                    std::vector<std::uint32_t>& slots = cells_.get_or_add({x, y, z});
-                    *std::find(slots.begin(), slots.end(), from) = to;
-                }
-            }
-        }
+        for_each_coord(lo_[from], hi_[from], [&](const CellCoord& cell) {
+            std::vector<std::uint32_t>& slots = cells_.get_or_add(cell);
+            *std::find(slots.begin(), slots.end(), from) = to;
+        });
     }
     boxes_[to] = boxes_[from];
     ids_[to] = ids_[from];
@@ -485,15 +485,10 @@ void UniformGrid::for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f)
         if (lo[a] > hi[a]) return;
     }
     const auto lookups = [&](const CellCoord& l, const CellCoord& h) {
-        for (std::int64_t x = l[0]; x <= h[0]; ++x) {
-            for (std::int64_t y = l[1]; y <= h[1]; ++y) {
-                for (std::int64_t z = l[2]; z <= h[2]; ++z) {
-                    ++stats_.nodes_visited;
-                    const CellCoord key{x, y, z};
-                    if (const auto* slots = cells_.find(key)) f(key, *slots);
-                }
-            }
-        }
+        for_each_coord(l, h, [&](const CellCoord& key) {
+            ++stats_.nodes_visited;
+            if (const auto* slots = cells_.find(key)) f(key, *slots);
+        });
     };
     constexpr double kBlockCells = double(1 << (3 * kBlockShift));
     const double span = cell_span(lo, hi);
@@ -509,31 +504,22 @@ void UniformGrid::for_each_cell(const CellCoord& lo, const CellCoord& hi, F&& f)
         if (cell_span(l, h) < double(list.size())) return lookups(l, h);
         for (const CellCoord& key : list) {
             ++stats_.nodes_visited;
-            bool inside = true;
-            for (int a = 0; a < 3; ++a) inside = inside && lo[a] <= key[a] && key[a] <= hi[a];
-            if (inside) f(key, *cells_.find(key));
+            if (coord_in(lo, hi, key)) f(key, *cells_.find(key));
         }
     };
     const CellCoord blo = block_of(lo), bhi = block_of(hi);
     if (cell_span(blo, bhi) <= double(blocks_.size())) {
-        for (std::int64_t x = blo[0]; x <= bhi[0]; ++x) {
-            for (std::int64_t y = blo[1]; y <= bhi[1]; ++y) {
-                for (std::int64_t z = blo[2]; z <= bhi[2]; ++z) {
-                    ++stats_.nodes_visited;
-                    const CellCoord block{x, y, z};
-                    if (const auto it = blocks_.find(block); it != blocks_.end()) {
-                        visit_block(block, it->second);
-                    }
-                }
+        for_each_coord(blo, bhi, [&](const CellCoord& block) {
+            ++stats_.nodes_visited;
+            if (const auto it = blocks_.find(block); it != blocks_.end()) {
+                visit_block(block, it->second);
             }
-        }
+        });
         return;
     }
     for (const auto& [block, list] : blocks_) {
         ++stats_.nodes_visited;
-        bool inside = true;
-        for (int a = 0; a < 3; ++a) inside = inside && blo[a] <= block[a] && block[a] <= bhi[a];
-        if (inside) visit_block(block, list);
+        if (coord_in(blo, bhi, block)) visit_block(block, list);
     }
 }
 

@@ -191,14 +191,7 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
         status,
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         first_bytes(b.scratch, queries * 4ull)};
-    rounds.record(cmd, status, b.traversal,
-                  [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
-                      pc.shift = round;
-                      if (round == 0)
-                          kernel.dispatch(c, bindings, pc, groups(queries));
-                      else
-                          kernel.dispatch_indirect(c, bindings, pc, args);
-                  });
+    rounds.record_kernel(cmd, status, b.traversal, kernel, bindings, pc, groups(queries));
 }
 
 }  // namespace
@@ -265,14 +258,7 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
         first_bytes(b.hits, rays * sizeof(GpuRayHit)), status,
         first_bytes(b.traversal.work, work_bytes)};
     const Kernel& raycast = impl_->raycast;
-    impl_->rounds.record(cmd, status, b.traversal,
-                         [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
-                             pc.shift = round;
-                             if (round == 0)
-                                 raycast.dispatch(c, bindings, pc, groups(rays));
-                             else
-                                 raycast.dispatch_indirect(c, bindings, pc, args);
-                         });
+    impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, groups(rays));
     // The finish step left the arguments of one invocation per candidate.
     indirect_barrier(cmd);
     pc.shift = 0;

@@ -45,6 +45,21 @@ public:
         compute_barrier(cmd);
     }
 
+    /// record() with one kernel for every round: `kernel` over `bindings` with push constants
+    /// `pc` (pc.shift set to the round; left at the last one), round 0 in `groups` workgroups.
+    void record_kernel(VkCommandBuffer cmd, const BufferRange& status, const TraversalBuffers& t,
+                       const Kernel& kernel, std::initializer_list<BufferRange> bindings,
+                       gpu_layout::PushConstants& pc, std::uint32_t groups) const {
+        record(cmd, status, t,
+               [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                   pc.shift = round;
+                   if (round == 0)
+                       kernel.dispatch(c, bindings, pc, groups);
+                   else
+                       kernel.dispatch_indirect(c, bindings, pc, args);
+               });
+    }
+
 private:
     void record_args(VkCommandBuffer cmd, const BufferRange& status, std::uint32_t capacity,
                      std::uint32_t round, bool finish) const;

@@ -9,15 +9,6 @@
 #include "commands.hpp"
 #include "io.hpp"
 
-namespace {
-
-int fail(const broadphase::Error& e) {
-    std::fprintf(stderr, "broadphase: %s\n", e.message.c_str());
-    return 2;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
     using namespace broadphase::tool;
     // Each finished line is written at once, also into a pipe or a file: a long validate or

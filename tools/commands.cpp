@@ -72,15 +72,6 @@ namespace {
 constexpr int kExitDiff = 1;
 constexpr int kExitUsage = 2;
 
-int fail(const Error& e) {
-    std::fprintf(stderr, "broadphase: %s\n", e.message.c_str());
-    return kExitUsage;
-}
-
-[[maybe_unused]] int fail(const std::string& message) {  // (used by builds without the GPU)
-    return fail(Error{ErrorCode::invalid_argument, message});
-}
-
 // `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
 std::string json_escape(const std::string& text) {
     std::string out;
@@ -149,6 +140,15 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
 }
 
 }  // namespace
+
+int fail(const std::string& message, const char* command) {
+    if (command == nullptr) {
+        std::fprintf(stderr, "broadphase: %s\n", message.c_str());
+    } else {
+        std::fprintf(stderr, "broadphase %s: %s\n", command, message.c_str());
+    }
+    return kExitUsage;
+}
 
 int run_pairs(const Args& args) {
     if (Status s = check_gpu_options(args, args.method); !s) return fail(s.error());

@@ -18,6 +18,14 @@
 
 namespace broadphase::tool {
 
+/// Ends a command on an error: prints "broadphase: <message>" on standard error, or
+/// "broadphase <command>: <message>" when `command` is given, and returns exit status 2.
+int fail(const std::string& message, const char* command = nullptr);
+/// fail(e.message, command).
+inline int fail(const Error& e, const char* command = nullptr) {
+    return fail(e.message, command);
+}
+
 int run_pairs(const Args& args);
 int run_validate(const Args& args);
 int run_bench(const Args& args);

@@ -19,11 +19,6 @@ namespace broadphase::tool {
 
 namespace {
 
-int cull_bench_fail(const std::string& message) {
-    std::fprintf(stderr, "broadphase: %s\n", message.c_str());
-    return 2;
-}
-
 // The default camera: outside the scene's bounds, looking at a point near its centre, seeing
 // part of it (the first camera of the cull tests). Unused in a build without GPU support.
 [[maybe_unused]] Camera default_camera(const std::vector<Box>& boxes) {
@@ -50,19 +45,19 @@ int cull_bench_fail(const std::string& message) {
 int run_cull_bench(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
     auto scene = load_input_scene(args.scene);
-    if (!scene) return cull_bench_fail(scene.error().message);
+    if (!scene) return fail(scene.error().message);
     const Camera camera = args.has("camera") ? args.camera : default_camera(scene->boxes);
     auto frustum = Frustum::from_camera(camera);
-    if (!frustum) return cull_bench_fail(frustum.error().message);
+    if (!frustum) return fail(frustum.error().message);
     const std::string& order_name = args.order;
     const CullOrder order = cull_order(args);
     const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 5;
 
     auto context = open_context(args);
-    if (!context) return cull_bench_fail(context.error().message);
+    if (!context) return fail(context.error().message);
     const gpu::DeviceInfo& info = context.value()->info();
     auto culler = gpu::Culler::create(*context.value());
-    if (!culler) return cull_bench_fail(culler.error().message);
+    if (!culler) return fail(culler.error().message);
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
                 info.subgroup_size);
     std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n", scene->name.c_str(),
@@ -80,7 +75,7 @@ int run_cull_bench(const Args& args) {
         auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
         const double t =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!ids) return cull_bench_fail(ids.error().message);
+        if (!ids) return fail(ids.error().message);
         visible = ids->size();
         if (r > 0) {
             runs.push_back(culler.value()->last_times());
@@ -88,8 +83,8 @@ int run_cull_bench(const Args& args) {
         }
     }
     if (context.value()->validation_errors() > 0)
-        return cull_bench_fail(std::to_string(context.value()->validation_errors()) +
-                               " Vulkan validation errors (printed above)");
+        return fail(std::to_string(context.value()->validation_errors()) +
+                    " Vulkan validation errors (printed above)");
     auto median = [&](auto get) {
         std::vector<double> v;
         for (const gpu::CullTimes& t : runs) v.push_back(get(t));
@@ -116,7 +111,7 @@ int run_cull_bench(const Args& args) {
     return 0;
 #else
     (void)args;
-    return cull_bench_fail("bench --cull needs the GPU build");
+    return fail("bench --cull needs the GPU build");
 #endif
 }
 

@@ -39,11 +39,6 @@ namespace broadphase::tool {
 
 namespace {
 
-int events_fail(const std::string& message) {
-    std::fprintf(stderr, "broadphase events: %s\n", message.c_str());
-    return 2;
-}
-
 // One frame's lines, written at once (the output is line-buffered: a frame of many events
 // costs one write, and the frame shows up as soon as it is found).
 void print_frame(Output& out, std::size_t frame, const std::vector<Pair>& began,
@@ -164,7 +159,7 @@ public:
     /// Ends the command with `message` (exit 2).
     int fail(const std::string& message) {
         progress_.clear();
-        return events_fail(message);
+        return tool::fail(message, "events");
     }
     /// Before anything of frame f is written.
     void frame_output() {
@@ -191,14 +186,14 @@ private:
 /// method's proxy world; the events printed in the script's ids.
 int run_events_script(const Args& args) {
     const std::string& method = args.method;
-    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
+    if (Status st = check_gpu_options(args, method); !st) return fail(st.error().message, "events");
     auto text = read_text_file(args.script);
-    if (!text) return events_fail(text.error().message);
+    if (!text) return fail(text.error().message, "events");
     auto parsed = parse_proxy_script(text.value(), args.script);
-    if (!parsed) return events_fail(parsed.error().message);
+    if (!parsed) return fail(parsed.error().message, "events");
     const ProxyScript& script = parsed.value();
     auto made = make_proxy_backend(args);
-    if (!made) return events_fail(made.error().message);
+    if (!made) return fail(made.error().message, "events");
     ProxyBackend& world = *made.value();
 
     EventsRun run(args, script.frames.size());
@@ -270,7 +265,7 @@ int run_events_script(const Args& args) {
 int run_events_gpu(const Args& args, Frames& frames) {
     EventsRun run(args, frames.count());
     if (args.rebuild)
-        return events_fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild");
+        return fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild", "events");
     gpu::MovingSceneOptions options;
     options.code = code_kind(args);
     options.policy = refit_policy(args);
@@ -278,10 +273,11 @@ int run_events_gpu(const Args& args, Frames& frames) {
     if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
     options.return_pairs = false;
     auto context = open_context(args);
-    if (!context) return events_fail(context.error().message);
+    if (!context) return fail(context.error().message, "events");
     auto moving = gpu::MovingScene::create(*context.value(), options);
-    if (!moving) return events_fail(moving.error().message);
-    if (Status s = moving.value()->reset(frames.at(0)); !s) return events_fail(s.error().message);
+    if (!moving) return fail(moving.error().message, "events");
+    if (Status s = moving.value()->reset(frames.at(0)); !s)
+        return fail(s.error().message, "events");
     for (std::size_t f = 1; f < frames.count() && !run.out.failed(); ++f) {
         auto r = moving.value()->step(frames.at(f));
         if (!r) return run.fail(r.error().message);
@@ -308,11 +304,11 @@ int run_events_cpu(const Args& args, Frames& frames) {
     const std::string& method = args.method;
     for (const char* gpu_only : {"policy", "rebuild-ratio", "rebuild-work-ratio"}) {
         if (args.has(gpu_only))
-            return events_fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only");
+            return fail(std::string("--") + gpu_only + " is for --method gpu_lbvh only", "events");
     }
-    if (Status st = check_gpu_options(args, method); !st) return events_fail(st.error().message);
+    if (Status st = check_gpu_options(args, method); !st) return fail(st.error().message, "events");
     auto structure = make_structure(method);
-    if (!structure) return events_fail(structure.error().message);
+    if (!structure) return fail(structure.error().message, "events");
     EventsRun run(args, frames.count());
     Structure& s = *structure.value();
     const bool incremental = s.is_dynamic() && !args.rebuild;
@@ -358,12 +354,12 @@ int run_events_cpu(const Args& args, Frames& frames) {
 int run_events(const Args& args) {
     if (args.has("script")) return run_events_script(args);
     auto loaded = Frames::load(args);
-    if (!loaded) return events_fail(loaded.error().message);
+    if (!loaded) return fail(loaded.error().message, "events");
     if (args.method != "gpu_lbvh") return run_events_cpu(args, loaded.value());
 #ifdef BROADPHASE_HAS_GPU
     return run_events_gpu(args, loaded.value());
 #else
-    return events_fail("this build has no GPU support");
+    return fail("this build has no GPU support", "events");
 #endif
 }
 

@@ -25,11 +25,6 @@ namespace broadphase::tool {
 
 namespace {
 
-int bench_fail(const std::string& message) {
-    std::fprintf(stderr, "broadphase bench: %s\n", message.c_str());
-    return 2;
-}
-
 #ifdef BROADPHASE_HAS_GPU
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
@@ -60,8 +55,9 @@ Box scene_bounds(const std::vector<Box>& boxes) {
 
 int validation_check(const gpu::Context& context) {
     if (context.validation_errors() == 0) return 0;
-    return bench_fail(std::to_string(context.validation_errors()) +
-                      " Vulkan validation errors (printed above)");
+    return fail(
+        std::to_string(context.validation_errors()) + " Vulkan validation errors (printed above)",
+        "bench");
 }
 
 double ms_between(std::chrono::steady_clock::time_point start) {
@@ -98,7 +94,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     options.initial_dynamic_capacity = static_cast<std::uint32_t>(n + n / 8 + 2);
     options.initial_handle_capacity = options.initial_dynamic_capacity;
     auto made = gpu::ProxyScene::create(context, options);
-    if (!made) return bench_fail(made.error().message);
+    if (!made) return fail(made.error().message, "bench");
     gpu::ProxyScene& scene = *made.value();
     // Body at pool index i: its handle, or none.
     constexpr ProxyHandle kNone = 0xffffffffu;
@@ -106,13 +102,13 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     std::vector<std::size_t> live, dead;
     for (std::size_t i = 0; i < n; ++i) {
         auto h = scene.add(all[i]);
-        if (!h) return bench_fail(h.error().message);
+        if (!h) return fail(h.error().message, "bench");
         handle[i] = *h;
         live.push_back(i);
     }
     for (std::size_t i = n; i < all.size(); ++i) dead.push_back(i);
     auto first = scene.step();
-    if (!first) return bench_fail(first.error().message);
+    if (!first) return fail(first.error().message, "bench");
     std::printf("first frame (build + pairs + sort): %.3f ms GPU, %zu pairs\n",
                 scene.last_times().gpu_total(), static_cast<std::size_t>(first->pair_count));
 
@@ -131,7 +127,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         for (std::size_t k = 0; k < churn && !live.empty(); ++k) {
             const std::size_t at = rng() % live.size();
             const std::size_t i = live[at];
-            if (Status s = scene.remove(handle[i]); !s) return bench_fail(s.error().message);
+            if (Status s = scene.remove(handle[i]); !s) return fail(s.error().message, "bench");
             handle[i] = kNone;
             live[at] = live.back();
             live.pop_back();
@@ -141,7 +137,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
             const std::size_t at = rng() % dead.size();
             const std::size_t i = dead[at];
             auto h = scene.add(animation.boxes()[i], k % 2 ? debris : Filter{});
-            if (!h) return bench_fail(h.error().message);
+            if (!h) return fail(h.error().message, "bench");
             handle[i] = *h;
             dead[at] = dead.back();
             dead.pop_back();
@@ -149,10 +145,10 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         }
         for (std::size_t i : live)
             if (Status s = scene.move(handle[i], animation.boxes()[i]); !s)
-                return bench_fail(s.error().message);
+                return fail(s.error().message, "bench");
         auto r = scene.step();
         wall.push_back(ms_between(start));
-        if (!r) return bench_fail(r.error().message);
+        if (!r) return fail(r.error().message, "bench");
         const gpu::FrameTimes& t = scene.last_times();
         upload.push_back(t.upload);
         batch.push_back(t.proxies);
@@ -283,12 +279,12 @@ int run_back_to_back(gpu::Context& context, gpu::MovingScene& ms, const std::vec
         const auto boxes = gpu::to_gpu_boxes(again.boxes());
         const VkDeviceSize bytes = boxes.size() * sizeof(boxes[0]);
         auto b = context.create_buffer(bytes + 1, gpu::MemoryKind::device);
-        if (!b) return bench_fail(b.error().message);
+        if (!b) return fail(b.error().message, "bench");
         if (Status s = context.upload(*b, boxes.data(), bytes); !s)
-            return bench_fail(s.error().message);
+            return fail(s.error().message, "bench");
         buffers.push_back(std::move(b.value()));
     }
-    if (Status s = ms.reset(base); !s) return bench_fail(s.error().message);
+    if (Status s = ms.reset(base); !s) return fail(s.error().message, "bench");
     const auto start = std::chrono::steady_clock::now();
     Status s = context.submit_and_wait([&](VkCommandBuffer cmd) {
         // Cannot fail after the reset above.
@@ -296,9 +292,9 @@ int run_back_to_back(gpu::Context& context, gpu::MovingScene& ms, const std::vec
     });
     const double submit_wall =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (!s) return bench_fail(s.error().message);
+    if (!s) return fail(s.error().message, "bench");
     auto r = ms.read_step();
-    if (!r) return bench_fail(r.error().message);
+    if (!r) return fail(r.error().message, "bench");
     std::printf(
         "back to back: %d frames recorded in one submit (MovingScene::record_step): %.3f ms "
         "wall, %.3f ms per frame; last frame %u pairs, %zu events\n",
@@ -315,7 +311,7 @@ int run_frame_bench(const Args& args) {
     const int frames = static_cast<int>(args.frames);
     const std::string& spec = args.scene;
     auto scene = load_input_scene(spec);
-    if (!scene) return bench_fail(scene.error().message);
+    if (!scene) return fail(scene.error().message, "bench");
     gpu::MovingSceneOptions options;
     options.return_pairs = false;
     options.code = code_kind(args);
@@ -324,22 +320,22 @@ int run_frame_bench(const Args& args) {
     if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
 
     if (args.churn > 0 && args.back_to_back)
-        return bench_fail("--churn and --back-to-back cannot be combined");
+        return fail("--churn and --back-to-back cannot be combined", "bench");
     auto context = open_context(args);
-    if (!context) return bench_fail(context.error().message);
+    if (!context) return fail(context.error().message, "bench");
     print_device(*context.value());
     std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
                 scene->boxes.size(), frames, args.policy.c_str(), args.code.c_str());
     if (args.churn > 0) return run_churn_bench(args, *context.value(), scene->boxes, options);
     auto moving = gpu::MovingScene::create(*context.value(), options);
-    if (!moving) return bench_fail(moving.error().message);
+    if (!moving) return fail(moving.error().message, "bench");
     gpu::MovingScene& ms = *moving.value();
-    if (Status s = ms.reset(scene->boxes); !s) return bench_fail(s.error().message);
+    if (Status s = ms.reset(scene->boxes); !s) return fail(s.error().message, "bench");
     const gpu::FrameTimes first = ms.last_times();
     std::printf("reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
                 first.gpu_total(), first.rebuild, first.pairs, first.sort);
     auto samples = measure_frames(ms, scene->boxes, frames, options.policy);
-    if (!samples) return bench_fail(samples.error().message);
+    if (!samples) return fail(samples.error().message, "bench");
     print_frames(samples.value(), frames);
     if (args.back_to_back) {
         if (int status = run_back_to_back(*context.value(), ms, scene->boxes, frames); status != 0)
@@ -348,7 +344,7 @@ int run_frame_bench(const Args& args) {
     return validation_check(*context.value());
 #else
     (void)args;
-    return bench_fail("this build has no GPU support");
+    return fail("this build has no GPU support", "bench");
 #endif
 }
 
@@ -358,7 +354,7 @@ int run_ray_bench(const Args& args) {
     const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 3;
     const std::string& spec = args.scene;
     auto scene = load_input_scene(spec);
-    if (!scene) return bench_fail(scene.error().message);
+    if (!scene) return fail(scene.error().message, "bench");
     const std::uint32_t seed = args.seed;
 
     // Rays from uniform points of the scene's bounds in uniform directions, unbounded; regions
@@ -399,27 +395,27 @@ int run_ray_bench(const Args& args) {
     }
 
     auto context = open_context(args);
-    if (!context) return bench_fail(context.error().message);
+    if (!context) return fail(context.error().message, "bench");
     print_device(*context.value());
     std::printf(
         "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
         "median\n",
         spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
     auto queries = gpu::LbvhQueries::create(*context.value(), {code_kind(args)});
-    if (!queries) return bench_fail(queries.error().message);
+    if (!queries) return fail(queries.error().message, "bench");
     gpu::LbvhQueries& q = *queries.value();
-    if (Status s = q.build(scene->boxes); !s) return bench_fail(s.error().message);
+    if (Status s = q.build(scene->boxes); !s) return fail(s.error().message, "bench");
 
     std::vector<double> ray_ms, count_ms, scan_ms, fill_ms, region_ms;
     std::size_t hits = 0, region_hits = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
         auto cast = q.ray_cast(rays);
-        if (!cast) return bench_fail(cast.error().message);
+        if (!cast) return fail(cast.error().message, "bench");
         if (r > 0) ray_ms.push_back(q.last_times().ray_cast);
         hits = static_cast<std::size_t>(
             std::count_if(cast->begin(), cast->end(), [](const auto& h) { return h.has_value(); }));
         auto found = q.query_boxes(regions);
-        if (!found) return bench_fail(found.error().message);
+        if (!found) return fail(found.error().message, "bench");
         const gpu::QueryTimes& t = q.last_times();
         if (r > 0) {
             count_ms.push_back(t.count);
@@ -441,7 +437,7 @@ int run_ray_bench(const Args& args) {
     return validation_check(*context.value());
 #else
     (void)args;
-    return bench_fail("this build has no GPU support");
+    return fail("this build has no GPU support", "bench");
 #endif
 }
 

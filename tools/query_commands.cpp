@@ -23,13 +23,6 @@ namespace broadphase::tool {
 
 namespace {
 
-constexpr int kExitUsage = 2;
-
-int fail(const Error& e) {
-    std::fprintf(stderr, "broadphase: %s\n", e.message.c_str());
-    return kExitUsage;
-}
-
 // One query backend: a CPU structure or the GPU LBVH, built over `boxes`.
 struct Backend {
     std::unique_ptr<Structure> cpu;

@@ -3,7 +3,6 @@
 // indices, errors), file reading and writing, and hostile input that must fail cleanly.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include "../fuzz/fuzz_check.hpp"
 #include "broadphase/scene.hpp"
 
 namespace broadphase {
@@ -22,21 +22,8 @@ namespace {
 
 using Limits = std::numeric_limits<float>;
 
-/// Bit-for-bit equality (tells -0 from 0).
-bool same_bits(const std::vector<Box>& a, const std::vector<Box>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        for (int axis = 0; axis < 3; ++axis) {
-            if (std::bit_cast<std::uint32_t>(a[i].min[axis]) !=
-                    std::bit_cast<std::uint32_t>(b[i].min[axis]) ||
-                std::bit_cast<std::uint32_t>(a[i].max[axis]) !=
-                    std::bit_cast<std::uint32_t>(b[i].max[axis])) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
+// Bit-for-bit equality (tells -0 from 0), the fuzz targets' round-trip check.
+using fuzz::same_bits;
 
 std::string temp_path(const std::string& name) {
     return (std::filesystem::path(testing::TempDir()) / name).string();

@@ -4,6 +4,7 @@
 // libFuzzer and the stand-alone driver (fuzz_driver.cpp) both report with the input.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "broadphase/scene.hpp"
@@ -55,6 +57,19 @@ inline void check_error(const Error& error, std::initializer_list<ErrorCode> all
     for (ErrorCode code : allowed) known = known || error.code == code;
     FUZZ_CHECK(known);
     FUZZ_CHECK(!error.message.empty());
+}
+
+/// Lines of a fuzz input: one more than its newlines.
+inline std::size_t line_count(std::string_view text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+}
+
+/// An error of a line-based format that names its line: 1-based, one of the input's `lines`,
+/// and the message opens with "<file>:<line>: ".
+inline void check_error_line(const Error& error, std::string_view file, std::size_t lines) {
+    FUZZ_CHECK(error.line && *error.line >= 1 && *error.line <= lines);
+    const std::string where = std::string(file) + ":" + std::to_string(*error.line) + ": ";
+    FUZZ_CHECK(error.message.starts_with(where));
 }
 
 /// Bit-for-bit equality of two box lists (tells -0 from 0).

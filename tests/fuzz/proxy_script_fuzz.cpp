@@ -2,7 +2,6 @@
 // bytes either parse into frames whose commands all apply (valid boxes, an add on an id not
 // live, every other command on a live one, at most one command per line), or fail with an error
 // naming the file and its 1-based line (the one error without a line: a script with no frame).
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -18,8 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view text = as_text(data, size);
     const auto script =
         no_throw([&] { return broadphase::tool::parse_proxy_script(text, "fuzz.script"); });
-    const std::size_t lines =
-        static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    const std::size_t lines = line_count(text);
     if (script) {
         FUZZ_CHECK(!script->frames.empty());
         std::set<std::uint32_t> live;
@@ -41,9 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Error& error = script.error();
     check_error(error, {ErrorCode::parse_error, ErrorCode::invalid_box, ErrorCode::out_of_memory});
     if (error.code != ErrorCode::out_of_memory && error.line) {
-        FUZZ_CHECK(*error.line >= 1 && *error.line <= lines);
-        const std::string where = "fuzz.script:" + std::to_string(*error.line) + ": ";
-        FUZZ_CHECK(error.message.starts_with(where));
+        check_error_line(error, "fuzz.script", lines);
     } else if (error.code != ErrorCode::out_of_memory) {
         FUZZ_CHECK(error.message.starts_with("fuzz.script: no frame"));
     }

@@ -187,6 +187,18 @@ std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
     return r ? r.value() : std::vector<Pair>{};
 }
 
+// The all-pairs pass's output on ranges of `sub`: its TraversalStatus in range `status` raises no
+// flag and counts exactly `expected` pairs, and the pairs in range `pairs`, sorted, equal them.
+void expect_pairs(const Suballocation& sub, std::size_t pairs, std::size_t status,
+                  const std::vector<Pair>& expected) {
+    const auto st = sub.download<TraversalStatus>(status, 1)[0];
+    EXPECT_EQ(st.flags, 0u);
+    ASSERT_EQ(st.count, expected.size());
+    auto got = sub.download<Pair>(pairs, st.count);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected);
+}
+
 // Nodes equal: links bit for bit, bounds by float equality (min/max may pick either zero).
 std::string same_nodes(const std::vector<LbvhNode>& got, const std::vector<LbvhNode>& want) {
     if (got.size() != want.size()) return "node counts differ";
@@ -453,13 +465,7 @@ TEST_F(BufferRangeTest, BuffersSizedForAnotherCodeKindAreRefused) {
             continue;
         }
         ASSERT_TRUE(recorded) << recorded.error().message;
-        const auto st = sub.download<TraversalStatus>(4, 1)[0];
-        EXPECT_EQ(st.flags, 0u);
-        const std::vector<Pair> expected = brute_pairs(scene->boxes);
-        ASSERT_EQ(st.count, expected.size());
-        auto pairs = sub.download<Pair>(3, st.count);
-        std::sort(pairs.begin(), pairs.end());
-        EXPECT_EQ(pairs, expected);
+        expect_pairs(sub, 3, 4, brute_pairs(scene->boxes));
     }
 }
 
@@ -492,12 +498,7 @@ TEST_F(BufferRangeTest, BuildAndPairsOnSuballocatedRanges) {
         EXPECT_EQ(
             same_nodes(sub.download<LbvhNode>(1, 2 * n - 1), lbvh::build_tree(scene->boxes, code)),
             "");
-        const auto st = sub.download<TraversalStatus>(4, 1)[0];
-        EXPECT_EQ(st.flags, 0u);
-        ASSERT_EQ(st.count, expected.size());
-        auto pairs = sub.download<Pair>(3, st.count);
-        std::sort(pairs.begin(), pairs.end());
-        EXPECT_EQ(pairs, expected);
+        expect_pairs(sub, 3, 4, expected);
     }
 }
 
@@ -721,12 +722,7 @@ TEST_F(BufferRangeTest, RefitOnSuballocatedRanges) {
     std::vector<LbvhNode> twin = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
     lbvh::refit(twin, next);
     EXPECT_EQ(same_nodes(sub.download<LbvhNode>(2, 2 * n - 1), twin), "");
-    const auto st = sub.download<TraversalStatus>(6, 1)[0];
-    EXPECT_EQ(st.flags, 0u);
-    ASSERT_EQ(st.count, expected.size());
-    auto pairs = sub.download<Pair>(5, st.count);
-    std::sort(pairs.begin(), pairs.end());
-    EXPECT_EQ(pairs, expected);
+    expect_pairs(sub, 5, 6, expected);
 }
 
 }  // namespace

@@ -106,6 +106,11 @@ gpu::PipelineCacheOptions in_folder(const fs::path& folder) {
     return {true, folder.string()};
 }
 
+// No cache: every pipeline is compiled, so pipelines_created() counts each kernel.
+gpu::PipelineCacheOptions cache_off() {
+    return {false, {}};
+}
+
 const std::vector<Box>& small_scene() {
     static const std::vector<Box> boxes = generate_scene("uniform", 2000)->boxes;
     return boxes;
@@ -375,9 +380,7 @@ TEST_F(PipelineCacheTest, AdoptedDeviceUsesCallersCache) {
 // pass 2 (pairs, traversal arguments); a cull 3 more (traverse, compact, emit; the sort is
 // shared).
 TEST_F(PipelineCacheTest, KernelsCompiledLazilyPerFeature) {
-    gpu::PipelineCacheOptions off;
-    off.enabled = false;
-    auto context = make_context(off);
+    auto context = make_context(cache_off());
     ASSERT_TRUE(context);
     EXPECT_EQ(context->pipelines_created(), 0u);
 
@@ -415,11 +418,9 @@ TEST_F(PipelineCacheTest, KernelsCompiledLazilyPerFeature) {
 // Test 8: options that do not refine compile neither the refinement nor the sort's count
 // arguments; region queries add only the query kernel over a tree built by the same kernels.
 TEST_F(PipelineCacheTest, UnusedOptionsCompileNothing) {
-    gpu::PipelineCacheOptions off;
-    off.enabled = false;
     for (const gpu::LbvhOptions& options : {gpu::LbvhOptions{gpu::CodeKind::morton30, false},
                                             gpu::LbvhOptions{gpu::CodeKind::morton63, true}}) {
-        auto context = make_context(off);
+        auto context = make_context(cache_off());
         ASSERT_TRUE(context);
         auto lbvh = gpu::Lbvh::create(*context, options);
         ASSERT_TRUE(lbvh);
@@ -443,9 +444,7 @@ TEST_F(PipelineCacheTest, UnusedOptionsCompileNothing) {
 // Test 9: queries on their own: the build's 11, then the region passes' query and traversal
 // arguments (the scan is the sort's), then the ray cast's one.
 TEST_F(PipelineCacheTest, QueriesCompileTheirOwn) {
-    gpu::PipelineCacheOptions off;
-    off.enabled = false;
-    auto context = make_context(off);
+    auto context = make_context(cache_off());
     ASSERT_TRUE(context);
     auto queries = gpu::LbvhQueries::create(*context);
     ASSERT_TRUE(queries);
@@ -463,9 +462,7 @@ TEST_F(PipelineCacheTest, QueriesCompileTheirOwn) {
 
 // Test 10: a moving scene compiles its frame kernels on reset, sharing the LBVH's and the sort's.
 TEST_F(PipelineCacheTest, MovingSceneSharesKernels) {
-    gpu::PipelineCacheOptions off;
-    off.enabled = false;
-    auto context = make_context(off);
+    auto context = make_context(cache_off());
     ASSERT_TRUE(context);
     auto moving = gpu::MovingScene::create(*context);
     ASSERT_TRUE(moving);

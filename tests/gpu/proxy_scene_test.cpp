@@ -73,6 +73,15 @@ protected:
         return f;
     }
 
+    // Removes a proxy picked at random from `live` from the scene, the oracle and `live`.
+    void remove_random(gpu::ProxyScene& scene, Oracle& oracle, std::vector<ProxyHandle>& live) {
+        const std::size_t at = std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
+        ASSERT_TRUE(scene.remove(live[at]));
+        oracle.bodies.erase(live[at]);
+        live[at] = live.back();
+        live.pop_back();
+    }
+
     // Steps the scene and checks the frame against the oracle.
     void check_step(gpu::ProxyScene& scene, Oracle& oracle, int frame) {
         check_frame(scene.step(), oracle, frame);
@@ -126,14 +135,8 @@ TEST_F(ProxySceneTest, RandomSequencesMatchTheOracle) {
             const int adds = std::uniform_int_distribution<int>(0, 12)(rng);
             const int removes = std::min<int>(std::uniform_int_distribution<int>(0, 10)(rng),
                                               static_cast<int>(live.size()));
-            for (int k = 0; k < removes; ++k) {
-                const std::size_t at =
-                    std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
-                ASSERT_TRUE(scene.remove(live[at]));
-                oracle.bodies.erase(live[at]);
-                live[at] = live.back();
-                live.pop_back();
-            }
+            for (int k = 0; k < removes; ++k)
+                ASSERT_NO_FATAL_FAILURE(remove_random(scene, oracle, live));
             const int extra = frame == 61 || frame == 151 ? 250 : 0;
             for (int k = 0; k < adds + extra; ++k)
                 add(k % 7 == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
@@ -246,14 +249,8 @@ TEST_F(ProxySceneTest, RecordedFramesMatchTheOracle) {
     check_step(scene, oracle, 0);  // the first frame is a step()
     std::size_t recorded = 0;
     for (int frame = 1; frame <= 40; ++frame) {
-        for (int k = 0; k < 4 && !live.empty(); ++k) {
-            const std::size_t at =
-                std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
-            ASSERT_TRUE(scene.remove(live[at]));
-            oracle.bodies.erase(live[at]);
-            live[at] = live.back();
-            live.pop_back();
-        }
+        for (int k = 0; k < 4 && !live.empty(); ++k)
+            ASSERT_NO_FATAL_FAILURE(remove_random(scene, oracle, live));
         for (int k = 0; k < 5; ++k) add(k == 0 ? BodyKind::static_body : BodyKind::dynamic_body);
         for (ProxyHandle h : live) {
             OracleBody& body = oracle.bodies[h];

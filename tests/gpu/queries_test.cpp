@@ -59,6 +59,20 @@ std::unique_ptr<Structure> brute(std::span<const Box> boxes) {
     return std::move(s.value());
 }
 
+// The pairs (a, b) of a box a of `moving` and a box b of the world `oracle` holds, sorted: what
+// a set-versus-set query must return, found by one brute-force query per moving box.
+std::vector<Pair> brute_pairs_against(const Structure& oracle, std::span<const Box> moving) {
+    std::vector<Pair> expected;
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t a = 0; a < moving.size(); ++a) {
+        ids.clear();
+        oracle.query_box(moving[a], ids);
+        for (std::uint32_t b : ids) expected.push_back({a, b});
+    }
+    std::sort(expected.begin(), expected.end());
+    return expected;
+}
+
 Box bounds_of(std::span<const Box> boxes) {
     if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
     Box b = boxes[0];
@@ -383,14 +397,7 @@ TEST_F(QueriesTest, SetVersusSetPairs) {
     ASSERT_TRUE(q);
     auto pairs = q->find_pairs_against(moving->boxes, world->boxes);
     ASSERT_TRUE(pairs) << pairs.error().message;
-    auto oracle = brute(world->boxes);
-    std::vector<Pair> expected;
-    for (std::uint32_t a = 0; a < moving->boxes.size(); ++a) {
-        std::vector<std::uint32_t> ids;
-        oracle->query_box(moving->boxes[a], ids);
-        for (std::uint32_t b : ids) expected.push_back({a, b});
-    }
-    std::sort(expected.begin(), expected.end());
+    const std::vector<Pair> expected = brute_pairs_against(*brute(world->boxes), moving->boxes);
     EXPECT_GT(expected.size(), 100u);
     EXPECT_EQ(pairs.value(), expected);
     EXPECT_TRUE(std::is_sorted(pairs->begin(), pairs->end()));
@@ -423,13 +430,7 @@ TEST_F(QueriesTest, SetVersusSetAgainstKeptWorld) {
         }
         auto pairs = q->pairs_against(boxes);
         ASSERT_TRUE(pairs) << pairs.error().message;
-        std::vector<Pair> expected;
-        for (std::uint32_t a = 0; a < boxes.size(); ++a) {
-            std::vector<std::uint32_t> ids;
-            oracle->query_box(boxes[a], ids);
-            for (std::uint32_t b : ids) expected.push_back({a, b});
-        }
-        std::sort(expected.begin(), expected.end());
+        const std::vector<Pair> expected = brute_pairs_against(*oracle, boxes);
         EXPECT_GT(expected.size(), 50u);
         EXPECT_EQ(pairs.value(), expected);
         EXPECT_EQ(q->size(), world->boxes.size());
