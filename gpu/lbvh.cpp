@@ -101,7 +101,8 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
 //                 items (8 B each way, only past an invocation's budget) are not counted.
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
-                                                bool refined, std::uint64_t visits,
+                                                bool refined, SortPath sort_path,
+                                                std::uint64_t visits,
                                                 std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
@@ -114,15 +115,15 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
     std::uint32_t sort_passes = 0;
     std::uint32_t hierarchy_words = words;
     if (!refinable(code) || !refine) {
-        t[2] = RadixSort::traffic(n, words, key_bits(code), false, &sort_passes);
+        t[2] = RadixSort::traffic(n, words, key_bits(code), false, sort_path, &sort_passes);
     } else {
-        t[2] = RadixSort::traffic(n, 1, key_bits(code), false, &sort_passes);
+        t[2] = RadixSort::traffic(n, 1, key_bits(code), false, sort_path, &sort_passes);
         t[2] += {4 * m, 4 * m};  // code_runs
         t[2] += {4 * m, 8 * m};  // refine_codes: first keys in, 64-bit keys out
         if (refined) {
             t[2] += {(40 + 40 + 24) * m, 0};  // run_bounds, refine_codes' runs
             std::uint32_t second = 0;
-            t[2] += RadixSort::traffic(n, 2, 64, false, &second);
+            t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
             sort_passes += second;
         }
         hierarchy_words = 2;
@@ -219,7 +220,7 @@ struct Lbvh::Impl {
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
         const auto traffic = stage_traffic(last_n, options.code, options.refine, refined,
-                                           last_visits, last_pairs, passes);
+                                           sort.path(), last_visits, last_pairs, passes);
         const double ms[kQueries - 1] = {times.bounds,    times.codes,       times.sort,
                                          times.hierarchy, times.node_bounds, times.pairs};
         static constexpr const char* kNames[kQueries - 1] = {
