@@ -108,6 +108,7 @@ RadixSort::RadixSort(Context& context, SortPath path)
 Result<RadixSort> RadixSort::create(Context& context, SortPath path) {
     RadixSort s(context, path);
     if (Status st = s.ready_sort(); !st) return st.error();
+    if (Status st = s.ready_scan(); !st) return st.error();
     if (Status st = s.ready_count_args(); !st) return st.error();
     return s;
 }

@@ -40,7 +40,7 @@ public:
     /// A sort of `context` whose kernels are compiled by the ready_* calls (see Kernel), on
     /// `path` (automatic: the Context's, DeviceInfo::sort_path).
     explicit RadixSort(Context& context, SortPath path = SortPath::automatic);
-    /// A sort with every kernel compiled now.
+    /// A sort with every kernel of its path, the scan and count_args compiled now.
     static Result<RadixSort> create(Context& context, SortPath path = SortPath::automatic);
 
     /// The path this sort records (never automatic). The one-sweep look-back packs counts in

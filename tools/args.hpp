@@ -47,6 +47,7 @@ struct Args {
     bool validation = false;
     bool no_refine = false;                 ///< bench: codes not adapted to the scene
     std::string pair_append = "automatic";  ///< bench: automatic, subgroup or atomic
+    std::string sort_path = "automatic";    ///< bench: automatic, onesweep or reduce_then_scan
     bool json = false;                      ///< bench: one JSON object instead of the table
 
     // Culling.
