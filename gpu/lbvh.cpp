@@ -85,13 +85,13 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 bounds by atomics (24 B read and written).
 //   codes         morton_codes reads every box and, once per workgroup, the bounds (32 B);
 //                 writes a key (4 B per key word) and a value (4 B) per box.
-//   sort          RadixSort::traffic of the keys and values; with adaptive codes (30-bit
-//                 kinds with refine on) the first sort is of one key word, then code_runs
-//                 reads the keys and writes a run start per position (4 + 4 B), run_bounds
-//                 and refine_codes read the run starts, ids and boxes (40 B) and the run
-//                 bounds (24 B) only when the keys are refined, refine_codes reads the first
+//   sort          RadixSort::traffic of the keys and values (on the Context's SortPath);
+//                 with adaptive codes (30-bit kinds with refine on) the first sort is of one key
+//                 word, then code_runs reads the keys and writes a run start per position (4 + 4
+//                 B), run_bounds and refine_codes read the run starts, ids and boxes (40 B) and the
+//                 run bounds (24 B) only when the keys are refined, refine_codes reads the first
 //                 keys and writes 64-bit keys (4 + 8 B), and the second sort (64-bit keys) runs
-//                 only when refined.
+//                 only when refined (launched empty: RadixSort::empty_traffic).
 //   hierarchy     lbvh_hierarchy reads each sorted key, id and box, writes n - 1 internal
 //                 links (16 B) and n leaves (48 B).
 //   node bounds   lbvh_bounds: each leaf's invocation reads its link (16 B); each internal
@@ -102,8 +102,7 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 items (8 B each way, only past an invocation's budget) are not counted.
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
                                                 bool refined, SortPath sort_path,
-                                                std::uint64_t visits,
-                                                std::uint64_t stored_pairs,
+                                                std::uint64_t visits, std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
     passes.fill(0);
@@ -125,6 +124,8 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
             std::uint32_t second = 0;
             t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
             sort_passes += second;
+        } else {
+            t[2] += RadixSort::empty_traffic(n, 64, sort_path);
         }
         hierarchy_words = 2;
     }

@@ -74,11 +74,11 @@ Traffic RadixSort::traffic(std::uint32_t n, std::uint32_t key_words, std::uint32
     if (path == SortPath::onesweep) {
         const std::uint64_t row = 4ull * kSortBuckets;
         t += {0, 4 * onesweep_state_words(passes, static_cast<std::uint32_t>(tiles))};  // fill
-        t += {4ull * key_words * n + row * passes * tiles, row * passes * tiles};  // histogram
+        t += {4ull * key_words * n + row * passes * tiles, row * passes * tiles};       // histogram
         for (std::uint32_t pass = 0; pass < passes; ++pass) {
-            t += {4 * tiles, 4 * tiles};                                    // tile numbers
+            t += {4 * tiles, 4 * tiles};                                        // tile numbers
             t += {element * n + row * tiles + row * (tiles - 1), element * n};  // ranks, elements
-            t += {0, row * (2 * tiles - 1)};                                // look-back rows
+            t += {0, row * (2 * tiles - 1)};                                    // look-back rows
         }
     } else {
         for (std::uint32_t pass = 0; pass < passes; ++pass) {
@@ -88,6 +88,16 @@ Traffic RadixSort::traffic(std::uint32_t n, std::uint32_t key_words, std::uint32
         }
     }
     if (passes & 1) t += {element * n, element * n};  // the copy back
+    return t;
+}
+
+Traffic RadixSort::empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPath path) {
+    const std::uint32_t passes = sort_passes(key_bits);
+    Traffic t;
+    if (n <= 1 || passes == 0) return t;
+    const std::uint32_t tiles = sort_tiles(n);
+    if (path == SortPath::onesweep) return {0, 4 * onesweep_state_words(passes, tiles)};
+    for (std::uint32_t pass = 0; pass < passes; ++pass) t += scan_traffic(kSortBuckets * tiles);
     return t;
 }
 
@@ -236,9 +246,9 @@ struct SortBindings {
 
 }  // namespace
 
-void RadixSort::record_reduce_then_scan(VkCommandBuffer cmd, const SortBuffers& b,
-                                        std::uint32_t n, std::uint32_t key_words,
-                                        std::uint32_t key_bits, DispatchGate* gate) const {
+void RadixSort::record_reduce_then_scan(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t n,
+                                        std::uint32_t key_words, std::uint32_t key_bits,
+                                        DispatchGate* gate) const {
     const std::uint32_t tiles = sort_tiles(n);
     const std::uint32_t hist_count = kSortBuckets * tiles;
     Arena arena(b.scratch.buffer);
@@ -290,8 +300,7 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
                                 DispatchGate* gate) const {
     const std::uint32_t tiles = sort_tiles(n);
     const std::uint32_t passes = sort_passes(key_bits);
-    BufferRange state{b.scratch.buffer, b.scratch.offset,
-                      4 * onesweep_state_words(passes, tiles)};
+    BufferRange state{b.scratch.buffer, b.scratch.offset, 4 * onesweep_state_words(passes, tiles)};
     // Counters, histograms and look-back rows start at zero (flag "nothing published").
     fill(cmd, state, 0u);
     compute_barrier(cmd);
@@ -316,14 +325,12 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
         const int src = pass & 1, dst = src ^ 1;
         if (s.indirect) {
             onesweep_.dispatch_indirect(
-                cmd,
-                {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count}, pc,
-                s.tile_args);
+                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count},
+                pc, s.tile_args);
         } else {
             onesweep_.dispatch(
-                cmd,
-                {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count}, pc,
-                tiles, gate);
+                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count},
+                pc, tiles, gate);
         }
         compute_barrier(cmd);
     }

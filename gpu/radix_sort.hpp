@@ -74,6 +74,12 @@ public:
     /// the digit passes (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
     static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
                            bool keys_only, SortPath path, std::uint32_t* passes = nullptr);
+    /// Memory traffic of a sort of capacity n recorded with a dynamic count that is 0 at run
+    /// time, launched through `args` with all_or_nothing (the refined LBVH build's second sort
+    /// when nothing is refined): on reduce_then_scan each pass's scan of the (zero) counts, which
+    /// runs directly; on onesweep the fill of its state. The kernels launched from `args` run no
+    /// workgroup.
+    static Traffic empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPath path);
     /// Memory traffic of an exclusive scan of n uints: each level's scan_local reads and
     /// writes its elements and writes one sum per tile; scan_add reads and writes the elements
     /// of every level below the top one and reads their tile sums.
@@ -110,8 +116,7 @@ private:
                                  std::uint32_t key_words, std::uint32_t key_bits,
                                  DispatchGate* gate) const;
     void record_onesweep(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
-                         std::uint32_t key_words, std::uint32_t key_bits,
-                         DispatchGate* gate) const;
+                         std::uint32_t key_words, std::uint32_t key_bits, DispatchGate* gate) const;
 
     Kernel histogram_, scatter_, scan_local_, scan_add_, count_args_;
     Kernel onesweep_histogram_, onesweep_;

@@ -118,8 +118,8 @@ void download(const SortData& d, std::vector<std::uint64_t>& keys,
         ASSERT_TRUE(ctx.download(d.values, values.data(), d.n * 4ull));
     }
     for (std::uint32_t i = 0; i < d.n; ++i)
-        keys[i] = d.key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i])
-                                   : words[i];
+        keys[i] =
+            d.key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
 }
 
 // The stable sort of (key, index) by the low key_bits bits of the key (higher bits ride along).
@@ -145,9 +145,8 @@ struct SortCase {
     bool high_bits = false;
 };
 
-class RadixSortTest
-    : public GpuTest,
-      public ::testing::WithParamInterface<std::tuple<SortCase, gpu::SortPath>> {};
+class RadixSortTest : public GpuTest,
+                      public ::testing::WithParamInterface<std::tuple<SortCase, gpu::SortPath>> {};
 
 // Each case, on each path: the GPU result equals a stable sort by key of (key, index), keys
 // and values (keys only: the keys).
@@ -198,8 +197,8 @@ INSTANTIATE_TEST_SUITE_P(
             SortCase{2 * kTile - 1, Pattern::random, 2, 64},
             SortCase{2 * kTile + 1, Pattern::random, 1, 32},
             SortCase{200003, Pattern::random, 1, 32}, SortCase{7, Pattern::random, 2, 64},
-            SortCase{kTile + 1, Pattern::random, 2, 64},
-            SortCase{100001, Pattern::random, 2, 63}, SortCase{50000, Pattern::random, 1, 30}),
+            SortCase{kTile + 1, Pattern::random, 2, 64}, SortCase{100001, Pattern::random, 2, 63},
+            SortCase{50000, Pattern::random, 1, 30}),
         ::testing::ValuesIn(kPaths)));
 
 INSTANTIATE_TEST_SUITE_P(
@@ -218,22 +217,22 @@ INSTANTIATE_TEST_SUITE_P(
 // whatever the bits above hold; keys only and key-value.
 INSTANTIATE_TEST_SUITE_P(
     KeyBits, RadixSortTest,
-    ::testing::Combine(
-        ::testing::Values(SortCase{10007, Pattern::random, 1, 1, false, true},
-                          SortCase{10007, Pattern::random, 1, 7, true, true},
-                          SortCase{10007, Pattern::random, 1, 8, false, true},
-                          SortCase{10007, Pattern::random, 1, 9, true, true},
-                          SortCase{10007, Pattern::few_distinct, 1, 17, false, true},
-                          SortCase{10007, Pattern::random, 1, 24, true, false},
-                          SortCase{10007, Pattern::random, 1, 31, false, true},
-                          SortCase{10007, Pattern::random, 2, 33, false, true},
-                          SortCase{10007, Pattern::random, 2, 40, true, true},
-                          SortCase{10007, Pattern::reversed, 2, 47, false, true},
-                          SortCase{10007, Pattern::random, 2, 56, true, false},
-                          SortCase{10007, Pattern::random, 2, 62, false, true},
-                          SortCase{10007, Pattern::all_equal, 2, 64, true, false},
-                          SortCase{30000, Pattern::few_distinct, 2, 64, true, false}),
-        ::testing::ValuesIn(kPaths)));
+    ::testing::Combine(::testing::Values(SortCase{10007, Pattern::random, 1, 1, false, true},
+                                         SortCase{10007, Pattern::random, 1, 7, true, true},
+                                         SortCase{10007, Pattern::random, 1, 8, false, true},
+                                         SortCase{10007, Pattern::random, 1, 9, true, true},
+                                         SortCase{10007, Pattern::few_distinct, 1, 17, false, true},
+                                         SortCase{10007, Pattern::random, 1, 24, true, false},
+                                         SortCase{10007, Pattern::random, 1, 31, false, true},
+                                         SortCase{10007, Pattern::random, 2, 33, false, true},
+                                         SortCase{10007, Pattern::random, 2, 40, true, true},
+                                         SortCase{10007, Pattern::reversed, 2, 47, false, true},
+                                         SortCase{10007, Pattern::random, 2, 56, true, false},
+                                         SortCase{10007, Pattern::random, 2, 62, false, true},
+                                         SortCase{10007, Pattern::all_equal, 2, 64, true, false},
+                                         SortCase{30000, Pattern::few_distinct, 2, 64, true,
+                                                  false}),
+                       ::testing::ValuesIn(kPaths)));
 
 class RadixSortPathTest : public GpuTest, public ::testing::WithParamInterface<gpu::SortPath> {};
 
@@ -426,10 +425,10 @@ TEST_P(RadixSortModesTest, KeysOnlyWithDynamicCount) {
                 ASSERT_TRUE(ctx.download(k.args, args, sizeof(args)));
                 EXPECT_EQ(args[gpu_layout::kArgsSortTiles].x * args[gpu_layout::kArgsSortTiles].y,
                           (m32 + gpu_layout::kSortTile - 1) / gpu_layout::kSortTile);
-                EXPECT_EQ(args[gpu_layout::kArgsElements].x * args[gpu_layout::kArgsElements].y,
-                          std::max<std::uint32_t>(
-                              (m32 + gpu_layout::kWorkgroupSize - 1) / gpu_layout::kWorkgroupSize,
-                              1));
+                EXPECT_EQ(
+                    args[gpu_layout::kArgsElements].x * args[gpu_layout::kArgsElements].y,
+                    std::max<std::uint32_t>(
+                        (m32 + gpu_layout::kWorkgroupSize - 1) / gpu_layout::kWorkgroupSize, 1));
             }
             std::vector<std::uint32_t> got(k.words.size());
             ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
