@@ -87,9 +87,9 @@ bool env_flag(const char* name) {
 }
 
 // The sort path a Context runs (SortPath): the option, else BROADPHASE_SORT_PATH, else the
-// device's rule: onesweep where workgroups that have started are known to progress while
-// others wait on them (NVIDIA, AMD and Intel GPUs; CPU devices, whose workgroups are threads),
-// reduce_then_scan elsewhere.
+// device's rule: onesweep on the GPUs whose started workgroups are known to progress while
+// others wait on them (NVIDIA, AMD and Intel), reduce_then_scan elsewhere (other GPUs; CPU
+// devices, where a waiting workgroup takes a core from the one it waits for).
 Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
     if (wanted != SortPath::automatic) return wanted;
     if (const char* v = std::getenv("BROADPHASE_SORT_PATH"); v && *v) {
@@ -106,8 +106,7 @@ Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
         info.vendor_id == kNvidia || info.vendor_id == kAmd || info.vendor_id == kIntel;
     const bool gpu = info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
                      info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
-    if ((known_vendor && gpu) || info.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
-        return SortPath::onesweep;
+    if (known_vendor && gpu) return SortPath::onesweep;
     return SortPath::reduce_then_scan;
 }
 

@@ -16,8 +16,9 @@
 // any keys that fit a storage range: see RadixSort::path). The look-back loop is
 // workgroup-uniform (every invocation leaves it in the same iteration, after a barrier):
 // lavapipe loses stores made after an atomic in a loop that other invocations have left
-// (see lbvh_bounds.comp); it is two nested loops because lavapipe also ends any one loop after
-// 65,535 iterations.
+// (see lbvh_bounds.comp). lavapipe also ends every loop of an invocation once its loops have
+// run 65,535 iterations in all, which a long wait could reach: the device rule does not pick
+// this path on CPU devices (SortPath), and the tests that force it there wait briefly.
 // pc.offset = the pass (its counter, histogram and look-back rows), pc.shift / pc.key_word /
 // pc.capacity = the digit's shift, key word and mask; state layout in gpu_layout.h.
 #version 450
@@ -82,28 +83,24 @@ void main() {
     if (tile > 0u) {  // uniform
         uint j = tile - 1u;
         bool done = false;
-        bool finished = false;
-        for (uint outer = 0u; outer < 65535u; ++outer) {
-            for (uint inner = 0u; inner < 4096u; ++inner) {
-                if (!done) {
-                    uint v = atomicAdd(state[rows + j * kSortBuckets + t], 0u);
-                    uint flag = v & ~kOnesweepValueMask;
-                    if (flag != 0u) {
-                        exclusive += v & kOnesweepValueMask;
-                        if (flag == kOnesweepPrefix)
-                            done = true;
-                        else
-                            j -= 1u;  // tile 0 publishes a prefix: j never passes 0
-                    }
+        for (;;) {
+            if (!done) {
+                uint v = atomicAdd(state[rows + j * kSortBuckets + t], 0u);
+                uint flag = v & ~kOnesweepValueMask;
+                if (flag != 0u) {
+                    exclusive += v & kOnesweepValueMask;
+                    if (flag == kOnesweepPrefix)
+                        done = true;
+                    else
+                        j -= 1u;  // tile 0 publishes a prefix: j never passes 0
                 }
-                if (t == 0u) s_pending = 0u;
-                barrier();
-                if (!done) s_pending = 1u;
-                barrier();
-                finished = s_pending == 0u;
-                barrier();
-                if (finished) break;
             }
+            if (t == 0u) s_pending = 0u;
+            barrier();
+            if (!done) s_pending = 1u;
+            barrier();
+            bool finished = s_pending == 0u;
+            barrier();
             if (finished) break;
         }
         atomicExchange(state[rows + tile * kSortBuckets + t], kOnesweepPrefix | (exclusive + mine));

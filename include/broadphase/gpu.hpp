@@ -61,9 +61,12 @@ struct PipelineCacheInfo {
 ///   reduce_then_scan: per pass a histogram, a multi-level scan and a scatter (Merrill &
 ///     Grimshaw 2011); no workgroup ever waits on another, so it is safe on any device.
 ///   automatic: the BROADPHASE_SORT_PATH environment variable (onesweep or reduce_then_scan)
-///     when set, else onesweep on NVIDIA, AMD and Intel GPUs and on CPU devices (lavapipe,
-///     whose workgroups run on threads), reduce_then_scan elsewhere (Apple, Arm, Qualcomm,
-///     Imagination and other GPUs, whose progress across workgroups is not known).
+///     when set, else onesweep on NVIDIA, AMD and Intel GPUs (discrete or integrated), whose
+///     started workgroups are known to progress while others wait on them; reduce_then_scan
+///     elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (forward progress across
+///     workgroups not known), and CPU devices such as lavapipe, where a waiting workgroup
+///     spins on a core the one it waits for needs (measured slower there,
+///     docs/performance.md) and shaders end any loop after 65,535 iterations in all.
 /// DeviceInfo::sort_path is the path chosen.
 enum class SortPath { automatic, onesweep, reduce_then_scan };
 
