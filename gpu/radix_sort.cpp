@@ -322,6 +322,7 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
         pc.shift = bit % 32;
         pc.key_word = bit / 32;
         pc.offset = pass;
+        pc.flags = s.flags() | (fallback_only_ ? kSortFallbackOnly : 0u);
         const int src = pass & 1, dst = src ^ 1;
         if (s.indirect) {
             onesweep_.dispatch_indirect(

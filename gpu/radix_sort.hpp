@@ -7,7 +7,8 @@
 //   onesweep: one kernel counts every pass's digits from one read of the keys, then one kernel
 //     per pass whose tiles, numbered by an atomic in the order they start, take their offsets by
 //     decoupled look-back (Adinets & Merrill, "Onesweep", 2022): a tile waits only on tiles
-//     that started before it.
+//     that started before it, and only for a while: then it counts the silent tile's keys
+//     itself (decoupled fallback, Smith, Levien & Owens 2025).
 // Both rank each tile in shared memory without subgroup operations (shaders/radix_rank.glsl), so
 // they are correct for any subgroup size. Stable: equal keys keep their input order.
 #pragma once
@@ -48,6 +49,10 @@ public:
     /// maxStorageBufferRange is a uint32_t, so n < 2^30.
     SortPath path() const { return path_; }
 
+    /// Tests: the one-sweep look-back counts every preceding tile from its keys (the fallback
+    /// it takes after waiting kOnesweepSpins rounds) instead of reading what the tile published.
+    void set_fallback_only(bool on) { fallback_only_ = on; }
+
     /// Compiles (or finds) what record needs: on reduce_then_scan the histogram, scatter and
     /// the scan; on onesweep its histogram and pass kernels.
     Status ready_sort() const;
@@ -68,8 +73,8 @@ public:
     ///   number (an atomic), reads the elements and the pass's kSortBuckets global counts, writes
     ///   its tile's look-back row (the aggregate, then the inclusive prefix: twice, tile 0 once)
     ///   and reads one preceding row once per tile after the first (the least look-back: deeper
-    ///   look-backs and waits read more, by a timing-dependent amount not counted), and writes
-    ///   the elements.
+    ///   look-backs, waits and a waiting tile's count of a silent predecessor's keys read more,
+    ///   by a timing-dependent amount not counted), and writes the elements.
     /// On both, an odd number of passes adds a copy of the elements back. `passes` receives
     /// the digit passes (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
     static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
@@ -121,6 +126,7 @@ private:
     Kernel histogram_, scatter_, scan_local_, scan_add_, count_args_;
     Kernel onesweep_histogram_, onesweep_;
     SortPath path_ = SortPath::reduce_then_scan;
+    bool fallback_only_ = false;
     std::uint32_t max_workgroup_count_x_ = 1;
 };
 

@@ -8,7 +8,11 @@
 //      size) and publishes its digit counts (flag kOnesweepAggregate; tile 0 publishes them as
 //      its inclusive prefix, kOnesweepPrefix);
 //   3. looks back over the preceding tiles, per digit (invocation d for digit d), summing
-//      aggregates until it meets an inclusive prefix, then publishes its own inclusive prefix;
+//      aggregates until it meets an inclusive prefix, then publishes its own inclusive prefix.
+//      A predecessor that has published nothing after kOnesweepSpins rounds is counted from its
+//      keys instead (the decoupled fallback of Smith, Levien & Owens 2025), so no tile waits
+//      unboundedly: the path needs no forward progress between workgroups for correctness;
+//      waiting only costs time;
 //   4. scatters its elements in sorted order: position = (exclusive scan of the pass's global
 //      digit counts, radix_onesweep_histogram.comp) + (the digit's count in earlier tiles) +
 //      (rank within the tile's digit).
@@ -17,8 +21,9 @@
 // workgroup-uniform (every invocation leaves it in the same iteration, after a barrier):
 // lavapipe loses stores made after an atomic in a loop that other invocations have left
 // (see lbvh_bounds.comp). lavapipe also ends every loop of an invocation once its loops have
-// run 65,535 iterations in all, which a long wait could reach: the device rule does not pick
-// this path on CPU devices (SortPath), and the tests that force it there wait briefly.
+// run 65,535 iterations in all: a look-back takes at most kOnesweepSpins + 1 rounds per
+// preceding tile, under that bound for sorts of up to about 500 tiles (2 million keys).
+// With kSortFallbackOnly (tests) every predecessor is counted from its keys.
 // pc.offset = the pass (its counter, histogram and look-back rows), pc.shift / pc.key_word /
 // pc.capacity = the digit's shift, key word and mask; state layout in gpu_layout.h.
 #version 450
@@ -81,19 +86,51 @@ void main() {
 
     uint exclusive = 0u;
     if (tile > 0u) {  // uniform
+        // All digits step back together (j is uniform): at tile j, every digit not done yet
+        // adds tile j's published count (done at an inclusive prefix) once all of them see a
+        // flag there; after kOnesweepSpins rounds without, the workgroup counts tile j's
+        // digits from its keys instead (a full tile: j < tile) and steps on.
+        const bool always_count = (pc.flags & kSortFallbackOnly) != 0u;
         uint j = tile - 1u;
         bool done = false;
+        uint waits = 0u;
         for (;;) {
-            if (!done) {
-                uint v = atomicAdd(state[rows + j * kSortBuckets + t], 0u);
-                uint flag = v & ~kOnesweepValueMask;
-                if (flag != 0u) {
+            uint v = 0u;
+            if (!done && !always_count) v = atomicAdd(state[rows + j * kSortBuckets + t], 0u);
+            uint flag = v & ~kOnesweepValueMask;
+            if (t == 0u) s_pending = 0u;
+            barrier();
+            if (!done && flag == 0u) s_pending = 1u;
+            barrier();
+            bool wait = s_pending != 0u;
+            barrier();
+            bool count_it = wait && (always_count || waits >= kOnesweepSpins);
+            if (!wait) {
+                if (!done) {
                     exclusive += v & kOnesweepValueMask;
-                    if (flag == kOnesweepPrefix)
-                        done = true;
-                    else
-                        j -= 1u;  // tile 0 publishes a prefix: j never passes 0
+                    done = flag == kOnesweepPrefix;  // tile 0 publishes a prefix
                 }
+            } else if (count_it) {
+                s_base[t] = 0u;  // s_base holds tile j's counts here
+                barrier();
+                for (uint k = 0u; k < kSortItemsPerThread; ++k) {
+                    uint i = j * kSortTile + k * kWorkgroupSize + t;
+                    atomicAdd(s_base[(keys_in[i * pc.key_words + pc.key_word] >> pc.shift) &
+                                     pc.capacity],
+                              1u);
+                }
+                barrier();
+                if (!done) {
+                    exclusive += s_base[t];
+                    done = j == 0u;  // tile 0's counts are its inclusive prefix
+                }
+                barrier();
+            }
+            if (wait && !count_it) {
+                waits += 1u;
+            } else {
+                waits = 0u;
+                if (j > 0u) j -= 1u;
             }
             if (t == 0u) s_pending = 0u;
             barrier();

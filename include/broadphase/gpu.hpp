@@ -56,17 +56,19 @@ struct PipelineCacheInfo {
 /// moving scene's pairs); both are stable and exact, with the same results.
 ///   onesweep: one read of the keys for every pass's digit counts, then one kernel per 8-bit
 ///     digit pass whose tiles, numbered in the order they start, find their offsets by
-///     decoupled look-back (Adinets & Merrill 2022). It assumes that workgroups which have
-///     started make progress, which not every driver guarantees.
+///     decoupled look-back (Adinets & Merrill 2022). A tile waits only on tiles that started
+///     before it, and counts a predecessor's keys itself after a bounded wait (decoupled
+///     fallback), so it is correct without forward progress between workgroups; it is fast
+///     only where started workgroups do progress while others wait.
 ///   reduce_then_scan: per pass a histogram, a multi-level scan and a scatter (Merrill &
 ///     Grimshaw 2011); no workgroup ever waits on another, so it is safe on any device.
 ///   automatic: the BROADPHASE_SORT_PATH environment variable (onesweep or reduce_then_scan)
 ///     when set, else onesweep on NVIDIA, AMD and Intel GPUs (discrete or integrated), whose
 ///     started workgroups are known to progress while others wait on them; reduce_then_scan
-///     elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (forward progress across
-///     workgroups not known), and CPU devices such as lavapipe, where a waiting workgroup
-///     spins on a core the one it waits for needs (measured slower there,
-///     docs/performance.md) and shaders end any loop after 65,535 iterations in all.
+///     elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (progress across
+///     workgroups not known: waits would end in fallbacks), and CPU devices such as
+///     lavapipe, where a waiting workgroup spins on a core the one it waits for needs
+///     (measured slower there, docs/performance.md).
 /// DeviceInfo::sort_path is the path chosen.
 enum class SortPath { automatic, onesweep, reduce_then_scan };
 

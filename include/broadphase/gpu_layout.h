@@ -43,10 +43,16 @@ BP_CONST kOnesweepLookback = kOnesweepHist + kSortMaxPasses * kSortBuckets;
 BP_CONST kOnesweepAggregate = 0x40000000u;  // the tile's own counts
 BP_CONST kOnesweepPrefix = 0x80000000u;     // the counts of this tile and all before it
 BP_CONST kOnesweepValueMask = 0x3fffffffu;
+// Look-back rounds a tile waits on a predecessor that published nothing before counting the
+// predecessor's digits from its keys (radix_onesweep.comp).
+BP_CONST kOnesweepSpins = 128u;
 // Radix sort push constant `flags`: the element count is min(pc.count, the count binding).
 BP_CONST kSortDynamicCount = 1u;
 // Radix sort push constant `flags`: sort keys only (the value bindings are not accessed).
 BP_CONST kSortKeysOnly = 2u;
+// Radix sort push constant `flags`, one-sweep pass (tests): the look-back counts every
+// preceding tile from its keys instead of reading what the tile published (the fallback).
+BP_CONST kSortFallbackOnly = 4u;
 // Slots of the indirect dispatch arguments count_args.comp writes from a GPU-side count
 // (VkDispatchIndirectCommand each): per element (at least one workgroup), per sort tile.
 BP_CONST kArgsElements = 0u;

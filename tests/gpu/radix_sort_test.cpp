@@ -270,6 +270,46 @@ TEST_P(RadixSortPathTest, RepeatedSorts) {
     }
 }
 
+// The one-sweep look-back's fallback (a waiting tile counts a silent predecessor's keys
+// itself), forced for every predecessor: keys only and key-value, 32- and 64-bit keys, full and
+// partial last tiles, all-equal keys; equal to the stable sort and to the published look-back.
+TEST(RadixSortFallbackTest, CountingEveryPredecessorGivesTheSameSort) {
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, gpu::SortPath::onesweep);
+    ASSERT_TRUE(sort);
+    sort->set_fallback_only(true);
+    struct Case {
+        std::size_t n;
+        Pattern pattern;
+        std::uint32_t key_words, key_bits;
+        bool keys_only;
+    };
+    for (const Case& c : {Case{7 * kTile + 1, Pattern::random, 1, 32, false},
+                          Case{5 * kTile, Pattern::few_distinct, 2, 64, false},
+                          Case{6 * kTile - 1, Pattern::random, 2, 40, true},
+                          Case{3 * kTile + 5, Pattern::all_equal, 1, 30, false},
+                          Case{kTile + 1, Pattern::reversed, 1, 17, true}}) {
+        SCOPED_TRACE("n " + std::to_string(c.n) + ", " + std::to_string(c.key_bits) + " bits");
+        auto keys = make_keys(c.n, c.pattern, low_bits(32 * c.key_words),
+                              static_cast<std::uint32_t>(c.n + c.key_bits));
+        std::vector<std::uint64_t> want_keys, got_keys;
+        std::vector<std::uint32_t> want_values, got_values;
+        expected_sort(keys, c.key_bits, want_keys, want_values);
+        SortData d;
+        upload(keys, c.key_words, c.keys_only, d);
+        ASSERT_TRUE(d.scratch.handle());
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            sort->record(cmd, d.buffers(), d.n, c.key_words, c.key_bits);
+        }));
+        download(d, got_keys, got_values);
+        EXPECT_EQ(got_keys, want_keys);
+        if (!c.keys_only) {
+            EXPECT_EQ(got_values, want_values);
+        }
+    }
+}
+
 // The modelled traffic and passes of both paths, worked out by hand from the model in
 // gpu/radix_sort.hpp (deterministic: no timing), and the dispatches each path records.
 TEST(RadixSortTrafficTest, PassesAndBytes) {
