@@ -96,10 +96,12 @@ public:
     /// Scratch bytes an exclusive scan of n uints needs.
     static VkDeviceSize scan_scratch_size(std::uint32_t n);
 
-    /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2).
+    /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2; bits above
+    /// key_bits do not order the keys and move with them), on this sort's path.
     /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
     /// dispatch or a transfer; a compute_barrier makes the result visible.
-    /// With a gate, every dispatch is captured or made indirect (DispatchGate). Precondition:
+    /// With a gate, every dispatch is captured or made indirect (DispatchGate); the copy back
+    /// of an odd number of passes is not, so a gated sort takes an even number. Precondition:
     /// ready_sort() succeeded (as for the other recorders and their ready_* call).
     void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
                 std::uint32_t key_words, std::uint32_t key_bits,
