@@ -86,12 +86,12 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //   codes         morton_codes reads every box and, once per workgroup, the bounds (32 B);
 //                 writes a key (4 B per key word) and a value (4 B) per box.
 //   sort          RadixSort::traffic of the keys and values (on the Context's SortPath);
-//                 with adaptive codes (30-bit kinds with refine on) the first sort is of one key
-//                 word, then code_runs reads the keys and writes a run start per position (4 + 4
-//                 B), run_bounds and refine_codes read the run starts, ids and boxes (40 B) and the
-//                 run bounds (24 B) only when the keys are refined, refine_codes reads the first
-//                 keys and writes 64-bit keys (4 + 8 B), and the second sort (64-bit keys) runs
-//                 only when refined (launched empty: RadixSort::empty_traffic).
+//                 with adaptive codes (30-bit kinds with refine on) the first sort is of one
+//                 key word, then code_runs reads the keys and writes a run start per position
+//                 (4 + 4 B), run_bounds and refine_codes read the run starts, ids and boxes
+//                 (40 B) and the run bounds (24 B) only when the keys are refined, refine_codes
+//                 reads the first keys and writes 64-bit keys (4 + 8 B), and the second sort
+//                 (64-bit keys) runs only when refined (launched empty: RadixSort::empty_traffic).
 //   hierarchy     lbvh_hierarchy reads each sorted key, id and box, writes n - 1 internal
 //                 links (16 B) and n leaves (48 B).
 //   node bounds   lbvh_bounds: each leaf's invocation reads its link (16 B); each internal
