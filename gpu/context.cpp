@@ -86,6 +86,30 @@ bool env_flag(const char* name) {
     return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// The sort path a Context runs (SortPath): the option, else BROADPHASE_SORT_PATH, else the
+// device's rule: onesweep on the GPUs whose started workgroups are known to progress while
+// others wait on them (NVIDIA, AMD and Intel), reduce_then_scan elsewhere (other GPUs; CPU
+// devices, where a waiting workgroup takes a core from the one it waits for).
+Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
+    if (wanted != SortPath::automatic) return wanted;
+    if (const char* v = std::getenv("BROADPHASE_SORT_PATH"); v && *v) {
+        const std::string text = v;
+        if (text == "onesweep") return SortPath::onesweep;
+        if (text == "reduce_then_scan") return SortPath::reduce_then_scan;
+        if (text != "automatic")
+            return Error{ErrorCode::invalid_argument,
+                         "BROADPHASE_SORT_PATH is '" + text +
+                             "': it must be onesweep, reduce_then_scan or automatic"};
+    }
+    constexpr std::uint32_t kNvidia = 0x10de, kAmd = 0x1002, kIntel = 0x8086;
+    const bool known_vendor =
+        info.vendor_id == kNvidia || info.vendor_id == kAmd || info.vendor_id == kIntel;
+    const bool gpu = info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+                     info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    if (known_vendor && gpu) return SortPath::onesweep;
+    return SortPath::reduce_then_scan;
+}
+
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                 VkDebugUtilsMessageTypeFlagsEXT,
                                                 const VkDebugUtilsMessengerCallbackDataEXT* data,
@@ -193,12 +217,13 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
         else if (!supported)
             missing.push_back(std::string(name) + " is not supported by the device");
     }
-    // Every kernel runs kWorkgroupSize invocations; radix_scatter.comp holds the most shared
-    // memory: kSortBuckets counters per invocation, the digit bases and the scan's two rows.
+    // Every kernel runs kWorkgroupSize invocations; radix_onesweep.comp holds the most shared
+    // memory: radix_rank.glsl's 16 counting cells per invocation (the sorted tile between the
+    // splits), its two per-digit arrays and the scan's two rows, the digit bases and two words.
     const VkPhysicalDeviceLimits& limits = facts.properties.limits;
     constexpr std::uint32_t kSharedBytes =
-        (gpu_layout::kSortBuckets * gpu_layout::kWorkgroupSize + gpu_layout::kSortBuckets +
-         2 * gpu_layout::kWorkgroupSize) *
+        (16 * gpu_layout::kWorkgroupSize + 3 * gpu_layout::kSortBuckets +
+         2 * gpu_layout::kWorkgroupSize + 2) *
         4;
     if (limits.maxComputeWorkGroupInvocations < gpu_layout::kWorkgroupSize ||
         limits.maxComputeWorkGroupSize[0] < gpu_layout::kWorkgroupSize)
@@ -474,6 +499,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     if (options.max_storage_buffer_range > 0)
         impl->info.max_storage_buffer_range =
             std::min(impl->info.max_storage_buffer_range, options.max_storage_buffer_range);
+    auto path = resolve_sort_path(options.sort_path, impl->info);
+    if (!path) return path.error();
+    impl->info.sort_path = path.value();
     impl->open_pipeline_cache(options.pipeline_cache, VK_NULL_HANDLE);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
@@ -504,8 +532,23 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     impl->queue_family = external.queue_family;
     impl->queue = external.queue;
     if (Status s = finish_setup(*impl); !s) return s.error();
+    auto path = resolve_sort_path(external.sort_path, impl->info);
+    if (!path) return path.error();
+    impl->info.sort_path = path.value();
     impl->open_pipeline_cache(external.pipeline_cache, external.caller_pipeline_cache);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+const char* sort_path_name(SortPath path) {
+    switch (path) {
+        case SortPath::onesweep:
+            return "onesweep";
+        case SortPath::reduce_then_scan:
+            return "reduce_then_scan";
+        case SortPath::automatic:
+            break;
+    }
+    return "automatic";
 }
 
 const DeviceInfo& Context::info() const {

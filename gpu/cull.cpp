@@ -153,6 +153,7 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
         return st;
     if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
+    if (Status st = im.sort.ready_scan(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
     ScratchLayout s = scratch_layout(scratch, n);
     CullParams params{};

@@ -86,13 +86,13 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 bounds by atomics (24 B read and written).
 //   codes         morton_codes reads every box and, once per workgroup, the bounds (32 B);
 //                 writes a key (4 B per key word) and a value (4 B) per box.
-//   sort          RadixSort::traffic of the keys and values; with adaptive codes (30-bit
-//                 kinds with refine on) the first sort is of one key word, then code_runs
-//                 reads the keys and writes a run start per position (4 + 4 B), run_bounds
-//                 and refine_codes read the run starts, ids and boxes (40 B) and the run
-//                 bounds (24 B) only when the keys are refined, refine_codes reads the first
-//                 keys and writes 64-bit keys (4 + 8 B), and the second sort (64-bit keys) runs
-//                 only when refined.
+//   sort          RadixSort::traffic of the keys and values (on the Context's SortPath);
+//                 with adaptive codes (30-bit kinds with refine on) the first sort is of one
+//                 key word, then code_runs reads the keys and writes a run start per position
+//                 (4 + 4 B), run_bounds and refine_codes read the run starts, ids and boxes
+//                 (40 B) and the run bounds (24 B) only when the keys are refined, refine_codes
+//                 reads the first keys and writes 64-bit keys (4 + 8 B), and the second sort
+//                 (64-bit keys) runs only when refined (launched empty: RadixSort::empty_traffic).
 //   hierarchy + bounds  lbvh_build reads each sorted key, id and box; each internal node,
 //                 completed once by its second child's invocation, takes its split's flag
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
@@ -104,8 +104,8 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
 //                 items (8 B each way, only past an invocation's budget) are not counted.
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
-                                                bool refined, std::uint64_t visits,
-                                                std::uint64_t stored_pairs,
+                                                bool refined, SortPath sort_path,
+                                                std::uint64_t visits, std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
     passes.fill(0);
@@ -117,16 +117,18 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
     std::uint32_t sort_passes = 0;
     std::uint32_t hierarchy_words = words;
     if (!refinable(code) || !refine) {
-        t[2] = RadixSort::traffic(n, words, key_bits(code), false, &sort_passes);
+        t[2] = RadixSort::traffic(n, words, key_bits(code), false, sort_path, &sort_passes);
     } else {
-        t[2] = RadixSort::traffic(n, 1, key_bits(code), false, &sort_passes);
+        t[2] = RadixSort::traffic(n, 1, key_bits(code), false, sort_path, &sort_passes);
         t[2] += {4 * m, 4 * m};  // code_runs
         t[2] += {4 * m, 8 * m};  // refine_codes: first keys in, 64-bit keys out
         if (refined) {
             t[2] += {(40 + 40 + 24) * m, 0};  // run_bounds, refine_codes' runs
             std::uint32_t second = 0;
-            t[2] += RadixSort::traffic(n, 2, 64, false, &second);
+            t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
             sort_passes += second;
+        } else {
+            t[2] += RadixSort::empty_traffic(n, 64, sort_path);
         }
         hierarchy_words = 2;
     }
@@ -221,7 +223,7 @@ struct Lbvh::Impl {
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
         const auto traffic = stage_traffic(last_n, options.code, options.refine, refined,
-                                           last_visits, last_pairs, passes);
+                                           sort.path(), last_visits, last_pairs, passes);
         const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
                                          times.pairs};
         static constexpr const char* kNames[kQueries - 1] = {"scene bounds", "codes", "sort",

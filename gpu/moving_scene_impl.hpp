@@ -51,8 +51,8 @@ constexpr std::uint32_t kFrameQueries = 10;
 constexpr std::uint32_t kRepairQueries = 6;
 
 // Slots of the gated rebuild's dispatch-argument table. A build records at most
-// 2 + 16 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches, plus the cost
-// and the commit.
+// 2 + 8 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches (reduce_then_scan;
+// onesweep: 2 + 1 + 8 + 2), plus the cost and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
 // Bits of j in a pair key i << b | j (shaders/pair_keys.comp): j < n needs bit_width(n - 1).

@@ -1,8 +1,16 @@
-// GPU LSD radix sort of (key, value) pairs with 32- or 64-bit keys, and the multi-level
-// exclusive scan it is built on. Reduce-then-scan per 4-bit digit (Merrill & Grimshaw,
-// "High Performance and Scalable Radix Sorting", 2011), with no subgroup operations and no
-// inter-workgroup waiting, so it is correct for any subgroup size and without forward-progress
-// guarantees. Stable: equal keys keep their input order.
+// GPU LSD radix sort of (key, value) pairs or keys alone, with 32- or 64-bit keys, 8-bit digits
+// and only the digits of the bits used (ceil(key_bits / 8) passes), and the multi-level
+// exclusive scan it is built on. Two paths (SortPath, chosen per Context):
+//   reduce_then_scan: per pass a histogram per tile, a scan of those counts and a scatter
+//     (Merrill & Grimshaw, "High Performance and Scalable Radix Sorting", 2011); no workgroup
+//     ever waits on another, so no forward-progress assumption.
+//   onesweep: one kernel counts every pass's digits from one read of the keys, then one kernel
+//     per pass whose tiles, numbered by an atomic in the order they start, take their offsets by
+//     decoupled look-back (Adinets & Merrill, "Onesweep", 2022): a tile waits only on tiles
+//     that started before it, and only for a while: then it counts the silent tile's keys
+//     itself (decoupled fallback, Smith, Levien & Owens 2025).
+// Both rank each tile in shared memory without subgroup operations (shaders/radix_rank.glsl), so
+// they are correct for any subgroup size. Stable: equal keys keep their input order.
 #pragma once
 
 #include "kernels.hpp"
@@ -30,40 +38,70 @@ struct SortBuffers {
 class RadixSort {
 public:
     RadixSort() = default;
-    /// A sort of `context` whose kernels are compiled by the ready_* calls (see Kernel).
-    explicit RadixSort(Context& context);
-    /// A sort with every kernel compiled now.
-    static Result<RadixSort> create(Context& context);
+    /// A sort of `context` whose kernels are compiled by the ready_* calls (see Kernel), on
+    /// `path` (automatic: the Context's, DeviceInfo::sort_path).
+    explicit RadixSort(Context& context, SortPath path = SortPath::automatic);
+    /// A sort with every kernel of its path, the scan and count_args compiled now.
+    static Result<RadixSort> create(Context& context, SortPath path = SortPath::automatic);
 
-    /// Compiles (or finds) what record needs: histogram, scatter and the scan.
+    /// The path this sort records (never automatic). The one-sweep look-back packs counts in
+    /// 30 bits, which holds every sort: n keys of 4 bytes or more fit one storage range, and
+    /// maxStorageBufferRange is a uint32_t, so n < 2^30.
+    SortPath path() const { return path_; }
+
+    /// Tests: the one-sweep look-back counts every preceding tile from its keys (the fallback
+    /// it takes after waiting kOnesweepSpins rounds) instead of reading what the tile published.
+    void set_fallback_only(bool on) { fallback_only_ = on; }
+
+    /// Compiles (or finds) what record needs: on reduce_then_scan the histogram, scatter and
+    /// the scan; on onesweep its histogram and pass kernels.
     Status ready_sort() const;
     /// What record_scan needs.
     Status ready_scan() const;
     /// What record_count_args needs.
     Status ready_count_args() const;
 
-    /// Memory traffic of a sort of n elements (gpu/traffic.hpp), per digit pass over the keys:
-    /// radix_histogram reads one key word per element and writes kSortBuckets counts per tile;
-    /// the scan of those counts (scan_traffic); radix_scatter reads the keys (key_words words),
-    /// the values (unless keys_only) and the scanned counts, and writes keys and values. An odd
-    /// number of passes adds a copy of keys and values back. `passes` receives the digit
-    /// passes (ceil(key_bits / kSortDigitBits)).
+    /// Memory traffic of a sort of n elements on `path` (gpu/traffic.hpp), from the kernels'
+    /// access patterns (bytes of each buffer a kernel touches, counted once per kernel).
+    /// An element is key_words key words and, unless keys_only, a value; tiles = ceil(n / 4096).
+    /// reduce_then_scan, per digit pass: radix_histogram reads one key word per element and
+    ///   writes kSortBuckets counts per tile; the scan of those counts (scan_traffic);
+    ///   radix_scatter reads the elements and its tile's scanned counts, and writes the elements.
+    /// onesweep: the fill zeroes the state (counters, histograms, the passes' look-back rows);
+    ///   radix_onesweep_histogram reads the keys and adds kSortBuckets counts per pass per tile
+    ///   (an atomic: 4 bytes read and written each); per pass radix_onesweep takes a tile
+    ///   number (an atomic), reads the elements and the pass's kSortBuckets global counts, writes
+    ///   its tile's look-back row (the aggregate, then the inclusive prefix: twice, tile 0 once)
+    ///   and reads one preceding row once per tile after the first (the least look-back: deeper
+    ///   look-backs, waits and a waiting tile's count of a silent predecessor's keys read more,
+    ///   by a timing-dependent amount not counted), and writes the elements.
+    /// On both, an odd number of passes adds a copy of the elements back. `passes` receives
+    /// the digit passes (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
     static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
-                           bool keys_only, std::uint32_t* passes = nullptr);
+                           bool keys_only, SortPath path, std::uint32_t* passes = nullptr);
+    /// Memory traffic of a sort of capacity n recorded with a dynamic count that is 0 at run
+    /// time, launched through `args` with all_or_nothing (the refined LBVH build's second sort
+    /// when nothing is refined): on reduce_then_scan each pass's scan of the (zero) counts, which
+    /// runs directly; on onesweep the fill of its state. The kernels launched from `args` run no
+    /// workgroup.
+    static Traffic empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPath path);
     /// Memory traffic of an exclusive scan of n uints: each level's scan_local reads and
     /// writes its elements and writes one sum per tile; scan_add reads and writes the elements
     /// of every level below the top one and reads their tile sums.
     static Traffic scan_traffic(std::uint32_t n);
 
-    /// Scratch bytes a sort of n elements needs (histograms and scan levels).
+    /// Scratch bytes a sort of n elements needs on either path (the larger of the histograms
+    /// and scan levels, and the one-sweep state of up to kSortMaxPasses passes).
     static VkDeviceSize scratch_size(std::uint32_t n);
     /// Scratch bytes an exclusive scan of n uints needs.
     static VkDeviceSize scan_scratch_size(std::uint32_t n);
 
-    /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2).
+    /// Records the sort on the low `key_bits` bits of each key (key_words = 1 or 2; bits above
+    /// key_bits do not order the keys and move with them), on this sort's path.
     /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
     /// dispatch or a transfer; a compute_barrier makes the result visible.
-    /// With a gate, every dispatch is captured or made indirect (DispatchGate). Precondition:
+    /// With a gate, every dispatch is captured or made indirect (DispatchGate); the copy back
+    /// of an odd number of passes is not, so a gated sort takes an even number. Precondition:
     /// ready_sort() succeeded (as for the other recorders and their ready_* call).
     void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
                 std::uint32_t key_words, std::uint32_t key_bits,
@@ -81,7 +119,16 @@ public:
                      const BufferRange& scratch, DispatchGate* gate = nullptr) const;
 
 private:
+    void record_reduce_then_scan(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
+                                 std::uint32_t key_words, std::uint32_t key_bits,
+                                 DispatchGate* gate) const;
+    void record_onesweep(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
+                         std::uint32_t key_words, std::uint32_t key_bits, DispatchGate* gate) const;
+
     Kernel histogram_, scatter_, scan_local_, scan_add_, count_args_;
+    Kernel onesweep_histogram_, onesweep_;
+    SortPath path_ = SortPath::reduce_then_scan;
+    bool fallback_only_ = false;
     std::uint32_t max_workgroup_count_x_ = 1;
 };
 

@@ -58,6 +58,15 @@ run pairs_1m_atomic "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append
 run pairs_1m_subgroup "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append subgroup
 run pairs_1m_stack4 "$tool" bench --scene "$m1" --repeat "$repeat" --pair-stack 4
 run pairs_1m_stack8 "$tool" bench --scene "$m1" --repeat "$repeat" --pair-stack 8
+# Both radix sort paths, forced (SortPath): unrefined (uniform) and refined (level: the 64-bit
+# second sort) codes, so that the sort stage's ms compare on the same device.
+for path in onesweep reduce_then_scan; do
+  run "pairs_1m_sort_$path" "$tool" bench --scene "$m1" --repeat "$repeat" --sort-path "$path"
+  run "pairs_1m_level_sort_$path" "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat" \
+    --sort-path "$path"
+  run "cull_exact_sort_$path" "$tool" bench --cull --scene "$m1" --order exact \
+    --repeat "$repeat" --sort-path "$path"
+done
 run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
 run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
 run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back

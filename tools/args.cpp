@@ -216,6 +216,13 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->type_name("N")
             ->transform(integer_in(1, gpu_layout::kPairStack))
             ->group(kGpu);
+    CLI::Option* sort_path =
+        add_choice(c, "--sort-path", a.sort_path,
+                   "GPU modes: the radix sort (onesweep: one pass per digit with decoupled "
+                   "look-back; reduce_then_scan: histogram, scan and scatter per digit, safe "
+                   "everywhere; automatic: BROADPHASE_SORT_PATH, else the device's rule)",
+                   {"automatic", "onesweep", "reduce_then_scan"}, "sort path")
+            ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
                                    "default mode: print one JSON object (device, scene, copy "
                                    "bandwidth, a `stages` list) instead of the table")
@@ -313,16 +320,17 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, pair_append, pair_stack, json, device, validation},
+         {scene, repeat, code, no_refine, pair_append, pair_stack, sort_path, json, device,
+          validation},
          true},
-        {"--cull", cull, {scene, camera, order, repeat, device, validation}, true},
+        {"--cull", cull, {scene, camera, order, repeat, sort_path, device, validation}, true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
-         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, device,
-          validation},
+         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, sort_path,
+          device, validation},
          true},
-        {"--rays", rays, {scene, repeat, seed, code, device, validation}, true},
+        {"--rays", rays, {scene, repeat, seed, code, sort_path, device, validation}, true},
     };
 }
 

@@ -48,7 +48,8 @@ struct Args {
     bool no_refine = false;                 ///< bench: codes not adapted to the scene
     std::string pair_append = "automatic";  ///< bench: automatic, subgroup or atomic
     std::uint32_t pair_stack = 0;  ///< bench: the all-pairs traversal's stack entries (0: default)
-    bool json = false;             ///< bench: one JSON object instead of the table
+    std::string sort_path = "automatic";  ///< bench: automatic, onesweep or reduce_then_scan
+    bool json = false;                    ///< bench: one JSON object instead of the table
 
     // Culling.
     Camera camera{};              ///< valid when has("camera")

@@ -63,6 +63,9 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
     gpu::ContextOptions options;
     options.device = args.device;
     options.validation = args.validation;
+    options.sort_path = args.sort_path == "onesweep"           ? gpu::SortPath::onesweep
+                        : args.sort_path == "reduce_then_scan" ? gpu::SortPath::reduce_then_scan
+                                                               : gpu::SortPath::automatic;
     return gpu::Context::create(options);
 }
 #endif
@@ -431,11 +434,11 @@ int run_bench(const Args& args) {
                     info.subgroup_size);
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
-            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"runs\": %d, "
-            "\"pairs\": %zu, ",
+            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"sort_path\": \"%s\", "
+            "\"runs\": %d, \"pairs\": %zu, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
-            repeat, pair_count);
+            gpu::sort_path_name(info.sort_path), repeat, pair_count);
         std::printf(
             "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, "
             "\"bytes_per_second\": %.6e}, \"stages\": [",
@@ -456,8 +459,9 @@ int run_bench(const Args& args) {
     }
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
                 info.subgroup_size);
-    std::printf("scene: %s, %zu boxes, code %s, %d runs (median per stage)\n", scene->name.c_str(),
-                scene->boxes.size(), args.code.c_str(), repeat);
+    std::printf("scene: %s, %zu boxes, code %s, sort %s, %d runs (median per stage)\n",
+                scene->name.c_str(), scene->boxes.size(), args.code.c_str(),
+                gpu::sort_path_name(info.sort_path), repeat);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
                 double(copy->bytes) / (1 << 20), copy->ms, copy->bytes_per_second * 1e-9);

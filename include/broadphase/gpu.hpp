@@ -52,6 +52,29 @@ struct PipelineCacheInfo {
     std::string ignored;
 };
 
+/// Which radix sort every sort on a Context runs (the LBVH's codes, the cull's order, the
+/// moving scene's pairs); both are stable and exact, with the same results.
+///   onesweep: one read of the keys for every pass's digit counts, then one kernel per 8-bit
+///     digit pass whose tiles, numbered in the order they start, find their offsets by
+///     decoupled look-back (Adinets & Merrill 2022). A tile waits only on tiles that started
+///     before it, and counts a predecessor's keys itself after a bounded wait (decoupled
+///     fallback), so it is correct without forward progress between workgroups; it is fast
+///     only where started workgroups do progress while others wait.
+///   reduce_then_scan: per pass a histogram, a multi-level scan and a scatter (Merrill &
+///     Grimshaw 2011); no workgroup ever waits on another, so it is safe on any device.
+///   automatic: the BROADPHASE_SORT_PATH environment variable (onesweep or reduce_then_scan)
+///     when set, else onesweep on NVIDIA, AMD and Intel GPUs (discrete or integrated), whose
+///     started workgroups are known to progress while others wait on them; reduce_then_scan
+///     elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (progress across
+///     workgroups not known: waits would end in fallbacks), and CPU devices such as
+///     lavapipe, where a waiting workgroup spins on a core the one it waits for needs
+///     (measured slower there, docs/performance.md).
+/// DeviceInfo::sort_path is the path chosen.
+enum class SortPath { automatic, onesweep, reduce_then_scan };
+
+/// "automatic", "onesweep" or "reduce_then_scan".
+const char* sort_path_name(SortPath path);
+
 /// How Context::create picks and sets up a device.
 struct ContextOptions {
     /// Enable the Khronos validation layer (also on when BROADPHASE_VALIDATION=1). Validation
@@ -67,6 +90,8 @@ struct ContextOptions {
     VkDeviceSize max_storage_buffer_range = 0;
     /// The persistent pipeline cache (on by default, in the user's cache folder).
     PipelineCacheOptions pipeline_cache;
+    /// Which radix sort runs (SortPath; automatic: the environment, else the device's rule).
+    SortPath sort_path = SortPath::automatic;
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -92,6 +117,8 @@ struct ExternalDevice {
     /// The library's own persistent cache when there is no caller_pipeline_cache (as
     /// ContextOptions::pipeline_cache).
     PipelineCacheOptions pipeline_cache;
+    /// Which radix sort runs (as ContextOptions::sort_path).
+    SortPath sort_path = SortPath::automatic;
 };
 
 /// What the chosen device is and can do.
@@ -115,6 +142,9 @@ struct DeviceInfo {
     std::uint32_t max_workgroup_count_x = 0;
     /// 0 when the queue has no timestamps (timestampValidBits 0: optional, stage times read 0)
     float timestamp_period_ns = 0;
+    /// The radix sort this Context runs: onesweep or reduce_then_scan (SortPath, never
+    /// automatic once resolved).
+    SortPath sort_path = SortPath::reduce_then_scan;
 };
 
 class Context;

@@ -26,15 +26,33 @@ struct uvec4 {
 // `layout(local_size_x = kWorkgroupSize)`, and the host sizes its dispatches by the same
 // constant. Every kernel is written for any subgroup size; none relies on one.
 BP_CONST kWorkgroupSize = 256u;
-// Radix sort: 4-bit digits, each workgroup sorts a tile of kWorkgroupSize * kSortItemsPerThread.
-BP_CONST kSortDigitBits = 4u;
-BP_CONST kSortBuckets = 16u;
-BP_CONST kSortItemsPerThread = 8u;
+// Radix sort: 8-bit digits (kSortBuckets == kWorkgroupSize: one digit per invocation), each
+// workgroup ranks a tile of kWorkgroupSize * kSortItemsPerThread = 4096 elements (radix_rank.glsl
+// needs kSortTile == 16 * kWorkgroupSize). At most kSortMaxPasses passes (64-bit keys).
+BP_CONST kSortDigitBits = 8u;
+BP_CONST kSortBuckets = 256u;
+BP_CONST kSortItemsPerThread = 16u;
 BP_CONST kSortTile = kWorkgroupSize * kSortItemsPerThread;
+BP_CONST kSortMaxPasses = 8u;
+// The one-sweep path's state (uints, zeroed before each sort): [0, kSortMaxPasses) the tile
+// counters of each pass, [kOnesweepHist, +kSortMaxPasses * kSortBuckets) every pass's global
+// digit counts, from kOnesweepLookback the look-back entries, (pass * tiles + tile) *
+// kSortBuckets + digit: flag (top two bits) | count (low 30 bits).
+BP_CONST kOnesweepHist = 64u;
+BP_CONST kOnesweepLookback = kOnesweepHist + kSortMaxPasses * kSortBuckets;
+BP_CONST kOnesweepAggregate = 0x40000000u;  // the tile's own counts
+BP_CONST kOnesweepPrefix = 0x80000000u;     // the counts of this tile and all before it
+BP_CONST kOnesweepValueMask = 0x3fffffffu;
+// Look-back rounds a tile waits on a predecessor that published nothing before counting the
+// predecessor's digits from its keys (radix_onesweep.comp).
+BP_CONST kOnesweepSpins = 128u;
 // Radix sort push constant `flags`: the element count is min(pc.count, the count binding).
 BP_CONST kSortDynamicCount = 1u;
 // Radix sort push constant `flags`: sort keys only (the value bindings are not accessed).
 BP_CONST kSortKeysOnly = 2u;
+// Radix sort push constant `flags`, one-sweep pass (tests): the look-back counts every
+// preceding tile from its keys instead of reading what the tile published (the fallback).
+BP_CONST kSortFallbackOnly = 4u;
 // Slots of the indirect dispatch arguments count_args.comp writes from a GPU-side count
 // (VkDispatchIndirectCommand each): per element (at least one workgroup), per sort tile.
 BP_CONST kArgsElements = 0u;
@@ -142,12 +160,12 @@ BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visi
 // total: 32 bytes
 struct PushConstants {
     uint count;      // number of elements (boxes, keys, pairs...)
-    uint capacity;   // capacity of the output buffer, where there is one
+    uint capacity;   // capacity of the output buffer, where there is one; sort: digit mask
     uint shift;      // radix sort: bit offset of the digit within its key word
     uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind; pairs: stack
     uint key_words;  // radix sort: words per key (1 or 2)
     uint tiles;      // number of tiles / workgroups in the whole problem
-    uint offset;     // scan: element offset of this level
+    uint offset;     // kernel-specific (count_args: max workgroups in x; one-sweep: the pass)
     uint flags;      // kernel-specific switches
 };
 

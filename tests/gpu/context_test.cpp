@@ -2,6 +2,7 @@
 // the caller's handles checked against what the library needs.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -110,6 +111,51 @@ std::string adopt_error(const gpu::ExternalDevice& external, ErrorCode code) {
 
 bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
+}
+
+// Test 5b: the sort path (SortPath): the option wins; automatic takes BROADPHASE_SORT_PATH,
+// else the device's rule (onesweep on NVIDIA, AMD and Intel GPUs only: lavapipe, a CPU device,
+// runs reduce_then_scan); an unknown value of the variable is refused, naming it.
+TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
+    const char* saved = std::getenv("BROADPHASE_SORT_PATH");
+    const std::string saved_value = saved ? saved : "";
+    auto path_of = [](gpu::SortPath option) {
+        gpu::ExternalDevice external = described();
+        external.sort_path = option;
+        auto adopted = gpu::Context::adopt(external);
+        EXPECT_TRUE(adopted) << adopted.error().message;
+        return adopted ? adopted.value()->info().sort_path : gpu::SortPath::automatic;
+    };
+    ::unsetenv("BROADPHASE_SORT_PATH");
+    const gpu::DeviceInfo& info = gpu_context().info();
+    const bool rule_onesweep =
+        (info.vendor_id == 0x10de || info.vendor_id == 0x1002 || info.vendor_id == 0x8086) &&
+        (info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+         info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
+    EXPECT_EQ(path_of(gpu::SortPath::automatic),
+              rule_onesweep ? gpu::SortPath::onesweep : gpu::SortPath::reduce_then_scan);
+    if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::reduce_then_scan);
+    }
+    ::setenv("BROADPHASE_SORT_PATH", "onesweep", 1);
+    EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::onesweep);
+    EXPECT_EQ(path_of(gpu::SortPath::reduce_then_scan), gpu::SortPath::reduce_then_scan);
+    ::setenv("BROADPHASE_SORT_PATH", "reduce_then_scan", 1);
+    EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::reduce_then_scan);
+    EXPECT_EQ(path_of(gpu::SortPath::onesweep), gpu::SortPath::onesweep);
+    ::setenv("BROADPHASE_SORT_PATH", "fastest", 1);
+    {
+        auto adopted = gpu::Context::adopt(described());
+        ASSERT_FALSE(adopted);
+        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
+        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_PATH"), std::string::npos);
+    }
+    EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::onesweep), "onesweep");
+    EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::reduce_then_scan), "reduce_then_scan");
+    if (saved)
+        ::setenv("BROADPHASE_SORT_PATH", saved_value.c_str(), 1);
+    else
+        ::unsetenv("BROADPHASE_SORT_PATH");
 }
 
 // Test 6: an instance whose API version the caller did not give is refused, asking for it,

@@ -498,7 +498,7 @@ TEST_F(LbvhTest, ReportsStageTimes) {
 
 // The instruments' report (Lbvh::last_report): deterministic dispatch counts and the modelled
 // traffic, checked against sums worked out by hand from the model in gpu/lbvh.cpp and
-// gpu/radix_sort.hpp for 3000 uniform boxes (2 sort tiles of 2048, 32 digit counts, one scan
+// gpu/radix_sort.hpp for 3000 uniform boxes (one sort tile of 4096, 256 digit counts, one scan
 // level; the refinement's kernels run and find no long run, so its second sort is launched
 // empty), and the traversal's bytes against the CPU twin's count of expanded nodes.
 TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
@@ -520,14 +520,26 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_EQ(report[1].dispatches, 1u);
     EXPECT_EQ(report[1].bytes_read, 32 * n + 32 * groups);
     EXPECT_EQ(report[1].bytes_written, 8 * n);
-    // First sort: 8 passes of histogram, scan, scatter; code_runs, run_bounds, refine_codes,
-    // count_args; the second sort's 16 passes recorded (indirect) but empty.
-    EXPECT_EQ(report[2].dispatches, 8 * 3 + 4 + 16 * 3);
-    EXPECT_EQ(report[2].passes, 8u);
-    // Per pass: histogram (12000, 128), scan (128, 132), scatter (24128, 24000); then
+    // The sort as the test context runs it (BROADPHASE_SORT_PATH, else the device's rule).
+    // First sort: 30-bit codes, 4 passes of 8 bits, one tile of 4096 (256 digit counts); then
+    // code_runs, run_bounds, refine_codes and count_args; the second sort's 8 passes recorded
+    // (indirect) but empty. reduce_then_scan per pass: histogram, scan_local, scatter (3
+    // dispatches; bytes read 12000 + 1024 + 25024, written 1024 + 1028 + 24000). onesweep: the
+    // histogram (reads 12000 + 4 * 1024, writes 4096) and one dispatch per pass (reads and
+    // writes 4 + 24000 + 1024; the state's fill writes 4 * (64 + 2048 + 4 * 256)). Then
     // code_runs (12000, 12000) and refine_codes (12000, 24000).
-    EXPECT_EQ(report[2].bytes_read, 8u * (12000 + 128 + 24128) + 24000);
-    EXPECT_EQ(report[2].bytes_written, 8u * (128 + 132 + 24000) + 36000);
+    const bool onesweep = gpu_context().info().sort_path == gpu::SortPath::onesweep;
+    EXPECT_EQ(report[2].dispatches, onesweep ? (1 + 4) + 4 + (1 + 8) : 4 * 3 + 4 + 8 * 3);
+    EXPECT_EQ(report[2].passes, 4u);
+    // The empty second sort: on onesweep the fill of its state (4 * (64 + 2048 + 8 * 256)
+    // bytes), on reduce_then_scan the scans of its zero counts (8 x (1024, 1028)).
+    if (onesweep) {
+        EXPECT_EQ(report[2].bytes_read, 16096u + 4u * 25028 + 24000);
+        EXPECT_EQ(report[2].bytes_written, 12544u + 4096u + 4u * 25028 + 36000 + 16640);
+    } else {
+        EXPECT_EQ(report[2].bytes_read, 4u * (12000 + 1024 + 25024) + 24000 + 8 * 1024);
+        EXPECT_EQ(report[2].bytes_written, 4u * (1024 + 1028 + 24000) + 36000 + 8 * 1028);
+    }
     // Hierarchy and bounds in one dispatch (the two-kernel build took two): 2-word keys, ids
     // and boxes, a flag and the first child's bounds per internal node; every node written
     // once and every flag.
@@ -537,7 +549,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     // The whole build: one dispatch each for bounds, codes and the tree, and the sort's.
     std::uint32_t build_dispatches = 0;
     for (std::size_t k = 0; k < 4; ++k) build_dispatches += report[k].dispatches;
-    EXPECT_EQ(build_dispatches, 1 + 1 + (8 * 3 + 4 + 16 * 3) + 1);
+    EXPECT_EQ(build_dispatches, 1 + 1 + report[2].dispatches + 1);
     // Round 0, the 15 later rounds (indirect), and one traversal_args per round and finish.
     EXPECT_EQ(report[4].dispatches, 2 * gpu_layout::kTraversalRounds);
     const auto twin = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
@@ -546,7 +558,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_EQ(report[4].bytes_written, 8 * pairs->size());
     for (const gpu::StageReport& r : report) EXPECT_EQ(r.passes != 0, r.name == "sort");
 
-    // A refined scene sorts its 64-bit keys too: 8 + 16 passes.
+    // A refined scene sorts its 64-bit keys too: 4 + 8 passes.
     auto level = generate_scene("level", 3000);
     ASSERT_TRUE(level);
     ASSERT_TRUE(lbvh->find_pairs(level->boxes));
@@ -554,7 +566,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     ASSERT_TRUE(refined && refined.value());
     auto level_report = lbvh->last_report();
     ASSERT_TRUE(level_report);
-    EXPECT_EQ(level_report.value()[2].passes, 24u);
+    EXPECT_EQ(level_report.value()[2].passes, 12u);
     EXPECT_GT(level_report.value()[2].bytes_read, report[2].bytes_read);
 }
 

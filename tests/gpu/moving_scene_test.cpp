@@ -232,7 +232,7 @@ TEST_F(MovingSceneTest, AlwaysRefitAndAlwaysRebuild) {
     EXPECT_EQ(rebuild.refits, 0);
 }
 
-// Test 3b: the other leaf orders: the rebuild the GPU gates replays 16 sort passes for 63-bit
+// Test 3b: the other leaf orders: the rebuild the GPU gates replays 8 sort passes for 63-bit
 // Morton codes and Hilbert codes' own build; both follow the twin node for node.
 TEST_F(MovingSceneTest, OtherCodesByRatio) {
     for (gpu::CodeKind code : {gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {

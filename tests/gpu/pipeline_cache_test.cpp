@@ -93,10 +93,15 @@ void write_bytes(const fs::path& path, std::span<const std::byte> bytes) {
     out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
-std::unique_ptr<gpu::Context> make_context(const gpu::PipelineCacheOptions& cache) {
+// The kernel counts below are those of the reduce_then_scan sort (KernelsCompiledLazilyPerFeature
+// counts the one-sweep sort's too).
+std::unique_ptr<gpu::Context> make_context(
+    const gpu::PipelineCacheOptions& cache,
+    gpu::SortPath sort_path = gpu::SortPath::reduce_then_scan) {
     gpu::ContextOptions options;
     options.validation = true;
     options.pipeline_cache = cache;
+    options.sort_path = sort_path;
     auto context = gpu::Context::create(options);
     EXPECT_TRUE(context) << (context ? "" : context.error().message);
     return context ? std::move(context.value()) : nullptr;
@@ -376,43 +381,51 @@ TEST_F(PipelineCacheTest, AdoptedDeviceUsesCallersCache) {
 // Test 7: kernels are compiled on first use, per feature, once per Context. The counts are the
 // kernels of each feature: a build of morton30 with refinement 11 (scene bounds, codes,
 // hierarchy with bounds, sort histogram and scatter, scan local and add; the refinement's code
-// runs, run bounds, refine codes and count arguments), without it or for morton63 7; the pairs
-// pass 2 (pairs, traversal arguments); a cull 3 more (traverse, compact, emit; the sort is
-// shared).
+// runs, run bounds, refine codes and count arguments; the one-sweep sort: its histogram and
+// pass, 9), without it or for morton63 7; the pairs pass 2 (pairs, traversal arguments); a
+// cull 3 more (traverse, compact, emit; the sort is shared; with the one-sweep sort, the scan's
+// 2 too).
 TEST_F(PipelineCacheTest, KernelsCompiledLazilyPerFeature) {
-    auto context = make_context(cache_off());
-    ASSERT_TRUE(context);
-    EXPECT_EQ(context->pipelines_created(), 0u);
+    for (gpu::SortPath path : {gpu::SortPath::reduce_then_scan, gpu::SortPath::onesweep}) {
+        SCOPED_TRACE(gpu::sort_path_name(path));
+        // The one-sweep sort compiles 2 kernels (its histogram and pass) where reduce_then_scan
+        // compiles 4; the cull's scan is then its own 2.
+        const bool onesweep = path == gpu::SortPath::onesweep;
+        auto context = make_context(cache_off(), path);
+        ASSERT_TRUE(context);
+        EXPECT_EQ(context->info().sort_path, path);
+        EXPECT_EQ(context->pipelines_created(), 0u);
 
-    auto lbvh = gpu::Lbvh::create(*context);
-    ASSERT_TRUE(lbvh);
-    EXPECT_EQ(context->pipelines_created(), 0u);  // nothing before the first build
-    auto nodes = (*lbvh)->build_nodes(small_scene());
-    ASSERT_TRUE(nodes) << nodes.error().message;
-    EXPECT_EQ(context->pipelines_created(), 11u);  // the build, with refinement
-    auto pairs = (*lbvh)->find_pairs(small_scene());
-    ASSERT_TRUE(pairs) << pairs.error().message;
-    const std::uint32_t pairs_only = context->pipelines_created();
-    EXPECT_EQ(pairs_only, 13u);  // + the pairs pass
+        auto lbvh = gpu::Lbvh::create(*context);
+        ASSERT_TRUE(lbvh);
+        EXPECT_EQ(context->pipelines_created(), 0u);  // nothing before the first build
+        auto nodes = (*lbvh)->build_nodes(small_scene());
+        ASSERT_TRUE(nodes) << nodes.error().message;
+        EXPECT_EQ(context->pipelines_created(), onesweep ? 9u : 11u);  // with refinement
+        auto pairs = (*lbvh)->find_pairs(small_scene());
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        const std::uint32_t pairs_only = context->pipelines_created();
+        EXPECT_EQ(pairs_only, onesweep ? 11u : 13u);  // + the pairs pass
 
-    // A second Lbvh of the same options compiles nothing; neither does a culler until it culls.
-    auto again = gpu::Lbvh::create(*context);
-    ASSERT_TRUE(again);
-    ASSERT_TRUE((*again)->find_pairs(small_scene()));
-    EXPECT_EQ(context->pipelines_created(), pairs_only);
-    auto culler = gpu::Culler::create(*context);
-    ASSERT_TRUE(culler);
-    EXPECT_EQ(context->pipelines_created(), pairs_only);  // no cull kernel before the first cull
-    Camera camera;
-    camera.eye = {0.5f, 0.5f, -2};
-    camera.target = {0.5f, 0.5f, 0.5f};
-    auto frustum = Frustum::from_camera(camera);
-    ASSERT_TRUE(frustum);
-    auto visible = (*culler)->cull(small_scene(), *frustum, CullOrder::exact);
-    ASSERT_TRUE(visible) << visible.error().message;
-    EXPECT_EQ(context->pipelines_created(), pairs_only + 3);
-    EXPECT_LT(pairs_only, context->pipelines_created());
-    EXPECT_EQ(context->validation_errors(), 0u);
+        // A second Lbvh of the same options compiles nothing; neither does a culler until it
+        // culls.
+        auto again = gpu::Lbvh::create(*context);
+        ASSERT_TRUE(again);
+        ASSERT_TRUE((*again)->find_pairs(small_scene()));
+        EXPECT_EQ(context->pipelines_created(), pairs_only);
+        auto culler = gpu::Culler::create(*context);
+        ASSERT_TRUE(culler);
+        EXPECT_EQ(context->pipelines_created(), pairs_only);  // no cull kernel before a cull
+        Camera camera;
+        camera.eye = {0.5f, 0.5f, -2};
+        camera.target = {0.5f, 0.5f, 0.5f};
+        auto frustum = Frustum::from_camera(camera);
+        ASSERT_TRUE(frustum);
+        auto visible = (*culler)->cull(small_scene(), *frustum, CullOrder::exact);
+        ASSERT_TRUE(visible) << visible.error().message;
+        EXPECT_EQ(context->pipelines_created(), pairs_only + (onesweep ? 5 : 3));
+        EXPECT_EQ(context->validation_errors(), 0u);
+    }
 }
 
 // Test 8: options that do not refine compile neither the refinement nor the sort's count

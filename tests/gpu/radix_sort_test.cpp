@@ -1,10 +1,15 @@
-// GPU radix sort and scan against std::stable_sort / std::exclusive_scan: random, sorted,
-// reversed and all-equal keys; 32- and 64-bit keys; sizes around every tile boundary.
+// GPU radix sort and scan against std::stable_sort / std::exclusive_scan, on both sort paths
+// (onesweep and reduce_then_scan, forced): random, sorted, reversed and all-equal keys; 32- and
+// 64-bit keys, keys only and key-value, any key_bits; sizes around every tile boundary; dynamic
+// counts, gated dispatches, repeated sorts; the modelled traffic, passes and dispatches.
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "context_impl.hpp"
 #include "gpu_test_env.hpp"
 #include "radix_sort.hpp"
 
@@ -39,48 +44,95 @@ std::vector<std::uint64_t> make_keys(std::size_t n, Pattern pattern, std::uint64
     return keys;
 }
 
-// Sorts (key, index) on the GPU and returns (keys, values) as the GPU left them.
-void gpu_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_words,
-              std::uint32_t key_bits, std::vector<std::uint64_t>& out_keys,
-              std::vector<std::uint32_t>& out_values) {
+constexpr gpu::SortPath kPaths[] = {gpu::SortPath::onesweep, gpu::SortPath::reduce_then_scan};
+
+std::string path_name(gpu::SortPath path) {
+    return gpu::sort_path_name(path);
+}
+
+std::uint64_t low_bits(std::uint32_t bits) {
+    return bits >= 64 ? ~0ull : (1ull << bits) - 1;
+}
+
+// Device buffers of a sort of n (key, index) pairs (keys only: no value buffers).
+struct SortData {
+    std::uint32_t n = 0, key_words = 1;
+    bool keys_only = false;
+    VkDeviceSize key_bytes = 4, value_bytes = 4;
+    gpu::Buffer keys, values, keys_tmp, values_tmp, scratch;
+
+    gpu::SortBuffers buffers() const {
+        gpu::SortBuffers b{};
+        b.keys = {keys.handle(), 0, key_bytes};
+        b.keys_tmp = {keys_tmp.handle(), 0, key_bytes};
+        if (!keys_only) {
+            b.values = {values.handle(), 0, value_bytes};
+            b.values_tmp = {values_tmp.handle(), 0, value_bytes};
+        }
+        b.scratch = {scratch.handle(), 0, scratch.size()};
+        return b;
+    }
+};
+
+// Allocates and uploads keys (key_words words each, low word first) and values 0..n-1.
+void upload(const std::vector<std::uint64_t>& keys, std::uint32_t key_words, bool keys_only,
+            SortData& d) {
     gpu::Context& ctx = gpu_context();
-    auto sort = gpu::RadixSort::create(ctx);
-    ASSERT_TRUE(sort) << sort.error().message;
-    auto n = static_cast<std::uint32_t>(keys.size());
-    std::vector<std::uint32_t> words(std::size_t(n) * key_words);
-    for (std::uint32_t i = 0; i < n; ++i) {
+    d.n = static_cast<std::uint32_t>(keys.size());
+    d.key_words = key_words;
+    d.keys_only = keys_only;
+    std::vector<std::uint32_t> words(std::size_t(d.n) * key_words);
+    for (std::uint32_t i = 0; i < d.n; ++i) {
         words[i * key_words] = static_cast<std::uint32_t>(keys[i]);
         if (key_words == 2) words[i * 2 + 1] = static_cast<std::uint32_t>(keys[i] >> 32);
     }
-    std::vector<std::uint32_t> values(n);
+    std::vector<std::uint32_t> values(d.n);
     std::iota(values.begin(), values.end(), 0u);
-    VkDeviceSize key_bytes = std::max<VkDeviceSize>(words.size() * 4, 4);
-    VkDeviceSize value_bytes = std::max<VkDeviceSize>(n * 4ull, 4);
-    auto kb = ctx.create_buffer(key_bytes, gpu::MemoryKind::device);
-    auto vb = ctx.create_buffer(value_bytes, gpu::MemoryKind::device);
-    auto kt = ctx.create_buffer(key_bytes, gpu::MemoryKind::device);
-    auto vt = ctx.create_buffer(value_bytes, gpu::MemoryKind::device);
-    auto scratch = ctx.create_buffer(gpu::RadixSort::scratch_size(n), gpu::MemoryKind::device);
-    ASSERT_TRUE(kb && vb && kt && vt && scratch);
-    ASSERT_TRUE(ctx.upload(*kb, words.data(), words.size() * 4));
-    ASSERT_TRUE(ctx.upload(*vb, values.data(), n * 4ull));
-    gpu::SortBuffers buffers{{kb->handle(), 0, key_bytes},
-                             {vb->handle(), 0, value_bytes},
-                             {kt->handle(), 0, key_bytes},
-                             {vt->handle(), 0, value_bytes},
-                             {scratch->handle(), 0, scratch->size()}};
-    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-        gpu::compute_barrier(cmd);
-        sort->record(cmd, buffers, n, key_words, key_bits);
-        gpu::compute_barrier(cmd);
-    }));
-    ASSERT_TRUE(ctx.download(*kb, words.data(), words.size() * 4));
-    out_values.resize(n);
-    ASSERT_TRUE(ctx.download(*vb, out_values.data(), n * 4ull));
-    out_keys.resize(n);
-    for (std::uint32_t i = 0; i < n; ++i)
-        out_keys[i] =
-            key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
+    d.key_bytes = std::max<VkDeviceSize>(words.size() * 4, 4);
+    d.value_bytes = std::max<VkDeviceSize>(d.n * 4ull, 4);
+    auto make = [&](VkDeviceSize bytes, gpu::Buffer& out) {
+        auto b = ctx.create_buffer(bytes, gpu::MemoryKind::device);
+        ASSERT_TRUE(b) << b.error().message;
+        out = std::move(b.value());
+    };
+    make(d.key_bytes, d.keys);
+    make(d.key_bytes, d.keys_tmp);
+    make(d.value_bytes, d.values);
+    make(d.value_bytes, d.values_tmp);
+    make(gpu::RadixSort::scratch_size(d.n), d.scratch);
+    if (d.n == 0) return;
+    ASSERT_TRUE(ctx.upload(d.keys, words.data(), words.size() * 4));
+    ASSERT_TRUE(ctx.upload(d.values, values.data(), d.n * 4ull));
+}
+
+// The keys and values a sort left in d.
+void download(const SortData& d, std::vector<std::uint64_t>& keys,
+              std::vector<std::uint32_t>& values) {
+    gpu::Context& ctx = gpu_context();
+    std::vector<std::uint32_t> words(std::size_t(d.n) * d.key_words);
+    keys.assign(d.n, 0);
+    values.assign(d.n, 0);
+    if (d.n == 0) return;
+    ASSERT_TRUE(ctx.download(d.keys, words.data(), words.size() * 4));
+    if (!d.keys_only) {
+        ASSERT_TRUE(ctx.download(d.values, values.data(), d.n * 4ull));
+    }
+    for (std::uint32_t i = 0; i < d.n; ++i)
+        keys[i] =
+            d.key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
+}
+
+// The stable sort of (key, index) by the low key_bits bits of the key (higher bits ride along).
+void expected_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_bits,
+                   std::vector<std::uint64_t>& out_keys, std::vector<std::uint32_t>& out_values) {
+    const std::uint64_t mask = low_bits(key_bits);
+    out_values.resize(keys.size());
+    std::iota(out_values.begin(), out_values.end(), 0u);
+    std::stable_sort(out_values.begin(), out_values.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return (keys[a] & mask) < (keys[b] & mask);
+    });
+    out_keys.resize(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) out_keys[i] = keys[out_values[i]];
 }
 
 struct SortCase {
@@ -88,28 +140,46 @@ struct SortCase {
     Pattern pattern;
     std::uint32_t key_words;
     std::uint32_t key_bits;
+    bool keys_only = false;
+    // Random bits above key_bits (up to the key's words), which the sort must ignore.
+    bool high_bits = false;
 };
 
-class RadixSortTest : public GpuTest, public ::testing::WithParamInterface<SortCase> {};
+class RadixSortTest : public GpuTest,
+                      public ::testing::WithParamInterface<std::tuple<SortCase, gpu::SortPath>> {};
 
-// Each case: the GPU result equals a stable sort by key of (key, index).
+// Each case, on each path: the GPU result equals a stable sort by key of (key, index), keys
+// and values (keys only: the keys).
 TEST_P(RadixSortTest, MatchesStableSort) {
-    const SortCase& c = GetParam();
-    std::uint64_t mask = c.key_bits == 64 ? ~0ull : (1ull << c.key_bits) - 1;
-    auto keys = make_keys(c.n, c.pattern, mask, static_cast<std::uint32_t>(c.n * 31 + c.key_bits));
-    std::vector<std::uint32_t> expected_values(c.n);
-    std::iota(expected_values.begin(), expected_values.end(), 0u);
-    std::stable_sort(expected_values.begin(), expected_values.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
-    std::vector<std::uint64_t> expected_keys(c.n);
-    for (std::size_t i = 0; i < c.n; ++i) expected_keys[i] = keys[expected_values[i]];
+    const auto& [c, path] = GetParam();
+    SCOPED_TRACE(path_name(path));
+    const std::uint64_t mask = low_bits(c.key_bits);
+    auto keys = make_keys(c.n, c.pattern, c.high_bits ? low_bits(32 * c.key_words) : mask,
+                          static_cast<std::uint32_t>(c.n * 31 + c.key_bits));
+    std::vector<std::uint64_t> expected_keys;
+    std::vector<std::uint32_t> expected_values;
+    expected_sort(keys, c.key_bits, expected_keys, expected_values);
 
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, path);
+    ASSERT_TRUE(sort) << sort.error().message;
+    EXPECT_EQ(sort->path(), path);
+    SortData d;
+    upload(keys, c.key_words, c.keys_only, d);
+    ASSERT_TRUE(d.scratch.handle());
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        sort->record(cmd, d.buffers(), d.n, c.key_words, c.key_bits);
+        gpu::compute_barrier(cmd);
+    }));
     std::vector<std::uint64_t> got_keys;
     std::vector<std::uint32_t> got_values;
-    gpu_sort(keys, c.key_words, c.key_bits, got_keys, got_values);
+    download(d, got_keys, got_values);
     ASSERT_EQ(got_keys.size(), c.n);
     EXPECT_EQ(got_keys, expected_keys);
-    EXPECT_EQ(got_values, expected_values);
+    if (!c.keys_only) {
+        EXPECT_EQ(got_values, expected_values);
+    }
 }
 
 constexpr std::size_t kTile = gpu_layout::kSortTile;
@@ -117,27 +187,205 @@ constexpr std::size_t kGroup = gpu_layout::kWorkgroupSize;
 
 INSTANTIATE_TEST_SUITE_P(
     Sizes, RadixSortTest,
-    ::testing::Values(
-        SortCase{0, Pattern::random, 1, 32}, SortCase{1, Pattern::random, 1, 32},
-        SortCase{7, Pattern::random, 1, 32}, SortCase{kGroup, Pattern::random, 1, 32},
-        SortCase{kGroup + 1, Pattern::random, 1, 32}, SortCase{kTile, Pattern::random, 1, 32},
-        SortCase{kTile + 1, Pattern::random, 1, 32}, SortCase{200003, Pattern::random, 1, 32},
-        SortCase{7, Pattern::random, 2, 64}, SortCase{kTile + 1, Pattern::random, 2, 64},
-        SortCase{100001, Pattern::random, 2, 63}, SortCase{50000, Pattern::random, 1, 30}));
+    ::testing::Combine(
+        ::testing::Values(
+            SortCase{0, Pattern::random, 1, 32}, SortCase{1, Pattern::random, 1, 32},
+            SortCase{2, Pattern::reversed, 1, 32}, SortCase{7, Pattern::random, 1, 32},
+            SortCase{kGroup, Pattern::random, 1, 32}, SortCase{kGroup + 1, Pattern::random, 1, 32},
+            SortCase{kTile - 1, Pattern::random, 1, 32}, SortCase{kTile, Pattern::random, 1, 32},
+            SortCase{kTile + 1, Pattern::random, 1, 32},
+            SortCase{2 * kTile - 1, Pattern::random, 2, 64},
+            SortCase{2 * kTile + 1, Pattern::random, 1, 32},
+            SortCase{200003, Pattern::random, 1, 32}, SortCase{7, Pattern::random, 2, 64},
+            SortCase{kTile + 1, Pattern::random, 2, 64}, SortCase{100001, Pattern::random, 2, 63},
+            SortCase{50000, Pattern::random, 1, 30}),
+        ::testing::ValuesIn(kPaths)));
 
-INSTANTIATE_TEST_SUITE_P(Patterns, RadixSortTest,
-                         ::testing::Values(SortCase{30000, Pattern::sorted, 1, 32},
-                                           SortCase{30000, Pattern::reversed, 1, 32},
-                                           SortCase{30000, Pattern::all_equal, 1, 32},
-                                           SortCase{30000, Pattern::few_distinct, 1, 32},
-                                           SortCase{30000, Pattern::sorted, 2, 64},
-                                           SortCase{30000, Pattern::reversed, 2, 64},
-                                           SortCase{30000, Pattern::all_equal, 2, 64},
-                                           SortCase{30000, Pattern::few_distinct, 2, 63}));
+INSTANTIATE_TEST_SUITE_P(
+    Patterns, RadixSortTest,
+    ::testing::Combine(::testing::Values(SortCase{30000, Pattern::sorted, 1, 32},
+                                         SortCase{30000, Pattern::reversed, 1, 32},
+                                         SortCase{30000, Pattern::all_equal, 1, 32},
+                                         SortCase{30000, Pattern::few_distinct, 1, 32},
+                                         SortCase{30000, Pattern::sorted, 2, 64},
+                                         SortCase{30000, Pattern::reversed, 2, 64},
+                                         SortCase{30000, Pattern::all_equal, 2, 64},
+                                         SortCase{30000, Pattern::few_distinct, 2, 63}),
+                       ::testing::ValuesIn(kPaths)));
 
-class RadixSortModesTest : public GpuTest {
+// Only the low key_bits bits order the keys (partial last digits, digits of the high word),
+// whatever the bits above hold; keys only and key-value.
+INSTANTIATE_TEST_SUITE_P(
+    KeyBits, RadixSortTest,
+    ::testing::Combine(::testing::Values(SortCase{10007, Pattern::random, 1, 1, false, true},
+                                         SortCase{10007, Pattern::random, 1, 7, true, true},
+                                         SortCase{10007, Pattern::random, 1, 8, false, true},
+                                         SortCase{10007, Pattern::random, 1, 9, true, true},
+                                         SortCase{10007, Pattern::few_distinct, 1, 17, false, true},
+                                         SortCase{10007, Pattern::random, 1, 24, true, false},
+                                         SortCase{10007, Pattern::random, 1, 31, false, true},
+                                         SortCase{10007, Pattern::random, 2, 33, false, true},
+                                         SortCase{10007, Pattern::random, 2, 40, true, true},
+                                         SortCase{10007, Pattern::reversed, 2, 47, false, true},
+                                         SortCase{10007, Pattern::random, 2, 56, true, false},
+                                         SortCase{10007, Pattern::random, 2, 62, false, true},
+                                         SortCase{10007, Pattern::all_equal, 2, 64, true, false},
+                                         SortCase{30000, Pattern::few_distinct, 2, 64, true,
+                                                  false}),
+                       ::testing::ValuesIn(kPaths)));
+
+class RadixSortPathTest : public GpuTest, public ::testing::WithParamInterface<gpu::SortPath> {};
+
+// Many sorts of many tiles, one after another in one command buffer and over several
+// submissions: every one equals the stable sort (the one-sweep path's tile numbers, look-back
+// rows and counters start afresh each time).
+TEST_P(RadixSortPathTest, RepeatedSorts) {
+    const gpu::SortPath path = GetParam();
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, path);
+    ASSERT_TRUE(sort);
+    for (std::uint32_t round = 0; round < 3; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        std::vector<SortData> data(4);
+        std::vector<std::vector<std::uint64_t>> keys(data.size());
+        const std::size_t sizes[] = {40000, 13 * kTile - 1, 9 * kTile + 1, 24577};
+        for (std::size_t k = 0; k < data.size(); ++k) {
+            keys[k] = make_keys(sizes[k], k == 3 ? Pattern::few_distinct : Pattern::random,
+                                low_bits(32), round * 10 + static_cast<std::uint32_t>(k));
+            upload(keys[k], 1, false, data[k]);
+            ASSERT_TRUE(data[k].scratch.handle());
+        }
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            for (const SortData& d : data) sort->record(cmd, d.buffers(), d.n, 1, 32);
+        }));
+        for (std::size_t k = 0; k < data.size(); ++k) {
+            std::vector<std::uint64_t> want_keys, got_keys;
+            std::vector<std::uint32_t> want_values, got_values;
+            expected_sort(keys[k], 32, want_keys, want_values);
+            download(data[k], got_keys, got_values);
+            EXPECT_EQ(got_keys, want_keys);
+            EXPECT_EQ(got_values, want_values);
+        }
+    }
+}
+
+// The one-sweep look-back's fallback (a waiting tile counts a silent predecessor's keys
+// itself), forced for every predecessor: keys only and key-value, 32- and 64-bit keys, full and
+// partial last tiles, all-equal keys; equal to the stable sort and to the published look-back.
+TEST(RadixSortFallbackTest, CountingEveryPredecessorGivesTheSameSort) {
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, gpu::SortPath::onesweep);
+    ASSERT_TRUE(sort);
+    sort->set_fallback_only(true);
+    struct Case {
+        std::size_t n;
+        Pattern pattern;
+        std::uint32_t key_words, key_bits;
+        bool keys_only;
+    };
+    for (const Case& c : {Case{7 * kTile + 1, Pattern::random, 1, 32, false},
+                          Case{5 * kTile, Pattern::few_distinct, 2, 64, false},
+                          Case{6 * kTile - 1, Pattern::random, 2, 40, true},
+                          Case{3 * kTile + 5, Pattern::all_equal, 1, 30, false},
+                          Case{kTile + 1, Pattern::reversed, 1, 17, true}}) {
+        SCOPED_TRACE("n " + std::to_string(c.n) + ", " + std::to_string(c.key_bits) + " bits");
+        auto keys = make_keys(c.n, c.pattern, low_bits(32 * c.key_words),
+                              static_cast<std::uint32_t>(c.n + c.key_bits));
+        std::vector<std::uint64_t> want_keys, got_keys;
+        std::vector<std::uint32_t> want_values, got_values;
+        expected_sort(keys, c.key_bits, want_keys, want_values);
+        SortData d;
+        upload(keys, c.key_words, c.keys_only, d);
+        ASSERT_TRUE(d.scratch.handle());
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            sort->record(cmd, d.buffers(), d.n, c.key_words, c.key_bits);
+        }));
+        download(d, got_keys, got_values);
+        EXPECT_EQ(got_keys, want_keys);
+        if (!c.keys_only) {
+            EXPECT_EQ(got_values, want_values);
+        }
+    }
+}
+
+// The modelled traffic and passes of both paths, worked out by hand from the model in
+// gpu/radix_sort.hpp (deterministic: no timing), and the dispatches each path records.
+TEST(RadixSortTrafficTest, PassesAndBytes) {
+    using gpu::RadixSort;
+    using gpu::SortPath;
+    std::uint32_t passes = 99;
+    // 10000 (key, value) pairs, 30-bit keys: 4 passes, 3 tiles, 768 digit counts.
+    // reduce_then_scan, per pass: histogram (40000 read, 3072 written), scan of 768 counts in
+    // one tile (3072, 3076), scatter (80000 + 3072, 80000).
+    gpu::Traffic t = RadixSort::traffic(10000, 1, 30, false, SortPath::reduce_then_scan, &passes);
+    EXPECT_EQ(passes, 4u);
+    EXPECT_EQ(t.read, 4u * (40000 + 3072 + 83072));
+    EXPECT_EQ(t.written, 4u * (3072 + 3076 + 80000));
+    // onesweep: fill of 64 + 2048 + 4 * 3 * 256 words; histogram (40000 + 4 * 3 * 1024 read,
+    // 12288 written); per pass tile numbers (12, 12), elements, 3 histogram rows and 2 look-back
+    // rows read (80000 + 5120), elements written (80000), 5 look-back rows written (5120).
+    t = RadixSort::traffic(10000, 1, 30, false, SortPath::onesweep, &passes);
+    EXPECT_EQ(passes, 4u);
+    EXPECT_EQ(t.read, 52288u + 4u * (12 + 85120));
+    EXPECT_EQ(t.written, 4u * 5184 + 12288u + 4u * (12 + 80000 + 5120));
+    // 5000 64-bit keys alone, 40 bits: 5 passes (odd: a copy back of 40000 bytes), 2 tiles.
+    t = RadixSort::traffic(5000, 2, 40, true, SortPath::reduce_then_scan, &passes);
+    EXPECT_EQ(passes, 5u);
+    EXPECT_EQ(t.read, 5u * (20000 + 2048 + 42048) + 40000);
+    EXPECT_EQ(t.written, 5u * (2048 + 2052 + 40000) + 40000);
+    t = RadixSort::traffic(5000, 2, 40, true, SortPath::onesweep, &passes);
+    EXPECT_EQ(passes, 5u);
+    EXPECT_EQ(t.read, 50240u + 5u * (8 + 43072) + 40000);
+    EXPECT_EQ(t.written, 4u * 4672 + 10240u + 5u * (8 + 40000 + 3072) + 40000);
+    // Nothing to sort, nothing moved.
+    for (SortPath path : kPaths) {
+        for (std::uint32_t n : {0u, 1u}) {
+            t = RadixSort::traffic(n, 2, 64, false, path, &passes);
+            EXPECT_EQ(passes, 0u);
+            EXPECT_EQ(t.read + t.written, 0u);
+        }
+    }
+}
+
+// Dispatches recorded per sort: reduce_then_scan 3 per pass with a one-tile scan (histogram,
+// scan_local, scatter), onesweep 1 + 1 per pass, on 30-bit keys (4 passes) and 64-bit (8).
+TEST_P(RadixSortPathTest, DispatchesPerPass) {
+    const gpu::SortPath path = GetParam();
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, path);
+    ASSERT_TRUE(sort);
+    for (std::uint32_t key_words : {1u, 2u}) {
+        const std::uint32_t key_bits = key_words == 1 ? 30 : 64, passes = key_bits == 30 ? 4 : 8;
+        auto keys = make_keys(10000, Pattern::random, low_bits(key_bits), key_words);
+        SortData d;
+        upload(keys, key_words, false, d);
+        ASSERT_TRUE(d.scratch.handle());
+        auto& counter = gpu::impl_of(ctx).dispatches_recorded;
+        std::uint64_t before = 0, after = 0;
+        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            gpu::compute_barrier(cmd);
+            before = counter;
+            sort->record(cmd, d.buffers(), d.n, key_words, key_bits);
+            after = counter;
+        }));
+        EXPECT_EQ(after - before, path == gpu::SortPath::onesweep ? 1 + passes : 3 * passes);
+        std::vector<std::uint64_t> want_keys, got_keys;
+        std::vector<std::uint32_t> want_values, got_values;
+        expected_sort(keys, key_bits, want_keys, want_values);
+        download(d, got_keys, got_values);
+        EXPECT_EQ(got_keys, want_keys);
+        EXPECT_EQ(got_values, want_values);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, RadixSortPathTest, ::testing::ValuesIn(kPaths),
+                         [](const auto& param_info) { return path_name(param_info.param); });
+
+class RadixSortModesTest : public GpuTest, public ::testing::WithParamInterface<gpu::SortPath> {
 protected:
-    // 64-bit keys of 40 random bits in device buffers, with the ping-pong and scratch of a
+    // 64-bit keys of 48 random bits in device buffers, with the ping-pong and scratch of a
     // sort of `capacity` keys.
     struct Keys {
         std::vector<std::uint32_t> words;
@@ -156,7 +404,7 @@ protected:
         std::mt19937_64 rng(seed);
         k.words.resize(2ull * capacity);
         for (std::uint32_t i = 0; i < capacity; ++i) {
-            std::uint64_t v = rng() & ((1ull << 40) - 1);
+            std::uint64_t v = rng() & ((1ull << 48) - 1);
             k.words[2 * i] = static_cast<std::uint32_t>(v);
             k.words[2 * i + 1] = static_cast<std::uint32_t>(v >> 32);
         }
@@ -186,51 +434,58 @@ protected:
     }
 };
 
-// Keys only, with the count read on the GPU (and the sort's workgroups launched indirectly
-// from it): the first min(count, capacity) keys come out sorted, for counts of zero, inside a
-// tile, across tiles, the capacity and beyond it.
-TEST_F(RadixSortModesTest, KeysOnlyWithDynamicCount) {
+// Keys only, with the count read on the GPU, with the sort's workgroups launched indirectly
+// from it and (without arguments) every tile launched: the first min(count, capacity) keys come
+// out sorted, for counts of zero, inside a tile, across tiles, the capacity and beyond it.
+TEST_P(RadixSortModesTest, KeysOnlyWithDynamicCount) {
     gpu::Context& ctx = gpu_context();
-    auto sort = gpu::RadixSort::create(ctx);
+    auto sort = gpu::RadixSort::create(ctx, GetParam());
     ASSERT_TRUE(sort);
     const std::uint32_t capacity = 3 * gpu_layout::kSortTile + 5;
-    for (std::uint32_t count : {0u, 1u, gpu_layout::kSortTile - 1, 2 * gpu_layout::kSortTile + 3,
-                                capacity, capacity + 100}) {
-        SCOPED_TRACE("count " + std::to_string(count));
-        Keys k = make(capacity, count + 1);
-        ASSERT_TRUE(k.keys.handle());
-        ASSERT_TRUE(ctx.upload(k.count, &count, 4));
-        gpu::SortBuffers b = k.buffers();
-        b.count = {k.count.handle(), 0, 4};
-        b.args = {k.args.handle(), 0, k.args.size()};
-        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            sort->record_count_args(cmd, b.count, capacity, b.args);
-            sort->record(cmd, b, capacity, 2, 40);
-        }));
-        // The arguments launch the tiles the count fills, and at least one element workgroup.
-        VkDispatchIndirectCommand args[gpu_layout::kArgsSlots];
-        ASSERT_TRUE(ctx.download(k.args, args, sizeof(args)));
-        const std::uint32_t m32 = std::min(count, capacity);
-        EXPECT_EQ(args[gpu_layout::kArgsSortTiles].x * args[gpu_layout::kArgsSortTiles].y,
-                  (m32 + gpu_layout::kSortTile - 1) / gpu_layout::kSortTile);
-        EXPECT_EQ(args[gpu_layout::kArgsElements].x * args[gpu_layout::kArgsElements].y,
-                  std::max<std::uint32_t>(
-                      (m32 + gpu_layout::kWorkgroupSize - 1) / gpu_layout::kWorkgroupSize, 1));
-        std::vector<std::uint32_t> got(k.words.size());
-        ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
-        const std::size_t m = std::min(count, capacity);
-        std::vector<std::uint64_t> expected = as_keys(k.words, 0, m);
-        std::sort(expected.begin(), expected.end());
-        EXPECT_EQ(as_keys(got, 0, m), expected);
+    for (bool with_args : {true, false}) {
+        for (std::uint32_t count : {0u, 1u, gpu_layout::kSortTile - 1, gpu_layout::kSortTile,
+                                    2 * gpu_layout::kSortTile + 3, capacity, capacity + 100}) {
+            SCOPED_TRACE("count " + std::to_string(count) + (with_args ? " args" : " no args"));
+            Keys k = make(capacity, count + 1);
+            ASSERT_TRUE(k.keys.handle());
+            ASSERT_TRUE(ctx.upload(k.count, &count, 4));
+            gpu::SortBuffers b = k.buffers();
+            b.count = {k.count.handle(), 0, 4};
+            if (with_args) b.args = {k.args.handle(), 0, k.args.size()};
+            ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+                gpu::compute_barrier(cmd);
+                if (with_args) sort->record_count_args(cmd, b.count, capacity, b.args);
+                sort->record(cmd, b, capacity, 2, 48);
+            }));
+            const std::uint32_t m32 = std::min(count, capacity);
+            if (with_args) {
+                // The arguments launch the tiles the count fills, and at least one element
+                // workgroup.
+                VkDispatchIndirectCommand args[gpu_layout::kArgsSlots];
+                ASSERT_TRUE(ctx.download(k.args, args, sizeof(args)));
+                EXPECT_EQ(args[gpu_layout::kArgsSortTiles].x * args[gpu_layout::kArgsSortTiles].y,
+                          (m32 + gpu_layout::kSortTile - 1) / gpu_layout::kSortTile);
+                EXPECT_EQ(
+                    args[gpu_layout::kArgsElements].x * args[gpu_layout::kArgsElements].y,
+                    std::max<std::uint32_t>(
+                        (m32 + gpu_layout::kWorkgroupSize - 1) / gpu_layout::kWorkgroupSize, 1));
+            }
+            std::vector<std::uint32_t> got(k.words.size());
+            ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
+            std::vector<std::uint64_t> expected = as_keys(k.words, 0, m32);
+            std::sort(expected.begin(), expected.end());
+            EXPECT_EQ(as_keys(got, 0, m32), expected);
+        }
     }
 }
 
-// A gated sort: captured once (dispatched directly, sorting), then replayed as indirect
-// dispatches whose arguments are the captured table (sorts again) or zeros (changes nothing).
-TEST_F(RadixSortModesTest, GatedDispatches) {
+// A gated sort (48-bit keys: an even number of passes, as gated sorts must take): captured
+// once (dispatched directly, sorting), then replayed as indirect dispatches whose arguments are
+// the captured table (sorts again) or zeros (changes nothing).
+TEST_P(RadixSortModesTest, GatedDispatches) {
     gpu::Context& ctx = gpu_context();
-    auto sort = gpu::RadixSort::create(ctx);
+    const gpu::SortPath path = GetParam();
+    auto sort = gpu::RadixSort::create(ctx, path);
     ASSERT_TRUE(sort);
     const std::uint32_t n = 2 * gpu_layout::kSortTile + 17;
     gpu::DispatchGate gate;
@@ -238,14 +493,15 @@ TEST_F(RadixSortModesTest, GatedDispatches) {
     ASSERT_TRUE(k.keys.handle());
     ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
         gpu::compute_barrier(cmd);
-        sort->record(cmd, k.buffers(), n, 2, 40, &gate);
+        sort->record(cmd, k.buffers(), n, 2, 48, &gate);
     }));
     std::vector<std::uint64_t> expected = as_keys(k.words, 0, n);
     std::sort(expected.begin(), expected.end());
     std::vector<std::uint32_t> got(k.words.size());
     ASSERT_TRUE(ctx.download(k.keys, got.data(), got.size() * 4));
     EXPECT_EQ(as_keys(got, 0, n), expected);
-    ASSERT_GE(gate.counts.size(), 20u);  // 10 passes of histogram, scan and scatter
+    // 6 passes: of histogram, one-tile scan and scatter, or one histogram and 6 sweeps.
+    EXPECT_EQ(gate.counts.size(), path == gpu::SortPath::onesweep ? 7u : 18u);
 
     auto args = ctx.create_buffer(gate.counts.size() * sizeof(VkDispatchIndirectCommand),
                                   gpu::MemoryKind::device);
@@ -263,7 +519,7 @@ TEST_F(RadixSortModesTest, GatedDispatches) {
         replay.counts = gate.counts;
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::indirect_barrier(cmd);
-            sort->record(cmd, fresh.buffers(), n, 2, 40, &replay);
+            sort->record(cmd, fresh.buffers(), n, 2, 48, &replay);
         }));
         EXPECT_EQ(replay.next, gate.counts.size());
         ASSERT_TRUE(ctx.download(fresh.keys, got.data(), got.size() * 4));
@@ -272,6 +528,9 @@ TEST_F(RadixSortModesTest, GatedDispatches) {
         EXPECT_EQ(as_keys(got, 0, n), want);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, RadixSortModesTest, ::testing::ValuesIn(kPaths),
+                         [](const auto& param_info) { return path_name(param_info.param); });
 
 class ScanTest : public GpuTest, public ::testing::WithParamInterface<std::size_t> {};
 
