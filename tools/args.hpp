@@ -53,6 +53,9 @@ struct Args {
     Camera camera{};              ///< valid when has("camera")
     std::vector<Camera> cameras;  ///< cull: every --camera, in the order given (1 to 8)
     std::string order = "exact";  ///< exact or approx
+    std::vector<float> lods;      ///< cull, bench --cull: LOD switch distances (when has("lods"))
+    std::uint32_t meshes = 1;     ///< cull, bench --cull: instance i's mesh is i % meshes
+    bool grouped = false;         ///< cull, bench --cull: draws grouped per mesh
 
     // Frames and moving scenes.
     std::int64_t frames = 0;        ///< events (0: one frame per scene file), bench --frames

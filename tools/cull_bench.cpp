@@ -1,6 +1,8 @@
 // `broadphase bench --cull`: per-stage GPU times (timestamp queries, median of R runs) of the
 // frustum cull of gpu::Culler's host helper: LBVH build (Karras 2012), hierarchical cull,
-// compaction, order sort (near-child-first ranks or exact distances) and draw-command emit.
+// compaction, order sort (near-child-first ranks or exact distances) and draw-command emit;
+// with --lods (--meshes, --grouped), the emit of per-mesh LOD draws (gpu::Culler::cull_lods,
+// the grouping per mesh timed with the emit).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,6 +72,15 @@ int run_cull_bench(const Args& args) {
     std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
                 camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
                 camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near, camera.far);
+    const bool lods = args.has("lods");
+    if (!lods && (args.has("meshes") || args.has("grouped")))
+        return cull_bench_fail("--meshes and --grouped need --lods");
+    const std::vector<gpu::Mesh> meshes = lods ? lod_meshes(args) : std::vector<gpu::Mesh>();
+    const std::vector<std::uint32_t> mesh_ids =
+        lods ? lod_mesh_ids(args, scene->boxes.size()) : std::vector<std::uint32_t>();
+    if (lods)
+        std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
+                    args.grouped ? "grouped per mesh" : "flat");
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
 
     std::vector<gpu::CullTimes> runs;
@@ -77,11 +88,20 @@ int run_cull_bench(const Args& args) {
     double wall = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
         const auto start = std::chrono::steady_clock::now();
-        auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
+        std::size_t got = 0;
+        if (lods) {
+            auto draws = culler.value()->cull_lods(scene->boxes, frustum.value(), order, meshes,
+                                                   mesh_ids, args.grouped);
+            if (!draws) return cull_bench_fail(draws.error().message);
+            got = draws->size();
+        } else {
+            auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
+            if (!ids) return cull_bench_fail(ids.error().message);
+            got = ids->size();
+        }
         const double t =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!ids) return cull_bench_fail(ids.error().message);
-        visible = ids->size();
+        visible = got;
         if (r > 0) {
             runs.push_back(culler.value()->last_times());
             wall += t;
@@ -105,7 +125,7 @@ int run_cull_bench(const Args& args) {
         {"cull", [](const gpu::CullTimes& t) { return t.cull; }},
         {"compact", [](const gpu::CullTimes& t) { return t.compact; }},
         {"order sort", [](const gpu::CullTimes& t) { return t.sort; }},
-        {"emit", [](const gpu::CullTimes& t) { return t.emit; }},
+        {lods ? "emit (LODs)" : "emit", [](const gpu::CullTimes& t) { return t.emit; }},
         {"cull total", [](const gpu::CullTimes& t) { return t.cull_total(); }},
         {"gpu total", [](const gpu::CullTimes& t) { return t.total(); }},
     };

@@ -2,7 +2,8 @@
 // by distance from the eye, then id) or in the method's approximate order; gpu_lbvh
 // (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle). With
 // several cameras (up to 8), each view's ids follow a line "view K"; the methods build their
-// tree once (gpu::Culler::cull_views).
+// tree once (gpu::Culler::cull_views). With --lods (gpu_lbvh), each line is "id lod"
+// (gpu::Culler::cull_lods); with --grouped, each mesh's draws follow a line "mesh M".
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -30,6 +31,22 @@ int cull_fail(const std::string& message) {
 
 }  // namespace
 
+#ifdef BROADPHASE_HAS_GPU
+std::vector<gpu::Mesh> lod_meshes(const Args& args) {
+    gpu::Mesh mesh;
+    mesh.lods.push_back({36, 0, 0, 0});
+    for (std::size_t k = 0; k < args.lods.size(); ++k)
+        mesh.lods.push_back({36, static_cast<std::uint32_t>(36 * (k + 1)), 0, args.lods[k]});
+    return std::vector<gpu::Mesh>(args.meshes, mesh);
+}
+
+std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n) {
+    std::vector<std::uint32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i % args.meshes);
+    return ids;
+}
+#endif
+
 int run_cull(const Args& args) {
     std::vector<Frustum> frusta;
     for (const Camera& camera : args.cameras) {
@@ -40,6 +57,10 @@ int run_cull(const Args& args) {
     const CullOrder order = cull_order(args);
     const std::string method = args.has("method") ? args.method : "gpu_lbvh";
     if (Status s = check_gpu_options(args, method); !s) return cull_fail(s.error().message);
+    const bool lods = args.has("lods");
+    if (!lods && (args.has("meshes") || args.has("grouped")))
+        return cull_fail("--meshes and --grouped need --lods");
+    if (lods && method != "gpu_lbvh") return cull_fail("--lods needs --method gpu_lbvh");
     auto scene = load_input_scene(args.scene);
     if (!scene) {
         const Error& e = scene.error();
@@ -68,6 +89,30 @@ int run_cull(const Args& args) {
         if (!context) return cull_fail(context.error().message);
         auto culler = gpu::Culler::create(*context.value());
         if (!culler) return cull_fail(culler.error().message);
+        if (lods) {
+            const std::vector<gpu::Mesh> meshes = lod_meshes(args);
+            const std::vector<std::uint32_t> mesh_ids = lod_mesh_ids(args, scene->boxes.size());
+            std::string text;
+            for (std::size_t v = 0; v < frusta.size(); ++v) {
+                auto draws = culler.value()->cull_lods(scene->boxes, frusta[v], order, meshes,
+                                                       mesh_ids, args.grouped);
+                if (!draws) return cull_fail(draws.error().message);
+                if (frusta.size() > 1) text += "view " + std::to_string(v) + "\n";
+                for (std::size_t k = 0; k < draws->size(); ++k) {
+                    const gpu::CullDraw& d = (*draws)[k];
+                    if (args.grouped && (k == 0 || (*draws)[k - 1].mesh != d.mesh))
+                        text += "mesh " + std::to_string(d.mesh) + "\n";
+                    text += std::to_string(d.id) + " " + std::to_string(d.lod) + "\n";
+                }
+            }
+            if (context.value()->validation_errors() > 0)
+                return cull_fail(std::to_string(context.value()->validation_errors()) +
+                                 " Vulkan validation errors (printed above)");
+            Output out(args);
+            out.write(text);
+            if (Status s = out.finish(); !s) return cull_fail(s.error().message);
+            return 0;
+        }
         auto got = culler.value()->cull_views(scene->boxes, frusta, order);
         if (!got) return cull_fail(got.error().message);
         if (context.value()->validation_errors() > 0)
@@ -75,6 +120,7 @@ int run_cull(const Args& args) {
                              " Vulkan validation errors (printed above)");
         views = std::move(got.value());
 #else
+        (void)lods;
         return cull_fail("this build has no GPU support");
 #endif
     }

@@ -385,6 +385,27 @@ TEST_F(CullLodsTest, HostHelperGrowsGroupsAndFlatOutput) {
     }
 }
 
+// Test 5: the switch rule at its edges: boxes exactly at a switch distance from the eye take
+// that LOD, boxes just nearer the one before (eye at the origin looking along +x, switches at
+// 0, 2 and 4, boxes [d, d + 1] along x straddling the view axis).
+TEST_F(CullLodsTest, SwitchDistanceIsInclusive) {
+    const float ds[] = {0.5f, 1.999f, 2.0f, 3.999f, 4.0f, 50.0f};
+    std::vector<Box> boxes;
+    for (float d : ds) boxes.push_back({{d, -0.5f, -0.5f}, {d + 1, 0.5f, 0.5f}});
+    const std::vector<gpu::Mesh> meshes{{{{36, 0, 0, 0}, {24, 36, 0, 2}, {12, 60, 0, 4}}}};
+    const std::vector<std::uint32_t> mesh_ids(boxes.size(), 0);
+    const Frustum f = frustum_of({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, 60, 1, 0.1f, 100});
+    auto culler = make_culler();
+    ASSERT_TRUE(culler);
+    for (bool grouped : {false, true}) {
+        auto got = culler->cull_lods(boxes, f, CullOrder::exact, meshes, mesh_ids, grouped);
+        ASSERT_TRUE(got) << got.error().message;
+        const std::vector<gpu::CullDraw> want{{0, 0, 0}, {1, 0, 0}, {2, 0, 1},
+                                              {3, 0, 1}, {4, 0, 2}, {5, 0, 2}};
+        EXPECT_EQ(got.value(), want);
+    }
+}
+
 // Test 4: hostile mesh tables and mesh ids are refused with messages naming the mesh, LOD or
 // box; record refuses a mesh count of 0 and a too small group_counts range.
 TEST_F(CullLodsTest, RefusesBadTablesAndIds) {
