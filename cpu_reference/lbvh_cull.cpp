@@ -107,6 +107,57 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
     return out;
 }
 
+std::vector<std::vector<std::uint32_t>> cull_chunk_views(std::span<const LbvhNode> nodes,
+                                                         std::uint32_t n,
+                                                         std::span<const Frustum> frusta,
+                                                         std::uint32_t chunk,
+                                                         std::uint64_t* visits) {
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    std::vector<std::vector<std::uint32_t>> out(views);
+    if (n == 0) return out;
+    const std::uint32_t leaf_base = n - 1;
+    const std::uint32_t lo = chunk * kCullChunk;
+    const std::uint32_t hi = std::min(n, lo + kCullChunk) - 1;
+    struct Entry {
+        std::uint32_t node, first, mask;
+    };
+    std::vector<Entry> stack;
+    std::uint32_t node = 0, first = 0, mask = (1u << views) - 1;
+    while (true) {
+        const std::uint32_t last = nodes[node].link.w;
+        std::uint32_t go = 0;
+        if (last >= lo && first <= hi) {
+            if (visits) ++*visits;
+            const bool leaf = node >= leaf_base;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                if (!(mask & (1u << v))) continue;
+                const int cls = classify(nodes[node], frusta[v]);
+                if (cls == 2 || (cls == 1 && leaf)) {
+                    for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p)
+                        out[v].push_back(p);
+                } else if (cls == 1) {
+                    go |= 1u << v;
+                }
+            }
+        }
+        if (go != 0) {
+            const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
+            const std::uint32_t split = nodes[left].link.w;
+            if (split + 1 <= hi) stack.push_back({right, split + 1, go});
+            node = left;
+            mask = go;
+        } else if (!stack.empty()) {
+            node = stack.back().node;
+            first = stack.back().first;
+            mask = stack.back().mask;
+            stack.pop_back();
+        } else {
+            break;
+        }
+    }
+    return out;
+}
+
 std::uint32_t cull_distance_key(const Vec3& e, const Vec3& lo, const Vec3& hi) {
     float g[3];
     for (int a = 0; a < 3; ++a) {

@@ -23,6 +23,14 @@ std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> node
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks = nullptr);
 
+/// What lbvh_cull_views.comp's invocation `chunk` writes for several views in one traversal:
+/// element v the sorted positions view frusta[v] sees, ascending, among the chunk's (equal to
+/// cull_chunk's for that view alone, without ranks), and `visits` (when given) the nodes the
+/// traversal classified against at least one view, summed over the chunk.
+std::vector<std::vector<std::uint32_t>> cull_chunk_views(
+    std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n, std::span<const Frustum> frusta,
+    std::uint32_t chunk, std::uint64_t* visits = nullptr);
+
 /// Order-preserving 32-bit key of the squared distance from eye to the box [lo, hi], never
 /// overflowing (shaders/cull_distance.glsl, the same float operations): the per-axis gaps are
 /// computed halved, g = max(lo/2 - eye/2, eye/2 - hi/2, 0) (no overflow for any float input),

@@ -6,6 +6,7 @@
 // mesh (lbvh_cull_group.comp -> stable radix sort by mesh -> lbvh_cull_group_bounds.comp)
 // follows the order sort, and lbvh_cull_emit_lods.comp writes each draw with its LOD.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -40,14 +41,27 @@ struct ScratchLayout {
     VkDeviceSize size = 0;
 };
 
+// Strides of the per-view arrays of a several-view cull (record_views), in bytes: each view's
+// params, slots and chunk counts start aligned for binding.
+constexpr VkDeviceSize kViewParamsStride = 256;
+VkDeviceSize view_slots_stride(std::uint32_t n) {
+    return align_up(std::max<VkDeviceSize>(n * 4ull, 4), Arena::kAlignment);
+}
+VkDeviceSize view_counts_stride(std::uint32_t n) {
+    return align_up((chunk_count(n) + 1ull) * 4, Arena::kAlignment);
+}
+
+// `views` > 1 (record_views): params, slots and offsets hold one array per view at the strides
+// above; view 0's are where the one-view cull's are.
 ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
-                             std::uint32_t mesh_count = 0) {
+                             std::uint32_t mesh_count = 0, std::uint32_t views = 1) {
     Arena arena(scratch);
     ScratchLayout s;
-    s.params = arena.take(sizeof(CullParams));
-    s.slots = arena.take(n * 4ull);
+    const VkDeviceSize more = views - 1;
+    s.params = arena.take(more * kViewParamsStride + sizeof(CullParams));
+    s.slots = arena.take(more * view_slots_stride(n) + n * 4ull);
     s.ranks = arena.take(n * 4ull);
-    s.offsets = arena.take((chunk_count(n) + 1ull) * 4);
+    s.offsets = arena.take(more * view_counts_stride(n) + (chunk_count(n) + 1ull) * 4);
     s.keys = arena.take(n * 8ull);
     s.values = arena.take(n * 4ull);
     s.keys_tmp = arena.take(n * 8ull);
@@ -78,11 +92,12 @@ struct Culler::Impl {
     Context* context = nullptr;
     CullOptions options;
     RadixSort sort;
-    Kernel traverse, compact, emit, emit_lods, group, group_bounds;
+    Kernel traverse, traverse_views, compact, emit, emit_lods, group, group_bounds;
     std::unique_ptr<Lbvh> lbvh;
     // Working buffers of the host helper, grown on demand.
     Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
     Buffer mesh_table, mesh_ids, group_counts, draw_lods;  // cull_lods
+    Buffer view_out;  // cull_views of several views: each view's ids, commands and count
     std::uint32_t capacity = 0;
     Timestamps stamps;  // kHelperQueries: the build's stage boundaries, then the cull's
     CullTimes times;
@@ -138,6 +153,74 @@ struct Culler::Impl {
                 return s.error();
         }
         return n;
+    }
+
+    // cull_views of several views: one submission builds the tree and records every view
+    // (Culler::record_views) into per-view ranges of `view_out`, each with room for
+    // `capacity` ids; grown to the largest view's count, and all views culled again, when
+    // a view overflows.
+    Result<std::vector<std::vector<std::uint32_t>>> cull_views_together(
+        Culler& culler, std::uint32_t n, std::span<const Frustum> frusta, CullOrder order) {
+        const auto views = static_cast<std::uint32_t>(frusta.size());
+        if (Status s = ensure(scratch, culler.views_scratch_size(n, views)); !s) return s.error();
+        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
+        bool first = true;
+        std::vector<std::array<std::uint32_t, 2>> counts(views);
+        while (true) {
+            const VkDeviceSize ids_bytes = align_up(capacity * 4ull + 4, Arena::kAlignment);
+            const VkDeviceSize commands_bytes =
+                align_up(capacity * 4ull * kDrawCommandWords + 4, Arena::kAlignment);
+            const VkDeviceSize view_bytes = ids_bytes + commands_bytes + Arena::kAlignment;
+            if (Status s = ensure(view_out, view_bytes * views); !s) return s.error();
+            std::vector<CullOutput> outs;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                const VkDeviceSize base = v * view_bytes;
+                const VkBuffer b = view_out.handle();
+                outs.push_back({{b, base, ids_bytes},
+                                {b, base + ids_bytes, commands_bytes},
+                                {b, base + ids_bytes + commands_bytes, 8},
+                                capacity});
+            }
+            Status recorded;
+            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+                compute_barrier(cmd);  // make the staged upload visible to the shaders
+                stamps.reset(cmd, 0, kHelperQueries);
+                if (first) {
+                    if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
+                    compute_barrier(cmd);
+                }
+                recorded = culler.record_views(cmd, {build.nodes, n}, frusta, order, whole(scratch),
+                                               outs, stamps.handle(), kBuildQueries);
+                compute_barrier(cmd);
+            });
+            if (!s) return s.error();
+            if (!recorded) return recorded.error();
+            read_times(first);
+            first = false;
+            std::uint32_t most = 0;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                if (Status d =
+                        context->download(view_out, counts[v].data(), 8, outs[v].draw_count.offset);
+                    !d)
+                    return d.error();
+                most = std::max(most, counts[v][1]);
+            }
+            if (most <= capacity) {
+                std::vector<std::vector<std::uint32_t>> result(views);
+                for (std::uint32_t v = 0; v < views; ++v) {
+                    result[v].resize(counts[v][1]);
+                    if (counts[v][1] == 0) continue;
+                    if (Status d =
+                            context->download(view_out, result[v].data(), counts[v][1] * 4ull,
+                                              outs[v].visible_ids.offset);
+                        !d)
+                        return d.error();
+                }
+                return result;
+            }
+            if (Status e = ensure_output(most + most / 4 > n ? n : most + most / 4); !e)
+                return e.error();
+        }
     }
 
     Status ensure_output(std::uint32_t wanted) {
@@ -335,6 +418,7 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     // Nothing is compiled here: each kernel on the first cull (Kernel).
     impl->sort = RadixSort(context);
     impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
+    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 4, "lbvh_cull_views");
     impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
     impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
     impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 13, "lbvh_cull_emit_lods");
@@ -352,6 +436,126 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
 
 VkDeviceSize Culler::scratch_size(std::uint32_t n, std::uint32_t mesh_count) const {
     return scratch_layout({}, n, mesh_count).size;
+}
+
+VkDeviceSize Culler::views_scratch_size(std::uint32_t n, std::uint32_t views) const {
+    return scratch_layout({}, n, 0, std::max<std::uint32_t>(views, 1)).size;
+}
+
+Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
+                            std::span<const Frustum> frusta, CullOrder order,
+                            const BufferRange& scratch, std::span<const CullOutput> outs,
+                            VkQueryPool pool, std::uint32_t first_query) {
+    Impl& im = *impl_;
+    const std::uint32_t n = tree.n;
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    if (views == 0 || views > kMaxCullViews || outs.size() != frusta.size())
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::record_views takes 1 to " + std::to_string(kMaxCullViews) +
+                         " views and one output per view, got " + std::to_string(views) +
+                         " views and " + std::to_string(outs.size()) + " outputs"};
+    auto out_bytes = [](const CullOutput& out) {
+        return std::pair{std::max<VkDeviceSize>(out.capacity * 4ull, 4),
+                         std::max<VkDeviceSize>(out.capacity * 4ull * kDrawCommandWords, 4)};
+    };
+    for (std::uint32_t v = 0; v < views; ++v) {
+        const auto [ids, commands] = out_bytes(outs[v]);
+        if (Status st = check_ranges(impl_of(*im.context), "Culler::record_views",
+                                     {{"nodes", tree.nodes, nodes_bytes(n)},
+                                      {"scratch", scratch, views_scratch_size(n, views), false},
+                                      {"visible_ids", outs[v].visible_ids, ids},
+                                      {"draw_commands", outs[v].draw_commands, commands},
+                                      {"draw_count", outs[v].draw_count, 8}});
+            !st)
+            return Error{st.error().code, "view " + std::to_string(v) + ": " + st.error().message};
+        for (std::uint32_t w = v + 1; w < views; ++w) {
+            const auto [ids_w, commands_w] = out_bytes(outs[w]);
+            if (Status st =
+                    check_ranges(impl_of(*im.context), "Culler::record_views",
+                                 {{"visible_ids", outs[v].visible_ids, ids},
+                                  {"draw_commands", outs[v].draw_commands, commands},
+                                  {"draw_count", outs[v].draw_count, 8},
+                                  {"other visible_ids", outs[w].visible_ids, ids_w},
+                                  {"other draw_commands", outs[w].draw_commands, commands_w},
+                                  {"other draw_count", outs[w].draw_count, 8}});
+                !st)
+                return Error{st.error().code, "views " + std::to_string(v) + " and " +
+                                                  std::to_string(w) + ": " + st.error().message};
+        }
+    }
+    if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
+    if (Status st = im.sort.ready_sort(); !st) return st;
+    if (Status st = im.sort.ready_count_args(); !st) return st;
+    const ScratchLayout s = scratch_layout(scratch, n, 0, views);
+    const std::uint32_t chunks = chunk_count(n);
+    const VkDeviceSize slot_stride = view_slots_stride(n), count_stride = view_counts_stride(n);
+    std::uint32_t vertex_offset = 0;
+    std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
+    for (std::uint32_t v = 0; v < views; ++v) {
+        CullParams params{};
+        for (int i = 0; i < 6; ++i) {
+            const Plane& p = frusta[v].planes[i];
+            params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
+        }
+        params.eye = {frusta[v].eye.x, frusta[v].eye.y, frusta[v].eye.z, 0};
+        params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
+        vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset + v * kViewParamsStride,
+                          sizeof(params), &params);
+    }
+    const bool exact = order == CullOrder::exact;
+    compute_barrier(cmd);
+    write_timestamp(cmd, pool, first_query + 0);
+    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    PushConstants pc{};
+    pc.count = n;
+    pc.tiles = chunks;
+    if (n > 0) {
+        PushConstants t = pc;
+        t.offset = views;
+        t.shift = static_cast<std::uint32_t>(slot_stride / 4);
+        t.key_words = static_cast<std::uint32_t>(count_stride / 4);
+        im.traverse_views.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, t, groups(chunks));
+        compute_barrier(cmd);
+    }
+    // One traversal for every view; compaction, sort and emit follow per view (timed together).
+    for (std::uint32_t q = 1; q <= 3; ++q) write_timestamp(cmd, pool, first_query + q);
+    for (std::uint32_t v = 0; v < views; ++v) {
+        const BufferRange params{scratch.buffer, s.params.offset + v * kViewParamsStride,
+                                 sizeof(CullParams)};
+        const BufferRange slots{scratch.buffer, s.slots.offset + v * slot_stride, n * 4ull};
+        const BufferRange offsets{scratch.buffer, s.offsets.offset + v * count_stride,
+                                  (chunks + 1ull) * 4};
+        if (n > 0) {
+            im.sort.record_scan(cmd, offsets, chunks + 1, s.work);
+            compute_barrier(cmd);
+            pc.flags = exact ? kCullFlagKeys : kCullFlagRankDescent;
+            im.compact.dispatch(cmd, {nodes, params, slots, offsets, s.keys, s.values, s.ranks}, pc,
+                                groups(n));
+            compute_barrier(cmd);
+            pc.flags = 0;
+            const VkBufferCopy total{offsets.offset + chunks * 4ull, s.visible.offset, 4};
+            vkCmdCopyBuffer(cmd, scratch.buffer, s.visible.buffer, 1, &total);
+            compute_barrier(cmd);
+            im.sort.record_count_args(cmd, s.visible, n, s.args);
+            const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
+            SortBuffers sort{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+            sort.count = s.visible;
+            sort.args = s.args;
+            im.sort.record(cmd, sort, n, exact ? 2 : 1, exact ? 64 : rank_bits);
+            compute_barrier(cmd);
+        }
+        const CullOutput& out = outs[v];
+        const auto [ids, commands] = out_bytes(out);
+        pc.capacity = out.capacity;
+        im.emit.dispatch(cmd,
+                         {params, offsets, s.values, first_bytes(out.visible_ids, ids),
+                          first_bytes(out.draw_commands, commands), first_bytes(out.draw_count, 8)},
+                         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+        // The next view's scan, compaction and sort reuse the work arrays the emit reads.
+        if (v + 1 < views) compute_barrier(cmd);
+    }
+    write_timestamp(cmd, pool, first_query + 4);
+    return {};
 }
 
 Result<std::vector<CullMesh>> pack_mesh_table(std::span<const Mesh> meshes,
@@ -435,6 +639,7 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
     if (!prepared) return prepared.error();
     const std::uint32_t n = prepared.value();
     const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
+    if (frusta.size() > 1) return im.cull_views_together(*this, n, frusta, order);
     const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
     bool first = true;  // the first submission builds the tree; every view culls it
     std::vector<std::vector<std::uint32_t>> views;

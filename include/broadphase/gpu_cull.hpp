@@ -4,6 +4,9 @@
 // depth-first ranks (approx; the front-to-back traversal order of P. Väänänen's "Sort a sphere
 // BVH with split planes", docs/references.md, each leaf's rank carried down the chunked
 // traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
+// Optionally per-instance meshes and levels of detail (CullLods: each draw its mesh's LOD for
+// the view, flat or grouped per mesh by a stable radix sort on the mesh id), and several views
+// in one traversal with a view mask (record_views).
 #pragma once
 
 #include <cstdint>
@@ -120,7 +123,7 @@ inline constexpr std::uint32_t kCullQueries = 5;
 /// bits, a 9-bit exponent: no overflow at any distance between float boxes and eye; equals
 /// point_box_distance's order up to rounding), ties by id.
 /// Views one Culler::cull_views call takes.
-inline constexpr std::size_t kMaxCullViews = 8;
+inline constexpr std::size_t kMaxCullViews = gpu_layout::kCullMaxViews;
 
 class Culler {
 public:
@@ -165,13 +168,32 @@ public:
                                             CullOrder order, std::span<const Mesh> meshes,
                                             std::span<const std::uint32_t> mesh_ids, bool grouped);
 
+    /// Bytes of the `scratch` range record_views() needs for n boxes and `views` views.
+    VkDeviceSize views_scratch_size(std::uint32_t n, std::uint32_t views) const;
+
+    /// Records the cull of 1 to kMaxCullViews views of one built LBVH (issue 11 item 2): the
+    /// tree is traversed once per chunk of leaves with a mask of the views still straddling
+    /// each node (shaders/lbvh_cull_views.comp), each view gets its own visible list, draw
+    /// commands and count in outs[v], exactly what record() of that view alone writes (the
+    /// approximate order's ranks come from a root-to-leaf descent per visible leaf instead of
+    /// the traversal). Preconditions and postcondition as record(); scratch:
+    /// views_scratch_size(n, views). With a timestamp pool: kCullQueries timestamps, before
+    /// and after the shared traversal (queries 1 to 3 all there), and after the last view's
+    /// emit: `cull` times the traversal, `emit` the views' compaction, sort and emit together.
+    Status record_views(VkCommandBuffer cmd, const LbvhTree& tree, std::span<const Frustum> frusta,
+                        CullOrder order, const BufferRange& scratch,
+                        std::span<const CullOutput> outs, VkQueryPool pool = VK_NULL_HANDLE,
+                        std::uint32_t first_query = 0);
+
     /// Host helper: uploads boxes (rejecting invalid ones), builds the LBVH, culls (growing the
     /// output until every visible id fits), and downloads the visible ids in order.
     Result<std::vector<std::uint32_t>> cull(std::span<const Box> boxes, const Frustum& frustum,
                                             CullOrder order);
     /// Host helper, several views of one scene (at most kMaxCullViews: a main camera, shadow
-    /// cascades, a reflection): the LBVH is built once and each view culled over it in turn;
-    /// element v holds view v's visible ids in order, as cull() would return them.
+    /// cascades, a reflection): the LBVH is built once and, with two or more views, all views
+    /// culled in one traversal (record_views) in the same submission; element v holds view v's
+    /// visible ids in order, as cull() would return them. last_times() then holds the shared
+    /// traversal in `cull` and every view's compaction, sort and emit in `emit`.
     Result<std::vector<std::vector<std::uint32_t>>> cull_views(std::span<const Box> boxes,
                                                                std::span<const Frustum> frusta,
                                                                CullOrder order);

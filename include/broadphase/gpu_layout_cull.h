@@ -33,6 +33,13 @@ BP_CONST kCullFlagGrouped = 8u;
 // Push constant `flags` of lbvh_cull_emit_lods: also write each stored draw's LOD index.
 BP_CONST kCullFlagDrawLods = 16u;
 
+// Push constant `flags` of lbvh_cull_compact: the approximate order's rank of each leaf found
+// by a root-to-leaf descent (near-child-first, as lbvh_cull.comp carries it down) instead of
+// read from ranks[]: the several-view traversal (lbvh_cull_views) carries no ranks.
+BP_CONST kCullFlagRankDescent = 32u;
+// Views one traversal of lbvh_cull_views culls (gpu::kMaxCullViews).
+BP_CONST kCullMaxViews = 8u;
+
 // Levels of detail per mesh (gpu::Mesh, CullMesh).
 BP_CONST kMaxMeshLods = 8u;
 // The LOD written for a visible instance whose mesh id is not below the mesh count (flat
