@@ -247,7 +247,7 @@ namespace {
 // The LOD emit of record_cull (after the order sort): grouping per mesh when asked, then
 // lbvh_cull_emit_lods.comp.
 void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
-                 const ScratchLayout& s, const CullOutput& out, const CullLods& lods,
+                 const ScratchLayout& s, const CullOutput& out, const CullLods& lods, bool exact,
                  PushConstants pc) {
     const std::uint32_t n = tree.n;
     const std::uint32_t mesh_count = lods.mesh_count;
@@ -256,24 +256,26 @@ void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
     const BufferRange mesh_ids = first_bytes(lods.mesh_ids, n * 4ull);
     const BufferRange table = first_bytes(lods.mesh_table, mesh_count * sizeof(CullMesh));
     pc.offset = mesh_count;
-    pc.flags = lods.draw_lods.buffer != VK_NULL_HANDLE ? kCullFlagDrawLods : 0u;
-    BufferRange ordered = s.values, group_keys = s.keys, bounds = s.args,
-                group_counts = out.draw_count;
+    // Exact: the sorted (id, distance key) pairs give both, no leaf node is read; approx: the
+    // compaction left sorted positions in values.
+    pc.flags = (lods.draw_lods.buffer != VK_NULL_HANDLE ? kCullFlagDrawLods : 0u) |
+               (exact ? kCullFlagSortedKeys : 0u);
+    BufferRange ordered = s.values, bounds = s.args, group_counts = out.draw_count;
     std::uint32_t threads = std::max<std::uint32_t>(1, std::min(n, out.capacity));
     if (lods.grouped && n > 0) {
-        // Mesh keys of the ordered list (into keys, as one word each) with the positions as
-        // values (into ranks, free since the compaction), stably sorted by mesh, then the runs.
-        im.group.dispatch(cmd, {nodes, s.offsets, s.values, mesh_ids, s.keys, s.ranks}, pc,
+        // Mesh keys of the ordered list (into ranks) with the elements as values (into slots;
+        // both free since the compaction), stably sorted by mesh, then the runs.
+        im.group.dispatch(cmd, {nodes, s.offsets, s.values, mesh_ids, s.ranks, s.slots, s.keys}, pc,
                           groups(n));
         compute_barrier(cmd);
-        SortBuffers sort{s.keys, s.ranks, s.keys_tmp, s.values_tmp, s.work};
+        SortBuffers sort{s.ranks, s.slots, s.keys_tmp, s.values_tmp, s.work};
         sort.count = s.visible;
         sort.args = s.args;
         im.sort.record(cmd, sort, n, 1, std::max<std::uint32_t>(1, std::bit_width(mesh_count)));
         compute_barrier(cmd);
-        im.group_bounds.dispatch(cmd, {s.offsets, s.keys, s.bounds}, pc, groups(n));
+        im.group_bounds.dispatch(cmd, {s.offsets, s.ranks, s.bounds}, pc, groups(n));
         compute_barrier(cmd);
-        ordered = s.ranks;
+        ordered = s.slots;
     }
     if (lods.grouped) {
         bounds = s.bounds;
@@ -284,10 +286,11 @@ void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
     const BufferRange visible = first_bytes(out.visible_ids, id_bytes);
     im.emit_lods.dispatch(
         cmd,
-        {s.params, s.offsets, nodes, ordered, group_keys, mesh_ids, table, bounds, visible,
+        {s.params, s.offsets, nodes, ordered, s.ranks, mesh_ids, table, bounds, visible,
          first_bytes(out.draw_commands, out.capacity * 4ull * kDrawCommandWords),
          first_bytes(out.draw_count, 8), group_counts,
-         lods.draw_lods.buffer != VK_NULL_HANDLE ? first_bytes(lods.draw_lods, id_bytes) : visible},
+         lods.draw_lods.buffer != VK_NULL_HANDLE ? first_bytes(lods.draw_lods, id_bytes) : visible,
+         s.keys},
         pc, groups(threads));
 }
 
@@ -369,7 +372,8 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
     if (n > 0) {
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
-        pc.flags = (exact ? kCullFlagKeys : kCullFlagRank) | (lods ? kCullFlagPositions : 0u);
+        pc.flags =
+            (exact ? kCullFlagKeys : kCullFlagRank) | (lods && !exact ? kCullFlagPositions : 0u);
         im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values, s.ranks},
                             pc, groups(n));
         compute_barrier(cmd);
@@ -393,7 +397,7 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
     write_timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
     if (lods) {
-        record_lods(im, cmd, tree, s, out, *lods, pc);
+        record_lods(im, cmd, tree, s, out, *lods, exact, pc);
         write_timestamp(cmd, pool, first_query + 4);
         return {};
     }
@@ -421,8 +425,8 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 4, "lbvh_cull_views");
     impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
     impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
-    impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 13, "lbvh_cull_emit_lods");
-    impl->group = Kernel(context, shaders::lbvh_cull_group, 6, "lbvh_cull_group");
+    impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 14, "lbvh_cull_emit_lods");
+    impl->group = Kernel(context, shaders::lbvh_cull_group, 7, "lbvh_cull_group");
     impl->group_bounds =
         Kernel(context, shaders::lbvh_cull_group_bounds, 3, "lbvh_cull_group_bounds");
     auto lbvh = Lbvh::create(context);

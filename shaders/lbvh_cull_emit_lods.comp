@@ -13,6 +13,8 @@
 // with a mesh id >= M (drawn in no group); draw_count = (commands stored, total visible),
 // draw_count[0] summed with one atomicAdd per mesh onto the zero the recorder filled in.
 // With kCullFlagDrawLods each stored command's LOD also goes to draw_lods (kNoLod: none).
+// Elements: sorted positions (approx: the id and box from the leaf node) or, with
+// kCullFlagSortedKeys (exact), indices into the sorted (id, distance key) pairs, no node read.
 // pc.count = n (leaves), pc.tiles = chunks, pc.capacity = command capacity, pc.offset = M.
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
@@ -60,6 +62,9 @@ layout(std430, binding = 11) writeonly buffer GroupCounts {
 layout(std430, binding = 12) writeonly buffer DrawLods {
     uint draw_lods[];
 };
+layout(std430, binding = 13) readonly buffer SortedKeys {
+    uint sorted_keys[];
+};  // kCullFlagSortedKeys: the exact order's 64-bit keys (id, distance key)
 
 // The LOD of mesh m for a box with distance key `key` (twin: lbvh::select_lod).
 uint select_lod(uint m, uint key) {
@@ -77,15 +82,25 @@ uint group_room(uint m) {
     return first >= pc.capacity ? 0u : min(meshes[m].info.z, pc.capacity - first);
 }
 
-void write_draw(uint slot, uint p, uint m) {
-    uint leaf = pc.count - 1u + p;
-    uint id = nodes[leaf].link.x;
+// Element e of the order: an index into the sorted keys (kCullFlagSortedKeys) or a sorted
+// position (its leaf node holds the id and box).
+uint element_id(uint e) {
+    if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e];
+    return nodes[pc.count - 1u + e].link.x;
+}
+
+uint element_key(uint e) {
+    if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e + 1u];
+    uint leaf = pc.count - 1u + e;
+    return cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
+}
+
+void write_draw(uint slot, uint e, uint id, uint m) {
     visible_ids[slot] = id;
     uint w = slot * kDrawCommandWords;
     uint lod = kNoLod;
     if (m < pc.offset) {
-        uint key = cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
-        lod = select_lod(m, key);
+        lod = select_lod(m, element_key(e));
         uvec4 l = meshes[m].lods[lod];
         commands[w + 0u] = l.x;
         commands[w + 1u] = 1u;
@@ -112,8 +127,9 @@ void main() {
             draw_count[1] = total;
         }
         if (i >= stored) return;
-        uint p = ordered[i];
-        write_draw(i, p, mesh_ids[nodes[pc.count - 1u + p].link.x]);
+        uint e = (pc.flags & kCullFlagSortedKeys) != 0u ? i : ordered[i];
+        uint id = element_id(e);
+        write_draw(i, e, id, mesh_ids[id]);
         return;
     }
     if (i == 0u) draw_count[1] = total;
@@ -121,7 +137,10 @@ void main() {
         uint k = group_keys[i];
         if (k < mesh_count) {
             uint r = i - bounds[2u * k];
-            if (r < group_room(k)) write_draw(meshes[k].info.y + r, ordered[i], k);
+            if (r < group_room(k)) {
+                uint e = ordered[i];
+                write_draw(meshes[k].info.y + r, e, element_id(e), k);
+            }
         }
     }
     if (i <= mesh_count) {

@@ -1,7 +1,8 @@
 // Grouping of the ordered visible list per mesh (gpu::Culler with CullLods::grouped), step 1:
 // for each ordered element i (below the visible count offsets[pc.tiles]), its mesh as the key
 // of a stable radix sort (mesh ids at or past the mesh count all become the key mesh_count, a
-// group of their own after the last mesh) and its sorted position as the value. The stable
+// group of their own after the last mesh) and as the value its sorted position (approx) or,
+// with kCullFlagSortedKeys (exact), i itself, the id read from the sorted keys. The stable
 // sort then leaves each mesh's elements contiguous and in the cull's order.
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
@@ -27,13 +28,17 @@ layout(std430, binding = 4) writeonly buffer Keys {
 layout(std430, binding = 5) writeonly buffer Values {
     uint values[];
 };
+layout(std430, binding = 6) readonly buffer SortedKeys {
+    uint sorted_keys[];
+};  // exact: the order's 64-bit keys (low word the id)
 
 void main() {
     uint i = linear_thread();
     uint n = pc.count;
     if (n == 0u || i >= offsets[pc.tiles]) return;
-    uint p = ordered[i];
-    uint id = nodes[n - 1u + p].link.x;
+    bool sorted = (pc.flags & kCullFlagSortedKeys) != 0u;
+    uint e = sorted ? i : ordered[i];
+    uint id = sorted ? sorted_keys[2u * i] : nodes[n - 1u + e].link.x;
     keys[i] = min(mesh_ids[id], pc.offset);  // pc.offset: the mesh count
-    values[i] = p;
+    values[i] = e;
 }

@@ -32,6 +32,10 @@ BP_CONST kCullFlagPositions = 4u;
 BP_CONST kCullFlagGrouped = 8u;
 // Push constant `flags` of lbvh_cull_emit_lods: also write each stored draw's LOD index.
 BP_CONST kCullFlagDrawLods = 16u;
+// Push constant `flags` of lbvh_cull_group and lbvh_cull_emit_lods (exact order): read each
+// ordered instance's id and distance key from the sorted 64-bit keys (low word id, high word
+// distance key) instead of its leaf node; the elements are then indices into the order.
+BP_CONST kCullFlagSortedKeys = 64u;
 
 // Push constant `flags` of lbvh_cull_compact: the approximate order's rank of each leaf found
 // by a root-to-leaf descent (near-child-first, as lbvh_cull.comp carries it down) instead of
