@@ -239,6 +239,13 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     CLI::Option* order = add_order(c, a)->group(kCull);
     std::vector<CLI::Option*> lod_options = add_lods(c, a);
     for (CLI::Option* o : lod_options) o->group(kCull);
+    CLI::Option* views =
+        c.add_option("--views", a.views,
+                     "V views (2..8: the camera turned by 360/V degrees about its up axis each): "
+                     "the V culls one after another against one cull of all V (one traversal)")
+            ->type_name("V")
+            ->transform(integer_in(2, 8))
+            ->group(kCull);
 
     const char* kCpu = "--cpu: every CPU structure, a table and one PNG per scene";
     CLI::Option* cpu =
@@ -329,8 +336,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
          true},
         {"--cull",
          cull,
-         {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], repeat, device,
-          validation},
+         {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], views, repeat,
+          device, validation},
          true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",

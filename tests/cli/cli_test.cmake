@@ -184,6 +184,13 @@ foreach(stage "lods: 3 meshes of 3 LODs, grouped per mesh" "emit \\(LODs\\)" "vi
     message(FATAL_ERROR "bench --cull --lods does not name '${stage}':\n${out}")
   endif()
 endforeach()
+run_tool(out TRUE bench --cull --scene uniform:2000 --views 3 --repeat 1 --order approx)
+foreach(stage "views: 3" "traversal, all views at once +[0-9]" "visible per view: [1-9][0-9]*,[0-9]+,[0-9]+")
+  if(NOT out MATCHES "${stage}")
+    message(FATAL_ERROR "bench --cull --views does not name '${stage}':\n${out}")
+  endif()
+endforeach()
+run_tool(err FALSE bench --cull --scene uniform:100 --views 9)
 # Test 6: batched queries. Region queries (generated boxes, one hitting nothing, one hitting
 # everything), ray casts and set-versus-set pairs: gpu_lbvh and lbvh print exactly what
 # brute_force prints (ray casts: the same ids; t is compared numerically by the GPU tests,
