@@ -487,6 +487,23 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
                                                   std::to_string(w) + ": " + st.error().message};
         }
     }
+    if (order == CullOrder::approx) {
+        // The approximate order needs each view's near-child-first ranks: carried down one
+        // view's traversal they cost less than the root-to-leaf descent per visible leaf the
+        // shared traversal would need (docs/performance.md), so each view is culled on its own
+        // (record_cull lays out its one-view arrays at the start of this larger scratch).
+        write_timestamp(cmd, pool, first_query + 0);
+        for (std::uint32_t v = 0; v < views; ++v) {
+            if (Status st = record_cull(*this, im, cmd, tree, frusta[v], order, scratch, outs[v],
+                                        nullptr, VK_NULL_HANDLE, 0);
+                !st)
+                return st;
+            compute_barrier(cmd);  // the next view rewrites the params and arrays just read
+        }
+        for (std::uint32_t q = 1; q < kCullQueries; ++q)
+            write_timestamp(cmd, pool, first_query + q);
+        return {};
+    }
     if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
@@ -532,7 +549,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         if (n > 0) {
             im.sort.record_scan(cmd, offsets, chunks + 1, s.work);
             compute_barrier(cmd);
-            pc.flags = exact ? kCullFlagKeys : kCullFlagRankDescent;
+            pc.flags = kCullFlagKeys;
             im.compact.dispatch(cmd, {nodes, params, slots, offsets, s.keys, s.values, s.ranks}, pc,
                                 groups(n));
             compute_barrier(cmd);

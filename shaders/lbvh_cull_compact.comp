@@ -4,8 +4,7 @@
 // cull_distance_key: the squared distance from the eye, overflow-free) or, with kCullFlagRank,
 // the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot; with
 // kCullFlagPositions the values are the sorted positions instead of the ids (the LOD emit reads
-// each leaf's box); with kCullFlagRankDescent the rank comes from a root-to-leaf descent
-// (several views). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
+// each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"
@@ -34,33 +33,6 @@ layout(std430, binding = 6) readonly buffer Ranks {
     uint ranks[];
 };
 
-// Near-child-first depth-first rank of the leaf at sorted position p, by one root-to-leaf
-// descent (kCullFlagRankDescent; twin: lbvh::near_first_rank): at each internal node the child
-// with the smaller distance key comes first (ties: left).
-uint near_first_rank(vec3 eye, uint n, uint p) {
-    uint leaf_base = n - 1u;
-    uint node = 0u;
-    uint first = 0u;
-    uint rank = 0u;
-    while (node < leaf_base) {
-        uint left = nodes[node].link.x;
-        uint right = nodes[node].link.y;
-        uint split = nodes[left].link.w;
-        bool right_nearer =
-            cull_distance_key(eye, nodes[right].lo.xyz, nodes[right].hi.xyz) <
-            cull_distance_key(eye, nodes[left].lo.xyz, nodes[left].hi.xyz);
-        if (p <= split) {
-            if (right_nearer) rank += nodes[node].link.w - split;
-            node = left;
-        } else {
-            if (!right_nearer) rank += split - first + 1u;
-            first = split + 1u;
-            node = right;
-        }
-    }
-    return rank;
-}
-
 void main() {
     uint s = linear_thread();
     uint n = pc.count;
@@ -77,8 +49,6 @@ void main() {
         keys[2u * dst] = id;
         keys[2u * dst + 1u] =
             cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
-    } else if ((pc.flags & kCullFlagRankDescent) != 0u) {
-        keys[dst] = near_first_rank(params.eye.xyz, n, slots[s]);
     } else if ((pc.flags & kCullFlagRank) != 0u) {
         keys[dst] = ranks[s];
     }

@@ -6,9 +6,9 @@
 // entirely, or sees a leaf at all, emits the node's leaf range into its own slots; a view that
 // straddles an internal node stays in the mask of its children; the others drop out, and a
 // node no view needs is not descended. Each view's positions are written in depth-first
-// (left first) order, hence ascending, exactly as its single-view cull writes them (without
-// the near-child-first ranks: the approximate order's rank is found by the compaction's
-// root-to-leaf descent, lbvh_cull_compact.comp with kCullFlagRankDescent).
+// (left first) order, hence ascending, exactly as its single-view cull writes them. No
+// near-child-first ranks: the exact order only (record_views culls each view of the approximate
+// order with lbvh_cull.comp, which carries its ranks down).
 // Layout (strides keep each view's ranges aligned for binding): params[2 v] is view v's
 // CullParams; view v's slots start at uint pc.shift * v, its counts at uint pc.key_words * v.
 // pc.offset = views (1..kCullMaxViews).

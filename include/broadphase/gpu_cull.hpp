@@ -171,15 +171,18 @@ public:
     /// Bytes of the `scratch` range record_views() needs for n boxes and `views` views.
     VkDeviceSize views_scratch_size(std::uint32_t n, std::uint32_t views) const;
 
-    /// Records the cull of 1 to kMaxCullViews views of one built LBVH (issue 11 item 2): the
-    /// tree is traversed once per chunk of leaves with a mask of the views still straddling
-    /// each node (shaders/lbvh_cull_views.comp), each view gets its own visible list, draw
-    /// commands and count in outs[v], exactly what record() of that view alone writes (the
-    /// approximate order's ranks come from a root-to-leaf descent per visible leaf instead of
-    /// the traversal). Preconditions and postcondition as record(); scratch:
-    /// views_scratch_size(n, views). With a timestamp pool: kCullQueries timestamps, before
-    /// and after the shared traversal (queries 1 to 3 all there), and after the last view's
-    /// emit: `cull` times the traversal, `emit` the views' compaction, sort and emit together.
+    /// Records the cull of 1 to kMaxCullViews views of one built LBVH (issue 11 item 2), each
+    /// view into its own outs[v] (visible list, draw commands and count), exactly what record()
+    /// of that view alone writes. Exact order: the tree is traversed once per chunk of leaves
+    /// with a mask of the views still straddling each node (shaders/lbvh_cull_views.comp),
+    /// then each view is compacted, sorted and emitted. Approximate order: each view is culled
+    /// as record() does, one after another (its near-child-first ranks are carried down its own
+    /// traversal; ranking after a shared traversal measured slower, docs/performance.md).
+    /// Preconditions and postcondition as record(); scratch: views_scratch_size(n, views).
+    /// With a timestamp pool: kCullQueries timestamps; exact: before and after the shared
+    /// traversal (queries 1 to 3 all there) and after the last view's emit, so `cull` times the
+    /// traversal and `emit` the views' compaction, sort and emit; approx: 0 before the first
+    /// view, 1 to 4 after the last (all in `cull`).
     Status record_views(VkCommandBuffer cmd, const LbvhTree& tree, std::span<const Frustum> frusta,
                         CullOrder order, const BufferRange& scratch,
                         std::span<const CullOutput> outs, VkQueryPool pool = VK_NULL_HANDLE,
@@ -191,9 +194,9 @@ public:
                                             CullOrder order);
     /// Host helper, several views of one scene (at most kMaxCullViews: a main camera, shadow
     /// cascades, a reflection): the LBVH is built once and, with two or more views, all views
-    /// culled in one traversal (record_views) in the same submission; element v holds view v's
-    /// visible ids in order, as cull() would return them. last_times() then holds the shared
-    /// traversal in `cull` and every view's compaction, sort and emit in `emit`.
+    /// recorded by record_views in the same submission; element v holds view v's visible ids
+    /// in order, as cull() would return them. last_times() then splits the stages as
+    /// record_views' timestamps do.
     Result<std::vector<std::vector<std::uint32_t>>> cull_views(std::span<const Box> boxes,
                                                                std::span<const Frustum> frusta,
                                                                CullOrder order);

@@ -37,10 +37,6 @@ BP_CONST kCullFlagDrawLods = 16u;
 // distance key) instead of its leaf node; the elements are then indices into the order.
 BP_CONST kCullFlagSortedKeys = 64u;
 
-// Push constant `flags` of lbvh_cull_compact: the approximate order's rank of each leaf found
-// by a root-to-leaf descent (near-child-first, as lbvh_cull.comp carries it down) instead of
-// read from ranks[]: the several-view traversal (lbvh_cull_views) carries no ranks.
-BP_CONST kCullFlagRankDescent = 32u;
 // Views one traversal of lbvh_cull_views culls (gpu::kMaxCullViews).
 BP_CONST kCullMaxViews = 8u;
 

@@ -74,8 +74,8 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
     }
     // Every camera at once, one traversal (lbvh_cull_views.comp): each chunk's twin writes per
     // view what the one-view twin writes, visiting at most the nodes the separate traversals
-    // visit together and at least those of the busiest one; the GPU's views equal the single
-    // culls above exactly.
+    // visit together and at least those of the busiest one; the GPU's views (exact: one shared
+    // traversal; approx: one traversal per view) equal the single culls above exactly.
     const std::uint32_t chunks = (n + gpu_layout::kCullChunk - 1) / gpu_layout::kCullChunk;
     std::uint64_t joint = 0, separate = 0, busiest = 0;
     for (std::size_t v = 0; v < frusta.size(); ++v) {
