@@ -83,7 +83,10 @@ std::vector<std::uint32_t> group_first(std::span<const std::uint32_t> group_capa
 /// stored per mesh (countBuffer of one vkCmdDrawIndexedIndirectCount per mesh, at byte 4m),
 /// then each mesh's exact visible total (above its capacity: grow and record again), then the
 /// visible instances with a mesh id >= mesh_count (drawn in no group). draw_count is then
-/// (commands stored, visible total), and visible_ids[k] the instance of command k.
+/// (commands stored, visible total), and visible_ids[k] the instance of command k. A renderer
+/// draws mesh m with its pipeline bound: vkCmdDrawIndexedIndirectCount(draw_commands at byte
+/// 20 * group_first[m], group_counts at byte 4m, maxDrawCount group_capacity[m], stride 20).
+/// The LOD's index_count, first_index and vertex_offset replace CullOptions' in each command.
 struct CullLods {
     BufferRange mesh_table;  ///< mesh_count gpu_layout::CullMesh (pack_mesh_table's output)
     BufferRange mesh_ids;    ///< n uints: the mesh of each box id (read on the GPU)
