@@ -107,6 +107,57 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
     return out;
 }
 
+std::vector<std::vector<std::uint32_t>> cull_chunk_views(std::span<const LbvhNode> nodes,
+                                                         std::uint32_t n,
+                                                         std::span<const Frustum> frusta,
+                                                         std::uint32_t chunk,
+                                                         std::uint64_t* visits) {
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    std::vector<std::vector<std::uint32_t>> out(views);
+    if (n == 0) return out;
+    const std::uint32_t leaf_base = n - 1;
+    const std::uint32_t lo = chunk * kCullChunk;
+    const std::uint32_t hi = std::min(n, lo + kCullChunk) - 1;
+    struct Entry {
+        std::uint32_t node, first, mask;
+    };
+    std::vector<Entry> stack;
+    std::uint32_t node = 0, first = 0, mask = (1u << views) - 1;
+    while (true) {
+        const std::uint32_t last = nodes[node].link.w;
+        std::uint32_t go = 0;
+        if (last >= lo && first <= hi) {
+            if (visits) ++*visits;
+            const bool leaf = node >= leaf_base;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                if (!(mask & (1u << v))) continue;
+                const int cls = classify(nodes[node], frusta[v]);
+                if (cls == 2 || (cls == 1 && leaf)) {
+                    for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p)
+                        out[v].push_back(p);
+                } else if (cls == 1) {
+                    go |= 1u << v;
+                }
+            }
+        }
+        if (go != 0) {
+            const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
+            const std::uint32_t split = nodes[left].link.w;
+            if (split + 1 <= hi) stack.push_back({right, split + 1, go});
+            node = left;
+            mask = go;
+        } else if (!stack.empty()) {
+            node = stack.back().node;
+            first = stack.back().first;
+            mask = stack.back().mask;
+            stack.pop_back();
+        } else {
+            break;
+        }
+    }
+    return out;
+}
+
 std::uint32_t cull_distance_key(const Vec3& e, const Vec3& lo, const Vec3& hi) {
     float g[3];
     for (int a = 0; a < 3; ++a) {
@@ -149,8 +200,8 @@ std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, 
     return rank;
 }
 
-std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
-                                CullOrder order) {
+std::vector<std::uint32_t> cull_positions(std::span<const LbvhNode> nodes, std::uint32_t n,
+                                          const Frustum& f, CullOrder order) {
     std::vector<std::uint32_t> positions, ranks;
     const std::uint32_t chunks = (n + kCullChunk - 1) / kCullChunk;
     const bool approx = order == CullOrder::approx;
@@ -161,28 +212,106 @@ std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n
         positions.insert(positions.end(), seen.begin(), seen.end());
         ranks.insert(ranks.end(), chunk_ranks.begin(), chunk_ranks.end());
     }
+    // (key, position) pairs: approx keys are the (distinct) ranks; exact keys the distance key
+    // above the id, as the GPU's 64-bit sort key.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keyed;
+    keyed.reserve(positions.size());
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+        const LbvhNode& leaf = nodes[n - 1 + positions[k]];
+        if (approx) {
+            keyed.push_back({ranks[k], positions[k]});
+        } else {
+            const std::uint32_t key = cull_distance_key(f.eye, {leaf.lo.x, leaf.lo.y, leaf.lo.z},
+                                                        {leaf.hi.x, leaf.hi.y, leaf.hi.z});
+            keyed.push_back({std::uint64_t(key) << 32 | leaf.link.x, positions[k]});
+        }
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<std::uint32_t> ordered;
+    ordered.reserve(keyed.size());
+    for (const auto& k : keyed) ordered.push_back(k.second);
+    return ordered;
+}
+
+std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
+                                CullOrder order) {
     std::vector<std::uint32_t> ids;
-    ids.reserve(positions.size());
-    if (order == CullOrder::approx) {
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> ranked;  // (rank, id)
-        ranked.reserve(positions.size());
-        for (std::size_t k = 0; k < positions.size(); ++k)
-            ranked.push_back({ranks[k], nodes[n - 1 + positions[k]].link.x});
-        std::sort(ranked.begin(), ranked.end());
-        for (const auto& r : ranked) ids.push_back(r.second);
-        return ids;
-    }
-    std::vector<std::uint64_t> keys;
-    keys.reserve(positions.size());
-    for (std::uint32_t p : positions) {
-        const LbvhNode& leaf = nodes[n - 1 + p];
-        const std::uint32_t key = cull_distance_key(f.eye, {leaf.lo.x, leaf.lo.y, leaf.lo.z},
-                                                    {leaf.hi.x, leaf.hi.y, leaf.hi.z});
-        keys.push_back(std::uint64_t(key) << 32 | leaf.link.x);
-    }
-    std::sort(keys.begin(), keys.end());
-    for (std::uint64_t k : keys) ids.push_back(static_cast<std::uint32_t>(k));
+    for (std::uint32_t p : cull_positions(nodes, n, f, order))
+        ids.push_back(nodes[n - 1 + p].link.x);
     return ids;
+}
+
+std::uint32_t switch_key(float distance) {
+    const Vec3 point{distance, 0, 0};
+    return cull_distance_key({0, 0, 0}, point, point);
+}
+
+std::uint32_t select_lod(const gpu_layout::CullMesh& mesh, std::uint32_t key) {
+    const std::uint32_t count = std::min(mesh.info.x, gpu_layout::kMaxMeshLods);
+    std::uint32_t lod = 0;
+    for (std::uint32_t k = 1; k < count; ++k)
+        if (key >= mesh.lods[k].w) lod = k;
+    return lod;
+}
+
+CullDraws cull_draws(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
+                     CullOrder order, std::span<const gpu_layout::CullMesh> table,
+                     std::span<const std::uint32_t> mesh_ids, bool grouped, std::uint32_t capacity,
+                     std::uint32_t fill) {
+    using gpu_layout::kDrawCommandWords;
+    const auto mesh_count = static_cast<std::uint32_t>(table.size());
+    CullDraws out;
+    out.ids.assign(capacity, fill);
+    out.commands.assign(std::size_t(capacity) * kDrawCommandWords, fill);
+    out.lods.assign(capacity, fill);
+    const std::vector<std::uint32_t> ordered = cull_positions(nodes, n, f, order);
+    const auto total = static_cast<std::uint32_t>(ordered.size());
+    // lbvh_cull_emit_lods.comp write_draw.
+    auto write = [&](std::uint32_t slot, std::uint32_t p, std::uint32_t m) {
+        const LbvhNode& leaf = nodes[n - 1 + p];
+        const std::uint32_t id = leaf.link.x;
+        out.ids[slot] = id;
+        std::uint32_t* c = &out.commands[std::size_t(slot) * kDrawCommandWords];
+        std::uint32_t lod = gpu_layout::kNoLod;
+        if (m < mesh_count) {
+            lod = select_lod(table[m], cull_distance_key(f.eye, {leaf.lo.x, leaf.lo.y, leaf.lo.z},
+                                                         {leaf.hi.x, leaf.hi.y, leaf.hi.z}));
+            const auto& l = table[m].lods[lod];
+            c[0] = l.x;
+            c[1] = 1;
+            c[2] = l.y;
+            c[3] = l.z;
+        } else {
+            c[0] = c[1] = c[2] = c[3] = 0;
+        }
+        c[4] = id;
+        out.lods[slot] = lod;
+    };
+    out.draw_count[1] = total;
+    if (!grouped) {
+        out.draw_count[0] = std::min(total, capacity);
+        for (std::uint32_t i = 0; i < out.draw_count[0]; ++i)
+            write(i, ordered[i], mesh_ids[nodes[n - 1 + ordered[i]].link.x]);
+        return out;
+    }
+    // Grouped: each mesh's instances in the cull's order (a stable partition by mesh key).
+    std::vector<std::vector<std::uint32_t>> groups(mesh_count + 1);
+    for (std::uint32_t p : ordered)
+        groups[std::min(mesh_ids[nodes[n - 1 + p].link.x], mesh_count)].push_back(p);
+    out.group_counts.assign(2ull * mesh_count + 1, 0);
+    for (std::uint32_t m = 0; m < mesh_count; ++m) {
+        const std::uint32_t first = table[m].info.y;
+        const std::uint32_t room =
+            first >= capacity ? 0 : std::min(table[m].info.z, capacity - first);
+        const auto run = static_cast<std::uint32_t>(groups[m].size());
+        const std::uint32_t stored = std::min(run, room);
+        for (std::uint32_t r = 0; r < stored; ++r) write(first + r, groups[m][r], m);
+        out.group_counts[m] = stored;
+        out.group_counts[mesh_count + m] = run;
+        out.draw_count[0] += stored;
+    }
+    out.group_counts[2ull * mesh_count] = static_cast<std::uint32_t>(groups[mesh_count].size());
+    return out;
 }
 
 }  // namespace broadphase::lbvh

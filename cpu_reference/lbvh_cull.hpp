@@ -12,6 +12,7 @@
 
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu_layout.h"
+#include "broadphase/gpu_layout_cull.h"
 
 namespace broadphase::lbvh {
 
@@ -21,6 +22,14 @@ namespace broadphase::lbvh {
 std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks = nullptr);
+
+/// What lbvh_cull_views.comp's invocation `chunk` writes for several views in one traversal:
+/// element v the sorted positions view frusta[v] sees, ascending, among the chunk's (equal to
+/// cull_chunk's for that view alone, without ranks), and `visits` (when given) the nodes the
+/// traversal classified against at least one view, summed over the chunk.
+std::vector<std::vector<std::uint32_t>> cull_chunk_views(
+    std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n, std::span<const Frustum> frusta,
+    std::uint32_t chunk, std::uint64_t* visits = nullptr);
 
 /// Order-preserving 32-bit key of the squared distance from eye to the box [lo, hi], never
 /// overflowing (shaders/cull_distance.glsl, the same float operations): the per-axis gaps are
@@ -40,6 +49,35 @@ std::uint32_t cull_distance_key(const Vec3& eye, const Vec3& lo, const Vec3& hi)
 /// (ties: left). Ranks are a permutation of [0, n).
 std::uint32_t near_first_rank(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                               const Vec3& eye, std::uint32_t p);
+
+/// The sorted positions of the visible leaves in the order cull() returns their ids.
+std::vector<std::uint32_t> cull_positions(std::span<const gpu_layout::LbvhNode> nodes,
+                                          std::uint32_t n, const Frustum& f, CullOrder order);
+
+/// The switch key of a LOD switch distance d >= 0: cull_distance_key of the point (d, 0, 0)
+/// seen from the origin, so that a box's key >= it means the box is at least d away, up to the
+/// key's rounding (gpu::pack_mesh_table stores it in CullMesh::lods[k].w).
+std::uint32_t switch_key(float distance);
+
+/// The LOD of `mesh` for a box of distance key `key`: the largest k < min(lod count, 8) with
+/// key >= lods[k].w, else 0 (lbvh_cull_emit_lods.comp select_lod).
+std::uint32_t select_lod(const gpu_layout::CullMesh& mesh, std::uint32_t key);
+
+/// What lbvh_cull_emit_lods.comp leaves in the caller's buffers (gpu::CullLods): ids, commands
+/// (5 words each) and lods hold `capacity` entries, those not written equal to `fill`;
+/// draw_count as the GPU's; group_counts (grouped: 2M + 1 uints) as the GPU's.
+struct CullDraws {
+    std::vector<std::uint32_t> ids, commands, lods;
+    std::uint32_t draw_count[2] = {0, 0};
+    std::vector<std::uint32_t> group_counts;
+};
+
+/// The GPU cull with per-instance meshes and LODs of a tree over n leaves: mesh_ids[id] is box
+/// id's mesh, `table` the packed meshes (gpu::pack_mesh_table), flat or grouped per mesh.
+CullDraws cull_draws(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n, const Frustum& f,
+                     CullOrder order, std::span<const gpu_layout::CullMesh> table,
+                     std::span<const std::uint32_t> mesh_ids, bool grouped, std::uint32_t capacity,
+                     std::uint32_t fill);
 
 /// The whole GPU cull of a tree over n leaves (nodes.size() == 2n - 1; empty when n == 0).
 /// approx: ids by cull_chunk's near-child-first ranks (a front-to-back-ish depth-first order).

@@ -1,14 +1,21 @@
 // GPU frustum cull of an LBVH (shaders/lbvh_cull.comp -> scan -> lbvh_cull_compact.comp ->
 // [32-bit radix sort of near-child-first ranks (approx) or 64-bit radix sort of (distance, id)
 // (exact)] -> lbvh_cull_emit.comp) and its host helper, which builds the tree, grows the output
-// until every visible id fits and reads per-stage GPU timestamps.
+// until every visible id fits and reads per-stage GPU timestamps. With per-instance meshes and
+// levels of detail (CullLods), the compaction keeps sorted positions, an optional grouping per
+// mesh (lbvh_cull_group.comp -> stable radix sort by mesh -> lbvh_cull_group_bounds.comp)
+// follows the order sort, and lbvh_cull_emit_lods.comp writes each draw with its LOD.
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
+// The switch keys of the mesh table are the CPU twin's distance keys of the switch distances.
+#include "../cpu_reference/lbvh_cull.hpp"
 #include "grow.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
@@ -30,16 +37,31 @@ struct ScratchLayout {
     BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
     BufferRange visible;  // the visible count, copied from offsets[chunks] (aligned for binding)
     BufferRange args;     // the sort's indirect dispatch arguments for that count
+    BufferRange bounds;   // grouped LODs: (first, end) of each mesh key's run, 2 (M + 1) uints
     VkDeviceSize size = 0;
 };
 
-ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n) {
+// Strides of the per-view arrays of a several-view cull (record_views), in bytes: each view's
+// params, slots and chunk counts start aligned for binding.
+constexpr VkDeviceSize kViewParamsStride = 256;
+VkDeviceSize view_slots_stride(std::uint32_t n) {
+    return align_up(std::max<VkDeviceSize>(n * 4ull, 4), Arena::kAlignment);
+}
+VkDeviceSize view_counts_stride(std::uint32_t n) {
+    return align_up((chunk_count(n) + 1ull) * 4, Arena::kAlignment);
+}
+
+// `views` > 1 (record_views): params, slots and offsets hold one array per view at the strides
+// above; view 0's are where the one-view cull's are.
+ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
+                             std::uint32_t mesh_count = 0, std::uint32_t views = 1) {
     Arena arena(scratch);
     ScratchLayout s;
-    s.params = arena.take(sizeof(CullParams));
-    s.slots = arena.take(n * 4ull);
+    const VkDeviceSize more = views - 1;
+    s.params = arena.take(more * kViewParamsStride + sizeof(CullParams));
+    s.slots = arena.take(more * view_slots_stride(n) + n * 4ull);
     s.ranks = arena.take(n * 4ull);
-    s.offsets = arena.take((chunk_count(n) + 1ull) * 4);
+    s.offsets = arena.take(more * view_counts_stride(n) + (chunk_count(n) + 1ull) * 4);
     s.keys = arena.take(n * 8ull);
     s.values = arena.take(n * 4ull);
     s.keys_tmp = arena.take(n * 8ull);
@@ -48,6 +70,7 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n) {
         std::max(RadixSort::scratch_size(n), RadixSort::scan_scratch_size(chunk_count(n) + 1)));
     s.visible = arena.take(4);
     s.args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
+    if (mesh_count > 0) s.bounds = arena.take(8ull * (mesh_count + 1ull));
     s.size = arena.used();
     return s;
 }
@@ -69,10 +92,12 @@ struct Culler::Impl {
     Context* context = nullptr;
     CullOptions options;
     RadixSort sort;
-    Kernel traverse, compact, emit;
+    Kernel traverse, traverse_views, compact, emit, emit_lods, group, group_bounds;
     std::unique_ptr<Lbvh> lbvh;
     // Working buffers of the host helper, grown on demand.
     Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
+    Buffer mesh_table, mesh_ids, group_counts, draw_lods;  // cull_lods
+    Buffer view_out;  // cull_views of several views: each view's ids, commands and count
     std::uint32_t capacity = 0;
     Timestamps stamps;  // kHelperQueries: the build's stage boundaries, then the cull's
     CullTimes times;
@@ -90,6 +115,113 @@ struct Culler::Impl {
     }
 
     Status ensure(Buffer& buffer, VkDeviceSize size) { return grow_buffer(*context, buffer, size); }
+
+    // The host helpers' common start: validates the boxes, sizes the working buffers (the
+    // scratch for mesh_count grouped meshes) and uploads the boxes. Returns n.
+    Result<std::uint32_t> prepare(std::span<const Box> input, std::uint32_t mesh_count) {
+        if (Status s = validate_boxes(input); !s) return s.error();
+        if (input.size() >= (1ull << 31))
+            return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
+        const auto n = static_cast<std::uint32_t>(input.size());
+        const VkDeviceSize scratch_bytes = scratch_layout({}, n, mesh_count).size;
+        const VkDeviceSize max_range = context->info().max_storage_buffer_range;
+        struct Need {
+            const char* what;
+            VkDeviceSize bytes;
+        };
+        const Need needs[] = {{"the node buffer", nodes_bytes(n)},
+                              {"the box buffer", n * 32ull},
+                              {"the sort-key buffer", n * 8ull}};
+        for (const Need& need : needs) {
+            if (need.bytes > max_range)
+                return Error{ErrorCode::limit_exceeded,
+                             std::string(need.what) + " of a cull of " + std::to_string(n) +
+                                 " boxes needs " + std::to_string(need.bytes) +
+                                 " bytes, over the device's maxStorageBufferRange of " +
+                                 std::to_string(max_range)};
+        }
+        const LbvhRequirements req = lbvh->requirements(n);
+        if (Status s = ensure(boxes, std::max<VkDeviceSize>(req.boxes, 4)); !s) return s.error();
+        if (Status s = ensure(nodes, req.nodes); !s) return s.error();
+        if (Status s = ensure(build_scratch, req.scratch); !s) return s.error();
+        if (Status s = ensure(scratch, scratch_bytes); !s) return s.error();
+        if (Status s = ensure_output(std::max(capacity, std::min<std::uint32_t>(n, 1024))); !s)
+            return s.error();
+        if (n > 0) {
+            std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
+            if (Status s = context->upload(boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s)
+                return s.error();
+        }
+        return n;
+    }
+
+    // cull_views of several views: one submission builds the tree and records every view
+    // (Culler::record_views) into per-view ranges of `view_out`, each with room for
+    // `capacity` ids; grown to the largest view's count, and all views culled again, when
+    // a view overflows.
+    Result<std::vector<std::vector<std::uint32_t>>> cull_views_together(
+        Culler& culler, std::uint32_t n, std::span<const Frustum> frusta, CullOrder order) {
+        const auto views = static_cast<std::uint32_t>(frusta.size());
+        if (Status s = ensure(scratch, culler.views_scratch_size(n, views)); !s) return s.error();
+        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
+        bool first = true;
+        std::vector<std::array<std::uint32_t, 2>> counts(views);
+        while (true) {
+            const VkDeviceSize ids_bytes = align_up(capacity * 4ull + 4, Arena::kAlignment);
+            const VkDeviceSize commands_bytes =
+                align_up(capacity * 4ull * kDrawCommandWords + 4, Arena::kAlignment);
+            const VkDeviceSize view_bytes = ids_bytes + commands_bytes + Arena::kAlignment;
+            if (Status s = ensure(view_out, view_bytes * views); !s) return s.error();
+            std::vector<CullOutput> outs;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                const VkDeviceSize base = v * view_bytes;
+                const VkBuffer b = view_out.handle();
+                outs.push_back({{b, base, ids_bytes},
+                                {b, base + ids_bytes, commands_bytes},
+                                {b, base + ids_bytes + commands_bytes, 8},
+                                capacity});
+            }
+            Status recorded;
+            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+                compute_barrier(cmd);  // make the staged upload visible to the shaders
+                stamps.reset(cmd, 0, kHelperQueries);
+                if (first) {
+                    if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
+                    compute_barrier(cmd);
+                }
+                recorded = culler.record_views(cmd, {build.nodes, n}, frusta, order, whole(scratch),
+                                               outs, stamps.handle(), kBuildQueries);
+                compute_barrier(cmd);
+            });
+            if (!s) return s.error();
+            if (!recorded) return recorded.error();
+            read_times(first);
+            first = false;
+            std::uint32_t most = 0;
+            for (std::uint32_t v = 0; v < views; ++v) {
+                if (Status d =
+                        context->download(view_out, counts[v].data(), 8, outs[v].draw_count.offset);
+                    !d)
+                    return d.error();
+                most = std::max(most, counts[v][1]);
+            }
+            if (most <= capacity) {
+                std::vector<std::vector<std::uint32_t>> result(views);
+                for (std::uint32_t v = 0; v < views; ++v) {
+                    result[v].resize(counts[v][1]);
+                    if (counts[v][1] == 0) continue;
+                    if (Status d =
+                            context->download(view_out, result[v].data(), counts[v][1] * 4ull,
+                                              outs[v].visible_ids.offset);
+                        !d)
+                        return d.error();
+                }
+                return result;
+            }
+            if (Status e = ensure_output(most + most / 4 > n ? n : most + most / 4); !e)
+                return e.error();
+        }
+    }
 
     Status ensure_output(std::uint32_t wanted) {
         const VkDeviceSize max_range = context->info().max_storage_buffer_range;
@@ -110,52 +242,102 @@ struct Culler::Impl {
     }
 };
 
-Culler::Culler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Culler::~Culler() = default;
+namespace {
 
-Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptions& options) {
-    auto impl = std::make_unique<Impl>();
-    impl->context = &context;
-    impl->options = options;
-    // Nothing is compiled here: each kernel on the first cull (Kernel).
-    impl->sort = RadixSort(context);
-    impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
-    impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
-    impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
-    auto lbvh = Lbvh::create(context);
-    if (!lbvh) return lbvh.error();
-    impl->lbvh = std::move(lbvh.value());
-    auto stamps = Timestamps::create(context, kHelperQueries);
-    if (!stamps) return stamps.error();
-    impl->stamps = std::move(stamps.value());
-    return std::unique_ptr<Culler>(new Culler(std::move(impl)));
+// The LOD emit of record_cull (after the order sort): grouping per mesh when asked, then
+// lbvh_cull_emit_lods.comp.
+void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
+                 const ScratchLayout& s, const CullOutput& out, const CullLods& lods, bool exact,
+                 PushConstants pc) {
+    const std::uint32_t n = tree.n;
+    const std::uint32_t mesh_count = lods.mesh_count;
+    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const VkDeviceSize id_bytes = std::max<VkDeviceSize>(out.capacity * 4ull, 4);
+    const BufferRange mesh_ids = first_bytes(lods.mesh_ids, n * 4ull);
+    const BufferRange table = first_bytes(lods.mesh_table, mesh_count * sizeof(CullMesh));
+    pc.offset = mesh_count;
+    // Exact: the sorted (id, distance key) pairs give both, no leaf node is read; approx: the
+    // compaction left sorted positions in values.
+    pc.flags = (lods.draw_lods.buffer != VK_NULL_HANDLE ? kCullFlagDrawLods : 0u) |
+               (exact ? kCullFlagSortedKeys : 0u);
+    BufferRange ordered = s.values, bounds = s.args, group_counts = out.draw_count;
+    std::uint32_t threads = std::max<std::uint32_t>(1, std::min(n, out.capacity));
+    if (lods.grouped && n > 0) {
+        // Mesh keys of the ordered list (into ranks) with the elements as values (into slots;
+        // both free since the compaction), stably sorted by mesh, then the runs.
+        im.group.dispatch(cmd, {nodes, s.offsets, s.values, mesh_ids, s.ranks, s.slots, s.keys}, pc,
+                          groups(n));
+        compute_barrier(cmd);
+        SortBuffers sort{s.ranks, s.slots, s.keys_tmp, s.values_tmp, s.work};
+        sort.count = s.visible;
+        sort.args = s.args;
+        im.sort.record(cmd, sort, n, 1, std::max<std::uint32_t>(1, std::bit_width(mesh_count)));
+        compute_barrier(cmd);
+        im.group_bounds.dispatch(cmd, {s.offsets, s.ranks, s.bounds}, pc, groups(n));
+        compute_barrier(cmd);
+        ordered = s.slots;
+    }
+    if (lods.grouped) {
+        bounds = s.bounds;
+        group_counts = first_bytes(lods.group_counts, (2ull * mesh_count + 1) * 4);
+        pc.flags |= kCullFlagGrouped;
+        threads = std::max(n, mesh_count + 1);
+    }
+    const BufferRange visible = first_bytes(out.visible_ids, id_bytes);
+    im.emit_lods.dispatch(
+        cmd,
+        {s.params, s.offsets, nodes, ordered, s.ranks, mesh_ids, table, bounds, visible,
+         first_bytes(out.draw_commands, out.capacity * 4ull * kDrawCommandWords),
+         first_bytes(out.draw_count, 8), group_counts,
+         lods.draw_lods.buffer != VK_NULL_HANDLE ? first_bytes(lods.draw_lods, id_bytes) : visible,
+         s.keys},
+        pc, groups(threads));
 }
 
-VkDeviceSize Culler::scratch_size(std::uint32_t n) const {
-    return scratch_layout({}, n).size;
-}
-
-Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
-                      CullOrder order, const BufferRange& scratch, const CullOutput& out,
-                      VkQueryPool pool, std::uint32_t first_query) {
-    Impl& im = *impl_;
+// Culler::record, with LODs when `lods` is given.
+Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
+                   const Frustum& frustum, CullOrder order, const BufferRange& scratch,
+                   const CullOutput& out, const CullLods* lods, VkQueryPool pool,
+                   std::uint32_t first_query) {
     const std::uint32_t n = tree.n;
     const VkDeviceSize cap = out.capacity;
     const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
     const VkDeviceSize command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
-    if (Status st = check_ranges(impl_of(*im.context), "Culler::record",
-                                 {{"nodes", tree.nodes, nodes_bytes(n)},
-                                  {"scratch", scratch, scratch_size(n), false},
-                                  {"visible_ids", out.visible_ids, id_bytes},
-                                  {"draw_commands", out.draw_commands, command_bytes},
-                                  {"draw_count", out.draw_count, 8}});
+    const std::uint32_t mesh_count = lods ? lods->mesh_count : 0;
+    const bool grouped = lods && lods->grouped;
+    if (lods && (mesh_count == 0 || mesh_count > (1u << 24)))
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::record: CullLods::mesh_count must be 1 to 2^24, got " +
+                         std::to_string(mesh_count)};
+    // Without LODs their ranges need 0 bytes: not used, not checked.
+    const CullLods none{};
+    const CullLods& l = lods ? *lods : none;
+    const bool want_lods = l.draw_lods.buffer != VK_NULL_HANDLE;
+    if (Status st = check_ranges(
+            impl_of(*im.context), "Culler::record",
+            {{"nodes", tree.nodes, nodes_bytes(n)},
+             {"scratch", scratch, self.scratch_size(n, grouped ? mesh_count : 0), false},
+             {"visible_ids", out.visible_ids, id_bytes},
+             {"draw_commands", out.draw_commands, command_bytes},
+             {"draw_count", out.draw_count, 8},
+             {"mesh_table", l.mesh_table, mesh_count * VkDeviceSize(sizeof(CullMesh))},
+             {"mesh_ids", l.mesh_ids, lods ? std::max<VkDeviceSize>(n * 4ull, 4) : 0},
+             {"group_counts", l.group_counts, grouped ? (2ull * mesh_count + 1) * 4 : 0},
+             {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0}});
         !st)
         return st;
-    if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) return st;
+    if (lods) {
+        if (Status st =
+                ready({&im.traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
+            !st)
+            return st;
+    } else if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) {
+        return st;
+    }
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_scan(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
-    ScratchLayout s = scratch_layout(scratch, n);
+    ScratchLayout s = scratch_layout(scratch, n, grouped ? mesh_count : 0);
     CullParams params{};
     for (int i = 0; i < 6; ++i) {
         const Plane& p = frustum.planes[i];
@@ -166,6 +348,12 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
+    if (grouped) {
+        // Runs of absent meshes stay (0, 0); the grouped emit adds each group's stored count
+        // onto draw_count[0].
+        fill(cmd, s.bounds, 0);
+        fill(cmd, first_bytes(out.draw_count, 4), 0);
+    }
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
     write_timestamp(cmd, pool, first_query + 0);
@@ -185,7 +373,8 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     if (n > 0) {
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
-        pc.flags = exact ? kCullFlagKeys : kCullFlagRank;
+        pc.flags =
+            (exact ? kCullFlagKeys : kCullFlagRank) | (lods && !exact ? kCullFlagPositions : 0u);
         im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values, s.ranks},
                             pc, groups(n));
         compute_barrier(cmd);
@@ -208,6 +397,11 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
     }
     write_timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
+    if (lods) {
+        record_lods(im, cmd, tree, s, out, *lods, exact, pc);
+        write_timestamp(cmd, pool, first_query + 4);
+        return {};
+    }
     im.emit.dispatch(
         cmd,
         {s.params, s.offsets, s.values, first_bytes(out.visible_ids, id_bytes),
@@ -215,6 +409,237 @@ Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& 
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
     write_timestamp(cmd, pool, first_query + 4);
     return {};
+}
+
+}  // namespace
+
+Culler::Culler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Culler::~Culler() = default;
+
+Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->context = &context;
+    impl->options = options;
+    // Nothing is compiled here: each kernel on the first cull (Kernel).
+    impl->sort = RadixSort(context);
+    impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
+    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 4, "lbvh_cull_views");
+    impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
+    impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
+    impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 14, "lbvh_cull_emit_lods");
+    impl->group = Kernel(context, shaders::lbvh_cull_group, 7, "lbvh_cull_group");
+    impl->group_bounds =
+        Kernel(context, shaders::lbvh_cull_group_bounds, 3, "lbvh_cull_group_bounds");
+    auto lbvh = Lbvh::create(context);
+    if (!lbvh) return lbvh.error();
+    impl->lbvh = std::move(lbvh.value());
+    auto stamps = Timestamps::create(context, kHelperQueries);
+    if (!stamps) return stamps.error();
+    impl->stamps = std::move(stamps.value());
+    return std::unique_ptr<Culler>(new Culler(std::move(impl)));
+}
+
+VkDeviceSize Culler::scratch_size(std::uint32_t n, std::uint32_t mesh_count) const {
+    return scratch_layout({}, n, mesh_count).size;
+}
+
+VkDeviceSize Culler::views_scratch_size(std::uint32_t n, std::uint32_t views) const {
+    return scratch_layout({}, n, 0, std::max<std::uint32_t>(views, 1)).size;
+}
+
+Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
+                            std::span<const Frustum> frusta, CullOrder order,
+                            const BufferRange& scratch, std::span<const CullOutput> outs,
+                            VkQueryPool pool, std::uint32_t first_query) {
+    Impl& im = *impl_;
+    const std::uint32_t n = tree.n;
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    if (views == 0 || views > kMaxCullViews || outs.size() != frusta.size())
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::record_views takes 1 to " + std::to_string(kMaxCullViews) +
+                         " views and one output per view, got " + std::to_string(views) +
+                         " views and " + std::to_string(outs.size()) + " outputs"};
+    auto out_bytes = [](const CullOutput& out) {
+        return std::pair{std::max<VkDeviceSize>(out.capacity * 4ull, 4),
+                         std::max<VkDeviceSize>(out.capacity * 4ull * kDrawCommandWords, 4)};
+    };
+    for (std::uint32_t v = 0; v < views; ++v) {
+        const auto [ids, commands] = out_bytes(outs[v]);
+        if (Status st = check_ranges(impl_of(*im.context), "Culler::record_views",
+                                     {{"nodes", tree.nodes, nodes_bytes(n)},
+                                      {"scratch", scratch, views_scratch_size(n, views), false},
+                                      {"visible_ids", outs[v].visible_ids, ids},
+                                      {"draw_commands", outs[v].draw_commands, commands},
+                                      {"draw_count", outs[v].draw_count, 8}});
+            !st)
+            return Error{st.error().code, "view " + std::to_string(v) + ": " + st.error().message};
+        for (std::uint32_t w = v + 1; w < views; ++w) {
+            const auto [ids_w, commands_w] = out_bytes(outs[w]);
+            if (Status st =
+                    check_ranges(impl_of(*im.context), "Culler::record_views",
+                                 {{"visible_ids", outs[v].visible_ids, ids},
+                                  {"draw_commands", outs[v].draw_commands, commands},
+                                  {"draw_count", outs[v].draw_count, 8},
+                                  {"other visible_ids", outs[w].visible_ids, ids_w},
+                                  {"other draw_commands", outs[w].draw_commands, commands_w},
+                                  {"other draw_count", outs[w].draw_count, 8}});
+                !st)
+                return Error{st.error().code, "views " + std::to_string(v) + " and " +
+                                                  std::to_string(w) + ": " + st.error().message};
+        }
+    }
+    if (order == CullOrder::approx) {
+        // The approximate order needs each view's near-child-first ranks: carried down one
+        // view's traversal they cost less than the root-to-leaf descent per visible leaf the
+        // shared traversal would need (docs/performance.md), so each view is culled on its own
+        // (record_cull lays out its one-view arrays at the start of this larger scratch).
+        write_timestamp(cmd, pool, first_query + 0);
+        for (std::uint32_t v = 0; v < views; ++v) {
+            if (Status st = record_cull(*this, im, cmd, tree, frusta[v], order, scratch, outs[v],
+                                        nullptr, VK_NULL_HANDLE, 0);
+                !st)
+                return st;
+            compute_barrier(cmd);  // the next view rewrites the params and arrays just read
+        }
+        for (std::uint32_t q = 1; q < kCullQueries; ++q)
+            write_timestamp(cmd, pool, first_query + q);
+        return {};
+    }
+    if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
+    if (Status st = im.sort.ready_sort(); !st) return st;
+    if (Status st = im.sort.ready_count_args(); !st) return st;
+    const ScratchLayout s = scratch_layout(scratch, n, 0, views);
+    const std::uint32_t chunks = chunk_count(n);
+    const VkDeviceSize slot_stride = view_slots_stride(n), count_stride = view_counts_stride(n);
+    std::uint32_t vertex_offset = 0;
+    std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
+    for (std::uint32_t v = 0; v < views; ++v) {
+        CullParams params{};
+        for (int i = 0; i < 6; ++i) {
+            const Plane& p = frusta[v].planes[i];
+            params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
+        }
+        params.eye = {frusta[v].eye.x, frusta[v].eye.y, frusta[v].eye.z, 0};
+        params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
+        vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset + v * kViewParamsStride,
+                          sizeof(params), &params);
+    }
+    const bool exact = order == CullOrder::exact;
+    compute_barrier(cmd);
+    write_timestamp(cmd, pool, first_query + 0);
+    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    PushConstants pc{};
+    pc.count = n;
+    pc.tiles = chunks;
+    if (n > 0) {
+        PushConstants t = pc;
+        t.offset = views;
+        t.shift = static_cast<std::uint32_t>(slot_stride / 4);
+        t.key_words = static_cast<std::uint32_t>(count_stride / 4);
+        im.traverse_views.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, t, groups(chunks));
+        compute_barrier(cmd);
+    }
+    // One traversal for every view; compaction, sort and emit follow per view (timed together).
+    for (std::uint32_t q = 1; q <= 3; ++q) write_timestamp(cmd, pool, first_query + q);
+    for (std::uint32_t v = 0; v < views; ++v) {
+        const BufferRange params{scratch.buffer, s.params.offset + v * kViewParamsStride,
+                                 sizeof(CullParams)};
+        const BufferRange slots{scratch.buffer, s.slots.offset + v * slot_stride, n * 4ull};
+        const BufferRange offsets{scratch.buffer, s.offsets.offset + v * count_stride,
+                                  (chunks + 1ull) * 4};
+        if (n > 0) {
+            im.sort.record_scan(cmd, offsets, chunks + 1, s.work);
+            compute_barrier(cmd);
+            pc.flags = kCullFlagKeys;
+            im.compact.dispatch(cmd, {nodes, params, slots, offsets, s.keys, s.values, s.ranks}, pc,
+                                groups(n));
+            compute_barrier(cmd);
+            pc.flags = 0;
+            const VkBufferCopy total{offsets.offset + chunks * 4ull, s.visible.offset, 4};
+            vkCmdCopyBuffer(cmd, scratch.buffer, s.visible.buffer, 1, &total);
+            compute_barrier(cmd);
+            im.sort.record_count_args(cmd, s.visible, n, s.args);
+            const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
+            SortBuffers sort{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+            sort.count = s.visible;
+            sort.args = s.args;
+            im.sort.record(cmd, sort, n, exact ? 2 : 1, exact ? 64 : rank_bits);
+            compute_barrier(cmd);
+        }
+        const CullOutput& out = outs[v];
+        const auto [ids, commands] = out_bytes(out);
+        pc.capacity = out.capacity;
+        im.emit.dispatch(cmd,
+                         {params, offsets, s.values, first_bytes(out.visible_ids, ids),
+                          first_bytes(out.draw_commands, commands), first_bytes(out.draw_count, 8)},
+                         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+        // The next view's scan, compaction and sort reuse the work arrays the emit reads.
+        if (v + 1 < views) compute_barrier(cmd);
+    }
+    write_timestamp(cmd, pool, first_query + 4);
+    return {};
+}
+
+Result<std::vector<CullMesh>> pack_mesh_table(std::span<const Mesh> meshes,
+                                              std::span<const std::uint32_t> group_capacity) {
+    auto fail = [](std::string message) {
+        return Error{ErrorCode::invalid_argument, "pack_mesh_table: " + std::move(message)};
+    };
+    if (meshes.empty() || meshes.size() > (1u << 24))
+        return fail("takes 1 to 2^24 meshes, got " + std::to_string(meshes.size()));
+    if (!group_capacity.empty() && group_capacity.size() != meshes.size())
+        return fail(std::to_string(group_capacity.size()) + " group capacities for " +
+                    std::to_string(meshes.size()) + " meshes");
+    std::vector<CullMesh> table(meshes.size());
+    std::uint64_t first = 0;
+    for (std::size_t m = 0; m < meshes.size(); ++m) {
+        const std::vector<MeshLod>& lods = meshes[m].lods;
+        const std::string mesh = "mesh " + std::to_string(m);
+        if (lods.empty() || lods.size() > kMaxMeshLods)
+            return fail(mesh + " has " + std::to_string(lods.size()) + " LODs (1 to " +
+                        std::to_string(kMaxMeshLods) + ")");
+        if (lods[0].switch_distance != 0)
+            return fail(mesh + " LOD 0 switch distance is " +
+                        std::to_string(lods[0].switch_distance) + ", must be 0");
+        CullMesh& out = table[m];
+        const std::uint32_t capacity = group_capacity.empty() ? 0 : group_capacity[m];
+        out.info = {static_cast<std::uint32_t>(lods.size()), static_cast<std::uint32_t>(first),
+                    capacity, 0};
+        first += capacity;
+        if (first > 0xffffffffull) return fail("the group capacities add up past 2^32 - 1");
+        for (std::size_t k = 0; k < lods.size(); ++k) {
+            const float d = lods[k].switch_distance;
+            if (!std::isfinite(d) || (k > 0 && !(d > lods[k - 1].switch_distance)))
+                return fail(mesh + " LOD " + std::to_string(k) + " switch distance " +
+                            std::to_string(d) + " is not finite and above the previous LOD's");
+            std::uint32_t vertex_offset = 0;
+            std::memcpy(&vertex_offset, &lods[k].vertex_offset, 4);
+            out.lods[k] = {lods[k].index_count, lods[k].first_index, vertex_offset,
+                           lbvh::switch_key(d)};
+        }
+    }
+    return table;
+}
+
+std::vector<std::uint32_t> group_first(std::span<const std::uint32_t> group_capacity) {
+    std::vector<std::uint32_t> first(group_capacity.size() + 1, 0);
+    for (std::size_t m = 0; m < group_capacity.size(); ++m)
+        first[m + 1] = first[m] + group_capacity[m];
+    return first;
+}
+
+Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                      CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                      VkQueryPool pool, std::uint32_t first_query) {
+    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, nullptr, pool,
+                       first_query);
+}
+
+Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                      CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                      const CullLods& lods, VkQueryPool pool, std::uint32_t first_query) {
+    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, &lods, pool,
+                       first_query);
 }
 
 Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
@@ -232,38 +657,11 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
         return Error{ErrorCode::invalid_argument,
                      "Culler::cull_views takes 1 to " + std::to_string(kMaxCullViews) +
                          " views, got " + std::to_string(frusta.size())};
-    if (Status s = validate_boxes(input); !s) return s.error();
-    if (input.size() >= (1ull << 31))
-        return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
-    const auto n = static_cast<std::uint32_t>(input.size());
+    auto prepared = im.prepare(input, 0);
+    if (!prepared) return prepared.error();
+    const std::uint32_t n = prepared.value();
     const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
-    struct Need {
-        const char* what;
-        VkDeviceSize bytes;
-    };
-    const Need needs[] = {{"the node buffer", nodes_bytes(n)},
-                          {"the box buffer", n * 32ull},
-                          {"the sort-key buffer", n * 8ull}};
-    for (const Need& need : needs) {
-        if (need.bytes > max_range)
-            return Error{ErrorCode::limit_exceeded,
-                         std::string(need.what) + " of a cull of " + std::to_string(n) +
-                             " boxes needs " + std::to_string(need.bytes) +
-                             " bytes, over the device's maxStorageBufferRange of " +
-                             std::to_string(max_range)};
-    }
-    const LbvhRequirements req = im.lbvh->requirements(n);
-    if (Status s = im.ensure(im.boxes, std::max<VkDeviceSize>(req.boxes, 4)); !s) return s.error();
-    if (Status s = im.ensure(im.nodes, req.nodes); !s) return s.error();
-    if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s.error();
-    if (Status s = im.ensure(im.scratch, scratch_size(n)); !s) return s.error();
-    if (Status s = im.ensure_output(std::max(im.capacity, std::min<std::uint32_t>(n, 1024))); !s)
-        return s.error();
-    if (n > 0) {
-        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
-        if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s)
-            return s.error();
-    }
+    if (frusta.size() > 1) return im.cull_views_together(*this, n, frusta, order);
     const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
     bool first = true;  // the first submission builds the tree; every view culls it
     std::vector<std::vector<std::uint32_t>> views;
@@ -304,6 +702,132 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
         views.push_back(std::move(visible));
     }
     return views;
+}
+
+Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, const Frustum& frustum,
+                                                CullOrder order, std::span<const Mesh> meshes,
+                                                std::span<const std::uint32_t> mesh_ids,
+                                                bool grouped) {
+    Impl& im = *impl_;
+    if (mesh_ids.size() != input.size())
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::cull_lods: " + std::to_string(mesh_ids.size()) + " mesh ids for " +
+                         std::to_string(input.size()) + " boxes"};
+    auto checked = pack_mesh_table(meshes);
+    if (!checked) return checked.error();
+    const auto mesh_count = static_cast<std::uint32_t>(meshes.size());
+    std::vector<std::uint32_t> instances(mesh_count, 0);
+    for (std::size_t i = 0; i < mesh_ids.size(); ++i) {
+        if (mesh_ids[i] >= mesh_count) {
+            Error e{ErrorCode::invalid_argument, "Culler::cull_lods: box " + std::to_string(i) +
+                                                     " has mesh id " + std::to_string(mesh_ids[i]) +
+                                                     ", not below the mesh count " +
+                                                     std::to_string(mesh_count)};
+            e.box = i;
+            return e;
+        }
+        ++instances[mesh_ids[i]];
+    }
+    auto prepared = im.prepare(input, grouped ? mesh_count : 0);
+    if (!prepared) return prepared.error();
+    const std::uint32_t n = prepared.value();
+    if (Status s = im.ensure(im.mesh_ids, std::max<VkDeviceSize>(n * 4ull, 4)); !s)
+        return s.error();
+    if (Status s = im.ensure(im.mesh_table, mesh_count * sizeof(CullMesh)); !s) return s.error();
+    if (Status s = im.ensure(im.group_counts, (2ull * mesh_count + 1) * 4); !s) return s.error();
+    if (n > 0) {
+        if (Status s = im.context->upload(im.mesh_ids, mesh_ids.data(), n * 4ull); !s)
+            return s.error();
+    }
+    // Grouped: each group starts with room for at most 256 draws (never more than the mesh's
+    // instances) and grows to its visible total and a quarter when it overflows.
+    std::vector<std::uint32_t> caps(mesh_count);
+    for (std::uint32_t m = 0; m < mesh_count; ++m) caps[m] = std::min(instances[m], 256u);
+    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
+    bool first = true;  // the first submission builds the tree
+    std::uint32_t counts[2] = {0, 0};
+    std::vector<std::uint32_t> group_counts(2ull * mesh_count + 1, 0), firsts;
+    while (true) {
+        std::uint32_t capacity = im.capacity;
+        if (grouped) {
+            firsts = group_first(caps);
+            capacity = firsts.back();
+            if (Status e = im.ensure_output(capacity); !e) return e.error();
+        }
+        auto table = pack_mesh_table(meshes, grouped ? std::span<const std::uint32_t>(caps)
+                                                     : std::span<const std::uint32_t>());
+        if (!table) return table.error();
+        if (Status s =
+                im.context->upload(im.mesh_table, table->data(), mesh_count * sizeof(CullMesh));
+            !s)
+            return s.error();
+        if (Status s = im.ensure(im.draw_lods, std::max<VkDeviceSize>(im.capacity * 4ull, 4)); !s)
+            return s.error();
+        const CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), capacity};
+        const CullLods lods{whole(im.mesh_table),   whole(im.mesh_ids), mesh_count, grouped,
+                            whole(im.group_counts), whole(im.draw_lods)};
+        Status recorded;
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);  // make the staged uploads visible to the shaders
+            im.stamps.reset(cmd, 0, kHelperQueries);
+            if (first) {
+                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
+                    return;
+                compute_barrier(cmd);
+            }
+            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out, lods,
+                              im.stamps.handle(), kBuildQueries);
+            compute_barrier(cmd);
+        });
+        if (!s) return s.error();
+        if (!recorded) return recorded.error();
+        im.read_times(first);
+        first = false;
+        if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
+        if (!grouped) {
+            if (counts[1] <= im.capacity) break;
+            const auto grown = static_cast<std::uint32_t>(counts[1] + counts[1] / 4ull);
+            if (Status e = im.ensure_output(std::min(grown, n)); !e) return e.error();
+            continue;
+        }
+        if (Status d =
+                im.context->download(im.group_counts, group_counts.data(), group_counts.size() * 4);
+            !d)
+            return d.error();
+        bool grew = false;
+        for (std::uint32_t m = 0; m < mesh_count; ++m) {
+            const std::uint32_t total = group_counts[mesh_count + m];
+            if (total <= caps[m]) continue;
+            caps[m] = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(total + total / 4ull, instances[m]));
+            grew = true;
+        }
+        if (!grew) break;
+    }
+    const std::uint32_t stored = counts[0];
+    std::vector<std::uint32_t> ids, lod;
+    if (!grouped || stored > 0) {
+        const std::uint32_t span = grouped ? firsts.back() : stored;
+        ids.resize(span);
+        lod.resize(span);
+        if (span > 0) {
+            if (Status d = im.context->download(im.ids, ids.data(), span * 4ull); !d)
+                return d.error();
+            if (Status d = im.context->download(im.draw_lods, lod.data(), span * 4ull); !d)
+                return d.error();
+        }
+    }
+    std::vector<CullDraw> draws;
+    draws.reserve(stored);
+    if (!grouped) {
+        for (std::uint32_t i = 0; i < stored; ++i)
+            draws.push_back({ids[i], mesh_ids[ids[i]], lod[i]});
+        return draws;
+    }
+    for (std::uint32_t m = 0; m < mesh_count; ++m)
+        for (std::uint32_t r = 0; r < group_counts[m]; ++r)
+            draws.push_back({ids[firsts[m] + r], m, lod[firsts[m] + r]});
+    return draws;
 }
 
 const CullTimes& Culler::last_times() const {

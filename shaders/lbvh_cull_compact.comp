@@ -2,8 +2,9 @@
 // exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
 // (values) and, with kCullFlagKeys, the 64-bit exact-order key (low word id, high word
 // cull_distance_key: the squared distance from the eye, overflow-free) or, with kCullFlagRank,
-// the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot. Order-preserving: the
-// dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
+// the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot; with
+// kCullFlagPositions the values are the sorted positions instead of the ids (the LOD emit reads
+// each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"
@@ -43,7 +44,7 @@ void main() {
     uint dst = begin + j;
     uint leaf = n - 1u + slots[s];
     uint id = nodes[leaf].link.x;
-    values[dst] = id;
+    values[dst] = (pc.flags & kCullFlagPositions) != 0u ? slots[s] : id;
     if ((pc.flags & kCullFlagKeys) != 0u) {
         keys[2u * dst] = id;
         keys[2u * dst + 1u] =

@@ -117,6 +117,26 @@ CLI::Option* add_camera(CLI::App& c, Args& a, const std::string& description) {
         ->type_name("C");
 }
 
+// --lods, --meshes and --grouped of cull and bench --cull (gpu::Culler::cull_lods).
+std::vector<CLI::Option*> add_lods(CLI::App& c, Args& a) {
+    CLI::Option* lods =
+        add_list(c, "--lods", a.lods,
+                 "LOD switch distances, ascending and above 0: an instance at distance d from "
+                 "the eye is drawn at the LOD k of the largest D_k <= d (LOD 0 nearer than D_1); "
+                 "gpu_lbvh only",
+                 "D1,D2,...")
+            ->check(real_in(0, 3.4e38));
+    CLI::Option* meshes =
+        c.add_option("--meshes", a.meshes,
+                     "with --lods: K meshes (1..65536), box i of mesh i % K, all with the LODs "
+                     "of --lods")
+            ->type_name("K")
+            ->transform(integer_in(1, 65536));
+    CLI::Option* grouped = c.add_flag(
+        "--grouped", a.grouped, "with --lods: the draws grouped per mesh, front to back in each");
+    return {lods, meshes, grouped};
+}
+
 CLI::Option* add_order(CLI::App& c, Args& a) {
     return add_choice(c, "--order", a.order,
                       "exact: by distance from the eye, then id; approx: the method's "
@@ -234,6 +254,15 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         add_camera(c, a, "the camera (default: outside the scene, seeing part of it)")
             ->group(kCull);
     CLI::Option* order = add_order(c, a)->group(kCull);
+    std::vector<CLI::Option*> lod_options = add_lods(c, a);
+    for (CLI::Option* o : lod_options) o->group(kCull);
+    CLI::Option* views =
+        c.add_option("--views", a.views,
+                     "V views (2..8: the camera turned by 360/V degrees about its up axis each): "
+                     "the V culls one after another against one cull of all V (one traversal)")
+            ->type_name("V")
+            ->transform(integer_in(2, 8))
+            ->group(kCull);
 
     const char* kCpu = "--cpu: every CPU structure, a table and one PNG per scene";
     CLI::Option* cpu =
@@ -323,7 +352,11 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
          {scene, repeat, code, no_refine, pair_append, pair_stack, sort_path, json, device,
           validation},
          true},
-        {"--cull", cull, {scene, camera, order, repeat, sort_path, device, validation}, true},
+        {"--cull",
+         cull,
+         {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], views, repeat,
+          sort_path, device, validation},
+         true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
@@ -494,6 +527,7 @@ void add_cull_command(Commands& k, Args& a) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->required();
     add_order(*c, a);
+    add_lods(*c, a);
     c->add_option("--method", a.method, "gpu_lbvh (default), sphere_bvh or brute_force")
         ->type_name("M")
         ->check(one_of({"gpu_lbvh", "sphere_bvh", "brute_force"}, "cull method"));

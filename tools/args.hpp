@@ -55,6 +55,10 @@ struct Args {
     Camera camera{};              ///< valid when has("camera")
     std::vector<Camera> cameras;  ///< cull: every --camera, in the order given (1 to 8)
     std::string order = "exact";  ///< exact or approx
+    std::vector<float> lods;      ///< cull, bench --cull: LOD switch distances (when has("lods"))
+    std::uint32_t meshes = 1;     ///< cull, bench --cull: instance i's mesh is i % meshes
+    bool grouped = false;         ///< cull, bench --cull: draws grouped per mesh
+    std::uint32_t views = 1;      ///< bench --cull: views culled separately and at once
 
     // Frames and moving scenes.
     std::int64_t frames = 0;        ///< events (0: one frame per scene file), bench --frames

@@ -13,6 +13,7 @@
 #include "args.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_frames.hpp"
 #endif
 
@@ -64,6 +65,10 @@ CullOrder cull_order(const Args& args);
 gpu::CodeKind code_kind(const Args& args);
 /// --policy as a gpu::RefitPolicy.
 gpu::RefitPolicy refit_policy(const Args& args);
+/// The meshes of --lods and --meshes (each with LOD 0 at 0 and LOD k at the k-th distance of
+/// --lods, index ranges numbered by LOD) and each box's mesh (box i: i % --meshes).
+std::vector<gpu::Mesh> lod_meshes(const Args& args);
+std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n);
 /// A GPU context with --device and --validation.
 Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
 #endif

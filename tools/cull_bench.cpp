@@ -1,8 +1,11 @@
 // `broadphase bench --cull`: per-stage GPU times (timestamp queries, median of R runs) of the
 // frustum cull of gpu::Culler's host helper: LBVH build (Karras 2012), hierarchical cull,
-// compaction, order sort (near-child-first ranks or exact distances) and draw-command emit.
+// compaction, order sort (near-child-first ranks or exact distances) and draw-command emit;
+// with --lods (--meshes, --grouped), the emit of per-mesh LOD draws (gpu::Culler::cull_lods,
+// the grouping per mesh timed with the emit).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -40,6 +43,25 @@ namespace {
             4 * size};
 }
 
+// `camera` turned by `radians` about its up axis through its target (Rodrigues' rotation).
+[[maybe_unused]] Camera turned(const Camera& camera, double radians) {
+    const Vec3 u = camera.up;
+    const double len = std::sqrt(double(u.x) * u.x + double(u.y) * u.y + double(u.z) * u.z);
+    const double k[3] = {u.x / len, u.y / len, u.z / len};
+    const double v[3] = {camera.eye.x - camera.target.x, camera.eye.y - camera.target.y,
+                         camera.eye.z - camera.target.z};
+    const double c = std::cos(radians), s = std::sin(radians);
+    const double dot = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
+    const double cross[3] = {k[1] * v[2] - k[2] * v[1], k[2] * v[0] - k[0] * v[2],
+                             k[0] * v[1] - k[1] * v[0]};
+    Camera out = camera;
+    out.eye = {
+        static_cast<float>(camera.target.x + v[0] * c + cross[0] * s + k[0] * dot * (1 - c)),
+        static_cast<float>(camera.target.y + v[1] * c + cross[1] * s + k[1] * dot * (1 - c)),
+        static_cast<float>(camera.target.z + v[2] * c + cross[2] * s + k[2] * dot * (1 - c))};
+    return out;
+}
+
 }  // namespace
 
 int run_cull_bench(const Args& args) {
@@ -65,18 +87,92 @@ int run_cull_bench(const Args& args) {
     std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
                 camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
                 camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near, camera.far);
+    const bool lods = args.has("lods");
+    if (!lods && (args.has("meshes") || args.has("grouped")))
+        return fail("--meshes and --grouped need --lods");
+    const std::vector<gpu::Mesh> meshes = lods ? lod_meshes(args) : std::vector<gpu::Mesh>();
+    const std::vector<std::uint32_t> mesh_ids =
+        lods ? lod_mesh_ids(args, scene->boxes.size()) : std::vector<std::uint32_t>();
+    if (lods)
+        std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
+                    args.grouped ? "grouped per mesh" : "flat");
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+    auto median_of = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+
+    if (args.has("views")) {
+        // V views around the target: the V culls one after another (cull(): each builds the
+        // tree again; only the cull stages are compared) against one cull_views (one traversal).
+        if (lods) return fail("--views and --lods cannot be combined");
+        std::vector<Frustum> frusta;
+        for (std::uint32_t v = 0; v < args.views; ++v) {
+            auto f = Frustum::from_camera(turned(camera, 2 * 3.14159265358979 * v / args.views));
+            if (!f) return fail(f.error().message);
+            frusta.push_back(f.value());
+        }
+        std::printf("views: %u, the camera turned by 360/%u degrees about its up axis each\n",
+                    args.views, args.views);
+        std::vector<double> sep_traversal, sep_total, joint_traversal, joint_total;
+        std::vector<std::size_t> seen;
+        for (int r = 0; r < repeat + 1; ++r) {
+            double traversal = 0, total = 0;
+            seen.clear();
+            for (const Frustum& f : frusta) {
+                auto ids = culler.value()->cull(scene->boxes, f, order);
+                if (!ids) return fail(ids.error().message);
+                seen.push_back(ids->size());
+                traversal += culler.value()->last_times().cull;
+                total += culler.value()->last_times().cull_total();
+            }
+            auto joint = culler.value()->cull_views(scene->boxes, frusta, order);
+            if (!joint) return fail(joint.error().message);
+            for (std::size_t v = 0; v < frusta.size(); ++v) {
+                if ((*joint)[v].size() != seen[v])
+                    return fail("view " + std::to_string(v) + ": the joint cull saw another count");
+            }
+            if (r == 0) continue;  // warm-up
+            sep_traversal.push_back(traversal);
+            sep_total.push_back(total);
+            joint_traversal.push_back(culler.value()->last_times().cull);
+            joint_total.push_back(culler.value()->last_times().cull_total());
+        }
+        if (context.value()->validation_errors() > 0)
+            return fail(std::to_string(context.value()->validation_errors()) +
+                        " Vulkan validation errors (printed above)");
+        std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
+                    median_of(sep_traversal));
+        std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
+                    median_of(joint_traversal));
+        std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", median_of(sep_total));
+        std::printf("  %-38s %10.3f ms\n", "cull total, all views at once", median_of(joint_total));
+        std::string counts;
+        for (std::size_t v = 0; v < seen.size(); ++v)
+            counts += (v ? "," : "") + std::to_string(seen[v]);
+        std::printf("visible per view: %s\n", counts.c_str());
+        return 0;
+    }
 
     std::vector<gpu::CullTimes> runs;
     std::size_t visible = 0;
     double wall = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
         const auto start = std::chrono::steady_clock::now();
-        auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
+        std::size_t got = 0;
+        if (lods) {
+            auto draws = culler.value()->cull_lods(scene->boxes, frustum.value(), order, meshes,
+                                                   mesh_ids, args.grouped);
+            if (!draws) return fail(draws.error().message);
+            got = draws->size();
+        } else {
+            auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
+            if (!ids) return fail(ids.error().message);
+            got = ids->size();
+        }
         const double t =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!ids) return fail(ids.error().message);
-        visible = ids->size();
+        visible = got;
         if (r > 0) {
             runs.push_back(culler.value()->last_times());
             wall += t;
@@ -100,7 +196,7 @@ int run_cull_bench(const Args& args) {
         {"cull", [](const gpu::CullTimes& t) { return t.cull; }},
         {"compact", [](const gpu::CullTimes& t) { return t.compact; }},
         {"order sort", [](const gpu::CullTimes& t) { return t.sort; }},
-        {"emit", [](const gpu::CullTimes& t) { return t.emit; }},
+        {lods ? "emit (LODs)" : "emit", [](const gpu::CullTimes& t) { return t.emit; }},
         {"cull total", [](const gpu::CullTimes& t) { return t.cull_total(); }},
         {"gpu total", [](const gpu::CullTimes& t) { return t.total(); }},
     };

@@ -2,7 +2,8 @@
 // by distance from the eye, then id) or in the method's approximate order; gpu_lbvh
 // (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle). With
 // several cameras (up to 8), each view's ids follow a line "view K"; the methods build their
-// tree once (gpu::Culler::cull_views).
+// tree once (gpu::Culler::cull_views). With --lods (gpu_lbvh), each line is "id lod"
+// (gpu::Culler::cull_lods); with --grouped, each mesh's draws follow a line "mesh M".
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -21,36 +22,47 @@
 
 namespace broadphase::tool {
 
-namespace {
-
-int cull_fail(const std::string& message) {
-    std::fprintf(stderr, "broadphase: %s\n", message.c_str());
-    return 2;
+#ifdef BROADPHASE_HAS_GPU
+std::vector<gpu::Mesh> lod_meshes(const Args& args) {
+    gpu::Mesh mesh;
+    mesh.lods.push_back({36, 0, 0, 0});
+    for (std::size_t k = 0; k < args.lods.size(); ++k)
+        mesh.lods.push_back({36, static_cast<std::uint32_t>(36 * (k + 1)), 0, args.lods[k]});
+    return std::vector<gpu::Mesh>(args.meshes, mesh);
 }
 
-}  // namespace
+std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n) {
+    std::vector<std::uint32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i % args.meshes);
+    return ids;
+}
+#endif
 
 int run_cull(const Args& args) {
     std::vector<Frustum> frusta;
     for (const Camera& camera : args.cameras) {
         auto frustum = Frustum::from_camera(camera);
-        if (!frustum) return cull_fail(frustum.error().message);
+        if (!frustum) return fail(frustum.error().message);
         frusta.push_back(frustum.value());
     }
     const CullOrder order = cull_order(args);
     const std::string method = args.has("method") ? args.method : "gpu_lbvh";
-    if (Status s = check_gpu_options(args, method); !s) return cull_fail(s.error().message);
+    if (Status s = check_gpu_options(args, method); !s) return fail(s.error().message);
+    const bool lods = args.has("lods");
+    if (!lods && (args.has("meshes") || args.has("grouped")))
+        return fail("--meshes and --grouped need --lods");
+    if (lods && method != "gpu_lbvh") return fail("--lods needs --method gpu_lbvh");
     auto scene = load_input_scene(args.scene);
     if (!scene) {
         const Error& e = scene.error();
-        return cull_fail(e.message);
+        return fail(e.message);
     }
     std::vector<std::vector<std::uint32_t>> views;
     if (method == "brute_force") {
         for (const Frustum& f : frusta) views.push_back(cull_brute_force(f, scene->boxes));
     } else if (method == "sphere_bvh") {
         SphereBvh bvh;
-        if (Status s = bvh.build(scene->boxes); !s) return cull_fail(s.error().message);
+        if (Status s = bvh.build(scene->boxes); !s) return fail(s.error().message);
         for (const Frustum& f : frusta) {
             std::vector<std::uint32_t>& ids = views.emplace_back();
             bvh.cull_front_to_back(f, ids);
@@ -65,17 +77,42 @@ int run_cull(const Args& args) {
     } else {  // gpu_lbvh (the command line allows no other)
 #ifdef BROADPHASE_HAS_GPU
         auto context = open_context(args);
-        if (!context) return cull_fail(context.error().message);
+        if (!context) return fail(context.error().message);
         auto culler = gpu::Culler::create(*context.value());
-        if (!culler) return cull_fail(culler.error().message);
+        if (!culler) return fail(culler.error().message);
+        if (lods) {
+            const std::vector<gpu::Mesh> meshes = lod_meshes(args);
+            const std::vector<std::uint32_t> mesh_ids = lod_mesh_ids(args, scene->boxes.size());
+            std::string text;
+            for (std::size_t v = 0; v < frusta.size(); ++v) {
+                auto draws = culler.value()->cull_lods(scene->boxes, frusta[v], order, meshes,
+                                                       mesh_ids, args.grouped);
+                if (!draws) return fail(draws.error().message);
+                if (frusta.size() > 1) text += "view " + std::to_string(v) + "\n";
+                for (std::size_t k = 0; k < draws->size(); ++k) {
+                    const gpu::CullDraw& d = (*draws)[k];
+                    if (args.grouped && (k == 0 || (*draws)[k - 1].mesh != d.mesh))
+                        text += "mesh " + std::to_string(d.mesh) + "\n";
+                    text += std::to_string(d.id) + " " + std::to_string(d.lod) + "\n";
+                }
+            }
+            if (context.value()->validation_errors() > 0)
+                return fail(std::to_string(context.value()->validation_errors()) +
+                            " Vulkan validation errors (printed above)");
+            Output out(args);
+            out.write(text);
+            if (Status s = out.finish(); !s) return fail(s.error().message);
+            return 0;
+        }
         auto got = culler.value()->cull_views(scene->boxes, frusta, order);
-        if (!got) return cull_fail(got.error().message);
+        if (!got) return fail(got.error().message);
         if (context.value()->validation_errors() > 0)
-            return cull_fail(std::to_string(context.value()->validation_errors()) +
-                             " Vulkan validation errors (printed above)");
+            return fail(std::to_string(context.value()->validation_errors()) +
+                        " Vulkan validation errors (printed above)");
         views = std::move(got.value());
 #else
-        return cull_fail("this build has no GPU support");
+        (void)lods;
+        return fail("this build has no GPU support");
 #endif
     }
     std::string text;
@@ -85,7 +122,7 @@ int run_cull(const Args& args) {
     }
     Output out(args);
     out.write(text);
-    if (Status s = out.finish(); !s) return cull_fail(s.error().message);
+    if (Status s = out.finish(); !s) return fail(s.error().message);
     return 0;
 }
 

@@ -4,6 +4,9 @@
 // depth-first ranks (approx; the front-to-back traversal order of P. Väänänen's "Sort a sphere
 // BVH with split planes", docs/references.md, each leaf's rank carried down the chunked
 // traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
+// Optionally per-instance meshes and levels of detail (CullLods: each draw its mesh's LOD for
+// the view, flat or grouped per mesh by a stable radix sort on the mesh id), and several views
+// in one traversal with a view mask (record_views).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_layout_cull.h"
 
 namespace broadphase::gpu {
 
@@ -34,6 +38,68 @@ struct CullOutput {
 struct CullOptions {
     std::uint32_t index_count = 36, first_index = 0;
     std::int32_t vertex_offset = 0;
+};
+
+/// One level of detail of a mesh: its index range and the eye-to-box distance from which it is
+/// drawn (world units; LOD 0's must be 0).
+struct MeshLod {
+    std::uint32_t index_count = 0, first_index = 0;
+    std::int32_t vertex_offset = 0;
+    float switch_distance = 0;
+};
+
+/// A mesh's levels of detail, 1 to kMaxMeshLods, switch distances finite and strictly ascending
+/// from 0. The LOD drawn for a box is the largest k with distance >= lods[k].switch_distance,
+/// the distance compared as the exact order's key (cull_distance.glsl: the squared eye-to-box
+/// distance rounded to 24 significant bits) against the key of a point at switch_distance: a
+/// box within float rounding of a switch distance may take either side, the same on every
+/// device and in the CPU twin (lbvh::select_lod).
+struct Mesh {
+    std::vector<MeshLod> lods;
+};
+
+inline constexpr std::uint32_t kMaxMeshLods = gpu_layout::kMaxMeshLods;
+
+/// Validates `meshes` (1 to 2^24 meshes, each as Mesh says; the error names the mesh and LOD)
+/// and packs them into the GPU table CullLods::mesh_table holds (144 bytes per mesh,
+/// gpu_layout::CullMesh), with the switch distances turned into distance keys. For grouped
+/// output, `group_capacity` gives each mesh's command capacity: mesh m's group is commands
+/// [sum of the capacities before m, + group_capacity[m]) (group_first), their sum at most
+/// 2^32 - 1; empty: no groups (flat output only).
+Result<std::vector<gpu_layout::CullMesh>> pack_mesh_table(
+    std::span<const Mesh> meshes, std::span<const std::uint32_t> group_capacity = {});
+
+/// First command of each mesh's group for these capacities (element m: the sum of those
+/// before m; one more element: their total, the CullOutput capacity grouped output needs).
+std::vector<std::uint32_t> group_first(std::span<const std::uint32_t> group_capacity);
+
+/// Per-instance meshes and levels of detail for Culler::record (the caller's buffers, storage
+/// usage). Each visible instance's draw command carries its mesh's LOD for the view.
+/// Flat (grouped = false): the commands in the cull's order, as without LODs (draw_count the
+/// same); an instance whose mesh id is >= mesh_count gets a no-op command (instanceCount 0).
+/// Grouped: mesh m's draws fill commands [info.y, info.y + info.z) of the table
+/// (pack_mesh_table's group_first and group_capacity), front to back within the group (the
+/// cull's order filtered to mesh m); group_counts holds 2 * mesh_count + 1 uints: the commands
+/// stored per mesh (countBuffer of one vkCmdDrawIndexedIndirectCount per mesh, at byte 4m),
+/// then each mesh's exact visible total (above its capacity: grow and record again), then the
+/// visible instances with a mesh id >= mesh_count (drawn in no group). draw_count is then
+/// (commands stored, visible total), and visible_ids[k] the instance of command k. A renderer
+/// draws mesh m with its pipeline bound: vkCmdDrawIndexedIndirectCount(draw_commands at byte
+/// 20 * group_first[m], group_counts at byte 4m, maxDrawCount group_capacity[m], stride 20).
+/// The LOD's index_count, first_index and vertex_offset replace CullOptions' in each command.
+struct CullLods {
+    BufferRange mesh_table;  ///< mesh_count gpu_layout::CullMesh (pack_mesh_table's output)
+    BufferRange mesh_ids;    ///< n uints: the mesh of each box id (read on the GPU)
+    std::uint32_t mesh_count = 0;
+    bool grouped = false;
+    BufferRange group_counts;  ///< grouped: (2 * mesh_count + 1) uints; flat: unused
+    BufferRange draw_lods{};   ///< optional, capacity uints: each stored command's LOD (kNoLod)
+};
+
+/// A draw the LOD host helper returns: the instance, its mesh and its LOD.
+struct CullDraw {
+    std::uint32_t id = 0, mesh = 0, lod = 0;
+    friend bool operator==(const CullDraw&, const CullDraw&) = default;
 };
 
 /// GPU times of the stages of one cull (milliseconds; all 0 when the queue has no timestamps).
@@ -60,7 +126,7 @@ inline constexpr std::uint32_t kCullQueries = 5;
 /// bits, a 9-bit exponent: no overflow at any distance between float boxes and eye; equals
 /// point_box_distance's order up to rounding), ties by id.
 /// Views one Culler::cull_views call takes.
-inline constexpr std::size_t kMaxCullViews = 8;
+inline constexpr std::size_t kMaxCullViews = gpu_layout::kCullMaxViews;
 
 class Culler {
 public:
@@ -68,8 +134,9 @@ public:
                                                   const CullOptions& options = {});
     ~Culler();
 
-    /// Bytes of the `scratch` range record() needs for a tree over n boxes.
-    VkDeviceSize scratch_size(std::uint32_t n) const;
+    /// Bytes of the `scratch` range record() needs for a tree over n boxes (and, for grouped
+    /// LOD output, mesh_count meshes).
+    VkDeviceSize scratch_size(std::uint32_t n, std::uint32_t mesh_count = 0) const;
 
     /// Records the cull of a built LBVH (Lbvh::record_build output) into cmd. Preconditions: the
     /// build's node writes visible to compute-shader reads; no pending access to `scratch` or the
@@ -85,13 +152,54 @@ public:
                   CullOrder order, const BufferRange& scratch, const CullOutput& out,
                   VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
 
+    /// record() with per-instance meshes and LODs (CullLods): flat or grouped per mesh. The
+    /// stages are as record()'s; grouping adds a stable radix sort of the ordered instances by
+    /// mesh and a pass finding each mesh's run, timed with the emit. scratch:
+    /// scratch_size(n, lods.mesh_count). The mesh table is trusted as pack_mesh_table wrote it
+    /// (no LOD read past kMaxMeshLods, no command written past the capacity); mesh ids are
+    /// checked on the GPU (see CullLods).
+    Status record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                  CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                  const CullLods& lods, VkQueryPool pool = VK_NULL_HANDLE,
+                  std::uint32_t first_query = 0);
+
+    /// Host helper with meshes and LODs: validates the meshes (pack_mesh_table) and the mesh
+    /// ids (one per box, each < meshes.size(); the error names the box), builds, culls and
+    /// returns the draws: flat, in the cull's order; grouped, mesh 0's group then mesh 1's...,
+    /// each front to back. Grows every overflowing group (or the flat output) and culls again.
+    Result<std::vector<CullDraw>> cull_lods(std::span<const Box> boxes, const Frustum& frustum,
+                                            CullOrder order, std::span<const Mesh> meshes,
+                                            std::span<const std::uint32_t> mesh_ids, bool grouped);
+
+    /// Bytes of the `scratch` range record_views() needs for n boxes and `views` views.
+    VkDeviceSize views_scratch_size(std::uint32_t n, std::uint32_t views) const;
+
+    /// Records the cull of 1 to kMaxCullViews views of one built LBVH (issue 11 item 2), each
+    /// view into its own outs[v] (visible list, draw commands and count), exactly what record()
+    /// of that view alone writes. Exact order: the tree is traversed once per chunk of leaves
+    /// with a mask of the views still straddling each node (shaders/lbvh_cull_views.comp),
+    /// then each view is compacted, sorted and emitted. Approximate order: each view is culled
+    /// as record() does, one after another (its near-child-first ranks are carried down its own
+    /// traversal; ranking after a shared traversal measured slower, docs/performance.md).
+    /// Preconditions and postcondition as record(); scratch: views_scratch_size(n, views).
+    /// With a timestamp pool: kCullQueries timestamps; exact: before and after the shared
+    /// traversal (queries 1 to 3 all there) and after the last view's emit, so `cull` times the
+    /// traversal and `emit` the views' compaction, sort and emit; approx: 0 before the first
+    /// view, 1 to 4 after the last (all in `cull`).
+    Status record_views(VkCommandBuffer cmd, const LbvhTree& tree, std::span<const Frustum> frusta,
+                        CullOrder order, const BufferRange& scratch,
+                        std::span<const CullOutput> outs, VkQueryPool pool = VK_NULL_HANDLE,
+                        std::uint32_t first_query = 0);
+
     /// Host helper: uploads boxes (rejecting invalid ones), builds the LBVH, culls (growing the
     /// output until every visible id fits), and downloads the visible ids in order.
     Result<std::vector<std::uint32_t>> cull(std::span<const Box> boxes, const Frustum& frustum,
                                             CullOrder order);
     /// Host helper, several views of one scene (at most kMaxCullViews: a main camera, shadow
-    /// cascades, a reflection): the LBVH is built once and each view culled over it in turn;
-    /// element v holds view v's visible ids in order, as cull() would return them.
+    /// cascades, a reflection): the LBVH is built once and, with two or more views, all views
+    /// recorded by record_views in the same submission; element v holds view v's visible ids
+    /// in order, as cull() would return them. last_times() then splits the stages as
+    /// record_views' timestamps do.
     Result<std::vector<std::vector<std::uint32_t>>> cull_views(std::span<const Box> boxes,
                                                                std::span<const Frustum> frusta,
                                                                CullOrder order);

@@ -25,6 +25,38 @@ BP_CONST kCullFlagKeys = 1u;
 // lbvh_cull_compact (use them as the sort keys): approximate front-to-back order.
 BP_CONST kCullFlagRank = 2u;
 
+// Push constant `flags` of lbvh_cull_compact: write sorted positions (not ids) as the values,
+// so that the LOD emit (lbvh_cull_emit_lods) reaches each visible leaf's box and id.
+BP_CONST kCullFlagPositions = 4u;
+// Push constant `flags` of lbvh_cull_emit_lods: group the draws per mesh (else flat).
+BP_CONST kCullFlagGrouped = 8u;
+// Push constant `flags` of lbvh_cull_emit_lods: also write each stored draw's LOD index.
+BP_CONST kCullFlagDrawLods = 16u;
+// Push constant `flags` of lbvh_cull_group and lbvh_cull_emit_lods (exact order): read each
+// ordered instance's id and distance key from the sorted 64-bit keys (low word id, high word
+// distance key) instead of its leaf node; the elements are then indices into the order.
+BP_CONST kCullFlagSortedKeys = 64u;
+
+// Views one traversal of lbvh_cull_views culls (gpu::kMaxCullViews).
+BP_CONST kCullMaxViews = 8u;
+
+// Levels of detail per mesh (gpu::Mesh, CullMesh).
+BP_CONST kMaxMeshLods = 8u;
+// The LOD written for a visible instance whose mesh id is not below the mesh count (flat
+// output: its draw command is a no-op, instanceCount 0).
+BP_CONST kNoLod = 0xffffffffu;
+
+// One mesh of the LOD table (gpu::pack_mesh_table writes it; lbvh_cull_emit_lods reads it):
+// info = (lod count in [1, 8], first draw command of the mesh's group, the group's capacity,
+// unused); lods[k] = (indexCount, firstIndex, vertexOffset as int32 bits, switch key): LOD k
+// is drawn for a box whose eye-to-box distance key (cull_distance.glsl) is >= its switch key,
+// the largest such k winning; lods[0]'s switch key is 0.
+// total: 144 bytes
+struct CullMesh {
+    uvec4 info;
+    uvec4 lods[kMaxMeshLods];
+};
+
 // Parameters of one cull, written by the recorder with vkCmdUpdateBuffer: planes left,
 // right, bottom, top, near, far as (normal.xyz, d) with dot(normal, p) + d >= 0 inside;
 // eye.xyz the viewpoint (w unused); draw = (indexCount, firstIndex, vertexOffset as int32
@@ -39,6 +71,7 @@ struct CullParams {
 #ifdef __cplusplus
 static_assert(sizeof(CullParams) == 128 && offsetof(CullParams, eye) == 96 &&
               offsetof(CullParams, draw) == 112);
+static_assert(sizeof(CullMesh) == 144 && offsetof(CullMesh, lods) == 16);
 }  // namespace broadphase::gpu_layout
 #endif
 #undef BP_CONST

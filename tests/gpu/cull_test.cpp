@@ -54,8 +54,11 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
     ASSERT_TRUE(nodes) << nodes.error().message;
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
     int camera = 0;
+    std::vector<Frustum> frusta;
+    std::vector<std::vector<std::uint32_t>> singles[2];  // [exact, approx][camera]
     for (const Camera& cam : cameras_for(scene->boxes)) {
         Frustum f = frustum_of(cam);
+        frusta.push_back(f);
         auto expected = cull_brute_force(f, scene->boxes);
         for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
             const bool exact = order == CullOrder::exact;
@@ -65,8 +68,37 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
                 << "camera " << camera << (exact ? " exact" : " approx");
             EXPECT_EQ(compare_cull(f, scene->boxes, expected, got.value(), exact), "")
                 << "camera " << camera << (exact ? " exact" : " approx");
+            singles[exact ? 0 : 1].push_back(std::move(got.value()));
         }
         ++camera;
+    }
+    // Every camera at once, one traversal (lbvh_cull_views.comp): each chunk's twin writes per
+    // view what the one-view twin writes, visiting at most the nodes the separate traversals
+    // visit together and at least those of the busiest one; the GPU's views (exact: one shared
+    // traversal; approx: one traversal per view) equal the single culls above exactly.
+    const std::uint32_t chunks = (n + gpu_layout::kCullChunk - 1) / gpu_layout::kCullChunk;
+    std::uint64_t joint = 0, separate = 0, busiest = 0;
+    for (std::size_t v = 0; v < frusta.size(); ++v) {
+        std::uint64_t visits = 0;
+        for (std::uint32_t chunk = 0; chunk < chunks; ++chunk)
+            lbvh::cull_chunk_views(nodes.value(), n, std::span<const Frustum>(&frusta[v], 1), chunk,
+                                   &visits);
+        separate += visits;
+        busiest = std::max(busiest, visits);
+    }
+    for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
+        auto per_view = lbvh::cull_chunk_views(nodes.value(), n, frusta, chunk, &joint);
+        for (std::size_t v = 0; v < frusta.size(); ++v)
+            ASSERT_EQ(per_view[v], lbvh::cull_chunk(nodes.value(), n, frusta[v], chunk))
+                << "chunk " << chunk << " view " << v;
+    }
+    EXPECT_LE(joint, separate);
+    EXPECT_GE(joint, busiest);
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        auto views = culler->cull_views(scene->boxes, frusta, order);
+        ASSERT_TRUE(views) << views.error().message;
+        EXPECT_EQ(views.value(), singles[order == CullOrder::exact ? 0 : 1])
+            << (order == CullOrder::exact ? "exact" : "approx");
     }
 }
 
@@ -246,6 +278,103 @@ TEST_F(CullTest, ViewsOverOneTreeMatchSingleViewCulls) {
     auto refused = culler->cull_views(scene->boxes, nine, CullOrder::exact);
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().message.find("1 to 8 views"), std::string::npos);
+}
+
+// Several views recorded into the caller's buffers in one traversal (record_views): each view's
+// ids, draw commands and counts equal what record() writes for that view alone, including a
+// view whose capacity of 7 overflows (its count still exact) and a view that sees nothing;
+// mismatched outputs and overlapping view outputs are refused.
+TEST_F(CullTest, RecordViewsEqualsOneViewRecords) {
+    auto scene = generate_scene("clustered", 4000);
+    ASSERT_TRUE(scene);
+    gpu::Context& ctx = gpu_context();
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    std::vector<Frustum> frusta;
+    for (const Camera& c : cameras_for(scene->boxes)) frusta.push_back(frustum_of(c));
+    frusta.resize(3);
+    // A view looking away from the scene: nothing visible.
+    frusta.push_back(frustum_of({{-50, -50, -50}, {-60, -50, -50}, {0, 1, 0}, 30, 1, 1, 5}));
+    const std::uint32_t capacities[] = {7, n, n, n};
+    const gpu::CullOptions options{6, 12, -3};
+    auto culler = make_culler(options);
+    auto lbvh = gpu::Lbvh::create(ctx);
+    ASSERT_TRUE(culler && lbvh);
+    auto make = [&](VkDeviceSize size) {
+        auto b = ctx.create_buffer(std::max<VkDeviceSize>(size, 4), gpu::MemoryKind::device);
+        EXPECT_TRUE(b);
+        return b ? std::move(b.value()) : gpu::Buffer();
+    };
+    auto req = lbvh.value()->requirements(n);
+    gpu::Buffer boxes = make(n * 32ull), nodes = make(req.nodes), build = make(req.scratch),
+                scratch = make(culler->views_scratch_size(n, 4));
+    std::vector<gpu::Buffer> ids, commands, counts;
+    std::vector<gpu::CullOutput> outs;
+    for (std::uint32_t cap : capacities) {
+        ids.push_back(make(cap * 4ull));
+        commands.push_back(make(cap * 20ull));
+        counts.push_back(make(8));
+        outs.push_back(
+            {gpu::whole(ids.back()), gpu::whole(commands.back()), gpu::whole(counts.back()), cap});
+    }
+    auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
+    ASSERT_TRUE(ctx.upload(boxes, gpu_boxes.data(), n * 32ull));
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        SCOPED_TRACE(order == CullOrder::exact ? "exact" : "approx");
+        Status s = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            for (std::size_t v = 0; v < outs.size(); ++v) {
+                gpu::fill(cmd, {ids[v].handle(), 0, ids[v].size()}, 0xdeadbeefu);
+                gpu::fill(cmd, {commands[v].handle(), 0, commands[v].size()}, 0xdeadbeefu);
+                gpu::fill(cmd, {counts[v].handle(), 0, 8}, 0xdeadbeefu);
+            }
+            gpu::compute_barrier(cmd);
+            gpu::LbvhBuildBuffers tree{gpu::whole(boxes), gpu::whole(nodes), gpu::whole(build)};
+            EXPECT_TRUE(lbvh.value()->record_build(cmd, tree, n));
+            gpu::compute_barrier(cmd);
+            Status st = culler->record_views(cmd, {tree.nodes, n}, frusta, order,
+                                             gpu::whole(scratch), outs);
+            EXPECT_TRUE(st) << (st ? "" : st.error().message);
+            gpu::compute_barrier(cmd);
+        });
+        ASSERT_TRUE(s) << s.error().message;
+        for (std::size_t v = 0; v < outs.size(); ++v) {
+            SCOPED_TRACE("view " + std::to_string(v));
+            const std::uint32_t cap = capacities[v];
+            std::vector<std::uint32_t> want_ids, want_commands, got_ids(cap), got_commands(cap * 5);
+            std::uint32_t want_counts[2] = {}, got_counts[2] = {};
+            record_cull(scene->boxes, frusta[v], order, cap, options, want_ids, want_commands,
+                        want_counts);
+            ASSERT_TRUE(ctx.download(counts[v], got_counts, 8));
+            ASSERT_TRUE(ctx.download(ids[v], got_ids.data(), cap * 4ull));
+            ASSERT_TRUE(ctx.download(commands[v], got_commands.data(), cap * 20ull));
+            EXPECT_EQ(got_counts[0], want_counts[0]);
+            EXPECT_EQ(got_counts[1], want_counts[1]);
+            // Compared up to the stored count: record_cull poisons the same way, so the rest
+            // is poison on both sides too.
+            EXPECT_EQ(got_ids, want_ids);
+            EXPECT_EQ(got_commands, want_commands);
+            if (v == 0) {
+                EXPECT_EQ(got_counts[0], 7u);
+                EXPECT_GT(got_counts[1], 7u);
+            }
+            if (v == 3) {
+                EXPECT_EQ(got_counts[1], 0u);
+            }
+        }
+    }
+    Status refused, overlap;
+    Status s = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        refused = culler->record_views(cmd, {gpu::whole(nodes), n}, frusta, CullOrder::exact,
+                                       gpu::whole(scratch), std::span(outs).first(2));
+        std::vector<gpu::CullOutput> same{outs[0], outs[0]};
+        overlap = culler->record_views(cmd, {gpu::whole(nodes), n}, std::span(frusta).first(2),
+                                       CullOrder::exact, gpu::whole(scratch), same);
+    });
+    ASSERT_TRUE(s);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("one output per view"), std::string::npos);
+    ASSERT_FALSE(overlap);
+    EXPECT_NE(overlap.error().message.find("views 0 and 1"), std::string::npos)
+        << overlap.error().message;
 }
 
 // Test 5: empty scene; invalid boxes rejected naming the box.

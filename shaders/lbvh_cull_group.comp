@@ -1,0 +1,44 @@
+// Grouping of the ordered visible list per mesh (gpu::Culler with CullLods::grouped), step 1:
+// for each ordered element i (below the visible count offsets[pc.tiles]), its mesh as the key
+// of a stable radix sort (mesh ids at or past the mesh count all become the key mesh_count, a
+// group of their own after the last mesh) and as the value its sorted position (approx) or,
+// with kCullFlagSortedKeys (exact), i itself, the id read from the sorted keys. The stable
+// sort then leaves each mesh's elements contiguous and in the cull's order.
+// CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
+#version 450
+#include "common.glsl"
+#include "gpu_layout_cull.h"
+
+layout(local_size_x = kWorkgroupSize) in;
+layout(std430, binding = 0) readonly buffer Nodes {
+    LbvhNode nodes[];
+};
+layout(std430, binding = 1) readonly buffer Offsets {
+    uint offsets[];
+};  // offsets[pc.tiles] is the number of visible boxes
+layout(std430, binding = 2) readonly buffer Ordered {
+    uint ordered[];
+};  // sorted positions in the cull's order
+layout(std430, binding = 3) readonly buffer MeshIds {
+    uint mesh_ids[];
+};
+layout(std430, binding = 4) writeonly buffer Keys {
+    uint keys[];
+};
+layout(std430, binding = 5) writeonly buffer Values {
+    uint values[];
+};
+layout(std430, binding = 6) readonly buffer SortedKeys {
+    uint sorted_keys[];
+};  // exact: the order's 64-bit keys (low word the id)
+
+void main() {
+    uint i = linear_thread();
+    uint n = pc.count;
+    if (n == 0u || i >= offsets[pc.tiles]) return;
+    bool sorted = (pc.flags & kCullFlagSortedKeys) != 0u;
+    uint e = sorted ? i : ordered[i];
+    uint id = sorted ? sorted_keys[2u * i] : nodes[n - 1u + e].link.x;
+    keys[i] = min(mesh_ids[id], pc.offset);  // pc.offset: the mesh count
+    values[i] = e;
+}
