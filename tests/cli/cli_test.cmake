@@ -357,7 +357,7 @@ if(SCRIPT)
 endif()
 # Test 10: bench's instruments. The table names every stage with its dispatches, bytes and
 # fraction of the copy kernel's bandwidth; --json prints one object whose `stages` list has
-# the six stages with their fields, the sort its 8 digit passes (30-bit codes, 4-bit digits,
+# the five stages with their fields, the sort its 8 digit passes (30-bit codes, 4-bit digits,
 # no refinement on uniform), and byte counts that follow the documented model (codes: a 32-byte
 # box read per box plus the bounds once per 256-box workgroup; 3000 boxes: 12 workgroups).
 run_tool(table TRUE bench --scene uniform:3000 --repeat 1)
@@ -372,7 +372,7 @@ endif()
 string(JSON stage_count LENGTH "${json}" stages)
 string(JSON boxes GET "${json}" boxes)
 string(JSON copy_rate GET "${json}" copy_bandwidth bytes_per_second)
-if(NOT stage_count EQUAL 6 OR NOT boxes EQUAL 3000 OR copy_rate LESS_EQUAL 0)
+if(NOT stage_count EQUAL 5 OR NOT boxes EQUAL 3000 OR copy_rate LESS_EQUAL 0)
   message(FATAL_ERROR "bench --json: ${stage_count} stages, ${boxes} boxes, copy ${copy_rate}:\n${json}")
 endif()
 set(names "")
