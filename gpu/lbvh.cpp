@@ -98,8 +98,8 @@ VkDeviceSize nodes_bytes(std::uint32_t n) {
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
 //                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
 //                 (48 B: link, bounds). The two-kernel build it replaced also read every
-//                 leaf's link and each internal node's link and both children (16 n + 80 (n-1)
-//                 B more) and wrote the same.
+//                 leaf's link, each internal node's link and its other child's bounds
+//                 (16 n + 48 (n - 1) B more) and wrote as much.
 //   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its link
 //                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
 //                 items (8 B each way, only past an invocation's budget) are not counted.

@@ -465,20 +465,20 @@ int run_bench(const Args& args) {
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
                 double(copy->bytes) / (1 << 20), copy->ms, copy->bytes_per_second * 1e-9);
-    std::printf("  %-14s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
+    std::printf("  %-18s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
                 "MB read", "MB written", "GB/s", "of copy", "passes");
     double build = 0, total = 0;
     for (const gpu::StageReport& s : stages) {
         const double bytes = double(s.bytes_read + s.bytes_written);
-        std::printf("  %-14s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
+        std::printf("  %-18s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
                     s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
                     s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * fraction(s),
                     s.passes ? std::to_string(s.passes).c_str() : "");
         total += s.ms;
         if (s.name != "all pairs") build += s.ms;
     }
-    std::printf("  %-14s %10.3f ms\n", "build total", build);
-    std::printf("  %-14s %10.3f ms\n", "gpu total", total);
+    std::printf("  %-18s %10.3f ms\n", "build total", build);
+    std::printf("  %-18s %10.3f ms\n", "gpu total", total);
     std::printf("pairs: %zu (appended %s)\n", pair_count,
                 std::string_view(append) == "subgroup" ? "one atomic per subgroup (ballot)"
                                                        : "one atomic per pair");
