@@ -508,6 +508,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
+    if (Status st = im.sort.ready_scan(); !st) return st;
     const ScratchLayout s = scratch_layout(scratch, n, 0, views);
     const std::uint32_t chunks = chunk_count(n);
     const VkDeviceSize slot_stride = view_slots_stride(n), count_stride = view_counts_stride(n);
