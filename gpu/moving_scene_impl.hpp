@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <chrono>
@@ -45,10 +46,34 @@ inline Error limit(const std::string& what) {
 }
 
 // Timestamp queries of a frame: start [0], after the refit, its cost and the decision [1],
-// after the (gated) rebuild [2], after pairs [3], sort [4], differences [5]. A repair after
-// the pair buffers grew: start [6], pairs [7], sort [8], differences [9].
-constexpr std::uint32_t kFrameQueries = 10;
-constexpr std::uint32_t kRepairQueries = 6;
+// after the (gated) rebuild [2], after pairs [3], the pair keys and their count's arguments
+// [4], sort [5], differences [6]. A repair after the pair buffers grew: start [7], pairs [8],
+// keys [9], sort [10], differences [11].
+constexpr std::uint32_t kFrameQueries = 12;
+constexpr std::uint32_t kRepairQueries = 7;
+// The stages of a frame's report (MovingScene::last_report), between consecutive stamps 0..6.
+constexpr std::uint32_t kFrameStages = 6;
+// The last kRepairStages of them are recorded again by a repair.
+constexpr std::uint32_t kRepairStages = 4;
+
+// What the instruments of the last frame need: the dispatches recorded at each stamp, and
+// the frame's counts read back by read_step (the dynamic part of the traffic model,
+// frame_traffic in gpu/moving_scene.cpp).
+struct FrameCounts {
+    std::uint32_t n = 0;
+    bool first = false;           // the reset's frame (or ProxyScene's growth): built, no diff
+    bool rebuild_always = false;  // recorded an ungated rebuild (first, forced or always)
+    bool gated = false;           // recorded the gated rebuild after the decision (by_ratio)
+    bool rebuilt = false;         // the frame's status said it rebuilt
+    bool refined = false;         // a rebuild refined its codes
+    bool pairs = false;           // the pair stages ran
+    std::uint32_t key_bits = 1;
+    std::uint64_t stored = 0;    // pairs stored (the count clamped to the capacity)
+    std::uint64_t previous = 0;  // the previous frame's stored pairs
+    std::uint64_t visits = 0;    // nodes the all-pairs traversal expanded
+    std::uint64_t began = 0, ended = 0;
+    std::uint32_t gate_words = 0;  // uints of the gated rebuild's argument table
+};
 
 // Slots of the gated rebuild's dispatch-argument table. A build records at most
 // 2 + 16 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches, plus the cost
@@ -131,6 +156,14 @@ struct MovingScene::Impl {
     // The last recorded frame, for a repair after growing the pair buffers.
     BufferRange last_boxes{};
     bool last_first = true;
+    // Instruments: Context::Impl::dispatches_recorded at each stamp of the last recording
+    // (stamp numbers as kFrameQueries; marked whether timed or not), before and after the
+    // prologue, what a repair added per repaired stage, and the last frame's counts.
+    mutable std::array<std::uint64_t, kFrameQueries> marks{};
+    std::uint64_t prologue_marks[2] = {0, 0};
+    std::array<std::uint32_t, kRepairStages> repair_dispatches{};
+    std::array<double, kFrameStages> stage_ms{};
+    FrameCounts counts;
 
     // Bits of j in the frame's pair keys (i << bits | j).
     std::uint32_t key_bits() const { return pair_key_bits(key_bound > 0 ? key_bound : n); }
@@ -199,6 +232,7 @@ struct MovingScene::Impl {
 
     void stamp(VkCommandBuffer cmd, bool timed, std::uint32_t query) const {
         if (timed) timestamps.write(cmd, query);
+        marks[query] = impl_of(*context).dispatches_recorded;
     }
 
     void record_sah(VkCommandBuffer cmd, DispatchGate* g) const {
@@ -297,7 +331,8 @@ struct MovingScene::Impl {
     }
 
     // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
-    // reset's frame the differences with keys[cur ^ 1]. Timestamps q, q + 1, q + 2.
+    // reset's frame the differences with keys[cur ^ 1]. Timestamps q (pairs), q + 1 (keys),
+    // q + 2 (sort), q + 3 (differences).
     Status record_pair_stages(VkCommandBuffer cmd, bool first, bool timed, std::uint32_t q) const {
         const VkDeviceSize c = capacity;
         const LbvhPairBuffers out{whole(pair_buffer),
@@ -321,13 +356,14 @@ struct MovingScene::Impl {
              prefix(status, sizeof(FrameStatus))},
             pc, args_slot(pair_args[cur], kArgsElements));
         compute_barrier(cmd);
-        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
         stamp(cmd, timed, q + 1);
+        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
+        stamp(cmd, timed, q + 2);
         if (!first) {
             record_diff(cmd, cur, cur ^ 1, began, kDiffBegan);
             record_diff(cmd, cur ^ 1, cur, ended, kDiffEnded);
         }
-        stamp(cmd, timed, q + 2);
+        stamp(cmd, timed, q + 3);
         return {};
     }
 
@@ -356,6 +392,9 @@ struct MovingScene::Impl {
         node_bounds.dispatch(cmd, {node_range, flags_used}, pc, groups(count));
         return {};
     }
+
+    // The instruments of the last frame (MovingScene::last_report), its counts read back.
+    Result<std::vector<StageReport>> report();
 
     Status record_frame(VkCommandBuffer cmd, const BufferRange& box_range, bool first, bool timed);
     Status repair(const FrameStatus& st, const TraversalStatus& traversal);

@@ -217,8 +217,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->transform(integer_in(1, gpu_layout::kPairStack))
             ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
-                                   "default mode: print one JSON object (device, scene, copy "
-                                   "bandwidth, a `stages` list) instead of the table")
+                                   "default mode and --frames: print one JSON object (device, "
+                                   "scene, copy bandwidth, a `stages` list) instead of the table")
                             ->group(kGpu);
 
     const char* kCull = "--cull: the frustum cull's stages";
@@ -319,7 +319,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
-         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, device,
+         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, json, device,
           validation},
          true},
         {"--rays", rays, {scene, repeat, seed, code, device, validation}, true},
