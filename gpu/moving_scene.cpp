@@ -1,10 +1,10 @@
 // Moving scenes on the GPU (include/broadphase/gpu_frames.hpp): per-frame LBVH refit
-// (shaders/lbvh_refit.comp + lbvh_bounds.comp) or rebuild (the Lbvh build), chosen on the GPU
-// by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp, shaders/frame_policy.comp;
-// Kopta et al., I3D 2012) and by the previous frame's traversal work, then all pairs
-// (Lbvh::record_pairs), a 64-bit radix sort of the pairs (shaders/pair_keys.comp, RadixSort) and
-// the difference of consecutive frames' sorted pairs both ways (shaders/pair_diff_append.comp,
-// RadixSort, shaders/pair_unpack.comp).
+// (shaders/lbvh_refit.comp, leaves and bottom-up bounds in one pass) or rebuild (the Lbvh build),
+// chosen on the GPU by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp,
+// shaders/frame_policy.comp; Kopta et al., I3D 2012) and by the previous frame's traversal work,
+// then all pairs (Lbvh::record_pairs), a 64-bit radix sort of the pairs (shaders/pair_keys.comp,
+// RadixSort) and the difference of consecutive frames' sorted pairs both ways
+// (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
 //
 // One frame is one recording without host decisions: the rebuild's dispatches are indirect
 // (DispatchGate), their arguments written by frame_policy.comp from a table captured while
@@ -34,9 +34,7 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         !s)
         return s;
     // Every kernel a frame may record, before anything is recorded.
-    if (Status s =
-            gpu::ready({&refit, &node_bounds, &sah, &policy, &pair_keys, &diff_append, &unpack});
-        !s)
+    if (Status s = gpu::ready({&refit, &sah, &policy, &pair_keys, &diff_append, &unpack}); !s)
         return s;
     if (Status s = sort.ready_sort(); !s) return s;
     if (Status s = sort.ready_count_args(); !s) return s;
@@ -60,6 +58,8 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         initial.ratio = 1.0f;
         initial.work_ratio = 1.0f;
         vkCmdUpdateBuffer(cmd, status.handle(), 0, sizeof(initial), &initial);
+        // The refit's counters start zero once; every refit leaves them zero (lbvh_refit.comp).
+        if (n > 1) fill(cmd, prefix(flags, (n - 1) * 4ull), 0u);
         // Without pairs no traversal writes these; the policy reads the previous one's work
         // (0 visits: nothing to compare) and read_step the counts.
         if (!options.pairs)
@@ -92,7 +92,8 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
             if (Status s = record_rebuild(cmd, box_range, nullptr); !s) return s;
         }
     } else if (n > 0) {
-        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags)); !s) return s;
+        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags), false); !s)
+            return s;
         compute_barrier(cmd);
         const bool by_ratio = options.policy == RefitPolicy::by_ratio;
         if (n > 1) {
@@ -284,11 +285,10 @@ namespace {
 // after the frame (FrameCounts: the pairs stored, the previous frame's, the nodes the
 // traversal expanded, the began and ended sizes, whether it rebuilt and refined).
 //   refit + cost + decision (refit frames only)
-//     lbvh_refit   reads each leaf's box id and its box (4 + 32 B), writes its bounds (32 B);
-//     flags fill   writes n - 1 counters (4 B);
-//     lbvh_bounds  reads each leaf's parent (4 B); per internal node two arrivals at its
-//                  counter (4 + 4 B each), and the second reads its link (16 B) and both
-//                  children's bounds (64 B) and writes its bounds (32 B);
+//     lbvh_refit   reads each leaf's link (16 B: box id, parent) and its box (32 B), writes its
+//                  bounds (32 B); per internal node two arrivals at its counter (4 + 4 B
+//                  each), and the second reads its link (16 B) and both children's bounds
+//                  (64 B) and writes its bounds (32 B). The counters end zero: no fill.
 //     lbvh_sah     reads every internal node's bounds and the root's again (32 B each), writes
 //                  one partial per tile and the root's area (4 B);
 //     frame_policy reads the partials, the status (48 B) and the previous traversal's status
@@ -322,10 +322,9 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
     const Traffic sah{32 * internal + 32, 4 * (tiles + 1)};
     const bool refit = !c.rebuild_always;
     if (refit) {
-        t[0] = {36 * n, 32 * n};
+        t[0] = {48 * n, 32 * n};
         if (n > 1) {
-            t[0] += {0, 4 * internal};
-            t[0] += {4 * n + (8 + 16 + 64) * internal, (8 + 32) * internal};
+            t[0] += {(8 + 16 + 64) * internal, (8 + 32) * internal};
             t[0] += sah;
             const std::uint64_t table = c.rebuilt && c.gated ? 4ull * c.gate_words : 0;
             t[0] += {4 * (tiles + 1) + 48 + 64 + table, 48 + 4ull * c.gate_words};
@@ -461,8 +460,7 @@ Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
     impl->sort = RadixSort(context);
-    impl->refit = Kernel(context, shaders::lbvh_refit, 2, "lbvh_refit");
-    impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    impl->refit = Kernel(context, shaders::lbvh_refit, 3, "lbvh_refit");
     impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
     impl->pair_keys = Kernel(context, shaders::pair_keys, 4, "pair_keys");
@@ -536,7 +534,7 @@ FrameBuffers MovingScene::buffers() const {
 
 Status MovingScene::record_refit(VkCommandBuffer cmd, const BufferRange& boxes,
                                  const LbvhTree& tree, const BufferRange& flags) const {
-    return impl_->record_refit(cmd, boxes, tree, flags);
+    return impl_->record_refit(cmd, boxes, tree, flags, true);
 }
 
 const FrameTimes& MovingScene::last_times() const {

@@ -112,7 +112,7 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, node_bounds, sah, policy, pair_keys, diff_append, unpack;
+    Kernel refit, sah, policy, pair_keys, diff_append, unpack;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -367,9 +367,12 @@ struct MovingScene::Impl {
         return {};
     }
 
-    // lbvh_refit.comp, then lbvh_bounds.comp over the internal nodes (see record_refit).
+    // lbvh_refit.comp: leaves and internal nodes in one pass (see MovingScene::record_refit).
+    // The climb leaves its counters zero, so `zero_flags` (a fill and a barrier) is needed
+    // only for flags of unknown contents: the caller's, not the scene's own (zeroed by the
+    // reset's frame).
     Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
-                        const BufferRange& flag_range) const {
+                        const BufferRange& flag_range, bool zero_flags) const {
         const std::uint32_t count = tree.n;
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
         if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
@@ -378,18 +381,21 @@ struct MovingScene::Impl {
                                      {"flags", flag_range, flag_bytes}});
             !s)
             return s;
-        if (Status s = gpu::ready({&refit, &node_bounds}); !s) return s;
+        if (Status s = refit.ready(); !s) return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
         const BufferRange node_range = first_bytes(tree.nodes, nodes_bytes(count));
-        refit.dispatch(cmd, {first_bytes(box_range, count * sizeof(GpuBox)), node_range}, pc,
+        // One leaf climbs nowhere: its flags binding takes the nodes (never read).
+        const BufferRange flags_used =
+            count >= 2 ? first_bytes(flag_range, flag_bytes) : node_range;
+        if (zero_flags && count >= 2) {
+            fill(cmd, flags_used, 0u);
+            compute_barrier(cmd);
+        }
+        refit.dispatch(cmd,
+                       {first_bytes(box_range, count * sizeof(GpuBox)), node_range, flags_used}, pc,
                        groups(count));
-        if (count < 2) return {};
-        const BufferRange flags_used = first_bytes(flag_range, flag_bytes);
-        fill(cmd, flags_used, 0u);
-        compute_barrier(cmd);
-        node_bounds.dispatch(cmd, {node_range, flags_used}, pc, groups(count));
         return {};
     }
 

@@ -717,8 +717,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
     for (int k = 0; k < 2; ++k) {
         SCOPED_TRACE(k == 0 ? "refit frame" : "rebuild frame");
         const auto& r = reports[k];
-        // Refit, node bounds, SAH cost, decision.
-        EXPECT_EQ(r[0].dispatches, 4u);
+        // Refit (leaves and node bounds in one pass), SAH cost, decision.
+        EXPECT_EQ(r[0].dispatches, 3u);
         // The build (less count_args), its SAH cost and commit, gated: the same both ways.
         EXPECT_EQ(r[1].dispatches, build_dispatches - 1 + 2);
         // Round 0, the later rounds (indirect), one traversal_args per round and finish.
@@ -749,10 +749,10 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
         // The refit and its cost and decision (the decision writes the gate's table, 3 words
         // per gated dispatch, and reads the armed table when it rebuilds).
         const std::uint64_t gate_words = 3ull * r[1].dispatches;
-        EXPECT_EQ(r[0].bytes_read, 36 * n + 4 * n + 88 * internal + 32 * internal + 32 +
-                                       4 * (tiles + 1) + 48 + 64 + (k == 1 ? 4 * gate_words : 0));
+        EXPECT_EQ(r[0].bytes_read, 48 * n + 88 * internal + 32 * internal + 32 + 4 * (tiles + 1) +
+                                       48 + 64 + (k == 1 ? 4 * gate_words : 0));
         EXPECT_EQ(r[0].bytes_written,
-                  32 * n + 4 * internal + 40 * internal + 4 * (tiles + 1) + 48 + 4 * gate_words);
+                  32 * n + 40 * internal + 4 * (tiles + 1) + 48 + 4 * gate_words);
     }
     // The rebuild stage: on the refit frame only the build's scratch fills (scene bounds,
     // refine word, split flags); on the rebuild frame the build, its cost and commit too.
