@@ -485,7 +485,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.capacity = out.capacity;
     pc.tiles = out.traversal.capacity;
     pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u) |
-               (proxy.append ? kPairsAppend : 0u);
+               (proxy.append ? kPairsAppend : 0u) | (proxy.key_bits > 0 ? kPairsKeys : 0u);
+    pc.key_words = proxy.key_bits;
     pc.offset = m;
     pc.key_word = im.options.pair_stack;  // stack entries before queueing (0: kPairStack)
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));

@@ -18,11 +18,13 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 /// gpu_layout::ProxySlot per leaf id of the tree) filters the pairs and writes handles; with
 /// `cross` the tree's leaves are tested against `other` (its ProxySlots in `other_slots`)
 /// instead of against each other; with `append` the pass continues the pair counter of the
-/// status (the list of the passes before it) and counts no visits.
+/// status (the list of the passes before it) and counts no visits. With key_bits b in 1..31
+/// each pair (i, j) is stored as the 64-bit key i << b | j (kPairsKeys; ids below 2^b).
 struct ProxyPairs {
     BufferRange slots{};
     bool cross = false;
     bool append = false;
+    std::uint32_t key_bits = 0;
     LbvhTree other{};
     BufferRange other_slots{};
 };

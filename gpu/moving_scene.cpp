@@ -2,9 +2,9 @@
 // (shaders/lbvh_refit.comp, leaves and bottom-up bounds in one pass) or rebuild (the Lbvh build),
 // chosen on the GPU by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp,
 // shaders/frame_policy.comp; Kopta et al., I3D 2012) and by the previous frame's traversal work,
-// then all pairs (Lbvh::record_pairs), a 64-bit radix sort of the pairs (shaders/pair_keys.comp,
-// RadixSort) and the difference of consecutive frames' sorted pairs both ways
-// (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
+// then all pairs (Lbvh::record_pairs, writing each pair as its 64-bit sort key i << b | j), a
+// radix sort of those keys (RadixSort) and the difference of consecutive frames' sorted pairs both
+// ways (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
 //
 // One frame is one recording without host decisions: the rebuild's dispatches are indirect
 // (DispatchGate), their arguments written by frame_policy.comp from a table captured while
@@ -34,8 +34,7 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         !s)
         return s;
     // Every kernel a frame may record, before anything is recorded.
-    if (Status s = gpu::ready({&refit, &sah, &policy, &pair_keys, &diff_append, &unpack}); !s)
-        return s;
+    if (Status s = gpu::ready({&refit, &sah, &policy, &diff_append, &unpack}); !s) return s;
     if (Status s = sort.ready_sort(); !s) return s;
     if (Status s = sort.ready_count_args(); !s) return s;
     if (Status s = ready_lbvh_kernels(*lbvh); !s) return s;
@@ -285,7 +284,7 @@ namespace {
 // after the frame (FrameCounts: the pairs stored, the previous frame's, the nodes the
 // traversal expanded, the began and ended sizes, whether it rebuilt and refined).
 //   refit + cost + decision (refit frames only)
-//     lbvh_refit   reads each leaf's link (16 B: box id, parent) and its box (32 B), writes its
+//     lbvh_refit   reads each leaf's box id and parent (4 + 4 B) and its box (32 B), writes its
 //                  bounds (32 B); per internal node two arrivals at its counter (4 + 4 B
 //                  each), and the second reads its link (16 B) and both children's bounds
 //                  (64 B) and writes its bounds (32 B). The counters end zero: no fill.
@@ -301,9 +300,10 @@ namespace {
 //   all pairs      lbvh_pairs as in gpu/lbvh.cpp (48 B per query leaf, 112 B per expanded node,
 //                  8 B per stored pair) and its status fill (64 B). ProxyScene's appended
 //                  passes (filters, handles, cross trees) count no visits and are not modelled.
-//   pair keys      count_args reads the count and writes two dispatch slots (4, 24 B);
-//                  pair_keys reads the count and every stored pair (4 + 8 B), writes every key
-//                  (8 B) and two status words (8 B).
+//   pair keys      the pairs pass writes the keys itself (kPairsKeys): what is left is the
+//                  copy of the count into the status (4, 4 B), the update of its capacity word
+//                  (4 B written), and count_args (reads the count, writes two dispatch slots:
+//                  4, 24 B).
 //   sort           RadixSort::traffic of the stored keys (2 words, 2 b key bits, keys only).
 //   differences    each way (began: now \ previous, ended: previous \ now): the counter fill
 //                  (4 B); pair_diff_append reads both counts, every key of A and (once) of B
@@ -322,7 +322,7 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
     const Traffic sah{32 * internal + 32, 4 * (tiles + 1)};
     const bool refit = !c.rebuild_always;
     if (refit) {
-        t[0] = {48 * n, 32 * n};
+        t[0] = {40 * n, 32 * n};
         if (n > 1) {
             t[0] += {(8 + 16 + 64) * internal, (8 + 32) * internal};
             t[0] += sah;
@@ -342,7 +342,7 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
     }
     if (!c.pairs) return t;
     t[2] = {48 * n + 112 * c.visits, 64 + 8 * c.stored};
-    t[3] = {4 + 4 + 8 * c.stored, 24 + 8 * c.stored + 8};
+    t[3] = {4 + 4, 4 + 4 + 24};
     t[4] = RadixSort::traffic(static_cast<std::uint32_t>(c.stored), 2, 2 * c.key_bits, true,
                               sort_passes);
     if (c.first) return t;
@@ -463,7 +463,6 @@ Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
     impl->refit = Kernel(context, shaders::lbvh_refit, 3, "lbvh_refit");
     impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
-    impl->pair_keys = Kernel(context, shaders::pair_keys, 4, "pair_keys");
     impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
     impl->unpack = Kernel(context, shaders::pair_unpack, 3, "pair_unpack");
     auto timestamps = Timestamps::create(context, kFrameQueries);

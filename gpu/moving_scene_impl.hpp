@@ -80,12 +80,13 @@ struct FrameCounts {
 // and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
-// Bits of j in a pair key i << b | j (shaders/pair_keys.comp): j < n needs bit_width(n - 1).
+// Bits of j in a pair key i << b | j (written by the pairs pass, kPairsKeys): j < n needs
+// bit_width(n - 1).
 inline std::uint32_t pair_key_bits(std::uint32_t n) {
     return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
 }
 
-// The pair of a key (low word, high word) of pair_keys.comp.
+// The pair of a key (low word, high word) of shaders/lbvh_pairs.glsl with kPairsKeys.
 inline Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
     return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
 }
@@ -112,7 +113,7 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, sah, policy, pair_keys, diff_append, unpack;
+    Kernel refit, sah, policy, diff_append, unpack;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -130,7 +131,7 @@ struct MovingScene::Impl {
     // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
     std::uint32_t capacity = 0;
     // pair_count[k] is the all-pairs pass's TraversalStatus (its first word the pair count).
-    Buffer pair_buffer, pair_count[2], pair_args[2], keys[2];
+    Buffer pair_count[2], pair_args[2], keys[2];
     // The all-pairs pass's work queues (gpu_layout.h, "Bounded traversal") and the rounds it
     // records (kTraversalRounds; a repair of a frame that needed more records the maximum).
     Buffer work;
@@ -215,7 +216,7 @@ struct MovingScene::Impl {
         if (keep_previous) previous = std::move(keys[cur ^ 1]);
         capacity = pairs;
         const VkDeviceSize c = capacity;
-        for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
+        for (Buffer* b : {&keys[0], &keys[1], &keys_tmp, &began, &ended})
             if (Status s = ensure(*b, c * 8); !s) return s;
         if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
         if (!previous.handle()) return {};
@@ -330,32 +331,32 @@ struct MovingScene::Impl {
         compute_barrier(cmd);
     }
 
-    // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
-    // reset's frame the differences with keys[cur ^ 1]. Timestamps q (pairs), q + 1 (keys),
-    // q + 2 (sort), q + 3 (differences).
+    // All pairs, written as their sort keys into keys[cur] by the pairs pass itself (kPairsKeys),
+    // sorted there, and unless this is the reset's frame the differences with keys[cur ^ 1].
+    // Timestamps q (pairs), q + 1 (the count's status words and arguments), q + 2 (sort),
+    // q + 3 (differences).
     Status record_pair_stages(VkCommandBuffer cmd, bool first, bool timed, std::uint32_t q) const {
-        const VkDeviceSize c = capacity;
-        const LbvhPairBuffers out{whole(pair_buffer),
+        const LbvhPairBuffers out{whole(keys[cur]),
                                   capacity,
                                   whole(pair_count[cur]),
                                   {whole(work), work_capacity, rounds}};
         const LbvhTree tree{whole(nodes), n};
-        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, {proxy_slots}); !s) return s;
-        for (const auto& [query, pass] : extra_passes) {
+        ProxyPairs own{proxy_slots};
+        own.key_bits = key_bits();
+        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, own); !s) return s;
+        for (auto [query, pass] : extra_passes) {
+            pass.key_bits = key_bits();
             if (Status s = record_proxy_pairs(*lbvh, cmd, query, out, pass); !s) return s;
         }
         stamp(cmd, timed, q);
+        // The status's pair count (the traversal's saturated count) and the capacity the
+        // frame's buffers hold, by transfers: no kernel reads the pairs for them.
+        compute_barrier(cmd);
+        const VkBufferCopy count_copy{0, offsetof(FrameStatus, pairs), 4};
+        vkCmdCopyBuffer(cmd, pair_count[cur].handle(), status.handle(), 1, &count_copy);
+        vkCmdUpdateBuffer(cmd, status.handle(), offsetof(FrameStatus, pair_capacity), 4, &capacity);
         sort.record_count_args(cmd, prefix(pair_count[cur], 4), capacity,
                                args_range(pair_args[cur]));
-        PushConstants pc{};
-        pc.capacity = capacity;
-        pc.shift = key_bits();
-        pair_keys.dispatch_indirect(
-            cmd,
-            {prefix(pair_buffer, c * 8), prefix(keys[cur], c * 8), prefix(pair_count[cur], 4),
-             prefix(status, sizeof(FrameStatus))},
-            pc, args_slot(pair_args[cur], kArgsElements));
-        compute_barrier(cmd);
         stamp(cmd, timed, q + 1);
         record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
         stamp(cmd, timed, q + 2);

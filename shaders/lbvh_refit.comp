@@ -48,10 +48,10 @@ void main() {
     uint n = pc.count;
     if (p >= n) return;
     uint leaf = n - 1u + p;  // n == 1: the single leaf is node 0
-    uvec4 link = nodes[leaf].link;
-    nodes[leaf].lo = vec4(boxes[link.x].lo.xyz, 0.0);
-    nodes[leaf].hi = vec4(boxes[link.x].hi.xyz, 0.0);
-    uint node = link.z;
+    uint id = nodes[leaf].link.x;
+    nodes[leaf].lo = vec4(boxes[id].lo.xyz, 0.0);
+    nodes[leaf].hi = vec4(boxes[id].hi.xyz, 0.0);
+    uint node = nodes[leaf].link.z;
     bool climbing = n >= 2u && node != kInvalidNode;
     // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
     // makes after an atomic inside a loop once other invocations have left the loop (as in
