@@ -304,13 +304,13 @@ struct MovingScene::Impl {
 
     // Records out = A \ B of the sorted keys a and b as sorted pairs; the size goes to the
     // status (which: kDiffBegan or kDiffEnded). Every dispatch is sized by GPU-side counts.
+    // Precondition: event_count[which] zeroed and visible (record_pair_stages fills both
+    // before the pairs pass, whose own barrier covers them: no fill and barrier here).
     void record_diff(VkCommandBuffer cmd, int a, int b, const Buffer& out,
                      std::uint32_t which) const {
         const VkDeviceSize c = capacity;
         const Buffer& count = event_count[which];
         const Buffer& diff_args = event_args[which];
-        fill(cmd, prefix(count, 4), 0u);
-        compute_barrier(cmd);
         PushConstants pc{};
         pc.count = capacity;
         pc.capacity = capacity;
@@ -341,6 +341,8 @@ struct MovingScene::Impl {
                                   whole(pair_count[cur]),
                                   {whole(work), work_capacity, rounds}};
         const LbvhTree tree{whole(nodes), n};
+        if (!first)
+            for (const Buffer& count : event_count) fill(cmd, prefix(count, 4), 0u);
         ProxyPairs own{proxy_slots};
         own.key_bits = key_bits();
         if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, own); !s) return s;
