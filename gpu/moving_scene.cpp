@@ -306,11 +306,12 @@ namespace {
 //                  4, 24 B).
 //   sort           RadixSort::traffic of the stored keys (2 words, 2 b key bits, keys only).
 //   differences    each way (began: now \ previous, ended: previous \ now): the counter fill
-//                  (4 B, recorded before the pairs pass so that its barrier covers it); pair_diff_append reads both counts, every key of A and (once) of B
-//                  (8 B each; the binary search's re-reads are cached, not counted) and writes
-//                  each kept key (8 B) and its counter (4 + 4 B per append); count_args (4,
-//                  24 B); RadixSort::traffic of the kept keys; pair_unpack reads the count and
-//                  every kept key, writes every pair (8 B) and one status word.
+//                  (4 B, recorded before the pairs pass so that its barrier covers it);
+//                  pair_diff_append reads both counts, every key of A and (once) of B (8 B
+//                  each; the binary search's re-reads are cached, not counted) and writes each
+//                  kept key (8 B) and its counter (4 + 4 B per append); count_args (4, 24 B);
+//                  RadixSort::traffic of the kept keys; pair_unpack reads the count and every
+//                  kept key, writes every pair (8 B) and one status word.
 std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh& lbvh,
                                                 std::uint32_t* sort_passes) {
     std::array<Traffic, kFrameStages> t{};

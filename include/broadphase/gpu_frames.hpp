@@ -169,9 +169,9 @@ public:
     /// Records a refit of a built tree (tree.n boxes) on the caller's ranges, one dispatch:
     /// leaves take the bounds of `boxes` (tree.n GpuBox) and internal nodes are recomputed
     /// bottom-up. `flags` holds at least max(n - 1, 1) uints (zeroed here by a transfer fill
-    /// and a barrier before the dispatch, and zero again after it). Preconditions: boxes and nodes visible
-    /// to compute reads/writes. Postcondition: the last command is a compute dispatch writing
-    /// nodes. Records nothing and returns an error when a range is too small or misaligned.
+    /// and a barrier before the dispatch, and zero again after it). Preconditions: boxes and nodes
+    /// visible to compute reads/writes. Postcondition: the last command is a compute dispatch
+    /// writing nodes. Records nothing and returns an error when a range is too small or misaligned.
     Status record_refit(VkCommandBuffer cmd, const BufferRange& boxes, const LbvhTree& tree,
                         const BufferRange& flags) const;
 
