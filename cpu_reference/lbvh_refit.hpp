@@ -1,6 +1,6 @@
 // CPU twins of the moving-scene kernels (gpu/moving_scene.cpp): refit of an LBVH for new box
-// positions (leaves take their box's bounds, bottom-up union; lbvh_refit.comp +
-// lbvh_bounds.comp), its normalised surface-area cost (MacDonald & Booth 1990, as the refit
+// positions (leaves take their box's bounds, bottom-up union; lbvh_refit.comp, one pass),
+// its normalised surface-area cost (MacDonald & Booth 1990, as the refit
 // quality measure of Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D
 // 2012; lbvh_sah.comp), the all-pairs traversal's work (lbvh_pairs.comp's visit count), the
 // refit-or-rebuild policy, and the difference of sorted pair lists

@@ -411,6 +411,34 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
     return record_build_stages(impl_of(lbvh), cmd, buffers, n, VK_NULL_HANDLE, 0, &gate);
 }
 
+Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes) {
+    const LbvhImpl& im = impl_of(lbvh);
+    std::array<std::uint32_t, kQueries - 1> stage_passes{};
+    const auto t = stage_traffic(n, im.options.code, im.options.refine, refined, im.sort.path(), 0,
+                                 0, stage_passes);
+    Traffic sum;
+    for (std::size_t k = 0; k + 1 < t.size(); ++k) sum += t[k];
+    if (passes) *passes = stage_passes[2];
+    return sum;
+}
+
+Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n) {
+    const LbvhImpl& im = impl_of(lbvh);
+    if (n == 0) return {};
+    const bool refine = refinable(im.options.code) && im.options.refine;
+    return {0, 32 + (refine ? 4u : 0u) + (n > 1 ? 4ull * n : 0)};
+}
+
+Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n) {
+    LbvhImpl& im = impl_of(lbvh);
+    if (!refinable(im.options.code) || !im.options.refine || !scratch.handle() || n == 0)
+        return false;
+    std::uint32_t word = 0;
+    const ScratchLayout s = scratch_layout({}, n, im.options.code, im.options.refine);
+    if (Status d = im.context->download(scratch, &word, 4, s.refine.offset); !d) return d.error();
+    return word != 0;
+}
+
 Status ready_lbvh_kernels(Lbvh& lbvh) {
     const LbvhImpl& im = impl_of(lbvh);
     if (Status s = im.ready_build(); !s) return s;
@@ -459,7 +487,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.capacity = out.capacity;
     pc.tiles = out.traversal.capacity;
     pc.flags = (slotted ? kPairsProxies : 0u) | (cross ? kPairsCross : 0u) |
-               (proxy.append ? kPairsAppend : 0u);
+               (proxy.append ? kPairsAppend : 0u) | (proxy.key_bits > 0 ? kPairsKeys : 0u);
+    pc.key_words = proxy.key_bits;
     pc.offset = m;
     pc.key_word = im.options.pair_stack;  // stack entries before queueing (0: kPairStack)
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));

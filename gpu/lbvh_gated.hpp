@@ -4,6 +4,7 @@
 
 #include "broadphase/gpu.hpp"
 #include "kernels.hpp"
+#include "traffic.hpp"
 
 namespace broadphase::gpu {
 
@@ -17,11 +18,13 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 /// gpu_layout::ProxySlot per leaf id of the tree) filters the pairs and writes handles; with
 /// `cross` the tree's leaves are tested against `other` (its ProxySlots in `other_slots`)
 /// instead of against each other; with `append` the pass continues the pair counter of the
-/// status (the list of the passes before it) and counts no visits.
+/// status (the list of the passes before it) and counts no visits. With key_bits b in 1..31
+/// each pair (i, j) is stored as the 64-bit key i << b | j (kPairsKeys; ids below 2^b).
 struct ProxyPairs {
     BufferRange slots{};
     bool cross = false;
     bool append = false;
+    std::uint32_t key_bits = 0;
     LbvhTree other{};
     BufferRange other_slots{};
 };
@@ -29,6 +32,16 @@ struct ProxyPairs {
 /// Lbvh::record_pairs with ProxyPairs (an empty ProxyPairs: record_pairs itself).
 Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
                           const LbvhPairBuffers& out, const ProxyPairs& proxy);
+
+/// Modelled traffic of one build of n boxes (gpu/lbvh.cpp, stage_traffic: scene bounds, codes,
+/// sort, hierarchy + bounds; `refined`: its codes were refined), and the sort's digit passes.
+/// The transfer fills of its scratch are not included (build_fill_traffic).
+Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes);
+/// Bytes the build's ungated transfer fills write (the scene bounds' 32 bytes, the refine word
+/// when codes may be refined, the split flags): recorded even when a gate empties the build.
+Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);
+/// Whether the last build of n boxes into `scratch` refined its codes (one word read back).
+Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n);
 
 /// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, for recorders that
 /// must know before recording anything that every stage they record can be recorded.

@@ -1,10 +1,10 @@
 // Moving scenes on the GPU (include/broadphase/gpu_frames.hpp): per-frame LBVH refit
-// (shaders/lbvh_refit.comp + lbvh_bounds.comp) or rebuild (the Lbvh build), chosen on the GPU
-// by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp, shaders/frame_policy.comp;
-// Kopta et al., I3D 2012) and by the previous frame's traversal work, then all pairs
-// (Lbvh::record_pairs), a 64-bit radix sort of the pairs (shaders/pair_keys.comp, RadixSort) and
-// the difference of consecutive frames' sorted pairs both ways (shaders/pair_diff_append.comp,
-// RadixSort, shaders/pair_unpack.comp).
+// (shaders/lbvh_refit.comp, leaves and bottom-up bounds in one pass) or rebuild (the Lbvh build),
+// chosen on the GPU by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp,
+// shaders/frame_policy.comp; Kopta et al., I3D 2012) and by the previous frame's traversal work,
+// then all pairs (Lbvh::record_pairs, writing each pair as its 64-bit sort key i << b | j), a
+// radix sort of those keys (RadixSort) and the difference of consecutive frames' sorted pairs both
+// ways (shaders/pair_diff_append.comp, RadixSort, shaders/pair_unpack.comp).
 //
 // One frame is one recording without host decisions: the rebuild's dispatches are indirect
 // (DispatchGate), their arguments written by frame_policy.comp from a table captured while
@@ -34,10 +34,7 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         !s)
         return s;
     // Every kernel a frame may record, before anything is recorded.
-    if (Status s =
-            gpu::ready({&refit, &node_bounds, &sah, &policy, &pair_keys, &diff_append, &unpack});
-        !s)
-        return s;
+    if (Status s = gpu::ready({&refit, &sah, &policy, &diff_append, &unpack}); !s) return s;
     if (Status s = sort.ready_sort(); !s) return s;
     if (Status s = sort.ready_count_args(); !s) return s;
     if (Status s = ready_lbvh_kernels(*lbvh); !s) return s;
@@ -51,12 +48,17 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
     // unconditionally. The ratio policy's decision overwrites rebuilt and ratio.
     const bool rebuild_always =
         first || force_rebuild || options.policy == RefitPolicy::always_rebuild;
+    counts.rebuild_always = n > 0 && rebuild_always;
+    counts.gated = n > 1 && !rebuild_always && options.policy == RefitPolicy::by_ratio;
+    repair_dispatches.fill(0);
     if (first) {
         FrameStatus initial{};
         initial.rebuilt = 1;
         initial.ratio = 1.0f;
         initial.work_ratio = 1.0f;
         vkCmdUpdateBuffer(cmd, status.handle(), 0, sizeof(initial), &initial);
+        // The refit's counters start zero once; every refit leaves them zero (lbvh_refit.comp).
+        if (n > 1) fill(cmd, prefix(flags, (n - 1) * 4ull), 0u);
         // Without pairs no traversal writes these; the policy reads the previous one's work
         // (0 visits: nothing to compare) and read_step the counts.
         if (!options.pairs)
@@ -89,7 +91,8 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
             if (Status s = record_rebuild(cmd, box_range, nullptr); !s) return s;
         }
     } else if (n > 0) {
-        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags)); !s) return s;
+        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags), false); !s)
+            return s;
         compute_barrier(cmd);
         const bool by_ratio = options.policy == RefitPolicy::by_ratio;
         if (n > 1) {
@@ -112,7 +115,7 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
     }
     stamp(cmd, timed, 2);
     if (!options.pairs) {  // the tree only: the pair stages read as 0 ms
-        for (std::uint32_t q = 3; q < 6; ++q) stamp(cmd, timed, q);
+        for (std::uint32_t q = 3; q < 7; ++q) stamp(cmd, timed, q);
         return {};
     }
     return record_pair_stages(cmd, first, timed, 3);
@@ -146,17 +149,24 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
     if (Status s = set_capacity(grown, !last_first); !s) return s;
     Status recorded;
     Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-        timestamps.reset(cmd, kRepairQueries, 4);
+        timestamps.reset(cmd, kRepairQueries, kFrameQueries - kRepairQueries);
         compute_barrier(cmd);
-        timestamps.write(cmd, kRepairQueries);
+        stamp(cmd, true, kRepairQueries);
         recorded = record_pair_stages(cmd, last_first, true, kRepairQueries + 1);
         record_status_readback(cmd);
     });
     if (!s) return s;
     if (!recorded) return recorded;
+    // The repair's passes count with the frame's (both ran).
+    for (std::uint32_t k = 0; k < kRepairStages; ++k) {
+        const std::uint32_t q = kRepairQueries + k;
+        const std::uint32_t stage = kFrameStages - kRepairStages + k;
+        repair_dispatches[k] += static_cast<std::uint32_t>(marks[q + 1] - marks[q]);
+        stage_ms[stage] += timestamps.ms(q, q + 1);
+    }
     times.pairs += timestamps.ms(kRepairQueries, kRepairQueries + 1);
-    times.sort += timestamps.ms(kRepairQueries + 1, kRepairQueries + 2);
-    times.diff += timestamps.ms(kRepairQueries + 2, kRepairQueries + 3);
+    times.sort += timestamps.ms(kRepairQueries + 1, kRepairQueries + 3);
+    times.diff += timestamps.ms(kRepairQueries + 3, kRepairQueries + 4);
     return {};
 }
 
@@ -206,6 +216,25 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
                          "frame that may overflow, or set MovingSceneOptions::"
                          "initial_pair_capacity"};
     base_cost = st.base_root > 0 ? double(st.base_sum) / double(st.base_root) : 0.0;
+    counts.n = n;
+    counts.first = last_first;
+    counts.rebuilt = st.rebuilt != 0;
+    counts.pairs = options.pairs;
+    counts.key_bits = key_bits();
+    counts.stored = options.pairs ? std::min(st.pairs, st.pair_capacity) : 0;
+    counts.previous =
+        options.pairs && !last_first ? std::min(previous.count, recorded_capacity) : 0;
+    counts.visits =
+        options.pairs ? (std::uint64_t(current.visits_hi) << 32) | current.visits_lo : 0;
+    counts.began = last_first || !options.pairs ? 0 : st.began;
+    counts.ended = last_first || !options.pairs ? 0 : st.ended;
+    counts.gate_words = static_cast<std::uint32_t>(gate.counts.size() * 3);
+    counts.refined = false;
+    if (counts.rebuilt && n > 0) {
+        auto refined = read_build_refined(*lbvh, scratch, n);
+        if (!refined) return refined.error();
+        counts.refined = refined.value();
+    }
     FrameResult result;
     result.pair_count = st.pairs;
     result.path = st.rebuilt ? FramePath::rebuild : FramePath::refit;
@@ -248,6 +277,115 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     return result;
 }
 
+namespace {
+
+// The memory traffic of each stage of a frame (gpu/traffic.hpp), from the kernels' access
+// patterns. Static parts follow n; the dynamic parts use the frame's own counts, read back
+// after the frame (FrameCounts: the pairs stored, the previous frame's, the nodes the
+// traversal expanded, the began and ended sizes, whether it rebuilt and refined).
+//   refit + cost + decision (refit frames only)
+//     lbvh_refit   reads each leaf's box id and parent (4 + 4 B) and its box (32 B), writes its
+//                  bounds (32 B); per internal node two arrivals at its counter (4 + 4 B
+//                  each), and the second reads its link (16 B) and both children's bounds
+//                  (64 B) and writes its bounds (32 B). The counters end zero: no fill.
+//     lbvh_sah     reads every internal node's bounds and the root's again (32 B each), writes
+//                  one partial per tile and the root's area (4 B);
+//     frame_policy reads the partials, the status (48 B) and the previous traversal's status
+//                  (64 B), and the armed table (4 B per word) when it rebuilds; writes the
+//                  status (48 B, counted whole) and the gate's table (4 B per word).
+//   rebuild + cost (gated)  the build's model (gpu/lbvh.cpp stage_traffic, refined or not)
+//                  with its scratch fills, lbvh_sah and the commit (reads the partials, writes
+//                  16 B of status), when the frame rebuilt; on a refit frame the rebuild's
+//                  dispatches are emptied (no traffic), but its transfer fills still run.
+//   all pairs      lbvh_pairs as in gpu/lbvh.cpp (48 B per query leaf, 112 B per expanded node,
+//                  8 B per stored pair) and its status fill (64 B). ProxyScene's appended
+//                  passes (filters, handles, cross trees) count no visits and are not modelled.
+//   pair keys      the pairs pass writes the keys itself (kPairsKeys): what is left is the
+//                  copy of the count into the status (4, 4 B), the update of its capacity word
+//                  (4 B written), and count_args (reads the count, writes two dispatch slots:
+//                  4, 24 B).
+//   sort           RadixSort::traffic of the stored keys (2 words, 2 b key bits, keys only).
+//   differences    each way (began: now \ previous, ended: previous \ now): the counter fill
+//                  (4 B, recorded before the pairs pass so that its barrier covers it);
+//                  pair_diff_append reads both counts, every key of A and (once) of B (8 B
+//                  each; the binary search's re-reads are cached, not counted) and writes each
+//                  kept key (8 B) and its counter (4 + 4 B per append); count_args (4, 24 B);
+//                  RadixSort::traffic of the kept keys; pair_unpack reads the count and every
+//                  kept key, writes every pair (8 B) and one status word.
+std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh& lbvh,
+                                                SortPath path, std::uint32_t* sort_passes) {
+    std::array<Traffic, kFrameStages> t{};
+    *sort_passes = 0;
+    const std::uint64_t n = c.n;
+    if (n == 0) return t;
+    const std::uint64_t internal = n - 1;
+    const std::uint64_t tiles = std::max<std::uint64_t>(div_up(internal, kWorkgroupSize), 1);
+    const Traffic sah{32 * internal + 32, 4 * (tiles + 1)};
+    const bool refit = !c.rebuild_always;
+    if (refit) {
+        t[0] = {40 * n, 32 * n};
+        if (n > 1) {
+            t[0] += {(8 + 16 + 64) * internal, (8 + 32) * internal};
+            t[0] += sah;
+            const std::uint64_t table = c.rebuilt && c.gated ? 4ull * c.gate_words : 0;
+            t[0] += {4 * (tiles + 1) + 48 + 64 + table, 48 + 4ull * c.gate_words};
+        }
+    }
+    if (c.rebuild_always || c.gated) {
+        if (c.rebuild_always || c.rebuilt) {
+            t[1] += build_traffic(lbvh, c.n, c.refined, nullptr);
+            if (n > 1) {
+                t[1] += sah;
+                t[1] += {4 * (tiles + 1), 16};
+            }
+        }
+        t[1] += build_fill_traffic(lbvh, c.n);
+    }
+    if (!c.pairs) return t;
+    t[2] = {48 * n + 112 * c.visits, 64 + 8 * c.stored};
+    t[3] = {4 + 4, 4 + 4 + 24};
+    t[4] = RadixSort::traffic(static_cast<std::uint32_t>(c.stored), 2, 2 * c.key_bits, true, path,
+                              sort_passes);
+    if (c.first) return t;
+    auto diff = [&](std::uint64_t a, std::uint64_t b, std::uint64_t kept) {
+        t[5] += {0, 4};
+        t[5] += {8 + 8 * a + 8 * b + 4 * kept, 12 * kept};
+        t[5] += {4, 24};
+        t[5] += RadixSort::traffic(static_cast<std::uint32_t>(kept), 2, 2 * c.key_bits, true, path);
+        t[5] += {4 + 8 * kept, 8 * kept + 4};
+    };
+    diff(c.stored, c.previous, c.began);
+    diff(c.previous, c.stored, c.ended);
+    return t;
+}
+
+}  // namespace
+
+Result<std::vector<StageReport>> MovingScene::Impl::report() {
+    static constexpr const char* kNames[kFrameStages] = {"refit + cost + decision",
+                                                         "rebuild (gated)",
+                                                         "all pairs",
+                                                         "pair keys",
+                                                         "sort",
+                                                         "differences"};
+    std::uint32_t passes = 0;
+    const auto traffic = frame_traffic(counts, *lbvh, sort.path(), &passes);
+    std::vector<StageReport> out;
+    for (std::uint32_t k = 0; k < kFrameStages; ++k) {
+        StageReport r;
+        r.name = kNames[k];
+        r.dispatches = static_cast<std::uint32_t>(marks[k + 1] - marks[k]);
+        if (k >= kFrameStages - kRepairStages)
+            r.dispatches += repair_dispatches[k - (kFrameStages - kRepairStages)];
+        r.bytes_read = traffic[k].read;
+        r.bytes_written = traffic[k].written;
+        r.ms = stage_ms[k];
+        r.passes = k == 4 ? passes : 0;
+        out.push_back(r);
+    }
+    return out;
+}
+
 // Writes the boxes into the persistent staging buffer (the GPU copy is recorded in the frame).
 Status MovingScene::Impl::stage(std::span<const Box> input) {
     const auto start = std::chrono::steady_clock::now();
@@ -273,17 +411,20 @@ Result<FrameResult> MovingScene::Impl::frame(const BufferRange& box_range, bool 
             const VkBufferCopy copy{0, 0, n * sizeof(GpuBox)};
             vkCmdCopyBuffer(cmd, staging.handle(), boxes.handle(), 1, &copy);
         }
+        prologue_marks[0] = impl_of(*context).dispatches_recorded;
         if (prologue) prologue(cmd);
+        prologue_marks[1] = impl_of(*context).dispatches_recorded;
         recorded = record_frame(cmd, box_range, first_frame, true);
         if (recorded) record_status_readback(cmd);
     });
     if (!s) return s.error();
     if (!recorded) return recorded.error();
-    times.refit = timestamps.ms(0, 1);
-    times.rebuild = timestamps.ms(1, 2);
-    times.pairs = timestamps.ms(2, 3);
-    times.sort = timestamps.ms(3, 4);
-    times.diff = timestamps.ms(4, 5);
+    for (std::uint32_t k = 0; k < kFrameStages; ++k) stage_ms[k] = timestamps.ms(k, k + 1);
+    times.refit = stage_ms[0];
+    times.rebuild = stage_ms[1];
+    times.pairs = stage_ms[2];
+    times.sort = stage_ms[3] + stage_ms[4];  // the pair keys and their sort
+    times.diff = stage_ms[5];
     if (first_frame) {
         times.rebuild += times.refit;  // the reset's frame only builds
         times.refit = 0;
@@ -320,11 +461,9 @@ Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
     impl->sort = RadixSort(context);
-    impl->refit = Kernel(context, shaders::lbvh_refit, 2, "lbvh_refit");
-    impl->node_bounds = Kernel(context, shaders::lbvh_bounds, 2, "lbvh_bounds");
+    impl->refit = Kernel(context, shaders::lbvh_refit, 3, "lbvh_refit");
     impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
-    impl->pair_keys = Kernel(context, shaders::pair_keys, 4, "pair_keys");
     impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
     impl->unpack = Kernel(context, shaders::pair_unpack, 3, "pair_unpack");
     auto timestamps = Timestamps::create(context, kFrameQueries);
@@ -378,6 +517,7 @@ Result<FrameResult> MovingScene::read_step() {
     Impl& im = *impl_;
     if (!im.ready) return Error{ErrorCode::invalid_argument, "read_step before reset"};
     im.times = {};
+    im.stage_ms.fill(0);
     return im.read_step(false);
 }
 
@@ -394,11 +534,16 @@ FrameBuffers MovingScene::buffers() const {
 
 Status MovingScene::record_refit(VkCommandBuffer cmd, const BufferRange& boxes,
                                  const LbvhTree& tree, const BufferRange& flags) const {
-    return impl_->record_refit(cmd, boxes, tree, flags);
+    return impl_->record_refit(cmd, boxes, tree, flags, true);
 }
 
 const FrameTimes& MovingScene::last_times() const {
     return impl_->times;
+}
+
+Result<std::vector<StageReport>> MovingScene::last_report() {
+    if (!impl_->ready) return Error{ErrorCode::invalid_argument, "last_report before reset"};
+    return impl_->report();
 }
 
 std::uint32_t MovingScene::size() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <chrono>
@@ -45,22 +46,47 @@ inline Error limit(const std::string& what) {
 }
 
 // Timestamp queries of a frame: start [0], after the refit, its cost and the decision [1],
-// after the (gated) rebuild [2], after pairs [3], sort [4], differences [5]. A repair after
-// the pair buffers grew: start [6], pairs [7], sort [8], differences [9].
-constexpr std::uint32_t kFrameQueries = 10;
-constexpr std::uint32_t kRepairQueries = 6;
+// after the (gated) rebuild [2], after pairs [3], the pair keys and their count's arguments
+// [4], sort [5], differences [6]. A repair after the pair buffers grew: start [7], pairs [8],
+// keys [9], sort [10], differences [11].
+constexpr std::uint32_t kFrameQueries = 12;
+constexpr std::uint32_t kRepairQueries = 7;
+// The stages of a frame's report (MovingScene::last_report), between consecutive stamps 0..6.
+constexpr std::uint32_t kFrameStages = 6;
+// The last kRepairStages of them are recorded again by a repair.
+constexpr std::uint32_t kRepairStages = 4;
+
+// What the instruments of the last frame need: the dispatches recorded at each stamp, and
+// the frame's counts read back by read_step (the dynamic part of the traffic model,
+// frame_traffic in gpu/moving_scene.cpp).
+struct FrameCounts {
+    std::uint32_t n = 0;
+    bool first = false;           // the reset's frame (or ProxyScene's growth): built, no diff
+    bool rebuild_always = false;  // recorded an ungated rebuild (first, forced or always)
+    bool gated = false;           // recorded the gated rebuild after the decision (by_ratio)
+    bool rebuilt = false;         // the frame's status said it rebuilt
+    bool refined = false;         // a rebuild refined its codes
+    bool pairs = false;           // the pair stages ran
+    std::uint32_t key_bits = 1;
+    std::uint64_t stored = 0;    // pairs stored (the count clamped to the capacity)
+    std::uint64_t previous = 0;  // the previous frame's stored pairs
+    std::uint64_t visits = 0;    // nodes the all-pairs traversal expanded
+    std::uint64_t began = 0, ended = 0;
+    std::uint32_t gate_words = 0;  // uints of the gated rebuild's argument table
+};
 
 // Slots of the gated rebuild's dispatch-argument table. A build records at most
 // 2 + 8 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches (reduce_then_scan;
 // onesweep: 2 + 1 + 8 + 2), plus the cost and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
-// Bits of j in a pair key i << b | j (shaders/pair_keys.comp): j < n needs bit_width(n - 1).
+// Bits of j in a pair key i << b | j (written by the pairs pass, kPairsKeys): j < n needs
+// bit_width(n - 1).
 inline std::uint32_t pair_key_bits(std::uint32_t n) {
     return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
 }
 
-// The pair of a key (low word, high word) of pair_keys.comp.
+// The pair of a key (low word, high word) of shaders/lbvh_pairs.glsl with kPairsKeys.
 inline Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
     return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
 }
@@ -87,7 +113,7 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, node_bounds, sah, policy, pair_keys, diff_append, unpack;
+    Kernel refit, sah, policy, diff_append, unpack;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -105,7 +131,7 @@ struct MovingScene::Impl {
     // whose all-pairs counter is pair_count[k]; the last recorded frame's are keys[cur].
     std::uint32_t capacity = 0;
     // pair_count[k] is the all-pairs pass's TraversalStatus (its first word the pair count).
-    Buffer pair_buffer, pair_count[2], pair_args[2], keys[2];
+    Buffer pair_count[2], pair_args[2], keys[2];
     // The all-pairs pass's work queues (gpu_layout.h, "Bounded traversal") and the rounds it
     // records (kTraversalRounds; a repair of a frame that needed more records the maximum).
     Buffer work;
@@ -131,6 +157,14 @@ struct MovingScene::Impl {
     // The last recorded frame, for a repair after growing the pair buffers.
     BufferRange last_boxes{};
     bool last_first = true;
+    // Instruments: Context::Impl::dispatches_recorded at each stamp of the last recording
+    // (stamp numbers as kFrameQueries; marked whether timed or not), before and after the
+    // prologue, what a repair added per repaired stage, and the last frame's counts.
+    mutable std::array<std::uint64_t, kFrameQueries> marks{};
+    std::uint64_t prologue_marks[2] = {0, 0};
+    std::array<std::uint32_t, kRepairStages> repair_dispatches{};
+    std::array<double, kFrameStages> stage_ms{};
+    FrameCounts counts;
 
     // Bits of j in the frame's pair keys (i << bits | j).
     std::uint32_t key_bits() const { return pair_key_bits(key_bound > 0 ? key_bound : n); }
@@ -182,7 +216,7 @@ struct MovingScene::Impl {
         if (keep_previous) previous = std::move(keys[cur ^ 1]);
         capacity = pairs;
         const VkDeviceSize c = capacity;
-        for (Buffer* b : {&pair_buffer, &keys[0], &keys[1], &keys_tmp, &began, &ended})
+        for (Buffer* b : {&keys[0], &keys[1], &keys_tmp, &began, &ended})
             if (Status s = ensure(*b, c * 8); !s) return s;
         if (Status s = ensure(sort_scratch, RadixSort::scratch_size(capacity)); !s) return s;
         if (!previous.handle()) return {};
@@ -199,6 +233,7 @@ struct MovingScene::Impl {
 
     void stamp(VkCommandBuffer cmd, bool timed, std::uint32_t query) const {
         if (timed) timestamps.write(cmd, query);
+        marks[query] = impl_of(*context).dispatches_recorded;
     }
 
     void record_sah(VkCommandBuffer cmd, DispatchGate* g) const {
@@ -269,13 +304,13 @@ struct MovingScene::Impl {
 
     // Records out = A \ B of the sorted keys a and b as sorted pairs; the size goes to the
     // status (which: kDiffBegan or kDiffEnded). Every dispatch is sized by GPU-side counts.
+    // Precondition: event_count[which] zeroed and visible (record_pair_stages fills both
+    // before the pairs pass, whose own barrier covers them: no fill and barrier here).
     void record_diff(VkCommandBuffer cmd, int a, int b, const Buffer& out,
                      std::uint32_t which) const {
         const VkDeviceSize c = capacity;
         const Buffer& count = event_count[which];
         const Buffer& diff_args = event_args[which];
-        fill(cmd, prefix(count, 4), 0u);
-        compute_barrier(cmd);
         PushConstants pc{};
         pc.count = capacity;
         pc.capacity = capacity;
@@ -296,44 +331,51 @@ struct MovingScene::Impl {
         compute_barrier(cmd);
     }
 
-    // All pairs into pair_buffer, their keys sorted into keys[cur], and unless this is the
-    // reset's frame the differences with keys[cur ^ 1]. Timestamps q, q + 1, q + 2.
+    // All pairs, written as their sort keys into keys[cur] by the pairs pass itself (kPairsKeys),
+    // sorted there, and unless this is the reset's frame the differences with keys[cur ^ 1].
+    // Timestamps q (pairs), q + 1 (the count's status words and arguments), q + 2 (sort),
+    // q + 3 (differences).
     Status record_pair_stages(VkCommandBuffer cmd, bool first, bool timed, std::uint32_t q) const {
-        const VkDeviceSize c = capacity;
-        const LbvhPairBuffers out{whole(pair_buffer),
+        const LbvhPairBuffers out{whole(keys[cur]),
                                   capacity,
                                   whole(pair_count[cur]),
                                   {whole(work), work_capacity, rounds}};
         const LbvhTree tree{whole(nodes), n};
-        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, {proxy_slots}); !s) return s;
-        for (const auto& [query, pass] : extra_passes) {
+        if (!first)
+            for (const Buffer& count : event_count) fill(cmd, prefix(count, 4), 0u);
+        ProxyPairs own{proxy_slots};
+        own.key_bits = key_bits();
+        if (Status s = record_proxy_pairs(*lbvh, cmd, tree, out, own); !s) return s;
+        for (auto [query, pass] : extra_passes) {
+            pass.key_bits = key_bits();
             if (Status s = record_proxy_pairs(*lbvh, cmd, query, out, pass); !s) return s;
         }
         stamp(cmd, timed, q);
+        // The status's pair count (the traversal's saturated count) and the capacity the
+        // frame's buffers hold, by transfers: no kernel reads the pairs for them.
+        compute_barrier(cmd);
+        const VkBufferCopy count_copy{0, offsetof(FrameStatus, pairs), 4};
+        vkCmdCopyBuffer(cmd, pair_count[cur].handle(), status.handle(), 1, &count_copy);
+        vkCmdUpdateBuffer(cmd, status.handle(), offsetof(FrameStatus, pair_capacity), 4, &capacity);
         sort.record_count_args(cmd, prefix(pair_count[cur], 4), capacity,
                                args_range(pair_args[cur]));
-        PushConstants pc{};
-        pc.capacity = capacity;
-        pc.shift = key_bits();
-        pair_keys.dispatch_indirect(
-            cmd,
-            {prefix(pair_buffer, c * 8), prefix(keys[cur], c * 8), prefix(pair_count[cur], 4),
-             prefix(status, sizeof(FrameStatus))},
-            pc, args_slot(pair_args[cur], kArgsElements));
-        compute_barrier(cmd);
-        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
         stamp(cmd, timed, q + 1);
+        record_key_sort(cmd, keys[cur], pair_count[cur], pair_args[cur]);
+        stamp(cmd, timed, q + 2);
         if (!first) {
             record_diff(cmd, cur, cur ^ 1, began, kDiffBegan);
             record_diff(cmd, cur ^ 1, cur, ended, kDiffEnded);
         }
-        stamp(cmd, timed, q + 2);
+        stamp(cmd, timed, q + 3);
         return {};
     }
 
-    // lbvh_refit.comp, then lbvh_bounds.comp over the internal nodes (see record_refit).
+    // lbvh_refit.comp: leaves and internal nodes in one pass (see MovingScene::record_refit).
+    // The climb leaves its counters zero, so `zero_flags` (a fill and a barrier) is needed
+    // only for flags of unknown contents: the caller's, not the scene's own (zeroed by the
+    // reset's frame).
     Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
-                        const BufferRange& flag_range) const {
+                        const BufferRange& flag_range, bool zero_flags) const {
         const std::uint32_t count = tree.n;
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
         if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
@@ -342,20 +384,26 @@ struct MovingScene::Impl {
                                      {"flags", flag_range, flag_bytes}});
             !s)
             return s;
-        if (Status s = gpu::ready({&refit, &node_bounds}); !s) return s;
+        if (Status s = refit.ready(); !s) return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
         const BufferRange node_range = first_bytes(tree.nodes, nodes_bytes(count));
-        refit.dispatch(cmd, {first_bytes(box_range, count * sizeof(GpuBox)), node_range}, pc,
+        // One leaf climbs nowhere: its flags binding takes the nodes (never read).
+        const BufferRange flags_used =
+            count >= 2 ? first_bytes(flag_range, flag_bytes) : node_range;
+        if (zero_flags && count >= 2) {
+            fill(cmd, flags_used, 0u);
+            compute_barrier(cmd);
+        }
+        refit.dispatch(cmd,
+                       {first_bytes(box_range, count * sizeof(GpuBox)), node_range, flags_used}, pc,
                        groups(count));
-        if (count < 2) return {};
-        const BufferRange flags_used = first_bytes(flag_range, flag_bytes);
-        fill(cmd, flags_used, 0u);
-        compute_barrier(cmd);
-        node_bounds.dispatch(cmd, {node_range, flags_used}, pc, groups(count));
         return {};
     }
+
+    // The instruments of the last frame (MovingScene::last_report), its counts read back.
+    Result<std::vector<StageReport>> report();
 
     Status record_frame(VkCommandBuffer cmd, const BufferRange& box_range, bool first, bool timed);
     Status repair(const FrameStatus& st, const TraversalStatus& traversal);

@@ -248,6 +248,7 @@ struct ProxyScene::Impl {
         bool rebuild_static = false, build_fresh = false;
         double upload_ms = 0;
     };
+    Batch last_batch;       // the last frame's batch, for its report
     bool migrated = false;  // the fresh bodies moved since the last recorded frame
     bool pending = false;   // record_step recorded a frame that read_step has not read
     Batch pending_batch;
@@ -437,6 +438,7 @@ void ProxyScene::Impl::record_batch(VkCommandBuffer cmd, const Batch& batch) {
 // After the frame's submit: the step's info and times, the batch committed, released handles
 // freed, and the frame in handles.
 ProxyFrame ProxyScene::Impl::finish(const Batch& batch, FrameResult& r) {
+    last_batch = batch;
     times = frames->times;
     times.upload = batch.upload_ms;
     times.proxies = stamps.ms(0, 1);
@@ -555,7 +557,9 @@ Status ProxyScene::record_step(VkCommandBuffer cmd) {
                      "takes a submit of its own: call step() for it"};
     auto batch = im.prepare(false);
     if (!batch) return batch.error();
+    im.frames->prologue_marks[0] = impl_of(*im.frames->context).dispatches_recorded;
     im.record_batch(cmd, batch.value());
+    im.frames->prologue_marks[1] = impl_of(*im.frames->context).dispatches_recorded;
     if (!im.built) return im.built;
     Status recorded = im.frames->record_frame(cmd, whole(im.frames->boxes), false, false);
     im.frames->force_rebuild = false;
@@ -580,6 +584,38 @@ Result<ProxyFrame> ProxyScene::read_step() {
 
 const FrameTimes& ProxyScene::last_times() const {
     return impl_->times;
+}
+
+// The batch's traffic: proxy_update reads each 64-byte record and writes the slot's box and
+// ProxySlot (32 + 16 B); each tree the frame builds adds the build's model (gpu/lbvh.cpp,
+// refined or not, one word read back per tree) and its scratch fills. The batch's copy from
+// the staging buffer is a transfer, not counted.
+Result<std::vector<StageReport>> ProxyScene::last_report() {
+    Impl& im = *impl_;
+    if (!im.started) return Error{ErrorCode::invalid_argument, "last_report before a step"};
+    auto frames = im.frames->report();
+    if (!frames) return frames.error();
+    const Impl::Batch& batch = im.last_batch;
+    StageReport r;
+    r.name = "batch + trees";
+    r.dispatches =
+        static_cast<std::uint32_t>(im.frames->prologue_marks[1] - im.frames->prologue_marks[0]);
+    std::uint64_t records = 0;
+    for (std::uint32_t c : batch.counts) records += c;
+    Traffic t{64 * records, 48 * records};
+    for (int k : {kStatic, kFresh}) {
+        if (!(k == kStatic ? batch.rebuild_static : batch.build_fresh)) continue;
+        auto refined = read_build_refined(*im.frames->lbvh, im.scratch[k], im.leaves[k]);
+        if (!refined) return refined.error();
+        t += build_traffic(*im.frames->lbvh, im.leaves[k], refined.value(), nullptr);
+        t += build_fill_traffic(*im.frames->lbvh, im.leaves[k]);
+    }
+    r.bytes_read = t.read;
+    r.bytes_written = t.written;
+    r.ms = im.times.proxies;
+    std::vector<StageReport> out{r};
+    out.insert(out.end(), frames->begin(), frames->end());
+    return out;
 }
 
 const ProxyStepInfo& ProxyScene::last_info() const {

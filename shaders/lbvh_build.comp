@@ -118,7 +118,7 @@ void main() {
     int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
     bool climbing = true;
     // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
-    // makes after an atomic inside a loop (lbvh_bounds.comp; a loop of 96 steps that no
+    // makes after an atomic inside a loop (lbvh_refit.comp; a loop of 96 steps that no
     // invocation leaves early lost them too). A climb passes at most 96 internal nodes: each
     // level lengthens the common prefix of the (64-bit key, 32-bit index) keys, 12 * 8 steps.
     // The step is kept small (one delta, one sibling load) for llvmpipe's compile time.

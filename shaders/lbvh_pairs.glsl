@@ -19,6 +19,10 @@
 // the pass continues the status's pair counter); only the first pass counts its visits, the
 // work of the tree the refit-or-rebuild policy watches.
 //
+// Keys (pc.flags & kPairsKeys; gpu::MovingScene and ProxyScene): each pair (i, j), i < j, is
+// stored as its 64-bit sort key i << b | j (b = pc.key_words, the bits of the largest id or
+// handle), so that the radix sort reads the keys straight from this pass's output.
+//
 // Short stack: kPairStack entries (or fewer, pc.key_word); a pending subtree that finds it full
 // is handed to the work queue at once instead of being stacked, and expanded in a later round
 // (the visits and pairs are the same, only the round that finds them differs).
@@ -73,8 +77,15 @@ void append(uint a, uint b) {
     if (slot == 0xffffffffu) atomicAdd(tstatus.total_hi, 1u);  // the low word wrapped
 #endif
     if (slot < pc.capacity) {
-        pairs[2u * slot] = min(a, b);
-        pairs[2u * slot + 1u] = max(a, b);
+        uint i = min(a, b), j = max(a, b);
+        if ((pc.flags & kPairsKeys) != 0u) {  // the sort key i << bits | j, low word first
+            uint bits = pc.key_words;         // 1..31
+            pairs[2u * slot] = (i << bits) | j;
+            pairs[2u * slot + 1u] = i >> (32u - bits);
+        } else {
+            pairs[2u * slot] = i;
+            pairs[2u * slot + 1u] = j;
+        }
     }
 }
 

@@ -1,7 +1,15 @@
-// LBVH refit, step 1 (refit without rebuild for moving boxes, Karras 2012 sec. 6 / the
-// "refit" of PhysX-style trees): every leaf takes the new bounds of its box (leaves keep their
-// box id in link.x, so the topology is unchanged); lbvh_bounds.comp then redoes the internal
-// nodes bottom-up. CPU twin: lbvh::compute_bounds (leaf part).
+// LBVH refit in one pass (refit without rebuild for moving boxes, Karras 2012 sec. 6 / the
+// "refit" of PhysX-style trees; bottom-up bounds as in C. Apetrei, "Fast and Simple
+// Agglomerative LBVH Construction", CGVC 2014): one invocation per leaf writes the leaf's new
+// bounds (leaves keep their box id in link.x, so the topology is unchanged), then climbs
+// towards the root; at each internal node the first arrival stops and the second merges both
+// children (left first, as lbvh::compute_bounds) and goes on. No invocation ever waits for
+// another, so there is no forward-progress assumption.
+// The arrivals flip a bit per internal node with atomicXor: the first sees 0 and leaves 1, the
+// second sees 1 and leaves 0. Every internal node is reached exactly twice, so the counters
+// end where they started. Precondition: flags[0, n-1) zero (once, when they are allocated);
+// postcondition: flags[0, n-1) zero again, so a frame needs no fill of its own.
+// CPU twin: lbvh::compute_bounds (lbvh::refit).
 #version 450
 #include "common.glsl"
 
@@ -9,9 +17,31 @@ layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 1) buffer Nodes {
+layout(std430, binding = 1) coherent buffer Nodes {
     LbvhNode nodes[];
 };
+layout(std430, binding = 2) coherent buffer Flags {
+    uint flags[];
+};
+
+// One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
+#define CLIMB_STEP                                                             \
+    if (climbing) {                                                            \
+        memoryBarrierBuffer();                                                 \
+        uint arrived = atomicXor(flags[node], 1u);                             \
+        memoryBarrierBuffer();                                                 \
+        if (arrived == 0u) {                                                   \
+            climbing = false;                                                  \
+        } else {                                                               \
+            uint l = nodes[node].link.x, r = nodes[node].link.y;               \
+            nodes[node].lo = vec4(min(nodes[l].lo.xyz, nodes[r].lo.xyz), 0.0); \
+            nodes[node].hi = vec4(max(nodes[l].hi.xyz, nodes[r].hi.xyz), 0.0); \
+            node = nodes[node].link.z;                                         \
+            climbing = node != kInvalidNode;                                   \
+        }                                                                      \
+    }
+#define CLIMB_8 \
+    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
 
 void main() {
     uint p = linear_thread();
@@ -21,4 +51,11 @@ void main() {
     uint id = nodes[leaf].link.x;
     nodes[leaf].lo = vec4(boxes[id].lo.xyz, 0.0);
     nodes[leaf].hi = vec4(boxes[id].hi.xyz, 0.0);
+    uint node = nodes[leaf].link.z;
+    bool climbing = n >= 2u && node != kInvalidNode;
+    // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
+    // makes after an atomic inside a loop once other invocations have left the loop (as in
+    // lbvh_build.comp). The tree is at most kTraversalStack = 96 = 12 * 8 levels deep
+    // (gpu_layout.h).
+    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
 }

@@ -1,5 +1,6 @@
 // Overlap events, step 3: the sorted keys i << b | j of a difference (pair_diff_append.comp,
-// then RadixSort) become pairs (i, j) in place, b = pc.shift in 1..31 (pair_keys.comp).
+// then RadixSort) become pairs (i, j) in place, b = pc.shift in 1..31 (lbvh_pairs.glsl,
+// kPairsKeys).
 // Launched indirectly for the difference's size (at least one workgroup); invocation 0 writes
 // that size into the frame status (began or ended, by pc.flags).
 #version 450

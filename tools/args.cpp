@@ -244,8 +244,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                    {"automatic", "onesweep", "reduce_then_scan"}, "sort path")
             ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
-                                   "default mode: print one JSON object (device, scene, copy "
-                                   "bandwidth, a `stages` list) instead of the table")
+                                   "default mode and --frames: print one JSON object (device, "
+                                   "scene, copy bandwidth, a `stages` list) instead of the table")
                             ->group(kGpu);
 
     const char* kCull = "--cull: the frustum cull's stages";
@@ -361,7 +361,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         {"--frames",
          frames,
          {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, sort_path,
-          device, validation},
+          json, device, validation},
          true},
         {"--rays", rays, {scene, repeat, seed, code, sort_path, device, validation}, true},
     };

@@ -70,11 +70,6 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
 }
 #endif
 
-namespace {
-
-constexpr int kExitDiff = 1;
-constexpr int kExitUsage = 2;
-
 // `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
 std::string json_escape(const std::string& text) {
     std::string out;
@@ -92,6 +87,11 @@ std::string json_escape(const std::string& text) {
     }
     return out;
 }
+
+namespace {
+
+constexpr int kExitDiff = 1;
+constexpr int kExitUsage = 2;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

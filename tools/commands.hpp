@@ -27,6 +27,9 @@ inline int fail(const Error& e, const char* command = nullptr) {
     return fail(e.message, command);
 }
 
+/// `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
+std::string json_escape(const std::string& text);
+
 int run_pairs(const Args& args);
 int run_validate(const Args& args);
 int run_bench(const Args& args);

@@ -72,6 +72,86 @@ void print_row(const char* stage, const std::vector<double>& v) {
         std::printf("  %-28s %10.3f\n", stage, median(v));
 }
 
+// Per stage over the frames: the median ms, dispatches and bytes (each a median of its own:
+// refit and rebuild frames record different stages; the instruments' model is per frame).
+std::vector<gpu::StageReport> median_stages(
+    const std::vector<std::vector<gpu::StageReport>>& runs) {
+    if (runs.empty()) return {};
+    std::vector<gpu::StageReport> out = runs.front();
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        std::vector<double> ms, dispatches, read, written, passes;
+        for (const auto& run : runs) {
+            ms.push_back(run[k].ms);
+            dispatches.push_back(run[k].dispatches);
+            read.push_back(double(run[k].bytes_read));
+            written.push_back(double(run[k].bytes_written));
+            passes.push_back(run[k].passes);
+        }
+        out[k].ms = median(ms);
+        out[k].dispatches = static_cast<std::uint32_t>(median(dispatches));
+        out[k].bytes_read = static_cast<std::uint64_t>(median(read));
+        out[k].bytes_written = static_cast<std::uint64_t>(median(written));
+        out[k].passes = static_cast<std::uint32_t>(median(passes));
+    }
+    return out;
+}
+
+double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) {
+    const double bytes = double(s.bytes_read + s.bytes_written);
+    return s.ms > 0 && copy.bytes_per_second > 0 ? bytes / (s.ms * 1e-3) / copy.bytes_per_second
+                                                 : 0.0;
+}
+
+// The instruments' table of bench --frames, as the build bench prints its own.
+void print_stage_table(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy,
+                       int frames) {
+    std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
+                double(copy.bytes) / (1 << 20), copy.ms, copy.bytes_per_second * 1e-9);
+    std::printf("instruments per frame, median over %d frames:\n", frames);
+    std::printf("  %-24s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
+                "MB read", "MB written", "GB/s", "of copy", "passes");
+    std::uint32_t dispatches = 0;
+    for (const gpu::StageReport& s : stages) {
+        const double bytes = double(s.bytes_read + s.bytes_written);
+        std::printf("  %-24s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
+                    s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
+                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * copy_fraction(s, copy),
+                    s.passes ? std::to_string(s.passes).c_str() : "");
+        dispatches += s.dispatches;
+    }
+    std::printf("  %-24s %10s %10u\n", "frame", "", dispatches);
+}
+
+// bench --frames --json: one object with the device, scene, copy bandwidth and `stages`.
+void print_stage_json(const gpu::Context& context, const std::string& scene, std::size_t boxes,
+                      int frames, int refits, int rebuilds,
+                      const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy) {
+    const gpu::DeviceInfo& info = context.info();
+    std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
+                json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
+                info.subgroup_size);
+    std::printf(
+        "\"scene\": \"%s\", \"boxes\": %zu, \"frames\": %d, \"refit_frames\": %d, "
+        "\"rebuild_frames\": %d, ",
+        json_escape(scene).c_str(), boxes, frames, refits, rebuilds);
+    std::printf(
+        "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, \"bytes_per_second\": %.6e}, "
+        "\"stages\": [",
+        static_cast<unsigned long long>(copy.bytes), copy.ms, copy.bytes_per_second);
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+        const gpu::StageReport& s = stages[k];
+        std::printf(
+            "%s{\"name\": \"%s\", \"dispatches\": %u, \"bytes_read\": %llu, "
+            "\"bytes_written\": %llu, \"ms\": %.6f, \"bandwidth_fraction\": %.6f",
+            k ? ", " : "", s.name.c_str(), s.dispatches,
+            static_cast<unsigned long long>(s.bytes_read),
+            static_cast<unsigned long long>(s.bytes_written), s.ms, copy_fraction(s, copy));
+        if (s.name == "sort") std::printf(", \"passes\": %u", s.passes);
+        std::printf("}");
+    }
+    std::printf("]}\n");
+}
+
 // `bench --frames F --churn P`: a gpu::ProxyScene over the scene's boxes (all dynamic), whose
 // every body follows the scene's animation, and each frame P% of the live bodies are removed
 // and as many added. Added bodies come from a pool of the scene's boxes reflected through the
@@ -109,8 +189,9 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     for (std::size_t i = n; i < all.size(); ++i) dead.push_back(i);
     auto first = scene.step();
     if (!first) return fail(first.error().message, "bench");
-    std::printf("first frame (build + pairs + sort): %.3f ms GPU, %zu pairs\n",
-                scene.last_times().gpu_total(), static_cast<std::size_t>(first->pair_count));
+    if (!args.json)
+        std::printf("first frame (build + pairs + sort): %.3f ms GPU, %zu pairs\n",
+                    scene.last_times().gpu_total(), static_cast<std::size_t>(first->pair_count));
 
     const std::size_t churn = static_cast<std::size_t>(double(n) * args.churn / 100.0);
     std::mt19937_64 rng(args.seed);
@@ -119,6 +200,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     debris.mask = ~2u;
     std::vector<double> upload, batch, refit, rebuild, pairs, sort, diff, total, wall, pair_counts,
         events;
+    std::vector<std::vector<gpu::StageReport>> reports;
     int refits = 0, rebuilds = 0;
     Animation animation(all);
     for (int f = 1; f <= frames; ++f) {
@@ -150,6 +232,9 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         wall.push_back(ms_between(start));
         if (!r) return fail(r.error().message, "bench");
         const gpu::FrameTimes& t = scene.last_times();
+        auto report = scene.last_report();
+        if (!report) return fail(report.error().message, "bench");
+        reports.push_back(std::move(report.value()));
         upload.push_back(t.upload);
         batch.push_back(t.proxies);
         refit.push_back(t.refit);
@@ -165,6 +250,13 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         total.push_back(t.gpu_total());
         pair_counts.push_back(double(r->pair_count));
         events.push_back(double(r->began.size() + r->ended.size()));
+    }
+    auto copy = gpu::measure_copy_bandwidth(context);
+    if (!copy) return fail(copy.error().message, "bench");
+    const auto stages = median_stages(reports);
+    if (args.json) {
+        print_stage_json(context, args.scene, n, frames, refits, rebuilds, stages, copy.value());
+        return validation_check(context);
     }
     std::printf(
         "churn: %zu bodies removed and %zu added per frame (%.2f%%), half of the added "
@@ -183,6 +275,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     std::printf("refit frames: %d, rebuild frames: %d\n", refits, rebuilds);
     std::printf("pairs per frame: %.0f (median), events per frame: %.0f (median began + ended)\n",
                 median(pair_counts), median(events));
+    print_stage_table(stages, copy.value(), frames);
     return validation_check(context);
 }
 #endif
@@ -197,6 +290,7 @@ struct FrameSamples {
     std::vector<double> upload, refit, rebuild, emptied, pairs, sort, diff, total, pair_counts,
         events, ratios, work_ratios;
     std::vector<double> wall;  // host wall of MovingScene::step: staging, submit, wait, reads
+    std::vector<std::vector<gpu::StageReport>> reports;  // the instruments of each frame
     int refits = 0, rebuilds = 0, regrown = 0;
 };
 
@@ -214,6 +308,9 @@ Result<FrameSamples> measure_frames(gpu::MovingScene& ms, const std::vector<Box>
                 .count());
         if (!r) return r.error();
         const gpu::FrameTimes& t = ms.last_times();
+        auto report = ms.last_report();
+        if (!report) return report.error();
+        out.reports.push_back(std::move(report.value()));
         out.upload.push_back(t.upload);
         if (t.path == gpu::FramePath::refit) {
             ++out.refits;
@@ -323,20 +420,35 @@ int run_frame_bench(const Args& args) {
         return fail("--churn and --back-to-back cannot be combined", "bench");
     auto context = open_context(args);
     if (!context) return fail(context.error().message, "bench");
-    print_device(*context.value());
-    std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
-                scene->boxes.size(), frames, args.policy.c_str(), args.code.c_str());
+    if (!args.json) {
+        print_device(*context.value());
+        std::printf("scene: %s, %zu boxes, %d frames, policy %s, code %s\n", spec.c_str(),
+                    scene->boxes.size(), frames, args.policy.c_str(), args.code.c_str());
+    }
+    if (args.json && args.back_to_back)
+        return fail("--json and --back-to-back cannot be combined", "bench");
     if (args.churn > 0) return run_churn_bench(args, *context.value(), scene->boxes, options);
     auto moving = gpu::MovingScene::create(*context.value(), options);
     if (!moving) return fail(moving.error().message, "bench");
     gpu::MovingScene& ms = *moving.value();
     if (Status s = ms.reset(scene->boxes); !s) return fail(s.error().message, "bench");
     const gpu::FrameTimes first = ms.last_times();
-    std::printf("reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
-                first.gpu_total(), first.rebuild, first.pairs, first.sort);
+    if (!args.json)
+        std::printf(
+            "reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
+            first.gpu_total(), first.rebuild, first.pairs, first.sort);
     auto samples = measure_frames(ms, scene->boxes, frames, options.policy);
     if (!samples) return fail(samples.error().message, "bench");
+    auto copy = gpu::measure_copy_bandwidth(*context.value());
+    if (!copy) return fail(copy.error().message, "bench");
+    const auto stages = median_stages(samples->reports);
+    if (args.json) {
+        print_stage_json(*context.value(), spec, scene->boxes.size(), frames, samples->refits,
+                         samples->rebuilds, stages, copy.value());
+        return validation_check(*context.value());
+    }
     print_frames(samples.value(), frames);
+    print_stage_table(stages, copy.value(), frames);
     if (args.back_to_back) {
         if (int status = run_back_to_back(*context.value(), ms, scene->boxes, frames); status != 0)
             return status;

@@ -166,11 +166,12 @@ public:
     /// The device buffers of the last recorded frame (see FrameBuffers).
     FrameBuffers buffers() const;
 
-    /// Records a refit of a built tree (tree.n boxes) on the caller's ranges: leaves take the
-    /// bounds of `boxes` (tree.n GpuBox), then internal nodes are recomputed bottom-up. `flags`
-    /// holds at least max(n - 1, 1) uints (zeroed here). Preconditions: boxes and nodes visible
-    /// to compute reads/writes. Postcondition: the last command is a compute dispatch writing
-    /// nodes. Records nothing and returns an error when a range is too small or misaligned.
+    /// Records a refit of a built tree (tree.n boxes) on the caller's ranges, one dispatch:
+    /// leaves take the bounds of `boxes` (tree.n GpuBox) and internal nodes are recomputed
+    /// bottom-up. `flags` holds at least max(n - 1, 1) uints (zeroed here by a transfer fill
+    /// and a barrier before the dispatch, and zero again after it). Preconditions: boxes and nodes
+    /// visible to compute reads/writes. Postcondition: the last command is a compute dispatch
+    /// writing nodes. Records nothing and returns an error when a range is too small or misaligned.
     Status record_refit(VkCommandBuffer cmd, const BufferRange& boxes, const LbvhTree& tree,
                         const BufferRange& flags) const;
 
@@ -182,6 +183,13 @@ public:
 
     /// Stage times and path of the last reset or step.
     const FrameTimes& last_times() const;
+    /// The instruments of the last frame read (reset, step or read_step), one StageReport per
+    /// stage: "refit + cost + decision", "rebuild (gated)", "all pairs", "pair keys", "sort"
+    /// (its `passes`), "differences". Dispatches as recorded (a gated rebuild's emptied
+    /// dispatches count; a repair's passes add to the frame's); bytes by the model in
+    /// gpu/moving_scene.cpp (frame_traffic) from the frame's counts; ms from timestamps (0 after
+    /// record_step). Reads one word back after a rebuild (whether it refined its codes).
+    Result<std::vector<StageReport>> last_report();
 
     /// Number of boxes since the last reset.
     std::uint32_t size() const;

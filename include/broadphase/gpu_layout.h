@@ -155,6 +155,9 @@ struct ProxySlot {
 BP_CONST kPairsProxies = 1u;  // filter by ProxySlot and write handles
 BP_CONST kPairsCross = 2u;    // query leaves against a second tree of pc.offset leaves
 BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visits
+// write each pair (i, j), i < j, as the 64-bit sort key i << b | j (low word first), b =
+// pc.key_words in 1..31 (gpu::MovingScene's pair keys)
+BP_CONST kPairsKeys = 8u;
 
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
 // total: 32 bytes
@@ -163,7 +166,7 @@ struct PushConstants {
     uint capacity;   // capacity of the output buffer, where there is one; sort: digit mask
     uint shift;      // radix sort: bit offset of the digit within its key word
     uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind; pairs: stack
-    uint key_words;  // radix sort: words per key (1 or 2)
+    uint key_words;  // radix sort: words per key (1 or 2); pairs with kPairsKeys: key bits b
     uint tiles;      // number of tiles / workgroups in the whole problem
     uint offset;     // kernel-specific (count_args: max workgroups in x; one-sweep: the pass)
     uint flags;      // kernel-specific switches

@@ -1,5 +1,5 @@
 // Data layouts of the moving-scene kernels (gpu::MovingScene: refit-or-rebuild policy, pair
-// keys, overlap-event differences), shared by shaders/frame_policy.comp, pair_keys.comp,
+// keys, overlap-event differences), shared by shaders/frame_policy.comp,
 // pair_diff_append.comp, pair_unpack.comp and the C++ host (gpu/moving_scene.cpp). Same
 // rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
 // size and offset.
@@ -9,8 +9,8 @@
 //                      count = uints of the dispatch-argument table, flags = kPolicy*,
 //                      offset = float bits of the rebuild ratio, capacity = float bits
 //                      of the work ratio (0: no work rule), shift = n (the box count)
-//   pair_keys:         capacity = capacity of the pair buffer (the count is clamped to it),
-//                      shift = b, the bits of j in a pair key i << b | j (bit_width(n - 1))
+//   (the pair keys i << b | j, b = bit_width(n - 1), are written by lbvh_pairs.comp with
+//   kPairsKeys, b in its key_words)
 //   pair_diff_append:  count = capacity of A, capacity = capacity of B
 //   pair_unpack:       flags = kDiffBegan or kDiffEnded, shift = b
 #ifndef BROADPHASE_GPU_LAYOUT_FRAMES_H

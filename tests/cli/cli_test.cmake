@@ -345,6 +345,36 @@ run_tool(frame_bench TRUE bench --frames 2 --scene clustered:2000 --policy rebui
 if(NOT frame_bench MATCHES "rebuild frames: 2")
   message(FATAL_ERROR "bench --frames --policy rebuild should rebuild every frame: '${frame_bench}'")
 endif()
+# The frames' instruments: a table of every stage with its dispatches and bytes (a refit
+# frame: refit with its node bounds, SAH cost, decision), and --json with the six stages.
+run_tool(frame_bench TRUE bench --frames 2 --scene uniform:3000)
+foreach(stage "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
+        "refit \\+ cost \\+ decision +[0-9.]+ +3 " "rebuild \\(gated\\) +[0-9.]+ +[0-9]+ "
+        "all pairs +[0-9.]+ +[0-9]+ " "pair keys +[0-9.]+ +[0-9]+ " "sort +[0-9.]+ +[0-9]+ .* [0-9]+\n"
+        "differences +[0-9.]+ +[0-9]+ " "frame +[0-9]+")
+  if(NOT frame_bench MATCHES "${stage}")
+    message(FATAL_ERROR "bench --frames instruments lack '${stage}': '${frame_bench}'")
+  endif()
+endforeach()
+execute_process(COMMAND ${TOOL} bench --frames 2 --scene uniform:3000 --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench --frames --json failed (${rc}): ${err}")
+endif()
+string(JSON stage_count LENGTH "${json}" stages)
+string(JSON refit_frames GET "${json}" refit_frames)
+if(NOT stage_count EQUAL 6 OR NOT refit_frames EQUAL 2)
+  message(FATAL_ERROR "bench --frames --json: ${stage_count} stages, ${refit_frames} refit frames:\n${json}")
+endif()
+foreach(k RANGE 5)
+  foreach(field name dispatches bytes_read bytes_written ms bandwidth_fraction)
+    string(JSON value GET "${json}" stages ${k} ${field})
+  endforeach()
+endforeach()
+run_tool(churn_bench TRUE bench --frames 2 --scene uniform:2000 --churn 5)
+if(NOT churn_bench MATCHES "batch \\+ trees +[0-9.]+ +[0-9]+ .*differences +[0-9.]+ +[0-9]+ ")
+  message(FATAL_ERROR "bench --frames --churn instruments lack the batch: '${churn_bench}'")
+endif()
 run_tool(err FALSE bench --frames 0 --scene uniform:100)
 run_tool(ray_bench TRUE bench --rays 2000 --scene uniform:3000 --repeat 1 --validation)
 foreach(stage "ray cast \\(GPU\\)" "rays/s" "region count" "region scan" "region fill" "queries/s")

@@ -4,6 +4,8 @@
 // began/ended events equal std::set_difference of consecutive brute-force pair lists, the
 // tree equals the twin's node for node, and the policy's decisions and ratios match the twin's.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -16,7 +18,9 @@
 #include "broadphase/structure.hpp"
 #include "context_impl.hpp"
 #include "gpu_test_env.hpp"
+#include "lbvh.hpp"
 #include "lbvh_refit.hpp"
+#include "radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -648,6 +652,121 @@ TEST_F(MovingSceneTest, WorkQueueOverflowRepairsWithoutShrinkingThePairBuffers) 
         EXPECT_GE(moving->buffers().pair_capacity, 100000u);
         previous = expected;
     }
+}
+
+// The instruments (MovingScene::last_report): the dispatches each stage records on a refit
+// frame and on a rebuild frame (the gated rebuild records the same dispatches either way,
+// emptied on the refit frame), and the modelled traffic of gpu/moving_scene.cpp
+// (frame_traffic) worked out from counts found independently: brute-force pairs and events,
+// the CPU twin's traversal work, and the Lbvh's own report of a build of the same boxes.
+TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
+    const std::uint64_t n = 2000;
+    auto scene = generate_scene("uniform", n);
+    ASSERT_TRUE(scene);
+    const std::vector<Box> frame1 = animate(scene->boxes, 1, 1000);
+    const std::uint64_t before = brute_pairs(scene->boxes).size();
+    const std::vector<Pair> now = brute_pairs(frame1);
+    const std::uint64_t began = set_diff(now, brute_pairs(scene->boxes)).size();
+    const std::uint64_t ended = set_diff(brute_pairs(scene->boxes), now).size();
+    const std::uint32_t b = std::bit_width(n - 1);    // bits of j in a pair key
+    const std::uint64_t internal = n - 1, tiles = 8;  // ceil(1999 / 256) SAH tiles
+
+    auto refitting = make_scene({});
+    gpu::MovingSceneOptions eager;
+    eager.rebuild_ratio = 1e-6;  // every frame after the reset rebuilds, by the GPU's decision
+    auto rebuilding = make_scene(eager);
+    ASSERT_TRUE(refitting && rebuilding);
+    std::vector<gpu::StageReport> reports[2];
+    for (int k = 0; k < 2; ++k) {
+        gpu::MovingScene& ms = k == 0 ? *refitting : *rebuilding;
+        ASSERT_TRUE(ms.reset(scene->boxes));
+        auto r = ms.step(frame1);
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_EQ(r->path, k == 0 ? gpu::FramePath::refit : gpu::FramePath::rebuild);
+        EXPECT_EQ(r->pair_count, now.size());
+        auto report = ms.last_report();
+        ASSERT_TRUE(report) << report.error().message;
+        reports[k] = report.value();
+        ASSERT_EQ(reports[k].size(), 6u);
+        const char* names[] = {"refit + cost + decision",
+                               "rebuild (gated)",
+                               "all pairs",
+                               "pair keys",
+                               "sort",
+                               "differences"};
+        for (std::size_t s = 0; s < 6; ++s) EXPECT_EQ(reports[k][s].name, names[s]);
+    }
+    const auto& refit = reports[0];
+    const auto& rebuild = reports[1];
+    const gpu::SortPath path = gpu_context().info().sort_path;
+
+    // The Lbvh's own build of frame 1's boxes: its dispatches (an ungated build also records
+    // the refinement's count_args, which the gate replaces by its table) and traffic.
+    auto lbvh = gpu::Lbvh::create(gpu_context(), {});
+    ASSERT_TRUE(lbvh);
+    ASSERT_TRUE(lbvh.value()->find_pairs(frame1));
+    auto build = lbvh.value()->last_report();
+    ASSERT_TRUE(build);
+    std::uint32_t build_dispatches = 0;
+    std::uint64_t build_read = 0, build_written = 0;
+    for (std::size_t s = 0; s < 4; ++s) {
+        build_dispatches += build.value()[s].dispatches;
+        build_read += build.value()[s].bytes_read;
+        build_written += build.value()[s].bytes_written;
+    }
+
+    for (int k = 0; k < 2; ++k) {
+        SCOPED_TRACE(k == 0 ? "refit frame" : "rebuild frame");
+        const auto& r = reports[k];
+        // Refit (leaves and node bounds in one pass), SAH cost, decision.
+        EXPECT_EQ(r[0].dispatches, 3u);
+        // The build (less count_args), its SAH cost and commit, gated: the same both ways.
+        EXPECT_EQ(r[1].dispatches, build_dispatches - 1 + 2);
+        // Round 0, the later rounds (indirect), one traversal_args per round and finish.
+        EXPECT_EQ(r[2].dispatches, 2 * gpu_layout::kTraversalRounds);
+        EXPECT_EQ(r[2].bytes_written, 64 + 8 * now.size());
+        // The pairs pass wrote the keys: count_args alone, and the status words by transfers.
+        EXPECT_EQ(r[3].dispatches, 1u);
+        EXPECT_EQ(r[3].bytes_read, 8u);
+        EXPECT_EQ(r[3].bytes_written, 32u);
+        std::uint32_t passes = 0;
+        const gpu::Traffic sorted = gpu::RadixSort::traffic(static_cast<std::uint32_t>(now.size()),
+                                                            2, 2 * b, true, path, &passes);
+        EXPECT_EQ(r[4].bytes_read, sorted.read);
+        EXPECT_EQ(r[4].bytes_written, sorted.written);
+        EXPECT_EQ(r[4].passes, passes);
+        // Each way: pair_diff_append, count_args, the same sort as the pairs', pair_unpack.
+        EXPECT_EQ(r[5].dispatches, 2 * (3 + r[4].dispatches));
+        std::uint64_t diff_read = 0, diff_written = 0;
+        for (auto [a, other, kept] : {std::array<std::uint64_t, 3>{now.size(), before, began},
+                                      std::array<std::uint64_t, 3>{before, now.size(), ended}}) {
+            const gpu::Traffic t =
+                gpu::RadixSort::traffic(static_cast<std::uint32_t>(kept), 2, 2 * b, true, path);
+            diff_read += 8 + 8 * a + 8 * other + 4 * kept + 4 + t.read + 4 + 8 * kept;
+            diff_written += 4 + 12 * kept + 24 + t.written + 8 * kept + 4;
+        }
+        EXPECT_EQ(r[5].bytes_read, diff_read);
+        EXPECT_EQ(r[5].bytes_written, diff_written);
+        // The refit and its cost and decision (the decision writes the gate's table, 3 words
+        // per gated dispatch, and reads the armed table when it rebuilds).
+        const std::uint64_t gate_words = 3ull * r[1].dispatches;
+        EXPECT_EQ(r[0].bytes_read, 40 * n + 88 * internal + 32 * internal + 32 + 4 * (tiles + 1) +
+                                       48 + 64 + (k == 1 ? 4 * gate_words : 0));
+        EXPECT_EQ(r[0].bytes_written,
+                  32 * n + 40 * internal + 4 * (tiles + 1) + 48 + 4 * gate_words);
+    }
+    // The rebuild stage: on the refit frame only the build's scratch fills (scene bounds,
+    // refine word, split flags); on the rebuild frame the build, its cost and commit too.
+    const std::uint64_t fills = 32 + 4 + 4 * n;
+    EXPECT_EQ(refit[1].bytes_read, 0u);
+    EXPECT_EQ(refit[1].bytes_written, fills);
+    EXPECT_EQ(rebuild[1].bytes_read, build_read + 32 * internal + 32 + 4 * (tiles + 1));
+    EXPECT_EQ(rebuild[1].bytes_written, build_written + fills + 4 * (tiles + 1) + 16);
+    // The rebuilt tree is the fresh build's: its traversal work is the CPU twin's.
+    const auto twin = lbvh::build_tree(frame1, lbvh::CodeKind::morton30);
+    const std::uint64_t visits = lbvh::pair_traversal_work(twin, frame1).visits;
+    EXPECT_EQ(rebuild[2].bytes_read, 48 * n + 112 * visits);
+    EXPECT_EQ((refit[2].bytes_read - 48 * n) % 112, 0u);
 }
 
 }  // namespace

@@ -215,6 +215,28 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
     for (int i = 0; i < 3; ++i) add(x++);
     check_step(scene, oracle, 4);
     EXPECT_EQ(scene.last_info().fresh_leaves, 8u);
+
+    // The instruments: the batch (three records, one proxy_update dispatch) and the fresh
+    // tree's build of 8 leaves (the dispatches of an Lbvh's build of 8 boxes), then the
+    // dynamic tree's frame stages; the batch's bytes follow the model in gpu/proxy_scene.cpp.
+    auto report = scene.last_report();
+    ASSERT_TRUE(report) << report.error().message;
+    ASSERT_EQ(report->size(), 7u);
+    EXPECT_EQ((*report)[0].name, "batch + trees");
+    EXPECT_EQ((*report)[1].name, "refit + cost + decision");
+    EXPECT_EQ((*report)[6].name, "differences");
+    auto lbvh = gpu::Lbvh::create(gpu_context(), {});
+    ASSERT_TRUE(lbvh);
+    std::vector<Box> eight;
+    for (int i = 0; i < 8; ++i) eight.push_back({{float(2 * i), 0, 0}, {float(2 * i) + 1, 1, 1}});
+    ASSERT_TRUE((*lbvh)->find_pairs(eight));
+    auto build = (*lbvh)->last_report();
+    ASSERT_TRUE(build);
+    std::uint32_t build_dispatches = 0;
+    for (std::size_t s = 0; s < 4; ++s) build_dispatches += build.value()[s].dispatches;
+    EXPECT_EQ((*report)[0].dispatches, 1 + build_dispatches);
+    EXPECT_GT((*report)[0].bytes_read, 64u * 3);
+    EXPECT_GT((*report)[0].bytes_written, 48u * 3 + 32 + 4 + 4 * 8);
 }
 
 // Frames recorded into the caller's command buffer (record_step, the caller's submit,
