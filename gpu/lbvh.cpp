@@ -499,17 +499,9 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const BufferRange other = cross ? first_bytes(proxy.other.nodes, other_bytes) : nodes;
     const BufferRange other_slots =
         cross ? first_bytes(proxy.other_slots, other_slot_bytes) : nodes;
-    im.rounds.record(
-        cmd, status, out.traversal,
-        [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
-            pc.shift = round;
-            if (round == 0)
-                im.pairs.dispatch(c, {nodes, pairs, status, work, slots, other, other_slots}, pc,
-                                  static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
-            else
-                im.pairs.dispatch_indirect(
-                    c, {nodes, pairs, status, work, slots, other, other_slots}, pc, args);
-        });
+    im.rounds.record_kernel(cmd, status, out.traversal, im.pairs,
+                            {nodes, pairs, status, work, slots, other, other_slots}, pc,
+                            static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
     return {};
 }
 

@@ -19,6 +19,13 @@ namespace broadphase::testing {
 
 inline constexpr double kCullTolerance = 1e-6;
 
+/// The frustum of a camera the test chose valid (a failed expectation otherwise).
+inline Frustum frustum_of(const Camera& c) {
+    auto f = Frustum::from_camera(c);
+    EXPECT_TRUE(f) << (f ? "" : f.error().message);
+    return f ? f.value() : Frustum{};
+}
+
 /// Distance from p to b in double, unrounded.
 inline double cull_distance_d(const Vec3& p, const Box& b) {
     double sum = 0;

@@ -304,7 +304,6 @@ TEST_F(BoundedTraversalTest, ShrinkingBigBoxEndsEveryPairInAMovingScene) {
     EXPECT_TRUE(frame->ended.empty());
 }
 
-
 }  // namespace
 }  // namespace broadphase::testing
 
@@ -333,7 +332,6 @@ TEST_F(BoundedTraversalTest, IdenticalBoxesGiveEveryPairOrTheExactCount) {
         EXPECT_EQ(pairs->back(), (Pair{std::uint32_t(n - 2), std::uint32_t(n - 1)}));
     }
 }
-
 
 }  // namespace
 }  // namespace broadphase::testing

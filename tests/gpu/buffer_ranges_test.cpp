@@ -181,12 +181,6 @@ Status build_then(gpu::Lbvh& lbvh, Suballocation& sub, std::uint32_t n, Next nex
     return recorded;
 }
 
-std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    auto r = find_pairs_cpu("brute_force", boxes);
-    EXPECT_TRUE(r);
-    return r ? r.value() : std::vector<Pair>{};
-}
-
 // The all-pairs pass's output on ranges of `sub`: its TraversalStatus in range `status` raises no
 // flag and counts exactly `expected` pairs, and the pairs in range `pairs`, sorted, equal them.
 void expect_pairs(const Suballocation& sub, std::size_t pairs, std::size_t status,

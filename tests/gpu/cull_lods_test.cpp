@@ -31,12 +31,6 @@ std::unique_ptr<gpu::Culler> make_culler() {
     return culler ? std::move(culler.value()) : nullptr;
 }
 
-Frustum frustum_of(const Camera& c) {
-    auto f = Frustum::from_camera(c);
-    EXPECT_TRUE(f) << (f ? "" : f.error().message);
-    return f ? f.value() : Frustum{};
-}
-
 float scene_size(std::span<const Box> boxes) {
     if (boxes.empty()) return 1;
     Box bounds = boxes[0];

@@ -29,12 +29,6 @@ std::unique_ptr<gpu::Culler> make_culler() {
     return culler ? std::move(culler.value()) : nullptr;
 }
 
-Frustum frustum_of(const Camera& c) {
-    auto f = Frustum::from_camera(c);
-    EXPECT_TRUE(f) << (f ? "" : f.error().message);
-    return f ? f.value() : Frustum{};
-}
-
 std::uint32_t distance2(const Vec3& e, const LbvhNode& node) {
     return lbvh::cull_distance_key(e, {node.lo.x, node.lo.y, node.lo.z},
                                    {node.hi.x, node.hi.y, node.hi.z});

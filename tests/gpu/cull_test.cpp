@@ -23,12 +23,6 @@ std::unique_ptr<gpu::Culler> make_culler(const gpu::CullOptions& options = {}) {
     return culler ? std::move(culler.value()) : nullptr;
 }
 
-Frustum frustum_of(const Camera& c) {
-    auto f = Frustum::from_camera(c);
-    EXPECT_TRUE(f) << (f ? "" : f.error().message);
-    return f ? f.value() : Frustum{};
-}
-
 struct SceneCase {
     const char* generator;
     std::size_t n;

@@ -4,13 +4,25 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
+#include <vector>
+
 #include "broadphase/gpu.hpp"
+#include "broadphase/structure.hpp"
 #include "lbvh.hpp"
 
 namespace broadphase::testing {
 
 /// The process-wide context (created in main with validation enabled).
 gpu::Context& gpu_context();
+
+/// Brute force's pairs of `boxes`, the oracle of the GPU pair tests (a failed expectation and
+/// no pairs when it refuses them).
+inline std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
+    auto r = find_pairs_cpu("brute_force", boxes);
+    EXPECT_TRUE(r);
+    return r ? r.value() : std::vector<Pair>{};
+}
 
 class GpuTest : public ::testing::Test {
 protected:

@@ -21,12 +21,6 @@ namespace {
 
 using gpu_layout::LbvhNode;
 
-std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    auto r = find_pairs_cpu("brute_force", boxes);
-    EXPECT_TRUE(r);
-    return r ? r.value() : std::vector<Pair>{};
-}
-
 std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
     auto lbvh = gpu::Lbvh::create(gpu_context(), {code});
     EXPECT_TRUE(lbvh) << (lbvh ? "" : lbvh.error().message);

@@ -25,12 +25,6 @@ namespace {
 
 class MovingCullTest : public GpuTest {};
 
-Frustum frustum_of(const Camera& c) {
-    auto f = Frustum::from_camera(c);
-    EXPECT_TRUE(f) << (f ? "" : f.error().message);
-    return f ? f.value() : Frustum{};
-}
-
 // Frame f of a scene: every box slides along x by a little each frame; from frame kScatter on,
 // every fourth box jumps to where another box far along the Morton order is (the refitted
 // tree's cost jumps: the SAH rule rebuilds once, then refits again).

@@ -27,12 +27,6 @@ namespace {
 
 using gpu_layout::LbvhNode;
 
-std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    auto r = find_pairs_cpu("brute_force", boxes);
-    EXPECT_TRUE(r);
-    return r ? r.value() : std::vector<Pair>{};
-}
-
 std::vector<Pair> set_diff(const std::vector<Pair>& a, const std::vector<Pair>& b) {
     std::vector<Pair> out;
     std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
