@@ -12,6 +12,7 @@
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
+#include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
@@ -24,12 +25,6 @@ using gpu_layout::CullMesh;
 using gpu_layout::kNoLod;
 
 constexpr std::uint32_t kPoison = 0xdeadbeefu;
-
-std::unique_ptr<gpu::Culler> make_culler() {
-    auto culler = gpu::Culler::create(gpu_context());
-    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
-    return culler ? std::move(culler.value()) : nullptr;
-}
 
 float scene_size(std::span<const Box> boxes) {
     if (boxes.empty()) return 1;
@@ -119,15 +114,6 @@ std::string check_lod_rule(const Frustum& f, std::span<const Box> boxes,
     return "";
 }
 
-struct SceneCase {
-    const char* generator;
-    std::size_t n;
-};
-
-std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
-    return std::string(info.param.generator) + "_" + std::to_string(info.param.n);
-}
-
 class CullLodsSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
 
 // Test 1: on every standard scene and camera, both orders, flat and grouped: the host helper's
@@ -182,15 +168,7 @@ TEST_P(CullLodsSceneTest, MatchesTwinFlatAndGrouped) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(StandardScenes, CullLodsSceneTest,
-                         ::testing::Values(SceneCase{"uniform", 5000}, SceneCase{"clustered", 5000},
-                                           SceneCase{"xline", 5000}, SceneCase{"yline", 5000},
-                                           SceneCase{"mixed_sizes", 5000},
-                                           SceneCase{"degenerate", 5000}, SceneCase{"level", 5000},
-                                           SceneCase{"multiscale", 5000}, SceneCase{"uniform", 1},
-                                           SceneCase{"uniform", 2}, SceneCase{"clustered", 33},
-                                           SceneCase{"degenerate", 100}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(StandardScenes, CullLodsSceneTest, standard_cull_scenes(), case_name);
 
 class CullLodsTest : public GpuTest {};
 

@@ -14,6 +14,7 @@
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
+#include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
 #include "lbvh_cull.hpp"
@@ -22,12 +23,6 @@ namespace broadphase::testing {
 namespace {
 
 using gpu_layout::LbvhNode;
-
-std::unique_ptr<gpu::Culler> make_culler() {
-    auto culler = gpu::Culler::create(gpu_context());
-    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
-    return culler ? std::move(culler.value()) : nullptr;
-}
 
 std::uint32_t distance2(const Vec3& e, const LbvhNode& node) {
     return lbvh::cull_distance_key(e, {node.lo.x, node.lo.y, node.lo.z},

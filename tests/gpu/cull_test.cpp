@@ -9,6 +9,7 @@
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
 #include "broadphase/scene.hpp"
+#include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
@@ -16,21 +17,6 @@
 
 namespace broadphase::testing {
 namespace {
-
-std::unique_ptr<gpu::Culler> make_culler(const gpu::CullOptions& options = {}) {
-    auto culler = gpu::Culler::create(gpu_context(), options);
-    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
-    return culler ? std::move(culler.value()) : nullptr;
-}
-
-struct SceneCase {
-    const char* generator;
-    std::size_t n;
-};
-
-std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
-    return std::string(info.param.generator) + "_" + std::to_string(info.param.n);
-}
 
 class CullSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
 
@@ -96,15 +82,7 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(StandardScenes, CullSceneTest,
-                         ::testing::Values(SceneCase{"uniform", 5000}, SceneCase{"clustered", 5000},
-                                           SceneCase{"xline", 5000}, SceneCase{"yline", 5000},
-                                           SceneCase{"mixed_sizes", 5000},
-                                           SceneCase{"degenerate", 5000}, SceneCase{"level", 5000},
-                                           SceneCase{"multiscale", 5000}, SceneCase{"uniform", 1},
-                                           SceneCase{"uniform", 2}, SceneCase{"clustered", 33},
-                                           SceneCase{"degenerate", 100}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(StandardScenes, CullSceneTest, standard_cull_scenes(), case_name);
 
 class CullTest : public GpuTest {};
 

@@ -1,0 +1,39 @@
+// Shared by the GPU cull tests: the culler of the test context and the standard scenes every
+// cull suite runs on (the eight generators at 5,000 boxes and four tiny or degenerate ones).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "broadphase/gpu_cull.hpp"
+#include "gpu_test_env.hpp"
+
+namespace broadphase::testing {
+
+inline std::unique_ptr<gpu::Culler> make_culler(const gpu::CullOptions& options = {}) {
+    auto culler = gpu::Culler::create(gpu_context(), options);
+    EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
+    return culler ? std::move(culler.value()) : nullptr;
+}
+
+struct SceneCase {
+    const char* generator;
+    std::size_t n;
+};
+
+inline std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
+    return std::string(info.param.generator) + "_" + std::to_string(info.param.n);
+}
+
+/// The scenes of the INSTANTIATE_TEST_SUITE_P(StandardScenes, ...) of the cull suites.
+inline auto standard_cull_scenes() {
+    return ::testing::Values(
+        SceneCase{"uniform", 5000}, SceneCase{"clustered", 5000}, SceneCase{"xline", 5000},
+        SceneCase{"yline", 5000}, SceneCase{"mixed_sizes", 5000}, SceneCase{"degenerate", 5000},
+        SceneCase{"level", 5000}, SceneCase{"multiscale", 5000}, SceneCase{"uniform", 1},
+        SceneCase{"uniform", 2}, SceneCase{"clustered", 33}, SceneCase{"degenerate", 100});
+}
+
+}  // namespace broadphase::testing
