@@ -13,6 +13,8 @@
 #include <new>
 #include <string_view>
 
+#include <sys/stat.h>
+
 namespace broadphase {
 namespace {
 
@@ -28,6 +30,10 @@ Error parse_error_at(std::string_view source, std::size_t line, const std::strin
 Error io_error(const char* what, const std::string& path, int error_number) {
     return Error{ErrorCode::io_error,
                  std::string(what) + " " + path + ": " + std::strerror(error_number)};
+}
+
+Error not_regular(const std::string& path) {
+    return {ErrorCode::io_error, "cannot read '" + path + "': not a regular file"};
 }
 
 std::string pixel_name(std::uint32_t x, std::uint32_t y) {
@@ -233,8 +239,15 @@ Result<DepthPyramid> parse_depth_text(std::string_view text, std::string_view so
 Result<DepthPyramid> read_depth_file(const std::string& path) {
     using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
     try {
+        // A directory, device or FIFO has no end to read up to: refused before opening and
+        // again on what was opened.
+        struct stat info {};
+        if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
+        if (!S_ISREG(info.st_mode)) return not_regular(path);
         File file(std::fopen(path.c_str(), "rb"), &std::fclose);
         if (!file) return io_error("cannot open", path, errno);
+        if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
+        if (!S_ISREG(info.st_mode)) return not_regular(path);
         std::string text;
         char buffer[1 << 16];
         std::size_t n = 0;
