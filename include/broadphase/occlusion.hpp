@@ -36,6 +36,11 @@
 //     (at most 2x2 texels; the 1x1 top level always qualifies). dmax = the max of the level-k
 //     texels in [x0 >> k, x1 >> k] x [y0 >> k, y1 >> k].
 //  6. Occluded iff dmin > dmax (strictly).
+// For a GPU port to match bit for bit: +, - and * are correctly rounded in Vulkan, but OpFDiv
+// is only required to be within 2.5 ulp, so the three quotients of step 3 must be made correctly
+// rounded (e.g. correct the hardware quotient with the exact residual x - q * w, using Dekker's
+// exact product as shaders/codes.glsl does) or the comparison must set aside boxes whose result
+// one ulp of a quotient could change. floor, min, max, clamp and the integer steps are exact.
 // Why it is conservative (it never culls what the depth buffer would show): with every w > 0
 // the box's projection lies inside the corners' screen rectangle, which lies inside the texels
 // read (step 4 rounds outward; clamping only drops what is off screen); a fragment of the box
