@@ -13,7 +13,7 @@
 #include <new>
 #include <string_view>
 
-#include <sys/stat.h>
+#include "file_io.hpp"
 
 namespace broadphase {
 namespace {
@@ -25,15 +25,6 @@ Error bad(const std::string& message) {
 Error parse_error_at(std::string_view source, std::size_t line, const std::string& what) {
     return {ErrorCode::parse_error, std::string(source) + ":" + std::to_string(line) + ": " + what,
             std::nullopt, line};
-}
-
-Error io_error(const char* what, const std::string& path, int error_number) {
-    return Error{ErrorCode::io_error,
-                 std::string(what) + " " + path + ": " + std::strerror(error_number)};
-}
-
-Error not_regular(const std::string& path) {
-    return {ErrorCode::io_error, "cannot read '" + path + "': not a regular file"};
 }
 
 std::string pixel_name(std::uint32_t x, std::uint32_t y) {
@@ -237,23 +228,10 @@ Result<DepthPyramid> parse_depth_text(std::string_view text, std::string_view so
 }
 
 Result<DepthPyramid> read_depth_file(const std::string& path) {
-    using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
     try {
-        // A directory, device or FIFO has no end to read up to: refused before opening and
-        // again on what was opened.
-        struct stat info {};
-        if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
-        if (!S_ISREG(info.st_mode)) return not_regular(path);
-        File file(std::fopen(path.c_str(), "rb"), &std::fclose);
-        if (!file) return io_error("cannot open", path, errno);
-        if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
-        if (!S_ISREG(info.st_mode)) return not_regular(path);
-        std::string text;
-        char buffer[1 << 16];
-        std::size_t n = 0;
-        while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-        if (std::ferror(file.get())) return io_error("cannot read", path, errno);
-        return parse_depth_text(text, path);
+        Result<std::string> text = file_io::read_regular_file(path);
+        if (!text) return text.error();
+        return parse_depth_text(text.value(), path);
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory, "out of memory reading " + path};
     }
@@ -270,14 +248,7 @@ Status write_depth_file(const std::string& path, const DepthPyramid& pyramid) {
             text.append(number, r.ptr);
             text += (i + 1) % pyramid.width() == 0 ? '\n' : ' ';
         }
-        std::FILE* file = std::fopen(path.c_str(), "wb");
-        if (file == nullptr) return io_error("cannot open for writing", path, errno);
-        const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-        const int write_errno = errno;
-        const bool closed = std::fclose(file) == 0;
-        if (!written) return io_error("cannot write", path, write_errno);
-        if (!closed) return io_error("cannot write", path, errno);
-        return Status::success();
+        return file_io::write_text_file(path, text);
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory, "out of memory writing " + path};
     }

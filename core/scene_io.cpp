@@ -17,10 +17,13 @@
 #include <stdexcept>
 #include <system_error>
 
-#include <sys/stat.h>
+#include "file_io.hpp"
 
 namespace broadphase {
 namespace {
+
+using file_io::read_regular_file;
+using file_io::write_text_file;
 
 constexpr std::string_view kSceneSeparators = " \t\r\v\f,";
 constexpr std::string_view kObjSeparators = " \t\r\v\f";
@@ -125,21 +128,6 @@ std::string number_problem(NumberStatus status, std::string_view token) {
 Error error_at(ErrorCode code, std::string_view source, std::size_t line, std::size_t box,
                const std::string& what) {
     return {code, std::string(source) + ":" + std::to_string(line) + ": " + what, box, line};
-}
-
-Error io_error(const std::string& what, const std::string& path, int error_number) {
-    return {ErrorCode::io_error,
-            what + " '" + path + "': " + std::generic_category().message(error_number)};
-}
-
-Error not_regular(const std::string& path, mode_t mode) {
-    const char* kind = S_ISDIR(mode)    ? "a directory"
-                       : S_ISCHR(mode)  ? "a character device"
-                       : S_ISBLK(mode)  ? "a block device"
-                       : S_ISFIFO(mode) ? "a FIFO"
-                       : S_ISSOCK(mode) ? "a socket"
-                                        : "not a regular file";
-    return {ErrorCode::io_error, "cannot read '" + path + "': " + kind + ", not a regular file"};
 }
 
 Error out_of_memory(std::string_view source) {
@@ -288,31 +276,6 @@ Result<Scene> parse_obj(std::string_view text, std::string_view source) {
     }
 }
 
-namespace {
-
-/// The whole content of a regular file (a directory, a device such as /dev/zero or a FIFO has
-/// no end to read up to, or blocks on open: refused, checked before opening and again on what
-/// was opened).
-Result<std::string> read_regular_file(const std::string& path) {
-    using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) return io_error("cannot open", path, errno);
-    if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
-    File file(std::fopen(path.c_str(), "rb"), &std::fclose);
-    if (!file) return io_error("cannot open", path, errno);
-    if (::fstat(::fileno(file.get()), &info) != 0) return io_error("cannot read", path, errno);
-    if (!S_ISREG(info.st_mode)) return not_regular(path, info.st_mode);
-    std::string text;
-    text.reserve(static_cast<std::size_t>(info.st_size));
-    char buffer[1 << 16];
-    std::size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-    if (std::ferror(file.get())) return io_error("cannot read", path, errno);
-    return text;
-}
-
-}  // namespace
-
 Result<Scene> read_scene_file(const std::string& path) {
     try {
         Result<std::string> text = read_regular_file(path);
@@ -402,14 +365,7 @@ std::string format_scene_text(std::span<const Box> boxes) {
 Status write_scene_file(const std::string& path, std::span<const Box> boxes) {
     try {
         const std::string text = format_scene_text(boxes);
-        std::FILE* file = std::fopen(path.c_str(), "wb");
-        if (file == nullptr) return io_error("cannot open for writing", path, errno);
-        const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-        const int write_errno = errno;
-        const bool closed = std::fclose(file) == 0;
-        if (!written) return io_error("cannot write", path, write_errno);
-        if (!closed) return io_error("cannot write", path, errno);
-        return Status::success();
+        return write_text_file(path, text);
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory, "out of memory writing " + path};
     }
