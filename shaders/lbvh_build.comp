@@ -50,9 +50,7 @@ int delta(int i, int j) {
     int n = int(pc.count);
     uvec2 a = key_at(i), b = key_at(clamp(j, 0, n - 1));
     uint high = a.y ^ b.y, low = a.x ^ b.x;
-    int d = high != 0u  ? clz32(high)
-            : low != 0u ? 32 + clz32(low)
-                        : 64 + clz32(uint(i) ^ uint(j));
+    int d = high != 0u ? clz32(high) : low != 0u ? 32 + clz32(low) : 64 + clz32(uint(i) ^ uint(j));
     return j < 0 || j >= n ? -1 : d;
 }
 

@@ -4,7 +4,8 @@
 // cull_distance_key: the squared distance from the eye, overflow-free) or, with kCullFlagRank,
 // the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot; with
 // kCullFlagPositions the values are the sorted positions instead of the ids (the LOD emit reads
-// each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull (cpu_reference/lbvh_cull.hpp).
+// each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull
+// (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"

@@ -71,9 +71,9 @@ void main() {
     uint digit[kSortItemsPerThread];
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint q = t * kSortItemsPerThread + k;
-        digit[k] = q < valid
-                       ? (keys_in[(first + q) * pc.key_words + pc.key_word] >> pc.shift) & pc.capacity
-                       : 255u;
+        digit[k] = q < valid ? (keys_in[(first + q) * pc.key_words + pc.key_word] >> pc.shift) &
+                                   pc.capacity
+                             : 255u;
     }
     rank_tile(digit, valid);
     uint rows = kOnesweepLookback + pass * pc.tiles * kSortBuckets;
@@ -115,9 +115,9 @@ void main() {
                 barrier();
                 for (uint k = 0u; k < kSortItemsPerThread; ++k) {
                     uint i = j * kSortTile + k * kWorkgroupSize + t;
-                    atomicAdd(s_base[(keys_in[i * pc.key_words + pc.key_word] >> pc.shift) &
-                                     pc.capacity],
-                              1u);
+                    atomicAdd(
+                        s_base[(keys_in[i * pc.key_words + pc.key_word] >> pc.shift) & pc.capacity],
+                        1u);
                 }
                 barrier();
                 if (!done) {

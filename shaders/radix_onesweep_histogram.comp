@@ -51,7 +51,8 @@ void main() {
         uint mask = (1u << width) - 1u;
         for (uint k = 0u; k < kSortItemsPerThread; ++k) {
             uint digit = ((bit < 32u ? lo[k] : hi[k]) >> (bit & 31u)) & mask;
-            if (base + k * kWorkgroupSize + t < count) atomicAdd(s_count[p * kSortBuckets + digit], 1u);
+            if (base + k * kWorkgroupSize + t < count)
+                atomicAdd(s_count[p * kSortBuckets + digit], 1u);
         }
     }
     barrier();

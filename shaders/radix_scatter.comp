@@ -43,9 +43,9 @@ void main() {
     uint digit[kSortItemsPerThread];
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint q = t * kSortItemsPerThread + k;
-        digit[k] = q < valid
-                       ? (keys_in[(first + q) * pc.key_words + pc.key_word] >> pc.shift) & pc.capacity
-                       : 255u;
+        digit[k] = q < valid ? (keys_in[(first + q) * pc.key_words + pc.key_word] >> pc.shift) &
+                                   pc.capacity
+                             : 255u;
     }
     rank_tile(digit, valid);
     s_base[t] = hist[t * pc.tiles + tile] - s_tile_start[t];
