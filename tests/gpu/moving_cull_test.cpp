@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "broadphase/frustum.hpp"
@@ -75,6 +77,19 @@ std::vector<std::uint32_t> visible_ids(const CullBuffers& b, std::uint32_t n) {
     return ids;
 }
 
+// A moving scene that keeps its tree only (MovingSceneOptions::pairs = false), reset to
+// `boxes`; null (and a failed expectation) when it cannot be made.
+std::unique_ptr<gpu::MovingScene> tree_only_scene(std::span<const Box> boxes) {
+    gpu::MovingSceneOptions options;
+    options.pairs = false;
+    auto moving = gpu::MovingScene::create(gpu_context(), options);
+    EXPECT_TRUE(moving) << (moving ? "" : moving.error().message);
+    if (!moving) return nullptr;
+    const Status reset = moving.value()->reset(boxes);
+    EXPECT_TRUE(reset) << (reset ? "" : reset.error().message);
+    return reset ? std::move(moving.value()) : nullptr;
+}
+
 // Test 1: one submit per frame, each holding the frame's step and its cull: exact order equal
 // to brute force's every frame, the approximate order equal to the twin's cull of the GPU's
 // own tree, refit frames before the scatter and a rebuild at it.
@@ -82,13 +97,10 @@ TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
     auto scene = generate_scene("clustered", 3000);
     ASSERT_TRUE(scene);
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    gpu::MovingSceneOptions options;
-    options.pairs = false;
-    auto moving = gpu::MovingScene::create(gpu_context(), options);
+    auto moving = tree_only_scene(scene->boxes);
     auto culler = gpu::Culler::create(gpu_context());
     ASSERT_TRUE(moving && culler);
-    gpu::MovingScene& m = **moving;
-    ASSERT_TRUE(m.reset(scene->boxes));
+    gpu::MovingScene& m = *moving;
     const Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
     gpu::Buffer boxes = make_buffer(n * sizeof(gpu_layout::GpuBox));
     CullBuffers exact = make_cull_buffers(**culler, n), approx = make_cull_buffers(**culler, n);
@@ -142,27 +154,23 @@ TEST_F(MovingCullTest, FramesBackToBackInOneCommandBuffer) {
     auto scene = generate_scene("uniform", 2000);
     ASSERT_TRUE(scene);
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    gpu::MovingSceneOptions options;
-    options.pairs = false;
-    auto moving = gpu::MovingScene::create(gpu_context(), options);
+    auto moving = tree_only_scene(scene->boxes);
     auto culler = gpu::Culler::create(gpu_context());
     ASSERT_TRUE(moving && culler);
-    gpu::MovingScene& m = **moving;
-    ASSERT_TRUE(m.reset(scene->boxes));
+    gpu::MovingScene& m = *moving;
     const Frustum f = frustum_of(cameras_for(scene->boxes)[1]);
     const VkDeviceSize frame_bytes = n * sizeof(gpu_layout::GpuBox);
     gpu::Buffer boxes = make_buffer(frame_bytes * (kFrames - 1));
     std::vector<std::vector<Box>> frames;
     std::vector<CullBuffers> outs;
+    std::vector<gpu_layout::GpuBox> all;  // every frame's boxes, one after another
     for (int frame = 1; frame < kFrames; ++frame) {
         frames.push_back(frame_boxes(scene->boxes, frame));
         const auto gpu_boxes = gpu::to_gpu_boxes(frames.back());
-        std::vector<gpu_layout::GpuBox> all((kFrames - 1) * std::size_t(n));
-        ASSERT_TRUE(gpu_context().download(boxes, all.data(), all.size() * sizeof(all[0])));
-        std::copy(gpu_boxes.begin(), gpu_boxes.end(), all.begin() + (frame - 1) * std::size_t(n));
-        ASSERT_TRUE(gpu_context().upload(boxes, all.data(), all.size() * sizeof(all[0])));
+        all.insert(all.end(), gpu_boxes.begin(), gpu_boxes.end());
         outs.push_back(make_cull_buffers(**culler, n));
     }
+    ASSERT_TRUE(gpu_context().upload(boxes, all.data(), all.size() * sizeof(all[0])));
     Status recorded;
     ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
         gpu::compute_barrier(cmd);
