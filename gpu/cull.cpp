@@ -86,6 +86,25 @@ std::uint32_t groups(std::uint64_t count) {
 constexpr std::uint32_t kBuildQueries = 5;  // Lbvh::record_build's stage boundaries
 constexpr std::uint32_t kHelperQueries = kBuildQueries + kCullQueries;
 
+// The order sort of the visible keys only, compacted to the front of s.keys / s.values: their
+// count (offsets[chunks], the compaction's total) is copied where the sort reads its dynamic
+// count, and only the tiles it fills are launched. Exact: 64-bit (distance, id) keys;
+// approximate: the ranks' bits. Ends with a compute barrier.
+void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const ScratchLayout& s,
+                         const BufferRange& offsets, std::uint32_t chunks, std::uint32_t n,
+                         bool exact) {
+    const VkBufferCopy total{offsets.offset + chunks * 4ull, s.visible.offset, 4};
+    vkCmdCopyBuffer(cmd, offsets.buffer, s.visible.buffer, 1, &total);
+    compute_barrier(cmd);
+    sort.record_count_args(cmd, s.visible, n, s.args);
+    const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
+    SortBuffers buffers{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+    buffers.count = s.visible;
+    buffers.args = s.args;
+    sort.record(cmd, buffers, n, exact ? 2 : 1, exact ? 64 : rank_bits);
+    compute_barrier(cmd);
+}
+
 }  // namespace
 
 struct Culler::Impl {
@@ -382,18 +401,7 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
     }
     write_timestamp(cmd, pool, first_query + 2);
     if (n > 0) {
-        // Only the visible keys, compacted to the front, are sorted: the count is read on the
-        // GPU (offsets[chunks]) and only the tiles it fills are launched.
-        const VkBufferCopy total{s.offsets.offset + chunks * 4ull, s.visible.offset, 4};
-        vkCmdCopyBuffer(cmd, s.offsets.buffer, s.visible.buffer, 1, &total);
-        compute_barrier(cmd);
-        im.sort.record_count_args(cmd, s.visible, n, s.args);
-        const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
-        SortBuffers sort{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
-        sort.count = s.visible;
-        sort.args = s.args;
-        im.sort.record(cmd, sort, n, exact ? 2 : 1, exact ? 64 : rank_bits);
-        compute_barrier(cmd);
+        record_visible_sort(im.sort, cmd, s, s.offsets, chunks, n, exact);
     }
     write_timestamp(cmd, pool, first_query + 3);
     pc.capacity = out.capacity;
@@ -556,16 +564,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
                                 groups(n));
             compute_barrier(cmd);
             pc.flags = 0;
-            const VkBufferCopy total{offsets.offset + chunks * 4ull, s.visible.offset, 4};
-            vkCmdCopyBuffer(cmd, scratch.buffer, s.visible.buffer, 1, &total);
-            compute_barrier(cmd);
-            im.sort.record_count_args(cmd, s.visible, n, s.args);
-            const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
-            SortBuffers sort{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
-            sort.count = s.visible;
-            sort.args = s.args;
-            im.sort.record(cmd, sort, n, exact ? 2 : 1, exact ? 64 : rank_bits);
-            compute_barrier(cmd);
+            record_visible_sort(im.sort, cmd, s, offsets, chunks, n, exact);
         }
         const CullOutput& out = outs[v];
         const auto [ids, commands] = out_bytes(out);
