@@ -528,6 +528,11 @@ void add_cull_command(Commands& k, Args& a) {
         ->required();
     add_order(*c, a);
     add_lods(*c, a);
+    c->add_option("--occlusion", a.occlusion,
+                  "also cull what a depth image hides (one camera; the image is that camera's "
+                  "depth, 0 near, 1 far): a `broadphase-depth W H` file, W * H depths row by "
+                  "row, top row first (docs/occlusion.md)")
+        ->type_name("DEPTHFILE");
     c->add_option("--method", a.method, "gpu_lbvh (default), sphere_bvh or brute_force")
         ->type_name("M")
         ->check(one_of({"gpu_lbvh", "sphere_bvh", "brute_force"}, "cull method"));

@@ -59,6 +59,7 @@ struct Args {
     std::uint32_t meshes = 1;     ///< cull, bench --cull: instance i's mesh is i % meshes
     bool grouped = false;         ///< cull, bench --cull: draws grouped per mesh
     std::uint32_t views = 1;      ///< bench --cull: views culled separately and at once
+    std::string occlusion;        ///< cull: the depth file culled against (when has("occlusion"))
 
     // Frames and moving scenes.
     std::int64_t frames = 0;        ///< events (0: one frame per scene file), bench --frames

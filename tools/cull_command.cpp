@@ -3,14 +3,19 @@
 // (gpu::Culler), sphere_bvh (SphereBvh::cull_front_to_back) or brute_force (the oracle). With
 // several cameras (up to 8), each view's ids follow a line "view K"; the methods build their
 // tree once (gpu::Culler::cull_views). With --lods (gpu_lbvh), each line is "id lod"
-// (gpu::Culler::cull_lods); with --grouped, each mesh's draws follow a line "mesh M".
+// (gpu::Culler::cull_lods); with --grouped, each mesh's draws follow a line "mesh M". With
+// --occlusion DEPTHFILE (one camera), boxes the depth image hides are culled too: gpu_lbvh by
+// the GPU's hierarchical test (gpu::Culler::cull_occluded), the CPU methods by occluded() on
+// each box they see.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broadphase/frustum.hpp"
+#include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "commands.hpp"
 #include "io.hpp"
@@ -52,11 +57,21 @@ int run_cull(const Args& args) {
     if (!lods && (args.has("meshes") || args.has("grouped")))
         return fail("--meshes and --grouped need --lods");
     if (lods && method != "gpu_lbvh") return fail("--lods needs --method gpu_lbvh");
+    const bool occlusion = args.has("occlusion");
+    if (occlusion && (frusta.size() != 1 || lods))
+        return fail("--occlusion takes one --camera and no --lods");
     auto scene = load_input_scene(args.scene);
     if (!scene) {
         const Error& e = scene.error();
         return fail(e.message);
     }
+    std::optional<DepthPyramid> depth;
+    if (occlusion) {
+        auto read = read_depth_file(args.occlusion);
+        if (!read) return fail(read.error().message);
+        depth = std::move(read.value());
+    }
+    const std::array<float, 16> view_projection = args.cameras.front().view_projection();
     std::vector<std::vector<std::uint32_t>> views;
     if (method == "brute_force") {
         for (const Frustum& f : frusta) views.push_back(cull_brute_force(f, scene->boxes));
@@ -104,16 +119,29 @@ int run_cull(const Args& args) {
             if (Status s = out.finish(); !s) return fail(s.error().message);
             return 0;
         }
-        auto got = culler.value()->cull_views(scene->boxes, frusta, order);
-        if (!got) return fail(got.error().message);
+        if (occlusion) {
+            auto got = culler.value()->cull_occluded(scene->boxes, frusta.front(), order, *depth,
+                                                     view_projection);
+            if (!got) return fail(got.error().message);
+            views.push_back(std::move(got.value()));
+        } else {
+            auto got = culler.value()->cull_views(scene->boxes, frusta, order);
+            if (!got) return fail(got.error().message);
+            views = std::move(got.value());
+        }
         if (context.value()->validation_errors() > 0)
             return fail(std::to_string(context.value()->validation_errors()) +
                         " Vulkan validation errors (printed above)");
-        views = std::move(got.value());
 #else
         (void)lods;
         return fail("this build has no GPU support");
 #endif
+    }
+    if (occlusion && method != "gpu_lbvh") {
+        std::vector<std::uint32_t>& ids = views.front();
+        std::erase_if(ids, [&](std::uint32_t id) {
+            return occluded(*depth, view_projection, scene->boxes[id]);
+        });
     }
     std::string text;
     for (std::size_t v = 0; v < views.size(); ++v) {
