@@ -6,7 +6,8 @@
 //
 // Why the division is written out: Vulkan requires +, - and * to be correctly rounded but lets
 // OpFDiv be off by 2.5 ulp, and the reference divides with IEEE division. div_rn computes the
-// correctly rounded quotient from the operands' bits by long division, and flushes a quotient
+// correctly rounded quotient from the operands' bits (the hardware quotient of the
+// significands, corrected with the exact integer remainder), and flushes a quotient
 // below 2^-126 in magnitude to zero as the reference does (a GPU may flush subnormals, so
 // neither side lets one reach a comparison).
 #ifndef BROADPHASE_OCCLUSION_GLSL
@@ -47,18 +48,21 @@ float div_rn(float x, float w) {
         mx <<= 1;
         e -= 1;
     }
-    // 25 quotient bits (24 of significand and a guard bit); the remainder stays below 2 mw,
-    // under 2^25.
-    uint q = 0u, r = mx;
-    for (int i = 0; i < 25; ++i) {
-        q <<= 1;
-        if (r >= mw) {
-            r -= mw;
-            q |= 1u;
-        }
-        r <<= 1;
+    // q = floor(mx * 2^24 / mw), 25 bits (24 of significand and a guard bit), and its
+    // remainder r. The hardware quotient of the exact floats mx and mw (mx is even when above
+    // 2^24) is within 2.5 ulp, so the estimate is within 6 of q, and |r| < 7 mw < 2^31: its
+    // low 32 bits, mx * 2^24 - q * mw taken modulo 2^32, are r exactly as a signed int.
+    uint q = uint(float(mx) / float(mw) * 16777216.0);
+    int r = int((mx << 24) - q * mw);
+    while (r < 0) {
+        q -= 1u;
+        r += int(mw);
     }
-    bool sticky = r != 0u;
+    while (r >= int(mw)) {
+        q += 1u;
+        r -= int(mw);
+    }
+    bool sticky = r != 0;
     if (e <= 0) {
         // Below the normal range: only e == 0 can round up to 2^-126 (the subnormal grid's
         // units are q / 4 there); everything else flushes.

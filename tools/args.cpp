@@ -256,6 +256,13 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     CLI::Option* order = add_order(c, a)->group(kCull);
     std::vector<CLI::Option*> lod_options = add_lods(c, a);
     for (CLI::Option* o : lod_options) o->group(kCull);
+    CLI::Option* occlusion =
+        c.add_option("--occlusion", a.occlusion,
+                     "also cull against a depth image: a depth file (docs/occlusion.md) or "
+                     "`walls` (512 x 512, a wall over the middle half at the median visible "
+                     "depth)")
+            ->type_name("DEPTHFILE")
+            ->group(kCull);
     CLI::Option* views =
         c.add_option("--views", a.views,
                      "V views (2..8: the camera turned by 360/V degrees about its up axis each): "
@@ -354,8 +361,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
          true},
         {"--cull",
          cull,
-         {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], views, repeat,
-          sort_path, device, validation},
+         {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], occlusion, views,
+          repeat, sort_path, device, validation},
          true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",

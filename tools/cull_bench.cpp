@@ -2,15 +2,18 @@
 // frustum cull of gpu::Culler's host helper: LBVH build (Karras 2012), hierarchical cull,
 // compaction, order sort (near-child-first ranks or exact distances) and draw-command emit;
 // with --lods (--meshes, --grouped), the emit of per-mesh LOD draws (gpu::Culler::cull_lods,
-// the grouping per mesh timed with the emit).
+// the grouping per mesh timed with the emit); with --occlusion, the cull against a depth
+// pyramid (gpu::Culler::cull_occluded; a depth file, or `walls`: a built-in image).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broadphase/frustum.hpp"
+#include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "commands.hpp"
 #include "io.hpp"
@@ -62,6 +65,30 @@ namespace {
     return out;
 }
 
+// The built-in depth image of `--occlusion walls`: 512 x 512, far everywhere but a wall over
+// the middle half of the image (x and y in [128, 384)) at the depth of the median centre of the
+// boxes the camera sees, so that about the farther half of what is behind it is hidden.
+[[maybe_unused]] Result<DepthPyramid> wall_depth(std::span<const Box> boxes, const Frustum& f,
+                                                 const std::array<float, 16>& m) {
+    std::vector<float> depths;
+    for (std::uint32_t id : cull_brute_force(f, boxes)) {
+        const Box& b = boxes[id];
+        const double p[3] = {(double(b.min.x) + b.max.x) / 2, (double(b.min.y) + b.max.y) / 2,
+                             (double(b.min.z) + b.max.z) / 2};
+        double c[4];
+        for (int r = 0; r < 4; ++r)
+            c[r] = m[r] * p[0] + m[4 + r] * p[1] + m[8 + r] * p[2] + m[12 + r];
+        if (c[3] > 0 && c[2] / c[3] >= 0 && c[2] / c[3] <= 1) depths.push_back(float(c[2] / c[3]));
+    }
+    std::nth_element(depths.begin(), depths.begin() + depths.size() / 2, depths.end());
+    const float wall = depths.empty() ? 1.0f : depths[depths.size() / 2];
+    constexpr std::uint32_t kSize = 512;
+    std::vector<float> image(kSize * kSize, 1.0f);
+    for (std::uint32_t y = kSize / 4; y < 3 * kSize / 4; ++y)
+        for (std::uint32_t x = kSize / 4; x < 3 * kSize / 4; ++x) image[y * kSize + x] = wall;
+    return DepthPyramid::build(kSize, kSize, image);
+}
+
 }  // namespace
 
 int run_cull_bench(const Args& args) {
@@ -96,6 +123,20 @@ int run_cull_bench(const Args& args) {
     if (lods)
         std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
                     args.grouped ? "grouped per mesh" : "flat");
+    const bool occlusion = args.has("occlusion");
+    if (occlusion && (lods || args.has("views")))
+        return fail("--occlusion cannot be combined with --lods or --views");
+    const std::array<float, 16> view_projection = camera.view_projection();
+    std::optional<DepthPyramid> depth;
+    if (occlusion) {
+        auto read = args.occlusion == "walls"
+                        ? wall_depth(scene->boxes, frustum.value(), view_projection)
+                        : read_depth_file(args.occlusion);
+        if (!read) return fail(read.error().message);
+        depth = std::move(read.value());
+        std::printf("occlusion: %s, %u x %u depth pyramid of %zu levels\n", args.occlusion.c_str(),
+                    depth->width(), depth->height(), depth->level_count());
+    }
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     auto median_of = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
@@ -165,6 +206,11 @@ int run_cull_bench(const Args& args) {
                                                    mesh_ids, args.grouped);
             if (!draws) return fail(draws.error().message);
             got = draws->size();
+        } else if (occlusion) {
+            auto ids = culler.value()->cull_occluded(scene->boxes, frustum.value(), order, *depth,
+                                                     view_projection);
+            if (!ids) return fail(ids.error().message);
+            got = ids->size();
         } else {
             auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
             if (!ids) return fail(ids.error().message);
@@ -193,7 +239,7 @@ int run_cull_bench(const Args& args) {
     };
     const Row rows[] = {
         {"tree build", [](const gpu::CullTimes& t) { return t.build.total(); }},
-        {"cull", [](const gpu::CullTimes& t) { return t.cull; }},
+        {occlusion ? "cull (+occl.)" : "cull", [](const gpu::CullTimes& t) { return t.cull; }},
         {"compact", [](const gpu::CullTimes& t) { return t.compact; }},
         {"order sort", [](const gpu::CullTimes& t) { return t.sort; }},
         {lods ? "emit (LODs)" : "emit", [](const gpu::CullTimes& t) { return t.emit; }},
@@ -202,6 +248,10 @@ int run_cull_bench(const Args& args) {
     };
     for (const Row& row : rows) std::printf("  %-12s %10.3f ms\n", row.name, median(row.get));
     std::printf("visible: %zu\n", visible);
+    if (occlusion)
+        std::printf("in the frustum: %zu (the depth image hides %zu)\n",
+                    cull_brute_force(frustum.value(), scene->boxes).size(),
+                    cull_brute_force(frustum.value(), scene->boxes).size() - visible);
     std::printf("host wall per run (upload, build, cull, download): %.3f ms\n",
                 wall / repeat * 1e3);
     return 0;

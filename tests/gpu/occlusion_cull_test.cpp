@@ -1,5 +1,6 @@
 // GPU occlusion culling (gpu::Culler with a CullOcclusion, Culler::record_depth_pyramid) as
-// numbered scenarios: the GPU pyramid equals DepthPyramid::build bit for bit; the single-phase
+// numbered scenarios: the GPU pyramid equals DepthPyramid::build bit for bit; the shader's
+// division is correctly rounded; the single-phase
 // cull equals the CPU twin (lbvh::cull with a CullOcclusionTwin) exactly on every standard scene
 // from several cameras, both orders, and never culls a box the double-precision brute force
 // over the depth image keeps; two-phase frames (early, pyramid, late) equal the twin's outputs
@@ -8,6 +9,9 @@
 // The suites are named GpuOcclusion* (not *Cull*): their traversal does not depend on the sort
 // path, so CI's second run of the cull suites on the other path leaves them out.
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
+#include "div_rn_check.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh_cull.hpp"
@@ -105,9 +110,75 @@ TEST_F(GpuOcclusionTest, PyramidEqualsCpuBuild) {
     }
 }
 
+// Test 2: the shader's division (occlusion.glsl div_rn) equals the CPU's IEEE division, flushed
+// to a signed zero below 2^-126 as the rule's step 3 says, bit for bit: on operands of random
+// bits over the whole finite range, quotients near 1, exact quotients, results near the
+// subnormal and overflow boundaries, zeros and subnormal numerators.
+TEST_F(GpuOcclusionTest, DivisionIsCorrectlyRounded) {
+    std::mt19937 rng(12);
+    std::uniform_int_distribution<std::uint32_t> bits(0, 0xffffffffu);
+    std::uniform_int_distribution<std::uint32_t> exponent(1, 254), near(120, 134);
+    std::vector<float> x, w;
+    auto with_exponent = [&](std::uint32_t e, bool negative) {
+        return std::bit_cast<float>((negative ? 0x80000000u : 0u) | (e << 23) |
+                                    (bits(rng) & 0x7fffffu));
+    };
+    for (int i = 0; i < 200000; ++i) {
+        const bool negative = bits(rng) & 1u;
+        switch (i % 5) {
+            case 0:  // anywhere in the finite range
+                x.push_back(with_exponent(exponent(rng), negative));
+                w.push_back(with_exponent(exponent(rng), false));
+                break;
+            case 1:  // quotients near 1: rounding decided by the last bits
+                x.push_back(with_exponent(near(rng), negative));
+                w.push_back(with_exponent(near(rng), false));
+                break;
+            case 2: {  // exact quotients: integer multiples
+                const float d = with_exponent(near(rng), false);
+                const float k = float(bits(rng) % 4096 + 1);
+                x.push_back(negative ? -(k * d) : k * d);
+                w.push_back(d);
+                break;
+            }
+            case 3:  // results around 2^-126 (flushed or not) and around overflow
+                if (bits(rng) & 1u) {
+                    x.push_back(with_exponent(1 + bits(rng) % 4, negative));
+                    w.push_back(with_exponent(126 + bits(rng) % 4, false));
+                } else {
+                    x.push_back(with_exponent(250 + bits(rng) % 5, negative));
+                    w.push_back(with_exponent(125 + bits(rng) % 4, false));
+                }
+                break;
+            default:  // zeros and subnormal numerators
+                x.push_back(bits(rng) % 3 == 0 ? (negative ? -0.0f : 0.0f)
+                                               : std::bit_cast<float>(bits(rng) & 0x807fffffu));
+                w.push_back(with_exponent(near(rng) - 10, false));
+                break;
+        }
+    }
+    auto got = gpu::divide_on_gpu(gpu_context(), x, w);
+    ASSERT_TRUE(got) << got.error().message;
+    std::size_t wrong = 0, flushed = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        float q = x[i] / w[i];
+        if (std::fabs(q) < std::numeric_limits<float>::min()) {
+            q = std::copysign(0.0f, q);
+            flushed += x[i] != 0;
+        }
+        if (std::bit_cast<std::uint32_t>(q) != std::bit_cast<std::uint32_t>((*got)[i])) {
+            if (++wrong <= 5)
+                ADD_FAILURE() << std::hexfloat << x[i] << " / " << w[i] << ": expected " << q
+                              << ", got " << (*got)[i];
+        }
+    }
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_GT(flushed, 0u);
+}
+
 class GpuOcclusionSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
 
-// Test 2: single phase, every standard scene, every camera of cameras_for, both orders: the GPU
+// Test 3: single phase, every standard scene, every camera of cameras_for, both orders: the GPU
 // equals the twin exactly; every box it drops that the frustum keeps is occluded by the
 // double-precision brute force over level 0; on the larger scenes the walls drop some boxes.
 TEST_P(GpuOcclusionSceneTest, SinglePhaseMatchesTwinAndIsConservative) {
@@ -224,7 +295,7 @@ std::vector<std::uint32_t> record_phase(gpu::Culler& culler, Recorded& r, const 
     return ids;
 }
 
-// Test 3: two-phase frames on caller buffers, the camera moving: each frame's early output,
+// Test 4: two-phase frames on caller buffers, the camera moving: each frame's early output,
 // pyramid (built on the GPU from level 0), late output and visibility stamps equal the twin's;
 // the early and late outputs are disjoint and together hold the single-phase cull's boxes.
 TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
@@ -297,7 +368,7 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
     EXPECT_GT(late_total, 0u);
 }
 
-// Test 4: a wall nearer than every box over the whole image: nothing is visible, and the twin
+// Test 5: a wall nearer than every box over the whole image: nothing is visible, and the twin
 // classifies only the root once per chunk (the root's bounds are hidden, so no node below is
 // visited); without the wall every frustum-visible box comes back.
 TEST_F(GpuOcclusionTest, HiddenRootRejectsTheWholeTree) {
@@ -335,7 +406,7 @@ TEST_F(GpuOcclusionTest, HiddenRootRejectsTheWholeTree) {
     EXPECT_EQ(got, expected);
 }
 
-// Test 5: bad arguments are errors naming what is wrong, and record nothing.
+// Test 6: bad arguments are errors naming what is wrong, and record nothing.
 TEST_F(GpuOcclusionTest, BadArgumentsAreErrors) {
     auto culler = make_culler();
     auto lbvh = gpu::Lbvh::create(gpu_context());
