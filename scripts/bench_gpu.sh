@@ -69,6 +69,17 @@ for path in onesweep reduce_then_scan; do
 done
 run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
 run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
+# Issue 11's cull figures: 10M instances, four views in one traversal, and occlusion against
+# the built-in wall image (512 x 512, a wall over the middle half at the median visible depth).
+run cull_10m_exact "$tool" bench --cull --scene "$m10" --order exact --repeat "$repeat"
+run cull_1m_views4 "$tool" bench --cull --scene "$m1" --views 4 --repeat "$repeat"
+run cull_10m_views4 "$tool" bench --cull --scene "$m10" --views 4 --repeat "$repeat"
+for order in exact approx; do
+  run "cull_1m_occlusion_$order" "$tool" bench --cull --scene "$m1" --order "$order" \
+    --occlusion walls --repeat "$repeat"
+  run "cull_10m_occlusion_$order" "$tool" bench --cull --scene "$m10" --order "$order" \
+    --occlusion walls --repeat "$repeat"
+done
 run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back
 run frames_1m_rebuild "$tool" bench --frames "$frames" --scene "$m1" --policy rebuild
 run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
