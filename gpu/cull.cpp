@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
@@ -244,6 +245,52 @@ struct Culler::Impl {
             if (Status e = ensure_output(most + most / 4 > n ? n : most + most / 4); !e)
                 return e.error();
         }
+    }
+
+    // The one-view host helpers' submissions: the first also builds the tree (and records
+    // `first_extra`, when given, after the build); each records `cull` into the output, reads
+    // the counts and, when the visible total overflowed the output, grows it (with headroom
+    // for the next call, never past n or the device limit) and culls again. Returns the
+    // visible ids in order.
+    Result<std::vector<std::uint32_t>> cull_until_fits(
+        std::uint32_t n, const std::function<Status(VkCommandBuffer)>& first_extra,
+        const std::function<Status(VkCommandBuffer, const CullOutput&)>& cull) {
+        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
+        bool first = true;
+        std::uint32_t counts[2] = {0, 0};
+        while (true) {
+            const CullOutput out{whole(ids), whole(commands), whole(count), capacity};
+            Status recorded;
+            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+                compute_barrier(cmd);  // make the staged uploads visible to the shaders
+                stamps.reset(cmd, 0, kHelperQueries);
+                if (first) {
+                    if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
+                    if (first_extra && !(recorded = first_extra(cmd))) return;
+                    compute_barrier(cmd);
+                }
+                recorded = cull(cmd, out);
+                compute_barrier(cmd);
+            });
+            if (!s) return s.error();
+            if (!recorded) return recorded.error();
+            read_times(first);
+            first = false;
+            if (Status d = context->download(count, counts, 8); !d) return d.error();
+            if (counts[1] <= capacity) break;
+            const VkDeviceSize max_ids =
+                context->info().max_storage_buffer_range / (kDrawCommandWords * 4);
+            const auto grown = static_cast<std::uint32_t>(
+                std::min<VkDeviceSize>(std::min<VkDeviceSize>(counts[1] + counts[1] / 4ull, n),
+                                       std::max<VkDeviceSize>(max_ids, counts[1])));
+            if (Status e = ensure_output(grown); !e) return e.error();
+        }
+        std::vector<std::uint32_t> visible(counts[1]);
+        if (counts[1] > 0) {
+            if (Status d = context->download(ids, visible.data(), counts[1] * 4ull); !d)
+                return d.error();
+        }
+        return visible;
     }
 
     Status ensure_output(std::uint32_t wanted) {
@@ -756,48 +803,13 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
     auto prepared = im.prepare(input, 0);
     if (!prepared) return prepared.error();
     const std::uint32_t n = prepared.value();
-    const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
     if (frusta.size() > 1) return im.cull_views_together(*this, n, frusta, order);
-    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
-    bool first = true;  // the first submission builds the tree; every view culls it
-    std::vector<std::vector<std::uint32_t>> views;
-    for (const Frustum& frustum : frusta) {
-        std::uint32_t counts[2] = {0, 0};
-        while (true) {
-            CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
-            Status recorded;
-            Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-                compute_barrier(cmd);  // make the staged upload visible to the shaders
-                im.stamps.reset(cmd, 0, kHelperQueries);
-                if (first) {
-                    if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
-                        return;
-                    compute_barrier(cmd);
-                }
-                recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
-                                  im.stamps.handle(), kBuildQueries);
-                compute_barrier(cmd);
-            });
-            if (!s) return s.error();
-            if (!recorded) return recorded.error();
-            im.read_times(first);
-            first = false;
-            if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
-            if (counts[1] <= im.capacity) break;
-            // Grow with headroom for the next frame (none past the device limit), and cull again.
-            const VkDeviceSize max_ids = max_range / (kDrawCommandWords * 4);
-            const auto grown = static_cast<std::uint32_t>(std::min<VkDeviceSize>(
-                counts[1] + counts[1] / 4ull, std::max<VkDeviceSize>(max_ids, counts[1])));
-            if (Status e = im.ensure_output(grown); !e) return e.error();
-        }
-        std::vector<std::uint32_t> visible(counts[1]);
-        if (counts[1] > 0) {
-            if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
-                return d.error();
-        }
-        views.push_back(std::move(visible));
-    }
-    return views;
+    auto visible = im.cull_until_fits(n, nullptr, [&](VkCommandBuffer cmd, const CullOutput& out) {
+        return record(cmd, {whole(im.nodes), n}, frusta.front(), order, whole(im.scratch), out,
+                      im.stamps.handle(), kBuildQueries);
+    });
+    if (!visible) return visible.error();
+    return std::vector<std::vector<std::uint32_t>>{std::move(visible.value())};
 }
 
 Result<std::vector<std::uint32_t>> Culler::cull_occluded(
@@ -814,41 +826,16 @@ Result<std::vector<std::uint32_t>> Culler::cull_occluded(
         return s.error();
     const CullOcclusion occlusion{
         OcclusionPhase::single, whole(im.pyramid), width, height, view_projection, {}, 1};
-    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
-    bool first = true;  // the first submission builds the tree and the pyramid
-    std::uint32_t counts[2] = {0, 0};
-    while (true) {
-        const CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
-        Status recorded;
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);  // make the staged uploads visible to the shaders
-            im.stamps.reset(cmd, 0, kHelperQueries);
-            if (first) {
-                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
-                    return;
-                if (!(recorded = record_depth_pyramid(cmd, whole(im.pyramid), width, height)))
-                    return;
-                compute_barrier(cmd);
-            }
-            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
-                              nullptr, occlusion, im.stamps.handle(), kBuildQueries);
-            compute_barrier(cmd);
+    // The first submission also builds the pyramid.
+    return im.cull_until_fits(
+        n,
+        [&](VkCommandBuffer cmd) {
+            return record_depth_pyramid(cmd, whole(im.pyramid), width, height);
+        },
+        [&](VkCommandBuffer cmd, const CullOutput& out) {
+            return record(cmd, {whole(im.nodes), n}, frustum, order, whole(im.scratch), out,
+                          nullptr, occlusion, im.stamps.handle(), kBuildQueries);
         });
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        im.read_times(first);
-        first = false;
-        if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
-        if (counts[1] <= im.capacity) break;
-        if (Status e = im.ensure_output(std::min(counts[1] + counts[1] / 4, n)); !e)
-            return e.error();
-    }
-    std::vector<std::uint32_t> visible(counts[1]);
-    if (counts[1] > 0) {
-        if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
-            return d.error();
-    }
-    return visible;
 }
 
 Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, const Frustum& frustum,

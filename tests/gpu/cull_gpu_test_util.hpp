@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "broadphase/gpu_cull.hpp"
+#include "broadphase/scene.hpp"
 #include "gpu_test_env.hpp"
 
 namespace broadphase::testing {
@@ -34,6 +37,30 @@ inline auto standard_cull_scenes() {
         SceneCase{"yline", 5000}, SceneCase{"mixed_sizes", 5000}, SceneCase{"degenerate", 5000},
         SceneCase{"level", 5000}, SceneCase{"multiscale", 5000}, SceneCase{"uniform", 1},
         SceneCase{"uniform", 2}, SceneCase{"clustered", 33}, SceneCase{"degenerate", 100});
+}
+
+/// What each scene test of the cull suites opens with: the case's scene, a culler of the test
+/// context, and the nodes of the scene's tree built on the GPU (what the CPU twins read).
+struct CullScene {
+    std::vector<Box> boxes;
+    std::unique_ptr<gpu::Culler> culler;
+    std::vector<gpu_layout::LbvhNode> nodes;
+    std::uint32_t n = 0;
+};
+
+/// The CullScene of a case; empty (after a failed expectation naming why) when a step fails.
+inline std::optional<CullScene> open_cull_scene(const SceneCase& c) {
+    auto scene = generate_scene(c.generator, c.n);
+    EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
+    auto culler = make_culler();
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    EXPECT_TRUE(lbvh) << (lbvh ? "" : lbvh.error().message);
+    if (!scene || !culler || !lbvh) return std::nullopt;
+    auto nodes = lbvh.value()->build_nodes(scene->boxes);
+    EXPECT_TRUE(nodes) << (nodes ? "" : nodes.error().message);
+    if (!nodes) return std::nullopt;
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    return CullScene{std::move(scene->boxes), std::move(culler), std::move(nodes.value()), n};
 }
 
 }  // namespace broadphase::testing

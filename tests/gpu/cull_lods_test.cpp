@@ -120,39 +120,30 @@ class CullLodsSceneTest : public GpuTest, public ::testing::WithParamInterface<S
 // draws equal the twin's exactly; flat keeps the cull's ids and order (cull()), grouped is the
 // flat list stably partitioned by mesh; every LOD obeys the rule in double precision.
 TEST_P(CullLodsSceneTest, MatchesTwinFlatAndGrouped) {
-    const SceneCase& c = GetParam();
-    auto scene = generate_scene(c.generator, c.n);
-    ASSERT_TRUE(scene) << scene.error().message;
-    auto culler = make_culler();
-    ASSERT_TRUE(culler);
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(scene->boxes));
+    auto opened = open_cull_scene(GetParam());
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
+    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(boxes));
     const std::vector<std::uint32_t> mesh_ids = test_mesh_ids(n, 4);
     int camera = 0;
     std::vector<char> lods_seen(8, 0);
-    for (const Camera& cam : cameras_for(scene->boxes)) {
+    for (const Camera& cam : cameras_for(boxes)) {
         const Frustum f = frustum_of(cam);
         for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
             SCOPED_TRACE("camera " + std::to_string(camera) +
                          (order == CullOrder::exact ? " exact" : " approx"));
-            auto plain = culler->cull(scene->boxes, f, order);
+            auto plain = culler->cull(boxes, f, order);
             ASSERT_TRUE(plain) << plain.error().message;
-            auto flat = culler->cull_lods(scene->boxes, f, order, meshes, mesh_ids, false);
+            auto flat = culler->cull_lods(boxes, f, order, meshes, mesh_ids, false);
             ASSERT_TRUE(flat) << flat.error().message;
-            EXPECT_EQ(flat.value(),
-                      twin_draws(nodes.value(), n, f, order, meshes, mesh_ids, false));
+            EXPECT_EQ(flat.value(), twin_draws(nodes, n, f, order, meshes, mesh_ids, false));
             std::vector<std::uint32_t> flat_ids;
             for (const gpu::CullDraw& d : flat.value()) flat_ids.push_back(d.id);
             EXPECT_EQ(flat_ids, plain.value());
-            EXPECT_EQ(check_lod_rule(f, scene->boxes, meshes, flat.value()), "");
-            auto grouped = culler->cull_lods(scene->boxes, f, order, meshes, mesh_ids, true);
+            EXPECT_EQ(check_lod_rule(f, boxes, meshes, flat.value()), "");
+            auto grouped = culler->cull_lods(boxes, f, order, meshes, mesh_ids, true);
             ASSERT_TRUE(grouped) << grouped.error().message;
-            EXPECT_EQ(grouped.value(),
-                      twin_draws(nodes.value(), n, f, order, meshes, mesh_ids, true));
+            EXPECT_EQ(grouped.value(), twin_draws(nodes, n, f, order, meshes, mesh_ids, true));
             std::vector<gpu::CullDraw> partitioned = flat.value();
             std::stable_sort(
                 partitioned.begin(), partitioned.end(),

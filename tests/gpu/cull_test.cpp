@@ -23,30 +23,23 @@ class CullSceneTest : public GpuTest, public ::testing::WithParamInterface<Scene
 // Test 1: both orders equal the CPU twin exactly and brute force within tolerance, from
 // every camera of cameras_for (outside, inside, along +x, along -y, short far, narrow).
 TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
-    const SceneCase& c = GetParam();
-    auto scene = generate_scene(c.generator, c.n);
-    ASSERT_TRUE(scene) << scene.error().message;
-    auto culler = make_culler();
-    ASSERT_TRUE(culler);
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    auto opened = open_cull_scene(GetParam());
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
     int camera = 0;
     std::vector<Frustum> frusta;
     std::vector<std::vector<std::uint32_t>> singles[2];  // [exact, approx][camera]
-    for (const Camera& cam : cameras_for(scene->boxes)) {
+    for (const Camera& cam : cameras_for(boxes)) {
         Frustum f = frustum_of(cam);
         frusta.push_back(f);
-        auto expected = cull_brute_force(f, scene->boxes);
+        auto expected = cull_brute_force(f, boxes);
         for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
             const bool exact = order == CullOrder::exact;
-            auto got = culler->cull(scene->boxes, f, order);
+            auto got = culler->cull(boxes, f, order);
             ASSERT_TRUE(got) << got.error().message;
-            EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), n, f, order))
+            EXPECT_EQ(got.value(), lbvh::cull(nodes, n, f, order))
                 << "camera " << camera << (exact ? " exact" : " approx");
-            EXPECT_EQ(compare_cull(f, scene->boxes, expected, got.value(), exact), "")
+            EXPECT_EQ(compare_cull(f, boxes, expected, got.value(), exact), "")
                 << "camera " << camera << (exact ? " exact" : " approx");
             singles[exact ? 0 : 1].push_back(std::move(got.value()));
         }
@@ -61,21 +54,21 @@ TEST_P(CullSceneTest, MatchesTwinAndBruteForce) {
     for (std::size_t v = 0; v < frusta.size(); ++v) {
         std::uint64_t visits = 0;
         for (std::uint32_t chunk = 0; chunk < chunks; ++chunk)
-            lbvh::cull_chunk_views(nodes.value(), n, std::span<const Frustum>(&frusta[v], 1), chunk,
+            lbvh::cull_chunk_views(nodes, n, std::span<const Frustum>(&frusta[v], 1), chunk,
                                    &visits);
         separate += visits;
         busiest = std::max(busiest, visits);
     }
     for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
-        auto per_view = lbvh::cull_chunk_views(nodes.value(), n, frusta, chunk, &joint);
+        auto per_view = lbvh::cull_chunk_views(nodes, n, frusta, chunk, &joint);
         for (std::size_t v = 0; v < frusta.size(); ++v)
-            ASSERT_EQ(per_view[v], lbvh::cull_chunk(nodes.value(), n, frusta[v], chunk))
+            ASSERT_EQ(per_view[v], lbvh::cull_chunk(nodes, n, frusta[v], chunk))
                 << "chunk " << chunk << " view " << v;
     }
     EXPECT_LE(joint, separate);
     EXPECT_GE(joint, busiest);
     for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
-        auto views = culler->cull_views(scene->boxes, frusta, order);
+        auto views = culler->cull_views(boxes, frusta, order);
         ASSERT_TRUE(views) << views.error().message;
         EXPECT_EQ(views.value(), singles[order == CullOrder::exact ? 0 : 1])
             << (order == CullOrder::exact ? "exact" : "approx");

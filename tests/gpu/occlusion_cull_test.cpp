@@ -182,50 +182,42 @@ class GpuOcclusionSceneTest : public GpuTest, public ::testing::WithParamInterfa
 // equals the twin exactly; every box it drops that the frustum keeps is occluded by the
 // double-precision brute force over level 0; on the larger scenes the walls drop some boxes.
 TEST_P(GpuOcclusionSceneTest, SinglePhaseMatchesTwinAndIsConservative) {
-    const SceneCase& c = GetParam();
-    auto scene = generate_scene(c.generator, c.n);
-    ASSERT_TRUE(scene) << scene.error().message;
-    auto culler = make_culler();
-    ASSERT_TRUE(culler);
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    auto opened = open_cull_scene(GetParam());
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
     std::size_t dropped = 0;
     int camera = 0;
-    for (const Camera& cam : cameras_for(scene->boxes)) {
+    for (const Camera& cam : cameras_for(boxes)) {
         const Frustum f = frustum_of(cam);
         const std::array<float, 16> m = cam.view_projection();
-        const std::vector<float> depths = centre_depths(m, scene->boxes, f);
+        const std::vector<float> depths = centre_depths(m, boxes, f);
         const float near_depth = depths.empty() ? 0.5f : depths.front();
         const float mid_depth = depths.empty() ? 0.9f : depths[depths.size() / 2];
         const DepthPyramid pyramid =
             pyramid_of(kImage, kImage,
                        wall_image(kImage, kImage, 6, unsigned(camera + 11), near_depth, mid_depth));
-        const std::vector<std::uint32_t> in_frustum = cull_brute_force(f, scene->boxes);
+        const std::vector<std::uint32_t> in_frustum = cull_brute_force(f, boxes);
         for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
             const char* name = order == CullOrder::exact ? " exact" : " approx";
-            auto got = culler->cull_occluded(scene->boxes, f, order, pyramid, m);
+            auto got = culler->cull_occluded(boxes, f, order, pyramid, m);
             ASSERT_TRUE(got) << got.error().message;
             lbvh::CullOcclusionTwin twin;
             twin.pyramid = &pyramid;
             twin.view_projection = m;
-            EXPECT_EQ(got.value(), lbvh::cull(nodes.value(), n, f, order, &twin))
+            EXPECT_EQ(got.value(), lbvh::cull(nodes, n, f, order, &twin))
                 << "camera " << camera << name;
             std::vector<char> kept(n, 0);
             for (std::uint32_t id : got.value()) kept[id] = 1;
             for (std::uint32_t id : in_frustum) {
                 if (kept[id]) continue;
                 // Dropped: either on a frustum plane within float tolerance, or hidden.
-                if (frustum_test_ambiguous(f, scene->boxes[id], kCullTolerance)) continue;
-                EXPECT_TRUE(brute_occluded(pyramid, m, scene->boxes[id]))
+                if (frustum_test_ambiguous(f, boxes[id], kCullTolerance)) continue;
+                EXPECT_TRUE(brute_occluded(pyramid, m, boxes[id]))
                     << "camera " << camera << name << ": box " << id
                     << " culled but the brute force sees it; occluded(box) "
-                    << occluded(pyramid, m, scene->boxes[id]) << " box " << scene->boxes[id].min.x
-                    << " " << scene->boxes[id].min.y << " " << scene->boxes[id].min.z << " / "
-                    << scene->boxes[id].max.x << " " << scene->boxes[id].max.y << " "
-                    << scene->boxes[id].max.z;
+                    << occluded(pyramid, m, boxes[id]) << " box " << boxes[id].min.x << " "
+                    << boxes[id].min.y << " " << boxes[id].min.z << " / " << boxes[id].max.x << " "
+                    << boxes[id].max.y << " " << boxes[id].max.z;
                 dropped += order == CullOrder::exact;
             }
         }
@@ -299,14 +291,12 @@ std::vector<std::uint32_t> record_phase(gpu::Culler& culler, Recorded& r, const 
 // pyramid (built on the GPU from level 0), late output and visibility stamps equal the twin's;
 // the early and late outputs are disjoint and together hold the single-phase cull's boxes.
 TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
-    auto scene = generate_scene("uniform", 6000);
-    ASSERT_TRUE(scene);
-    auto culler = make_culler();
+    auto opened = open_cull_scene({"uniform", 6000});
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
     auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(culler && lbvh);
-    Recorded r = make_recorded(scene->boxes, *culler, *lbvh.value());
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes);
+    ASSERT_TRUE(lbvh);
+    Recorded r = make_recorded(boxes, *culler, *lbvh.value());
     std::vector<std::uint32_t> stamps(r.n, 0);  // the twin's visibility
     std::size_t early_total = 0, late_total = 0;
     for (std::uint32_t frame = 1; frame <= 4; ++frame) {
@@ -315,7 +305,7 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
             {0.1f + t, 0.5f, 0.05f}, {0.6f + t, 0.45f, 0.9f}, {0, 1, 0}, 60, 1, 0.01f, 1.2f};
         const Frustum f = frustum_of(cam);
         const std::array<float, 16> m = cam.view_projection();
-        const std::vector<float> depths = centre_depths(m, scene->boxes, f);
+        const std::vector<float> depths = centre_depths(m, boxes, f);
         ASSERT_FALSE(depths.empty());
         const std::vector<float> image =
             wall_image(kImage, kImage, 5, frame, depths.front(), depths[depths.size() / 3]);
@@ -330,7 +320,7 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
         twin.view_projection = m;
         twin.visibility = &stamps;
         twin.frame = frame;
-        EXPECT_EQ(early, lbvh::cull(nodes.value(), r.n, f, order, &twin)) << "frame " << frame;
+        EXPECT_EQ(early, lbvh::cull(nodes, r.n, f, order, &twin)) << "frame " << frame;
 
         ASSERT_TRUE(gpu_context().upload(r.pyramid, image.data(), image.size() * 4));
         Status s = gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
@@ -343,7 +333,7 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
         const std::vector<std::uint32_t> late = record_phase(*culler, r, f, order, occlusion);
         twin.phase = gpu_layout::kOcclusionLate;
         twin.pyramid = &pyramid;
-        EXPECT_EQ(late, lbvh::cull(nodes.value(), r.n, f, order, &twin)) << "frame " << frame;
+        EXPECT_EQ(late, lbvh::cull(nodes, r.n, f, order, &twin)) << "frame " << frame;
         std::vector<std::uint32_t> got_stamps(r.n);
         ASSERT_TRUE(gpu_context().download(r.visibility, got_stamps.data(), r.n * 4ull));
         EXPECT_EQ(got_stamps, stamps) << "frame " << frame;
@@ -351,8 +341,7 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
         lbvh::CullOcclusionTwin single;
         single.pyramid = &pyramid;
         single.view_projection = m;
-        std::vector<std::uint32_t> both = early,
-                                   alone = lbvh::cull(nodes.value(), r.n, f, order, &single);
+        std::vector<std::uint32_t> both = early, alone = lbvh::cull(nodes, r.n, f, order, &single);
         both.insert(both.end(), late.begin(), late.end());
         std::sort(both.begin(), both.end());
         EXPECT_EQ(std::adjacent_find(both.begin(), both.end()), both.end())
@@ -372,14 +361,9 @@ TEST_F(GpuOcclusionTest, TwoPhaseFramesMatchTwin) {
 // classifies only the root once per chunk (the root's bounds are hidden, so no node below is
 // visited); without the wall every frustum-visible box comes back.
 TEST_F(GpuOcclusionTest, HiddenRootRejectsTheWholeTree) {
-    auto scene = generate_scene("uniform", 3000);
-    ASSERT_TRUE(scene);
-    auto culler = make_culler();
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(culler && lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    auto opened = open_cull_scene({"uniform", 3000});
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
     // Outside the unit cube, looking at all of it.
     const Camera cam{{0.5f, 0.5f, -1.5f}, {0.5f, 0.5f, 0.5f}, {0, 1, 0}, 60, 1, 0.1f, 10};
     const Frustum f = frustum_of(cam);
@@ -387,20 +371,20 @@ TEST_F(GpuOcclusionTest, HiddenRootRejectsTheWholeTree) {
     const float in_front = float(depth_of(m, {0.5f, 0.5f, -1.0f}));  // nearer than z = 0
     const DepthPyramid wall =
         pyramid_of(kImage, kImage, std::vector<float>(kImage * kImage, in_front));
-    auto hidden = culler->cull_occluded(scene->boxes, f, CullOrder::exact, wall, m);
+    auto hidden = culler->cull_occluded(boxes, f, CullOrder::exact, wall, m);
     ASSERT_TRUE(hidden) << hidden.error().message;
     EXPECT_TRUE(hidden->empty());
     lbvh::CullOcclusionTwin twin;
     twin.pyramid = &wall;
     twin.view_projection = m;
-    EXPECT_TRUE(lbvh::cull(nodes.value(), n, f, CullOrder::exact, &twin).empty());
+    EXPECT_TRUE(lbvh::cull(nodes, n, f, CullOrder::exact, &twin).empty());
     const std::uint32_t chunks = (n + gpu_layout::kCullChunk - 1) / gpu_layout::kCullChunk;
     EXPECT_EQ(twin.visits, chunks);
 
     const DepthPyramid open = pyramid_of(kImage, kImage, std::vector<float>(kImage * kImage, 1));
-    auto all = culler->cull_occluded(scene->boxes, f, CullOrder::exact, open, m);
+    auto all = culler->cull_occluded(boxes, f, CullOrder::exact, open, m);
     ASSERT_TRUE(all);
-    std::vector<std::uint32_t> got = all.value(), expected = cull_brute_force(f, scene->boxes);
+    std::vector<std::uint32_t> got = all.value(), expected = cull_brute_force(f, boxes);
     std::sort(got.begin(), got.end());
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(got, expected);
