@@ -81,11 +81,7 @@ inline std::string compare_cull(const Frustum& f, std::span<const Box> boxes,
 /// Cameras around and inside a scene's bounds: outside looking at the centre, inside looking
 /// sideways, along +x, along -y, along +z with a short far plane, and a narrow one at a corner.
 inline std::vector<Camera> cameras_for(std::span<const Box> boxes) {
-    Box bounds{{0, 0, 0}, {1, 1, 1}};
-    if (!boxes.empty()) {
-        bounds = boxes[0];
-        for (const Box& b : boxes) bounds = merge(bounds, b);
-    }
+    const Box bounds = bounds_of(boxes);
     const Vec3 c{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
                  (bounds.min.z + bounds.max.z) / 2};
     const Vec3 e{bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,

@@ -28,11 +28,7 @@ namespace {
 // The default camera: outside the scene's bounds, looking at a point near its centre, seeing
 // part of it (the first camera of the cull tests). Unused in a build without GPU support.
 [[maybe_unused]] Camera default_camera(const std::vector<Box>& boxes) {
-    Box bounds{{0, 0, 0}, {1, 1, 1}};
-    if (!boxes.empty()) {
-        bounds = boxes[0];
-        for (const Box& b : boxes) bounds = merge(bounds, b);
-    }
+    const Box bounds = bounds_of(boxes);
     const Vec3 c{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
                  (bounds.min.z + bounds.max.z) / 2};
     const float size = std::max({bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y,

@@ -40,19 +40,6 @@ void print_device(const gpu::Context& context) {
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
 }
 
-Box scene_bounds(const std::vector<Box>& boxes) {
-    Box bounds{{0, 0, 0}, {1, 1, 1}};
-    if (boxes.empty()) return bounds;
-    bounds = boxes[0];
-    for (const Box& b : boxes) {
-        bounds.min = {std::min(bounds.min.x, b.min.x), std::min(bounds.min.y, b.min.y),
-                      std::min(bounds.min.z, b.min.z)};
-        bounds.max = {std::max(bounds.max.x, b.max.x), std::max(bounds.max.y, b.max.y),
-                      std::max(bounds.max.z, b.max.z)};
-    }
-    return bounds;
-}
-
 int validation_check(const gpu::Context& context) {
     if (context.validation_errors() == 0) return 0;
     return fail(
@@ -161,7 +148,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
                     const gpu::MovingSceneOptions& frames_options) {
     const int frames = static_cast<int>(args.frames);
     const std::size_t n = base.size();
-    const Box bounds = scene_bounds(base);
+    const Box bounds = bounds_of(base);
     std::vector<Box> all = base;
     for (const Box& b : base) {
         const float sx = bounds.min.x + bounds.max.x, sy = bounds.min.y + bounds.max.y,
@@ -471,7 +458,7 @@ int run_ray_bench(const Args& args) {
 
     // Rays from uniform points of the scene's bounds in uniform directions, unbounded; regions
     // are boxes of the scene's mean extent at uniform points of its bounds.
-    const Box bounds = scene_bounds(scene->boxes);
+    const Box bounds = bounds_of(scene->boxes);
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -69,6 +70,15 @@ inline double half_area(const Box& b) {
 inline Box merge(const Box& a, const Box& b) {
     return {{std::min(a.min.x, b.min.x), std::min(a.min.y, b.min.y), std::min(a.min.z, b.min.z)},
             {std::max(a.max.x, b.max.x), std::max(a.max.y, b.max.y), std::max(a.max.z, b.max.z)}};
+}
+
+/// Smallest box containing every one of `boxes`; the unit box [0, 1]^3 when there is none (so
+/// that cameras and grids placed from a scene's bounds stay valid for an empty scene).
+inline Box bounds_of(std::span<const Box> boxes) {
+    if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
+    Box bounds = boxes[0];
+    for (const Box& b : boxes) bounds = merge(bounds, b);
+    return bounds;
 }
 
 /// A ray origin + t * dir for t in [0, tmax]; dir need not be normalised (t is in units of dir).

@@ -73,13 +73,6 @@ std::vector<Pair> brute_pairs_against(const Structure& oracle, std::span<const B
     return expected;
 }
 
-Box bounds_of(std::span<const Box> boxes) {
-    if (boxes.empty()) return {{0, 0, 0}, {1, 1, 1}};
-    Box b = boxes[0];
-    for (const Box& x : boxes) b = merge(b, x);
-    return b;
-}
-
 float lerp(float a, float b, float u) {
     return a + (b - a) * u;
 }
