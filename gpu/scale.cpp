@@ -42,17 +42,6 @@ GroupCounts fold_groups(std::uint64_t groups, std::uint32_t max_x) {
     return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(div_up(groups, x))};
 }
 
-Status check_groups(const DeviceLimits& limits, const std::string& what, std::uint64_t groups) {
-    const std::uint64_t most =
-        std::uint64_t(std::max<std::uint32_t>(limits.max_workgroup_count_x, 1)) *
-        limits.max_workgroup_count_y;
-    if (groups <= most) return {};
-    return Error{ErrorCode::limit_exceeded,
-                 what + ": " + std::to_string(groups) + " workgroups do not fold within " +
-                     std::to_string(limits.max_workgroup_count_x) + " x " +
-                     std::to_string(limits.max_workgroup_count_y) + " (maxComputeWorkGroupCount)"};
-}
-
 VkDeviceSize lbvh_nodes_bytes(std::uint64_t n) {
     return (2 * std::max<std::uint64_t>(n, 1) - 1) * sizeof(LbvhNode);
 }

@@ -38,10 +38,8 @@ namespace broadphase::gpu {
 struct DeviceLimits {
     /// Bytes one storage descriptor may bind (a uint32_t in Vulkan: at most 2^32 - 1).
     VkDeviceSize max_storage_buffer_range = 0;
-    /// maxComputeWorkGroupCount[0] (Vulkan guarantees at least 65,535).
+    /// maxComputeWorkGroupCount[0] (Vulkan guarantees at least 65,535 in x and in y).
     std::uint32_t max_workgroup_count_x = 65535;
-    /// maxComputeWorkGroupCount[1]: Vulkan's guaranteed minimum, all the folding relies on.
-    std::uint32_t max_workgroup_count_y = 65535;
 };
 
 /// The limits of a Context's device (its max_storage_buffer_range cap included).
@@ -76,14 +74,14 @@ Status check_bindings(const DeviceLimits& limits, const std::string& what,
                       std::span<const BindingSize> bindings);
 
 /// x * y workgroups that cover `groups` (x <= max_x): how Kernel::dispatch and the kernels that
-/// write indirect arguments fold a count; the shaders unfold it with linear_group().
+/// write indirect arguments (count_args.comp, traversal_args.comp) fold a count; the shaders
+/// unfold it with linear_group(). Every count is of uint elements, so at most 2^24 groups of
+/// 256: y <= 257 with x = 65,535, within the 65,535 in y every device allows. No dispatch size
+/// needs a check.
 struct GroupCounts {
     std::uint32_t x = 0, y = 0;
 };
 GroupCounts fold_groups(std::uint64_t groups, std::uint32_t max_x);
-/// Success, or limit_exceeded when `groups` does not fold within the device's x and y limits
-/// (never for a uint count of elements: at most 2^24 groups of 256, and 65,535^2 > 2^24).
-Status check_groups(const DeviceLimits& limits, const std::string& what, std::uint64_t groups);
 
 /// Bytes of the 2n - 1 nodes of an LBVH over n boxes (48 each; one node when n <= 1).
 VkDeviceSize lbvh_nodes_bytes(std::uint64_t n);
