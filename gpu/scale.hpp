@@ -11,7 +11,11 @@
 //   - maxStorageBufferRange is a uint32_t in Vulkan: no binding exceeds 2^32 - 1 bytes on any
 //     device, whatever its memory. A "4 GiB" device is one whose range is 2^32 - 1.
 //   - One LBVH holds n < 2^31 boxes: its 2n - 1 node indices, and every invocation index
-//     (folded group * 256 + local), are uints in the shaders.
+//     (folded group * 256 + local), are uints in the shaders. The host helpers refuse more;
+//     a recorder given a tree of n boxes checks its node range (96n bytes) against the binding
+//     limit, which already keeps n below 44.7M. Likewise every other count a shader takes as a
+//     uint (pairs, queries, ids, work items) sizes a binding of 4 bytes or more per element, so
+//     a count whose binding fits fits a uint too.
 //   - The node buffer (48 bytes x (2n - 1)) is the largest per-box binding of every path (boxes
 //     32 B, sort keys 8 B, run bounds 24 B, cull slots 4 B, sort state about 2 B per box), so it
 //     sets the largest scene: n <= 44,739,243 for a range of 2^32 - 1 bytes, 22,369,621 for
@@ -91,7 +95,8 @@ VkDeviceSize lbvh_nodes_bytes(std::uint64_t n);
 LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine);
 /// The buffers a build of n boxes binds whole (gpu/lbvh.cpp): boxes, nodes, the largest key
 /// array of its scratch, the refinement's run bounds, and the sort's scratch (an upper bound of
-/// what its passes bind). Every one of them is at most the node buffer.
+/// what its passes bind). From a few hundred boxes on (below, the sort's fixed 16 KiB of
+/// state is larger) every one of them is at most the node buffer.
 std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refine);
 /// The largest n (at most kMaxLbvhBoxes) whose lbvh_bindings all fit `limits`.
 std::uint32_t largest_lbvh_boxes(const DeviceLimits& limits, CodeKind code, bool refine);

@@ -347,6 +347,15 @@ TEST(LimitsArithmetic, LargestSceneByBindingRange) {
                                             "maxStorageBufferRange of " +
                                             std::to_string(c.range));
     }
+    // The nodes are the largest binding of a build from a few hundred boxes on.
+    for (const std::uint64_t n : {4096ull, 10'000'000ull, 100'000'000ull, (1ull << 31) - 1}) {
+        for (const gpu::CodeKind code : kCodes) {
+            for (const gpu::BindingSize& b :
+                 gpu::lbvh_bindings(static_cast<std::uint32_t>(n), code, true)) {
+                EXPECT_LE(b.bytes, gpu::lbvh_nodes_bytes(n)) << b.name << " at " << n;
+            }
+        }
+    }
     const auto fits = [](std::uint32_t n, VkDeviceSize range) {
         return static_cast<bool>(
             gpu::check_bindings(gpu::limits_of_range(range), "x",
