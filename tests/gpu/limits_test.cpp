@@ -19,7 +19,8 @@
 // and refused with that count. Test 15 (device): the pairs pass's 32-bit counter carries past
 // 2^32 - 1 on the GPU (its count saturates, total_hi counts the wrap, the stored pairs are
 // real pairs), on both append paths. Test 16: Lbvh::requirements and the Culler's scratch sizes
-// are the pure functions.
+// are the pure functions. Test 17 (device): more pairs than one binding stores are refused with
+// their exact count by Lbvh::find_pairs and MovingScene::reset.
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -539,6 +540,38 @@ TEST_F(LimitsTest, RecordersUseThePureSizeFunctions) {
         EXPECT_EQ(culler.value()->scratch_size(n32, 3), gpu::cull_scratch_size(n32, 3, 1));
         EXPECT_EQ(culler.value()->views_scratch_size(n32, 4), gpu::cull_scratch_size(n32, 0, 4));
     }
+}
+
+// Test 17: more pairs than one binding stores are refused with their exact count, by
+// Lbvh::find_pairs and by MovingScene::reset, on a context capped at 1 MiB (131,072 pairs of 8
+// bytes): 600 boxes that all overlap have 179,700 pairs.
+TEST_F(LimitsTest, PairsOverOneBindingAreRefusedWithTheirExactCount) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    options.max_storage_buffer_range = VkDeviceSize(1) << 20;
+    auto small = gpu::Context::create(options);
+    ASSERT_TRUE(small) << small.error().message;
+    gpu::Context& c = *small.value();
+    std::vector<Box> boxes(600);
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        const float x = 0.001f * float(i);
+        boxes[i] = {{x, 0, 0}, {x + 1, 1, 1}};
+    }
+    const std::string over =
+        "179700 pairs do not fit one storage buffer (device limit 131072 pairs of 8 bytes)";
+    auto lbvh = gpu::Lbvh::create(c);
+    ASSERT_TRUE(lbvh);
+    auto pairs = lbvh.value()->find_pairs(boxes);
+    ASSERT_FALSE(pairs);
+    EXPECT_EQ(pairs.error().code, ErrorCode::limit_exceeded);
+    EXPECT_EQ(pairs.error().message, "Lbvh::find_pairs: " + over);
+    auto moving = gpu::MovingScene::create(c);
+    ASSERT_TRUE(moving);
+    const Status reset = moving.value()->reset(boxes);
+    ASSERT_FALSE(reset);
+    EXPECT_EQ(reset.error().code, ErrorCode::limit_exceeded);
+    EXPECT_EQ(reset.error().message, "all pairs of the frame: " + over);
+    EXPECT_EQ(c.validation_errors(), 0u);
 }
 
 }  // namespace
