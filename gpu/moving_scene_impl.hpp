@@ -169,13 +169,16 @@ struct MovingScene::Impl {
     // Bits of j in the frame's pair keys (i << bits | j).
     std::uint32_t key_bits() const { return pair_key_bits(key_bound > 0 ? key_bound : n); }
 
-    Status ensure(Buffer& buffer, VkDeviceSize size) {
+    // A device buffer of at least `size` bytes; one that would be bound over
+    // maxStorageBufferRange is refused, naming it (`name`).
+    Status ensure(Buffer& buffer, VkDeviceSize size, const char* name = "a buffer of the scene") {
         size = std::max<VkDeviceSize>(size, 8);
         if (buffer.handle() && buffer.size() >= size) return {};
-        if (size > context->info().max_storage_buffer_range)
-            return limit("MovingScene: " +
-                         binding_over_range("a buffer of the scene", size,
-                                            context->info().max_storage_buffer_range));
+        const BindingSize binding{name, size};
+        if (Status s = check_bindings(device_limits(context->info()), "MovingScene",
+                                      std::span<const BindingSize>(&binding, 1));
+            !s)
+            return s;
         return grow_buffer(*context, buffer, size);
     }
 
