@@ -2,10 +2,10 @@
 // every buffer a path binds whole as one storage descriptor checked against
 // maxStorageBufferRange through one helper (check_bindings; gpu::check_ranges for the caller's
 // ranges words its limit problems the same way), dispatches folded within
-// maxComputeWorkGroupCount, pair totals past 2^32 refused with their exact count, and the
-// largest scene each path takes on a device. Pure functions of the sizes and a DeviceLimits
-// value, so that tests check them for any device without one (tests/gpu/limits_test.cpp;
-// docs/performance.md, "Scale limits").
+// maxComputeWorkGroupCount, pair totals past what one binding stores refused with their exact
+// count (exact in 64 bits, also past 2^32), and the largest scene each path takes on a device. Pure
+// functions of the sizes and a DeviceLimits value, so that tests check them for any device without
+// one (tests/gpu/limits_test.cpp; docs/performance.md, "Scale limits").
 //
 // Why the limits are what they are:
 //   - maxStorageBufferRange is a uint32_t in Vulkan: no binding exceeds 2^32 - 1 bytes on any
