@@ -18,8 +18,10 @@
 // The switch keys of the mesh table are the CPU twin's distance keys of the switch distances.
 #include "../cpu_reference/lbvh_cull.hpp"
 #include "grow.hpp"
+#include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
+#include "scale.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
 
@@ -148,22 +150,13 @@ struct Culler::Impl {
             return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
         const auto n = static_cast<std::uint32_t>(input.size());
         const VkDeviceSize scratch_bytes = scratch_layout({}, n, mesh_count).size;
-        const VkDeviceSize max_range = context->info().max_storage_buffer_range;
-        struct Need {
-            const char* what;
-            VkDeviceSize bytes;
-        };
-        const Need needs[] = {{"the node buffer", nodes_bytes(n)},
-                              {"the box buffer", n * 32ull},
-                              {"the sort-key buffer", n * 8ull}};
-        for (const Need& need : needs) {
-            if (need.bytes > max_range)
-                return Error{ErrorCode::limit_exceeded,
-                             std::string(need.what) + " of a cull of " + std::to_string(n) +
-                                 " boxes needs " + std::to_string(need.bytes) +
-                                 " bytes, over the device's maxStorageBufferRange of " +
-                                 std::to_string(max_range)};
-        }
+        // The build's bindings, then the cull's own (its 64-bit order keys the largest).
+        std::vector<BindingSize> bindings = build_bindings(*lbvh, n);
+        bindings.push_back({"the order-key buffer", n * 8ull});
+        if (Status s = check_bindings(device_limits(context->info()),
+                                      "a cull of " + std::to_string(n) + " boxes", bindings);
+            !s)
+            return s.error();
         const LbvhRequirements req = lbvh->requirements(n);
         if (Status s = ensure(boxes, std::max<VkDeviceSize>(req.boxes, 4)); !s) return s.error();
         if (Status s = ensure(nodes, req.nodes); !s) return s.error();
@@ -550,12 +543,16 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     return std::unique_ptr<Culler>(new Culler(std::move(impl)));
 }
 
+VkDeviceSize cull_scratch_size(std::uint32_t n, std::uint32_t mesh_count, std::uint32_t views) {
+    return scratch_layout({}, n, mesh_count, std::max<std::uint32_t>(views, 1)).size;
+}
+
 VkDeviceSize Culler::scratch_size(std::uint32_t n, std::uint32_t mesh_count) const {
-    return scratch_layout({}, n, mesh_count).size;
+    return cull_scratch_size(n, mesh_count, 1);
 }
 
 VkDeviceSize Culler::views_scratch_size(std::uint32_t n, std::uint32_t views) const {
-    return scratch_layout({}, n, 0, std::max<std::uint32_t>(views, 1)).size;
+    return cull_scratch_size(n, 0, views);
 }
 
 Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,

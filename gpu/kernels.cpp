@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "scale.hpp"
+
 namespace broadphase::gpu {
 
 Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_t> spirv,
@@ -140,9 +142,9 @@ void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> bu
     if (groups == 0) return;
     bind(cmd, buffers, push);
     ++context_->dispatches_recorded;
-    std::uint32_t max_x = std::max<std::uint32_t>(context_->info.max_workgroup_count_x, 1);
-    std::uint32_t x = std::min(groups, max_x);
-    std::uint32_t y = static_cast<std::uint32_t>(div_up(groups, x));
+    // At most 2^24 groups (a uint count of invocations): y <= 257 when x is 65,535, within
+    // the y limit every device has (gpu/scale.hpp, fold_groups).
+    const auto [x, y] = fold_groups(groups, context_->info.max_workgroup_count_x);
     if (gate && gate->mode == DispatchGate::Mode::indirect) {
         assert(gate->next < gate->counts.size() && "more gated dispatches than were captured");
         vkCmdDispatchIndirect(cmd, gate->args, gate->next++ * sizeof(VkDispatchIndirectCommand));

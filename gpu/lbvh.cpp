@@ -11,6 +11,7 @@
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
+#include "scale.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
 #include "traversal.hpp"
@@ -76,10 +77,6 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
     return r;
 }
 
-VkDeviceSize nodes_bytes(std::uint32_t n) {
-    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
-}
-
 // The memory traffic of each stage of a build and all-pairs pass over n boxes
 // (gpu/traffic.hpp), from the kernels' access patterns:
 //   scene bounds  scene_bounds reads every box (32 B); each workgroup merges 6 words of
@@ -140,6 +137,23 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
 
 }  // namespace
 
+LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine) {
+    return {n * VkDeviceSize(sizeof(GpuBox)), lbvh_nodes_bytes(n),
+            scratch_layout({}, n, code, refine).size};
+}
+
+std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refine) {
+    const ScratchLayout s = scratch_layout({}, n, code, refine);
+    const bool refined = refinable(code) && refine;
+    // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), keys 4 or 8 B, run bounds 24 B, and the
+    // sort's state about 2 B (RadixSort::scratch_size: one-sweep look-back rows of 8 passes).
+    return {{"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
+            {"the node buffer", lbvh_nodes_bytes(n)},
+            {"the sort-key buffer", s.keys.size},
+            {"the run bounds buffer", refined ? s.run_bounds.size : 0},
+            {"the sort scratch", s.sort.size}};
+}
+
 struct Lbvh::Impl {
     Context* context = nullptr;
     LbvhOptions options;
@@ -178,15 +192,6 @@ struct Lbvh::Impl {
 
     Status ensure(Buffer& buffer, VkDeviceSize size) { return grow_buffer(*context, buffer, size); }
 
-    Status check_range(VkDeviceSize bytes, const char* what, std::uint32_t n) const {
-        if (bytes <= context->info().max_storage_buffer_range) return {};
-        return Error{ErrorCode::limit_exceeded,
-                     std::string(what) + " for " + std::to_string(n) + " boxes needs " +
-                         std::to_string(bytes) +
-                         " bytes, over the device's maxStorageBufferRange of " +
-                         std::to_string(context->info().max_storage_buffer_range)};
-    }
-
     Status prepare(std::span<const Box> input) {
         if (Status s = validate_boxes(input); !s) return s;
         if (input.size() >= (1ull << 31))
@@ -194,10 +199,11 @@ struct Lbvh::Impl {
         auto n = static_cast<std::uint32_t>(input.size());
         last_n = n;
         has_report = false;  // until find_pairs finishes over these boxes
-        if (Status s = check_range(nodes_bytes(n), "the node buffer", n); !s) return s;
-        if (Status s = check_range(n * 32ull, "the box buffer", n); !s) return s;
-        if (Status s = check_range(n * 8ull, "the code buffer", n); !s) return s;
-        if (Status s = check_range(n * 24ull, "the run bounds buffer", n); !s) return s;
+        if (Status s = check_bindings(device_limits(context->info()),
+                                      "an LBVH of " + std::to_string(n) + " boxes",
+                                      lbvh_bindings(n, options.code, options.refine));
+            !s)
+            return s;
         const LbvhRequirements req = requirements(n);
         if (Status s = ensure(boxes, req.boxes); !s) return s;
         if (Status s = ensure(nodes, req.nodes); !s) return s;
@@ -212,8 +218,7 @@ struct Lbvh::Impl {
     }
 
     LbvhRequirements requirements(std::uint32_t n) const {
-        return {n * VkDeviceSize(sizeof(GpuBox)), nodes_bytes(n),
-                scratch_layout({}, n, options.code, options.refine).size};
+        return lbvh_requirements(n, options.code, options.refine);
     }
 
     LbvhBuildBuffers build_buffers() const { return {whole(boxes), whole(nodes), whole(scratch)}; }
@@ -316,6 +321,12 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                                  {{"boxes", buffers.boxes, req.boxes},
                                   {"nodes", buffers.nodes, req.nodes},
                                   {"scratch", buffers.scratch, req.scratch, false}});
+        !st)
+        return st;
+    // The arrays of the scratch are bound one by one: each within the limit too (never
+    // reached while the nodes fit, every one being smaller).
+    if (Status st = check_bindings(device_limits(im.context->info()), "Lbvh::record_build",
+                                   lbvh_bindings(n, im.options.code, im.options.refine));
         !st)
         return st;
     if (Status st = im.ready_build(); !st) return st;
@@ -422,6 +433,11 @@ Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint
     return sum;
 }
 
+std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n) {
+    const LbvhImpl& im = impl_of(lbvh);
+    return lbvh_bindings(n, im.options.code, im.options.refine);
+}
+
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n) {
     const LbvhImpl& im = impl_of(lbvh);
     if (n == 0) return {};
@@ -459,10 +475,10 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const VkDeviceSize work_bytes = work_range_bytes(out.traversal);
     const bool slotted = proxy.slots.buffer != VK_NULL_HANDLE;
     const VkDeviceSize slot_bytes = slotted ? std::max<std::uint32_t>(n, 1) * 16ull : 0;
-    const VkDeviceSize other_bytes = cross ? nodes_bytes(m) : 0;
+    const VkDeviceSize other_bytes = cross ? lbvh_nodes_bytes(m) : 0;
     const VkDeviceSize other_slot_bytes = cross ? std::max<std::uint32_t>(m, 1) * 16ull : 0;
     if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_pairs",
-                                 {{"nodes", tree.nodes, nodes_bytes(n)},
+                                 {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
                                   {"pairs", out.pairs, pair_bytes},
                                   {"status", out.status, sizeof(TraversalStatus)},
                                   {"work", out.traversal.work, work_bytes},
@@ -491,7 +507,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.key_words = proxy.key_bits;
     pc.offset = m;
     pc.key_word = im.options.pair_stack;  // stack entries before queueing (0: kPairStack)
-    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
     const BufferRange work = first_bytes(out.traversal.work, work_bytes);
     // Unused bindings take the nodes (never read).
@@ -545,7 +561,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         first = false;
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
-        found = (std::uint64_t(st.total_hi) << 32) | st.total_lo;
+        found = pair_total(st);
         visits = (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
         if (st.flags & kTraversalQueueOverflow) {
             // A round queued more subtrees than the work buffer holds: grow it, run again.
@@ -564,11 +580,11 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             continue;
         }
         if (found <= im.pair_capacity) break;
-        if (found > max_pairs)
-            return Error{ErrorCode::limit_exceeded,
-                         std::to_string(found) +
-                             " pairs do not fit one storage buffer (device limit " +
-                             std::to_string(max_pairs) + " pairs)"};
+        // Past 2^32 pairs too: the total is exact in 64 bits (the count saturates).
+        if (Status e =
+                check_pair_total(device_limits(im.context->info()), "Lbvh::find_pairs", found);
+            !e)
+            return e.error();
         // Grow with headroom for the next frame, and run the pairs pass again.
         im.pair_capacity =
             static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));

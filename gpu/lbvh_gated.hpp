@@ -4,6 +4,7 @@
 
 #include "broadphase/gpu.hpp"
 #include "kernels.hpp"
+#include "scale.hpp"
 #include "traffic.hpp"
 
 namespace broadphase::gpu {
@@ -37,6 +38,9 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
 /// sort, hierarchy + bounds; `refined`: its codes were refined), and the sort's digit passes.
 /// The transfer fills of its scratch are not included (build_fill_traffic).
 Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes);
+/// lbvh_bindings (gpu/scale.hpp) of this Lbvh's code kind and refine option: the buffers a
+/// build of n boxes binds whole, for the host paths' limit checks.
+std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);
 /// Bytes the build's ungated transfer fills write (the scene bounds' 32 bytes, the refine word
 /// when codes may be refined, the split flags): recorded even when a gate empties the build.
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);

@@ -137,10 +137,11 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
             static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
         if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
     }
-    if (st.pairs > max_pairs())
-        return limit(std::to_string(st.pairs) +
-                     " pairs do not fit one storage buffer (device limit " +
-                     std::to_string(max_pairs()) + " pairs)");
+    // The exact total, also past 2^32 (st.pairs is the count saturated at 2^32 - 1).
+    if (Status s = check_pair_total(device_limits(context->info()), "all pairs of the frame",
+                                    pair_total(traversal));
+        !s)
+        return s;
     // Never below the present capacity: a repair for the traversal's sake (rounds, queue) may
     // come with fewer pairs than the buffers hold, and the kept keys must still fit.
     const std::uint32_t grown =

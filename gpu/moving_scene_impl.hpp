@@ -169,12 +169,16 @@ struct MovingScene::Impl {
     // Bits of j in the frame's pair keys (i << bits | j).
     std::uint32_t key_bits() const { return pair_key_bits(key_bound > 0 ? key_bound : n); }
 
-    Status ensure(Buffer& buffer, VkDeviceSize size) {
+    // A device buffer of at least `size` bytes; one that would be bound over
+    // maxStorageBufferRange is refused, naming it (`name`).
+    Status ensure(Buffer& buffer, VkDeviceSize size, const char* name = "a buffer of the scene") {
         size = std::max<VkDeviceSize>(size, 8);
         if (buffer.handle() && buffer.size() >= size) return {};
-        if (size > context->info().max_storage_buffer_range)
-            return limit(std::to_string(size) +
-                         " bytes for one buffer exceed the device's maxStorageBufferRange");
+        const BindingSize binding{name, size};
+        if (Status s = check_bindings(device_limits(context->info()), "MovingScene",
+                                      std::span<const BindingSize>(&binding, 1));
+            !s)
+            return s;
         return grow_buffer(*context, buffer, size);
     }
 
@@ -198,7 +202,7 @@ struct MovingScene::Impl {
         host_barrier(cmd);
     }
 
-    VkDeviceSize max_pairs() const { return context->info().max_storage_buffer_range / 8; }
+    VkDeviceSize max_pairs() const { return max_stored_pairs(device_limits(context->info())); }
 
     LbvhBuildBuffers build_buffers(const BufferRange& box_range) const {
         return {box_range, whole(nodes), whole(scratch)};
@@ -414,24 +418,9 @@ struct MovingScene::Impl {
     // Refuses, before allocating anything, a scene whose per-box buffers exceed the device's
     // maxStorageBufferRange (names the buffer and the limit).
     Status check_limits(std::uint32_t count) const {
-        const VkDeviceSize range = context->info().max_storage_buffer_range;
-        struct Need {
-            const char* what;
-            VkDeviceSize bytes;
-        };
-        const Need needs[] = {
-            {"the box buffer", count * VkDeviceSize(sizeof(GpuBox))},
-            {"the node buffer", nodes_bytes(count)},
-            {"the sort-key buffer", count * 8ull},
-        };
-        for (const Need& need : needs) {
-            if (need.bytes > range)
-                return limit(std::string(need.what) + " of a moving scene of " +
-                             std::to_string(count) + " boxes needs " + std::to_string(need.bytes) +
-                             " bytes, over the device's maxStorageBufferRange of " +
-                             std::to_string(range));
-        }
-        return {};
+        return check_bindings(device_limits(context->info()),
+                              "a moving scene of " + std::to_string(count) + " boxes",
+                              build_bindings(*lbvh, count));
     }
 
     Status allocate(std::uint32_t count) {

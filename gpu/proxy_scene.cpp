@@ -385,7 +385,8 @@ Result<ProxyScene::Impl::Batch> ProxyScene::Impl::prepare(bool may_grow) {
     }
     batch.bytes = records * kRecordBytes;
     if (Status s = ensure_staging(batch.bytes); !s) return s.error();
-    if (Status s = frames->ensure(updates, batch.bytes); !s) return s.error();
+    if (Status s = frames->ensure(updates, batch.bytes, "the update buffer of the batch"); !s)
+        return s.error();
     auto* record = static_cast<std::uint32_t*>(staging.mapped());
     for (int k = 0; k < kKinds; ++k) {
         for (std::uint32_t s : kinds[k].dirty) {

@@ -12,8 +12,10 @@
 
 #include "broadphase/scene.hpp"
 #include "grow.hpp"
+#include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
+#include "scale.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"
 #include "traversal.hpp"
@@ -23,10 +25,6 @@ namespace broadphase::gpu {
 using namespace gpu_layout;
 
 namespace {
-
-VkDeviceSize nodes_bytes(std::uint32_t n) {
-    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
-}
 
 // Bytes of a range that is bound as a storage descriptor (at least 4).
 VkDeviceSize bound(VkDeviceSize bytes) {
@@ -69,12 +67,8 @@ struct LbvhQueries::Impl {
         return grow_buffer(*context, buffer, std::max<VkDeviceSize>(size, 4));
     }
 
-    Status check_range(VkDeviceSize bytes, const std::string& what) const {
-        if (bytes <= context->info().max_storage_buffer_range) return {};
-        return Error{ErrorCode::limit_exceeded,
-                     what + " needs " + std::to_string(bytes) +
-                         " bytes, over the device's maxStorageBufferRange of " +
-                         std::to_string(context->info().max_storage_buffer_range)};
+    Status check_bindings(const std::string& what, std::span<const BindingSize> bindings) const {
+        return gpu::check_bindings(device_limits(context->info()), what, bindings);
     }
 
     LbvhTree tree() const { return {whole(nodes), n}; }
@@ -160,7 +154,7 @@ Status check_region_ranges(const ContextImpl& context, const char* recorder,
     const BufferRange& status = pass == kQueryCount ? b.count_status : b.fill_status;
     return check_ranges(
         context, recorder,
-        {{"nodes", tree.nodes, nodes_bytes(tree.n)},
+        {{"nodes", tree.nodes, lbvh_nodes_bytes(tree.n)},
          {"queries", b.queries, bound(queries * sizeof(GpuBox))},
          {"offsets", b.offsets, (queries + 1ull) * 4},
          {"ids", b.ids, bound(b.capacity * 4ull)},
@@ -184,7 +178,7 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
     pc.flags = pass;
     pc.tiles = b.traversal.capacity;
     const std::initializer_list<BufferRange> bindings = {
-        first_bytes(tree.nodes, nodes_bytes(tree.n)),
+        first_bytes(tree.nodes, lbvh_nodes_bytes(tree.n)),
         first_bytes(b.queries, queries * sizeof(GpuBox)),
         first_bytes(b.offsets, (queries + 1ull) * 4),
         first_bytes(b.ids, b.capacity * 4ull),
@@ -237,7 +231,7 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                     const RayQueryBuffers& b, std::uint32_t rays) {
     const VkDeviceSize work_bytes = work_range_bytes(b.traversal);
     if (Status st = check_ranges(impl_of(*impl_->context), "LbvhQueries::record_ray_cast",
-                                 {{"nodes", tree.nodes, nodes_bytes(tree.n)},
+                                 {{"nodes", tree.nodes, lbvh_nodes_bytes(tree.n)},
                                   {"rays", b.rays, bound(rays * sizeof(GpuRay))},
                                   {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},
                                   {"status", b.status, sizeof(TraversalStatus)},
@@ -254,9 +248,9 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
     pc.offset = tree.n;
     pc.tiles = b.traversal.capacity;
     const std::initializer_list<BufferRange> bindings = {
-        first_bytes(tree.nodes, nodes_bytes(tree.n)), first_bytes(b.rays, rays * sizeof(GpuRay)),
-        first_bytes(b.hits, rays * sizeof(GpuRayHit)), status,
-        first_bytes(b.traversal.work, work_bytes)};
+        first_bytes(tree.nodes, lbvh_nodes_bytes(tree.n)),
+        first_bytes(b.rays, rays * sizeof(GpuRay)), first_bytes(b.hits, rays * sizeof(GpuRayHit)),
+        status, first_bytes(b.traversal.work, work_bytes)};
     const Kernel& raycast = impl_->raycast;
     impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, groups(rays));
     // The finish step left the arguments of one invocation per candidate.
@@ -274,11 +268,12 @@ Status LbvhQueries::build(std::span<const Box> input) {
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per LBVH"};
     const auto n = static_cast<std::uint32_t>(input.size());
-    const std::string what = " of the LBVH over " + std::to_string(n) + " boxes";
     const LbvhRequirements req = im.lbvh->requirements(n);
-    if (Status s = im.check_range(req.nodes, "the node buffer" + what); !s) return s;
-    if (Status s = im.check_range(n * sizeof(GpuBox), "the box buffer" + what); !s) return s;
-    if (Status s = im.check_range(n * 8ull, "the sort-key buffer" + what); !s) return s;
+    if (Status s =
+            im.check_bindings("LbvhQueries::build: an LBVH of " + std::to_string(n) + " boxes",
+                              build_bindings(*im.lbvh, n));
+        !s)
+        return s;
     if (Status s = im.ensure(im.nodes, req.nodes); !s) return s;
     if (n == 0) return {};
     if (Status s = im.ensure(im.boxes, req.boxes); !s) return s;
@@ -306,9 +301,10 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch"};
     const auto q = static_cast<std::uint32_t>(input.size());
-    const std::string what = " of a batch of " + std::to_string(q) + " queries";
-    if (Status s = check_range(q * sizeof(GpuBox), "the query buffer" + what); !s) return s.error();
-    if (Status s = check_range((q + 1ull) * 4, "the offset buffer" + what); !s) return s.error();
+    const BindingSize bindings[] = {{"the query buffer", q * VkDeviceSize(sizeof(GpuBox))},
+                                    {"the offset buffer", (q + 1ull) * 4}};
+    if (Status s = check_bindings("a batch of " + std::to_string(q) + " queries", bindings); !s)
+        return s.error();
     if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s.error();
     if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s.error();
     if (Status s = ensure(scan_scratch, self.scan_scratch_size(q)); !s) return s.error();
@@ -454,8 +450,10 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     }
     std::vector<std::optional<RayHit>> out(r);
     if (r == 0) return out;
-    const std::string what = "the ray buffer of a batch of " + std::to_string(r) + " rays";
-    if (Status s = im.check_range(r * sizeof(GpuRay), what); !s) return s.error();
+    const BindingSize bindings[] = {{"the ray buffer", r * VkDeviceSize(sizeof(GpuRay))},
+                                    {"the hit buffer", r * VkDeviceSize(sizeof(GpuRayHit))}};
+    if (Status s = im.check_bindings("a batch of " + std::to_string(r) + " rays", bindings); !s)
+        return s.error();
     if (Status s = im.ensure(im.rays, r * sizeof(GpuRay)); !s) return s.error();
     if (Status s = im.ensure(im.hits, r * sizeof(GpuRayHit)); !s) return s.error();
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)

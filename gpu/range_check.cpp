@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "scale.hpp"
+
 namespace broadphase::gpu {
 
 namespace {
@@ -54,13 +56,10 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
         if (r.size < need.bytes)
             problem(need, "holds " + std::to_string(r.size) + " bytes, needs " +
                               std::to_string(need.bytes));
-        if (need.bound && need.bytes > max_range)
-            problem(need,
-                    "needs " + std::to_string(need.bytes) +
-                        " bytes bound as one storage buffer, over the device's "
-                        "maxStorageBufferRange of " +
-                        std::to_string(max_range),
-                    true);
+        if (need.bound && need.bytes > max_range) {
+            // The words of check_bindings (gpu/scale.hpp), after the range's name.
+            problems.push_back(binding_over_range(need.name, need.bytes, max_range));
+        }
     }
     // Two ranges of one recording must not share bytes: each is written or read as its own
     // array, and a shared byte would be both.

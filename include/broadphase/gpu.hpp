@@ -372,7 +372,10 @@ Result<std::uint64_t> traversal_outcome(const gpu_layout::TraversalStatus& statu
 /// INDIRECT_BUFFER usage): its first uint `count` is the number of pairs found saturated at
 /// 2^32 - 1, total_lo / total_hi the exact 64-bit number; when it exceeds capacity only
 /// `capacity` of them were stored, in no particular order (grow and record the pairs pass
-/// again); its `flags` say whether the traversal finished (see TraversalBuffers).
+/// again); its `flags` say whether the traversal finished (see TraversalBuffers). Past
+/// 2^32 - 1 pairs the 32-bit slot numbers wrap and later pairs overwrite the first slots, so
+/// the stored pairs are then not a usable subset: such a total can never fit (capacity * 8
+/// bytes is one binding, under 2^32) and the host helpers refuse it by its exact count.
 struct LbvhPairBuffers {
     BufferRange pairs;
     std::uint32_t capacity = 0;
