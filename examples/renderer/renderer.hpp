@@ -1,8 +1,11 @@
 // A headless Vulkan renderer over broadphase: it creates its own instance and device (graphics +
 // compute queue, VK_KHR_push_descriptor, indirect-count draws), hands them to the library with
-// gpu::Context::adopt, builds the GPU LBVH of a box scene once, and per frame records the
-// library's front-to-back frustum cull and one vkCmdDrawIndexedIndirectCount of a cube mesh
-// (instanced by box) into its own command buffer, then reads the colour image back.
+// gpu::Context::adopt, keeps the boxes' LBVH in a gpu::MovingScene (tree only: refitted or
+// rebuilt on the GPU when the boxes move), and per frame records into its own command buffer
+// the tree's update, the library's front-to-back frustum cull with per-instance meshes and
+// levels of detail grouped per mesh (gpu::CullLods), optionally the cull of extra views (shadow
+// cascades) in one shared traversal, and one vkCmdDrawIndexedIndirectCount per mesh, then reads
+// the colour image back, with per-stage GPU times from timestamp queries.
 #pragma once
 
 #include <array>
@@ -14,7 +17,9 @@
 
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_cull.hpp"
 #include "broadphase/types.hpp"
+#include "meshes.hpp"
 #include "plot.hpp"
 
 namespace broadphase::renderer {
@@ -32,15 +37,61 @@ struct RendererOptions {
 /// Clear colour of the frame (RGBA8).
 inline constexpr std::array<std::uint8_t, 4> kClearColor{28, 32, 44, 255};
 
+/// One level of detail of a RenderMesh: its triangles and the eye-to-box distance from which it
+/// is drawn (gpu::MeshLod; LOD 0's is 0).
+struct MeshLodData {
+    MeshData mesh;
+    float switch_distance = 0;
+};
+
+/// A mesh instances may use: 1 to gpu::kMaxMeshLods LODs, switch distances strictly ascending
+/// from 0, and a tint (rgb, then the weight of rgb over each instance's hashed colour, in [0,1]).
+struct RenderMesh {
+    std::string name;
+    std::vector<MeshLodData> lods;
+    std::array<float, 4> tint{0, 0, 0, 0};
+};
+
+/// An extra view culled with the main camera in one shared traversal (Culler::record_views):
+/// a shadow cascade's light frustum or any other view.
+struct ExtraView {
+    std::array<float, 16> view_projection{};  ///< column-major, Vulkan clip space
+    Vec3 eye;                                 ///< orders the view's visible ids
+};
+
+/// GPU times of one frame's stages (ms; all 0 when the queue has no timestamps).
+struct FrameTimes {
+    double tree = 0;        ///< MovingScene refit / rebuild of the moved boxes (0: none moved)
+    double cull = 0;        ///< main view: hierarchical traversal
+    double compact = 0;     ///< main view: compaction
+    double sort = 0;        ///< main view: front-to-back sort
+    double emit = 0;        ///< main view: LOD choice, per-mesh grouping, draw commands
+    double views = 0;       ///< record_views of the main view and the extra views
+    double extra_draw = 0;  ///< drawing extra view 0's boxes (the cascade image)
+    double draw = 0;        ///< the main render pass (one indirect-count draw per mesh)
+};
+
 /// One rendered frame.
 struct Frame {
     std::uint32_t width = 0, height = 0;
     std::vector<std::uint8_t> rgba;  ///< width * height * 4 bytes, row-major, top row first
-    /// Instance ids in draw order: the culler's visible ids (front to back), or every id sorted
-    /// by the same key when culling is off.
+    /// Instance ids in draw order: mesh 0's then mesh 1's..., each front to back: the culler's
+    /// visible ids, or every id sorted by the same key when culling is off.
     std::vector<std::uint32_t> drawn_ids;
+    /// The LOD each of drawn_ids was drawn with.
+    std::vector<std::uint32_t> drawn_lods;
     /// The culler's exact visible count (the scene size when culling is off).
     std::uint32_t visible_count = 0;
+    /// Draws per mesh (one indirect-count draw each).
+    std::vector<std::uint32_t> mesh_draws;
+    /// With extra views: element 0 the main view's visible ids from the shared traversal, then
+    /// each extra view's, in exact front-to-back order.
+    std::vector<std::vector<std::uint32_t>> view_ids;
+    /// With extra views: extra view 0's visible boxes drawn as cubes (RGBA8 like rgba).
+    std::vector<std::uint8_t> extra_rgba;
+    /// Moved boxes: whether the tree was refitted (false) or rebuilt (true) on the GPU.
+    bool tree_updated = false, tree_rebuilt = false;
+    FrameTimes times;
 };
 
 /// Owns the Vulkan device, the library context and every buffer and pipeline of the example.
@@ -52,12 +103,24 @@ public:
     Renderer(const Renderer&) = delete;
     Renderer& operator=(const Renderer&) = delete;
 
-    /// Uploads the boxes (validated) and builds their LBVH on the GPU; replaces any scene.
-    Status set_scene(std::span<const Box> boxes);
+    /// Replaces the meshes (validated; the error names the mesh and LOD) and drops the scene.
+    /// The default is one mesh, the unit cube.
+    Status set_meshes(std::span<const RenderMesh> meshes);
+    /// Uploads the boxes (validated) and each box's mesh (mesh_ids: one per box, each below
+    /// the mesh count; empty: all mesh 0) and builds their LBVH on the GPU; replaces any scene.
+    Status set_scene(std::span<const Box> boxes, std::span<const std::uint32_t> mesh_ids = {});
+    /// New positions of the scene's boxes (same count, validated). The next culled render
+    /// refits (or, by the SAH rule, rebuilds) the tree on the GPU in its own command buffer.
+    Status move_boxes(std::span<const Box> boxes);
     /// Renders the scene seen by `camera`. With `cull`, the draw commands come from the
-    /// library's GPU cull (exact front-to-back order); without, from a CPU-filled buffer that
-    /// draws every box, sorted by the same key (point_box_distance from the eye, then id).
-    Result<Frame> render(const Camera& camera, bool cull);
+    /// library's GPU cull (exact front-to-back order, each instance's LOD for the view, grouped
+    /// per mesh); without, from a CPU-filled buffer that draws every box, sorted by the same key
+    /// (point_box_distance from the eye, then id), the LOD chosen by the CPU twin of the GPU's
+    /// choice. `extra` (cull only, at most gpu::kMaxCullViews - 1) are culled with the camera
+    /// in one record_views; the first is drawn into Frame::extra_rgba.
+    Result<Frame> render(const Camera& camera, bool cull, std::span<const ExtraView> extra = {});
+    /// The meshes' packed LOD table (gpu::pack_mesh_table, without groups), for CPU twins.
+    const std::vector<gpu_layout::CullMesh>& mesh_table() const;
 
     /// The adopted library context (device, queue, buffers).
     gpu::Context& context();
@@ -74,10 +137,15 @@ private:
 /// The draw order of the unculled path: every id, by point_box_distance(eye, box) then id.
 std::vector<std::uint32_t> front_to_back(const Vec3& eye, std::span<const Box> boxes);
 
+/// The LOD the GPU cull picks for a box of `mesh` seen from `eye` (the CPU twin's choice).
+std::uint32_t lod_for(const gpu_layout::CullMesh& mesh, const Vec3& eye, const Box& box);
+
 /// Orthographic top-down view (looking down -y; x to the right, z downwards) of the scene and
-/// the camera: culled boxes grey, drawn boxes blue, the frustum (near to far) red, the eye white.
+/// the camera: frustum-culled boxes grey, drawn boxes blue, occlusion-culled (in the frustum,
+/// not drawn: `occluded_ids`) orange, the frustum (near to far) red, the eye white.
 tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uint32_t> drawn_ids,
-                            const Camera& camera, int width = 768, int height = 768);
+                            const Camera& camera, int width = 768, int height = 768,
+                            std::span<const std::uint32_t> occluded_ids = {});
 
 /// The frame as an RGB image (alpha dropped), for tool::write_png.
 tool::Image frame_image(const Frame& frame);

@@ -1,5 +1,9 @@
 // The renderer end to end: the same scene and camera rendered from the library's GPU cull and
-// from a CPU-filled command buffer drawing every box must give byte-identical images.
+// from a CPU-filled command buffer drawing every box must give byte-identical images - with
+// cubes, with meshes and levels of detail (the unculled path picks each LOD with the CPU twin of
+// the GPU's choice), on the showcase scene, and frame by frame while instances move (the tree
+// refitted or rebuilt on the GPU). Extra views (shadow cascades) culled in the same traversal
+// give the brute-force oracle's visible sets.
 //
 // Why identical: boxes the cull leaves out lie entirely outside a frustum plane and produce no
 // fragment, so both frames rasterise the same fragments of the same boxes with depth test LESS.
@@ -16,6 +20,7 @@
 
 #include "broadphase/scene.hpp"
 #include "renderer.hpp"
+#include "showcase.hpp"
 
 namespace broadphase::renderer {
 namespace {
@@ -36,6 +41,9 @@ protected:
     void SetUp() override {
         ASSERT_NE(renderer_, nullptr);
         errors_before_ = renderer_->validation_errors();
+        // Each test starts from the default single cube mesh.
+        RenderMesh cube{"cube", {{cube_mesh(), 0.0f}}, {0, 0, 0, 0}};
+        ASSERT_TRUE(renderer_->set_meshes(std::span<const RenderMesh>(&cube, 1)));
     }
     void TearDown() override {
         if (renderer_) {
@@ -56,11 +64,32 @@ protected:
         return c;
     }
 
-    static std::size_t non_clear_pixels(const Frame& frame) {
+    static std::size_t non_clear_pixels(const std::vector<std::uint8_t>& rgba) {
         std::size_t count = 0;
-        for (std::size_t i = 0; i + 3 < frame.rgba.size(); i += 4)
-            count += !std::equal(kClearColor.begin(), kClearColor.end(), frame.rgba.begin() + i);
+        for (std::size_t i = 0; i + 3 < rgba.size(); i += 4)
+            count += !std::equal(kClearColor.begin(), kClearColor.end(), rgba.begin() + i);
         return count;
+    }
+    static std::size_t non_clear_pixels(const Frame& frame) { return non_clear_pixels(frame.rgba); }
+
+    // Bytes that differ between two frames' images (the sizes must match).
+    static std::size_t differing_bytes(const Frame& a, const Frame& b) {
+        EXPECT_EQ(a.rgba.size(), b.rgba.size());
+        std::size_t differing = 0;
+        for (std::size_t i = 0; i < std::min(a.rgba.size(), b.rgba.size()); ++i)
+            differing += a.rgba[i] != b.rgba[i];
+        return differing;
+    }
+
+    // The showcase meshes with LOD switch distances for a unit-sized scene (the scanned mesh
+    // when the build found one).
+    static const std::vector<RenderMesh>& unit_scene_meshes() {
+        static const std::vector<RenderMesh> meshes = [] {
+            auto made = showcase_meshes(default_scanned_mesh(), {0.08f, 0.3f});
+            EXPECT_TRUE(made) << made.error().message;
+            return made ? std::move(*made) : std::vector<RenderMesh>{};
+        }();
+        return meshes;
     }
 
     static inline Renderer* renderer_ = nullptr;
@@ -96,6 +125,13 @@ std::vector<Box> spaced_grid(std::size_t n) {
 
 std::vector<std::uint32_t> sorted(std::vector<std::uint32_t> ids) {
     std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+// Mesh ids cycling through cube, sphere and scanned mesh.
+std::vector<std::uint32_t> cycling_meshes(std::size_t n) {
+    std::vector<std::uint32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = std::uint32_t(i % 3);
     return ids;
 }
 
@@ -172,6 +208,142 @@ TEST_F(RendererTest, RejectsBadInput) {
     Camera c = camera();
     c.near = 0.0f;
     EXPECT_FALSE(renderer_->render(c, true));
+}
+
+// Test 6: meshes with LODs on disjoint boxes: culled and unculled frames are byte-identical;
+// every drawn instance has the CPU twin's LOD; several LODs of each LOD mesh are drawn.
+TEST_F(RendererTest, LodMeshesCulledFrameEqualsUnculledFrame) {
+    ASSERT_FALSE(unit_scene_meshes().empty());
+    ASSERT_TRUE(renderer_->set_meshes(unit_scene_meshes()));
+    const std::vector<Box> boxes = spaced_grid(12000);
+    const std::vector<std::uint32_t> mesh_ids = cycling_meshes(boxes.size());
+    ASSERT_TRUE(renderer_->set_scene(boxes, mesh_ids));
+    auto culled = renderer_->render(camera(), true);
+    ASSERT_TRUE(culled) << culled.error().message;
+    auto all = renderer_->render(camera(), false);
+    ASSERT_TRUE(all) << all.error().message;
+
+    auto frustum = Frustum::from_camera(camera());
+    ASSERT_TRUE(frustum);
+    EXPECT_EQ(sorted(culled->drawn_ids), sorted(cull_brute_force(*frustum, boxes)));
+    EXPECT_LT(culled->drawn_ids.size(), boxes.size());
+    ASSERT_EQ(culled->drawn_lods.size(), culled->drawn_ids.size());
+    const auto& table = renderer_->mesh_table();
+    std::size_t lods_seen[3][3] = {};
+    std::uint32_t previous_mesh = 0;
+    for (std::size_t k = 0; k < culled->drawn_ids.size(); ++k) {
+        const std::uint32_t id = culled->drawn_ids[k], mesh = mesh_ids[id];
+        EXPECT_EQ(culled->drawn_lods[k], lod_for(table[mesh], camera().eye, boxes[id])) << id;
+        EXPECT_GE(mesh, previous_mesh) << "draws not grouped by mesh";
+        previous_mesh = mesh;
+        if (mesh < 3 && culled->drawn_lods[k] < 3) ++lods_seen[mesh][culled->drawn_lods[k]];
+    }
+    for (std::uint32_t mesh : {1u, 2u})
+        for (std::uint32_t lod = 0; lod < 3; ++lod)
+            EXPECT_GT(lods_seen[mesh][lod], 0u) << "mesh " << mesh << " LOD " << lod;
+    ASSERT_EQ(culled->mesh_draws.size(), 4u);
+    for (std::uint32_t mesh = 0; mesh < 3; ++mesh) EXPECT_GT(culled->mesh_draws[mesh], 0u);
+
+    EXPECT_GT(non_clear_pixels(*culled), culled->rgba.size() / 4 / 10) << "frame nearly blank";
+    EXPECT_EQ(differing_bytes(*culled, *all), 0u) << "culled and unculled frames differ";
+}
+
+// Test 7: the showcase scene (walls, ground, several meshes): culled == unculled, and the walls
+// hide what stands behind them (fewer distinct instance colours than drawn instances is not
+// asserted: only exact equality is).
+TEST_F(RendererTest, ShowcaseSceneCulledFrameEqualsUnculledFrame) {
+    auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
+    ASSERT_TRUE(meshes) << meshes.error().message;
+    ASSERT_TRUE(renderer_->set_meshes(*meshes));
+    const ShowcaseScene scene = showcase_scene(6000);
+    ASSERT_TRUE(renderer_->set_scene(scene.boxes, scene.mesh_ids));
+    auto culled = renderer_->render(scene.camera, true);
+    ASSERT_TRUE(culled) << culled.error().message;
+    auto all = renderer_->render(scene.camera, false);
+    ASSERT_TRUE(all) << all.error().message;
+    auto frustum = Frustum::from_camera(scene.camera);
+    ASSERT_TRUE(frustum);
+    EXPECT_EQ(sorted(culled->drawn_ids), sorted(cull_brute_force(*frustum, scene.boxes)));
+    EXPECT_LT(culled->drawn_ids.size(), scene.boxes.size());
+    for (std::uint32_t mesh = 0; mesh < 4; ++mesh) EXPECT_GT(culled->mesh_draws[mesh], 0u);
+    EXPECT_GT(non_clear_pixels(*culled), culled->rgba.size() / 4 / 2);
+    EXPECT_EQ(differing_bytes(*culled, *all), 0u) << "culled and unculled frames differ";
+}
+
+// Test 8: two shadow cascades culled with the camera in one record_views: each view's visible
+// set is the brute-force oracle's, view 0 is the camera's own cull, and the first cascade's
+// image is not blank.
+TEST_F(RendererTest, CascadeViewsEqualOracle) {
+    auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
+    ASSERT_TRUE(meshes) << meshes.error().message;
+    ASSERT_TRUE(renderer_->set_meshes(*meshes));
+    const ShowcaseScene scene = showcase_scene(6000);
+    ASSERT_TRUE(renderer_->set_scene(scene.boxes, scene.mesh_ids));
+    const float far = scene.camera.far;
+    const std::vector<ExtraView> cascades =
+        cascade_views(scene.camera, {-0.4f, -1.0f, 0.3f},
+                      {scene.camera.near, 0.1f * far, 0.4f * far}, bounds_of(scene.boxes));
+    ASSERT_EQ(cascades.size(), 2u);
+    auto frame = renderer_->render(scene.camera, true, cascades);
+    ASSERT_TRUE(frame) << frame.error().message;
+    ASSERT_EQ(frame->view_ids.size(), 3u);
+    auto main_view = Frustum::from_camera(scene.camera);
+    ASSERT_TRUE(main_view);
+    EXPECT_EQ(sorted(frame->view_ids[0]), sorted(cull_brute_force(*main_view, scene.boxes)));
+    EXPECT_EQ(sorted(frame->view_ids[0]), sorted(frame->drawn_ids));
+    for (std::size_t v = 0; v < cascades.size(); ++v) {
+        const Frustum f =
+            Frustum::from_view_projection(cascades[v].view_projection, cascades[v].eye);
+        const std::vector<std::uint32_t> expected = cull_brute_force(f, scene.boxes);
+        EXPECT_EQ(sorted(frame->view_ids[v + 1]), sorted(expected)) << "cascade " << v;
+        EXPECT_GT(expected.size(), 1u) << "cascade " << v << " sees nothing but the ground";
+        EXPECT_LT(expected.size(), scene.boxes.size()) << "cascade " << v << " culls nothing";
+    }
+    EXPECT_GT(non_clear_pixels(frame->extra_rgba), frame->extra_rgba.size() / 4 / 2);
+}
+
+// Test 9: moving instances: frame by frame (some boxes bob inside their cells; at frame 3 far
+// apart boxes swap places, so that the refitted tree's cost jumps and the GPU rebuilds it), the
+// culled frame equals the unculled frame of the same boxes and the visible set the oracle's.
+TEST_F(RendererTest, MovingInstancesCulledFrameEqualsUnculledFrame) {
+    ASSERT_FALSE(unit_scene_meshes().empty());
+    ASSERT_TRUE(renderer_->set_meshes(unit_scene_meshes()));
+    const std::vector<Box> base = spaced_grid(8000);
+    const std::vector<std::uint32_t> mesh_ids = cycling_meshes(base.size());
+    ASSERT_TRUE(renderer_->set_scene(base, mesh_ids));
+    const float cell = 1.0f / std::ceil(std::cbrt(float(base.size())));
+    int refits = 0, rebuilds = 0;
+    // Box i stands where base[place[i]] stands (from frame 3 on, far apart boxes swap places:
+    // each still fills a cell of its own, so the boxes stay disjoint).
+    std::vector<std::size_t> place(base.size());
+    for (std::size_t i = 0; i < place.size(); ++i) place[i] = i;
+    std::vector<Box> boxes(base.size());
+    for (int frame = 1; frame <= 4; ++frame) {
+        SCOPED_TRACE(frame);
+        if (frame == 3)
+            for (std::size_t i = 0; i < place.size() / 2; i += 4)
+                std::swap(place[i], place[place.size() - 1 - i]);
+        // Every 5th box bobs by at most 0.04 cell (the gaps between cells are >= 0.05 cell).
+        for (std::size_t i = 0; i < boxes.size(); ++i) {
+            const float dy = i % 5 == 0 ? 0.04f * cell * std::sin(float(frame) + float(i)) : 0.0f;
+            const Box& b = base[place[i]];
+            boxes[i] = {{b.min.x, b.min.y + dy, b.min.z}, {b.max.x, b.max.y + dy, b.max.z}};
+        }
+        ASSERT_TRUE(renderer_->move_boxes(boxes));
+        auto culled = renderer_->render(camera(), true);
+        ASSERT_TRUE(culled) << culled.error().message;
+        EXPECT_TRUE(culled->tree_updated);
+        (culled->tree_rebuilt ? rebuilds : refits)++;
+        auto all = renderer_->render(camera(), false);
+        ASSERT_TRUE(all) << all.error().message;
+        auto frustum = Frustum::from_camera(camera());
+        ASSERT_TRUE(frustum);
+        EXPECT_EQ(sorted(culled->drawn_ids), sorted(cull_brute_force(*frustum, boxes)));
+        EXPECT_GT(non_clear_pixels(*culled), culled->rgba.size() / 4 / 10);
+        EXPECT_EQ(differing_bytes(*culled, *all), 0u) << "culled and unculled frames differ";
+    }
+    EXPECT_GT(refits, 0);
+    EXPECT_GT(rebuilds, 0);
 }
 
 }  // namespace
