@@ -94,22 +94,23 @@ Result<std::vector<RenderMesh>> showcase_meshes(const std::string& mesh_path,
 }
 
 ShowcaseScene showcase_scene(std::uint32_t count, std::uint32_t walls, std::uint32_t seed) {
-    constexpr float kCell = 2.0f, kGap = 0.05f, kWallHeight = 6.0f;
+    constexpr float kCell = 2.0f, kGap = 0.05f, kWallHeight = 3.5f;
+    // Enough cells for the instances and the walls' runs (8 + 3w cells each).
     const auto side =
-        std::uint32_t(std::ceil(std::sqrt(double(count) * 1.2 + double(walls) * 40.0))) + 1;
+        std::uint32_t(std::ceil(std::sqrt(double(count) + 8.0 * walls + 1.5 * walls * walls))) + 1;
     const float width = float(side) * kCell;
     ShowcaseScene scene;
     // The ground: a slab under the whole field, its top at y = 0 (instances start at kGap).
     scene.boxes.push_back({{-kCell, -0.5f, -kCell}, {width + kCell, 0.0f, width + kCell}});
     scene.mesh_ids.push_back(kMeshSlab);
-    // Walls across the view near the camera, each filling cell row 3 + 5w over a run of cells
-    // (no instance shares a wall's cells), staggered left and right of the centre.
+    // Walls across the view in front of the camera, each filling cell row 8 + 6w over a run of
+    // cells (no instance shares a wall's cells), staggered left and right of the centre.
     std::vector<bool> taken(std::size_t(side) * side, false);
     for (std::uint32_t w = 0; w < walls; ++w) {
-        const std::uint32_t row = 3 + 5 * w;
+        const std::uint32_t row = 8 + 6 * w;
         if (row >= side) break;
-        const auto run = std::min<std::uint32_t>(side, 6 + 2 * w);
-        const auto centre = std::int64_t(side / 2) + (w % 2 == 0 ? -1 : 1) * std::int64_t(2 * w);
+        const auto run = std::min<std::uint32_t>(side, 8 + 3 * w);
+        const auto centre = std::int64_t(side / 2) + (w % 2 == 0 ? -1 : 1) * std::int64_t(3 * w);
         const auto first = std::uint32_t(std::clamp<std::int64_t>(centre - run / 2, 0, side - run));
         for (std::uint32_t c = first; c < first + run; ++c)
             taken[std::size_t(row) * side + c] = true;
@@ -139,8 +140,8 @@ ShowcaseScene showcase_scene(std::uint32_t count, std::uint32_t walls, std::uint
             ++placed;
         }
     Camera& c = scene.camera;
-    c.eye = {0.5f * width, 5.0f, -6.0f};
-    c.target = {0.5f * width, 0.0f, 0.45f * width};
+    c.eye = {0.5f * width, 4.5f, -4.0f};
+    c.target = {0.5f * width, 0.0f, 0.4f * width};
     c.up = {0.0f, 1.0f, 0.0f};
     c.fovy_deg = 60.0f;
     c.aspect = 1.0f;
