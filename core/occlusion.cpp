@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string_view>
@@ -44,12 +45,45 @@ bool depth_in_range(float d) {
     return std::isfinite(d) && d >= 0.0f && d <= 1.0f;
 }
 
+constexpr float kRelativeMargin = 0x1p-19f, kAbsoluteMargin = 0x1p-20f;
+
+// A quotient below the normal range becomes a zero of its sign (step 3 of the rule): GPUs may
+// flush subnormals, so none may reach a comparison.
+float flush_subnormal(float q) {
+    return std::fabs(q) < std::numeric_limits<float>::min() ? std::copysign(0.0f, q) : q;
+}
+
+// Step 3's margin of a quotient q = c / w: (a + |q| * aw) * (1 / w) * 2^-19 + 2^-20, where a
+// and aw are the sums of the absolute terms of c and w, each operation rounded on its own.
+float rounding_margin(float a, float q, float aw, float inv) {
+    const float scaled = std::fabs(q) * aw;
+    const float sum = a + scaled;
+    const float per_w = sum * inv;
+    const float relative = per_w * kRelativeMargin;
+    return relative + kAbsoluteMargin;
+}
+
 std::uint32_t texel_of(float n, std::uint32_t size) {
     const float u = (n * 0.5f + 0.5f) * float(size);
     return std::min(static_cast<std::uint32_t>(std::floor(u)), size - 1);
 }
 
 }  // namespace
+
+std::vector<DepthLevel> depth_pyramid_levels(std::uint32_t width, std::uint32_t height) {
+    std::vector<DepthLevel> levels;
+    if (width < 1 || height < 1 || width > kMaxDepthImageSize || height > kMaxDepthImageSize)
+        return levels;
+    std::uint32_t offset = 0, w = width, h = height;
+    for (;;) {
+        levels.push_back({offset, w, h});
+        offset += w * h;
+        if (w == 1 && h == 1) break;
+        w = (w + 1) / 2;
+        h = (h + 1) / 2;
+    }
+    return levels;
+}
 
 Result<DepthPyramid> DepthPyramid::build(std::uint32_t width, std::uint32_t height,
                                          std::span<const float> depth) {
@@ -73,15 +107,8 @@ Result<DepthPyramid> DepthPyramid::build(std::uint32_t width, std::uint32_t heig
     }
     try {
         DepthPyramid p;
-        std::uint32_t offset = 0, w = width, h = height;
-        for (;;) {
-            p.levels_.push_back({offset, w, h});
-            offset += w * h;
-            if (w == 1 && h == 1) break;
-            w = (w + 1) / 2;
-            h = (h + 1) / 2;
-        }
-        p.texels_.resize(offset);
+        p.levels_ = depth_pyramid_levels(width, height);
+        p.texels_.resize(p.levels_.back().offset + 1);
         std::copy(depth.begin(), depth.end(), p.texels_.begin());
         for (std::size_t k = 1; k < p.levels_.size(); ++k) {
             const DepthLevel& child = p.levels_[k - 1];
@@ -109,7 +136,7 @@ bool occluded(const DepthPyramid& pyramid, const std::array<float, 16>& m, const
         const float px = (i & 1) ? b.max.x : b.min.x;
         const float py = (i & 2) ? b.max.y : b.min.y;
         const float pz = (i & 4) ? b.max.z : b.min.z;
-        float clip[4];
+        float clip[4], size[4];
         for (int r = 0; r < 4; ++r) {
             // Separate statements: no contraction into fused multiply-adds.
             float s = m[r] * px;
@@ -118,18 +145,33 @@ bool occluded(const DepthPyramid& pyramid, const std::array<float, 16>& m, const
             const float u = m[8 + r] * pz;
             s = s + u;
             clip[r] = s + m[12 + r];
-            if (!std::isfinite(clip[r])) return false;
+            float a = std::fabs(m[r] * px);
+            const float at = std::fabs(m[4 + r] * py);
+            a = a + at;
+            const float au = std::fabs(m[8 + r] * pz);
+            a = a + au;
+            size[r] = a + std::fabs(m[12 + r]);
+            if (!std::isfinite(clip[r]) || !std::isfinite(size[r])) return false;
         }
         if (!(clip[3] > 0.0f)) return false;
-        const float nx = clip[0] / clip[3], ny = clip[1] / clip[3], d = clip[2] / clip[3];
+        const float inv = flush_subnormal(1.0f / clip[3]);
+        const float nx = flush_subnormal(clip[0] / clip[3]);
+        const float ny = flush_subnormal(clip[1] / clip[3]);
+        const float d = flush_subnormal(clip[2] / clip[3]);
+        const float ex = rounding_margin(size[0], nx, size[3], inv);
+        const float ey = rounding_margin(size[1], ny, size[3], inv);
+        const float ed = rounding_margin(size[2], d, size[3], inv);
+        if (!std::isfinite(ex) || !std::isfinite(ey) || !std::isfinite(ed)) return false;
+        const float x_lo = nx - ex, x_hi = nx + ex, y_lo = ny - ey, y_hi = ny + ey;
+        const float d_lo = d - ed;
         if (i == 0) {
-            nx_lo = nx_hi = nx;
-            ny_lo = ny_hi = ny;
-            dmin = d;
+            nx_lo = x_lo, nx_hi = x_hi;
+            ny_lo = y_lo, ny_hi = y_hi;
+            dmin = d_lo;
         } else {
-            nx_lo = std::min(nx_lo, nx), nx_hi = std::max(nx_hi, nx);
-            ny_lo = std::min(ny_lo, ny), ny_hi = std::max(ny_hi, ny);
-            dmin = std::min(dmin, d);
+            nx_lo = std::min(nx_lo, x_lo), nx_hi = std::max(nx_hi, x_hi);
+            ny_lo = std::min(ny_lo, y_lo), ny_hi = std::max(ny_hi, y_hi);
+            dmin = std::min(dmin, d_lo);
         }
     }
     const auto clamp1 = [](float v) { return std::clamp(v, -1.0f, 1.0f); };

@@ -41,6 +41,23 @@ std::uint32_t node_distance2(const Vec3& e, const LbvhNode& node) {
                              {node.hi.x, node.hi.y, node.hi.z});
 }
 
+// lbvh_cull.glsl node_occluded: the pyramid test, except in the early phase.
+bool occluded_in_phase(const CullOcclusionTwin& o, const LbvhNode& node) {
+    if (o.phase == gpu_layout::kOcclusionEarly) return false;
+    return occluded(*o.pyramid, o.view_projection,
+                    Box{{node.lo.x, node.lo.y, node.lo.z}, {node.hi.x, node.hi.y, node.hi.z}});
+}
+
+// lbvh_cull.glsl leaf_drawn: the phase's filter on a visible, unoccluded leaf.
+bool leaf_drawn(CullOcclusionTwin& o, const LbvhNode& leaf) {
+    if (o.phase == gpu_layout::kOcclusionSingle) return true;
+    std::uint32_t& stamp = (*o.visibility)[leaf.link.x];
+    const std::uint32_t seen = stamp, previous = o.frame - 1;
+    if (o.phase == gpu_layout::kOcclusionEarly) return seen == previous;
+    stamp = o.frame;
+    return seen != previous;
+}
+
 // 2^-a as a float, for a in [-126, 127] (built from its bits, exact).
 float power_of_two(int minus_a) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(127 + minus_a) << 23);
@@ -50,7 +67,8 @@ float power_of_two(int minus_a) {
 
 std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
-                                      std::vector<std::uint32_t>* ranks) {
+                                      std::vector<std::uint32_t>* ranks,
+                                      CullOcclusionTwin* occlusion) {
     std::vector<std::uint32_t> out;
     if (ranks) ranks->clear();
     if (n == 0) return out;
@@ -69,14 +87,22 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
         const std::uint32_t last = nodes[node].link.w;
         bool descend = false;
         if (last >= lo && first <= hi) {
-            const int cls = accepted ? 2 : classify(nodes[node], f);
+            int cls = accepted ? 2 : classify(nodes[node], f);
             const bool leaf = node >= leaf_base;
-            if ((cls == 2 && (leaf || !want_ranks)) || (cls == 1 && leaf)) {
+            bool emit = (cls == 2 && (leaf || !want_ranks)) || (cls == 1 && leaf);
+            bool down = !emit && cls != 0;
+            if (occlusion) {
+                ++occlusion->visits;
+                if (cls != 0 && occluded_in_phase(*occlusion, nodes[node])) cls = 0;
+                emit = cls != 0 && leaf && leaf_drawn(*occlusion, nodes[node]);
+                down = cls != 0 && !leaf;
+            }
+            if (emit) {
                 for (std::uint32_t p = std::max(first, lo); p <= std::min(last, hi); ++p) {
                     if (want_ranks) ranks->push_back(rank);
                     out.push_back(p);
                 }
-            } else if (cls != 0) {
+            } else if (down) {
                 descend = true;
                 accepted = cls == 2;
             }
@@ -201,14 +227,15 @@ std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, 
 }
 
 std::vector<std::uint32_t> cull_positions(std::span<const LbvhNode> nodes, std::uint32_t n,
-                                          const Frustum& f, CullOrder order) {
+                                          const Frustum& f, CullOrder order,
+                                          CullOcclusionTwin* occlusion) {
     std::vector<std::uint32_t> positions, ranks;
     const std::uint32_t chunks = (n + kCullChunk - 1) / kCullChunk;
     const bool approx = order == CullOrder::approx;
     for (std::uint32_t c = 0; c < chunks; ++c) {
         std::vector<std::uint32_t> chunk_ranks;
         std::vector<std::uint32_t> seen =
-            cull_chunk(nodes, n, f, c, approx ? &chunk_ranks : nullptr);
+            cull_chunk(nodes, n, f, c, approx ? &chunk_ranks : nullptr, occlusion);
         positions.insert(positions.end(), seen.begin(), seen.end());
         ranks.insert(ranks.end(), chunk_ranks.begin(), chunk_ranks.end());
     }
@@ -234,9 +261,9 @@ std::vector<std::uint32_t> cull_positions(std::span<const LbvhNode> nodes, std::
 }
 
 std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
-                                CullOrder order) {
+                                CullOrder order, CullOcclusionTwin* occlusion) {
     std::vector<std::uint32_t> ids;
-    for (std::uint32_t p : cull_positions(nodes, n, f, order))
+    for (std::uint32_t p : cull_positions(nodes, n, f, order, occlusion))
         ids.push_back(nodes[n - 1 + p].link.x);
     return ids;
 }

@@ -6,6 +6,7 @@
 // operations as the shaders, so tests compare GPU output with these exactly.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -13,15 +14,32 @@
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu_layout.h"
 #include "broadphase/gpu_layout_cull.h"
+#include "broadphase/occlusion.hpp"
 
 namespace broadphase::lbvh {
 
+/// The occlusion part of a cull, gpu::CullOcclusion's twin (lbvh_cull_occlusion.comp): every
+/// node that passes the frustum test is also tested with occluded() against `pyramid` (single
+/// and late phases) and rejected with its subtree when hidden; no range is accepted whole. A
+/// visible leaf is kept: single, always; early, when visibility[id] == frame - 1; late, when
+/// visibility[id] != frame - 1, after visibility[id] = frame.
+struct CullOcclusionTwin {
+    std::uint32_t phase = gpu_layout::kOcclusionSingle;
+    const DepthPyramid* pyramid = nullptr;  ///< single and late
+    std::array<float, 16> view_projection{};
+    std::vector<std::uint32_t>* visibility = nullptr;  ///< early and late: one stamp per box id
+    std::uint32_t frame = 1;
+    std::uint64_t visits = 0;  ///< nodes classified, summed over the chunks culled (out)
+};
+
 /// What lbvh_cull.comp's invocation `chunk` writes: the sorted positions it sees, ascending,
 /// among [chunk * kCullChunk, (chunk + 1) * kCullChunk) of a tree over n >= 1 leaves; with
-/// `ranks` (kCullFlagRank), also each seen leaf's near-child-first rank (near_first_rank).
+/// `ranks` (kCullFlagRank), also each seen leaf's near-child-first rank (near_first_rank); with
+/// `occlusion`, what lbvh_cull_occlusion.comp writes.
 std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
-                                      std::vector<std::uint32_t>* ranks = nullptr);
+                                      std::vector<std::uint32_t>* ranks = nullptr,
+                                      CullOcclusionTwin* occlusion = nullptr);
 
 /// What lbvh_cull_views.comp's invocation `chunk` writes for several views in one traversal:
 /// element v the sorted positions view frusta[v] sees, ascending, among the chunk's (equal to
@@ -52,7 +70,8 @@ std::uint32_t near_first_rank(std::span<const gpu_layout::LbvhNode> nodes, std::
 
 /// The sorted positions of the visible leaves in the order cull() returns their ids.
 std::vector<std::uint32_t> cull_positions(std::span<const gpu_layout::LbvhNode> nodes,
-                                          std::uint32_t n, const Frustum& f, CullOrder order);
+                                          std::uint32_t n, const Frustum& f, CullOrder order,
+                                          CullOcclusionTwin* occlusion = nullptr);
 
 /// The switch key of a LOD switch distance d >= 0: cull_distance_key of the point (d, 0, 0)
 /// seen from the origin, so that a box's key >= it means the box is at least d away, up to the
@@ -82,7 +101,9 @@ CullDraws cull_draws(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t 
 /// The whole GPU cull of a tree over n leaves (nodes.size() == 2n - 1; empty when n == 0).
 /// approx: ids by cull_chunk's near-child-first ranks (a front-to-back-ish depth-first order).
 /// exact: sorted by the 64-bit key (cull_distance_key << 32 | id).
+/// With `occlusion`, the cull of Culler::record with that CullOcclusion.
 std::vector<std::uint32_t> cull(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
-                                const Frustum& f, CullOrder order);
+                                const Frustum& f, CullOrder order,
+                                CullOcclusionTwin* occlusion = nullptr);
 
 }  // namespace broadphase::lbvh

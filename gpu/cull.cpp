@@ -35,9 +35,10 @@ std::uint32_t chunk_count(std::uint32_t n) {
 // Where each array of a cull lives inside the scratch buffer.
 struct ScratchLayout {
     BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
-    BufferRange visible;  // the visible count, copied from offsets[chunks] (aligned for binding)
-    BufferRange args;     // the sort's indirect dispatch arguments for that count
-    BufferRange bounds;   // grouped LODs: (first, end) of each mesh key's run, 2 (M + 1) uints
+    BufferRange visible;    // the visible count, copied from offsets[chunks] (aligned for binding)
+    BufferRange args;       // the sort's indirect dispatch arguments for that count
+    BufferRange bounds;     // grouped LODs: (first, end) of each mesh key's run, 2 (M + 1) uints
+    BufferRange occlusion;  // CullOcclusionParams of an occlusion cull
     VkDeviceSize size = 0;
 };
 
@@ -70,6 +71,7 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
         std::max(RadixSort::scratch_size(n), RadixSort::scan_scratch_size(chunk_count(n) + 1)));
     s.visible = arena.take(4);
     s.args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
+    s.occlusion = arena.take(sizeof(CullOcclusionParams));
     if (mesh_count > 0) s.bounds = arena.take(8ull * (mesh_count + 1ull));
     s.size = arena.used();
     return s;
@@ -111,12 +113,14 @@ struct Culler::Impl {
     Context* context = nullptr;
     CullOptions options;
     RadixSort sort;
-    Kernel traverse, traverse_views, compact, emit, emit_lods, group, group_bounds;
+    Kernel traverse, traverse_views, traverse_occlusion, compact, emit, emit_lods, group,
+        group_bounds, build_pyramid;
     std::unique_ptr<Lbvh> lbvh;
     // Working buffers of the host helper, grown on demand.
     Buffer boxes, nodes, build_scratch, scratch, ids, commands, count;
     Buffer mesh_table, mesh_ids, group_counts, draw_lods;  // cull_lods
     Buffer view_out;  // cull_views of several views: each view's ids, commands and count
+    Buffer pyramid;   // cull_occluded: the depth pyramid
     std::uint32_t capacity = 0;
     Timestamps stamps;  // kHelperQueries: the build's stage boundaries, then the cull's
     CullTimes times;
@@ -313,11 +317,34 @@ void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
         pc, groups(threads));
 }
 
-// Culler::record, with LODs when `lods` is given.
+// Bytes of the pyramid over an occlusion cull's depth image (its size checked first).
+VkDeviceSize pyramid_bytes(const CullOcclusion& o) {
+    return (depth_pyramid_levels(o.width, o.height).back().offset + 1ull) * 4;
+}
+
+// The occlusion arguments of record(): sizes, frame and ranges.
+Status check_occlusion(Culler::Impl& im, std::uint32_t n, const CullOcclusion& o) {
+    const auto fail = [](const std::string& message) {
+        return Error{ErrorCode::invalid_argument, "Culler::record: CullOcclusion " + message};
+    };
+    const auto phase = static_cast<std::uint32_t>(o.phase);
+    if (phase > kOcclusionLate) return fail("phase " + std::to_string(phase) + " is not a phase");
+    const bool pyramid = o.phase != OcclusionPhase::early;
+    const bool stamps = o.phase != OcclusionPhase::single;
+    if (pyramid && depth_pyramid_levels(o.width, o.height).empty())
+        return fail("size " + std::to_string(o.width) + " x " + std::to_string(o.height) +
+                    " is outside 1.." + std::to_string(kMaxDepthImageSize));
+    if (stamps && o.frame == 0) return fail("frame must be at least 1 (0 means never seen)");
+    return check_ranges(impl_of(*im.context), "Culler::record",
+                        {{"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
+                         {"visibility", o.visibility, stamps ? std::max(n * 4ull, 4ull) : 0}});
+}
+
+// Culler::record, with LODs when `lods` is given, against a depth pyramid when `occlusion` is.
 Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
                    const Frustum& frustum, CullOrder order, const BufferRange& scratch,
-                   const CullOutput& out, const CullLods* lods, VkQueryPool pool,
-                   std::uint32_t first_query) {
+                   const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion,
+                   VkQueryPool pool, std::uint32_t first_query) {
     const std::uint32_t n = tree.n;
     const VkDeviceSize cap = out.capacity;
     const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
@@ -345,12 +372,15 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
              {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0}});
         !st)
         return st;
+    if (occlusion) {
+        if (Status st = check_occlusion(im, n, *occlusion); !st) return st;
+    }
+    Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
     if (lods) {
-        if (Status st =
-                ready({&im.traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
+        if (Status st = ready({&traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
             !st)
             return st;
-    } else if (Status st = ready({&im.traverse, &im.compact, &im.emit}); !st) {
+    } else if (Status st = ready({&traverse, &im.compact, &im.emit}); !st) {
         return st;
     }
     if (Status st = im.sort.ready_sort(); !st) return st;
@@ -367,6 +397,16 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
     std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
+    if (occlusion) {
+        CullOcclusionParams o{};
+        for (int c = 0; c < 4; ++c) {
+            const float* column = occlusion->view_projection.data() + 4 * c;
+            o.view_projection[c] = {column[0], column[1], column[2], column[3]};
+        }
+        o.info = {occlusion->width, occlusion->height, static_cast<std::uint32_t>(occlusion->phase),
+                  occlusion->frame};
+        vkCmdUpdateBuffer(cmd, scratch.buffer, s.occlusion.offset, sizeof(o), &o);
+    }
     if (grouped) {
         // Runs of absent meshes stay (0, 0); the grouped emit adds each group's stored count
         // onto draw_count[0].
@@ -384,8 +424,21 @@ Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, co
     pc.tiles = chunks;
     if (n > 0) {
         pc.flags = exact ? 0u : kCullFlagRank;
-        im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks}, pc,
-                             groups(chunks));
+        if (occlusion) {
+            // A phase that reads no pyramid (early) or no stamps (single) binds the occlusion
+            // parameters in their place.
+            const bool pyramid = occlusion->phase != OcclusionPhase::early;
+            const bool stamps = occlusion->phase != OcclusionPhase::single;
+            im.traverse_occlusion.dispatch(
+                cmd,
+                {nodes, s.params, s.slots, s.offsets, s.ranks, s.occlusion,
+                 pyramid ? first_bytes(occlusion->pyramid, pyramid_bytes(*occlusion)) : s.occlusion,
+                 stamps ? first_bytes(occlusion->visibility, n * 4ull) : s.occlusion},
+                pc, groups(chunks));
+        } else {
+            im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks}, pc,
+                                 groups(chunks));
+        }
         compute_barrier(cmd);
     }
     write_timestamp(cmd, pool, first_query + 1);
@@ -432,6 +485,9 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     impl->sort = RadixSort(context);
     impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
     impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 4, "lbvh_cull_views");
+    impl->traverse_occlusion =
+        Kernel(context, shaders::lbvh_cull_occlusion, 8, "lbvh_cull_occlusion");
+    impl->build_pyramid = Kernel(context, shaders::depth_pyramid, 1, "depth_pyramid");
     impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
     impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
     impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 14, "lbvh_cull_emit_lods");
@@ -504,7 +560,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         write_timestamp(cmd, pool, first_query + 0);
         for (std::uint32_t v = 0; v < views; ++v) {
             if (Status st = record_cull(*this, im, cmd, tree, frusta[v], order, scratch, outs[v],
-                                        nullptr, VK_NULL_HANDLE, 0);
+                                        nullptr, nullptr, VK_NULL_HANDLE, 0);
                 !st)
                 return st;
             compute_barrier(cmd);  // the next view rewrites the params and arrays just read
@@ -631,15 +687,55 @@ std::vector<std::uint32_t> group_first(std::span<const std::uint32_t> group_capa
 Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
                       CullOrder order, const BufferRange& scratch, const CullOutput& out,
                       VkQueryPool pool, std::uint32_t first_query) {
-    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, nullptr, pool,
-                       first_query);
+    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, nullptr, nullptr,
+                       pool, first_query);
 }
 
 Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
                       CullOrder order, const BufferRange& scratch, const CullOutput& out,
                       const CullLods& lods, VkQueryPool pool, std::uint32_t first_query) {
-    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, &lods, pool,
+    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, &lods, nullptr, pool,
                        first_query);
+}
+
+Status Culler::record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                      CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                      const CullLods* lods, const CullOcclusion& occlusion, VkQueryPool pool,
+                      std::uint32_t first_query) {
+    return record_cull(*this, *impl_, cmd, tree, frustum, order, scratch, out, lods, &occlusion,
+                       pool, first_query);
+}
+
+Status Culler::record_depth_pyramid(VkCommandBuffer cmd, const BufferRange& pyramid,
+                                    std::uint32_t width, std::uint32_t height) {
+    Impl& im = *impl_;
+    const std::vector<DepthLevel> levels = depth_pyramid_levels(width, height);
+    if (levels.empty())
+        return Error{ErrorCode::invalid_argument, "Culler::record_depth_pyramid: size " +
+                                                      std::to_string(width) + " x " +
+                                                      std::to_string(height) + " is outside 1.." +
+                                                      std::to_string(kMaxDepthImageSize)};
+    const VkDeviceSize bytes = (levels.back().offset + 1ull) * 4;
+    if (Status st = check_ranges(impl_of(*im.context), "Culler::record_depth_pyramid",
+                                 {{"pyramid", pyramid, bytes}});
+        !st)
+        return st;
+    if (Status st = ready({&im.build_pyramid}); !st) return st;
+    const BufferRange range = first_bytes(pyramid, bytes);
+    for (std::size_t k = 1; k < levels.size(); ++k) {
+        const DepthLevel& from = levels[k - 1];
+        const DepthLevel& to = levels[k];
+        PushConstants pc{};
+        pc.count = to.width * to.height;
+        pc.offset = from.offset;
+        pc.key_word = from.width;
+        pc.key_words = from.height;
+        pc.capacity = to.offset;
+        pc.shift = to.width;
+        compute_barrier(cmd);  // level 0 from the caller, each later level from the last dispatch
+        im.build_pyramid.dispatch(cmd, {range}, pc, groups(pc.count));
+    }
+    return {};
 }
 
 Result<std::vector<std::uint32_t>> Culler::cull(std::span<const Box> input, const Frustum& frustum,
@@ -702,6 +798,57 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
         views.push_back(std::move(visible));
     }
     return views;
+}
+
+Result<std::vector<std::uint32_t>> Culler::cull_occluded(
+    std::span<const Box> input, const Frustum& frustum, CullOrder order, const DepthPyramid& depth,
+    const std::array<float, 16>& view_projection) {
+    Impl& im = *impl_;
+    auto prepared = im.prepare(input, 0);
+    if (!prepared) return prepared.error();
+    const std::uint32_t n = prepared.value();
+    const std::uint32_t width = depth.width(), height = depth.height();
+    const VkDeviceSize level0 = std::size_t(width) * height * 4ull;
+    if (Status s = im.ensure(im.pyramid, depth.texels().size() * 4ull); !s) return s.error();
+    if (Status s = im.context->upload(im.pyramid, depth.image().data(), level0); !s)
+        return s.error();
+    const CullOcclusion occlusion{
+        OcclusionPhase::single, whole(im.pyramid), width, height, view_projection, {}, 1};
+    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
+    bool first = true;  // the first submission builds the tree and the pyramid
+    std::uint32_t counts[2] = {0, 0};
+    while (true) {
+        const CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), im.capacity};
+        Status recorded;
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);  // make the staged uploads visible to the shaders
+            im.stamps.reset(cmd, 0, kHelperQueries);
+            if (first) {
+                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
+                    return;
+                if (!(recorded = record_depth_pyramid(cmd, whole(im.pyramid), width, height)))
+                    return;
+                compute_barrier(cmd);
+            }
+            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out,
+                              nullptr, occlusion, im.stamps.handle(), kBuildQueries);
+            compute_barrier(cmd);
+        });
+        if (!s) return s.error();
+        if (!recorded) return recorded.error();
+        im.read_times(first);
+        first = false;
+        if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
+        if (counts[1] <= im.capacity) break;
+        if (Status e = im.ensure_output(std::min(counts[1] + counts[1] / 4, n)); !e)
+            return e.error();
+    }
+    std::vector<std::uint32_t> visible(counts[1]);
+    if (counts[1] > 0) {
+        if (Status d = im.context->download(im.ids, visible.data(), counts[1] * 4ull); !d)
+            return d.error();
+    }
+    return visible;
 }
 
 Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, const Frustum& frustum,

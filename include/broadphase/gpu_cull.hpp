@@ -9,6 +9,7 @@
 // in one traversal with a view mask (record_views).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,6 +18,7 @@
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu.hpp"
 #include "broadphase/gpu_layout_cull.h"
+#include "broadphase/occlusion.hpp"
 
 namespace broadphase::gpu {
 
@@ -96,6 +98,46 @@ struct CullLods {
     BufferRange draw_lods{};   ///< optional, capacity uints: each stored command's LOD (kNoLod)
 };
 
+/// Which part of a cull against a depth pyramid Culler::record runs (CullOcclusion).
+enum class OcclusionPhase : std::uint32_t {
+    /// Frustum and pyramid: what is in the frustum and not certainly hidden. No history.
+    single = gpu_layout::kOcclusionSingle,
+    /// Two-phase occlusion, phase 1 (before this frame's depth exists): what is in the frustum
+    /// and was found visible last frame (visibility stamp == frame - 1). No pyramid is read.
+    early = gpu_layout::kOcclusionEarly,
+    /// Phase 2 (against the pyramid built from phase 1's depth): every box in the frustum and
+    /// not hidden is stamped visible this frame (visibility = frame); those phase 1 did not
+    /// draw (stamp before != frame - 1) are the output.
+    late = gpu_layout::kOcclusionLate,
+};
+
+/// Occlusion culling for Culler::record (issue 11 item 3; Haar & Aaltonen's two-phase
+/// hierarchical-Z culling, SIGGRAPH 2015). The traversal tests every node that passes the
+/// frustum against a max-depth pyramid with the conservative rule of broadphase::occluded()
+/// (include/broadphase/occlusion.hpp; bit for bit, shaders/occlusion.glsl) and rejects a hidden
+/// node with its whole subtree; it never culls a box the depth buffer would show.
+/// A renderer's frame with two-phase culling (visibility zero-filled once, frames from 1):
+///  1. record(..., {early, {}, W, H, vp, visibility, frame}) and draw its output;
+///  2. copy the depth attachment (D32_SFLOAT) into the first W * H floats of `pyramid`
+///     (vkCmdCopyImageToBuffer, tightly packed: row 0 the top row) and record_depth_pyramid;
+///  3. record(..., {late, pyramid, W, H, vp, visibility, frame}) and draw its output, loading
+///     the depth and colour of step 1.
+/// The frame counter must not wrap to 0 (after 2^32 - 1 frames, zero-fill visibility and
+/// start again from 1). All phases take the same frustum and view_projection.
+struct CullOcclusion {
+    OcclusionPhase phase = OcclusionPhase::single;
+    /// single and late: the pyramid, depth_pyramid_levels(width, height).back().offset + 1
+    /// floats in DepthPyramid::texels()'s layout (storage usage).
+    BufferRange pyramid;
+    std::uint32_t width = 0, height = 0;  ///< level 0, 1..kMaxDepthImageSize
+    /// Column-major, as Camera::view_projection(); the depth image is this matrix's.
+    std::array<float, 16> view_projection{};
+    /// early and late: one uint per box id (n uints, storage usage), the last frame in which
+    /// the box was found visible (0: never); late writes it.
+    BufferRange visibility;
+    std::uint32_t frame = 1;  ///< early and late: this frame's number, >= 1
+};
+
 /// A draw the LOD host helper returns: the instance, its mesh and its LOD.
 struct CullDraw {
     std::uint32_t id = 0, mesh = 0, lod = 0;
@@ -162,6 +204,32 @@ public:
                   CullOrder order, const BufferRange& scratch, const CullOutput& out,
                   const CullLods& lods, VkQueryPool pool = VK_NULL_HANDLE,
                   std::uint32_t first_query = 0);
+
+    /// record() with occlusion culling (CullOcclusion; `lods` optional, as in the overload
+    /// above): the traversal is lbvh_cull_occlusion.comp, the stages and timestamps are
+    /// record()'s. Errors (recording nothing) for a pyramid size outside 1..16384 or a frame of
+    /// 0, and for ranges too small: pyramid (single, late) and visibility (early, late: n uints).
+    Status record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
+                  CullOrder order, const BufferRange& scratch, const CullOutput& out,
+                  const CullLods* lods, const CullOcclusion& occlusion,
+                  VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
+
+    /// Records the levels above level 0 of the max-depth pyramid in `pyramid`, whose first
+    /// width * height floats (level 0) the caller has written (a depth image copied row-major,
+    /// row 0 the top; depths finite, in [0, 1]): one dispatch per level, each after a compute
+    /// barrier (shaders/depth_pyramid.comp); equal bit for bit to DepthPyramid::build.
+    /// Precondition: level 0's writes visible to compute-shader reads. Postcondition: the last
+    /// command is a compute dispatch writing `pyramid` (none for a 1 x 1 image).
+    Status record_depth_pyramid(VkCommandBuffer cmd, const BufferRange& pyramid,
+                                std::uint32_t width, std::uint32_t height);
+
+    /// Host helper, one view against a depth image (phase single): uploads the boxes and the
+    /// pyramid's level 0, builds the tree and the pyramid on the GPU, culls (growing the
+    /// output) and returns the visible ids in order.
+    Result<std::vector<std::uint32_t>> cull_occluded(std::span<const Box> boxes,
+                                                     const Frustum& frustum, CullOrder order,
+                                                     const DepthPyramid& depth,
+                                                     const std::array<float, 16>& view_projection);
 
     /// Host helper with meshes and LODs: validates the meshes (pack_mesh_table) and the mesh
     /// ids (one per box, each < meshes.size(); the error names the box), builds, culls and

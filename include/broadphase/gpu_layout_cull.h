@@ -37,6 +37,16 @@ BP_CONST kCullFlagDrawLods = 16u;
 // distance key) instead of its leaf node; the elements are then indices into the order.
 BP_CONST kCullFlagSortedKeys = 64u;
 
+// Occlusion phases of lbvh_cull_occlusion.comp (gpu::OcclusionPhase, CullOcclusionParams
+// info.z): single, test every node against the depth pyramid; early, no pyramid, keep the
+// leaves whose visibility stamp is the previous frame's; late, test against the pyramid, stamp
+// every leaf that passes with this frame and keep those the early phase did not draw.
+BP_CONST kOcclusionSingle = 0u;
+BP_CONST kOcclusionEarly = 1u;
+BP_CONST kOcclusionLate = 2u;
+// Levels a depth pyramid of at most 16384 x 16384 texels has (kMaxDepthImageSize).
+BP_CONST kMaxDepthLevels = 15u;
+
 // Views one traversal of lbvh_cull_views culls (gpu::kMaxCullViews).
 BP_CONST kCullMaxViews = 8u;
 
@@ -68,10 +78,20 @@ struct CullParams {
     uvec4 draw;
 };
 
+// Parameters of an occlusion cull (lbvh_cull_occlusion.comp), written with vkCmdUpdateBuffer:
+// view_projection the column-major matrix of occluded() (include/broadphase/occlusion.hpp),
+// one column per vec4; info = (pyramid width, pyramid height (level 0), phase, frame).
+// total: 80 bytes
+struct CullOcclusionParams {
+    vec4 view_projection[4];
+    uvec4 info;
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(CullParams) == 128 && offsetof(CullParams, eye) == 96 &&
               offsetof(CullParams, draw) == 112);
 static_assert(sizeof(CullMesh) == 144 && offsetof(CullMesh, lods) == 16);
+static_assert(sizeof(CullOcclusionParams) == 80 && offsetof(CullOcclusionParams, info) == 64);
 }  // namespace broadphase::gpu_layout
 #endif
 #undef BP_CONST

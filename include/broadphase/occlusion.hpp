@@ -22,12 +22,24 @@
 //  1. For corner i = 0..7 of the box, p = (i & 1 ? max.x : min.x, i & 2 ? max.y : min.y,
 //     i & 4 ? max.z : min.z). With the column-major view_projection m (element (r, c) at
 //     [c * 4 + r], the convention of Camera::view_projection()), each clip coordinate r of
-//     (x, y, z, w) is ((m[r] * p.x + m[4 + r] * p.y) + m[8 + r] * p.z) + m[12 + r].
-//  2. If some corner has a non-finite clip coordinate, or w <= 0 (at or behind the eye plane),
-//     the box is NOT occluded.
-//  3. Per corner: nx = x / w, ny = y / w, d = z / w. The box's depth is dmin = min over the
-//     corners of d (in corner order; min is exact). The rectangle is [min nx, max nx] x
-//     [min ny, max ny], each bound clamped to [-1, 1].
+//     (x, y, z, w) is ((m[r] * p.x + m[4 + r] * p.y) + m[8 + r] * p.z) + m[12 + r], and its
+//     size a_r = ((|m[r] * p.x| + |m[4 + r] * p.y|) + |m[8 + r] * p.z|) + |m[12 + r]|.
+//  2. If some corner has a non-finite clip coordinate or size, or w <= 0 (at or behind the
+//     eye plane), the box is NOT occluded.
+//  3. Per corner: inv = 1 / w, nx = x / w, ny = y / w, d = z / w (IEEE division, rounded to
+//     nearest; a quotient whose magnitude is below 2^-126 becomes a zero of its sign), and each
+//     quotient q of numerator size a gets a rounding margin e = (((|q| * a_w) + a) * inv) *
+//     2^-19 + 2^-20 (so x's margin uses a_x, and so on). If a margin is not finite, the box is
+//     NOT occluded. The corner spans [nx - ex, nx + ex] x [ny - ey, ny + ey] and has depth
+//     d - ed. The box's depth is dmin = min over the corners of d - ed (in corner order; min is
+//     exact). The rectangle is [min of nx - ex, max of nx + ex] x [min of ny - ey, max of
+//     ny + ey], each bound clamped to [-1, 1].
+//     Why the margins: float rounding of the clip coordinates is at most about 2^-22 (a_r)
+//     relative, so the quotients are off their exact values by less than 2^-22 (a + |q| a_w) / w;
+//     the rasterizer's own transform of a vertex is off by as much again. The margin is four
+//     times that sum: a fragment's depth and position, as any conformant rasterizer computes
+//     them from these corners, lie inside the span used here. The absolute 2^-20 covers the
+//     rounding of steps 4 and 5 (u and the level's texel index) and depths near 1.
 //  4. To level-0 texels: u = (n * 0.5f + 0.5f) * float(W) for x, and the same with H for y
 //     (Vulkan NDC y = -1 is row 0, the top). Texel columns x0 = min(floor(u_lo), W - 1) ..
 //     x1 = min(floor(u_hi), W - 1), rows the same: every texel the rectangle touches, edges
@@ -36,19 +48,21 @@
 //     (at most 2x2 texels; the 1x1 top level always qualifies). dmax = the max of the level-k
 //     texels in [x0 >> k, x1 >> k] x [y0 >> k, y1 >> k].
 //  6. Occluded iff dmin > dmax (strictly).
-// For a GPU port to match bit for bit: +, - and * are correctly rounded in Vulkan, but OpFDiv
-// is only required to be within 2.5 ulp, so the three quotients of step 3 must be made correctly
-// rounded (e.g. correct the hardware quotient with the exact residual x - q * w, using Dekker's
-// exact product as shaders/codes.glsl does) or the comparison must set aside boxes whose result
-// one ulp of a quotient could change. floor, min, max, clamp and the integer steps are exact.
+// The GPU port (shaders/occlusion.glsl) matches bit for bit: +, - and * are correctly rounded
+// in Vulkan, but OpFDiv is only required to be within 2.5 ulp, so it computes the three
+// quotients of step 3 by long division on their bits; floor, min, max, clamp and the integer
+// steps are exact. One condition: no clip coordinate (nor any partial sum of step 1) and no
+// depth texel may be a nonzero float below 2^-126 in magnitude, since a GPU may flush those to
+// zero; the flush in step 3 keeps the quotients out of that range on both sides.
 // Why it is conservative (it never culls what the depth buffer would show): with every w > 0
-// the box's projection lies inside the corners' screen rectangle, which lies inside the texels
-// read (step 4 rounds outward; clamping only drops what is off screen); a fragment of the box
-// has depth z/w of a point of the box, and z/w, a ratio of affine functions with w > 0 on the
-// box, takes its minimum at a corner, so every fragment is >= dmin; the pyramid texel is >=
-// every level-0 depth it covers. So dmin > dmax means each fragment fails LESS against the
-// depth already there. Equality is kept (LESS fails on equal depths too, but the rasterizer's
-// depth may round differently from this float arithmetic by an ulp).
+// the box's projection lies inside the corners' screen rectangle, which (widened by the
+// margins of step 3) lies inside the texels read (step 4 rounds outward; clamping only drops
+// what is off screen); a fragment of the box has depth z/w of a point of the box, and z/w, a
+// ratio of affine functions with w > 0 on the box, takes its minimum at a corner, so every
+// fragment is >= dmin (the margins cover the rounding of both this test and the rasterizer);
+// the pyramid texel is >= every level-0 depth it covers. So dmin > dmax means each fragment
+// fails LESS against the depth already there. Equality is kept. The tests check it against a
+// double-precision brute force over every covered level-0 texel, with coordinates up to 10^4.
 //
 // Depth file format (read_depth_file, write_depth_file): text; the first line is
 // `broadphase-depth W H` (1 <= W, H <= 16384); then W * H depths, whitespace-separated (any
@@ -74,6 +88,11 @@ inline constexpr std::uint32_t kMaxDepthImageSize = 16384;
 struct DepthLevel {
     std::uint32_t offset = 0, width = 0, height = 0;
 };
+
+/// The levels of the pyramid over a width x height image (layout at the top of this file):
+/// level 0 the image, down to 1 x 1; the last level's offset + 1 is the pyramid's float count.
+/// Empty for a size outside 1..kMaxDepthImageSize.
+std::vector<DepthLevel> depth_pyramid_levels(std::uint32_t width, std::uint32_t height);
 
 /// A max-depth pyramid over a depth image (layout at the top of this file).
 class DepthPyramid {
