@@ -33,12 +33,16 @@ constexpr VkFormat kColorFormat = VK_FORMAT_R8G8B8A8_UNORM;
 constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
-// Timestamps of a frame: its start, after the tree update, the main cull's kCullQueries, the
-// extra views' kCullQueries, after the extra view's pass and after the main pass.
+// Timestamps of a frame: its start, after the tree update, the main (or phase 1) cull's
+// kCullQueries, the extra views' kCullQueries, after the extra view's pass, after phase 1's
+// pass, after the depth copy and pyramid, phase 2's cull's kCullQueries, after the last pass.
+// Stages a frame does not run get back-to-back timestamps (0 ms).
 constexpr std::uint32_t kQueryStart = 0, kQueryTree = 1, kQueryCull = 2,
                         kQueryViews = kQueryCull + gpu::kCullQueries,
                         kQueryExtraDraw = kQueryViews + gpu::kCullQueries,
-                        kQueryDraw = kQueryExtraDraw + 1, kFrameQueries = kQueryDraw + 1;
+                        kQueryEarlyDraw = kQueryExtraDraw + 1, kQueryPyramid = kQueryEarlyDraw + 1,
+                        kQueryLate = kQueryPyramid + 1, kQueryDraw = kQueryLate + gpu::kCullQueries,
+                        kFrameQueries = kQueryDraw + 1;
 
 Error fail(ErrorCode code, const std::string& message) {
     return Error{code, message};
@@ -123,8 +127,9 @@ std::string missing_requirements(VkPhysicalDevice physical) {
     if (!(color.optimalTilingFeatures & VK_FORMAT_FEATURE_COLOR_ATTACHMENT_BIT) ||
         !(color.optimalTilingFeatures & VK_FORMAT_FEATURE_TRANSFER_SRC_BIT))
         return "R8G8B8A8_UNORM colour attachments";
-    if (!(depth.optimalTilingFeatures & VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT))
-        return "D32_SFLOAT depth attachments";
+    if (!(depth.optimalTilingFeatures & VK_FORMAT_FEATURE_DEPTH_STENCIL_ATTACHMENT_BIT) ||
+        !(depth.optimalTilingFeatures & VK_FORMAT_FEATURE_TRANSFER_SRC_BIT))
+        return "D32_SFLOAT depth attachments that can be copied";
     return {};
 }
 
@@ -162,7 +167,8 @@ struct Renderer::Impl {
     VkImage color_image = VK_NULL_HANDLE, depth_image = VK_NULL_HANDLE;
     VkDeviceMemory color_memory = VK_NULL_HANDLE, depth_memory = VK_NULL_HANDLE;
     VkImageView color_view = VK_NULL_HANDLE, depth_view = VK_NULL_HANDLE;
-    VkRenderPass render_pass = VK_NULL_HANDLE;
+    VkRenderPass render_pass = VK_NULL_HANDLE;                               // a whole frame
+    VkRenderPass first_pass = VK_NULL_HANDLE, second_pass = VK_NULL_HANDLE;  // two-phase
     VkFramebuffer framebuffer = VK_NULL_HANDLE;
     // Every mesh LOD's vertices (vec3, 12 bytes each) and uint32 indices, one buffer each; the
     // unit cube first (vertex 0, index 0), which record_views' draws of extra views use.
@@ -188,7 +194,15 @@ struct Renderer::Impl {
     std::vector<std::uint32_t> group_capacity, group_first;  // per mesh: its instance count
     bool moved = false;  // boxes changed since the tree was last updated
     gpu::Buffer box_buffer, mesh_id_buffer, tint_buffer, grouped_table, cull_scratch;
-    gpu::Buffer visible_ids, draw_commands, draw_count, group_counts, draw_lods;  // the cull's
+    // A cull's grouped output (gpu::CullOutput and CullLods' group_counts, draw_lods).
+    struct CullSet {
+        gpu::Buffer ids, commands, count, groups, lods;
+    };
+    CullSet main_set;        // the frustum cull, or two-phase occlusion's phase 1
+    CullSet late_set;        // two-phase occlusion's phase 2
+    gpu::Buffer pyramid;     // depth pyramid: level 0 copied from the depth image, then built
+    gpu::Buffer visibility;  // per box: the last occlusion frame that found it visible
+    std::uint32_t occlusion_frame = 1;
     gpu::Buffer all_commands, all_counts;  // the unculled path, CPU-filled (counts per mesh)
     gpu::Buffer views_scratch;             // record_views: scratch, then per view its outputs
     std::vector<gpu::Buffer> view_ids, view_commands, view_counts;
@@ -201,17 +215,20 @@ struct Renderer::Impl {
     Status create_targets();
     Status create_pipeline();
     Status upload_meshes(std::span<const RenderMesh> render_meshes);
-    void begin_pass(const std::array<float, 16>& view_projection);
+    void begin_pass(VkRenderPass pass, const std::array<float, 16>& view_projection);
     void copy_color(const gpu::Buffer& dst);
-    Status record_frame(const Camera& camera, const Frustum& frustum, bool cull,
+    void draw_groups(VkBuffer commands, VkBuffer counts);
+    Status record_frame(const Camera& camera, const Frustum& frustum, CullMode mode,
                         std::span<const Frustum> view_frusta, std::span<const ExtraView> extra);
+    // Appends a cull set's draws, group by group, to the frame.
+    Status read_set(const CullSet& set, Frame& frame);
 };
 
 Renderer::Impl::~Impl() {
     if (device) vkDeviceWaitIdle(device);
     // Library objects first: they hold the device.
     box_buffer = {}, mesh_id_buffer = {}, tint_buffer = {}, grouped_table = {}, cull_scratch = {};
-    visible_ids = {}, draw_commands = {}, draw_count = {}, group_counts = {}, draw_lods = {};
+    main_set = {}, late_set = {}, pyramid = {}, visibility = {};
     all_commands = {}, all_counts = {}, views_scratch = {};
     view_ids.clear(), view_commands.clear(), view_counts.clear();
     readback = {}, extra_readback = {};
@@ -230,7 +247,8 @@ Renderer::Impl::~Impl() {
         if (vertex_memory) vkFreeMemory(device, vertex_memory, nullptr);
         if (index_memory) vkFreeMemory(device, index_memory, nullptr);
         if (framebuffer) vkDestroyFramebuffer(device, framebuffer, nullptr);
-        if (render_pass) vkDestroyRenderPass(device, render_pass, nullptr);
+        for (VkRenderPass pass : {render_pass, first_pass, second_pass})
+            if (pass) vkDestroyRenderPass(device, pass, nullptr);
         if (color_view) vkDestroyImageView(device, color_view, nullptr);
         if (depth_view) vkDestroyImageView(device, depth_view, nullptr);
         if (color_image) vkDestroyImage(device, color_image, nullptr);
@@ -414,61 +432,92 @@ Status Renderer::Impl::create_targets() {
                         VK_IMAGE_ASPECT_COLOR_BIT, color_image, color_memory, color_view);
         !s)
         return s;
-    if (Status s = make(kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                        VK_IMAGE_ASPECT_DEPTH_BIT, depth_image, depth_memory, depth_view);
+    if (Status s =
+            make(kDepthFormat,
+                 VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                 VK_IMAGE_ASPECT_DEPTH_BIT, depth_image, depth_memory, depth_view);
         !s)
         return s;
 
-    VkAttachmentDescription attachments[2]{};
-    attachments[0].format = kColorFormat;
-    attachments[0].samples = VK_SAMPLE_COUNT_1_BIT;
-    attachments[0].loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;
-    attachments[0].storeOp = VK_ATTACHMENT_STORE_OP_STORE;
-    attachments[0].stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
-    attachments[0].stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
-    attachments[0].initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-    attachments[0].finalLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
-    attachments[1] = attachments[0];
-    attachments[1].format = kDepthFormat;
-    attachments[1].storeOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
-    attachments[1].finalLayout = VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
-    VkAttachmentReference color_ref{0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
-    VkAttachmentReference depth_ref{1, VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL};
-    VkSubpassDescription subpass{};
-    subpass.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS;
-    subpass.colorAttachmentCount = 1;
-    subpass.pColorAttachments = &color_ref;
-    subpass.pDepthStencilAttachment = &depth_ref;
-    // Previous frame's copy and depth use before this frame's clears; colour writes before the
-    // copy to the readback buffer.
-    VkSubpassDependency deps[2]{};
-    deps[0].srcSubpass = VK_SUBPASS_EXTERNAL;
-    deps[0].dstSubpass = 0;
-    deps[0].srcStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT |
-                           VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
-                           VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT;
-    deps[0].srcAccessMask = VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
-    deps[0].dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT |
-                           VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
-                           VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT;
-    deps[0].dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT |
-                            VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT |
-                            VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
-    deps[1].srcSubpass = 0;
-    deps[1].dstSubpass = VK_SUBPASS_EXTERNAL;
-    deps[1].srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
-    deps[1].srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
-    deps[1].dstStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT;
-    deps[1].dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    VkRenderPassCreateInfo pass_info{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
-    pass_info.attachmentCount = 2;
-    pass_info.pAttachments = attachments;
-    pass_info.subpassCount = 1;
-    pass_info.pSubpasses = &subpass;
-    pass_info.dependencyCount = 2;
-    pass_info.pDependencies = deps;
-    RENDERER_VK_TRY(vkCreateRenderPass(device, &pass_info, nullptr, &render_pass),
-                    "vkCreateRenderPass");
+    // Three compatible passes over one framebuffer: a whole frame (clear, colour left for the
+    // readback copy); two-phase occlusion's first pass (clear, colour kept, depth left for the
+    // copy into the depth pyramid) and its second (both loaded, colour left for the readback).
+    // Wide external dependencies: every earlier attachment, transfer and draw access before the
+    // pass, every attachment access of the pass before later transfers and passes.
+    auto make_pass = [&](bool load, VkImageLayout color_initial, VkImageLayout color_final,
+                         VkImageLayout depth_initial, VkImageLayout depth_final, bool store_depth,
+                         VkRenderPass& pass) -> Status {
+        VkAttachmentDescription attachments[2]{};
+        for (VkAttachmentDescription& a : attachments) {
+            a.samples = VK_SAMPLE_COUNT_1_BIT;
+            a.loadOp = load ? VK_ATTACHMENT_LOAD_OP_LOAD : VK_ATTACHMENT_LOAD_OP_CLEAR;
+            a.stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
+            a.stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
+        }
+        attachments[0].format = kColorFormat;
+        attachments[0].storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+        attachments[0].initialLayout = color_initial;
+        attachments[0].finalLayout = color_final;
+        attachments[1].format = kDepthFormat;
+        attachments[1].storeOp =
+            store_depth ? VK_ATTACHMENT_STORE_OP_STORE : VK_ATTACHMENT_STORE_OP_DONT_CARE;
+        attachments[1].initialLayout = depth_initial;
+        attachments[1].finalLayout = depth_final;
+        VkAttachmentReference color_ref{0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+        VkAttachmentReference depth_ref{1, VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL};
+        VkSubpassDescription subpass{};
+        subpass.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS;
+        subpass.colorAttachmentCount = 1;
+        subpass.pColorAttachments = &color_ref;
+        subpass.pDepthStencilAttachment = &depth_ref;
+        const VkPipelineStageFlags attachment_stages =
+            VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT |
+            VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT;
+        const VkAccessFlags attachment_access = VK_ACCESS_COLOR_ATTACHMENT_READ_BIT |
+                                                VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT |
+                                                VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT |
+                                                VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
+        VkSubpassDependency deps[2]{};
+        deps[0].srcSubpass = VK_SUBPASS_EXTERNAL;
+        deps[0].dstSubpass = 0;
+        deps[0].srcStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT | attachment_stages;
+        deps[0].srcAccessMask =
+            VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
+        deps[0].dstStageMask = attachment_stages;
+        deps[0].dstAccessMask = attachment_access;
+        deps[1].srcSubpass = 0;
+        deps[1].dstSubpass = VK_SUBPASS_EXTERNAL;
+        deps[1].srcStageMask = attachment_stages;
+        deps[1].srcAccessMask =
+            VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
+        deps[1].dstStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT | attachment_stages;
+        deps[1].dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | attachment_access;
+        VkRenderPassCreateInfo pass_info{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
+        pass_info.attachmentCount = 2;
+        pass_info.pAttachments = attachments;
+        pass_info.subpassCount = 1;
+        pass_info.pSubpasses = &subpass;
+        pass_info.dependencyCount = 2;
+        pass_info.pDependencies = deps;
+        RENDERER_VK_TRY(vkCreateRenderPass(device, &pass_info, nullptr, &pass),
+                        "vkCreateRenderPass");
+        return {};
+    };
+    const VkImageLayout undefined = VK_IMAGE_LAYOUT_UNDEFINED,
+                        attachment = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                        depth_attachment = VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                        transfer = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+    if (Status s =
+            make_pass(false, undefined, transfer, undefined, depth_attachment, false, render_pass);
+        !s)
+        return s;
+    if (Status s = make_pass(false, undefined, attachment, undefined, transfer, true, first_pass);
+        !s)
+        return s;
+    if (Status s =
+            make_pass(true, attachment, transfer, transfer, depth_attachment, false, second_pass);
+        !s)
+        return s;
     VkImageView views[2] = {color_view, depth_view};
     VkFramebufferCreateInfo fb_info{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
     fb_info.renderPass = render_pass;
@@ -480,6 +529,13 @@ Status Renderer::Impl::create_targets() {
     RENDERER_VK_TRY(vkCreateFramebuffer(device, &fb_info, nullptr, &framebuffer),
                     "vkCreateFramebuffer");
 
+    const std::vector<DepthLevel> levels = depth_pyramid_levels(options.width, options.height);
+    if (levels.empty())
+        return fail(ErrorCode::invalid_argument, "image size past the depth pyramid's limit");
+    auto pyramid_buffer = context->create_buffer(
+        (VkDeviceSize(levels.back().offset) + 1) * sizeof(float), gpu::MemoryKind::device);
+    if (!pyramid_buffer) return pyramid_buffer.error();
+    pyramid = std::move(*pyramid_buffer);
     for (gpu::Buffer* target : {&readback, &extra_readback}) {
         auto rb = context->create_buffer(VkDeviceSize(options.width) * options.height * 4,
                                          gpu::MemoryKind::readback);
@@ -719,13 +775,13 @@ void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stages, VkAccessFlags
 
 }  // namespace
 
-void Renderer::Impl::begin_pass(const std::array<float, 16>& view_projection) {
+void Renderer::Impl::begin_pass(VkRenderPass pass, const std::array<float, 16>& view_projection) {
     VkClearValue clears[2];
     clears[0].color = {{kClearColor[0] / 255.0f, kClearColor[1] / 255.0f, kClearColor[2] / 255.0f,
                         kClearColor[3] / 255.0f}};
     clears[1].depthStencil = {1.0f, 0};
     VkRenderPassBeginInfo begin{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
-    begin.renderPass = render_pass;
+    begin.renderPass = pass;
     begin.framebuffer = framebuffer;
     begin.renderArea = {{0, 0}, {options.width, options.height}};
     begin.clearValueCount = 2;
@@ -762,7 +818,17 @@ void Renderer::Impl::copy_color(const gpu::Buffer& dst) {
                            &copy);
 }
 
-Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum, bool cull,
+void Renderer::Impl::draw_groups(VkBuffer commands, VkBuffer counts) {
+    if (boxes.empty()) return;
+    for (std::uint32_t m = 0; m < meshes.size(); ++m)
+        if (group_capacity[m] > 0)
+            vkCmdDrawIndexedIndirectCount(
+                cmd, commands, VkDeviceSize(group_first[m]) * sizeof(VkDrawIndexedIndirectCommand),
+                counts, VkDeviceSize(m) * 4, group_capacity[m],
+                sizeof(VkDrawIndexedIndirectCommand));
+}
+
+Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum, CullMode mode,
                                     std::span<const Frustum> view_frusta,
                                     std::span<const ExtraView> extra) {
     const auto n = std::uint32_t(boxes.size());
@@ -772,41 +838,56 @@ Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum
             for (std::uint32_t q = first; q < first + count; ++q)
                 vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, q);
     };
-    if (queries) vkCmdResetQueryPool(cmd, queries, 0, kFrameQueries);
-    stamp(kQueryStart);
-    // Uploads of earlier submissions (boxes, the CPU-filled commands).
-    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    const bool culling = cull && n > 0;
-    if (culling && moved) {
-        // The moved boxes' tree: refit, SAH cost, the GPU's refit-or-rebuild choice.
-        if (Status s = moving->record_step(cmd, gpu::whole(box_buffer)); !s) return s;
+    auto compute_barrier = [&] {
         barrier(
             cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    };
+    if (queries) vkCmdResetQueryPool(cmd, queries, 0, kFrameQueries);
+    stamp(kQueryStart);
+    // Uploads of earlier submissions (boxes, the CPU-filled commands).
+    compute_barrier();
+    const bool culling = mode != CullMode::none && n > 0;
+    const bool two_phase = mode == CullMode::occlusion && n > 0;
+    if (culling && moved) {
+        // The moved boxes' tree: refit, SAH cost, the GPU's refit-or-rebuild choice.
+        if (Status s = moving->record_step(cmd, gpu::whole(box_buffer)); !s) return s;
+        compute_barrier();
     }
     stamp(kQueryTree);
+    const std::array<float, 16> view_projection = camera.view_projection();
+    gpu::CullOcclusion occlusion{gpu::OcclusionPhase::early,
+                                 {},
+                                 options.width,
+                                 options.height,
+                                 view_projection,
+                                 gpu::whole(visibility),
+                                 occlusion_frame};
+    auto cull_into = [&](const CullSet& set, const gpu::CullOcclusion* occ,
+                         std::uint32_t first_query) -> Status {
+        gpu::CullOutput out{gpu::whole(set.ids), gpu::whole(set.commands), gpu::whole(set.count),
+                            n};
+        gpu::CullLods lods{gpu::whole(grouped_table), gpu::whole(mesh_id_buffer), mesh_count, true,
+                           gpu::whole(set.groups),    gpu::whole(set.lods)};
+        if (occ)
+            return culler->record(cmd, moving->tree(), frustum, CullOrder::exact,
+                                  gpu::whole(cull_scratch), out, &lods, *occ, queries, first_query);
+        return culler->record(cmd, moving->tree(), frustum, CullOrder::exact,
+                              gpu::whole(cull_scratch), out, lods, queries, first_query);
+    };
     VkBuffer commands = all_commands.handle(), counts = all_counts.handle();
     if (culling) {
-        gpu::CullOutput out{gpu::whole(visible_ids), gpu::whole(draw_commands),
-                            gpu::whole(draw_count), n};
-        gpu::CullLods lods{gpu::whole(grouped_table), gpu::whole(mesh_id_buffer), mesh_count, true,
-                           gpu::whole(group_counts),  gpu::whole(draw_lods)};
-        if (Status s = culler->record(cmd, moving->tree(), frustum, CullOrder::exact,
-                                      gpu::whole(cull_scratch), out, lods, queries, kQueryCull);
-            !s)
+        if (Status s = cull_into(main_set, two_phase ? &occlusion : nullptr, kQueryCull); !s)
             return s;
-        commands = draw_commands.handle();
-        counts = group_counts.handle();
+        commands = main_set.commands.handle();
+        counts = main_set.groups.handle();
     } else {
         stamp(kQueryCull, gpu::kCullQueries);
     }
     if (culling && !view_frusta.empty()) {
         // The Culler writes each cull's parameters with vkCmdUpdateBuffer: after the last
         // cull's reads.
-        barrier(
-            cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+        compute_barrier();
         std::vector<gpu::CullOutput> outs;
         for (std::size_t v = 0; v < view_frusta.size(); ++v)
             outs.push_back({gpu::whole(view_ids[v]), gpu::whole(view_commands[v]),
@@ -824,21 +905,46 @@ Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum
     if (culling && !extra.empty()) {
         // Extra view 0's visible boxes as cubes (record_views' commands draw index range 0, the
         // unit cube), read back before the main pass reuses the targets.
-        begin_pass(extra[0].view_projection);
+        begin_pass(render_pass, extra[0].view_projection);
         vkCmdDrawIndexedIndirectCount(cmd, view_commands[1].handle(), 0, view_counts[1].handle(), 0,
                                       n, sizeof(VkDrawIndexedIndirectCommand));
         vkCmdEndRenderPass(cmd);
         copy_color(extra_readback);
     }
     stamp(kQueryExtraDraw);
-    begin_pass(camera.view_projection());
-    if (n > 0)
-        for (std::uint32_t m = 0; m < mesh_count; ++m)
-            if (group_capacity[m] > 0)
-                vkCmdDrawIndexedIndirectCount(
-                    cmd, commands,
-                    VkDeviceSize(group_first[m]) * sizeof(VkDrawIndexedIndirectCommand), counts,
-                    VkDeviceSize(m) * 4, group_capacity[m], sizeof(VkDrawIndexedIndirectCommand));
+    if (two_phase) {
+        // Phase 1 drew what was visible last frame; its depth, copied into level 0 of the
+        // pyramid (W * H floats, row 0 the top), is what phase 2 culls the rest against.
+        begin_pass(first_pass, view_projection);
+        draw_groups(commands, counts);
+        vkCmdEndRenderPass(cmd);
+        stamp(kQueryEarlyDraw);
+        VkBufferImageCopy copy{};
+        copy.imageSubresource = {VK_IMAGE_ASPECT_DEPTH_BIT, 0, 0, 1};
+        copy.imageExtent = {options.width, options.height, 1};
+        vkCmdCopyImageToBuffer(cmd, depth_image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                               pyramid.handle(), 1, &copy);
+        compute_barrier();
+        if (Status s = culler->record_depth_pyramid(cmd, gpu::whole(pyramid), options.width,
+                                                    options.height);
+            !s)
+            return s;
+        compute_barrier();
+        stamp(kQueryPyramid);
+        occlusion.phase = gpu::OcclusionPhase::late;
+        occlusion.pyramid = gpu::whole(pyramid);
+        if (Status s = cull_into(late_set, &occlusion, kQueryLate); !s) return s;
+        barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+                VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
+        begin_pass(second_pass, view_projection);
+        draw_groups(late_set.commands.handle(), late_set.groups.handle());
+    } else {
+        stamp(kQueryEarlyDraw);
+        stamp(kQueryPyramid);
+        stamp(kQueryLate, gpu::kCullQueries);
+        begin_pass(render_pass, view_projection);
+        draw_groups(commands, counts);
+    }
     vkCmdEndRenderPass(cmd);
     stamp(kQueryDraw);
     copy_color(readback);
@@ -847,6 +953,29 @@ Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum
     host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                          &host, 0, nullptr, 0, nullptr);
+    return {};
+}
+
+Status Renderer::Impl::read_set(const CullSet& set, Frame& frame) {
+    const auto n = std::uint32_t(boxes.size());
+    const auto mesh_count = std::uint32_t(meshes.size());
+    std::uint32_t counts[2] = {};
+    std::vector<std::uint32_t> groups(2 * std::size_t(mesh_count) + 1), ids(n), lods(n);
+    for (Status s : {context->download(set.count, counts, sizeof(counts)),
+                     context->download(set.groups, groups.data(), groups.size() * 4),
+                     context->download(set.ids, ids.data(), ids.size() * 4),
+                     context->download(set.lods, lods.data(), lods.size() * 4)})
+        if (!s) return s;
+    frame.visible_count += counts[1];
+    for (std::uint32_t m = 0; m < mesh_count; ++m) {
+        // Every group holds all its mesh's instances: no overflow is possible.
+        const std::uint32_t stored = std::min(groups[m], group_capacity[m]);
+        frame.mesh_draws[m] += stored;
+        for (std::uint32_t k = 0; k < stored; ++k) {
+            frame.drawn_ids.push_back(ids[group_first[m] + k]);
+            frame.drawn_lods.push_back(lods[group_first[m] + k]);
+        }
+    }
     return {};
 }
 
@@ -910,6 +1039,7 @@ Status Renderer::set_scene(std::span<const Box> boxes, std::span<const std::uint
                          i};
     impl.boxes.clear();
     impl.moved = false;
+    impl.occlusion_frame = 1;
     impl.view_ids.clear(), impl.view_commands.clear(), impl.view_counts.clear();
     impl.views_scratch = {};
     auto n = std::uint32_t(boxes.size());
@@ -934,16 +1064,23 @@ Status Renderer::set_scene(std::span<const Box> boxes, std::span<const std::uint
           make(impl.mesh_id_buffer, VkDeviceSize(n) * 4),
           make(impl.grouped_table, grouped->size() * sizeof(gpu_layout::CullMesh)),
           make(impl.cull_scratch, impl.culler->scratch_size(n, mesh_count)),
-          make(impl.visible_ids, VkDeviceSize(n) * 4), make(impl.draw_commands, command_bytes),
-          make(impl.draw_count, 8), make(impl.group_counts, (2 * VkDeviceSize(mesh_count) + 1) * 4),
-          make(impl.draw_lods, VkDeviceSize(n) * 4), make(impl.all_commands, command_bytes),
+          make(impl.visibility, VkDeviceSize(n) * 4), make(impl.all_commands, command_bytes),
           make(impl.all_counts, VkDeviceSize(mesh_count) * 4)})
         if (!s) return s;
+    for (Impl::CullSet* set : {&impl.main_set, &impl.late_set})
+        for (Status s :
+             {make(set->ids, VkDeviceSize(n) * 4), make(set->commands, command_bytes),
+              make(set->count, 8), make(set->groups, (2 * VkDeviceSize(mesh_count) + 1) * 4),
+              make(set->lods, VkDeviceSize(n) * 4)})
+            if (!s) return s;
     if (n == 0) return {};
     std::vector<gpu_layout::GpuBox> gpu_boxes = gpu::to_gpu_boxes(boxes);
     for (Status s : {context.upload(impl.box_buffer, gpu_boxes.data(),
                                     gpu_boxes.size() * sizeof(gpu_layout::GpuBox)),
                      context.upload(impl.mesh_id_buffer, ids.data(), ids.size() * 4),
+                     // Two-phase occlusion: no box seen yet (frames count from 1).
+                     context.upload(impl.visibility, std::vector<std::uint32_t>(n, 0).data(),
+                                    VkDeviceSize(n) * 4),
                      context.upload(impl.grouped_table, grouped->data(),
                                     grouped->size() * sizeof(gpu_layout::CullMesh))})
         if (!s) return s;
@@ -993,7 +1130,13 @@ std::uint32_t lod_for(const gpu_layout::CullMesh& mesh, const Vec3& eye, const B
 }
 
 Result<Frame> Renderer::render(const Camera& camera, bool cull, std::span<const ExtraView> extra) {
+    return render(camera, cull ? CullMode::frustum : CullMode::none, extra);
+}
+
+Result<Frame> Renderer::render(const Camera& camera, CullMode mode,
+                               std::span<const ExtraView> extra) {
     Impl& impl = *impl_;
+    const bool cull = mode != CullMode::none;
     auto frustum = Frustum::from_camera(camera);
     if (!frustum) return frustum.error();
     if (extra.size() + 1 > gpu::kMaxCullViews)
@@ -1065,7 +1208,7 @@ Result<Frame> Renderer::render(const Camera& camera, bool cull, std::span<const 
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     RENDERER_VK_TRY(vkResetCommandBuffer(impl.cmd, 0), "vkResetCommandBuffer");
     RENDERER_VK_TRY(vkBeginCommandBuffer(impl.cmd, &begin), "vkBeginCommandBuffer");
-    Status recorded = impl.record_frame(camera, *frustum, cull, view_frusta, extra);
+    Status recorded = impl.record_frame(camera, *frustum, mode, view_frusta, extra);
     RENDERER_VK_TRY(vkEndCommandBuffer(impl.cmd), "vkEndCommandBuffer");
     if (!recorded) return recorded.error();
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -1086,20 +1229,19 @@ Result<Frame> Renderer::render(const Camera& camera, bool cull, std::span<const 
         impl.moved = false;
     }
     if (culling) {
-        std::uint32_t counts[2] = {};
-        std::vector<std::uint32_t> groups(2 * std::size_t(mesh_count) + 1), ids(n), lods(n);
-        for (Status s : {context.download(impl.draw_count, counts, sizeof(counts)),
-                         context.download(impl.group_counts, groups.data(), groups.size() * 4),
-                         context.download(impl.visible_ids, ids.data(), ids.size() * 4),
-                         context.download(impl.draw_lods, lods.data(), lods.size() * 4)})
-            if (!s) return s.error();
-        frame.visible_count = counts[1];
-        for (std::uint32_t m = 0; m < mesh_count; ++m) {
-            // Every group holds all its mesh's instances: no overflow is possible.
-            frame.mesh_draws[m] = std::min(groups[m], impl.group_capacity[m]);
-            for (std::uint32_t k = 0; k < frame.mesh_draws[m]; ++k) {
-                frame.drawn_ids.push_back(ids[impl.group_first[m] + k]);
-                frame.drawn_lods.push_back(lods[impl.group_first[m] + k]);
+        if (Status s = impl.read_set(impl.main_set, frame); !s) return s.error();
+        if (mode == CullMode::occlusion) {
+            frame.early_drawn = std::uint32_t(frame.drawn_ids.size());
+            frame.occlusion_frame = impl.occlusion_frame;
+            if (Status s = impl.read_set(impl.late_set, frame); !s) return s.error();
+            if (++impl.occlusion_frame == 0xffffffffu) {
+                // Frame numbers must not wrap: forget every stamp and count from 1 again.
+                if (Status s =
+                        context.upload(impl.visibility, std::vector<std::uint32_t>(n, 0).data(),
+                                       VkDeviceSize(n) * 4);
+                    !s)
+                    return s.error();
+                impl.occlusion_frame = 1;
             }
         }
         for (std::size_t v = 0; v < view_frusta.size(); ++v) {
@@ -1136,7 +1278,10 @@ Result<Frame> Renderer::render(const Camera& camera, bool cull, std::span<const 
         times.emit = ms(kQueryCull + 3, kQueryCull + 4);
         times.views = ms(kQueryViews, kQueryViews + gpu::kCullQueries - 1);
         times.extra_draw = ms(kQueryViews + gpu::kCullQueries - 1, kQueryExtraDraw);
-        times.draw = ms(kQueryExtraDraw, kQueryDraw);
+        times.early_draw = ms(kQueryExtraDraw, kQueryEarlyDraw);
+        times.pyramid = ms(kQueryEarlyDraw, kQueryPyramid);
+        times.late_cull = ms(kQueryLate, kQueryLate + gpu::kCullQueries - 1);
+        times.draw = ms(kQueryLate + gpu::kCullQueries - 1, kQueryDraw);
     }
     return frame;
 }

@@ -59,16 +59,30 @@ struct ExtraView {
     Vec3 eye;                                 ///< orders the view's visible ids
 };
 
+/// How Renderer::render picks what to draw.
+enum class CullMode {
+    none,     ///< every box, from a CPU-filled command buffer (the reference)
+    frustum,  ///< the library's GPU frustum cull
+    /// Two-phase occlusion (Haar & Aaltonen, SIGGRAPH 2015; gpu::CullOcclusion): phase 1 culls
+    /// to what the last occlusion frame found visible and draws it; its depth is copied into a
+    /// depth pyramid built on the GPU; phase 2 culls everything else in the frustum against it
+    /// and draws what is not hidden (and stamps what is visible for the next frame).
+    occlusion,
+};
+
 /// GPU times of one frame's stages (ms; all 0 when the queue has no timestamps).
 struct FrameTimes {
     double tree = 0;        ///< MovingScene refit / rebuild of the moved boxes (0: none moved)
-    double cull = 0;        ///< main view: hierarchical traversal
-    double compact = 0;     ///< main view: compaction
-    double sort = 0;        ///< main view: front-to-back sort
-    double emit = 0;        ///< main view: LOD choice, per-mesh grouping, draw commands
+    double cull = 0;        ///< main view (occlusion: phase 1): hierarchical traversal
+    double compact = 0;     ///< main view (occlusion: phase 1): compaction
+    double sort = 0;        ///< main view (occlusion: phase 1): front-to-back sort
+    double emit = 0;        ///< main view (occlusion: phase 1): LODs, per-mesh groups, commands
     double views = 0;       ///< record_views of the main view and the extra views
     double extra_draw = 0;  ///< drawing extra view 0's boxes (the cascade image)
-    double draw = 0;        ///< the main render pass (one indirect-count draw per mesh)
+    double early_draw = 0;  ///< occlusion: phase 1's render pass
+    double pyramid = 0;     ///< occlusion: depth copy and the depth pyramid's build
+    double late_cull = 0;   ///< occlusion: phase 2's cull, all its stages
+    double draw = 0;        ///< the (occlusion: phase 2's) render pass, one indirect draw per mesh
 };
 
 /// One rendered frame.
@@ -89,6 +103,9 @@ struct Frame {
     std::vector<std::vector<std::uint32_t>> view_ids;
     /// With extra views: extra view 0's visible boxes drawn as cubes (RGBA8 like rgba).
     std::vector<std::uint8_t> extra_rgba;
+    /// Occlusion: the first early_drawn of drawn_ids were drawn by phase 1, the rest by phase 2;
+    /// occlusion_frame is the frame number the visibility stamps got.
+    std::uint32_t early_drawn = 0, occlusion_frame = 0;
     /// Moved boxes: whether the tree was refitted (false) or rebuilt (true) on the GPU.
     bool tree_updated = false, tree_rebuilt = false;
     FrameTimes times;
@@ -119,6 +136,11 @@ public:
     /// choice. `extra` (cull only, at most gpu::kMaxCullViews - 1) are culled with the camera
     /// in one record_views; the first is drawn into Frame::extra_rgba.
     Result<Frame> render(const Camera& camera, bool cull, std::span<const ExtraView> extra = {});
+    /// render() with a CullMode; occlusion as frustum, then (phase 2) the boxes in the frustum
+    /// not hidden behind phase 1's depth. Each occlusion render is one frame of the two-phase
+    /// history (reset by set_scene); a frame's image never depends on that history.
+    Result<Frame> render(const Camera& camera, CullMode mode,
+                         std::span<const ExtraView> extra = {});
     /// The meshes' packed LOD table (gpu::pack_mesh_table, without groups), for CPU twins.
     const std::vector<gpu_layout::CullMesh>& mesh_table() const;
 
