@@ -37,13 +37,17 @@ int fail(const std::string& message) {
 struct ShowcaseArgs {
     std::uint32_t count = 20000, walls = 3, frames = 1, size = 512;
     std::string mesh, out, debug_out, cascade_out;
-    bool cull = true;
+    renderer::CullMode mode = renderer::CullMode::occlusion;
 };
 
 void print_frame(const renderer::Frame& frame, const std::vector<renderer::RenderMesh>& meshes,
-                 std::uint32_t index, std::size_t boxes) {
-    std::printf("frame %u: %u visible of %zu boxes, %zu drawn", index, frame.visible_count, boxes,
+                 const std::string& label, std::size_t boxes, std::size_t in_frustum) {
+    std::printf("%s: %zu boxes, %zu in the frustum, %zu drawn", label.c_str(), boxes, in_frustum,
                 frame.drawn_ids.size());
+    if (frame.occlusion_frame > 0)
+        std::printf(" (occlusion: phase 1 %u, phase 2 %zu; %zu occlusion-culled)",
+                    frame.early_drawn, frame.drawn_ids.size() - frame.early_drawn,
+                    in_frustum - frame.drawn_ids.size());
     if (frame.tree_updated) std::printf(" (tree %s)", frame.tree_rebuilt ? "rebuilt" : "refitted");
     std::printf("\n  draws per mesh:");
     for (std::size_t m = 0; m < meshes.size(); ++m)
@@ -61,9 +65,14 @@ void print_frame(const renderer::Frame& frame, const std::vector<renderer::Rende
     }
     const renderer::FrameTimes& t = frame.times;
     std::printf(
-        "  GPU ms: tree update %.3f | cull %.3f, compact %.3f, sort %.3f, emit (LODs, groups) "
-        "%.3f | views %.3f | cascade draw %.3f | main draw %.3f\n",
-        t.tree, t.cull, t.compact, t.sort, t.emit, t.views, t.extra_draw, t.draw);
+        "  GPU ms: tree update %.3f | %scull %.3f, compact %.3f, sort %.3f, emit (LODs, groups) "
+        "%.3f | views %.3f | cascade draw %.3f",
+        t.tree, frame.occlusion_frame > 0 ? "phase 1 " : "", t.cull, t.compact, t.sort, t.emit,
+        t.views, t.extra_draw);
+    if (frame.occlusion_frame > 0)
+        std::printf(" | phase 1 draw %.3f | depth copy + pyramid %.3f | phase 2 cull %.3f",
+                    t.early_draw, t.pyramid, t.late_cull);
+    std::printf(" | %sdraw %.3f\n", frame.occlusion_frame > 0 ? "phase 2 " : "", t.draw);
 }
 
 int run_showcase(const ShowcaseArgs& args, const renderer::RendererOptions& base_options) {
@@ -89,23 +98,38 @@ int run_showcase(const ShowcaseArgs& args, const renderer::RendererOptions& base
         camera, {-0.4f, -1.0f, 0.3f}, {camera.near, 0.1f * camera.far, 0.4f * camera.far},
         renderer::bounds_of(scene.boxes));
     renderer::Frame last;
-    for (std::uint32_t f = 0; f < args.frames; ++f) {
-        if (f > 0) {
-            boxes = renderer::move_showcase(scene, f);
+    std::vector<std::uint32_t> in_frustum;
+    // Two-phase occlusion's first frame has no history (phase 1 draws the whole frustum): a
+    // warm-up frame before the counted ones.
+    const bool warm_up = args.mode == renderer::CullMode::occlusion;
+    for (std::uint32_t f = warm_up ? 0 : 1; f <= args.frames; ++f) {
+        if (f > 1) {
+            boxes = renderer::move_showcase(scene, f - 1);
             if (Status s = r.move_boxes(boxes); !s) return fail(s.error().message);
         }
-        auto frame = r.render(camera, args.cull,
-                              args.cull ? std::span<const renderer::ExtraView>(cascades)
-                                        : std::span<const renderer::ExtraView>());
+        const bool culled = args.mode != renderer::CullMode::none;
+        auto frame = r.render(camera, args.mode,
+                              culled ? std::span<const renderer::ExtraView>(cascades)
+                                     : std::span<const renderer::ExtraView>());
         if (!frame) return fail(frame.error().message);
-        print_frame(*frame, *meshes, f, boxes.size());
+        // The frustum's boxes: the camera's view of the shared traversal.
+        in_frustum = culled ? frame->view_ids.at(0) : frame->drawn_ids;
+        print_frame(*frame, *meshes, f == 0 ? "warm-up frame" : "frame " + std::to_string(f),
+                    boxes.size(), in_frustum.size());
         last = std::move(*frame);
     }
+    // Occlusion-culled: in the frustum, not drawn.
+    std::vector<bool> drawn(boxes.size(), false);
+    for (std::uint32_t id : last.drawn_ids) drawn[id] = true;
+    std::vector<std::uint32_t> occluded;
+    for (std::uint32_t id : in_frustum)
+        if (!drawn[id]) occluded.push_back(id);
     if (Status s = tool::write_png(args.out, renderer::frame_image(last)); !s)
         return fail(s.error().message);
     std::printf("frame -> %s\n", args.out.c_str());
-    if (Status s = tool::write_png(args.debug_out,
-                                   renderer::draw_debug_view(boxes, last.drawn_ids, camera));
+    if (Status s = tool::write_png(
+            args.debug_out,
+            renderer::draw_debug_view(boxes, last.drawn_ids, camera, 768, 768, occluded));
         !s)
         return fail(s.error().message);
     std::printf("top-down debug view -> %s\n", args.debug_out.c_str());
@@ -167,6 +191,9 @@ int main(int argc, char** argv) {
                    "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
                    "first discrete GPU)")
         ->type_name("NAME");
+    bool no_occlusion = false;
+    app.add_flag("--no-occlusion", no_occlusion,
+                 "showcase: frustum culling only (default: two-phase occlusion culling as well)");
     app.add_flag("--showcase", showcase,
                  "render the showcase: cubes, spheres and a scanned mesh with LODs, walls, a "
                  "ground, two shadow cascades, moving instances; prints per-stage GPU times "
@@ -177,8 +204,10 @@ int main(int argc, char** argv) {
     app.add_option("--walls", show.walls, "showcase: walls in front of the camera (default 3)")
         ->type_name("N")
         ->transform(cli::integer_in(0, 64));
-    app.add_option("--frames", show.frames,
-                   "showcase: frames to render, the moving instances animated (default 1)")
+    app.add_option(
+           "--frames", show.frames,
+           "showcase: frames to render, the moving instances animated from frame 2 on; with "
+           "occlusion culling a warm-up frame comes first (default 1)")
         ->type_name("N")
         ->transform(cli::integer_in(1, 100000));
     app.add_option("--mesh", show.mesh,
@@ -197,7 +226,9 @@ int main(int argc, char** argv) {
     const bool cull = !no_cull;
     if (showcase) {
         show.size = size;
-        show.cull = cull;
+        show.mode = !cull          ? renderer::CullMode::none
+                    : no_occlusion ? renderer::CullMode::frustum
+                                   : renderer::CullMode::occlusion;
         show.out = app.count("--out") ? out : "showcase.png";
         show.debug_out = debug_out.empty() ? "showcase-debug.png" : debug_out;
         show.cascade_out = cascade_out.empty() ? "showcase-cascade.png" : cascade_out;
