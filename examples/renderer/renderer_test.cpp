@@ -17,9 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "broadphase/scene.hpp"
+#include "meshes.hpp"
 #include "renderer.hpp"
 #include "showcase.hpp"
 
@@ -305,7 +308,8 @@ TEST_F(RendererTest, CascadeViewsEqualOracle) {
 
 // Test 9: moving instances: frame by frame (some boxes bob inside their cells; at frame 3 far
 // apart boxes swap places, so that the refitted tree's cost jumps and the GPU rebuilds it), the
-// culled frame equals the unculled frame of the same boxes and the visible set the oracle's.
+// culled frame (and the two-phase occlusion-culled frame) equals the unculled frame of the same
+// boxes and the visible set the oracle's.
 TEST_F(RendererTest, MovingInstancesCulledFrameEqualsUnculledFrame) {
     ASSERT_FALSE(unit_scene_meshes().empty());
     ASSERT_TRUE(renderer_->set_meshes(unit_scene_meshes()));
@@ -337,11 +341,17 @@ TEST_F(RendererTest, MovingInstancesCulledFrameEqualsUnculledFrame) {
         (culled->tree_rebuilt ? rebuilds : refits)++;
         auto all = renderer_->render(camera(), false);
         ASSERT_TRUE(all) << all.error().message;
+        // Two-phase occlusion on the moved boxes (its history from the frames before).
+        auto occluded = renderer_->render(camera(), CullMode::occlusion);
+        ASSERT_TRUE(occluded) << occluded.error().message;
         auto frustum = Frustum::from_camera(camera());
         ASSERT_TRUE(frustum);
         EXPECT_EQ(sorted(culled->drawn_ids), sorted(cull_brute_force(*frustum, boxes)));
+        EXPECT_LE(occluded->drawn_ids.size(), culled->drawn_ids.size());
         EXPECT_GT(non_clear_pixels(*culled), culled->rgba.size() / 4 / 10);
         EXPECT_EQ(differing_bytes(*culled, *all), 0u) << "culled and unculled frames differ";
+        EXPECT_EQ(differing_bytes(*occluded, *all), 0u)
+            << "occlusion-culled and unculled frames differ";
     }
     EXPECT_GT(refits, 0);
     EXPECT_GT(rebuilds, 0);
@@ -392,6 +402,95 @@ TEST_F(RendererTest, OcclusionCulledFrameEqualsUnculledFrame) {
         EXPECT_GT(non_clear_pixels(*occluded), occluded->rgba.size() / 4 / 2);
         EXPECT_EQ(differing_bytes(*occluded, *all), 0u)
             << "occlusion-culled and unculled frames differ";
+    }
+}
+
+// Test 11: meshes. The OFF reader takes comments, counts on the header line and polygons (fanned
+// into triangles), and rejects hostile files naming the line; generated meshes and vertex
+// clustering stay inside the unit cube with valid indices, and clustering reduces triangles.
+class MeshTest : public ::testing::Test {
+protected:
+    std::string write(const std::string& name, const std::string& text) {
+        std::string path = ::testing::TempDir() + "broadphase_mesh_" + name + ".off";
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        EXPECT_NE(f, nullptr);
+        if (f) {
+            std::fwrite(text.data(), 1, text.size(), f);
+            std::fclose(f);
+        }
+        return path;
+    }
+    static void expect_valid(const MeshData& m) {
+        EXPECT_GT(m.triangle_count(), 0u);
+        EXPECT_EQ(m.indices.size() % 3, 0u);
+        for (std::uint32_t i : m.indices) EXPECT_LT(i, m.vertex_count());
+        for (float v : m.positions) {
+            EXPECT_GE(v, 0.0f);
+            EXPECT_LE(v, 1.0f);
+        }
+    }
+};
+
+TEST_F(MeshTest, ReadsOffWithCommentsAndPolygons) {
+    auto m = read_off(write("quad",
+                            "OFF 5 2 0 # counts on the header line\n"
+                            "# a comment line\n"
+                            "0 0 0\n2 0 0\n2 2 0\n0 2 0\n1 1 4\n"
+                            "4 0 1 2 3\n3 0 1 4\n"));
+    ASSERT_TRUE(m) << m.error().message;
+    EXPECT_EQ(m->vertex_count(), 5u);
+    EXPECT_EQ(m->triangle_count(), 3u);  // the quad fanned into 2
+    expect_valid(*m);
+    // Scaled uniformly: the longest side (z, 4) spans [0, 1]; x and y (2) are centred.
+    EXPECT_EQ(m->positions[3 * 4 + 2], 1.0f);
+    EXPECT_EQ(m->positions[0], 0.25f);
+}
+
+TEST_F(MeshTest, RejectsHostileOff) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"empty", ""},
+        {"magic", "PLY\n3 1 0\n"},
+        {"nocounts", "OFF\n"},
+        {"hugecount", "OFF\n99999999999 1 0\n"},
+        {"shortvertex", "OFF\n3 1 0\n0 0 0\n1 0\n0 1 0\n3 0 1 2\n"},
+        {"nan", "OFF\n3 1 0\n0 0 0\nnan 0 0\n0 1 0\n3 0 1 2\n"},
+        {"badindex", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 3\n"},
+        {"twocorners", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n2 0 1\n"},
+        {"truncated", "OFF\n3 2 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"},
+    };
+    for (const auto& [name, text] : cases) {
+        auto m = read_off(write(name, text));
+        EXPECT_FALSE(m) << name;
+        if (!m) {
+            EXPECT_NE(m.error().message.find(".off"), std::string::npos) << name;
+        }
+    }
+    auto missing = read_off(::testing::TempDir() + "no_such_mesh.off");
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, ErrorCode::io_error);
+    // A malformed vertex names its line.
+    auto bad = read_off(write("line", "OFF\n3 1 0\n0 0 0\n1 0 x\n0 1 0\n3 0 1 2\n"));
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().line, std::optional<std::size_t>(4));
+}
+
+TEST_F(MeshTest, GeneratedMeshesAndClusteringStayInTheUnitCube) {
+    for (const MeshData& m :
+         {cube_mesh(), uv_sphere(32, 16), uv_sphere(3, 2), torus_knot(2, 3, 64, 8)})
+        expect_valid(m);
+    const MeshData fine = uv_sphere(64, 32);
+    const MeshData coarse = cluster_vertices(fine, 8);
+    expect_valid(coarse);
+    EXPECT_LT(coarse.triangle_count(), fine.triangle_count() / 4);
+    EXPECT_LT(coarse.vertex_count(), fine.vertex_count());
+    // One cell: every triangle collapses.
+    EXPECT_EQ(cluster_vertices(fine, 1).triangle_count(), 0u);
+    if (!default_scanned_mesh().empty()) {
+        auto bunny = read_off(default_scanned_mesh());
+        ASSERT_TRUE(bunny) << bunny.error().message;
+        EXPECT_EQ(bunny->vertex_count(), 37706u);  // CGAL's bunny00.off
+        EXPECT_EQ(bunny->triangle_count(), 75408u);
+        expect_valid(*bunny);
     }
 }
 
