@@ -133,12 +133,12 @@ int run_showcase(const ShowcaseArgs& args, const renderer::RendererOptions& base
         !s)
         return fail(s.error().message);
     std::printf("top-down debug view -> %s\n", args.debug_out.c_str());
-    if (!last.extra_rgba.empty()) {
-        renderer::Frame cascade = last;
-        cascade.rgba = last.extra_rgba;
-        if (Status s = tool::write_png(args.cascade_out, renderer::frame_image(cascade)); !s)
+    if (!last.extra_depth.empty()) {
+        if (Status s = tool::write_png(
+                args.cascade_out, renderer::depth_image(last.extra_depth, last.width, last.height));
+            !s)
             return fail(s.error().message);
-        std::printf("shadow cascade 0 (its visible boxes seen from the light) -> %s\n",
+        std::printf("shadow cascade 0 depth (its visible boxes seen from the light) -> %s\n",
                     args.cascade_out.c_str());
     }
     if (r.validation_errors() > 0)

@@ -206,7 +206,8 @@ struct Renderer::Impl {
     gpu::Buffer all_commands, all_counts;  // the unculled path, CPU-filled (counts per mesh)
     gpu::Buffer views_scratch;             // record_views: scratch, then per view its outputs
     std::vector<gpu::Buffer> view_ids, view_commands, view_counts;
-    gpu::Buffer readback, extra_readback;  // the colour images
+    gpu::Buffer readback;        // the colour image
+    gpu::Buffer extra_readback;  // extra view 0's depth image (floats)
 
     ~Impl();
     Status create_instance();
@@ -904,12 +905,17 @@ Status Renderer::Impl::record_frame(const Camera& camera, const Frustum& frustum
 
     if (culling && !extra.empty()) {
         // Extra view 0's visible boxes as cubes (record_views' commands draw index range 0, the
-        // unit cube), read back before the main pass reuses the targets.
-        begin_pass(render_pass, extra[0].view_projection);
+        // unit cube): its depth (a shadow map) is read back before the main pass reuses the
+        // targets (first_pass stores the depth for the copy).
+        begin_pass(first_pass, extra[0].view_projection);
         vkCmdDrawIndexedIndirectCount(cmd, view_commands[1].handle(), 0, view_counts[1].handle(), 0,
                                       n, sizeof(VkDrawIndexedIndirectCommand));
         vkCmdEndRenderPass(cmd);
-        copy_color(extra_readback);
+        VkBufferImageCopy copy{};
+        copy.imageSubresource = {VK_IMAGE_ASPECT_DEPTH_BIT, 0, 0, 1};
+        copy.imageExtent = {options.width, options.height, 1};
+        vkCmdCopyImageToBuffer(cmd, depth_image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                               extra_readback.handle(), 1, &copy);
     }
     stamp(kQueryExtraDraw);
     if (two_phase) {
@@ -1255,9 +1261,9 @@ Result<Frame> Renderer::render(const Camera& camera, CullMode mode,
             frame.view_ids.push_back(std::move(view));
         }
         if (!extra.empty()) {
-            frame.extra_rgba.resize(frame.rgba.size());
-            std::memcpy(frame.extra_rgba.data(), impl.extra_readback.mapped(),
-                        frame.extra_rgba.size());
+            frame.extra_depth.resize(std::size_t(frame.width) * frame.height);
+            std::memcpy(frame.extra_depth.data(), impl.extra_readback.mapped(),
+                        frame.extra_depth.size() * sizeof(float));
         }
     }
     if (impl.queries) {
@@ -1284,6 +1290,20 @@ Result<Frame> Renderer::render(const Camera& camera, CullMode mode,
         times.draw = ms(kQueryLate + gpu::kCullQueries - 1, kQueryDraw);
     }
     return frame;
+}
+
+tool::Image depth_image(std::span<const float> depth, std::uint32_t width, std::uint32_t height) {
+    tool::Image image(int(width), int(height), {kClearColor[0], kClearColor[1], kClearColor[2]});
+    float lo = 1.0f, hi = 0.0f;
+    for (float d : depth)
+        if (d < 1.0f) lo = std::min(lo, d), hi = std::max(hi, d);
+    const float range = hi > lo ? hi - lo : 1.0f;
+    for (std::size_t i = 0; i < image.pixels.size() && i < depth.size(); ++i)
+        if (depth[i] < 1.0f) {
+            auto g = std::uint8_t(40.0f + 215.0f * (depth[i] - lo) / range);
+            image.pixels[i] = {g, g, g};
+        }
+    return image;
 }
 
 tool::Image frame_image(const Frame& frame) {

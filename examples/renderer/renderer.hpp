@@ -101,8 +101,9 @@ struct Frame {
     /// With extra views: element 0 the main view's visible ids from the shared traversal, then
     /// each extra view's, in exact front-to-back order.
     std::vector<std::vector<std::uint32_t>> view_ids;
-    /// With extra views: extra view 0's visible boxes drawn as cubes (RGBA8 like rgba).
-    std::vector<std::uint8_t> extra_rgba;
+    /// With extra views: the depth image (width * height floats, row 0 the top, 1 where
+    /// nothing was drawn) of extra view 0's visible boxes drawn as cubes: a cascade's shadow map.
+    std::vector<float> extra_depth;
     /// Occlusion: the first early_drawn of drawn_ids were drawn by phase 1, the rest by phase 2;
     /// occlusion_frame is the frame number the visibility stamps got.
     std::uint32_t early_drawn = 0, occlusion_frame = 0;
@@ -134,7 +135,7 @@ public:
     /// per mesh); without, from a CPU-filled buffer that draws every box, sorted by the same key
     /// (point_box_distance from the eye, then id), the LOD chosen by the CPU twin of the GPU's
     /// choice. `extra` (cull only, at most gpu::kMaxCullViews - 1) are culled with the camera
-    /// in one record_views; the first is drawn into Frame::extra_rgba.
+    /// in one record_views; the first is drawn into Frame::extra_depth.
     Result<Frame> render(const Camera& camera, bool cull, std::span<const ExtraView> extra = {});
     /// render() with a CullMode; occlusion as frustum, then (phase 2) the boxes in the frustum
     /// not hidden behind phase 1's depth. Each occlusion render is one frame of the two-phase
@@ -168,6 +169,10 @@ std::uint32_t lod_for(const gpu_layout::CullMesh& mesh, const Vec3& eye, const B
 tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uint32_t> drawn_ids,
                             const Camera& camera, int width = 768, int height = 768,
                             std::span<const std::uint32_t> occluded_ids = {});
+
+/// A depth image as grey levels (near dark, far light, stretched over the depths drawn), the
+/// clear colour where nothing was drawn.
+tool::Image depth_image(std::span<const float> depth, std::uint32_t width, std::uint32_t height);
 
 /// The frame as an RGB image (alpha dropped), for tool::write_png.
 tool::Image frame_image(const Frame& frame);

@@ -276,7 +276,7 @@ TEST_F(RendererTest, ShowcaseSceneCulledFrameEqualsUnculledFrame) {
 
 // Test 8: two shadow cascades culled with the camera in one record_views: each view's visible
 // set is the brute-force oracle's, view 0 is the camera's own cull, and the first cascade's
-// image is not blank.
+// depth image (shadow map) is mostly covered, every depth in [0, 1].
 TEST_F(RendererTest, CascadeViewsEqualOracle) {
     auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
     ASSERT_TRUE(meshes) << meshes.error().message;
@@ -303,7 +303,12 @@ TEST_F(RendererTest, CascadeViewsEqualOracle) {
         EXPECT_GT(expected.size(), 1u) << "cascade " << v << " sees nothing but the ground";
         EXPECT_LT(expected.size(), scene.boxes.size()) << "cascade " << v << " culls nothing";
     }
-    EXPECT_GT(non_clear_pixels(frame->extra_rgba), frame->extra_rgba.size() / 4 / 2);
+    ASSERT_EQ(frame->extra_depth.size(), std::size_t(frame->width) * frame->height);
+    EXPECT_GT(std::count_if(frame->extra_depth.begin(), frame->extra_depth.end(),
+                            [](float d) { return d < 1.0f; }),
+              std::ptrdiff_t(frame->extra_depth.size() / 2))
+        << "the cascade's shadow map is nearly empty";
+    for (float d : frame->extra_depth) ASSERT_TRUE(d >= 0.0f && d <= 1.0f) << d;
 }
 
 // Test 9: moving instances: frame by frame (some boxes bob inside their cells; at frame 3 far
