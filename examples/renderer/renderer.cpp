@@ -2,7 +2,9 @@
 // levels of detail instanced over a box storage buffer (each stretched over its box), and draw
 // commands grouped per mesh either from the library's GPU frustum cull (LBVH traversal, exact
 // front-to-back order, LOD by distance) or from a CPU-filled buffer (the LOD chosen by the
-// cull's CPU twin), both consumed by the same vkCmdDrawIndexedIndirectCount per mesh.
+// cull's CPU twin), both consumed by the same vkCmdDrawIndexedIndirectCount per mesh. Two-phase
+// occlusion (Haar & Aaltonen, "GPU-Driven Rendering Pipelines", SIGGRAPH 2015) splits the frame
+// into two passes over one framebuffer with the depth copied into a pyramid between them.
 #include "renderer.hpp"
 
 #include <algorithm>

@@ -3,9 +3,11 @@
 // gpu::Context::adopt, keeps the boxes' LBVH in a gpu::MovingScene (tree only: refitted or
 // rebuilt on the GPU when the boxes move), and per frame records into its own command buffer
 // the tree's update, the library's front-to-back frustum cull with per-instance meshes and
-// levels of detail grouped per mesh (gpu::CullLods), optionally the cull of extra views (shadow
-// cascades) in one shared traversal, and one vkCmdDrawIndexedIndirectCount per mesh, then reads
-// the colour image back, with per-stage GPU times from timestamp queries.
+// levels of detail grouped per mesh (gpu::CullLods) - or its two-phase occlusion cull (phase 1
+// draws what was visible last frame, its depth becomes a depth pyramid on the GPU, phase 2
+// draws what is not hidden behind it) - optionally the cull of extra views (shadow cascades)
+// in one shared traversal, and one vkCmdDrawIndexedIndirectCount per mesh, then reads the
+// colour image back, with per-stage GPU times from timestamp queries.
 #pragma once
 
 #include <array>
