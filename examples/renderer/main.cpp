@@ -159,7 +159,8 @@ int main(int argc, char** argv) {
     std::string cascade_out;
     CLI::App app{
         "Renders a box scene headlessly with the library's GPU frustum culling and "
-        "writes the frame as PNG",
+        "writes the frame as PNG; --showcase renders meshes with LODs, walls, shadow "
+        "cascades and moving instances with two-phase occlusion culling",
         "broadphase_renderer"};
     app.formatter(std::make_shared<cli::HelpFormatter>());
     app.set_help_flag("-h,--help", "print this help and exit");
@@ -191,13 +192,13 @@ int main(int argc, char** argv) {
                    "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
                    "first discrete GPU)")
         ->type_name("NAME");
-    bool no_occlusion = false;
-    app.add_flag("--no-occlusion", no_occlusion,
-                 "showcase: frustum culling only (default: two-phase occlusion culling as well)");
     app.add_flag("--showcase", showcase,
                  "render the showcase: cubes, spheres and a scanned mesh with LODs, walls, a "
                  "ground, two shadow cascades, moving instances; prints per-stage GPU times "
                  "(--out default showcase.png, --debug-out showcase-debug.png)");
+    bool no_occlusion = false;
+    app.add_flag("--no-occlusion", no_occlusion,
+                 "showcase: frustum culling only (default: two-phase occlusion culling as well)");
     app.add_option("--count", show.count, "showcase: instances (default 20000)")
         ->type_name("N")
         ->transform(cli::integer_in(1, 1 << 24));
@@ -215,7 +216,8 @@ int main(int argc, char** argv) {
                    "CGAL's data when the build found it, else a procedural torus knot)")
         ->type_name("FILE");
     app.add_option("--cascade-out", cascade_out,
-                   "showcase: the first shadow cascade's view (default showcase-cascade.png)")
+                   "showcase: the first shadow cascade's depth image, a shadow map (default "
+                   "showcase-cascade.png)")
         ->type_name("FILE");
     try {
         app.parse(argc, argv);
