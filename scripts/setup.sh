@@ -17,6 +17,7 @@ packages=(
   pybind11-dev python3-numpy                         # its bindings and arrays
   python3-pytest python3-matplotlib                  # its tests and example plot
   doxygen                   # API reference from the /// comments (the docs target)
+  libcgal-demo              # its data archive holds the Stanford bunny (renderer showcase)
 )
 
 missing=()

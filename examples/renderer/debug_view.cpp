@@ -27,7 +27,8 @@ Vec3 normalize(Vec3 v) {
 }  // namespace
 
 tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uint32_t> drawn_ids,
-                            const Camera& camera, int width, int height) {
+                            const Camera& camera, int width, int height,
+                            std::span<const std::uint32_t> occluded_ids) {
     tool::Image image(width, height, {250, 250, 250});
     // The frustum's 8 corners: near then far, each (-x -y, +x -y, +x +y, -x +y) in view space.
     Vec3 forward = normalize(sub(camera.target, camera.eye));
@@ -61,18 +62,37 @@ tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uin
     };
     auto clamp = [](int v, int limit) { return std::clamp(v, -4 * limit, 5 * limit); };
 
-    std::vector<bool> drawn(boxes.size(), false);
+    // 0: frustum-culled (grey), 1: occlusion-culled (orange), 2: drawn (blue).
+    std::vector<std::uint8_t> state(boxes.size(), 0);
+    for (std::uint32_t id : occluded_ids)
+        if (id < boxes.size()) state[id] = 1;
     for (std::uint32_t id : drawn_ids)
-        if (id < boxes.size()) drawn[id] = true;
-    for (int pass = 0; pass < 2; ++pass)
-        for (std::size_t i = 0; i < boxes.size(); ++i) {
-            if (drawn[i] != (pass == 1)) continue;
-            tool::Rgb c = pass == 1 ? tool::Rgb{40, 90, 220} : tool::Rgb{190, 190, 190};
-            int x0 = clamp(px(boxes[i].min.x), width), x1 = clamp(px(boxes[i].max.x), width);
-            int z0 = clamp(pz(boxes[i].min.z), height), z1 = clamp(pz(boxes[i].max.z), height);
-            image.rect(std::max(x0, -1), std::max(z0, -1), std::min(x1, width),
-                       std::min(z1, height), c);
+        if (id < boxes.size()) state[id] = 2;
+    const tool::Rgb colors[3] = {{190, 190, 190}, {245, 150, 40}, {40, 90, 220}};
+    // Largest footprints first (a ground slab under everything), then by state: what stands on
+    // a large box stays visible.
+    std::vector<std::uint32_t> order(boxes.size());
+    std::vector<float> area(boxes.size());
+    for (std::uint32_t i = 0; i < boxes.size(); ++i) {
+        order[i] = i;
+        area[i] = (boxes[i].max.x - boxes[i].min.x) * (boxes[i].max.z - boxes[i].min.z);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return area[a] != area[b] ? area[a] > area[b] : state[a] < state[b];
+    });
+    for (std::uint32_t i : order) {
+        int x0 = clamp(px(boxes[i].min.x), width), x1 = clamp(px(boxes[i].max.x), width);
+        int z0 = clamp(pz(boxes[i].min.z), height), z1 = clamp(pz(boxes[i].max.z), height);
+        if (float(x1 - x0) * float(z1 - z0) > 0.1f * float(width) * float(height)) {
+            // A box as large as the view (a ground): its outline only.
+            const tool::Rgb c = colors[state[i]];
+            image.line(x0, z0, x1, z0, c, 2), image.line(x1, z0, x1, z1, c, 2);
+            image.line(x1, z1, x0, z1, c, 2), image.line(x0, z1, x0, z0, c, 2);
+            continue;
         }
+        image.rect(std::max(x0, -1), std::max(z0, -1), std::min(x1, width), std::min(z1, height),
+                   colors[state[i]]);
+    }
     const tool::Rgb red{220, 30, 30};
     const int edges[12][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {4, 5}, {5, 6},
                               {6, 7}, {7, 4}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
@@ -84,8 +104,11 @@ tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uin
     image.rect(ex - 2, ez - 2, ex + 2, ez + 2, {255, 255, 255});
     image.text(8, 8,
                "top view (x right, z down): drawn " + std::to_string(drawn_ids.size()) + " of " +
-                   std::to_string(boxes.size()),
+                   std::to_string(boxes.size()) +
+                   (occluded_ids.empty() ? std::string()
+                                         : ", occluded " + std::to_string(occluded_ids.size())),
                {0, 0, 0});
+    image.text(8, 20, "blue drawn, grey frustum-culled, orange occlusion-culled", {0, 0, 0});
     return image;
 }
 
