@@ -96,7 +96,7 @@ int run_showcase(const ShowcaseArgs& args, const renderer::RendererOptions& base
     const Camera& camera = scene.camera;
     const std::vector<renderer::ExtraView> cascades = renderer::cascade_views(
         camera, {-0.4f, -1.0f, 0.3f}, {camera.near, 0.1f * camera.far, 0.4f * camera.far},
-        renderer::bounds_of(scene.boxes));
+        bounds_of(scene.boxes));
     renderer::Frame last;
     std::vector<std::uint32_t> in_frustum;
     // Two-phase occlusion's first frame has no history (phase 1 draws the whole frustum): a

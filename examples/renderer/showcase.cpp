@@ -160,17 +160,6 @@ std::vector<Box> move_showcase(const ShowcaseScene& scene, std::uint32_t frame) 
     return boxes;
 }
 
-Box bounds_of(std::span<const Box> boxes) {
-    if (boxes.empty()) return {};
-    Box b = boxes[0];
-    for (const Box& x : boxes)
-        for (int axis = 0; axis < 3; ++axis) {
-            b.min[axis] = std::min(b.min[axis], x.min[axis]);
-            b.max[axis] = std::max(b.max[axis], x.max[axis]);
-        }
-    return b;
-}
-
 std::vector<ExtraView> cascade_views(const Camera& camera, Vec3 light_dir,
                                      const std::vector<float>& splits, const Box& bounds) {
     const Vec3 forward = normalize(sub(camera.target, camera.eye));

@@ -51,7 +51,4 @@ std::vector<Box> move_showcase(const ShowcaseScene& scene, std::uint32_t frame);
 std::vector<ExtraView> cascade_views(const Camera& camera, Vec3 light_dir,
                                      const std::vector<float>& splits, const Box& bounds);
 
-/// The smallest box around `boxes` (a point box at 0 when empty).
-Box bounds_of(std::span<const Box> boxes);
-
 }  // namespace broadphase::renderer
