@@ -18,6 +18,7 @@
 // The switch keys of the mesh table are the CPU twin's distance keys of the switch distances.
 #include "../cpu_reference/lbvh_cull.hpp"
 #include "grow.hpp"
+#include "impl_access.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
@@ -309,9 +310,8 @@ namespace {
 
 // The LOD emit of record_cull (after the order sort): grouping per mesh when asked, then
 // lbvh_cull_emit_lods.comp.
-void record_lods(Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
-                 const ScratchLayout& s, const CullOutput& out, const CullLods& lods, bool exact,
-                 PushConstants pc) {
+void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, const ScratchLayout& s,
+                 const CullOutput& out, const CullLods& lods, bool exact, PushConstants pc) {
     const std::uint32_t n = tree.n;
     const std::uint32_t mesh_count = lods.mesh_count;
     const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
@@ -363,7 +363,7 @@ VkDeviceSize pyramid_bytes(const CullOcclusion& o) {
 }
 
 // The occlusion arguments of record(): sizes, frame and ranges.
-Status check_occlusion(Culler::Impl& im, std::uint32_t n, const CullOcclusion& o) {
+Status check_occlusion(CullerImpl& im, std::uint32_t n, const CullOcclusion& o) {
     const auto fail = [](const std::string& message) {
         return Error{ErrorCode::invalid_argument, "Culler::record: CullOcclusion " + message};
     };
@@ -381,7 +381,7 @@ Status check_occlusion(Culler::Impl& im, std::uint32_t n, const CullOcclusion& o
 }
 
 // Culler::record, with LODs when `lods` is given, against a depth pyramid when `occlusion` is.
-Status record_cull(const Culler& self, Culler::Impl& im, VkCommandBuffer cmd, const LbvhTree& tree,
+Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree,
                    const Frustum& frustum, CullOrder order, const BufferRange& scratch,
                    const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion,
                    VkQueryPool pool, std::uint32_t first_query) {

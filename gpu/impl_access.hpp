@@ -1,7 +1,14 @@
-// The library's own way into the Impl behind a public GPU class (Context, Lbvh): the public
+// The library's own way into the Impl behind a public GPU class (Context, Lbvh, Culler,
+// LbvhQueries, MovingScene, ProxyScene): the public
 // headers keep `struct Impl` private and name ImplAccess their friend, so that callers see no
 // Impl while gpu/ and the tests reach it through impl_of(object).
 #pragma once
+
+#include "broadphase/gpu.hpp"
+#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu_queries.hpp"
 
 namespace broadphase::gpu {
 
@@ -18,14 +25,16 @@ struct ImplAccess {
     }
 };
 
-class Context;
-class Lbvh;
 /// The Impls by name, for the library's own declarations.
 using ContextImpl = ImplAccess::impl_type<Context>;
 using LbvhImpl = ImplAccess::impl_type<Lbvh>;
+using CullerImpl = ImplAccess::impl_type<Culler>;
+using LbvhQueriesImpl = ImplAccess::impl_type<LbvhQueries>;
+using MovingSceneImpl = ImplAccess::impl_type<MovingScene>;
+using ProxySceneImpl = ImplAccess::impl_type<ProxyScene>;
 
-/// The Impl of a Context or Lbvh (its definition comes from gpu/context_impl.hpp or
-/// gpu/lbvh.cpp).
+/// The Impl of a GPU class (its definition comes from gpu/context_impl.hpp, the class's .cpp or
+/// gpu/moving_scene_impl.hpp).
 template <class T>
 decltype(auto) impl_of(T& object) {
     return ImplAccess::of(object);

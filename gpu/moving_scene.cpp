@@ -447,10 +447,10 @@ Result<std::unique_ptr<MovingScene>> MovingScene::create(Context& context,
     return std::unique_ptr<MovingScene>(new MovingScene(std::move(impl.value())));
 }
 
-Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
-                                                       const MovingSceneOptions& options,
-                                                       bool empty_slots) {
-    using Impl = MovingScene::Impl;
+Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
+                                                     const MovingSceneOptions& options,
+                                                     bool empty_slots) {
+    using Impl = MovingSceneImpl;
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
     impl->options = options;

@@ -17,6 +17,7 @@
 
 #include "broadphase/gpu_frames.hpp"
 #include "grow.hpp"
+#include "impl_access.hpp"
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
@@ -459,8 +460,8 @@ struct MovingScene::Impl {
 
 /// The state of a moving scene with every kernel declared (compiled by the first frame), its
 /// Lbvh built with LbvhOptions::empty_slots as asked. Options are not checked here.
-Result<std::unique_ptr<MovingScene::Impl>> make_frames(Context& context,
-                                                       const MovingSceneOptions& options,
-                                                       bool empty_slots);
+Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
+                                                     const MovingSceneOptions& options,
+                                                     bool empty_slots);
 
 }  // namespace broadphase::gpu

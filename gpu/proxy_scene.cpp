@@ -10,6 +10,7 @@
 
 #include "broadphase/gpu_proxies.hpp"
 #include "broadphase/scene.hpp"
+#include "impl_access.hpp"
 #include "moving_scene_impl.hpp"
 #include "shaders.hpp"
 
@@ -144,7 +145,7 @@ Status check_box(const Box& box, const std::string& what) {
 struct ProxyScene::Impl {
     Context* context = nullptr;
     ProxySceneOptions options;
-    std::unique_ptr<MovingScene::Impl> frames;  // the dynamic tree and the frames
+    std::unique_ptr<MovingSceneImpl> frames;  // the dynamic tree and the frames
     HandlePool handles;
     std::vector<Body> bodies;  // by handle
     Slots kinds[kKinds];

@@ -279,9 +279,9 @@ public:
     /// Capacity of the host helper's output now (grows when a cull overflows it).
     std::uint32_t capacity() const;
 
-    struct Impl;
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit Culler(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

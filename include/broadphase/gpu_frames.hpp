@@ -198,9 +198,9 @@ public:
     /// Nodes of the current tree (2n-1; empty when n == 0), for inspection and tests.
     Result<std::vector<gpu_layout::LbvhNode>> nodes();
 
-    struct Impl;
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit MovingScene(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

@@ -130,9 +130,9 @@ public:
     std::uint32_t static_capacity() const;
     std::uint32_t handle_capacity() const;
 
-    struct Impl;
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit ProxyScene(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

@@ -141,9 +141,9 @@ public:
     /// the moving set), sorted ascending. Rejects invalid boxes of `a`, naming the query.
     Result<std::vector<Pair>> pairs_against(std::span<const Box> a);
 
-    struct Impl;
-
 private:
+    struct Impl;
+    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
     explicit LbvhQueries(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

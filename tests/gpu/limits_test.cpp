@@ -242,13 +242,15 @@ std::uint64_t lbvh_scratch_bytes(std::uint64_t n, gpu::CodeKind code, bool refin
 // A cull: params (128 B; 256 per further view), slots (a 256-aligned stride per further
 // view), ranks, chunk counts (32 boxes a chunk, plus the total; a stride per further view),
 // 64-bit keys, values, their ping-pong, the larger of the sort's and the counts' scan scratch,
-// the visible count, two indirect dispatch commands, and 2 (meshes + 1) uints of run bounds.
+// the visible count, two indirect dispatch commands, the occlusion parameters (80 B), and
+// 2 (meshes + 1) uints of run bounds.
 std::uint64_t cull_scratch_bytes(std::uint64_t n, std::uint64_t meshes, std::uint64_t views) {
     const std::uint64_t more = views - 1, chunks = ceil_div(n, 32);
-    std::uint64_t bytes =
-        a256(more * 256 + 128) + a256(more * a256(4 * n) + 4 * n) + a256(4 * n) +
-        a256(more * a256(4 * (chunks + 1)) + 4 * (chunks + 1)) + 2 * (a256(8 * n) + a256(4 * n)) +
-        a256(std::max(sort_bytes(n), scan_bytes(chunks + 1))) + a256(4) + a256(24);
+    std::uint64_t bytes = a256(more * 256 + 128) + a256(more * a256(4 * n) + 4 * n) + a256(4 * n) +
+                          a256(more * a256(4 * (chunks + 1)) + 4 * (chunks + 1)) +
+                          2 * (a256(8 * n) + a256(4 * n)) +
+                          a256(std::max(sort_bytes(n), scan_bytes(chunks + 1))) + a256(4) +
+                          a256(24) + a256(80);  // the occlusion parameters
     if (meshes > 0) bytes += a256(8 * (meshes + 1));
     return bytes;
 }
