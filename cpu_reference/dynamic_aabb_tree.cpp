@@ -469,10 +469,6 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
     }
 }
 
-void DynamicAabbTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (root_ == kNull) return best;

@@ -718,10 +718,6 @@ void RTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const 
     }
 }
 
-void RTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> RTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (root_ == kNull) return best;

@@ -628,10 +628,6 @@ void StaticAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& ou
     }
 }
 
-void StaticAabbTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> StaticAabbTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (nodes_.empty() || is_empty(nodes_[0].bounds)) return best;

@@ -47,8 +47,12 @@ public:
     /// Precondition: the region is a valid box (min <= max); otherwise the result is unspecified.
     virtual void query_box(const Box& region, std::vector<std::uint32_t>& out) const = 0;
 
-    /// Appends the id of every box containing point p, in no particular order.
-    virtual void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const = 0;
+    /// Appends the id of every box containing point p, in no particular order. By default the
+    /// box query of the degenerate region [p, p] (a closed box contains p exactly when it
+    /// overlaps that region); structures with a cheaper point search override it.
+    virtual void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+        query_box(Box{p, p}, out);
+    }
 
     /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
     virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
