@@ -540,12 +540,11 @@ Status DynamicAabbTree::validate() const {
     const auto total = static_cast<std::int64_t>(nodes_.size());
     const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
 
-    std::int64_t free_count = 0;
-    for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return broken("free list points outside the pool");
-        if (nodes_[i].height != -1) return broken(node_name(i) + " on free list in use");
-        if (++free_count > total) return broken("free list has a cycle");
-    }
+    const Result<std::int64_t> free_nodes = count_free_list(
+        free_list_, total, [&](std::int32_t i) { return nodes_[i].parent; },
+        [&](std::int32_t i) { return nodes_[i].height == -1; });
+    if (!free_nodes) return free_nodes.error();
+    const std::int64_t free_count = *free_nodes;
     if (root_ == kNull) {
         if (!leaf_of_.empty()) return broken("no root but ids are mapped");
         if (free_count != total) return broken("empty tree with nodes in use");
