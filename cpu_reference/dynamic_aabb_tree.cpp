@@ -536,18 +536,17 @@ int DynamicAabbTree::height() const {
 }
 
 Status DynamicAabbTree::validate() const {
-    const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
+    // Free nodes have height -1 and link the free list through `parent`.
     const auto total = static_cast<std::int64_t>(nodes_.size());
-    const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
-
-    const Result<std::int64_t> free_nodes = count_free_list(
+    const Result<std::int64_t> free_count = count_free_list(
         free_list_, total, [&](std::int32_t i) { return nodes_[i].parent; },
         [&](std::int32_t i) { return nodes_[i].height == -1; });
-    if (!free_nodes) return free_nodes.error();
-    const std::int64_t free_count = *free_nodes;
+    if (!free_count) return free_count.error();
+    const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
+    const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
     if (root_ == kNull) {
         if (!leaf_of_.empty()) return broken("no root but ids are mapped");
-        if (free_count != total) return broken("empty tree with nodes in use");
+        if (*free_count != total) return broken("empty tree with nodes in use");
         return Status::success();
     }
     if (!in_range(root_)) return broken("root outside the pool");
@@ -595,7 +594,7 @@ Status DynamicAabbTree::validate() const {
         return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
                       " ids mapped");
     }
-    if (reached + free_count != total) return broken("nodes leaked from the pool");
+    if (reached + *free_count != total) return broken("nodes leaked from the pool");
     return Status::success();
 }
 
