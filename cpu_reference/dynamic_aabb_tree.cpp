@@ -40,6 +40,7 @@
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
+#include "tree_descent.hpp"
 
 namespace broadphase {
 namespace {
@@ -450,60 +451,33 @@ void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
 
 void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
     if (root_ == kNull) return;
-    std::vector<std::int32_t> stack;
-    stack.reserve(64);
-    stack.push_back(root_);
-    while (!stack.empty()) {
-        const Node& node = nodes_[stack.back()];
-        stack.pop_back();
-        if (!overlaps(node.fat, region)) continue;
-        if (node.leaf()) {
-            ++stats_.leaves_visited;
+    detail::region_descent(
+        root_, stats_, [&](std::int32_t i) { return overlaps(nodes_[i].fat, region); },
+        [&](std::int32_t i) { return nodes_[i].leaf(); },
+        [&](std::int32_t i) {
             ++stats_.box_tests;
-            if (overlaps(node.tight, region)) out.push_back(node.id);
-        } else {
-            ++stats_.nodes_visited;
-            stack.push_back(node.child1);
-            stack.push_back(node.child2);
-        }
-    }
+            if (overlaps(nodes_[i].tight, region)) out.push_back(nodes_[i].id);
+        },
+        [&](std::int32_t i) {
+            return std::pair{nodes_[i].child1, nodes_[i].child2};
+        });
 }
 
 std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    if (root_ == kNull) return best;
-    // ray_box_entry is monotone under box containment, so a fat box's entry parameter bounds
-    // every entry below it; nodes entered after the best hit so far are skipped (not equal
-    // ones: a smaller id may tie).
+    if (root_ == kNull) return std::nullopt;
+    // Pruned by the fat boxes, which contain the tight ones.
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[root_].fat);
-    if (!root_t) return best;
-    std::vector<std::pair<std::int32_t, float>> stack;
-    stack.reserve(64);
-    stack.emplace_back(root_, *root_t);
-    while (!stack.empty()) {
-        const auto [index, entry] = stack.back();
-        stack.pop_back();
-        if (best && entry > best->t) continue;
-        const Node& node = nodes_[index];
-        if (node.leaf()) {
-            ++stats_.leaves_visited;
+    if (!root_t) return std::nullopt;
+    return detail::closest_hit_descent(
+        root_, *root_t, stats_, [&](std::int32_t i) { return nodes_[i].leaf(); },
+        [&](std::int32_t i, std::optional<RayHit>& best) {
             ++stats_.box_tests;
-            keep_closer(best, node.id, ray_box_entry(ray, node.tight));
-            continue;
-        }
-        ++stats_.nodes_visited;
-        const std::optional<float> t1 = ray_box_entry(ray, nodes_[node.child1].fat);
-        const std::optional<float> t2 = ray_box_entry(ray, nodes_[node.child2].fat);
-        // Push the farther child first so that the nearer one is searched first.
-        if (t1 && t2 && *t1 < *t2) {
-            stack.emplace_back(node.child2, *t2);
-            stack.emplace_back(node.child1, *t1);
-        } else {
-            if (t1) stack.emplace_back(node.child1, *t1);
-            if (t2) stack.emplace_back(node.child2, *t2);
-        }
-    }
-    return best;
+            keep_closer(best, nodes_[i].id, ray_box_entry(ray, nodes_[i].tight));
+        },
+        [&](std::int32_t i) {
+            return std::pair{nodes_[i].child1, nodes_[i].child2};
+        },
+        [&](std::int32_t c) { return ray_box_entry(ray, nodes_[c].fat); });
 }
 
 Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
