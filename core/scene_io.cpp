@@ -130,6 +130,27 @@ Error error_at(ErrorCode code, std::string_view source, std::size_t line, std::s
     return {code, std::string(source) + ":" + std::to_string(line) + ": " + what, box, line};
 }
 
+// Reads the numbers of one line of a scene or rays file into v (the first N of them; the rest
+// are only counted): how many the line holds, or the parse_error (at `line`, naming item `id`)
+// of the first token that is not a number or whose value problem(n, token) objects to (a
+// non-empty message).
+template <std::size_t N, class Problem>
+Result<std::size_t> read_numbers(std::string_view text, float (&v)[N], std::string_view source,
+                                 std::size_t line, std::size_t id, Problem&& problem) {
+    std::size_t n = 0;
+    Tokens tokens(text, kSceneSeparators);
+    for (std::string_view token; tokens.next(token); ++n) {
+        if (n >= N) continue;
+        if (NumberStatus s = parse_float(token, v[n]); s != NumberStatus::ok) {
+            return error_at(ErrorCode::parse_error, source, line, id, number_problem(s, token));
+        }
+        if (std::string what = problem(n, token); !what.empty()) {
+            return error_at(ErrorCode::parse_error, source, line, id, what);
+        }
+    }
+    return n;
+}
+
 Error out_of_memory(std::string_view source) {
     return {ErrorCode::out_of_memory, "out of memory reading " + std::string(source)};
 }
@@ -187,15 +208,11 @@ Result<Scene> parse_scene_text(std::string_view text, std::string_view source) {
         while (lines.next(line)) {
             const std::size_t id = scene.boxes.size();
             float v[6] = {};
-            std::size_t n = 0;
-            Tokens tokens(line, kSceneSeparators);
-            for (std::string_view token; tokens.next(token); ++n) {
-                if (n >= 6) continue;
-                if (NumberStatus s = parse_float(token, v[n]); s != NumberStatus::ok) {
-                    return error_at(ErrorCode::parse_error, source, lines.number(), id,
-                                    number_problem(s, token));
-                }
-            }
+            const Result<std::size_t> count =
+                read_numbers(line, v, source, lines.number(), id,
+                             [](std::size_t, std::string_view) { return std::string(); });
+            if (!count) return count.error();
+            const std::size_t n = *count;
             if (n == 0) continue;
             if (n != 6) {
                 return error_at(ErrorCode::parse_error, source, lines.number(), id,
@@ -301,22 +318,17 @@ Result<std::vector<Ray>> parse_rays_text(std::string_view text, std::string_view
         while (lines.next(line)) {
             const std::size_t id = rays.size();
             float v[7] = {};
-            std::size_t n = 0;
-            Tokens tokens(line, kSceneSeparators);
-            for (std::string_view token; tokens.next(token); ++n) {
-                if (n >= 7) continue;
-                if (NumberStatus s = parse_float(token, v[n]); s != NumberStatus::ok) {
-                    return error_at(ErrorCode::parse_error, source, lines.number(), id,
-                                    number_problem(s, token));
-                }
-                if (std::isnan(v[n]) || (n < 6 && !std::isfinite(v[n]))) {
-                    return error_at(ErrorCode::parse_error, source, lines.number(), id,
-                                    n < 6 ? "ray " + std::to_string(id) +
-                                                ": origin and direction must be finite, not " +
-                                                quoted(token)
-                                          : "ray " + std::to_string(id) + ": tmax must not be NaN");
-                }
-            }
+            // Origin and direction finite, tmax not NaN.
+            const Result<std::size_t> count = read_numbers(
+                line, v, source, lines.number(), id,
+                [&](std::size_t k, std::string_view token) -> std::string {
+                    if (!std::isnan(v[k]) && (k >= 6 || std::isfinite(v[k]))) return {};
+                    return k < 6 ? "ray " + std::to_string(id) +
+                                       ": origin and direction must be finite, not " + quoted(token)
+                                 : "ray " + std::to_string(id) + ": tmax must not be NaN";
+                });
+            if (!count) return count.error();
+            const std::size_t n = *count;
             if (n == 0) continue;
             if (n != 7) {
                 return error_at(

@@ -7,9 +7,7 @@
 
 namespace broadphase {
 
-std::optional<float> ray_box_entry(const Ray& ray, const Box& box) {
-    float t_near = 0.0f;
-    float t_far = ray.tmax;
+bool ray_box_slabs(const Ray& ray, const Box& box, float& t_near, float& t_far) {
     for (int axis = 0; axis < 3; ++axis) {
         const float o = ray.origin[axis];
         const float d = ray.dir[axis];
@@ -17,21 +15,27 @@ std::optional<float> ray_box_entry(const Ray& ray, const Box& box) {
         const float hi = box.max[axis];
         if (d == 0.0f) {
             // Parallel to this slab: inside it for every t, or never.
-            if (!(lo <= o && o <= hi)) return std::nullopt;
+            if (!(lo <= o && o <= hi)) return false;
             continue;
         }
         float t0 = (lo - o) / d;
         float t1 = (hi - o) / d;
-        if (std::isnan(t0) || std::isnan(t1)) return std::nullopt;  // non-finite input
+        if (std::isnan(t0) || std::isnan(t1)) return false;  // non-finite input
         if (t0 > t1) std::swap(t0, t1);
         t_near = std::max(t_near, t0);
         t_far = std::min(t_far, t1);
     }
-    if (!(t_near <= t_far)) return std::nullopt;
+    return true;
+}
+
+std::optional<float> ray_box_entry(const Ray& ray, const Box& box) {
+    float t_near = 0.0f;
+    float t_far = ray.tmax;
+    if (!ray_box_slabs(ray, box, t_near, t_far) || !(t_near <= t_far)) return std::nullopt;
     return t_near;
 }
 
-float point_box_distance(const Vec3& p, const Box& b) {
+double point_box_distance2(const Vec3& p, const Box& b) {
     double sum = 0;
     for (int axis = 0; axis < 3; ++axis) {
         const double below = double(b.min[axis]) - double(p[axis]);
@@ -39,7 +43,11 @@ float point_box_distance(const Vec3& p, const Box& b) {
         const double d = std::max({below, above, 0.0});
         sum += d * d;
     }
-    return static_cast<float>(std::sqrt(sum));
+    return sum;
+}
+
+float point_box_distance(const Vec3& p, const Box& b) {
+    return static_cast<float>(std::sqrt(point_box_distance2(p, b)));
 }
 
 }  // namespace broadphase

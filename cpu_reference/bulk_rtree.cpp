@@ -523,10 +523,6 @@ void BulkRTree::query_box(const Box& region, std::vector<std::uint32_t>& out) co
     collect([&](const Box& box) { return overlaps(region, box); }, out);
 }
 
-void BulkRTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    collect([&](const Box& box) { return contains(box, p); }, out);
-}
-
 std::optional<RayHit> BulkRTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (nodes_.empty()) return best;

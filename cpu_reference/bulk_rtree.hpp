@@ -76,7 +76,6 @@ public:
     /// node pairs are visited unordered, so each box pair is found once.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// Best first by the entry t of node bounds; stops when the next node is entered after
     /// the best hit.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;

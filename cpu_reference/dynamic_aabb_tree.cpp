@@ -40,6 +40,7 @@
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
+#include "tree_descent.hpp"
 
 namespace broadphase {
 namespace {
@@ -450,64 +451,33 @@ void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
 
 void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
     if (root_ == kNull) return;
-    std::vector<std::int32_t> stack;
-    stack.reserve(64);
-    stack.push_back(root_);
-    while (!stack.empty()) {
-        const Node& node = nodes_[stack.back()];
-        stack.pop_back();
-        if (!overlaps(node.fat, region)) continue;
-        if (node.leaf()) {
-            ++stats_.leaves_visited;
+    detail::region_descent(
+        root_, stats_, [&](std::int32_t i) { return overlaps(nodes_[i].fat, region); },
+        [&](std::int32_t i) { return nodes_[i].leaf(); },
+        [&](std::int32_t i) {
             ++stats_.box_tests;
-            if (overlaps(node.tight, region)) out.push_back(node.id);
-        } else {
-            ++stats_.nodes_visited;
-            stack.push_back(node.child1);
-            stack.push_back(node.child2);
-        }
-    }
-}
-
-void DynamicAabbTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
+            if (overlaps(nodes_[i].tight, region)) out.push_back(nodes_[i].id);
+        },
+        [&](std::int32_t i) {
+            return std::pair{nodes_[i].child1, nodes_[i].child2};
+        });
 }
 
 std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    if (root_ == kNull) return best;
-    // ray_box_entry is monotone under box containment, so a fat box's entry parameter bounds
-    // every entry below it; nodes entered after the best hit so far are skipped (not equal
-    // ones: a smaller id may tie).
+    if (root_ == kNull) return std::nullopt;
+    // Pruned by the fat boxes, which contain the tight ones.
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[root_].fat);
-    if (!root_t) return best;
-    std::vector<std::pair<std::int32_t, float>> stack;
-    stack.reserve(64);
-    stack.emplace_back(root_, *root_t);
-    while (!stack.empty()) {
-        const auto [index, entry] = stack.back();
-        stack.pop_back();
-        if (best && entry > best->t) continue;
-        const Node& node = nodes_[index];
-        if (node.leaf()) {
-            ++stats_.leaves_visited;
+    if (!root_t) return std::nullopt;
+    return detail::closest_hit_descent(
+        root_, *root_t, stats_, [&](std::int32_t i) { return nodes_[i].leaf(); },
+        [&](std::int32_t i, std::optional<RayHit>& best) {
             ++stats_.box_tests;
-            keep_closer(best, node.id, ray_box_entry(ray, node.tight));
-            continue;
-        }
-        ++stats_.nodes_visited;
-        const std::optional<float> t1 = ray_box_entry(ray, nodes_[node.child1].fat);
-        const std::optional<float> t2 = ray_box_entry(ray, nodes_[node.child2].fat);
-        // Push the farther child first so that the nearer one is searched first.
-        if (t1 && t2 && *t1 < *t2) {
-            stack.emplace_back(node.child2, *t2);
-            stack.emplace_back(node.child1, *t1);
-        } else {
-            if (t1) stack.emplace_back(node.child1, *t1);
-            if (t2) stack.emplace_back(node.child2, *t2);
-        }
-    }
-    return best;
+            keep_closer(best, nodes_[i].id, ray_box_entry(ray, nodes_[i].tight));
+        },
+        [&](std::int32_t i) {
+            return std::pair{nodes_[i].child1, nodes_[i].child2};
+        },
+        [&](std::int32_t c) { return ray_box_entry(ray, nodes_[c].fat); });
 }
 
 Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
@@ -540,19 +510,17 @@ int DynamicAabbTree::height() const {
 }
 
 Status DynamicAabbTree::validate() const {
-    const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
+    // Free nodes have height -1 and link the free list through `parent`.
     const auto total = static_cast<std::int64_t>(nodes_.size());
+    const Result<std::int64_t> free_count = count_free_list(
+        free_list_, total, [&](std::int32_t i) { return nodes_[i].parent; },
+        [&](std::int32_t i) { return nodes_[i].height == -1; });
+    if (!free_count) return free_count.error();
+    const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
     const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
-
-    std::int64_t free_count = 0;
-    for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return broken("free list points outside the pool");
-        if (nodes_[i].height != -1) return broken(node_name(i) + " on free list in use");
-        if (++free_count > total) return broken("free list has a cycle");
-    }
     if (root_ == kNull) {
         if (!leaf_of_.empty()) return broken("no root but ids are mapped");
-        if (free_count != total) return broken("empty tree with nodes in use");
+        if (*free_count != total) return broken("empty tree with nodes in use");
         return Status::success();
     }
     if (!in_range(root_)) return broken("root outside the pool");
@@ -600,7 +568,7 @@ Status DynamicAabbTree::validate() const {
         return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
                       " ids mapped");
     }
-    if (reached + free_count != total) return broken("nodes leaked from the pool");
+    if (reached + *free_count != total) return broken("nodes leaked from the pool");
     return Status::success();
 }
 

@@ -220,10 +220,6 @@ void KdTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const
     collect([&](const Box& box) { return overlaps(region, box); }, out);
 }
 
-void KdTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    collect([&](const Box& box) { return contains(box, p); }, out);
-}
-
 std::optional<RayHit> KdTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (nodes_.empty()) return best;
@@ -310,69 +306,66 @@ Status KdTree::validate() const {
     struct Expect {
         std::uint32_t node, begin, end, depth;
     };
-    std::vector<Expect> stack{{0, 0, static_cast<std::uint32_t>(n), 0}};
-    std::size_t reached = 0;
-    while (!stack.empty()) {
-        const Expect e = stack.back();
-        stack.pop_back();
-        const std::string where = "node " + std::to_string(e.node) + ": ";
-        if (e.node >= nodes_.size()) return broken(where + "index out of range");
-        if (++reached > nodes_.size()) return broken(where + "reached twice (not a tree)");
-        const Node& node = nodes_[e.node];
-        if (node.begin != e.begin || node.end != e.end || e.begin >= e.end) {
-            return broken(where + "range does not match its place in the tree");
-        }
-        if (node.depth != e.depth) return broken(where + "wrong depth");
-        if (node.is_leaf()) {
-            for (std::uint32_t k = node.begin; k < node.end; ++k) {
-                if (!contains_box(node.bounds, boxes_[k])) {
-                    return broken(where + "bounds do not contain box " + std::to_string(ids_[k]),
+    const std::vector<Expect> root{{0, 0, static_cast<std::uint32_t>(n), 0}};
+    return walk_tree(
+        root, nodes_.size(),
+        [&](const Expect& e, const std::string& where, std::vector<Expect>& stack) -> Status {
+            const Node& node = nodes_[e.node];
+            if (node.begin != e.begin || node.end != e.end || e.begin >= e.end) {
+                return broken(where + "range does not match its place in the tree");
+            }
+            if (node.depth != e.depth) return broken(where + "wrong depth");
+            if (node.is_leaf()) {
+                for (std::uint32_t k = node.begin; k < node.end; ++k) {
+                    if (!contains_box(node.bounds, boxes_[k])) {
+                        return broken(
+                            where + "bounds do not contain box " + std::to_string(ids_[k]),
+                            ids_[k]);
+                    }
+                }
+                if (node.end - node.begin > config_.leaf_capacity &&
+                    node.depth < config_.max_depth) {
+                    const Vec3 c0 = centroid(boxes_[node.begin]);
+                    for (std::uint32_t k = node.begin + 1; k < node.end; ++k) {
+                        if (!(centroid(boxes_[k]) == c0)) {
+                            return broken(
+                                where + "leaf holds " + std::to_string(node.end - node.begin) +
+                                " boxes, more than the capacity, with distinct centroids");
+                        }
+                    }
+                }
+                return Status::success();
+            }
+            const std::uint32_t left = e.node + 1, right = node.right;
+            if (right <= left || right >= nodes_.size()) return broken(where + "bad right child");
+            if (node.axis > 2) return broken(where + "bad split axis");
+            const Node& l = nodes_[left];
+            const Node& r = nodes_[right];
+            if (l.begin != node.begin || l.end != r.begin || r.end != node.end ||
+                l.begin >= l.end || r.begin >= r.end) {
+                return broken(where + "children do not partition its range");
+            }
+            if (!contains_box(node.bounds, l.bounds) || !contains_box(node.bounds, r.bounds)) {
+                return broken(where + "bounds do not contain a child's bounds");
+            }
+            for (std::uint32_t k = l.begin; k < l.end; ++k) {
+                if (!(centroid(boxes_[k])[node.axis] <= node.split)) {
+                    return broken(where + "box " + std::to_string(ids_[k]) +
+                                      " on the left has its centroid above the split",
                                   ids_[k]);
                 }
             }
-            if (node.end - node.begin > config_.leaf_capacity && node.depth < config_.max_depth) {
-                const Vec3 c0 = centroid(boxes_[node.begin]);
-                for (std::uint32_t k = node.begin + 1; k < node.end; ++k) {
-                    if (!(centroid(boxes_[k]) == c0)) {
-                        return broken(where + "leaf holds " +
-                                      std::to_string(node.end - node.begin) +
-                                      " boxes, more than the capacity, with distinct centroids");
-                    }
+            for (std::uint32_t k = r.begin; k < r.end; ++k) {
+                if (!(centroid(boxes_[k])[node.axis] >= node.split)) {
+                    return broken(where + "box " + std::to_string(ids_[k]) +
+                                      " on the right has its centroid below the split",
+                                  ids_[k]);
                 }
             }
-            continue;
-        }
-        const std::uint32_t left = e.node + 1, right = node.right;
-        if (right <= left || right >= nodes_.size()) return broken(where + "bad right child");
-        if (node.axis > 2) return broken(where + "bad split axis");
-        const Node& l = nodes_[left];
-        const Node& r = nodes_[right];
-        if (l.begin != node.begin || l.end != r.begin || r.end != node.end || l.begin >= l.end ||
-            r.begin >= r.end) {
-            return broken(where + "children do not partition its range");
-        }
-        if (!contains_box(node.bounds, l.bounds) || !contains_box(node.bounds, r.bounds)) {
-            return broken(where + "bounds do not contain a child's bounds");
-        }
-        for (std::uint32_t k = l.begin; k < l.end; ++k) {
-            if (!(centroid(boxes_[k])[node.axis] <= node.split)) {
-                return broken(where + "box " + std::to_string(ids_[k]) +
-                                  " on the left has its centroid above the split",
-                              ids_[k]);
-            }
-        }
-        for (std::uint32_t k = r.begin; k < r.end; ++k) {
-            if (!(centroid(boxes_[k])[node.axis] >= node.split)) {
-                return broken(where + "box " + std::to_string(ids_[k]) +
-                                  " on the right has its centroid below the split",
-                              ids_[k]);
-            }
-        }
-        stack.push_back({right, r.begin, r.end, e.depth + 1});
-        stack.push_back({left, l.begin, l.end, e.depth + 1});
-    }
-    if (reached != nodes_.size()) return broken("nodes unreachable from the root");
-    return Status::success();
+            stack.push_back({right, r.begin, r.end, e.depth + 1});
+            stack.push_back({left, l.begin, l.end, e.depth + 1});
+            return Status::success();
+        });
 }
 
 }  // namespace broadphase

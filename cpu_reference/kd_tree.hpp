@@ -60,7 +60,6 @@ public:
     /// once, at the lowest node whose subtree holds both boxes.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// Depth first, nearer child first, pruning nodes whose entry t exceeds the best hit.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best first by distance to node bounds; appends to `out`, nearest first. Distances are

@@ -585,12 +585,6 @@ void LbvhStructure::query_box(const Box& region, std::vector<std::uint32_t>& out
         [&](std::uint32_t id) { out.push_back(id); });
 }
 
-void LbvhStructure::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    traverse(
-        nodes_, stats_, [&](const LbvhNode& nd) { return contains(node_box(nd), p); },
-        [&](std::uint32_t id) { out.push_back(id); });
-}
-
 Status LbvhStructure::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
     out.clear();
     if (k == 0 || nodes_.empty()) return Status::success();

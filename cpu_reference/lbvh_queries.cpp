@@ -69,22 +69,7 @@ void query_region(std::span<const LbvhNode> nodes, const Box& region,
 bool ray_may_hit_node(const Ray& ray, const Box& box, float best_t, float& t_near) {
     t_near = 0.0f;
     float t_far = ray.tmax;
-    for (int axis = 0; axis < 3; ++axis) {
-        const float o = ray.origin[axis];
-        const float d = ray.dir[axis];
-        const float lo = box.min[axis];
-        const float hi = box.max[axis];
-        if (d == 0.0f) {
-            if (!(lo <= o && o <= hi)) return false;
-            continue;
-        }
-        float t0 = (lo - o) / d;
-        float t1 = (hi - o) / d;
-        if (std::isnan(t0) || std::isnan(t1)) return false;
-        if (t0 > t1) std::swap(t0, t1);
-        if (t_near < t0) t_near = t0;
-        if (t1 < t_far) t_far = t1;
-    }
+    if (!ray_box_slabs(ray, box, t_near, t_far)) return false;
     return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
 }
 

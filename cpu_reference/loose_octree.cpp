@@ -350,10 +350,6 @@ void LooseOctree::query_box(const Box& region, std::vector<std::uint32_t>& out) 
     });
 }
 
-void LooseOctree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     stats_.box_tests += outside_.size();

@@ -113,7 +113,6 @@ public:
     /// against the boxes at its own level (later octants only) and deeper: each pair once.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// Front-to-back over loose bounds by entry t, stopping past the best hit.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best first by distance to loose bounds; appends to `out`, nearest first.

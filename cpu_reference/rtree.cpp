@@ -718,10 +718,6 @@ void RTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const 
     }
 }
 
-void RTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> RTree::ray_cast(const Ray& ray) const {
     std::optional<RayHit> best;
     if (root_ == kNull) return best;
@@ -787,12 +783,11 @@ Status RTree::validate() const {
     const auto total = static_cast<std::int64_t>(nodes_.size());
     const auto in_range = [&](std::int64_t i) { return i >= 0 && i < total; };
 
-    std::int64_t free_seen = 0;
-    for (std::int32_t i = free_list_; i != kNull; i = nodes_[i].parent) {
-        if (!in_range(i)) return broken("free list points outside the pool");
-        if (nodes_[i].level != -1) return broken(node_name(i) + " on the free list is in use");
-        if (++free_seen > total) return broken("free list has a cycle");
-    }
+    const Result<std::int64_t> free_nodes = count_free_list(
+        free_list_, total, [&](std::int32_t i) { return nodes_[i].parent; },
+        [&](std::int32_t i) { return nodes_[i].level == -1; });
+    if (!free_nodes) return free_nodes.error();
+    const std::int64_t free_seen = *free_nodes;
     if (free_seen != static_cast<std::int64_t>(free_count_)) return broken("free count is wrong");
     if (root_ == kNull) {
         if (!leaf_of_.empty()) return broken("no root but ids are mapped");

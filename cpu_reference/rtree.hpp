@@ -47,7 +47,6 @@ public:
     /// Dual-tree traversal: two subtrees are crossed only where their entry boxes overlap.
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// Best-first by the entry parameter of node bounds.
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best-first by the distance to node bounds; `out` is replaced by the k nearest.

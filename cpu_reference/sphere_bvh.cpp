@@ -73,17 +73,6 @@ double farthest_corner2(const Vec3& c, const Box& b) {
     return sum;
 }
 
-// Squared distance from c to the closed box b (0 inside).
-double box_distance2(const Vec3& c, const Box& b) {
-    double sum = 0;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double below = double(b.min[axis]) - double(c[axis]);
-        const double above = double(c[axis]) - double(b.max[axis]);
-        sum += square(std::max({below, above, 0.0}));
-    }
-    return sum;
-}
-
 // The smallest float >= r (with a little headroom for the double arithmetic that made r).
 float round_up(double r) {
     r *= 1 + 1e-12;
@@ -102,7 +91,7 @@ double effective_radius(const SphereBvh::Node& node) {
 
 bool sphere_overlaps_box(const SphereBvh::Node& node, const Box& b) {
     const double r = effective_radius(node);
-    return !(box_distance2(node.center, b) > r * r);
+    return !(point_box_distance2(node.center, b) > r * r);
 }
 
 bool sphere_contains_point(const SphereBvh::Node& node, const Vec3& p) {
@@ -587,70 +576,66 @@ Status SphereBvh::validate() const {
     struct Expect {
         std::uint32_t node, begin, end;
     };
-    std::vector<Expect> stack{{0, 0, static_cast<std::uint32_t>(n)}};
-    std::size_t reached = 0;
-    while (!stack.empty()) {
-        const Expect e = stack.back();
-        stack.pop_back();
-        const std::string where = "node " + std::to_string(e.node) + ": ";
-        if (e.node >= nodes_.size()) return broken(where + "index out of range");
-        if (++reached > nodes_.size()) return broken(where + "reached twice (not a tree)");
-        const Node& node = nodes_[e.node];
-        if (node.count != e.end - e.begin || e.begin >= e.end) {
-            return broken(where + "count does not match its place in the tree");
-        }
-        if (!(node.radius >= 0)) return broken(where + "negative or NaN radius");
-        const double r = effective_radius(node);
-        const Box& bounds = bounds_[e.node];
-        for (std::uint32_t k = e.begin; k < e.end; ++k) {
-            if (farthest_corner2(node.center, boxes_[k]) > r * r) {
-                return broken(where + "sphere does not contain box " + std::to_string(ids_[k]),
-                              ids_[k]);
+    const std::vector<Expect> root{{0, 0, static_cast<std::uint32_t>(n)}};
+    return walk_tree(
+        root, nodes_.size(),
+        [&](const Expect& e, const std::string& where, std::vector<Expect>& stack) -> Status {
+            const Node& node = nodes_[e.node];
+            if (node.count != e.end - e.begin || e.begin >= e.end) {
+                return broken(where + "count does not match its place in the tree");
             }
-            if (merge(bounds, boxes_[k]) != bounds) {
-                return broken(where + "bounds do not contain box " + std::to_string(ids_[k]),
-                              ids_[k]);
+            if (!(node.radius >= 0)) return broken(where + "negative or NaN radius");
+            const double r = effective_radius(node);
+            const Box& bounds = bounds_[e.node];
+            for (std::uint32_t k = e.begin; k < e.end; ++k) {
+                if (farthest_corner2(node.center, boxes_[k]) > r * r) {
+                    return broken(where + "sphere does not contain box " + std::to_string(ids_[k]),
+                                  ids_[k]);
+                }
+                if (merge(bounds, boxes_[k]) != bounds) {
+                    return broken(where + "bounds do not contain box " + std::to_string(ids_[k]),
+                                  ids_[k]);
+                }
             }
-        }
-        if (node.is_leaf()) {
-            if (node.first() != e.begin) return broken(where + "leaf slots out of place");
-            if (node.count > config_.max_leaf_size) {
-                return broken(where + "leaf holds " + std::to_string(node.count) +
-                              " boxes, more than max_leaf_size");
+            if (node.is_leaf()) {
+                if (node.first() != e.begin) return broken(where + "leaf slots out of place");
+                if (node.count > config_.max_leaf_size) {
+                    return broken(where + "leaf holds " + std::to_string(node.count) +
+                                  " boxes, more than max_leaf_size");
+                }
+                return Status::success();
             }
-            continue;
-        }
-        // Two bits hold 0..3 and 3 marks a leaf, so an internal node's axis is always 0..2.
-        const int axis = static_cast<int>(node.axis());
-        const std::uint32_t left = e.node + 1, right = node.right();
-        if (right <= left || right >= nodes_.size()) return broken(where + "bad right child");
-        const Node& l = nodes_[left];
-        const Node& rn = nodes_[right];
-        if (l.count == 0 || rn.count == 0 || l.count + rn.count != node.count) {
-            return broken(where + "children do not partition its boxes");
-        }
-        // The split: no box centre on the left lies beyond one on the right along the axis.
-        float left_max = -std::numeric_limits<float>::infinity();
-        float right_min = std::numeric_limits<float>::infinity();
-        const std::uint32_t mid = e.begin + l.count;
-        for (std::uint32_t k = e.begin; k < mid; ++k) {
-            left_max = std::max(left_max, centroid(boxes_[k])[axis]);
-        }
-        for (std::uint32_t k = mid; k < e.end; ++k) {
-            right_min = std::min(right_min, centroid(boxes_[k])[axis]);
-        }
-        if (left_max > right_min) {
-            return broken(where + "children are not separated along the split axis");
-        }
-        for (const Node* child : {&l, &rn}) {
-            const double reach = std::sqrt(distance2(node.center, child->center)) + child->radius;
-            if (reach > r) return broken(where + "sphere does not contain a child's sphere");
-        }
-        stack.push_back({right, mid, e.end});
-        stack.push_back({left, e.begin, mid});
-    }
-    if (reached != nodes_.size()) return broken("nodes unreachable from the root");
-    return Status::success();
+            // Two bits hold 0..3 and 3 marks a leaf, so an internal node's axis is always 0..2.
+            const int axis = static_cast<int>(node.axis());
+            const std::uint32_t left = e.node + 1, right = node.right();
+            if (right <= left || right >= nodes_.size()) return broken(where + "bad right child");
+            const Node& l = nodes_[left];
+            const Node& rn = nodes_[right];
+            if (l.count == 0 || rn.count == 0 || l.count + rn.count != node.count) {
+                return broken(where + "children do not partition its boxes");
+            }
+            // The split: no box centre on the left lies beyond one on the right along the axis.
+            float left_max = -std::numeric_limits<float>::infinity();
+            float right_min = std::numeric_limits<float>::infinity();
+            const std::uint32_t mid = e.begin + l.count;
+            for (std::uint32_t k = e.begin; k < mid; ++k) {
+                left_max = std::max(left_max, centroid(boxes_[k])[axis]);
+            }
+            for (std::uint32_t k = mid; k < e.end; ++k) {
+                right_min = std::min(right_min, centroid(boxes_[k])[axis]);
+            }
+            if (left_max > right_min) {
+                return broken(where + "children are not separated along the split axis");
+            }
+            for (const Node* child : {&l, &rn}) {
+                const double reach =
+                    std::sqrt(distance2(node.center, child->center)) + child->radius;
+                if (reach > r) return broken(where + "sphere does not contain a child's sphere");
+            }
+            stack.push_back({right, mid, e.end});
+            stack.push_back({left, e.begin, mid});
+            return Status::success();
+        });
 }
 
 }  // namespace broadphase

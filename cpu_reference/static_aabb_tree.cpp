@@ -33,6 +33,7 @@
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
+#include "tree_descent.hpp"
 
 namespace broadphase {
 namespace {
@@ -607,73 +608,43 @@ void StaticAabbTree::self_pairs(std::vector<Pair>& out) const {
 
 void StaticAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
     if (nodes_.empty()) return;
-    std::vector<std::uint32_t> stack;
-    stack.reserve(64);
-    stack.push_back(0);
-    while (!stack.empty()) {
-        const RuntimeNode& node = nodes_[stack.back()];
-        stack.pop_back();
-        if (!overlaps(node.bounds, region)) continue;
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            for (std::uint32_t p = node.first(); p < node.first() + node.count(); ++p) {
+    detail::region_descent(
+        0u, stats_, [&](std::uint32_t i) { return overlaps(nodes_[i].bounds, region); },
+        [&](std::uint32_t i) { return nodes_[i].is_leaf(); },
+        [&](std::uint32_t i) {
+            const RuntimeNode& leaf = nodes_[i];
+            for (std::uint32_t p = leaf.first(); p < leaf.first() + leaf.count(); ++p) {
                 ++stats_.box_tests;
                 if (overlaps(boxes_[indices_[p]], region)) out.push_back(ids_[indices_[p]]);
             }
-        } else {
-            ++stats_.nodes_visited;
-            stack.push_back(node.left());
-            stack.push_back(node.left() + 1);
-        }
-    }
-}
-
-void StaticAabbTree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
+        },
+        [&](std::uint32_t i) {
+            return std::pair{nodes_[i].left(), nodes_[i].left() + 1};
+        });
 }
 
 std::optional<RayHit> StaticAabbTree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    if (nodes_.empty() || is_empty(nodes_[0].bounds)) return best;
-    // ray_box_entry is monotone under containment: a node's entry bounds every entry below it,
-    // so nodes entered after the best hit are skipped (not equal ones: a smaller id may tie).
+    if (nodes_.empty() || is_empty(nodes_[0].bounds)) return std::nullopt;
     const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].bounds);
-    if (!root_t) return best;
-    std::vector<std::pair<std::uint32_t, float>> stack;
-    stack.reserve(64);
-    stack.emplace_back(0u, *root_t);
-    while (!stack.empty()) {
-        const auto [index, entry] = stack.back();
-        stack.pop_back();
-        if (best && entry > best->t) continue;
-        const RuntimeNode& node = nodes_[index];
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            for (std::uint32_t p = node.first(); p < node.first() + node.count(); ++p) {
+    if (!root_t) return std::nullopt;
+    return detail::closest_hit_descent(
+        0u, *root_t, stats_, [&](std::uint32_t i) { return nodes_[i].is_leaf(); },
+        [&](std::uint32_t i, std::optional<RayHit>& best) {
+            const RuntimeNode& leaf = nodes_[i];
+            for (std::uint32_t p = leaf.first(); p < leaf.first() + leaf.count(); ++p) {
                 ++stats_.box_tests;
                 const std::uint32_t slot = indices_[p];
                 keep_closer(best, ids_[slot], ray_box_entry(ray, boxes_[slot]));
             }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        const std::uint32_t l = node.left();
-        const auto entry_of = [&](std::uint32_t c) -> std::optional<float> {
+        },
+        [&](std::uint32_t i) {
+            return std::pair{nodes_[i].left(), nodes_[i].left() + 1};
+        },
+        [&](std::uint32_t c) -> std::optional<float> {
+            // An emptied subtree (inverted bounds) holds nothing to hit.
             if (is_empty(nodes_[c].bounds)) return std::nullopt;
             return ray_box_entry(ray, nodes_[c].bounds);
-        };
-        const std::optional<float> t1 = entry_of(l);
-        const std::optional<float> t2 = entry_of(l + 1);
-        // Push the farther child first so that the nearer one is searched first.
-        if (t1 && t2 && *t1 < *t2) {
-            stack.emplace_back(l + 1, *t2);
-            stack.emplace_back(l, *t1);
-        } else {
-            if (t1) stack.emplace_back(l, *t1);
-            if (t2) stack.emplace_back(l + 1, *t2);
-        }
-    }
-    return best;
+        });
 }
 
 Status StaticAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {

@@ -106,7 +106,6 @@ public:
 
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best-first search over node bounds; `out` is replaced by the k nearest, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;

@@ -244,10 +244,6 @@ void SweepAndPrune::query_box(const Box& region, std::vector<std::uint32_t>& out
     }
 }
 
-void SweepAndPrune::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
-    query_box(Box{p, p}, out);
-}
-
 std::optional<RayHit> SweepAndPrune::ray_cast(const Ray& ray) const {
     // A linear scan: the sort order does not bound a ray's entry parameter.
     std::optional<RayHit> best;

@@ -24,7 +24,6 @@ public:
     Status build(std::span<const Box> boxes) override;
     void self_pairs(std::vector<Pair>& out) const override;
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     std::optional<RayHit> ray_cast(const Ray& ray) const override;
     Status validate() const override;
     std::size_t size() const override { return order_.size(); }

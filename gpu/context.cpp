@@ -333,7 +333,11 @@ Context::Impl::~Impl() {
         if (fence) vkDestroyFence(device, fence, nullptr);
         if (pool) vkDestroyCommandPool(device, pool, nullptr);
     }
-    if (!owns) return;
+    if (owns) destroy_owned_device(instance, messenger, device);
+}
+
+void destroy_owned_device(VkInstance instance, VkDebugUtilsMessengerEXT messenger,
+                          VkDevice device) {
     if (device) vkDestroyDevice(device, nullptr);
     if (messenger) {
         auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(

@@ -97,6 +97,11 @@ DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_versi
 /// compute limits the kernels rely on, and a compute queue family. Timestamps are optional.
 std::vector<std::string> missing_requirements(const DeviceFacts& facts);
 
+/// Destroys what a context that owns its device created last: the device, the debug messenger
+/// (through its extension function) and the instance, each only if it exists (the caller's
+/// objects on the device must be gone).
+void destroy_owned_device(VkInstance instance, VkDebugUtilsMessengerEXT messenger, VkDevice device);
+
 /// Text for a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY").
 const char* vk_result_name(VkResult result);
 

@@ -68,6 +68,38 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
                                                                : gpu::SortPath::automatic;
     return gpu::Context::create(options);
 }
+
+double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) {
+    const double bytes = double(s.bytes_read + s.bytes_written);
+    return s.ms > 0 && copy.bytes_per_second > 0 ? bytes / (s.ms * 1e-3) / copy.bytes_per_second
+                                                 : 0.0;
+}
+
+void print_device_json(const gpu::DeviceInfo& info) {
+    std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
+                json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
+                info.subgroup_size);
+}
+
+void print_stages_json(const std::vector<gpu::StageReport>& stages,
+                       const gpu::CopyBandwidth& copy) {
+    std::printf(
+        "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, \"bytes_per_second\": %.6e}, "
+        "\"stages\": [",
+        static_cast<unsigned long long>(copy.bytes), copy.ms, copy.bytes_per_second);
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+        const gpu::StageReport& s = stages[k];
+        std::printf(
+            "%s{\"name\": \"%s\", \"dispatches\": %u, \"bytes_read\": %llu, "
+            "\"bytes_written\": %llu, \"ms\": %.6f, \"bandwidth_fraction\": %.6f",
+            k ? ", " : "", s.name.c_str(), s.dispatches,
+            static_cast<unsigned long long>(s.bytes_read),
+            static_cast<unsigned long long>(s.bytes_written), s.ms, copy_fraction(s, copy));
+        if (s.name == "sort") std::printf(", \"passes\": %u", s.passes);
+        std::printf("}");
+    }
+    std::printf("]}\n");
+}
 #endif
 
 // `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
@@ -417,21 +449,13 @@ int run_bench(const Args& args) {
         std::sort(v.begin(), v.end());
         stages[k].ms = v[v.size() / 2];
     }
-    auto fraction = [&](const gpu::StageReport& s) {
-        const double bytes = double(s.bytes_read + s.bytes_written);
-        return s.ms > 0 && copy->bytes_per_second > 0
-                   ? bytes / (s.ms * 1e-3) / copy->bytes_per_second
-                   : 0.0;
-    };
     std::string refined = "no";
     if (auto r = g->lbvh->read_refined(); r && r.value()) refined = "yes";
     const char* append =
         g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
     if (args.code == "morton63" || args.no_refine) refined = "off";
     if (args.json) {
-        std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
-                    json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
-                    info.subgroup_size);
+        print_device_json(info);
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
             "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"sort_path\": \"%s\", "
@@ -439,22 +463,7 @@ int run_bench(const Args& args) {
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
             gpu::sort_path_name(info.sort_path), repeat, pair_count);
-        std::printf(
-            "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, "
-            "\"bytes_per_second\": %.6e}, \"stages\": [",
-            static_cast<unsigned long long>(copy->bytes), copy->ms, copy->bytes_per_second);
-        for (std::size_t k = 0; k < stages.size(); ++k) {
-            const gpu::StageReport& s = stages[k];
-            std::printf(
-                "%s{\"name\": \"%s\", \"dispatches\": %u, \"bytes_read\": %llu, "
-                "\"bytes_written\": %llu, \"ms\": %.6f, \"bandwidth_fraction\": %.6f",
-                k ? ", " : "", s.name.c_str(), s.dispatches,
-                static_cast<unsigned long long>(s.bytes_read),
-                static_cast<unsigned long long>(s.bytes_written), s.ms, fraction(s));
-            if (s.name == "sort") std::printf(", \"passes\": %u", s.passes);
-            std::printf("}");
-        }
-        std::printf("]}\n");
+        print_stages_json(stages, *copy);
         return 0;
     }
     std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
@@ -472,7 +481,7 @@ int run_bench(const Args& args) {
         const double bytes = double(s.bytes_read + s.bytes_written);
         std::printf("  %-18s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
                     s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
-                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * fraction(s),
+                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * copy_fraction(s, *copy),
                     s.passes ? std::to_string(s.passes).c_str() : "");
         total += s.ms;
         if (s.name != "all pairs") build += s.ms;

@@ -74,6 +74,13 @@ std::vector<gpu::Mesh> lod_meshes(const Args& args);
 std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n);
 /// A GPU context with --device and --validation.
 Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
+/// A stage's bytes per second as a fraction of the copy kernel's (0 when either is not timed).
+double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy);
+/// Opens a bench --json object: `{"device": .., "driver": .., "subgroup_size": .., `.
+void print_device_json(const gpu::DeviceInfo& info);
+/// Closes a bench --json object: `"copy_bandwidth": {..}, "stages": [..]}` and a newline, each
+/// stage with its instruments, its copy_fraction and (the sort) its passes.
+void print_stages_json(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy);
 #endif
 
 /// The built-in demo scene of `validate` without --scene (scripts/run.sh).

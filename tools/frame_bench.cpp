@@ -83,12 +83,6 @@ std::vector<gpu::StageReport> median_stages(
     return out;
 }
 
-double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) {
-    const double bytes = double(s.bytes_read + s.bytes_written);
-    return s.ms > 0 && copy.bytes_per_second > 0 ? bytes / (s.ms * 1e-3) / copy.bytes_per_second
-                                                 : 0.0;
-}
-
 // The instruments' table of bench --frames, as the build bench prints its own.
 void print_stage_table(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy,
                        int frames) {
@@ -113,30 +107,12 @@ void print_stage_table(const std::vector<gpu::StageReport>& stages, const gpu::C
 void print_stage_json(const gpu::Context& context, const std::string& scene, std::size_t boxes,
                       int frames, int refits, int rebuilds,
                       const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy) {
-    const gpu::DeviceInfo& info = context.info();
-    std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
-                json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
-                info.subgroup_size);
+    print_device_json(context.info());
     std::printf(
         "\"scene\": \"%s\", \"boxes\": %zu, \"frames\": %d, \"refit_frames\": %d, "
         "\"rebuild_frames\": %d, ",
         json_escape(scene).c_str(), boxes, frames, refits, rebuilds);
-    std::printf(
-        "\"copy_bandwidth\": {\"bytes\": %llu, \"ms\": %.6f, \"bytes_per_second\": %.6e}, "
-        "\"stages\": [",
-        static_cast<unsigned long long>(copy.bytes), copy.ms, copy.bytes_per_second);
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-        const gpu::StageReport& s = stages[k];
-        std::printf(
-            "%s{\"name\": \"%s\", \"dispatches\": %u, \"bytes_read\": %llu, "
-            "\"bytes_written\": %llu, \"ms\": %.6f, \"bandwidth_fraction\": %.6f",
-            k ? ", " : "", s.name.c_str(), s.dispatches,
-            static_cast<unsigned long long>(s.bytes_read),
-            static_cast<unsigned long long>(s.bytes_written), s.ms, copy_fraction(s, copy));
-        if (s.name == "sort") std::printf(", \"passes\": %u", s.passes);
-        std::printf("}");
-    }
-    std::printf("]}\n");
+    print_stages_json(stages, copy);
 }
 
 // `bench --frames F --churn P`: a gpu::ProxyScene over the scene's boxes (all dynamic), whose

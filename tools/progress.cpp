@@ -75,9 +75,8 @@ void Progress::show(const char* format, ...) {
     if (!enabled_) return;
     std::va_list args;
     va_start(args, format);
-    const std::string text = formatted(format, args);
+    replace(formatted(format, args));
     va_end(args);
-    replace(text);
 }
 
 void Progress::update(const char* format, ...) {
@@ -86,9 +85,8 @@ void Progress::update(const char* format, ...) {
     if (timed_ && now - last_ < min_interval_) return;
     std::va_list args;
     va_start(args, format);
-    const std::string text = formatted(format, args);
+    replace(formatted(format, args));
     va_end(args);
-    replace(text);
 }
 
 void Progress::keep(const char* format, ...) {

@@ -116,6 +116,23 @@ struct Backend {
     }
 };
 
+// Loads --scene, then `other` (the option `option`); indexes one of them with --method (the
+// scene when `index_scene`) and returns the ascending hits of each box of the other: `query`'s
+// regions of --boxes in the scene, or `pairs --against`'s scene boxes in B.
+Result<std::vector<std::vector<std::uint32_t>>> cross_query(const Args& args,
+                                                            const std::string& other,
+                                                            const char* option, bool index_scene) {
+    auto scene = load_input_scene(args.scene);
+    if (!scene) return scene.error();
+    auto second = load_input_scene(other, option);
+    if (!second) return second.error();
+    const Scene& indexed = index_scene ? *scene : *second;
+    const Scene& queries = index_scene ? *second : *scene;
+    auto backend = Backend::open(args.method, indexed.boxes, args);
+    if (!backend) return backend.error();
+    return backend->query(queries.boxes);
+}
+
 int write_text(const Args& args, const std::string& text) {
     Output out(args);
     out.write(text);
@@ -126,13 +143,7 @@ int write_text(const Args& args, const std::string& text) {
 }  // namespace
 
 int run_query(const Args& args) {
-    auto scene = load_input_scene(args.scene);
-    if (!scene) return fail(scene.error());
-    auto regions = load_input_scene(args.boxes, "--boxes");
-    if (!regions) return fail(regions.error());
-    auto backend = Backend::open(args.method, scene->boxes, args);
-    if (!backend) return fail(backend.error());
-    auto hits = backend->query(regions->boxes);
+    auto hits = cross_query(args, args.boxes, "--boxes", true);
     if (!hits) return fail(hits.error());
     std::string text;
     for (std::size_t q = 0; q < hits->size(); ++q) {
@@ -166,13 +177,7 @@ int run_raycast(const Args& args) {
 }
 
 int run_pairs_against(const Args& args) {
-    auto a = load_input_scene(args.scene);
-    if (!a) return fail(a.error());
-    auto b = load_input_scene(args.against, "--against");
-    if (!b) return fail(b.error());
-    auto backend = Backend::open(args.method, b->boxes, args);
-    if (!backend) return fail(backend.error());
-    auto hits = backend->query(a->boxes);
+    auto hits = cross_query(args, args.against, "--against", false);
     if (!hits) return fail(hits.error());
     std::vector<Pair> pairs;
     for (std::size_t q = 0; q < hits->size(); ++q)

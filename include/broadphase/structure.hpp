@@ -47,8 +47,12 @@ public:
     /// Precondition: the region is a valid box (min <= max); otherwise the result is unspecified.
     virtual void query_box(const Box& region, std::vector<std::uint32_t>& out) const = 0;
 
-    /// Appends the id of every box containing point p, in no particular order.
-    virtual void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const = 0;
+    /// Appends the id of every box containing point p, in no particular order. By default the
+    /// box query of the degenerate region [p, p] (a closed box contains p exactly when it
+    /// overlaps that region); structures with a cheaper point search override it.
+    virtual void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
+        query_box(Box{p, p}, out);
+    }
 
     /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
     virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
@@ -124,6 +128,41 @@ protected:
     /// The opening check of a static structure's validate(): slot s holds box boxes[s] with id
     /// ids[s], the ids are a permutation of 0 .. boxes.size()-1, and every box is valid.
     Status validate_slots(std::span<const Box> boxes, std::span<const std::uint32_t> ids) const;
+    /// The free-list check of a node pool's validate() (dynamic_aabb_tree, rtree): from `head`,
+    /// following next(i) until -1, every node must lie in the pool of `total` nodes and be
+    /// is_free(i), and the list must end within `total` steps. The number of free nodes, or the
+    /// first error found.
+    template <class Next, class IsFree>
+    Result<std::int64_t> count_free_list(std::int32_t head, std::int64_t total, Next&& next,
+                                         IsFree&& is_free) const {
+        std::int64_t count = 0;
+        for (std::int32_t i = head; i != -1; i = next(i)) {
+            if (i < 0 || i >= total) return broken("free list points outside the pool");
+            if (!is_free(i))
+                return broken("node " + std::to_string(i) + " on the free list is in use");
+            if (++count > total) return broken("free list has a cycle");
+        }
+        return count;
+    }
+    /// The walk of a static tree's validate() over an array of `node_count` nodes, from the
+    /// expectations in `stack` (an Expect names its node in `node`): each one popped must name a
+    /// node in range that no earlier one named, then check(e, where, stack) (where: "node <i>: ")
+    /// checks that node against e and pushes its children's expectations. At the end every node
+    /// must have been reached. The first error found is returned.
+    template <class Expect, class Check>
+    Status walk_tree(std::vector<Expect> stack, std::size_t node_count, Check&& check) const {
+        std::size_t reached = 0;
+        while (!stack.empty()) {
+            const Expect e = stack.back();
+            stack.pop_back();
+            const std::string where = "node " + std::to_string(e.node) + ": ";
+            if (e.node >= node_count) return broken(where + "index out of range");
+            if (++reached > node_count) return broken(where + "reached twice (not a tree)");
+            if (Status s = check(e, where, stack); !s) return s;
+        }
+        if (reached != node_count) return broken("nodes unreachable from the root");
+        return Status::success();
+    }
     /// Appends the pair of ids a and b (in either order) as Pair{min, max} when their filters
     /// allow it; the one way every self_pairs reports a pair.
     void report_pair(std::vector<Pair>& out, std::uint32_t a, std::uint32_t b) const {

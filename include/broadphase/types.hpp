@@ -128,10 +128,18 @@ inline void keep_closer(std::optional<RayHit>& best, std::uint32_t id, std::opti
 /// nothing when the ray misses. Axis-parallel rays (dir component 0) are handled exactly.
 std::optional<float> ray_box_entry(const Ray& ray, const Box& box);
 
+/// The slab intersection behind ray_box_entry: narrows [t_near, t_far] (the caller starts it at
+/// [0, tmax]) to the ray's parameters inside the closed box on every axis, in float. False when
+/// the ray is parallel to a slab and outside it, or a division gives NaN (non-finite input);
+/// the interval may be empty (t_near > t_far) when it returns true.
+bool ray_box_slabs(const Ray& ray, const Box& box, float& t_near, float& t_far);
+
 /// Euclidean distance from p to the closed box b (0 inside), computed in double and rounded
 /// to float once: every structure's k-nearest query ranks by exactly this value (ties by id).
 /// Monotone under containment: a box's distance bounds those of the boxes inside it.
 float point_box_distance(const Vec3& p, const Box& b);
+/// The square of point_box_distance, in double and not rounded.
+double point_box_distance2(const Vec3& p, const Box& b);
 
 /// What kind of thing went wrong; the message says where.
 enum class ErrorCode {

@@ -5,6 +5,7 @@
 # support), gpu::ProxyScene (--method gpu_lbvh) prints the same as brute force on every script.
 # Run as: cmake -DTOOL=... -DWORK=... [-DGPU=ON] -P cli_events_script_test.cmake
 file(MAKE_DIRECTORY ${WORK})
+include(${CMAKE_CURRENT_LIST_DIR}/cli_expect.cmake)
 
 function(run_tool out_var expect_ok)
   execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
@@ -183,16 +184,12 @@ foreach(method ${script_methods})
   endif()
   foreach(mode ${modes})
     run_tool(got TRUE events --script ${WORK}/unfiltered.txt --method ${method} ${mode})
-    if(NOT got STREQUAL ref)
-      message(FATAL_ERROR "events --script --method ${method} ${mode} differs from brute_force")
-    endif()
+    expect_equal("${got}" "${ref}" "events --script --method ${method} ${mode} differs from brute_force")
   endforeach()
 endforeach()
 run_tool(ignored TRUE events --script ${WORK}/unfiltered.txt --method brute_force --out ${WORK}/out.txt)
 file(READ ${WORK}/out.txt got)
-if(NOT got STREQUAL ref)
-  message(FATAL_ERROR "events --script --out differs from standard output")
-endif()
+expect_equal("${got}" "${ref}" "events --script --out differs from standard output")
 
 # Test 3: a small script worked out by hand: statics never pair, touching faces overlap, a
 # filter change, a negative group, a body removed and added under the same id in one frame
@@ -271,9 +268,7 @@ endif()
 foreach(run_spec ${hand_runs})
   string(REPLACE "," ";" run "${run_spec}")
   run_tool(got TRUE events --script ${WORK}/hand.txt --method ${run})
-  if(NOT got STREQUAL hand_expected)
-    message(FATAL_ERROR "events --script hand.txt --method ${run}:\n${got}\nexpected:\n${hand_expected}")
-  endif()
+  expect_equal("${got}" "${hand_expected}" "events --script hand.txt --method ${run}:\n${got}\nexpected:\n${hand_expected}")
 endforeach()
 
 # Test 4: random filters and filter changes: every CPU method prints brute force's events.
@@ -284,9 +279,7 @@ if(NOT ref MATCHES "\n[+] [0-9]+ [0-9]+\n")
 endif()
 foreach(method ${script_methods})
   run_tool(got TRUE events --script ${WORK}/filtered.txt --method ${method})
-  if(NOT got STREQUAL ref)
-    message(FATAL_ERROR "events --script (filters) --method ${method} differs from brute_force")
-  endif()
+  expect_equal("${got}" "${ref}" "events --script (filters) --method ${method} differs from brute_force")
 endforeach()
 
 message(STATUS "cli_events_script: all checks passed")

@@ -34,6 +34,13 @@ private:
     std::FILE* stream_;
 };
 
+// A Progress 40 columns wide on a captured stream that it takes for a terminal.
+class ProgressOnTerminal : public ::testing::Test {
+protected:
+    Captured out;
+    Progress progress{out.stream(), true, 40};
+};
+
 // Test 1: not a terminal: not one byte, whatever is asked, the destructor included.
 TEST(Progress, NotATerminalWritesNothing) {
     Captured out;
@@ -49,9 +56,7 @@ TEST(Progress, NotATerminalWritesNothing) {
 }
 
 // Test 2: on a terminal each line replaces the last; a shorter one is padded over the longer.
-TEST(Progress, EachLineReplacesTheLast) {
-    Captured out;
-    Progress progress(out.stream(), true, 40);
+TEST_F(ProgressOnTerminal, EachLineReplacesTheLast) {
     EXPECT_TRUE(progress.enabled());
     progress.show("checking %s", "kd_tree");
     EXPECT_EQ(out.text(), "\rchecking kd_tree");
@@ -61,9 +66,7 @@ TEST(Progress, EachLineReplacesTheLast) {
 
 // Test 3: clear() erases the shown line and leaves the cursor at its start; a second clear()
 // and a clear() with nothing shown write nothing.
-TEST(Progress, ClearErasesOnce) {
-    Captured out;
-    Progress progress(out.stream(), true, 40);
+TEST_F(ProgressOnTerminal, ClearErasesOnce) {
     progress.clear();
     EXPECT_EQ(out.text(), "");
     progress.show("abc");
@@ -83,9 +86,7 @@ TEST(Progress, DestructorErases) {
 }
 
 // Test 5: a kept line erases the status line first and ends with a newline.
-TEST(Progress, KeptLineErasesTheStatusFirst) {
-    Captured out;
-    Progress progress(out.stream(), true, 40);
+TEST_F(ProgressOnTerminal, KeptLineErasesTheStatusFirst) {
     progress.keep("one");
     progress.show("running");
     progress.keep("[2/2] done");

@@ -96,4 +96,36 @@ inline void check_scene_round_trip(std::span<const Box> boxes) {
     FUZZ_CHECK(same_bits(again->boxes, boxes));
 }
 
+/// A scene read from `file`: named after it, at most one box per line of the input, and boxes
+/// that survive the scene text format (check_scene_round_trip).
+inline void check_parsed_scene(const Scene& scene, std::string_view file, std::size_t lines) {
+    FUZZ_CHECK(scene.name == file);
+    FUZZ_CHECK(scene.boxes.size() <= lines);
+    check_scene_round_trip(scene.boxes);
+}
+
+/// The whole run of a line-based text reader on a fuzz input: parse(text) must not throw; what
+/// it reads goes to check_value(value, lines); an error must have one of the `allowed` codes
+/// and, unless out_of_memory, name its line of `file` and, when `names_item`, the index of the
+/// box or ray it was reading (below its line: each line holds at most one).
+template <class Parse, class CheckValue>
+int check_line_reader(const std::uint8_t* data, std::size_t size, std::string_view file,
+                      std::initializer_list<ErrorCode> allowed, bool names_item, Parse&& parse,
+                      CheckValue&& check_value) {
+    const std::string_view text = as_text(data, size);
+    const auto result = no_throw([&] { return parse(text); });
+    const std::size_t lines = line_count(text);
+    if (result) {
+        check_value(*result, lines);
+        return 0;
+    }
+    const Error& error = result.error();
+    check_error(error, allowed);
+    if (error.code != ErrorCode::out_of_memory) {
+        check_error_line(error, file, lines);
+        if (names_item) FUZZ_CHECK(error.box && *error.box < *error.line);
+    }
+    return 0;
+}
+
 }  // namespace broadphase::fuzz

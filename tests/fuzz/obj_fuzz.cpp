@@ -10,17 +10,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace broadphase;
     using namespace broadphase::fuzz;
-    const std::string_view text = as_text(data, size);
-    const auto scene = no_throw([&] { return parse_obj(text, "fuzz.obj"); });
-    const std::size_t lines = line_count(text);
-    if (scene) {
-        FUZZ_CHECK(scene->name == "fuzz.obj");
-        FUZZ_CHECK(scene->boxes.size() <= lines);
-        check_scene_round_trip(scene->boxes);
-        return 0;
-    }
-    const Error& error = scene.error();
-    check_error(error, {ErrorCode::parse_error, ErrorCode::out_of_memory});
-    if (error.code == ErrorCode::parse_error) check_error_line(error, "fuzz.obj", lines);
-    return 0;
+    // Faces name no box index: the error names only its line.
+    const auto allowed = {ErrorCode::parse_error, ErrorCode::out_of_memory};
+    return check_line_reader(
+        data, size, "fuzz.obj", allowed, false,
+        [](std::string_view text) { return parse_obj(text, "fuzz.obj"); },
+        [](const Scene& scene, std::size_t lines) {
+            check_parsed_scene(scene, "fuzz.obj", lines);
+        });
 }

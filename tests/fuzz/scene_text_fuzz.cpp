@@ -10,20 +10,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace broadphase;
     using namespace broadphase::fuzz;
-    const std::string_view text = as_text(data, size);
-    const auto scene = no_throw([&] { return parse_scene_text(text, "fuzz.txt"); });
-    const std::size_t lines = line_count(text);
-    if (scene) {
-        FUZZ_CHECK(scene->name == "fuzz.txt");
-        FUZZ_CHECK(scene->boxes.size() <= lines);
-        check_scene_round_trip(scene->boxes);
-        return 0;
-    }
-    const Error& error = scene.error();
-    check_error(error, {ErrorCode::parse_error, ErrorCode::invalid_box, ErrorCode::out_of_memory});
-    if (error.code != ErrorCode::out_of_memory) {
-        check_error_line(error, "fuzz.txt", lines);
-        FUZZ_CHECK(error.box && *error.box < *error.line);
-    }
-    return 0;
+    const auto allowed = {ErrorCode::parse_error, ErrorCode::invalid_box, ErrorCode::out_of_memory};
+    return check_line_reader(
+        data, size, "fuzz.txt", allowed, true,
+        [](std::string_view text) { return parse_scene_text(text, "fuzz.txt"); },
+        [](const Scene& scene, std::size_t lines) {
+            check_parsed_scene(scene, "fuzz.txt", lines);
+        });
 }

@@ -318,15 +318,7 @@ struct OwnDevice {
         if (vkCreateDevice(physical, &device_info, nullptr, &device) != VK_SUCCESS) return;
         vkGetDeviceQueue(device, 0, 0, &queue);
     }
-    ~OwnDevice() {
-        if (device) vkDestroyDevice(device, nullptr);
-        if (messenger) {
-            auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-                vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
-            if (destroy) destroy(instance, messenger, nullptr);
-        }
-        if (instance) vkDestroyInstance(instance, nullptr);
-    }
+    ~OwnDevice() { gpu::destroy_owned_device(instance, messenger, device); }
     gpu::ExternalDevice external(std::uint32_t api_version,
                                  std::span<const char* const> extensions) const {
         return {instance, physical, device, 0, queue, api_version, extensions, VK_NULL_HANDLE, {}};

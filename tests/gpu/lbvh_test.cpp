@@ -45,21 +45,35 @@ std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
                                                           : "_m30");
 }
 
-class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {};
+class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {
+protected:
+    // The case's scene and an Lbvh of its code kind (a failure here skips the test body). The
+    // Lbvh is destroyed before the validation-error count is checked, as a test's local was.
+    void SetUp() override {
+        GpuTest::SetUp();
+        auto scene = generate_scene(GetParam().generator, GetParam().n);
+        ASSERT_TRUE(scene) << scene.error().message;
+        boxes = std::move(scene->boxes);
+        lbvh = make_lbvh(GetParam().code);
+        ASSERT_TRUE(lbvh);
+    }
+    void TearDown() override {
+        lbvh.reset();
+        GpuTest::TearDown();
+    }
+
+    std::vector<Box> boxes;
+    std::unique_ptr<gpu::Lbvh> lbvh;
+};
 
 // The GPU tree equals the CPU twin bit for bit, and passes the twin's invariant check
 // (every leaf reached once, parents contain children).
 TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
-    const SceneCase& c = GetParam();
-    auto scene = generate_scene(c.generator, c.n);
-    ASSERT_TRUE(scene) << scene.error().message;
-    auto lbvh = make_lbvh(c.code);
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh->build_nodes(scene->boxes);
+    auto nodes = lbvh->build_nodes(boxes);
     ASSERT_TRUE(nodes) << nodes.error().message;
-    auto expected = cpu_tree(scene->boxes, c.code);
+    auto expected = cpu_tree(boxes, GetParam().code);
     ASSERT_EQ(nodes->size(), expected.size());
-    Status valid = lbvh::validate_tree(nodes.value(), scene->boxes);
+    Status valid = lbvh::validate_tree(nodes.value(), boxes);
     EXPECT_TRUE(valid) << (valid ? "" : valid.error().message);
     // Links bit for bit; bounds by float equality (min/max may pick either of -0 and +0).
     auto same = [](const gpu_layout::vec4& a, const gpu_layout::vec4& b) {
@@ -78,14 +92,9 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
 
 // GPU pairs equal brute force exactly, as sorted lists.
 TEST_P(LbvhSceneTest, PairsMatchBruteForce) {
-    const SceneCase& c = GetParam();
-    auto scene = generate_scene(c.generator, c.n);
-    ASSERT_TRUE(scene) << scene.error().message;
-    auto lbvh = make_lbvh(c.code);
-    ASSERT_TRUE(lbvh);
-    auto pairs = lbvh->find_pairs(scene->boxes);
+    auto pairs = lbvh->find_pairs(boxes);
     ASSERT_TRUE(pairs) << pairs.error().message;
-    EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
+    EXPECT_EQ(pairs.value(), brute_pairs(boxes));
 }
 
 std::vector<SceneCase> scene_cases() {
@@ -334,10 +343,51 @@ TEST_F(LbvhTest, RejectsInvalidBoxes) {
     EXPECT_FALSE(lbvh->find_pairs(boxes));
 }
 
+// What record_build + record_pairs left in caller-owned buffers: the traversal status and the
+// `capacity` pair slots.
+struct RecordedPairs {
+    gpu_layout::TraversalStatus status{};
+    std::vector<Pair> stored;
+};
+
+// Records the build of `boxes` and their pairs into caller-owned buffers (room for `capacity`
+// pairs, a work queue of `work_capacity` items) in the caller's command buffer, as an
+// application does, and downloads what they hold.
+void record_pairs_into(gpu::Lbvh& lbvh, std::span<const Box> boxes, std::uint32_t capacity,
+                       std::uint32_t work_capacity, RecordedPairs& out) {
+    gpu::Context& ctx = gpu_context();
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    const gpu::LbvhRequirements req = lbvh.requirements(n);
+    auto box_buffer = ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+    auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
+    auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
+    auto pairs = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
+    auto status = ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
+    auto work =
+        ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    ASSERT_TRUE(box_buffer && nodes && scratch && pairs && status && work);
+    const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
+    ASSERT_TRUE(
+        ctx.upload(*box_buffer, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
+    gpu::LbvhBuildBuffers build{gpu::whole(*box_buffer), gpu::whole(*nodes), gpu::whole(*scratch)};
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        EXPECT_TRUE(lbvh.record_build(cmd, build, n));
+        gpu::compute_barrier(cmd);
+        EXPECT_TRUE(lbvh.record_pairs(cmd, {build.nodes, n},
+                                      {gpu::whole(*pairs),
+                                       capacity,
+                                       gpu::whole(*status),
+                                       {gpu::whole(*work), work_capacity}}));
+    }));
+    ASSERT_TRUE(ctx.download(*status, &out.status, sizeof(out.status)));
+    out.stored.resize(capacity);
+    ASSERT_TRUE(ctx.download(*pairs, out.stored.data(), capacity * 8));
+}
+
 // Test 3: a pair buffer too small reports the exact count, stores only true pairs, and the
 // host helper grows the buffer and still returns every pair.
 TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
-    gpu::Context& ctx = gpu_context();
     auto scene = generate_scene("uniform", 3000);
     ASSERT_TRUE(scene);
     auto expected = brute_pairs(scene->boxes);
@@ -345,42 +395,15 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     auto lbvh = make_lbvh(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
 
-    // Caller-owned buffers, recorded into the caller's command buffer.
-    auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    gpu::LbvhRequirements req = lbvh->requirements(n);
-    auto boxes = ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
-    auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
-    auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
-    const std::uint32_t capacity = 50;
-    auto pairs = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
-    auto status = ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
-    const std::uint32_t work_capacity = 1024;
-    auto work =
-        ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
-    ASSERT_TRUE(boxes && nodes && scratch && pairs && status && work);
-    auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
-    ASSERT_TRUE(
-        ctx.upload(*boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
-    gpu::LbvhBuildBuffers build{gpu::whole(*boxes), gpu::whole(*nodes), gpu::whole(*scratch)};
-    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-        gpu::compute_barrier(cmd);
-        EXPECT_TRUE(lbvh->record_build(cmd, build, n));
-        gpu::compute_barrier(cmd);
-        EXPECT_TRUE(lbvh->record_pairs(cmd, {build.nodes, n},
-                                       {gpu::whole(*pairs),
-                                        capacity,
-                                        gpu::whole(*status),
-                                        {gpu::whole(*work), work_capacity}}));
-    }));
-    gpu_layout::TraversalStatus st{};
-    ASSERT_TRUE(ctx.download(*status, &st, sizeof(st)));
+    // Caller-owned buffers with room for 50 pairs, recorded into the caller's command buffer.
+    RecordedPairs recorded;
+    ASSERT_NO_FATAL_FAILURE(record_pairs_into(*lbvh, scene->boxes, 50, 1024, recorded));
+    const gpu_layout::TraversalStatus& st = recorded.status;
     EXPECT_EQ(st.count, expected.size());
     EXPECT_EQ(st.total_lo, expected.size());
     EXPECT_EQ(st.total_hi, 0u);
     EXPECT_EQ(st.flags, 0u);
-    std::vector<Pair> stored(capacity);
-    ASSERT_TRUE(ctx.download(*pairs, stored.data(), capacity * 8));
-    for (const Pair& p : stored)
+    for (const Pair& p : recorded.stored)
         EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), p)) << p.i << " " << p.j;
 
     auto all = lbvh->find_pairs(scene->boxes);
@@ -422,40 +445,11 @@ TEST_F(LbvhTest, BothPairAppendPathsMatchBruteForce) {
         // A capacity of 50 for thousands of pairs.
         const auto& boxes = scenes[0].second;
         const std::vector<Pair> expected = brute_pairs(boxes);
-        const auto n = static_cast<std::uint32_t>(boxes.size());
-        const gpu::LbvhRequirements req = lbvh.requirements(n);
-        const std::uint32_t capacity = 50, work_capacity = 4096;
-        auto box_buffer =
-            ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
-        auto nodes = ctx.create_buffer(req.nodes, gpu::MemoryKind::device);
-        auto scratch = ctx.create_buffer(req.scratch, gpu::MemoryKind::device);
-        auto out = ctx.create_buffer(capacity * 8, gpu::MemoryKind::device);
-        auto status =
-            ctx.create_buffer(sizeof(gpu_layout::TraversalStatus), gpu::MemoryKind::device);
-        auto work =
-            ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
-        ASSERT_TRUE(box_buffer && nodes && scratch && out && status && work);
-        const auto gpu_boxes = gpu::to_gpu_boxes(boxes);
-        ASSERT_TRUE(ctx.upload(*box_buffer, gpu_boxes.data(),
-                               gpu_boxes.size() * sizeof(gpu_layout::GpuBox)));
-        gpu::LbvhBuildBuffers build{gpu::whole(*box_buffer), gpu::whole(*nodes),
-                                    gpu::whole(*scratch)};
-        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            EXPECT_TRUE(lbvh.record_build(cmd, build, n));
-            gpu::compute_barrier(cmd);
-            EXPECT_TRUE(lbvh.record_pairs(cmd, {build.nodes, n},
-                                          {gpu::whole(*out),
-                                           capacity,
-                                           gpu::whole(*status),
-                                           {gpu::whole(*work), work_capacity}}));
-        }));
-        gpu_layout::TraversalStatus st{};
-        ASSERT_TRUE(ctx.download(*status, &st, sizeof(st)));
-        EXPECT_EQ(st.total_lo, expected.size());
-        EXPECT_EQ(st.total_hi, 0u);
-        std::vector<Pair> stored(capacity);
-        ASSERT_TRUE(ctx.download(*out, stored.data(), capacity * 8));
+        RecordedPairs recorded;
+        ASSERT_NO_FATAL_FAILURE(record_pairs_into(lbvh, boxes, 50, 4096, recorded));
+        EXPECT_EQ(recorded.status.total_lo, expected.size());
+        EXPECT_EQ(recorded.status.total_hi, 0u);
+        std::vector<Pair>& stored = recorded.stored;
         for (const Pair& p : stored)
             EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), p))
                 << p.i << " " << p.j;

@@ -78,7 +78,12 @@ protected:
         return std::vector<Box>(n, Box{{0, 0, 0}, {1, 1, 1}});
     }
 
-    void expect_refused(const Error& e, const char* path) {
+    // `result` (a Status or a Result) is the refusal of `path`: limit_exceeded, naming the node
+    // buffer and the range. Call through ASSERT_NO_FATAL_FAILURE: a success ends the test.
+    template <class R>
+    void expect_refused(const R& result, const char* path) {
+        ASSERT_FALSE(result) << path;
+        const Error& e = result.error();
         EXPECT_EQ(e.code, ErrorCode::limit_exceeded) << path << ": " << e.message;
         EXPECT_NE(e.message.find("node buffer"), std::string::npos) << path << ": " << e.message;
         EXPECT_NE(e.message.find(std::to_string(range())), std::string::npos)
@@ -92,11 +97,9 @@ TEST_F(LimitsTest, LbvhRefusesSceneOverStorageRange) {
     ASSERT_TRUE(lbvh);
     const std::vector<Box> boxes = cheap_boxes(over_count());
     auto pairs = lbvh.value()->find_pairs(boxes);
-    ASSERT_FALSE(pairs);
-    expect_refused(pairs.error(), "Lbvh::find_pairs");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(pairs, "Lbvh::find_pairs"));
     auto nodes = lbvh.value()->build_nodes(boxes);
-    ASSERT_FALSE(nodes);
-    expect_refused(nodes.error(), "Lbvh::build_nodes");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(nodes, "Lbvh::build_nodes"));
 }
 
 // Test 2: Culler::cull refuses the scene.
@@ -104,8 +107,7 @@ TEST_F(LimitsTest, CullerRefusesSceneOverStorageRange) {
     auto culler = gpu::Culler::create(ctx());
     ASSERT_TRUE(culler);
     auto visible = culler.value()->cull(cheap_boxes(over_count()), Frustum{}, CullOrder::exact);
-    ASSERT_FALSE(visible);
-    expect_refused(visible.error(), "Culler::cull");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(visible, "Culler::cull"));
 }
 
 // Test 3: LbvhQueries::build (and so every query helper after it) refuses the scene.
@@ -114,12 +116,10 @@ TEST_F(LimitsTest, QueriesRefuseSceneOverStorageRange) {
     ASSERT_TRUE(queries);
     const std::vector<Box> boxes = cheap_boxes(over_count());
     Status s = queries.value()->build(boxes);
-    ASSERT_FALSE(s);
-    expect_refused(s.error(), "LbvhQueries::build");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(s, "LbvhQueries::build"));
     EXPECT_EQ(queries.value()->size(), 0u);
     auto against = queries.value()->find_pairs_against(cheap_boxes(1), boxes);
-    ASSERT_FALSE(against);
-    expect_refused(against.error(), "LbvhQueries::find_pairs_against");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(against, "LbvhQueries::find_pairs_against"));
 }
 
 // Test 4: MovingScene::reset refuses the scene, and step afterwards is an error, not a crash.
@@ -128,8 +128,7 @@ TEST_F(LimitsTest, MovingSceneRefusesSceneOverStorageRange) {
     ASSERT_TRUE(moving);
     const std::vector<Box> boxes = cheap_boxes(over_count());
     Status s = moving.value()->reset(boxes);
-    ASSERT_FALSE(s);
-    expect_refused(s.error(), "MovingScene::reset");
+    ASSERT_NO_FATAL_FAILURE(expect_refused(s, "MovingScene::reset"));
     auto step = moving.value()->step(boxes);
     ASSERT_FALSE(step);
     EXPECT_EQ(step.error().code, ErrorCode::invalid_argument);

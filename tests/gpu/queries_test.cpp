@@ -34,6 +34,21 @@ gpu::LbvhQueries* make_queries() {
     return g_queries.get();
 }
 
+// The shared LbvhQueries built over `boxes`, or null (a failure recorded) when there is none or
+// the build fails.
+gpu::LbvhQueries* built_queries(std::span<const Box> boxes) {
+    gpu::LbvhQueries* q = make_queries();
+    if (!q) {
+        ADD_FAILURE() << "no LbvhQueries";
+        return nullptr;
+    }
+    if (Status s = q->build(boxes); !s) {
+        ADD_FAILURE() << s.error().message;
+        return nullptr;
+    }
+    return q;
+}
+
 gpu::Lbvh* shared_lbvh() {
     return g_lbvh.get();
 }
@@ -164,9 +179,8 @@ void expect_near_t(float gpu, float cpu, const std::string& what) {
 }
 
 void check_scene(std::span<const Box> boxes, std::size_t queries) {
-    auto q = make_queries();
+    auto q = built_queries(boxes);
     ASSERT_TRUE(q);
-    ASSERT_TRUE(q->build(boxes));
     ASSERT_EQ(q->size(), boxes.size());
     auto oracle = brute(boxes);
     // The twin's tree is the GPU's own (tests/gpu/lbvh_test checks it against the CPU build).
@@ -266,9 +280,8 @@ class QueriesTest : public QueriesFixture {};
 TEST_F(QueriesTest, EmptyAndSingleBatches) {
     auto scene = generate_scene("uniform", 1000);
     ASSERT_TRUE(scene);
-    auto q = make_queries();
+    auto q = built_queries(scene->boxes);
     ASSERT_TRUE(q);
-    ASSERT_TRUE(q->build(scene->boxes));
     auto none = q->query_boxes({});
     ASSERT_TRUE(none) << none.error().message;
     EXPECT_EQ(none->size(), 0u);
@@ -299,9 +312,8 @@ TEST_F(QueriesTest, EmptyAndSingleBatches) {
 TEST_F(QueriesTest, HugeRegionsGrowTheOutput) {
     auto scene = generate_scene("clustered", 4000);
     ASSERT_TRUE(scene);
-    auto q = make_queries();
+    auto q = built_queries(scene->boxes);
     ASSERT_TRUE(q);
-    ASSERT_TRUE(q->build(scene->boxes));
     std::vector<Box> regions(64, Box{{-1e6f, -1e6f, -1e6f}, {1e6f, 1e6f, 1e6f}});
     auto hits = q->query_boxes(regions);
     ASSERT_TRUE(hits) << hits.error().message;
@@ -409,9 +421,8 @@ TEST_F(QueriesTest, SetVersusSetAgainstKeptWorld) {
     auto world = generate_scene("clustered", 4000);
     auto moving = generate_scene("uniform", 600, 9);
     ASSERT_TRUE(world && moving);
-    auto q = make_queries();
+    auto q = built_queries(world->boxes);
     ASSERT_TRUE(q);
-    ASSERT_TRUE(q->build(world->boxes));
     auto oracle = brute(world->boxes);
     for (int frame = 0; frame < 3; ++frame) {
         SCOPED_TRACE("frame " + std::to_string(frame));
@@ -438,9 +449,8 @@ TEST_F(QueriesTest, SetVersusSetAgainstKeptWorld) {
 
 // Test 8: hostile input is rejected with the offending query named.
 TEST_F(QueriesTest, RejectsInvalidQueries) {
-    auto q = make_queries();
+    auto q = built_queries(std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}});
     ASSERT_TRUE(q);
-    ASSERT_TRUE(q->build(std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::vector<Box> regions{{{0, 0, 0}, {1, 1, 1}}, {{0, nan, 0}, {1, 1, 1}}};
     auto r = q->query_boxes(regions);

@@ -122,6 +122,23 @@ void download(const SortData& d, std::vector<std::uint64_t>& keys,
             d.key_words == 2 ? (std::uint64_t(words[2 * i + 1]) << 32 | words[2 * i]) : words[i];
 }
 
+// Sorts `keys` (key_words words each, values 0..n-1 unless keys_only) on the GPU: uploaded, sorted
+// by `sort` between compute barriers in one submission, and downloaded into got_keys and
+// got_values.
+void gpu_sort(gpu::RadixSort& sort, const std::vector<std::uint64_t>& keys, std::uint32_t key_words,
+              std::uint32_t key_bits, bool keys_only, std::vector<std::uint64_t>& got_keys,
+              std::vector<std::uint32_t>& got_values) {
+    SortData d;
+    upload(keys, key_words, keys_only, d);
+    ASSERT_TRUE(d.scratch.handle());
+    ASSERT_TRUE(gpu_context().submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        sort.record(cmd, d.buffers(), d.n, key_words, key_bits);
+        gpu::compute_barrier(cmd);
+    }));
+    download(d, got_keys, got_values);
+}
+
 // The stable sort of (key, index) by the low key_bits bits of the key (higher bits ride along).
 void expected_sort(const std::vector<std::uint64_t>& keys, std::uint32_t key_bits,
                    std::vector<std::uint64_t>& out_keys, std::vector<std::uint32_t>& out_values) {
@@ -160,21 +177,13 @@ TEST_P(RadixSortTest, MatchesStableSort) {
     std::vector<std::uint32_t> expected_values;
     expected_sort(keys, c.key_bits, expected_keys, expected_values);
 
-    gpu::Context& ctx = gpu_context();
-    auto sort = gpu::RadixSort::create(ctx, path);
+    auto sort = gpu::RadixSort::create(gpu_context(), path);
     ASSERT_TRUE(sort) << sort.error().message;
     EXPECT_EQ(sort->path(), path);
-    SortData d;
-    upload(keys, c.key_words, c.keys_only, d);
-    ASSERT_TRUE(d.scratch.handle());
-    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-        gpu::compute_barrier(cmd);
-        sort->record(cmd, d.buffers(), d.n, c.key_words, c.key_bits);
-        gpu::compute_barrier(cmd);
-    }));
     std::vector<std::uint64_t> got_keys;
     std::vector<std::uint32_t> got_values;
-    download(d, got_keys, got_values);
+    ASSERT_NO_FATAL_FAILURE(
+        gpu_sort(*sort, keys, c.key_words, c.key_bits, c.keys_only, got_keys, got_values));
     ASSERT_EQ(got_keys.size(), c.n);
     EXPECT_EQ(got_keys, expected_keys);
     if (!c.keys_only) {
@@ -295,14 +304,8 @@ TEST(RadixSortFallbackTest, CountingEveryPredecessorGivesTheSameSort) {
         std::vector<std::uint64_t> want_keys, got_keys;
         std::vector<std::uint32_t> want_values, got_values;
         expected_sort(keys, c.key_bits, want_keys, want_values);
-        SortData d;
-        upload(keys, c.key_words, c.keys_only, d);
-        ASSERT_TRUE(d.scratch.handle());
-        ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
-            gpu::compute_barrier(cmd);
-            sort->record(cmd, d.buffers(), d.n, c.key_words, c.key_bits);
-        }));
-        download(d, got_keys, got_values);
+        ASSERT_NO_FATAL_FAILURE(
+            gpu_sort(*sort, keys, c.key_words, c.key_bits, c.keys_only, got_keys, got_values));
         EXPECT_EQ(got_keys, want_keys);
         if (!c.keys_only) {
             EXPECT_EQ(got_values, want_values);
