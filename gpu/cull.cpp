@@ -81,10 +81,6 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
     return s;
 }
 
-VkDeviceSize nodes_bytes(std::uint32_t n) {
-    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
-}
-
 std::uint32_t groups(std::uint64_t count) {
     return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
 }
@@ -314,7 +310,7 @@ void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, cons
                  const CullOutput& out, const CullLods& lods, bool exact, PushConstants pc) {
     const std::uint32_t n = tree.n;
     const std::uint32_t mesh_count = lods.mesh_count;
-    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
     const VkDeviceSize id_bytes = std::max<VkDeviceSize>(out.capacity * 4ull, 4);
     const BufferRange mesh_ids = first_bytes(lods.mesh_ids, n * 4ull);
     const BufferRange table = first_bytes(lods.mesh_table, mesh_count * sizeof(CullMesh));
@@ -401,7 +397,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const bool want_lods = l.draw_lods.buffer != VK_NULL_HANDLE;
     if (Status st = check_ranges(
             impl_of(*im.context), "Culler::record",
-            {{"nodes", tree.nodes, nodes_bytes(n)},
+            {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
              {"scratch", scratch, self.scratch_size(n, grouped ? mesh_count : 0), false},
              {"visible_ids", out.visible_ids, id_bytes},
              {"draw_commands", out.draw_commands, command_bytes},
@@ -458,7 +454,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     write_timestamp(cmd, pool, first_query + 0);
 
     const std::uint32_t chunks = chunk_count(n);
-    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
     PushConstants pc{};
     pc.count = n;
     pc.tiles = chunks;
@@ -574,7 +570,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     for (std::uint32_t v = 0; v < views; ++v) {
         const auto [ids, commands] = out_bytes(outs[v]);
         if (Status st = check_ranges(impl_of(*im.context), "Culler::record_views",
-                                     {{"nodes", tree.nodes, nodes_bytes(n)},
+                                     {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
                                       {"scratch", scratch, views_scratch_size(n, views), false},
                                       {"visible_ids", outs[v].visible_ids, ids},
                                       {"draw_commands", outs[v].draw_commands, commands},
@@ -636,7 +632,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
     write_timestamp(cmd, pool, first_query + 0);
-    const BufferRange nodes = first_bytes(tree.nodes, nodes_bytes(n));
+    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
     PushConstants pc{};
     pc.count = n;
     pc.tiles = chunks;

@@ -21,6 +21,7 @@
 #include "lbvh_gated.hpp"
 #include "radix_sort.hpp"
 #include "range_check.hpp"
+#include "scale.hpp"
 #include "timestamps.hpp"
 
 namespace broadphase::gpu {
@@ -31,10 +32,6 @@ using namespace gpu_layout;
 
 inline std::uint32_t groups(std::uint64_t count) {
     return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-}
-
-inline VkDeviceSize nodes_bytes(std::uint32_t n) {
-    return std::max<VkDeviceSize>(2ull * std::max<std::uint32_t>(n, 1) - 1, 1) * sizeof(LbvhNode);
 }
 
 // The first `size` bytes (at least 4) of one of the scene's own buffers.
@@ -245,7 +242,8 @@ struct MovingScene::Impl {
         PushConstants pc{};
         pc.count = n;
         pc.tiles = cost_tiles();
-        sah.dispatch(cmd, {prefix(nodes, nodes_bytes(n)), prefix(partials, (pc.tiles + 1) * 4ull)},
+        sah.dispatch(cmd,
+                     {prefix(nodes, lbvh_nodes_bytes(n)), prefix(partials, (pc.tiles + 1) * 4ull)},
                      pc, pc.tiles, g);
     }
 
@@ -385,7 +383,7 @@ struct MovingScene::Impl {
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
         if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
                                     {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
-                                     {"nodes", tree.nodes, count > 0 ? nodes_bytes(count) : 0},
+                                     {"nodes", tree.nodes, count > 0 ? lbvh_nodes_bytes(count) : 0},
                                      {"flags", flag_range, flag_bytes}});
             !s)
             return s;
@@ -393,7 +391,7 @@ struct MovingScene::Impl {
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
-        const BufferRange node_range = first_bytes(tree.nodes, nodes_bytes(count));
+        const BufferRange node_range = first_bytes(tree.nodes, lbvh_nodes_bytes(count));
         // One leaf climbs nowhere: its flags binding takes the nodes (never read).
         const BufferRange flags_used =
             count >= 2 ? first_bytes(flag_range, flag_bytes) : node_range;
