@@ -233,20 +233,14 @@ Recorded record_lods(gpu::Culler& culler, std::span<const Box> boxes, const Frus
 // overflowing groups (capacities 0, 5, 3, 40) and a flat capacity of 7, and with some
 // instances' mesh ids out of range (flat: no-op draws; grouped: counted apart, in no group).
 TEST_F(CullLodsTest, RecordMatchesTwinWordForWord) {
-    auto scene = generate_scene("clustered", 3000);
-    ASSERT_TRUE(scene);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes);
-    auto culler = make_culler();
-    ASSERT_TRUE(culler);
-    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(scene->boxes));
+    auto opened = open_cull_scene({"clustered", 3000});
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
+    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(boxes));
     std::vector<std::uint32_t> mesh_ids = test_mesh_ids(n, 4);
     std::vector<std::uint32_t> bad_ids = mesh_ids;
     for (std::uint32_t i = 0; i < n; i += 11) bad_ids[i] = i % 2 ? 4u : 0xffffffffu;
-    const Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    const Frustum f = frustum_of(cameras_for(boxes)[0]);
     const std::vector<std::uint32_t> roomy = instances_per_mesh(mesh_ids, 4);
     const std::vector<std::uint32_t> tight{0, 5, 3, 40};
     int checked_overflow = 0, checked_bad = 0;
@@ -263,11 +257,10 @@ TEST_F(CullLodsTest, RecordMatchesTwinWordForWord) {
                     ASSERT_TRUE(table) << table.error().message;
                     const std::uint32_t capacity =
                         grouped ? gpu::group_first(caps).back() : (overflow ? 7u : n);
-                    Recorded got = record_lods(*culler, scene->boxes, f, order, table.value(), *ids,
+                    Recorded got = record_lods(*culler, boxes, f, order, table.value(), *ids,
                                                grouped, capacity);
-                    lbvh::CullDraws want =
-                        lbvh::cull_draws(nodes.value(), n, f, order, table.value(), *ids, grouped,
-                                         capacity, kPoison);
+                    lbvh::CullDraws want = lbvh::cull_draws(nodes, n, f, order, table.value(), *ids,
+                                                            grouped, capacity, kPoison);
                     EXPECT_EQ(got.draw_count[0], want.draw_count[0]);
                     EXPECT_EQ(got.draw_count[1], want.draw_count[1]);
                     EXPECT_EQ(got.ids, want.ids);
@@ -281,7 +274,7 @@ TEST_F(CullLodsTest, RecordMatchesTwinWordForWord) {
                     }
                     // The exact totals: the cull's visible count, split per mesh (+ bad ids).
                     const std::uint32_t visible =
-                        static_cast<std::uint32_t>(cull_brute_force(f, scene->boxes).size());
+                        static_cast<std::uint32_t>(cull_brute_force(f, boxes).size());
                     EXPECT_NEAR(got.draw_count[1], visible, visible / 100 + 1);
                     if (grouped) {
                         std::uint32_t sum = 0;
@@ -324,23 +317,17 @@ TEST_F(CullLodsTest, RecordMatchesTwinWordForWord) {
 // Test 3: the host helper grows the flat output past its 1024 first ids and every group past
 // its first 256 draws, and its draws then equal the twin's.
 TEST_F(CullLodsTest, HostHelperGrowsGroupsAndFlatOutput) {
-    auto scene = generate_scene("uniform", 12000);
-    ASSERT_TRUE(scene);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    auto lbvh = gpu::Lbvh::create(gpu_context());
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh.value()->build_nodes(scene->boxes);
-    ASSERT_TRUE(nodes);
-    auto culler = make_culler();
-    ASSERT_TRUE(culler);
-    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(scene->boxes));
+    auto opened = open_cull_scene({"uniform", 12000});
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
+    const std::vector<gpu::Mesh> meshes = test_meshes(scene_size(boxes));
     const std::vector<std::uint32_t> mesh_ids = test_mesh_ids(n, 4);
-    const Frustum f = frustum_of(cameras_for(scene->boxes)[3]);  // inside, looking along -y
+    const Frustum f = frustum_of(cameras_for(boxes)[3]);  // inside, looking along -y
     for (bool grouped : {true, false}) {
-        auto got = culler->cull_lods(scene->boxes, f, CullOrder::exact, meshes, mesh_ids, grouped);
+        auto got = culler->cull_lods(boxes, f, CullOrder::exact, meshes, mesh_ids, grouped);
         ASSERT_TRUE(got) << got.error().message;
         EXPECT_EQ(got.value(),
-                  twin_draws(nodes.value(), n, f, CullOrder::exact, meshes, mesh_ids, grouped));
+                  twin_draws(nodes, n, f, CullOrder::exact, meshes, mesh_ids, grouped));
         std::vector<std::uint32_t> per_mesh(4, 0);
         for (const gpu::CullDraw& d : got.value()) ++per_mesh[d.mesh];
         EXPECT_GT(got->size(), 1024u);

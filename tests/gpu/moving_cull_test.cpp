@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_frames.hpp"
 #include "broadphase/scene.hpp"
+#include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
@@ -77,37 +79,47 @@ std::vector<std::uint32_t> visible_ids(const CullBuffers& b, std::uint32_t n) {
     return ids;
 }
 
-// A moving scene that keeps its tree only (MovingSceneOptions::pairs = false), reset to
-// `boxes`; null (and a failed expectation) when it cannot be made.
-std::unique_ptr<gpu::MovingScene> tree_only_scene(std::span<const Box> boxes) {
+// What both tests open with: the case's scene, a moving scene that keeps its tree only
+// (MovingSceneOptions::pairs = false) reset to it, and a culler; empty (after a failed
+// expectation) when one cannot be made.
+struct MovingCull {
+    std::vector<Box> boxes;
+    std::unique_ptr<gpu::MovingScene> moving;
+    std::unique_ptr<gpu::Culler> culler;
+    std::uint32_t n = 0;
+};
+
+std::optional<MovingCull> open_moving_cull(const SceneCase& c) {
+    auto scene = generate_scene(c.generator, c.n);
+    EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
     gpu::MovingSceneOptions options;
     options.pairs = false;
     auto moving = gpu::MovingScene::create(gpu_context(), options);
     EXPECT_TRUE(moving) << (moving ? "" : moving.error().message);
-    if (!moving) return nullptr;
-    const Status reset = moving.value()->reset(boxes);
+    auto culler = make_culler();
+    if (!scene || !moving || !culler) return std::nullopt;
+    const Status reset = moving.value()->reset(scene->boxes);
     EXPECT_TRUE(reset) << (reset ? "" : reset.error().message);
-    return reset ? std::move(moving.value()) : nullptr;
+    if (!reset) return std::nullopt;
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    return MovingCull{std::move(scene->boxes), std::move(moving.value()), std::move(culler), n};
 }
 
 // Test 1: one submit per frame, each holding the frame's step and its cull: exact order equal
 // to brute force's every frame, the approximate order equal to the twin's cull of the GPU's
 // own tree, refit frames before the scatter and a rebuild at it.
 TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
-    auto scene = generate_scene("clustered", 3000);
-    ASSERT_TRUE(scene);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    auto moving = tree_only_scene(scene->boxes);
-    auto culler = gpu::Culler::create(gpu_context());
-    ASSERT_TRUE(moving && culler);
+    auto opened = open_moving_cull({"clustered", 3000});
+    ASSERT_TRUE(opened);
+    auto& [scene_boxes, moving, culler, n] = *opened;
     gpu::MovingScene& m = *moving;
-    const Frustum f = frustum_of(cameras_for(scene->boxes)[0]);
+    const Frustum f = frustum_of(cameras_for(scene_boxes)[0]);
     gpu::Buffer boxes = make_buffer(n * sizeof(gpu_layout::GpuBox));
-    CullBuffers exact = make_cull_buffers(**culler, n), approx = make_cull_buffers(**culler, n);
+    CullBuffers exact = make_cull_buffers(*culler, n), approx = make_cull_buffers(*culler, n);
     int refits = 0, rebuilds = 0;
     for (int frame = 1; frame < kFrames; ++frame) {
         SCOPED_TRACE(frame);
-        const std::vector<Box> current = frame_boxes(scene->boxes, frame);
+        const std::vector<Box> current = frame_boxes(scene_boxes, frame);
         const auto gpu_boxes = gpu::to_gpu_boxes(current);
         ASSERT_TRUE(gpu_context().upload(boxes, gpu_boxes.data(), n * sizeof(gpu_layout::GpuBox)));
         Status recorded;
@@ -117,7 +129,7 @@ TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
             gpu::compute_barrier(cmd);
             for (auto [order, out] :
                  {std::pair{CullOrder::exact, &exact}, std::pair{CullOrder::approx, &approx}}) {
-                recorded = (*culler)->record(
+                recorded = culler->record(
                     cmd, m.tree(), f, order, gpu::whole(out->scratch),
                     {gpu::whole(out->ids), gpu::whole(out->commands), gpu::whole(out->count), n});
                 if (!recorded) return;
@@ -151,24 +163,21 @@ TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
 // Test 2: several frames back to back in one command buffer, each culled into its own
 // output: every frame's ids equal brute force's for that frame's boxes.
 TEST_F(MovingCullTest, FramesBackToBackInOneCommandBuffer) {
-    auto scene = generate_scene("uniform", 2000);
-    ASSERT_TRUE(scene);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    auto moving = tree_only_scene(scene->boxes);
-    auto culler = gpu::Culler::create(gpu_context());
-    ASSERT_TRUE(moving && culler);
+    auto opened = open_moving_cull({"uniform", 2000});
+    ASSERT_TRUE(opened);
+    auto& [scene_boxes, moving, culler, n] = *opened;
     gpu::MovingScene& m = *moving;
-    const Frustum f = frustum_of(cameras_for(scene->boxes)[1]);
+    const Frustum f = frustum_of(cameras_for(scene_boxes)[1]);
     const VkDeviceSize frame_bytes = n * sizeof(gpu_layout::GpuBox);
     gpu::Buffer boxes = make_buffer(frame_bytes * (kFrames - 1));
     std::vector<std::vector<Box>> frames;
     std::vector<CullBuffers> outs;
     std::vector<gpu_layout::GpuBox> all;  // every frame's boxes, one after another
     for (int frame = 1; frame < kFrames; ++frame) {
-        frames.push_back(frame_boxes(scene->boxes, frame));
+        frames.push_back(frame_boxes(scene_boxes, frame));
         const auto gpu_boxes = gpu::to_gpu_boxes(frames.back());
         all.insert(all.end(), gpu_boxes.begin(), gpu_boxes.end());
-        outs.push_back(make_cull_buffers(**culler, n));
+        outs.push_back(make_cull_buffers(*culler, n));
     }
     ASSERT_TRUE(gpu_context().upload(boxes, all.data(), all.size() * sizeof(all[0])));
     Status recorded;
@@ -179,7 +188,7 @@ TEST_F(MovingCullTest, FramesBackToBackInOneCommandBuffer) {
             if (!(recorded = m.record_step(cmd, range))) return;
             gpu::compute_barrier(cmd);
             const CullBuffers& out = outs[k];
-            recorded = (*culler)->record(
+            recorded = culler->record(
                 cmd, m.tree(), f, CullOrder::exact, gpu::whole(out.scratch),
                 {gpu::whole(out.ids), gpu::whole(out.commands), gpu::whole(out.count), n});
             if (!recorded) return;
