@@ -5,26 +5,9 @@
 #include <cmath>
 
 #include "renderer.hpp"
+#include "vec_math.hpp"
 
 namespace broadphase::renderer {
-
-namespace {
-
-Vec3 sub(Vec3 a, Vec3 b) {
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-Vec3 add_scaled(Vec3 a, Vec3 b, float s) {
-    return {a.x + b.x * s, a.y + b.y * s, a.z + b.z * s};
-}
-Vec3 cross(Vec3 a, Vec3 b) {
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-Vec3 normalize(Vec3 v) {
-    float len = std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
-    return len > 0 ? Vec3{v.x / len, v.y / len, v.z / len} : v;
-}
-
-}  // namespace
 
 tool::Image draw_debug_view(std::span<const Box> boxes, std::span<const std::uint32_t> drawn_ids,
                             const Camera& camera, int width, int height,

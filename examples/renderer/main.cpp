@@ -16,19 +16,6 @@ namespace {
 
 using namespace broadphase;
 
-/// The default camera: inside the unit cube scene, looking across it.
-Camera default_camera() {
-    Camera c{};
-    c.eye = {0.15f, 0.55f, 0.1f};
-    c.target = {0.8f, 0.45f, 0.9f};
-    c.up = {0.0f, 1.0f, 0.0f};
-    c.fovy_deg = 60.0f;
-    c.aspect = 1.0f;
-    c.near = 0.01f;
-    c.far = 1.0f;
-    return c;
-}
-
 int fail(const std::string& message) {
     std::fprintf(stderr, "broadphase_renderer: %s\n", message.c_str());
     return 2;
@@ -150,7 +137,7 @@ int run_showcase(const ShowcaseArgs& args, const renderer::RendererOptions& base
 
 int main(int argc, char** argv) {
     std::string scene_spec = "uniform:20000", out = "frame.png", debug_out;
-    Camera camera = default_camera();
+    Camera camera = renderer::default_camera();
     bool no_cull = false;
     std::uint32_t size = 512;
     renderer::RendererOptions options;

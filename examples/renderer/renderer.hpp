@@ -159,6 +159,12 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+/// The example's default camera: inside the unit cube scene, looking across it.
+inline Camera default_camera() {
+    return {
+        {0.15f, 0.55f, 0.1f}, {0.8f, 0.45f, 0.9f}, {0.0f, 1.0f, 0.0f}, 60.0f, 1.0f, 0.01f, 1.0f};
+}
+
 /// The draw order of the unculled path: every id, by point_box_distance(eye, box) then id.
 std::vector<std::uint32_t> front_to_back(const Vec3& eye, std::span<const Box> boxes);
 

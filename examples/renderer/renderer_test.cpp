@@ -56,17 +56,7 @@ protected:
         }
     }
 
-    static Camera camera() {
-        Camera c{};
-        c.eye = {0.15f, 0.55f, 0.1f};
-        c.target = {0.8f, 0.45f, 0.9f};
-        c.up = {0.0f, 1.0f, 0.0f};
-        c.fovy_deg = 60.0f;
-        c.aspect = 1.0f;
-        c.near = 0.01f;
-        c.far = 1.0f;
-        return c;
-    }
+    static Camera camera() { return default_camera(); }
 
     static std::size_t non_clear_pixels(const std::vector<std::uint8_t>& rgba) {
         std::size_t count = 0;

@@ -5,26 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include "vec_math.hpp"
+
 namespace broadphase::renderer {
 
 namespace {
-
-Vec3 sub(Vec3 a, Vec3 b) {
-    return {a.x - b.x, a.y - b.y, a.z - b.z};
-}
-Vec3 add_scaled(Vec3 a, Vec3 b, float s) {
-    return {a.x + b.x * s, a.y + b.y * s, a.z + b.z * s};
-}
-Vec3 cross(Vec3 a, Vec3 b) {
-    return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-float dot(Vec3 a, Vec3 b) {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-Vec3 normalize(Vec3 v) {
-    float len = std::sqrt(dot(v, v));
-    return len > 0 ? Vec3{v.x / len, v.y / len, v.z / len} : v;
-}
 
 // Column-major 4x4 product a * b.
 std::array<float, 16> multiply(const std::array<float, 16>& a, const std::array<float, 16>& b) {
