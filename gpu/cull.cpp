@@ -169,6 +169,32 @@ struct Culler::Impl {
         return n;
     }
 
+    // One submission of a host helper: the first (`first` true, then cleared) also builds the
+    // tree over the uploaded boxes and records `first_extra` (when given) after the build;
+    // every one records `cull` between barriers and reads the stage timestamps.
+    Status submit_cull(std::uint32_t n, bool& first,
+                       const std::function<Status(VkCommandBuffer)>& first_extra,
+                       const std::function<Status(VkCommandBuffer)>& cull) {
+        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
+        Status recorded;
+        Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);  // make the staged uploads visible to the shaders
+            stamps.reset(cmd, 0, kHelperQueries);
+            if (first) {
+                if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
+                if (first_extra && !(recorded = first_extra(cmd))) return;
+                compute_barrier(cmd);
+            }
+            recorded = cull(cmd);
+            compute_barrier(cmd);
+        });
+        if (!s) return s;
+        if (!recorded) return recorded;
+        read_times(first);
+        first = false;
+        return {};
+    }
+
     // cull_views of several views: one submission builds the tree and records every view
     // (Culler::record_views) into per-view ranges of `view_out`, each with room for
     // `capacity` ids; grown to the largest view's count, and all views culled again, when
@@ -177,7 +203,6 @@ struct Culler::Impl {
         Culler& culler, std::uint32_t n, std::span<const Frustum> frusta, CullOrder order) {
         const auto views = static_cast<std::uint32_t>(frusta.size());
         if (Status s = ensure(scratch, culler.views_scratch_size(n, views)); !s) return s.error();
-        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
         bool first = true;
         std::vector<std::array<std::uint32_t, 2>> counts(views);
         while (true) {
@@ -195,22 +220,15 @@ struct Culler::Impl {
                                 {b, base + ids_bytes + commands_bytes, 8},
                                 capacity});
             }
-            Status recorded;
-            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-                compute_barrier(cmd);  // make the staged upload visible to the shaders
-                stamps.reset(cmd, 0, kHelperQueries);
-                if (first) {
-                    if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
-                    compute_barrier(cmd);
-                }
-                recorded = culler.record_views(cmd, {build.nodes, n}, frusta, order, whole(scratch),
-                                               outs, stamps.handle(), kBuildQueries);
-                compute_barrier(cmd);
-            });
-            if (!s) return s.error();
-            if (!recorded) return recorded.error();
-            read_times(first);
-            first = false;
+            if (Status s = submit_cull(n, first, nullptr,
+                                       [&](VkCommandBuffer cmd) {
+                                           return culler.record_views(cmd, {whole(nodes), n},
+                                                                      frusta, order, whole(scratch),
+                                                                      outs, stamps.handle(),
+                                                                      kBuildQueries);
+                                       });
+                !s)
+                return s.error();
             std::uint32_t most = 0;
             for (std::uint32_t v = 0; v < views; ++v) {
                 if (Status d =
@@ -245,27 +263,14 @@ struct Culler::Impl {
     Result<std::vector<std::uint32_t>> cull_until_fits(
         std::uint32_t n, const std::function<Status(VkCommandBuffer)>& first_extra,
         const std::function<Status(VkCommandBuffer, const CullOutput&)>& cull) {
-        const LbvhBuildBuffers build{whole(boxes), whole(nodes), whole(build_scratch)};
         bool first = true;
         std::uint32_t counts[2] = {0, 0};
         while (true) {
             const CullOutput out{whole(ids), whole(commands), whole(count), capacity};
-            Status recorded;
-            Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
-                compute_barrier(cmd);  // make the staged uploads visible to the shaders
-                stamps.reset(cmd, 0, kHelperQueries);
-                if (first) {
-                    if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
-                    if (first_extra && !(recorded = first_extra(cmd))) return;
-                    compute_barrier(cmd);
-                }
-                recorded = cull(cmd, out);
-                compute_barrier(cmd);
-            });
-            if (!s) return s.error();
-            if (!recorded) return recorded.error();
-            read_times(first);
-            first = false;
+            if (Status s = submit_cull(n, first, first_extra,
+                                       [&](VkCommandBuffer cmd) { return cull(cmd, out); });
+                !s)
+                return s.error();
             if (Status d = context->download(count, counts, 8); !d) return d.error();
             if (counts[1] <= capacity) break;
             const VkDeviceSize max_ids =
@@ -870,7 +875,6 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
     // instances) and grows to its visible total and a quarter when it overflows.
     std::vector<std::uint32_t> caps(mesh_count);
     for (std::uint32_t m = 0; m < mesh_count; ++m) caps[m] = std::min(instances[m], 256u);
-    const LbvhBuildBuffers build{whole(im.boxes), whole(im.nodes), whole(im.build_scratch)};
     bool first = true;  // the first submission builds the tree
     std::uint32_t counts[2] = {0, 0};
     std::vector<std::uint32_t> group_counts(2ull * mesh_count + 1, 0), firsts;
@@ -893,23 +897,14 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
         const CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), capacity};
         const CullLods lods{whole(im.mesh_table),   whole(im.mesh_ids), mesh_count, grouped,
                             whole(im.group_counts), whole(im.draw_lods)};
-        Status recorded;
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);  // make the staged uploads visible to the shaders
-            im.stamps.reset(cmd, 0, kHelperQueries);
-            if (first) {
-                if (!(recorded = im.lbvh->record_build(cmd, build, n, im.stamps.handle(), 0)))
-                    return;
-                compute_barrier(cmd);
-            }
-            recorded = record(cmd, {build.nodes, n}, frustum, order, whole(im.scratch), out, lods,
-                              im.stamps.handle(), kBuildQueries);
-            compute_barrier(cmd);
-        });
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        im.read_times(first);
-        first = false;
+        if (Status s = im.submit_cull(n, first, nullptr,
+                                      [&](VkCommandBuffer cmd) {
+                                          return record(cmd, {whole(im.nodes), n}, frustum, order,
+                                                        whole(im.scratch), out, lods,
+                                                        im.stamps.handle(), kBuildQueries);
+                                      });
+            !s)
+            return s.error();
         if (Status d = im.context->download(im.count, counts, 8); !d) return d.error();
         if (!grouped) {
             if (counts[1] <= im.capacity) break;
