@@ -86,6 +86,21 @@ protected:
         return meshes;
     }
 
+    // Gives the renderer the showcase meshes (LODs switching at 12 and 30) and a showcase
+    // scene of `count` instances; false, after a failed expectation, when either is refused.
+    static bool set_showcase(std::uint32_t count, ShowcaseScene& scene) {
+        auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
+        EXPECT_TRUE(meshes) << (meshes ? "" : meshes.error().message);
+        if (!meshes) return false;
+        const Status set = renderer_->set_meshes(*meshes);
+        EXPECT_TRUE(set) << (set ? "" : set.error().message);
+        if (!set) return false;
+        scene = showcase_scene(count);
+        const Status placed = renderer_->set_scene(scene.boxes, scene.mesh_ids);
+        EXPECT_TRUE(placed) << (placed ? "" : placed.error().message);
+        return bool(placed);
+    }
+
     static inline Renderer* renderer_ = nullptr;
     std::uint64_t errors_before_ = 0;
 };
@@ -246,11 +261,8 @@ TEST_F(RendererTest, LodMeshesCulledFrameEqualsUnculledFrame) {
 // hide what stands behind them (fewer distinct instance colours than drawn instances is not
 // asserted: only exact equality is).
 TEST_F(RendererTest, ShowcaseSceneCulledFrameEqualsUnculledFrame) {
-    auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
-    ASSERT_TRUE(meshes) << meshes.error().message;
-    ASSERT_TRUE(renderer_->set_meshes(*meshes));
-    const ShowcaseScene scene = showcase_scene(6000);
-    ASSERT_TRUE(renderer_->set_scene(scene.boxes, scene.mesh_ids));
+    ShowcaseScene scene;
+    ASSERT_TRUE(set_showcase(6000, scene));
     auto culled = renderer_->render(scene.camera, true);
     ASSERT_TRUE(culled) << culled.error().message;
     auto all = renderer_->render(scene.camera, false);
@@ -268,11 +280,8 @@ TEST_F(RendererTest, ShowcaseSceneCulledFrameEqualsUnculledFrame) {
 // set is the brute-force oracle's, view 0 is the camera's own cull, and the first cascade's
 // depth image (shadow map) is mostly covered, every depth in [0, 1].
 TEST_F(RendererTest, CascadeViewsEqualOracle) {
-    auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
-    ASSERT_TRUE(meshes) << meshes.error().message;
-    ASSERT_TRUE(renderer_->set_meshes(*meshes));
-    const ShowcaseScene scene = showcase_scene(6000);
-    ASSERT_TRUE(renderer_->set_scene(scene.boxes, scene.mesh_ids));
+    ShowcaseScene scene;
+    ASSERT_TRUE(set_showcase(6000, scene));
     const float far = scene.camera.far;
     const std::vector<ExtraView> cascades =
         cascade_views(scene.camera, {-0.4f, -1.0f, 0.3f},
@@ -358,11 +367,8 @@ TEST_F(RendererTest, MovingInstancesCulledFrameEqualsUnculledFrame) {
 // instance twice, and everything drawn is in the frustum. A moved camera (stale history) still
 // gives the exact image.
 TEST_F(RendererTest, OcclusionCulledFrameEqualsUnculledFrame) {
-    auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
-    ASSERT_TRUE(meshes) << meshes.error().message;
-    ASSERT_TRUE(renderer_->set_meshes(*meshes));
-    const ShowcaseScene scene = showcase_scene(6000);
-    ASSERT_TRUE(renderer_->set_scene(scene.boxes, scene.mesh_ids));
+    ShowcaseScene scene;
+    ASSERT_TRUE(set_showcase(6000, scene));
     Camera moved = scene.camera;
     moved.eye.x += 1.5f, moved.target.x += 3.0f, moved.eye.y -= 1.0f;
     const Camera cameras[3] = {scene.camera, scene.camera, moved};
