@@ -363,8 +363,9 @@ VkDeviceSize pyramid_bytes(const CullOcclusion& o) {
     return (depth_pyramid_levels(o.width, o.height).back().offset + 1ull) * 4;
 }
 
-// The occlusion arguments of record(): sizes, frame and ranges.
-Status check_occlusion(CullerImpl& im, std::uint32_t n, const CullOcclusion& o) {
+// The occlusion arguments of record() other than its ranges (record_cull checks those with
+// the others): phase, pyramid size and frame.
+Status check_occlusion(const CullOcclusion& o) {
     const auto fail = [](const std::string& message) {
         return Error{ErrorCode::invalid_argument, "Culler::record: CullOcclusion " + message};
     };
@@ -376,9 +377,7 @@ Status check_occlusion(CullerImpl& im, std::uint32_t n, const CullOcclusion& o) 
         return fail("size " + std::to_string(o.width) + " x " + std::to_string(o.height) +
                     " is outside 1.." + std::to_string(kMaxDepthImageSize));
     if (stamps && o.frame == 0) return fail("frame must be at least 1 (0 means never seen)");
-    return check_ranges(impl_of(*im.context), "Culler::record",
-                        {{"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
-                         {"visibility", o.visibility, stamps ? std::max(n * 4ull, 4ull) : 0}});
+    return {};
 }
 
 // Culler::record, with LODs when `lods` is given, against a depth pyramid when `occlusion` is.
@@ -400,6 +399,15 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const CullLods none{};
     const CullLods& l = lods ? *lods : none;
     const bool want_lods = l.draw_lods.buffer != VK_NULL_HANDLE;
+    // Without occlusion, or in a phase that does not read them, the pyramid and the
+    // visibility stamps need 0 bytes.
+    if (occlusion) {
+        if (Status st = check_occlusion(*occlusion); !st) return st;
+    }
+    const CullOcclusion no_occlusion{};
+    const CullOcclusion& o = occlusion ? *occlusion : no_occlusion;
+    const bool pyramid = occlusion && o.phase != OcclusionPhase::early;
+    const bool stamps = occlusion && o.phase != OcclusionPhase::single;
     if (Status st = check_ranges(
             impl_of(*im.context), "Culler::record",
             {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
@@ -410,12 +418,11 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
              {"mesh_table", l.mesh_table, mesh_count * VkDeviceSize(sizeof(CullMesh))},
              {"mesh_ids", l.mesh_ids, lods ? std::max<VkDeviceSize>(n * 4ull, 4) : 0},
              {"group_counts", l.group_counts, grouped ? (2ull * mesh_count + 1) * 4 : 0},
-             {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0}});
+             {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0},
+             {"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
+             {"visibility", o.visibility, stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
         !st)
         return st;
-    if (occlusion) {
-        if (Status st = check_occlusion(im, n, *occlusion); !st) return st;
-    }
     Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
     if (lods) {
         if (Status st = ready({&traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
@@ -439,14 +446,13 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     if (occlusion) {
-        CullOcclusionParams o{};
+        CullOcclusionParams op{};
         for (int c = 0; c < 4; ++c) {
-            const float* column = occlusion->view_projection.data() + 4 * c;
-            o.view_projection[c] = {column[0], column[1], column[2], column[3]};
+            const float* column = o.view_projection.data() + 4 * c;
+            op.view_projection[c] = {column[0], column[1], column[2], column[3]};
         }
-        o.info = {occlusion->width, occlusion->height, static_cast<std::uint32_t>(occlusion->phase),
-                  occlusion->frame};
-        vkCmdUpdateBuffer(cmd, scratch.buffer, s.occlusion.offset, sizeof(o), &o);
+        op.info = {o.width, o.height, static_cast<std::uint32_t>(o.phase), o.frame};
+        vkCmdUpdateBuffer(cmd, scratch.buffer, s.occlusion.offset, sizeof(op), &op);
     }
     if (grouped) {
         // Runs of absent meshes stay (0, 0); the grouped emit adds each group's stored count
@@ -468,13 +474,11 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         if (occlusion) {
             // A phase that reads no pyramid (early) or no stamps (single) binds the occlusion
             // parameters in their place.
-            const bool pyramid = occlusion->phase != OcclusionPhase::early;
-            const bool stamps = occlusion->phase != OcclusionPhase::single;
             im.traverse_occlusion.dispatch(
                 cmd,
                 {nodes, s.params, s.slots, s.offsets, s.ranks, s.occlusion,
-                 pyramid ? first_bytes(occlusion->pyramid, pyramid_bytes(*occlusion)) : s.occlusion,
-                 stamps ? first_bytes(occlusion->visibility, n * 4ull) : s.occlusion},
+                 pyramid ? first_bytes(o.pyramid, pyramid_bytes(o)) : s.occlusion,
+                 stamps ? first_bytes(o.visibility, n * 4ull) : s.occlusion},
                 pc, groups(chunks));
         } else {
             im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks}, pc,

@@ -414,6 +414,10 @@ TEST_F(GpuOcclusionTest, BadArgumentsAreErrors) {
          "pyramid"},
         {{gpu::OcclusionPhase::early, {}, kImage, kImage, m, {r.visibility.handle(), 0, 4}, 1},
          "visibility"},
+        // The late phase writes the stamps: they may not share bytes with an output.
+        {{gpu::OcclusionPhase::late, gpu::whole(r.pyramid), kImage, kImage, m, gpu::whole(r.ids),
+          2},
+         "overlap visibility"},
     };
     for (const Case& c : cases) {
         Status recorded;
