@@ -244,10 +244,11 @@ int run_cull_bench(const Args& args) {
     };
     for (const Row& row : rows) std::printf("  %-12s %10.3f ms\n", row.name, median(row.get));
     std::printf("visible: %zu\n", visible);
-    if (occlusion)
-        std::printf("in the frustum: %zu (the depth image hides %zu)\n",
-                    cull_brute_force(frustum.value(), scene->boxes).size(),
-                    cull_brute_force(frustum.value(), scene->boxes).size() - visible);
+    if (occlusion) {
+        const std::size_t in_frustum = cull_brute_force(frustum.value(), scene->boxes).size();
+        std::printf("in the frustum: %zu (the depth image hides %zu)\n", in_frustum,
+                    in_frustum - visible);
+    }
     std::printf("host wall per run (upload, build, cull, download): %.3f ms\n",
                 wall / repeat * 1e3);
     return 0;
