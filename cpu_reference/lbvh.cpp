@@ -428,6 +428,24 @@ std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_code
     return nodes;
 }
 
+std::vector<gpu_layout::LbvhWideNode> wide_nodes(std::span<const LbvhNode> nodes) {
+    const std::size_t n = (nodes.size() + 1) / 2;
+    std::vector<gpu_layout::LbvhWideNode> wide(n > 1 ? n - 1 : 0);
+    for (std::size_t i = 0; i < wide.size(); ++i) {
+        const LbvhNode& l = nodes[nodes[i].link.x];
+        const LbvhNode& r = nodes[nodes[i].link.y];
+        const auto aux = [&](std::uint32_t child) {
+            return child >= n - 1 ? nodes[child].link.x : nodes[child].link.w;
+        };
+        wide[i].a = {l.lo.x, l.lo.y, l.lo.z, l.hi.x};
+        wide[i].b = {l.hi.y, l.hi.z, r.lo.x, r.lo.y};
+        wide[i].c = {r.lo.z, r.hi.x, r.hi.y, r.hi.z};
+        wide[i].link = {nodes[i].link.x, nodes[i].link.y, aux(nodes[i].link.x),
+                        aux(nodes[i].link.y)};
+    }
+    return wide;
+}
+
 void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
     if (nodes.empty()) return;
     const auto n = static_cast<std::uint32_t>((nodes.size() + 1) / 2);

@@ -116,6 +116,12 @@ std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_code
                                       std::span<const std::uint32_t> sorted_ids,
                                       std::span<const Box> boxes);
 
+/// The LbvhWideNode records of a built tree (gpu_layout.h): record i holds internal node i's
+/// children, their bounds copied bit for bit from their nodes and their aux (leaf: box id,
+/// internal: last sorted position). Empty for fewer than two leaves. What lbvh_build.comp and
+/// lbvh_refit.comp write beside the nodes.
+std::vector<gpu_layout::LbvhWideNode> wide_nodes(std::span<const LbvhNode> nodes);
+
 /// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
 /// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
 /// Appends (min id, max id) pairs in no particular order; with `filters`, only the pairs its

@@ -94,12 +94,15 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 completed once by its second child's invocation, takes its split's flag
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
 //                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
-//                 (48 B: link, bounds). The two-kernel build it replaced also read every
-//                 leaf's link, each internal node's link and its other child's bounds
-//                 (16 n + 48 (n - 1) B more) and wrote as much.
-//   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its link
-//                 and both children (16 + 96 B); writes 8 B per stored pair. The work queue's
-//                 items (8 B each way, only past an invocation's budget) are not counted.
+//                 (48 B: link, bounds); each internal node's LbvhWideNode is written once
+//                 (64 B), after reading the two sorted ids beside its split (8 B). The
+//                 two-kernel build it replaced also read every leaf's link, each internal
+//                 node's link and its other child's bounds (16 n + 48 (n - 1) B more) and wrote
+//                 as much.
+//   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its
+//                 LbvhWideNode (64 B: before the wide records, its link and both children's
+//                 nodes, 16 + 96 B); writes 8 B per stored pair. The work queue's items (8 B
+//                 each way, only past an invocation's budget) are not counted.
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
                                                 bool refined, SortPath sort_path,
                                                 std::uint64_t visits, std::uint64_t stored_pairs,
@@ -130,25 +133,28 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
         hierarchy_words = 2;
     }
     passes[2] = sort_passes;
-    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + 36 * (m - 1), 48 * (2 * m - 1) + 4 * (m - 1)};
-    t[4] = {48 * m + 112 * visits, 8 * stored_pairs};
+    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 8) * (m - 1),
+            48 * (2 * m - 1) + (4 + 64) * (m - 1)};
+    t[4] = {48 * m + 64 * visits, 8 * stored_pairs};
     return t;
 }
 
 }  // namespace
 
 LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine) {
-    return {n * VkDeviceSize(sizeof(GpuBox)), lbvh_nodes_bytes(n),
+    return {n * VkDeviceSize(sizeof(GpuBox)), lbvh_tree_bytes(n),
             scratch_layout({}, n, code, refine).size};
 }
 
 std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refine) {
     const ScratchLayout s = scratch_layout({}, n, code, refine);
     const bool refined = refinable(code) && refine;
-    // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), keys 4 or 8 B, run bounds 24 B, and the
-    // sort's state about 2 B (RadixSort::scratch_size: one-sweep look-back rows of 8 passes).
+    // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), wide nodes 64 B (n - 1 of 64), keys 4 or
+    // 8 B, run bounds 24 B, and the sort's state about 2 B (RadixSort::scratch_size: one-sweep
+    // look-back rows of 8 passes).
     return {{"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
             {"the node buffer", lbvh_nodes_bytes(n)},
+            {"the wide node buffer", lbvh_wide_bytes(n)},
             {"the sort-key buffer", s.keys.size},
             {"the run bounds buffer", refined ? s.run_bounds.size : 0},
             {"the sort scratch", s.sort.size}};
@@ -274,7 +280,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->build = Kernel(context, shaders::lbvh_build, 5, "lbvh_build");
+    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -289,8 +295,8 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     const bool gpu_type = context.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
     const bool subgroup = options.pair_append == PairAppend::subgroup ||
                           (options.pair_append == PairAppend::automatic && ballot && gpu_type);
-    impl->pairs = subgroup ? Kernel(context, shaders::lbvh_pairs_subgroup, 7, "lbvh_pairs_subgroup")
-                           : Kernel(context, shaders::lbvh_pairs, 7, "lbvh_pairs");
+    impl->pairs = subgroup ? Kernel(context, shaders::lbvh_pairs_subgroup, 9, "lbvh_pairs_subgroup")
+                           : Kernel(context, shaders::lbvh_pairs, 9, "lbvh_pairs");
     impl->options.pair_append = subgroup ? PairAppend::subgroup : PairAppend::atomic;
     auto stamps = Timestamps::create(context, kQueries);
     if (!stamps) return stamps.error();
@@ -319,7 +325,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     const LbvhRequirements req = im.requirements(n);
     if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_build",
                                  {{"boxes", buffers.boxes, req.boxes},
-                                  {"nodes", buffers.nodes, req.nodes},
+                                  {"nodes", buffers.nodes, req.nodes, false},
                                   {"scratch", buffers.scratch, req.scratch, false}});
         !st)
         return st;
@@ -333,7 +339,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     CodeKind code = im.options.code;
     ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine);
     const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
-    const BufferRange nodes = first_bytes(buffers.nodes, req.nodes);
+    const TreeBindings tree = tree_bindings(buffers.nodes, n);
     auto groups = [](std::uint32_t count) {
         return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
     };
@@ -405,7 +411,8 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     // Hierarchy and bounds in one pass; its split slots start empty (0).
     if (n > 1) fill(cmd, s.flags, 0u);
     compute_barrier(cmd);
-    im.build.dispatch(cmd, {sorted_keys, s.values, boxes, nodes, s.flags}, pc, groups(n), gate);
+    im.build.dispatch(cmd, {sorted_keys, s.values, boxes, tree.nodes, s.flags, tree.wide}, pc,
+                      groups(n), gate);
     mark(4);
     return {};
 }
@@ -455,6 +462,21 @@ Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t
     return word != 0;
 }
 
+Result<std::vector<LbvhWideNode>> download_wide_nodes(Context& context, const Buffer& tree_buffer,
+                                                      std::uint32_t n) {
+    std::vector<LbvhWideNode> wide(n > 1 ? n - 1 : 0);
+    if (wide.empty()) return wide;
+    if (Status d = context.download(tree_buffer, wide.data(), wide.size() * sizeof(LbvhWideNode),
+                                    lbvh_wide_offset(n));
+        !d)
+        return d.error();
+    return wide;
+}
+
+const Buffer& helper_nodes(const Lbvh& lbvh) {
+    return impl_of(lbvh).nodes;
+}
+
 Status ready_lbvh_kernels(Lbvh& lbvh) {
     const LbvhImpl& im = impl_of(lbvh);
     if (Status s = im.ready_build(); !s) return s;
@@ -475,18 +497,23 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const VkDeviceSize work_bytes = work_range_bytes(out.traversal);
     const bool slotted = proxy.slots.buffer != VK_NULL_HANDLE;
     const VkDeviceSize slot_bytes = slotted ? std::max<std::uint32_t>(n, 1) * 16ull : 0;
-    const VkDeviceSize other_bytes = cross ? lbvh_nodes_bytes(m) : 0;
+    const VkDeviceSize other_bytes = cross ? lbvh_tree_bytes(m) : 0;
     const VkDeviceSize other_slot_bytes = cross ? std::max<std::uint32_t>(m, 1) * 16ull : 0;
     if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_pairs",
-                                 {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
+                                 {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
                                   {"pairs", out.pairs, pair_bytes},
                                   {"status", out.status, sizeof(TraversalStatus)},
                                   {"work", out.traversal.work, work_bytes},
                                   {"slots", proxy.slots, slot_bytes},
-                                  {"other nodes", proxy.other.nodes, other_bytes},
+                                  {"other nodes", proxy.other.nodes, other_bytes, false},
                                   {"other slots", proxy.other_slots, other_slot_bytes}});
         !st)
         return st;
+    const DeviceLimits limits = device_limits(im.context->info());
+    if (Status st = check_tree_bindings(limits, "Lbvh::record_pairs", n); !st) return st;
+    if (cross)
+        if (Status st = check_tree_bindings(limits, "Lbvh::record_pairs (other tree)", m); !st)
+            return st;
     if (Status st = im.ready_pairs(); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
     if (proxy.append) {
@@ -507,17 +534,19 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     pc.key_words = proxy.key_bits;
     pc.offset = m;
     pc.key_word = im.options.pair_stack;  // stack entries before queueing (0: kPairStack)
-    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
+    const TreeBindings self = tree_bindings(tree.nodes, n);
+    const BufferRange nodes = self.nodes;
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
     const BufferRange work = first_bytes(out.traversal.work, work_bytes);
     // Unused bindings take the nodes (never read).
     const BufferRange slots = slotted ? first_bytes(proxy.slots, slot_bytes) : nodes;
-    const BufferRange other = cross ? first_bytes(proxy.other.nodes, other_bytes) : nodes;
+    const TreeBindings other = cross ? tree_bindings(proxy.other.nodes, m) : self;
     const BufferRange other_slots =
         cross ? first_bytes(proxy.other_slots, other_slot_bytes) : nodes;
-    im.rounds.record_kernel(cmd, status, out.traversal, im.pairs,
-                            {nodes, pairs, status, work, slots, other, other_slots}, pc,
-                            static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+    im.rounds.record_kernel(
+        cmd, status, out.traversal, im.pairs,
+        {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
+        static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
     return {};
 }
 

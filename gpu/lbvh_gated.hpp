@@ -3,6 +3,7 @@
 #pragma once
 
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu_frames.hpp"
 #include "kernels.hpp"
 #include "scale.hpp"
 #include "traffic.hpp"
@@ -46,6 +47,17 @@ std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);
 /// Whether the last build of n boxes into `scratch` refined its codes (one word read back).
 Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n);
+
+/// The n - 1 LbvhWideNode records of a tree over n boxes held in `tree_buffer` (a node range
+/// from offset 0: the helpers' own buffers), read back for tests; empty when n < 2.
+Result<std::vector<gpu_layout::LbvhWideNode>> download_wide_nodes(Context& context,
+                                                                  const Buffer& tree_buffer,
+                                                                  std::uint32_t n);
+/// The node buffer of an Lbvh's host-array helpers (the tree of its last build_nodes or
+/// find_pairs, from offset 0).
+const Buffer& helper_nodes(const Lbvh& lbvh);
+/// A MovingScene's node buffer (the tree MovingScene::tree() names, from offset 0).
+const Buffer& helper_nodes(const MovingScene& scene);
 
 /// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, for recorders that
 /// must know before recording anything that every stage they record can be recorded.

@@ -288,7 +288,8 @@ namespace {
 //     lbvh_refit   reads each leaf's box id and parent (4 + 4 B) and its box (32 B), writes its
 //                  bounds (32 B); per internal node two arrivals at its counter (4 + 4 B
 //                  each), and the second reads its link (16 B) and both children's bounds
-//                  (64 B) and writes its bounds (32 B). The counters end zero: no fill.
+//                  (64 B) and writes its bounds (32 B) and its children's bounds in its
+//                  LbvhWideNode (48 B; the links stay). The counters end zero: no fill.
 //     lbvh_sah     reads every internal node's bounds and the root's again (32 B each), writes
 //                  one partial per tile and the root's area (4 B);
 //     frame_policy reads the partials, the status (48 B) and the previous traversal's status
@@ -298,7 +299,7 @@ namespace {
 //                  with its scratch fills, lbvh_sah and the commit (reads the partials, writes
 //                  16 B of status), when the frame rebuilt; on a refit frame the rebuild's
 //                  dispatches are emptied (no traffic), but its transfer fills still run.
-//   all pairs      lbvh_pairs as in gpu/lbvh.cpp (48 B per query leaf, 112 B per expanded node,
+//   all pairs      lbvh_pairs as in gpu/lbvh.cpp (48 B per query leaf, 64 B per expanded node,
 //                  8 B per stored pair) and its status fill (64 B). ProxyScene's appended
 //                  passes (filters, handles, cross trees) count no visits and are not modelled.
 //   pair keys      the pairs pass writes the keys itself (kPairsKeys): what is left is the
@@ -326,7 +327,7 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
     if (refit) {
         t[0] = {40 * n, 32 * n};
         if (n > 1) {
-            t[0] += {(8 + 16 + 64) * internal, (8 + 32) * internal};
+            t[0] += {(8 + 16 + 64) * internal, (8 + 32 + 48) * internal};
             t[0] += sah;
             const std::uint64_t table = c.rebuilt && c.gated ? 4ull * c.gate_words : 0;
             t[0] += {4 * (tiles + 1) + 48 + 64 + table, 48 + 4ull * c.gate_words};
@@ -343,7 +344,7 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
         t[1] += build_fill_traffic(lbvh, c.n);
     }
     if (!c.pairs) return t;
-    t[2] = {48 * n + 112 * c.visits, 64 + 8 * c.stored};
+    t[2] = {48 * n + 64 * c.visits, 64 + 8 * c.stored};
     t[3] = {4 + 4, 4 + 4 + 24};
     t[4] = RadixSort::traffic(static_cast<std::uint32_t>(c.stored), 2, 2 * c.key_bits, true, path,
                               sort_passes);
@@ -462,7 +463,7 @@ Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
     impl->sort = RadixSort(context);
-    impl->refit = Kernel(context, shaders::lbvh_refit, 3, "lbvh_refit");
+    impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit");
     impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
     impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
@@ -553,6 +554,10 @@ std::uint32_t MovingScene::size() const {
 
 double MovingScene::build_cost() const {
     return impl_->base_cost;
+}
+
+const Buffer& helper_nodes(const MovingScene& scene) {
+    return impl_of(scene).nodes;
 }
 
 Result<std::vector<LbvhNode>> MovingScene::nodes() {

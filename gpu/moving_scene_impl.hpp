@@ -381,17 +381,23 @@ struct MovingScene::Impl {
                         const BufferRange& flag_range, bool zero_flags) const {
         const std::uint32_t count = tree.n;
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
-        if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
-                                    {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
-                                     {"nodes", tree.nodes, count > 0 ? lbvh_nodes_bytes(count) : 0},
-                                     {"flags", flag_range, flag_bytes}});
+        if (Status s =
+                check_ranges(impl_of(*context), "MovingScene::record_refit",
+                             {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
+                              {"nodes", tree.nodes, count > 0 ? lbvh_tree_bytes(count) : 0, false},
+                              {"flags", flag_range, flag_bytes}});
+            !s)
+            return s;
+        if (Status s = check_tree_bindings(device_limits(context->info()),
+                                           "MovingScene::record_refit", count);
             !s)
             return s;
         if (Status s = refit.ready(); !s) return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
-        const BufferRange node_range = first_bytes(tree.nodes, lbvh_nodes_bytes(count));
+        const TreeBindings bound = tree_bindings(tree.nodes, count);
+        const BufferRange node_range = bound.nodes;
         // One leaf climbs nowhere: its flags binding takes the nodes (never read).
         const BufferRange flags_used =
             count >= 2 ? first_bytes(flag_range, flag_bytes) : node_range;
@@ -399,9 +405,10 @@ struct MovingScene::Impl {
             fill(cmd, flags_used, 0u);
             compute_barrier(cmd);
         }
-        refit.dispatch(cmd,
-                       {first_bytes(box_range, count * sizeof(GpuBox)), node_range, flags_used}, pc,
-                       groups(count));
+        refit.dispatch(
+            cmd,
+            {first_bytes(box_range, count * sizeof(GpuBox)), node_range, flags_used, bound.wide},
+            pc, groups(count));
         return {};
     }
 

@@ -46,6 +46,29 @@ VkDeviceSize lbvh_nodes_bytes(std::uint64_t n) {
     return (2 * std::max<std::uint64_t>(n, 1) - 1) * sizeof(LbvhNode);
 }
 
+VkDeviceSize lbvh_wide_offset(std::uint64_t n) {
+    return (lbvh_nodes_bytes(n) + 255) / 256 * 256;
+}
+
+VkDeviceSize lbvh_wide_bytes(std::uint64_t n) {
+    return (std::max<std::uint64_t>(n, 2) - 1) * sizeof(LbvhWideNode);
+}
+
+VkDeviceSize lbvh_tree_bytes(std::uint64_t n) {
+    return lbvh_wide_offset(n) + lbvh_wide_bytes(n);
+}
+
+TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n) {
+    return {{tree_nodes.buffer, tree_nodes.offset, lbvh_nodes_bytes(n)},
+            {tree_nodes.buffer, tree_nodes.offset + lbvh_wide_offset(n), lbvh_wide_bytes(n)}};
+}
+
+Status check_tree_bindings(const DeviceLimits& limits, const std::string& what, std::uint64_t n) {
+    const BindingSize b[] = {{"the node buffer", lbvh_nodes_bytes(n)},
+                             {"the wide node buffer", lbvh_wide_bytes(n)}};
+    return check_bindings(limits, what, b);
+}
+
 std::uint32_t largest_lbvh_boxes(const DeviceLimits& limits, CodeKind code, bool refine) {
     return largest_count(kMaxLbvhBoxes, [&](std::uint32_t n) {
         const std::vector<BindingSize> b = lbvh_bindings(n, code, refine);

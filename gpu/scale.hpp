@@ -89,6 +89,24 @@ GroupCounts fold_groups(std::uint64_t groups, std::uint32_t max_x);
 
 /// Bytes of the 2n - 1 nodes of an LBVH over n boxes (48 each; one node when n <= 1).
 VkDeviceSize lbvh_nodes_bytes(std::uint64_t n);
+/// A tree's node range (LbvhRequirements::nodes, LbvhTree::nodes) holds the 2n - 1 LbvhNode,
+/// then from this offset (lbvh_nodes_bytes rounded up to 256, the largest
+/// minStorageBufferOffsetAlignment Vulkan allows) the n - 1 LbvhWideNode of the internal nodes
+/// (gpu_layout.h), lbvh_wide_bytes of them (one record when n <= 1). The two are bound as two
+/// descriptors, each checked against maxStorageBufferRange on its own.
+VkDeviceSize lbvh_wide_offset(std::uint64_t n);
+VkDeviceSize lbvh_wide_bytes(std::uint64_t n);
+/// lbvh_wide_offset + lbvh_wide_bytes: the whole node range of a tree over n boxes.
+VkDeviceSize lbvh_tree_bytes(std::uint64_t n);
+/// The two bindings of a tree's node range: its LbvhNode array and its LbvhWideNode array.
+struct TreeBindings {
+    BufferRange nodes;
+    BufferRange wide;
+};
+TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n);
+/// check_bindings of a tree's two bindings over n boxes ("the node buffer", "the wide node
+/// buffer"), `what` naming the recorder.
+Status check_tree_bindings(const DeviceLimits& limits, const std::string& what, std::uint64_t n);
 
 /// Lbvh::requirements without an Lbvh (gpu/lbvh.cpp): the buffers a build of n boxes needs
 /// with this code kind and refine option.

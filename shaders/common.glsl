@@ -46,4 +46,21 @@ bool boxes_overlap(vec3 alo, vec3 ahi, vec3 blo, vec3 bhi) {
     return all(lessThanEqual(alo, bhi)) && all(lessThanEqual(blo, ahi));
 }
 
+// A child's bounds from its parent's LbvhWideNode (gpu_layout.h): side 0 left, 1 right.
+vec3 wide_lo(LbvhWideNode w, uint side) {
+    return side == 0u ? w.a.xyz : vec3(w.b.zw, w.c.x);
+}
+vec3 wide_hi(LbvhWideNode w, uint side) {
+    return side == 0u ? vec3(w.a.w, w.b.xy) : w.c.yzw;
+}
+// The record of internal node `parent` with the bounds of its children (the build and refit).
+LbvhWideNode wide_record(vec3 llo, vec3 lhi, vec3 rlo, vec3 rhi, uvec4 link) {
+    LbvhWideNode w;
+    w.a = vec4(llo, lhi.x);
+    w.b = vec4(lhi.yz, rlo.xy);
+    w.c = vec4(rlo.z, rhi);
+    w.link = link;
+    return w;
+}
+
 #endif

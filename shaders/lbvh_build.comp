@@ -12,7 +12,8 @@
 // root 0. At split s each child leaves its far end (left child: l, right child: r) in flags[s]
 // by an atomic exchange; the first arrival stops, the second learns the parent's range,
 // numbers it, writes its link (left, right, -, r), both children's parent fields and the
-// union of their bounds (left first, as lbvh::compute_bounds), and climbs on. No invocation
+// union of their bounds (left first, as lbvh::compute_bounds), and the parent's LbvhWideNode
+// (both children's bounds and links, from the two boxes it holds), and climbs on. No invocation
 // waits for another, so there is no forward-progress assumption.
 // Precondition: flags[0, n-1) zeroed (slots hold far end + 1). CPU twin:
 // lbvh::build_bottom_up (equal to build_hierarchy + compute_bounds; 1-word keys are read as
@@ -36,6 +37,9 @@ layout(std430, binding = 3) coherent buffer Nodes {
 layout(std430, binding = 4) coherent buffer Flags {
     uint flags[];
 };
+layout(std430, binding = 5) writeonly buffer Wide {
+    LbvhWideNode wide[];
+};  // internal node i's children (gpu_layout.h), written with node i
 
 // Branch-free (selects, clamped indices): the climb below is straight-line code, and llvmpipe
 // runs all of it for every SIMD vector, so each step is kept small. 1-word keys read their
@@ -57,39 +61,45 @@ int delta(int i, int j) {
 // One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
 // delta(r, r+1)): publish the far end at the parent's split; the second arrival completes the
 // parent and makes it the current node.
-#define CLIMB_STEP                                                                \
-    if (climbing) {                                                               \
-        bool left_child = above > below;                                          \
-        int split = left_child ? r : l - 1;                                       \
-        memoryBarrierBuffer();                                                    \
-        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u); \
-        memoryBarrierBuffer();                                                    \
-        climbing = other != 0u;                                                   \
-        if (climbing) {                                                           \
-            int end = int(other) - 1;                                             \
-            int d = delta(end, left_child ? end + 1 : end - 1);                   \
-            r = left_child ? end : r;                                             \
-            l = left_child ? l : end;                                             \
-            above = left_child ? d : above;                                       \
-            below = left_child ? below : d;                                       \
-            uint left = l == split ? n - 1u + uint(split) : uint(split);          \
-            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);      \
-            bool root = l == 0 && r == int(n) - 1;                                \
-            uint parent = root ? 0u : uint(above > below ? r : l);                \
-            uint sibling = left_child ? right : left;                             \
-            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;        \
-            lo = left_child ? min(lo, slo) : min(slo, lo);                        \
-            hi = left_child ? max(hi, shi) : max(shi, hi);                        \
-            nodes[parent].link.x = left;                                          \
-            nodes[parent].link.y = right;                                         \
-            nodes[parent].link.w = uint(r);                                       \
-            nodes[parent].lo = vec4(lo, 0.0);                                     \
-            nodes[parent].hi = vec4(hi, 0.0);                                     \
-            nodes[left].link.z = parent;                                          \
-            nodes[right].link.z = parent;                                         \
-            if (root) nodes[0].link.z = kInvalidNode;                             \
-            climbing = !root;                                                     \
-        }                                                                         \
+#define CLIMB_STEP                                                                            \
+    if (climbing) {                                                                           \
+        bool left_child = above > below;                                                      \
+        int split = left_child ? r : l - 1;                                                   \
+        memoryBarrierBuffer();                                                                \
+        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);             \
+        memoryBarrierBuffer();                                                                \
+        climbing = other != 0u;                                                               \
+        if (climbing) {                                                                       \
+            int end = int(other) - 1;                                                         \
+            int d = delta(end, left_child ? end + 1 : end - 1);                               \
+            r = left_child ? end : r;                                                         \
+            l = left_child ? l : end;                                                         \
+            above = left_child ? d : above;                                                   \
+            below = left_child ? below : d;                                                   \
+            uint left = l == split ? n - 1u + uint(split) : uint(split);                      \
+            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                  \
+            bool root = l == 0 && r == int(n) - 1;                                            \
+            uint parent = root ? 0u : uint(above > below ? r : l);                            \
+            uint sibling = left_child ? right : left;                                         \
+            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;                    \
+            uint left_aux = l == split ? ids[split] : uint(split);                            \
+            uint right_aux = r == split + 1 ? ids[split + 1] : uint(r);                       \
+            wide[parent] =                                                                    \
+                left_child                                                                    \
+                    ? wide_record(lo, hi, slo, shi, uvec4(left, right, left_aux, right_aux))  \
+                    : wide_record(slo, shi, lo, hi, uvec4(left, right, left_aux, right_aux)); \
+            lo = left_child ? min(lo, slo) : min(slo, lo);                                    \
+            hi = left_child ? max(hi, shi) : max(shi, hi);                                    \
+            nodes[parent].link.x = left;                                                      \
+            nodes[parent].link.y = right;                                                     \
+            nodes[parent].link.w = uint(r);                                                   \
+            nodes[parent].lo = vec4(lo, 0.0);                                                 \
+            nodes[parent].hi = vec4(hi, 0.0);                                                 \
+            nodes[left].link.z = parent;                                                      \
+            nodes[right].link.z = parent;                                                     \
+            if (root) nodes[0].link.z = kInvalidNode;                                         \
+            climbing = !root;                                                                 \
+        }                                                                                     \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP

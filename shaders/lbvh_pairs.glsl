@@ -33,6 +33,7 @@
 // plus its rank among them (ballot, exclusive bit count, broadcast). Without it
 // (lbvh_pairs.comp, any device), one atomic per pair. Both count exactly the same pairs; only
 // the order in which they are stored differs (the pair lists are sorted after).
+// Each step reads one LbvhWideNode: the expanded node's children, their bounds and links.
 // CPU twin: lbvh::self_pairs.
 // Included by lbvh_pairs.comp and lbvh_pairs_subgroup.comp, after their #version.
 #include "common.glsl"
@@ -59,6 +60,12 @@ layout(std430, binding = 5) readonly buffer OtherNodes {
 layout(std430, binding = 6) readonly buffer OtherSlots {
     uvec4 other_slots[];
 };  // by leaf id of the other tree (kPairsCross)
+layout(std430, binding = 7) readonly buffer Wide {
+    LbvhWideNode wide[];
+};  // the query tree's internal nodes with their children's bounds (gpu_layout.h)
+layout(std430, binding = 8) readonly buffer OtherWide {
+    LbvhWideNode other_wide[];
+};  // the same for the tree tested against (kPairsCross)
 
 #include "traversal.glsl"
 
@@ -108,16 +115,11 @@ void emit(uint a, uvec4 self_slot, uint b) {
     append(self_slot.w, other.w);
 }
 
-// Node `i` of the tree walked (the query tree itself, or the other one in a cross pass),
-// member by member so that each step loads only what it reads.
-uvec4 walked_link(uint i) {
-    return cross_pass() ? other_nodes[i].link : nodes[i].link;
-}
-vec3 walked_lo(uint i) {
-    return cross_pass() ? other_nodes[i].lo.xyz : nodes[i].lo.xyz;
-}
-vec3 walked_hi(uint i) {
-    return cross_pass() ? other_nodes[i].hi.xyz : nodes[i].hi.xyz;
+// Internal node `i` of the tree walked (the query tree itself, or the other one in a cross
+// pass) with both children's bounds and links: one 64-byte record per step.
+LbvhWideNode walked_wide(uint i) {
+    if (cross_pass()) return other_wide[i];
+    return wide[i];
 }
 
 // Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
@@ -153,8 +155,8 @@ void main() {
     // Empty slots overlap nothing; the one-leaf tree of a cross pass has no children to walk.
     if (box_empty(nodes[self].lo, nodes[self].hi)) return;
     if (cross && m == 1u) {
-        if (boxes_overlap(lo, hi, walked_lo(0u), walked_hi(0u)))
-            emit(self_id, self_slot, walked_link(0u).x);
+        if (boxes_overlap(lo, hi, other_nodes[0].lo.xyz, other_nodes[0].hi.xyz))
+            emit(self_id, self_slot, other_nodes[0].link.x);
         return;
     }
 
@@ -164,16 +166,16 @@ void main() {
     uint top = 0u;
     bool done = false;
     for (uint step = 0u; step < kTraversalBudget; ++step) {
-        uvec4 link = walked_link(node);
-        uint children[2] = uint[2](link.x, link.y);
+        LbvhWideNode w = walked_wide(node);
         uint descend = kInvalidNode;
-        for (int c = 0; c < 2; ++c) {
-            uint child = children[c];
-            uvec4 child_link = walked_link(child);
-            if (!cross && child_link.w <= p) continue;  // all leaves at or before p
-            if (!boxes_overlap(lo, hi, walked_lo(child), walked_hi(child))) continue;
-            if (child >= leaf_base) {
-                emit(self_id, self_slot, child_link.x);
+        for (uint c = 0u; c < 2u; ++c) {
+            uint child = c == 0u ? w.link.x : w.link.y;
+            uint aux = c == 0u ? w.link.z : w.link.w;  // leaf: box id; internal: last position
+            bool leaf = child >= leaf_base;
+            if (!cross && (leaf ? child - leaf_base : aux) <= p) continue;  // all at or before p
+            if (!boxes_overlap(lo, hi, wide_lo(w, c), wide_hi(w, c))) continue;
+            if (leaf) {
+                emit(self_id, self_slot, aux);
             } else if (descend == kInvalidNode) {
                 descend = child;
             } else if (top < stack_limit) {

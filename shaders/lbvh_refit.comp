@@ -3,7 +3,8 @@
 // Agglomerative LBVH Construction", CGVC 2014): one invocation per leaf writes the leaf's new
 // bounds (leaves keep their box id in link.x, so the topology is unchanged), then climbs
 // towards the root; at each internal node the first arrival stops and the second merges both
-// children (left first, as lbvh::compute_bounds) and goes on. No invocation ever waits for
+// children (left first, as lbvh::compute_bounds), rewrites the children's bounds in the
+// node's LbvhWideNode (its links stay the build's), and goes on. No invocation ever waits for
 // another, so there is no forward-progress assumption.
 // The arrivals flip a bit per internal node with atomicXor: the first sees 0 and leaves 1, the
 // second sees 1 and leaves 0. Every internal node is reached exactly twice, so the counters
@@ -23,22 +24,30 @@ layout(std430, binding = 1) coherent buffer Nodes {
 layout(std430, binding = 2) coherent buffer Flags {
     uint flags[];
 };
+layout(std430, binding = 3) buffer Wide {
+    LbvhWideNode wide[];
+};  // internal node i's children: their bounds rewritten with node i's (links kept)
 
 // One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                                             \
-    if (climbing) {                                                            \
-        memoryBarrierBuffer();                                                 \
-        uint arrived = atomicXor(flags[node], 1u);                             \
-        memoryBarrierBuffer();                                                 \
-        if (arrived == 0u) {                                                   \
-            climbing = false;                                                  \
-        } else {                                                               \
-            uint l = nodes[node].link.x, r = nodes[node].link.y;               \
-            nodes[node].lo = vec4(min(nodes[l].lo.xyz, nodes[r].lo.xyz), 0.0); \
-            nodes[node].hi = vec4(max(nodes[l].hi.xyz, nodes[r].hi.xyz), 0.0); \
-            node = nodes[node].link.z;                                         \
-            climbing = node != kInvalidNode;                                   \
-        }                                                                      \
+#define CLIMB_STEP                                               \
+    if (climbing) {                                              \
+        memoryBarrierBuffer();                                   \
+        uint arrived = atomicXor(flags[node], 1u);               \
+        memoryBarrierBuffer();                                   \
+        if (arrived == 0u) {                                     \
+            climbing = false;                                    \
+        } else {                                                 \
+            uint l = nodes[node].link.x, r = nodes[node].link.y; \
+            vec3 llo = nodes[l].lo.xyz, lhi = nodes[l].hi.xyz;   \
+            vec3 rlo = nodes[r].lo.xyz, rhi = nodes[r].hi.xyz;   \
+            nodes[node].lo = vec4(min(llo, rlo), 0.0);           \
+            nodes[node].hi = vec4(max(lhi, rhi), 0.0);           \
+            wide[node].a = vec4(llo, lhi.x);                     \
+            wide[node].b = vec4(lhi.yz, rlo.xy);                 \
+            wide[node].c = vec4(rlo.z, rhi);                     \
+            node = nodes[node].link.z;                           \
+            climbing = node != kInvalidNode;                     \
+        }                                                        \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP

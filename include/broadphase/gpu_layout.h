@@ -141,6 +141,25 @@ struct LbvhNode {
     vec4 hi;
 };
 
+// An internal node's two children side by side, so that a traversal step is one 64-byte load
+// instead of a link and two child nodes (112 bytes from three records): the layout of T. Aila
+// and S. Laine, "Understanding the Efficiency of Ray Traversal on GPUs" (HPG 2009), written
+// beside the LbvhNode array, never instead of it. Record i describes internal node i,
+// i in [0, n-1) (none when n <= 1); the build (lbvh_build.comp) and the refit
+// (lbvh_refit.comp) write it whenever they write node i's bounds, so each child box is a bit
+// copy of the child's LbvhNode bounds (CPU twin: lbvh::wide_nodes).
+//   a = (left lo x, y, z, left hi x)     b = (left hi y, z, right lo x, y)
+//   c = (right lo z, right hi x, y, z)   link = (left, right, left aux, right aux)
+// A child's aux is its box id when it is a leaf (index >= n - 1; its sorted position is
+// index - (n - 1)), else the last sorted position of its subtree (its LbvhNode's link.w).
+// total: 64 bytes
+struct LbvhWideNode {
+    vec4 a;
+    vec4 b;
+    vec4 c;
+    uvec4 link;
+};
+
 // A proxy's slot (gpu::ProxyScene): its collision filter (broadphase::Filter: category,
 // mask, group as a two's-complement int) and its handle. lbvh_pairs.comp reads it per leaf id.
 // total: 16 bytes
@@ -211,6 +230,7 @@ static_assert(sizeof(GpuBox) == 32 && offsetof(GpuBox, hi) == 16);
 static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);
 static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&
               offsetof(LbvhNode, hi) == 32);
+static_assert(sizeof(LbvhWideNode) == 64 && offsetof(LbvhWideNode, link) == 48);
 static_assert(sizeof(PushConstants) == 32 && offsetof(PushConstants, flags) == 28);
 }  // namespace broadphase::gpu_layout
 #endif

@@ -17,6 +17,7 @@
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh_refit.hpp"
+#include "scale.hpp"
 #include "shaders.hpp"
 #include "traversal.hpp"
 
@@ -232,8 +233,8 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
     RecordedScene s;
     record_scene(s, **lbvh, scene->boxes, capacity, work);
 
-    // Bindings 4 to 6 (proxies and cross passes) are unused here: they take the nodes.
-    auto kernel = gpu::Kernel::create(ctx, shaders::lbvh_pairs, 7, "lbvh_pairs");
+    // Bindings 4 to 6 and 8 (proxies and cross passes) are unused here: they take the nodes.
+    auto kernel = gpu::Kernel::create(ctx, shaders::lbvh_pairs, 9, "lbvh_pairs");
     auto rounds = gpu::TraversalRounds::create(ctx);
     ASSERT_TRUE(kernel && rounds);
     TraversalStatus start{};
@@ -247,12 +248,13 @@ TEST_F(BoundedTraversalTest, PairTotalCarriesPast32Bits) {
         pc.capacity = capacity;
         pc.tiles = work;
         const gpu::BufferRange status{s.status.handle(), 0, sizeof(TraversalStatus)};
-        const gpu::BufferRange nodes{s.nodes.handle(), 0,
-                                     (2ull * n - 1) * sizeof(gpu_layout::LbvhNode)};
+        const gpu::TreeBindings tree = gpu::tree_bindings(gpu::whole(s.nodes), n);
+        const gpu::BufferRange nodes = tree.nodes;
         const std::initializer_list<gpu::BufferRange> bindings = {
             nodes,  {s.pairs.handle(), 0, capacity * 8ull},
             status, {s.work.handle(), 0, gpu::traversal_work_bytes(work)},
             nodes,  nodes,
+            nodes,  tree.wide,
             nodes};
         rounds->record(cmd, status, {gpu::whole(s.work), work, 2},
                        [&](VkCommandBuffer c, std::uint32_t round, const gpu::BufferRange& args) {

@@ -24,6 +24,7 @@
 #include "lbvh.hpp"
 #include "lbvh_cull.hpp"
 #include "lbvh_refit.hpp"
+#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -43,6 +44,11 @@ VkDeviceSize alignment() {
 
 VkDeviceSize node_bytes(std::uint32_t n) {
     return (2ull * std::max<std::uint32_t>(n, 1) - 1) * sizeof(LbvhNode);
+}
+
+// A whole tree's node range: the nodes, then the wide records (gpu/scale.hpp).
+VkDeviceSize tree_bytes(std::uint32_t n) {
+    return gpu::lbvh_tree_bytes(n);
 }
 
 // Several ranges of one device buffer: the first at a nonzero offset, each at a multiple of
@@ -247,7 +253,7 @@ TEST_F(BufferRangeTest, BuildAndPairsRefuseBadRanges) {
     const std::uint32_t n = 1000, capacity = 64, work = 256;
     const gpu::LbvhRequirements req = lbvh->requirements(n);
     EXPECT_EQ(req.boxes, n * sizeof(GpuBox));
-    EXPECT_EQ(req.nodes, node_bytes(n));
+    EXPECT_EQ(req.nodes, tree_bytes(n));
     expect_refusals({"Lbvh::record_build",
                      {"boxes", "nodes", "scratch"},
                      {req.boxes, req.nodes, req.scratch},
@@ -341,7 +347,7 @@ TEST_F(BufferRangeTest, MovingSceneRefusesBadRanges) {
                      }});
     expect_refusals({"MovingScene::record_refit",
                      {"boxes", "nodes", "flags"},
-                     {n * sizeof(GpuBox), node_bytes(n), (n - 1) * 4ull},
+                     {n * sizeof(GpuBox), tree_bytes(n), (n - 1) * 4ull},
                      [&](VkCommandBuffer cmd, const std::vector<BufferRange>& r) {
                          return ms.record_refit(cmd, r[0], {r[1], n}, r[2]);
                      }});
@@ -409,9 +415,11 @@ TEST_F(BufferRangeTest, RefusesMissingWholeSizeOverlappingAndOverLimit) {
     }));
     ASSERT_FALSE(recorded);
     EXPECT_EQ(recorded.error().code, ErrorCode::limit_exceeded);
-    EXPECT_NE(recorded.error().message.find("nodes needs " + std::to_string(big_req.nodes) +
-                                            " bytes bound as one storage buffer"),
-              std::string::npos)
+    // The node range holds two bindings (nodes, wide records); the nodes are over the limit.
+    EXPECT_NE(
+        recorded.error().message.find("the node buffer needs " + std::to_string(node_bytes(big)) +
+                                      " bytes bound as one storage buffer"),
+        std::string::npos)
         << recorded.error().message;
     EXPECT_EQ((*capped)->validation_errors(), 0u);
 }

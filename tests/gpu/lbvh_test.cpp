@@ -15,6 +15,7 @@
 #include "kernels.hpp"
 #include "lbvh.hpp"
 #include "lbvh_refit.hpp"
+#include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -88,6 +89,8 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
             << " " << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z
             << " " << e.link.w << ")";
     }
+    // The wide records beside the nodes: their children's bounds and links, bit for bit.
+    expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*lbvh), nodes.value());
 }
 
 // GPU pairs equal brute force exactly, as sorted lists.
@@ -532,8 +535,8 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     // and boxes, a flag and the first child's bounds per internal node; every node written
     // once and every flag.
     EXPECT_EQ(report[3].dispatches, 1u);
-    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + 36 * (n - 1));
-    EXPECT_EQ(report[3].bytes_written, 48 * (2 * n - 1) + 4 * (n - 1));
+    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + (36 + 8) * (n - 1));
+    EXPECT_EQ(report[3].bytes_written, 48 * (2 * n - 1) + (4 + 64) * (n - 1));
     // The whole build: one dispatch each for bounds, codes and the tree, and the sort's.
     std::uint32_t build_dispatches = 0;
     for (std::size_t k = 0; k < 4; ++k) build_dispatches += report[k].dispatches;
@@ -542,7 +545,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_EQ(report[4].dispatches, 2 * gpu_layout::kTraversalRounds);
     const auto twin = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
     const std::uint64_t visits = lbvh::pair_traversal_work(twin, scene->boxes).visits;
-    EXPECT_EQ(report[4].bytes_read, 48 * n + 112 * visits);
+    EXPECT_EQ(report[4].bytes_read, 48 * n + 64 * visits);  // one LbvhWideNode per step
     EXPECT_EQ(report[4].bytes_written, 8 * pairs->size());
     for (const gpu::StageReport& r : report) EXPECT_EQ(r.passes != 0, r.name == "sort");
 

@@ -183,7 +183,7 @@ TEST_F(LimitsTest, SizeArithmeticIsSixtyFourBitAtScale) {
         const auto n32 = static_cast<std::uint32_t>(n);
         const gpu::LbvhRequirements req = lbvh.value()->requirements(n32);
         EXPECT_EQ(req.boxes, n * box);
-        EXPECT_EQ(req.nodes, (2 * n - 1) * node);
+        EXPECT_EQ(req.nodes, ((2 * n - 1) * node + 255) / 256 * 256 + (n - 1) * 64);
         // codes (8 B) and ids (4 B), twice for the sort's ping-pong
         EXPECT_GE(req.scratch, n * 24);
         EXPECT_GT(req.scratch, before.scratch);
@@ -270,7 +270,8 @@ TEST(LimitsArithmetic, LbvhRequirementsExactAtScale) {
             for (const bool refine : {false, true}) {
                 const gpu::LbvhRequirements req = gpu::lbvh_requirements(n32, code, refine);
                 EXPECT_EQ(req.boxes, 32 * n);
-                EXPECT_EQ(req.nodes, 48 * (2 * n - 1));
+                // The nodes, then from a 256-byte boundary the n - 1 wide records.
+                EXPECT_EQ(req.nodes, (48 * (2 * n - 1) + 255) / 256 * 256 + 64 * (n - 1));
                 EXPECT_EQ(req.scratch, lbvh_scratch_bytes(n, code, refine))
                     << int(code) << " refine " << refine;
             }
@@ -278,17 +279,22 @@ TEST(LimitsArithmetic, LbvhRequirementsExactAtScale) {
     }
     const gpu::LbvhRequirements m10 =
         gpu::lbvh_requirements(10'000'000, gpu::CodeKind::morton30, true);
-    EXPECT_EQ(m10.nodes, 959'999'952ull);
+    EXPECT_EQ(m10.nodes, 1'599'999'936ull);
     EXPECT_EQ(m10.scratch, 540'014'080ull);
     const gpu::LbvhRequirements m100 =
         gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true);
     EXPECT_EQ(m100.boxes, 3'200'000'000ull);
-    EXPECT_EQ(m100.nodes, 9'599'999'952ull);
+    EXPECT_EQ(m100.nodes, 15'999'999'936ull);
     EXPECT_EQ(m100.scratch, 5'400'016'896ull);
     EXPECT_EQ(gpu::lbvh_requirements(4'294'967'295u, gpu::CodeKind::morton30, true).nodes,
-              412'316'860'272ull);
+              687'194'767'232ull);
     EXPECT_EQ(gpu::lbvh_nodes_bytes(0), 48u);
     EXPECT_EQ(gpu::lbvh_nodes_bytes(1), 48u);
+    // Fewer than two boxes: one (unused) wide record at offset 256.
+    EXPECT_EQ(gpu::lbvh_tree_bytes(0), 256u + 64u);
+    EXPECT_EQ(gpu::lbvh_tree_bytes(1), 256u + 64u);
+    EXPECT_EQ(gpu::lbvh_wide_offset(3), 256u);  // 5 nodes: 240 bytes
+    EXPECT_EQ(gpu::lbvh_wide_offset(6), 768u);  // 11 nodes: 528 bytes
 }
 
 // Test 9: the radix sort's scratch at scale, exact (the one-sweep state is the larger:

@@ -21,6 +21,7 @@
 #include "lbvh.hpp"
 #include "lbvh_refit.hpp"
 #include "radix_sort.hpp"
+#include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -161,6 +162,7 @@ void run_frames(const std::vector<Box>& base, gpu::MovingSceneOptions options, i
         ASSERT_EQ(nodes->size(), twin.nodes().size());
         EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
                   0);
+        expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*moving), nodes.value());
         (r->path == gpu::FramePath::rebuild ? counts.rebuilds : counts.refits)++;
         counts.rebuilt.push_back(r->path == gpu::FramePath::rebuild);
         counts.ratio.push_back(r->ratio);
@@ -497,6 +499,7 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
         ASSERT_EQ(nodes->size(), twin.nodes().size());
         EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
                   0);
+        expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*moving), nodes.value());
         EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
 
         // The frame buffers hold, on the GPU, what read_step returned.
@@ -747,7 +750,7 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
         EXPECT_EQ(r[0].bytes_read, 40 * n + 88 * internal + 32 * internal + 32 + 4 * (tiles + 1) +
                                        48 + 64 + (k == 1 ? 4 * gate_words : 0));
         EXPECT_EQ(r[0].bytes_written,
-                  32 * n + 40 * internal + 4 * (tiles + 1) + 48 + 4 * gate_words);
+                  32 * n + (40 + 48) * internal + 4 * (tiles + 1) + 48 + 4 * gate_words);
     }
     // The rebuild stage: on the refit frame only the build's scratch fills (scene bounds,
     // refine word, split flags); on the rebuild frame the build, its cost and commit too.
@@ -759,8 +762,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
     // The rebuilt tree is the fresh build's: its traversal work is the CPU twin's.
     const auto twin = lbvh::build_tree(frame1, lbvh::CodeKind::morton30);
     const std::uint64_t visits = lbvh::pair_traversal_work(twin, frame1).visits;
-    EXPECT_EQ(rebuild[2].bytes_read, 48 * n + 112 * visits);
-    EXPECT_EQ((refit[2].bytes_read - 48 * n) % 112, 0u);
+    EXPECT_EQ(rebuild[2].bytes_read, 48 * n + 64 * visits);
+    EXPECT_EQ((refit[2].bytes_read - 48 * n) % 64, 0u);
 }
 
 }  // namespace
