@@ -95,10 +95,10 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
 //                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
 //                 (48 B: link, bounds); each internal node's LbvhWideNode is written once
-//                 (64 B), after reading the two sorted ids beside its split (8 B). The
-//                 two-kernel build it replaced also read every leaf's link, each internal
-//                 node's link and its other child's bounds (16 n + 48 (n - 1) B more) and wrote
-//                 as much.
+//                 (64 B), after reading the sorted id at its sibling's far end (4 B: a leaf
+//                 sibling's box id). The two-kernel build it replaced also read every leaf's link,
+//                 each internal node's link and its other child's bounds (16 n + 48 (n - 1) B more)
+//                 and wrote as much.
 //   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its
 //                 LbvhWideNode (64 B: before the wide records, its link and both children's
 //                 nodes, 16 + 96 B); writes 8 B per stored pair. The work queue's items (8 B
@@ -133,7 +133,7 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
         hierarchy_words = 2;
     }
     passes[2] = sort_passes;
-    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 8) * (m - 1),
+    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 4) * (m - 1),
             48 * (2 * m - 1) + (4 + 64) * (m - 1)};
     t[4] = {48 * m + 64 * visits, 8 * stored_pairs};
     return t;

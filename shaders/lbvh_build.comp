@@ -61,45 +61,46 @@ int delta(int i, int j) {
 // One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
 // delta(r, r+1)): publish the far end at the parent's split; the second arrival completes the
 // parent and makes it the current node.
-#define CLIMB_STEP                                                                            \
-    if (climbing) {                                                                           \
-        bool left_child = above > below;                                                      \
-        int split = left_child ? r : l - 1;                                                   \
-        memoryBarrierBuffer();                                                                \
-        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);             \
-        memoryBarrierBuffer();                                                                \
-        climbing = other != 0u;                                                               \
-        if (climbing) {                                                                       \
-            int end = int(other) - 1;                                                         \
-            int d = delta(end, left_child ? end + 1 : end - 1);                               \
-            r = left_child ? end : r;                                                         \
-            l = left_child ? l : end;                                                         \
-            above = left_child ? d : above;                                                   \
-            below = left_child ? below : d;                                                   \
-            uint left = l == split ? n - 1u + uint(split) : uint(split);                      \
-            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                  \
-            bool root = l == 0 && r == int(n) - 1;                                            \
-            uint parent = root ? 0u : uint(above > below ? r : l);                            \
-            uint sibling = left_child ? right : left;                                         \
-            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;                    \
-            uint left_aux = l == split ? ids[split] : uint(split);                            \
-            uint right_aux = r == split + 1 ? ids[split + 1] : uint(r);                       \
-            wide[parent] =                                                                    \
-                left_child                                                                    \
-                    ? wide_record(lo, hi, slo, shi, uvec4(left, right, left_aux, right_aux))  \
-                    : wide_record(slo, shi, lo, hi, uvec4(left, right, left_aux, right_aux)); \
-            lo = left_child ? min(lo, slo) : min(slo, lo);                                    \
-            hi = left_child ? max(hi, shi) : max(shi, hi);                                    \
-            nodes[parent].link.x = left;                                                      \
-            nodes[parent].link.y = right;                                                     \
-            nodes[parent].link.w = uint(r);                                                   \
-            nodes[parent].lo = vec4(lo, 0.0);                                                 \
-            nodes[parent].hi = vec4(hi, 0.0);                                                 \
-            nodes[left].link.z = parent;                                                      \
-            nodes[right].link.z = parent;                                                     \
-            if (root) nodes[0].link.z = kInvalidNode;                                         \
-            climbing = !root;                                                                 \
-        }                                                                                     \
+#define CLIMB_STEP                                                                          \
+    if (climbing) {                                                                         \
+        bool left_child = above > below;                                                    \
+        int split = left_child ? r : l - 1;                                                 \
+        memoryBarrierBuffer();                                                              \
+        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);           \
+        memoryBarrierBuffer();                                                              \
+        climbing = other != 0u;                                                             \
+        if (climbing) {                                                                     \
+            int end = int(other) - 1;                                                       \
+            int d = delta(end, left_child ? end + 1 : end - 1);                             \
+            r = left_child ? end : r;                                                       \
+            l = left_child ? l : end;                                                       \
+            above = left_child ? d : above;                                                 \
+            below = left_child ? below : d;                                                 \
+            uint left = l == split ? n - 1u + uint(split) : uint(split);                    \
+            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                \
+            bool root = l == 0 && r == int(n) - 1;                                          \
+            uint parent = root ? 0u : uint(above > below ? r : l);                          \
+            uint sibling = left_child ? right : left;                                       \
+            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;                  \
+            bool sibling_leaf = left_child ? end == split + 1 : end == split;               \
+            uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);    \
+            uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)                  \
+                                    : uvec4(left, right, sibling_aux, aux);                 \
+            wide[parent] = wide_record(left_child ? lo : slo, left_child ? hi : shi,        \
+                                       left_child ? slo : lo, left_child ? shi : hi, link); \
+            aux = uint(r);                                                                  \
+            lo = left_child ? min(lo, slo) : min(slo, lo);                                  \
+            hi = left_child ? max(hi, shi) : max(shi, hi);                                  \
+            nodes[parent].link.x = left;                                                    \
+            nodes[parent].link.y = right;                                                   \
+            nodes[parent].link.w = uint(r);                                                 \
+            nodes[parent].lo = vec4(lo, 0.0);                                               \
+            nodes[parent].hi = vec4(hi, 0.0);                                               \
+            nodes[left].link.z = parent;                                                    \
+            nodes[right].link.z = parent;                                                   \
+            if (root) nodes[0].link.z = kInvalidNode;                                       \
+            climbing = !root;                                                               \
+        }                                                                                   \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
@@ -125,6 +126,7 @@ void main() {
     int l = int(p), r = int(p);
     int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
     bool climbing = true;
+    uint aux = id;  // the current node's aux in its parent's LbvhWideNode (gpu_layout.h)
     // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
     // makes after an atomic inside a loop (lbvh_refit.comp; a loop of 96 steps that no
     // invocation leaves early lost them too). A climb passes at most 96 internal nodes: each

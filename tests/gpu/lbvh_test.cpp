@@ -535,7 +535,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     // and boxes, a flag and the first child's bounds per internal node; every node written
     // once and every flag.
     EXPECT_EQ(report[3].dispatches, 1u);
-    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + (36 + 8) * (n - 1));
+    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + (36 + 4) * (n - 1));
     EXPECT_EQ(report[3].bytes_written, 48 * (2 * n - 1) + (4 + 64) * (n - 1));
     // The whole build: one dispatch each for bounds, codes and the tree, and the sort's.
     std::uint32_t build_dispatches = 0;
