@@ -27,9 +27,10 @@
 // is also tested against a depth pyramid (shaders/occlusion.glsl) and rejected with its whole
 // subtree when hidden; no range is accepted whole, each leaf is tested and, in the two-phase
 // scheme, filtered by its visibility stamp (gpu::CullOcclusion).
-// Traffic per invocation: 48 B (the root's LbvhNode), then 64 B per expanded node; before the
-// wide records, 16 + 32 B (link, bounds) per classified node, 16 B (the left child's link) per
-// expanded node and, for ranks, both children's bounds again (64 B).
+// Reads per invocation: the root's bounds (32 B; its id too when n == 1), then 64 B per
+// expanded node, about half the nodes classified. Before the wide records: 16 + 32 B (link,
+// bounds) per classified node and 16 B (the left child's link) per expanded node, about 112 B
+// per expanded node, and for ranks both children's bounds again (64 B).
 // CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
@@ -154,6 +155,7 @@ void main() {
     uint lo = c * kCullChunk;
     uint hi = min(n, lo + kCullChunk) - 1u;  // inclusive
 
+    // Three words per entry, 1,152 bytes per invocation (as before the wide records).
     uint stack_node[kTraversalStack];   // a child to descend, or kEmitEntry
     uint stack_first[kTraversalStack];  // its first position, high bit: accepted (or a range)
     uint stack_rank[kTraversalStack];
@@ -164,8 +166,8 @@ void main() {
     uint node = 0u;
     uint first = 0u;
     uint rank = 0u;
-    uint root =
-        decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, nodes[0].link.x, false, want_ranks);
+    uint root = decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, n == 1u ? nodes[0].link.x : 0u,
+                       false, want_ranks);
     if (root == kEmit) emit_range(lo, lo, hi, 0u, want_ranks);
     bool accepted = root == kDescendAccepted;
     bool expand = root >= kDescend;

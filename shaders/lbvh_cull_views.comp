@@ -12,7 +12,9 @@
 // As in lbvh_cull.glsl, each step expands one internal node with one 64-byte LbvhWideNode and
 // classifies both children from it (the root from nodes[0]); a right child decided while its
 // left sibling is descended waits on the stack with the views that emit it and those that
-// descend it.
+// descend it. Reads per invocation: the root's bounds (32 B), then 64 B per expanded node
+// (before: 48 B per classified node and 16 B per expanded one). Stack: three words per entry,
+// 1,152 bytes per invocation (as before).
 // Layout (strides keep each view's ranges aligned for binding): params[2 v] is view v's
 // CullParams; view v's slots start at uint pc.shift * v, its counts at uint pc.key_words * v.
 // pc.offset = views (1..kCullMaxViews).
