@@ -35,7 +35,10 @@ struct CullOcclusionTwin {
 /// What lbvh_cull.comp's invocation `chunk` writes: the sorted positions it sees, ascending,
 /// among [chunk * kCullChunk, (chunk + 1) * kCullChunk) of a tree over n >= 1 leaves; with
 /// `ranks` (kCullFlagRank), also each seen leaf's near-child-first rank (near_first_rank); with
-/// `occlusion`, what lbvh_cull_occlusion.comp writes.
+/// `occlusion`, what lbvh_cull_occlusion.comp writes. The shaders classify each child from its
+/// parent's LbvhWideNode (bit copies of the bounds read here) when they expand the parent, the
+/// root from its own node; the nodes classified, and the order of everything written, are the
+/// same as in this node-by-node walk.
 std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks = nullptr,

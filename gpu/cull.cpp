@@ -410,7 +410,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const bool stamps = occlusion && o.phase != OcclusionPhase::single;
     if (Status st = check_ranges(
             impl_of(*im.context), "Culler::record",
-            {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
+            {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
              {"scratch", scratch, self.scratch_size(n, grouped ? mesh_count : 0), false},
              {"visible_ids", out.visible_ids, id_bytes},
              {"draw_commands", out.draw_commands, command_bytes},
@@ -421,6 +421,9 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
              {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0},
              {"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
              {"visibility", o.visibility, stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
+        !st)
+        return st;
+    if (Status st = check_tree_bindings(device_limits(im.context->info()), "Culler::record", n);
         !st)
         return st;
     Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
@@ -465,7 +468,8 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     write_timestamp(cmd, pool, first_query + 0);
 
     const std::uint32_t chunks = chunk_count(n);
-    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
+    const TreeBindings bound = tree_bindings(tree.nodes, n);
+    const BufferRange nodes = bound.nodes;
     PushConstants pc{};
     pc.count = n;
     pc.tiles = chunks;
@@ -476,13 +480,13 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
             // parameters in their place.
             im.traverse_occlusion.dispatch(
                 cmd,
-                {nodes, s.params, s.slots, s.offsets, s.ranks, s.occlusion,
+                {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide, s.occlusion,
                  pyramid ? first_bytes(o.pyramid, pyramid_bytes(o)) : s.occlusion,
                  stamps ? first_bytes(o.visibility, n * 4ull) : s.occlusion},
                 pc, groups(chunks));
         } else {
-            im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks}, pc,
-                                 groups(chunks));
+            im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide},
+                                 pc, groups(chunks));
         }
         compute_barrier(cmd);
     }
@@ -528,10 +532,10 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     impl->options = options;
     // Nothing is compiled here: each kernel on the first cull (Kernel).
     impl->sort = RadixSort(context);
-    impl->traverse = Kernel(context, shaders::lbvh_cull, 5, "lbvh_cull");
-    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 4, "lbvh_cull_views");
+    impl->traverse = Kernel(context, shaders::lbvh_cull, 6, "lbvh_cull");
+    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 5, "lbvh_cull_views");
     impl->traverse_occlusion =
-        Kernel(context, shaders::lbvh_cull_occlusion, 8, "lbvh_cull_occlusion");
+        Kernel(context, shaders::lbvh_cull_occlusion, 9, "lbvh_cull_occlusion");
     impl->build_pyramid = Kernel(context, shaders::depth_pyramid, 1, "depth_pyramid");
     impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
     impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
@@ -579,7 +583,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     for (std::uint32_t v = 0; v < views; ++v) {
         const auto [ids, commands] = out_bytes(outs[v]);
         if (Status st = check_ranges(impl_of(*im.context), "Culler::record_views",
-                                     {{"nodes", tree.nodes, lbvh_nodes_bytes(n)},
+                                     {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
                                       {"scratch", scratch, views_scratch_size(n, views), false},
                                       {"visible_ids", outs[v].visible_ids, ids},
                                       {"draw_commands", outs[v].draw_commands, commands},
@@ -601,6 +605,10 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
                                                   std::to_string(w) + ": " + st.error().message};
         }
     }
+    if (Status st =
+            check_tree_bindings(device_limits(im.context->info()), "Culler::record_views", n);
+        !st)
+        return st;
     if (order == CullOrder::approx) {
         // The approximate order needs each view's near-child-first ranks: carried down one
         // view's traversal they cost less than the root-to-leaf descent per visible leaf the
@@ -641,7 +649,8 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
     write_timestamp(cmd, pool, first_query + 0);
-    const BufferRange nodes = first_bytes(tree.nodes, lbvh_nodes_bytes(n));
+    const TreeBindings bound = tree_bindings(tree.nodes, n);
+    const BufferRange nodes = bound.nodes;
     PushConstants pc{};
     pc.count = n;
     pc.tiles = chunks;
@@ -650,7 +659,8 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         t.offset = views;
         t.shift = static_cast<std::uint32_t>(slot_stride / 4);
         t.key_words = static_cast<std::uint32_t>(count_stride / 4);
-        im.traverse_views.dispatch(cmd, {nodes, s.params, s.slots, s.offsets}, t, groups(chunks));
+        im.traverse_views.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, bound.wide}, t,
+                                   groups(chunks));
         compute_barrier(cmd);
     }
     // One traversal for every view; compaction, sort and emit follow per view (timed together).

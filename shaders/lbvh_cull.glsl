@@ -2,10 +2,19 @@
 // sorted positions [c * kCullChunk, (c + 1) * kCullChunk) and walks the tree depth first (left
 // child first) through the nodes whose leaf range meets its chunk. A node entirely outside
 // one plane is skipped; a node entirely inside all six planes emits its whole leaf range (no
-// more plane tests); a leaf that is neither is seen (the box test of frustum_may_see). Its
-// first sorted position is carried down the traversal (a right child starts after its left
-// sibling's last position). Seen positions go, in LBVH leaf order, to the invocation's own
-// slots, and their number to counts[c]: no atomics, no inter-invocation dependence.
+// more plane tests); a leaf that is neither is seen (the box test of frustum_may_see). Seen
+// positions go, in LBVH leaf order, to the invocation's own slots, and their number to
+// counts[c]: no atomics, no inter-invocation dependence.
+// Each traversal step expands one internal node with one load: its LbvhWideNode (64 bytes,
+// gpu_layout.h) holds both children's bounds and links, so both children are classified from
+// it and never from their own LbvhNode. The root's box is the one LbvhNode read (nodes[0]; the
+// single leaf when n == 1). A child's leaf range follows from the record: the left child
+// starts where its parent does, its last position is its aux (internal) or its own position
+// (leaf), and the right child starts after it and ends where the parent ends. A child decided
+// while its left sibling is descended waits on the stack with its decision: descended later,
+// or its range emitted later (the positions stay in leaf order). The set of nodes classified
+// (a node in the chunk whose parent was descended) is the same as when each node was
+// classified from its own record.
 // With kCullFlagRank (approximate order) it also writes each seen leaf's near-child-first
 // depth-first rank to ranks[] beside its slot: the leaf's index in a depth-first traversal of
 // the whole tree that visits first, at every internal node, the child whose bounds are nearer
@@ -18,6 +27,10 @@
 // is also tested against a depth pyramid (shaders/occlusion.glsl) and rejected with its whole
 // subtree when hidden; no range is accepted whole, each leaf is tested and, in the two-phase
 // scheme, filtered by its visibility stamp (gpu::CullOcclusion).
+// Reads per invocation: the root's bounds (32 B; its id too when n == 1), then 64 B per
+// expanded node, about half the nodes classified. Before the wide records: 16 + 32 B (link,
+// bounds) per classified node and 16 B (the left child's link) per expanded node, about 112 B
+// per expanded node, and for ranks both children's bounds again (64 B).
 // CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
@@ -28,7 +41,7 @@
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Nodes {
     LbvhNode nodes[];
-};
+};  // only the root is read (the compaction reads the leaves)
 layout(std430, binding = 1) readonly buffer Params {
     CullParams params;
 };
@@ -41,33 +54,36 @@ layout(std430, binding = 3) writeonly buffer Counts {
 layout(std430, binding = 4) writeonly buffer Ranks {
     uint ranks[];
 };
+layout(std430, binding = 5) readonly buffer Wide {
+    LbvhWideNode wide[];
+};  // the internal nodes with their children's bounds and links (gpu_layout.h)
 #ifdef CULL_OCCLUSION
-layout(std430, binding = 5) readonly buffer OcclusionParams {
+layout(std430, binding = 6) readonly buffer OcclusionParams {
     CullOcclusionParams occ;
 };
-layout(std430, binding = 6) readonly buffer Pyramid {
+layout(std430, binding = 7) readonly buffer Pyramid {
     float pyramid_texels[];
 };
 // By box id: the frame in which the box was last found visible (0: never).
-layout(std430, binding = 7) buffer Visibility {
+layout(std430, binding = 8) buffer Visibility {
     uint visibility[];
 };
 #include "occlusion.glsl"
 
 // Whether a node that passed the frustum test is hidden behind the pyramid (single and late
 // phases; the early phase has no pyramid yet).
-bool node_occluded(uint node) {
+bool node_occluded(vec3 lo, vec3 hi) {
     if (occ.info.z == kOcclusionEarly) return false;
     vec4 m[4] = occ.view_projection;
-    return box_occluded(nodes[node].lo.xyz, nodes[node].hi.xyz, m, occ.info.xy);
+    return box_occluded(lo, hi, m, occ.info.xy);
 }
 
-// Whether a visible, unoccluded leaf is drawn in this phase: early, the leaves seen last frame;
-// late, those the early phase did not draw, after stamping every one with this frame.
-bool leaf_drawn(uint node) {
+// Whether a visible, unoccluded leaf (box `id`) is drawn in this phase: early, the leaves seen
+// last frame; late, those the early phase did not draw, after stamping every one with this
+// frame.
+bool leaf_drawn(uint id) {
     uint phase = occ.info.z;
     if (phase == kOcclusionSingle) return true;
-    uint id = nodes[node].link.x;
     uint previous = occ.info.w - 1u;
     uint seen = visibility[id];
     if (phase == kOcclusionEarly) return seen == previous;
@@ -76,15 +92,8 @@ bool leaf_drawn(uint node) {
 }
 #endif
 
-// Order-preserving key of the squared distance from the eye to node's bounds, overflow-free
-// (cull_distance.glsl; twin: lbvh::cull_chunk).
-uint node_distance2(vec3 e, uint node) {
-    return cull_distance_key(e, nodes[node].lo.xyz, nodes[node].hi.xyz);
-}
-
 // 0: outside one plane, 1: straddles, 2: inside all planes (same float ops as the C++ test).
-uint classify(uint node) {
-    vec3 lo = nodes[node].lo.xyz, hi = nodes[node].hi.xyz;
+uint classify(vec3 lo, vec3 hi) {
     bool inside = true;
     for (int i = 0; i < 6; ++i) {
         vec4 pl = params.planes[i];
@@ -99,6 +108,41 @@ uint classify(uint node) {
     return inside ? 2u : 1u;
 }
 
+// What becomes of a node in the chunk (decide).
+const uint kSkip = 0u;             // rejected (outside, hidden, or a leaf not drawn)
+const uint kEmit = 1u;             // its leaf range is seen
+const uint kDescend = 2u;          // its children are decided
+const uint kDescendAccepted = 3u;  // the same, inside every plane (no more plane tests)
+// A stack entry whose range waits to be emitted: stack_first holds its first and last
+// positions as offsets into the chunk (below kCullChunk), 16 bits each.
+const uint kEmitEntry = kInvalidNode;
+
+// The decision on node [lo, hi] (a leaf: box `id`) whose parent was `accepted`.
+uint decide(vec3 lo, vec3 hi, bool leaf, uint id, bool accepted, bool want_ranks) {
+    uint cls = accepted ? 2u : classify(lo, hi);
+#ifdef CULL_OCCLUSION
+    // Every node is tested against the pyramid, and every leaf on its own: no range is
+    // emitted whole.
+    if (cls != 0u && node_occluded(lo, hi)) cls = 0u;
+    if (cls == 0u) return kSkip;
+    if (leaf) return leaf_drawn(id) ? kEmit : kSkip;
+#else
+    if ((cls == 2u && (leaf || !want_ranks)) || (cls == 1u && leaf)) return kEmit;
+    if (cls == 0u) return kSkip;
+#endif
+    return cls == 2u ? kDescendAccepted : kDescend;
+}
+
+uint written = 0u;  // slots this invocation has written
+
+// Writes the positions [begin, end] of the chunk starting at `lo` (with ranks, a leaf's).
+void emit_range(uint lo, uint begin, uint end, uint rank, bool want_ranks) {
+    for (uint p = begin; p <= end; ++p) {
+        if (want_ranks) ranks[lo + written] = rank;
+        slots[lo + written++] = p;
+    }
+}
+
 void main() {
     uint c = linear_thread();
     uint chunks = pc.tiles;
@@ -110,71 +154,91 @@ void main() {
     uint leaf_base = n - 1u;
     uint lo = c * kCullChunk;
     uint hi = min(n, lo + kCullChunk) - 1u;  // inclusive
-    uint written = 0u;
 
-    uint stack_node[kTraversalStack];
-    uint stack_first[kTraversalStack];  // high bit: the node lies inside an accepted node
+    // Three words per entry, 1,152 bytes per invocation (as before the wide records).
+    uint stack_node[kTraversalStack];   // a child to descend, or kEmitEntry
+    uint stack_first[kTraversalStack];  // its first position, high bit: accepted (or a range)
     uint stack_rank[kTraversalStack];
     uint top = 0u;
+    // The node expanded next (an internal node decided kDescend*), its first position, the
+    // near-child-first rank of its first leaf, and whether it lies inside every plane. The
+    // root's leaf range [0, n - 1] meets every chunk.
     uint node = 0u;
     uint first = 0u;
-    uint rank = 0u;  // near-child-first rank of the first leaf under node (want_ranks)
-    bool accepted = false;
-    while (true) {
-        uint last = nodes[node].link.w;
-        bool descend = false;
-        if (last >= lo && first <= hi) {
-            uint cls = accepted ? 2u : classify(node);
-            bool leaf = node >= leaf_base;
-#ifdef CULL_OCCLUSION
-            // Every node is tested against the pyramid, and every leaf on its own: no range is
-            // emitted whole.
-            if (cls != 0u && node_occluded(node)) cls = 0u;
-            bool emit = cls != 0u && leaf && leaf_drawn(node);
-            bool down = cls != 0u && !leaf;
-#else
-            bool emit = (cls == 2u && (leaf || !want_ranks)) || (cls == 1u && leaf);
-            bool down = !emit && cls != 0u;
-#endif
-            if (emit) {
-                uint end = min(last, hi);
-                for (uint p = max(first, lo); p <= end; ++p) {
-                    if (want_ranks) ranks[lo + written] = rank;
-                    slots[lo + written++] = p;
-                }
-            } else if (down) {
-                descend = true;
-                accepted = cls == 2u;
-            }
+    uint rank = 0u;
+    uint root = decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, n == 1u ? nodes[0].link.x : 0u,
+                       false, want_ranks);
+    if (root == kEmit) emit_range(lo, lo, hi, 0u, want_ranks);
+    bool accepted = root == kDescendAccepted;
+    bool expand = root >= kDescend;
+    while (expand) {
+        LbvhWideNode w = wide[node];
+        uint left = w.link.x;
+        uint right = w.link.y;
+        bool left_leaf = left >= leaf_base;
+        bool right_leaf = right >= leaf_base;
+        uint split = left_leaf ? left - leaf_base : w.link.z;   // the left child's last position
+        uint last = right_leaf ? right - leaf_base : w.link.w;  // the node's last position
+        uint left_rank = rank;
+        uint right_rank = rank;
+        if (want_ranks) {
+            if (cull_distance_key(eye, wide_lo(w, 1u), wide_hi(w, 1u)) <
+                cull_distance_key(eye, wide_lo(w, 0u), wide_hi(w, 0u)))
+                left_rank += last - split;
+            else
+                right_rank += split - first + 1u;
         }
-        if (descend) {
-            uint left = nodes[node].link.x;
-            uint right = nodes[node].link.y;
-            uint split = nodes[left].link.w;
-            uint left_rank = rank;
-            uint right_rank = rank;
-            if (want_ranks) {
-                if (node_distance2(eye, right) < node_distance2(eye, left))
-                    left_rank += last - split;
-                else
-                    right_rank += split - first + 1u;
-            }
-            if (split + 1u <= hi) {
+        // The node meets the chunk (first <= hi, last >= lo): the left child does when
+        // split >= lo, the right one when split + 1 <= hi.
+        uint go_left = split >= lo ? decide(wide_lo(w, 0u), wide_hi(w, 0u), left_leaf, w.link.z,
+                                            accepted, want_ranks)
+                                   : kSkip;
+        uint go_right = split + 1u <= hi ? decide(wide_lo(w, 1u), wide_hi(w, 1u), right_leaf,
+                                                  w.link.w, accepted, want_ranks)
+                                         : kSkip;
+        if (go_left == kEmit) emit_range(lo, max(first, lo), min(split, hi), left_rank, want_ranks);
+        if (go_left >= kDescend) {
+            // The right child waits for the left subtree.
+            if (go_right == kEmit) {
+                stack_node[top] = kEmitEntry;
+                stack_first[top] = (max(split + 1u, lo) - lo) | ((min(last, hi) - lo) << 16);
+                stack_rank[top] = right_rank;
+                ++top;
+            } else if (go_right >= kDescend) {
                 stack_node[top] = right;
-                stack_first[top] = (split + 1u) | (accepted ? 0x80000000u : 0u);
+                stack_first[top] = (split + 1u) | (go_right == kDescendAccepted ? 0x80000000u : 0u);
                 stack_rank[top] = right_rank;
                 ++top;
             }
             node = left;
             rank = left_rank;
-        } else if (top > 0u) {
+            accepted = go_left == kDescendAccepted;
+            continue;
+        }
+        if (go_right == kEmit)
+            emit_range(lo, max(split + 1u, lo), min(last, hi), right_rank, want_ranks);
+        if (go_right >= kDescend) {
+            node = right;
+            first = split + 1u;
+            rank = right_rank;
+            accepted = go_right == kDescendAccepted;
+            continue;
+        }
+        // Neither child is descended: the next waiting child that is, emitting the waiting
+        // ranges met on the way.
+        expand = false;
+        while (top > 0u && !expand) {
             --top;
-            node = stack_node[top];
-            first = stack_first[top] & 0x7fffffffu;
-            accepted = (stack_first[top] & 0x80000000u) != 0u;
-            rank = stack_rank[top];
-        } else {
-            break;
+            uint f = stack_first[top];
+            if (stack_node[top] == kEmitEntry) {
+                emit_range(lo, lo + (f & 0xffffu), lo + (f >> 16), stack_rank[top], want_ranks);
+            } else {
+                node = stack_node[top];
+                first = f & 0x7fffffffu;
+                accepted = (f & 0x80000000u) != 0u;
+                rank = stack_rank[top];
+                expand = true;
+            }
         }
     }
     counts[c] = written;

@@ -279,7 +279,7 @@ TEST_F(BufferRangeTest, CullRefusesBadRanges) {
     gpu::Culler& c = **culler;
     expect_refusals({"Culler::record",
                      {"nodes", "scratch", "visible_ids", "draw_commands", "draw_count"},
-                     {node_bytes(n), c.scratch_size(n), capacity * 4ull,
+                     {tree_bytes(n), c.scratch_size(n), capacity * 4ull,
                       capacity * sizeof(VkDrawIndexedIndirectCommand), 8},
                      [&](VkCommandBuffer cmd, const std::vector<BufferRange>& r) {
                          return c.record(cmd, {r[0], n}, f, CullOrder::exact, r[1],

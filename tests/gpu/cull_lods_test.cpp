@@ -17,6 +17,7 @@
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh_cull.hpp"
+#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -403,7 +404,7 @@ TEST_F(CullLodsTest, RefusesBadTablesAndIds) {
     auto buf = ctx.create_buffer(1 << 16, gpu::MemoryKind::device);
     ASSERT_TRUE(buf);
     const VkBuffer h = buf->handle();
-    const gpu::LbvhTree tree{{h, 0, 256}, 2};
+    const gpu::LbvhTree tree{{h, 10240, gpu::lbvh_tree_bytes(2)}, 2};
     const gpu::BufferRange scratch{h, 256, 8192}, table{h, 8448, 288}, ids{h, 8960, 256};
     const gpu::CullOutput out{{h, 9216, 256}, {h, 9472, 256}, {h, 9728, 256}, 2};
     Status zero, small, overlap;

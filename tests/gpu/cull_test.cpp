@@ -14,6 +14,9 @@
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
 #include "lbvh_cull.hpp"
+#include "lbvh_gated.hpp"
+#include "scale.hpp"
+#include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -340,6 +343,134 @@ TEST_F(CullTest, RecordViewsEqualsOneViewRecords) {
     ASSERT_FALSE(overlap);
     EXPECT_NE(overlap.error().message.find("views 0 and 1"), std::string::npos)
         << overlap.error().message;
+}
+
+// Test 6: the traversals reach every node but the root through its parent's LbvhWideNode
+// (lbvh_cull.comp, lbvh_cull_views.comp, lbvh_cull_occlusion.comp in its early phase): with
+// the LbvhNode of every internal node but the root poisoned after the build (all bits set: NaN
+// bounds, links far out of range; the compaction reads only leaves), record and record_views
+// still equal the twin of the tree as built, both orders; with every child box of the wide
+// records moved far outside the views (the LbvhNode leaves untouched), nothing is seen.
+TEST_F(CullTest, TraversalsReadChildrenFromWideRecords) {
+    auto scene = generate_scene("clustered", 3000);
+    ASSERT_TRUE(scene);
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    gpu::Context& ctx = gpu_context();
+    auto culler = make_culler();
+    auto lbvh = gpu::Lbvh::create(ctx);
+    ASSERT_TRUE(culler && lbvh);
+    std::vector<Frustum> frusta;
+    for (const Camera& cam : cameras_for(scene->boxes)) frusta.push_back(frustum_of(cam));
+    if (frusta.size() > gpu::kMaxCullViews) frusta.resize(gpu::kMaxCullViews);
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    auto make = [&](VkDeviceSize size) {
+        auto b = ctx.create_buffer(std::max<VkDeviceSize>(size, 4), gpu::MemoryKind::device);
+        EXPECT_TRUE(b);
+        return b ? std::move(b.value()) : gpu::Buffer();
+    };
+    const gpu::LbvhRequirements req = lbvh.value()->requirements(n);
+    gpu::Buffer boxes = make(n * 32ull), nodes = make(req.nodes), build = make(req.scratch),
+                scratch = make(culler->views_scratch_size(n, views)), visibility = make(n * 4ull);
+    std::vector<gpu::Buffer> ids, commands, counts;
+    std::vector<gpu::CullOutput> outs;
+    for (std::uint32_t v = 0; v < views; ++v) {
+        ids.push_back(make(n * 4ull));
+        commands.push_back(make(n * 20ull));
+        counts.push_back(make(8));
+        outs.push_back(
+            {gpu::whole(ids.back()), gpu::whole(commands.back()), gpu::whole(counts.back()), n});
+    }
+    const auto gpu_boxes = gpu::to_gpu_boxes(scene->boxes);
+    ASSERT_TRUE(ctx.upload(boxes, gpu_boxes.data(), n * 32ull));
+    // The early phase of frame 2 keeps the leaves stamped 1: all of them.
+    const std::vector<std::uint32_t> stamped(n, 1);
+    ASSERT_TRUE(ctx.upload(visibility, stamped.data(), n * 4ull));
+    Status s = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        EXPECT_TRUE(lbvh.value()->record_build(
+            cmd, {gpu::whole(boxes), gpu::whole(nodes), gpu::whole(build)}, n));
+    });
+    ASSERT_TRUE(s) << s.error().message;
+    std::vector<gpu_layout::LbvhNode> built(2 * n - 1);
+    ASSERT_TRUE(ctx.download(nodes, built.data(), built.size() * sizeof(built[0])));
+    ASSERT_NO_FATAL_FAILURE(expect_wide_nodes_match(ctx, nodes, built));
+    s = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::fill(cmd, {nodes.handle(), sizeof(built[0]), (n - 2ull) * sizeof(built[0])},
+                  0xffffffffu);
+    });
+    ASSERT_TRUE(s) << s.error().message;
+
+    gpu::CullOcclusion early;
+    early.phase = gpu::OcclusionPhase::early;
+    early.visibility = gpu::whole(visibility);
+    early.frame = 2;
+    // [order][kind: record, record_views, record with early occlusion][view]: the visible ids.
+    auto cull_all = [&](CullOrder order, int kind) {
+        std::vector<std::vector<std::uint32_t>> got(views);
+        Status st = ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            if (kind == 1) {
+                Status r = culler->record_views(cmd, {gpu::whole(nodes), n}, frusta, order,
+                                                gpu::whole(scratch), outs);
+                EXPECT_TRUE(r) << (r ? "" : r.error().message);
+                return;
+            }
+            for (std::uint32_t v = 0; v < views; ++v) {
+                Status r = kind == 2 ? culler->record(cmd, {gpu::whole(nodes), n}, frusta[v], order,
+                                                      gpu::whole(scratch), outs[v], nullptr, early)
+                                     : culler->record(cmd, {gpu::whole(nodes), n}, frusta[v], order,
+                                                      gpu::whole(scratch), outs[v]);
+                EXPECT_TRUE(r) << (r ? "" : r.error().message);
+                gpu::compute_barrier(cmd);  // the next view reuses the scratch
+            }
+        });
+        EXPECT_TRUE(st) << (st ? "" : st.error().message);
+        for (std::uint32_t v = 0; v < views; ++v) {
+            std::uint32_t c[2] = {0, 0};
+            EXPECT_TRUE(ctx.download(counts[v], c, 8));
+            EXPECT_EQ(c[0], c[1]);
+            got[v].resize(c[0]);
+            if (c[0] > 0) {
+                EXPECT_TRUE(ctx.download(ids[v], got[v].data(), c[0] * 4ull));
+            }
+        }
+        return got;
+    };
+    std::size_t seen = 0;
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        for (int kind = 0; kind < 3; ++kind) {
+            SCOPED_TRACE(std::string(order == CullOrder::exact ? "exact" : "approx") + " kind " +
+                         std::to_string(kind));
+            const auto got = cull_all(order, kind);
+            for (std::uint32_t v = 0; v < views; ++v) {
+                std::vector<std::uint32_t> stamps = stamped;
+                lbvh::CullOcclusionTwin twin;
+                twin.phase = gpu_layout::kOcclusionEarly;
+                twin.visibility = &stamps;
+                twin.frame = 2;
+                EXPECT_EQ(got[v],
+                          lbvh::cull(built, n, frusta[v], order, kind == 2 ? &twin : nullptr))
+                    << "view " << v;
+                seen += got[v].size();
+            }
+        }
+    }
+    EXPECT_GT(seen, 0u);
+
+    // Every child box of the wide records (bounds only, links kept) turned inside out, lo
+    // 1e30 and hi -1e30 on every axis: outside every plane of every view. Only the root's own
+    // box (from its LbvhNode) is left to see.
+    auto wide = gpu::download_wide_nodes(ctx, nodes, n);
+    ASSERT_TRUE(wide) << wide.error().message;
+    for (gpu_layout::LbvhWideNode& w : wide.value()) {
+        w.a = {1e30f, 1e30f, 1e30f, -1e30f};    // left lo, left hi x
+        w.b = {-1e30f, -1e30f, 1e30f, 1e30f};   // left hi y z, right lo x y
+        w.c = {1e30f, -1e30f, -1e30f, -1e30f};  // right lo z, right hi
+    }
+    ASSERT_TRUE(ctx.upload(nodes, wide->data(), wide->size() * sizeof(gpu_layout::LbvhWideNode),
+                           gpu::lbvh_wide_offset(n)));
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx})
+        for (int kind = 0; kind < 3; ++kind)
+            for (const auto& got : cull_all(order, kind))
+                EXPECT_TRUE(got.empty()) << "kind " << kind << ": " << got.size() << " seen";
 }
 
 // Test 5: empty scene; invalid boxes rejected naming the box.
