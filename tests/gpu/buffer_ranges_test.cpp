@@ -296,7 +296,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     const std::uint32_t n = 1000, count = 50, capacity = 200, work = 256;
     const std::vector<std::string> names{"nodes",   "queries", "offsets", "ids",
                                          "scratch", "",        "work"};
-    const std::vector<VkDeviceSize> sizes{node_bytes(n),
+    const std::vector<VkDeviceSize> sizes{tree_bytes(n),
                                           count * sizeof(GpuBox),
                                           (count + 1ull) * 4,
                                           capacity * 4ull,
@@ -322,7 +322,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     expect_refusals(
         {"LbvhQueries::record_ray_cast",
          {"nodes", "rays", "hits", "status", "work"},
-         {node_bytes(n), rays * sizeof(GpuRay), rays * sizeof(GpuRayHit), sizeof(TraversalStatus),
+         {tree_bytes(n), rays * sizeof(GpuRay), rays * sizeof(GpuRayHit), sizeof(TraversalStatus),
           gpu::traversal_work_bytes(work)},
          [&](VkCommandBuffer cmd, const std::vector<BufferRange>& r) {
              return q.record_ray_cast(cmd, {r[0], n}, {r[1], r[2], r[3], {r[4], work}}, rays);
