@@ -133,8 +133,8 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     // Nothing is compiled here: each kernel on the first call that records it (Kernel).
     impl->scan = RadixSort(context);
     impl->rounds = TraversalRounds(context);
-    impl->query = Kernel(context, shaders::lbvh_query, 7, "lbvh_query");
-    impl->raycast = Kernel(context, shaders::lbvh_raycast, 5, "lbvh_raycast");
+    impl->query = Kernel(context, shaders::lbvh_query, 8, "lbvh_query");
+    impl->raycast = Kernel(context, shaders::lbvh_raycast, 6, "lbvh_raycast");
     auto timestamps = Timestamps::create(context, 7);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());
@@ -152,15 +152,21 @@ Status check_region_ranges(const ContextImpl& context, const char* recorder,
                            const LbvhQueries& self, const LbvhTree& tree,
                            const RegionQueryBuffers& b, std::uint32_t queries, std::uint32_t pass) {
     const BufferRange& status = pass == kQueryCount ? b.count_status : b.fill_status;
-    return check_ranges(
-        context, recorder,
-        {{"nodes", tree.nodes, lbvh_nodes_bytes(tree.n)},
-         {"queries", b.queries, bound(queries * sizeof(GpuBox))},
-         {"offsets", b.offsets, (queries + 1ull) * 4},
-         {"ids", b.ids, bound(b.capacity * 4ull)},
-         {"scratch", b.scratch, bound(self.scan_scratch_size(queries)), false},
-         {pass == kQueryCount ? "count_status" : "fill_status", status, sizeof(TraversalStatus)},
-         {"work", b.traversal.work, work_range_bytes(b.traversal)}});
+    if (Status st =
+            check_ranges(context, recorder,
+                         {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false},
+                          {"queries", b.queries, bound(queries * sizeof(GpuBox))},
+                          {"offsets", b.offsets, (queries + 1ull) * 4},
+                          {"ids", b.ids, bound(b.capacity * 4ull)},
+                          {"scratch", b.scratch, bound(self.scan_scratch_size(queries)), false},
+                          {pass == kQueryCount ? "count_status" : "fill_status", status,
+                           sizeof(TraversalStatus)},
+                          {"work", b.traversal.work, work_range_bytes(b.traversal)}});
+        !st)
+        return st;
+    // The tree's range holds its LbvhNode and LbvhWideNode arrays, bound as two descriptors
+    // (tree_bindings), each checked on its own.
+    return check_tree_bindings(device_limits(context.info), recorder, tree.n);
 }
 
 // Records one bounded traversal of the region query kernel (count or fill pass).
@@ -177,14 +183,16 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
     pc.capacity = b.capacity;
     pc.flags = pass;
     pc.tiles = b.traversal.capacity;
+    const TreeBindings t = tree_bindings(tree.nodes, tree.n);
     const std::initializer_list<BufferRange> bindings = {
-        first_bytes(tree.nodes, lbvh_nodes_bytes(tree.n)),
+        t.nodes,
         first_bytes(b.queries, queries * sizeof(GpuBox)),
         first_bytes(b.offsets, (queries + 1ull) * 4),
         first_bytes(b.ids, b.capacity * 4ull),
         status,
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
-        first_bytes(b.scratch, queries * 4ull)};
+        first_bytes(b.scratch, queries * 4ull),
+        t.wide};
     rounds.record_kernel(cmd, status, b.traversal, kernel, bindings, pc, groups(queries));
 }
 
@@ -231,11 +239,15 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                     const RayQueryBuffers& b, std::uint32_t rays) {
     const VkDeviceSize work_bytes = work_range_bytes(b.traversal);
     if (Status st = check_ranges(impl_of(*impl_->context), "LbvhQueries::record_ray_cast",
-                                 {{"nodes", tree.nodes, lbvh_nodes_bytes(tree.n)},
+                                 {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false},
                                   {"rays", b.rays, bound(rays * sizeof(GpuRay))},
                                   {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},
                                   {"status", b.status, sizeof(TraversalStatus)},
                                   {"work", b.traversal.work, work_bytes}});
+        !st)
+        return st;
+    if (Status st = check_tree_bindings(device_limits(impl_->context->info()),
+                                        "LbvhQueries::record_ray_cast", tree.n);
         !st)
         return st;
     if (Status st = ready({&impl_->raycast}); !st) return st;
@@ -247,10 +259,14 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
     pc.count = rays;
     pc.offset = tree.n;
     pc.tiles = b.traversal.capacity;
+    const TreeBindings t = tree_bindings(tree.nodes, tree.n);
     const std::initializer_list<BufferRange> bindings = {
-        first_bytes(tree.nodes, lbvh_nodes_bytes(tree.n)),
-        first_bytes(b.rays, rays * sizeof(GpuRay)), first_bytes(b.hits, rays * sizeof(GpuRayHit)),
-        status, first_bytes(b.traversal.work, work_bytes)};
+        t.nodes,
+        first_bytes(b.rays, rays * sizeof(GpuRay)),
+        first_bytes(b.hits, rays * sizeof(GpuRayHit)),
+        status,
+        first_bytes(b.traversal.work, work_bytes),
+        t.wide};
     const Kernel& raycast = impl_->raycast;
     impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, groups(rays));
     // The finish step left the arguments of one invocation per candidate.

@@ -9,6 +9,10 @@
 // visiting order with no atomics; the queued items of a query add to offsets[q] (count pass)
 // or take slots from cursors[q] (fill pass; round 0 leaves it at offsets[q] + its own hits)
 // with atomics, so only their order within the query varies.
+// Each step reads one 64-byte LbvhWideNode of the node it expands (both children's bounds and
+// links; a leaf child's box id is its aux), never the children's LbvhNode records (a link and
+// two child nodes were 112 B); only n == 1, whose single leaf is node 0 and which has no wide
+// record, reads the LbvhNode array.
 // CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -36,6 +40,9 @@ layout(std430, binding = 5) buffer Work {
 layout(std430, binding = 6) buffer Cursors {
     uint cursors[];
 };
+layout(std430, binding = 7) readonly buffer Wide {
+    LbvhWideNode wide[];
+};  // internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
 
 #include "traversal.glsl"
 
@@ -76,15 +83,15 @@ void main() {
     uint top = 0u;
     bool done = false;
     for (uint step = 0u; step < kTraversalBudget; ++step) {
-        uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
+        LbvhWideNode w = wide[node];  // the step's one load: both children, bounds and links
         uint descend = kInvalidNode;
-        for (int c = 0; c < 2; ++c) {
-            uint child = children[c];
-            if (!boxes_overlap(lo, hi, nodes[child].lo.xyz, nodes[child].hi.xyz)) continue;
+        for (uint c = 0u; c < 2u; ++c) {
+            uint child = c == 0u ? w.link.x : w.link.y;
+            if (!boxes_overlap(lo, hi, wide_lo(w, c), wide_hi(w, c))) continue;
             if (child >= leaf_base) {
                 if (fill) {
                     uint slot = root ? base + found : atomicAdd(cursors[q], 1u);
-                    if (slot < pc.capacity) ids[slot] = nodes[child].link.x;
+                    if (slot < pc.capacity) ids[slot] = c == 0u ? w.link.z : w.link.w;  // box id
                 }
                 ++found;
             } else if (descend == kInvalidNode) {

@@ -14,6 +14,11 @@
 // candidate; after the last round the resolve pass (kRayResolve) takes, among the candidates
 // whose t equals the final minimum, the smallest id (hits[r].id starts at kInvalidNode, the
 // largest uint).
+// Each step reads one 64-byte LbvhWideNode of the node it expands (both children's bounds and
+// links; a leaf child's box id is its aux), never the children's LbvhNode records (a link and
+// two child nodes were 112 B). The LbvhNode array is read only for the start node's own box
+// (the root, or a queued item's node) and for n == 1 (the single leaf is node 0, no wide
+// record).
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -35,6 +40,9 @@ layout(std430, binding = 3) buffer TStatus {
 layout(std430, binding = 4) buffer Work {
     uint work[];
 };
+layout(std430, binding = 5) readonly buffer Wide {
+    LbvhWideNode wide[];
+};  // internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
 
 #include "traversal.glsl"
 
@@ -70,10 +78,10 @@ bool slabs(vec3 lo, vec3 hi, out float t_near, out float t_far) {
     return true;
 }
 
-// Conservative node test (twin: lbvh::ray_may_hit_node).
-bool may_hit_node(uint node, float best_t, out float t_near) {
+// Conservative node test of an internal node's bounds (twin: lbvh::ray_may_hit_node).
+bool may_hit_node(vec3 lo, vec3 hi, float best_t, out float t_near) {
     float t_far;
-    if (!slabs(nodes[node].lo.xyz, nodes[node].hi.xyz, t_near, t_far)) return false;
+    if (!slabs(lo, hi, t_near, t_far)) return false;
     return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
 }
 
@@ -143,7 +151,10 @@ void main() {
         float stack_t[kTraversalStack];  // entry t of each stacked subtree
         float t_node;
         done = false;
-        if (!may_hit_node(node, best_t, t_node)) node = kInvalidNode;
+        // The start node's own box: the root's, or a queued item's tested again against the
+        // ray's shared minimum (32 B once per item, not per step).
+        if (!may_hit_node(nodes[node].lo.xyz, nodes[node].hi.xyz, best_t, t_node))
+            node = kInvalidNode;
         // One step expands `node`, or (node == kInvalidNode) pops the next stacked subtree
         // unless its entry is past the best hit so far. (No loop nested in this one: Mesa 22.3's
         // lavapipe ran a later loop of this kernel only once after a break out of a nested
@@ -160,14 +171,14 @@ void main() {
                 uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
                 float cand_t[2] = float[2](0.0, 0.0);
                 uint found = 0u;
-                uint children[2] = uint[2](nodes[node].link.x, nodes[node].link.y);
-                for (int c = 0; c < 2; ++c) {
-                    uint child = children[c];
+                LbvhWideNode w = wide[node];  // the step's one load: both children
+                for (uint c = 0u; c < 2u; ++c) {
+                    uint child = c == 0u ? w.link.x : w.link.y;
+                    vec3 lo = wide_lo(w, c), hi = wide_hi(w, c);
                     if (child >= leaf_base) {
                         float t, t_far;
-                        if (slabs(nodes[child].lo.xyz, nodes[child].hi.xyz, t, t_far) &&
-                            t <= t_far) {
-                            uint id = nodes[child].link.x;
+                        if (slabs(lo, hi, t, t_far) && t <= t_far) {
+                            uint id = c == 0u ? w.link.z : w.link.w;  // a leaf's aux: box id
                             if (t < best_t || (t == best_t && id < best_id)) {
                                 best_t = t;
                                 best_id = id;
@@ -175,7 +186,7 @@ void main() {
                         }
                     } else {
                         float t;
-                        if (may_hit_node(child, best_t, t)) {
+                        if (may_hit_node(lo, hi, best_t, t)) {
                             cand[found] = child;
                             cand_t[found] = t;
                             ++found;

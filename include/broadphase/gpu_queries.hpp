@@ -83,8 +83,11 @@ public:
 
     /// Records the count pass and its scan: offsets[q] = number of boxes overlapping query q,
     /// then scanned in place, so offsets[q] is query q's first slot and offsets[Q] the total
-    /// (the ids capacity needed; the caller keeps it below 2^32). Preconditions: the tree's
-    /// nodes and `queries` visible to compute-shader reads. Postcondition: offsets written and
+    /// (the ids capacity needed; the caller keeps it below 2^32). `tree.nodes` is the whole
+    /// node range a build wrote (Lbvh::requirements(n).nodes bytes: the LbvhNode array, then
+    /// the LbvhWideNode records that every traversal step reads, 64 bytes each; the same for
+    /// record_region_fill and record_ray_cast). Preconditions: the tree's nodes and `queries`
+    /// visible to compute-shader reads. Postcondition: offsets written and
     /// made visible to later compute-shader reads and writes (ends with a compute barrier);
     /// a transfer read of offsets needs the caller's barrier (srcStage COMPUTE_SHADER,
     /// srcAccess SHADER_WRITE). `ids` (bound, not written) and `fill_status` are not used.

@@ -296,7 +296,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     const std::uint32_t n = 1000, count = 50, capacity = 200, work = 256;
     const std::vector<std::string> names{"nodes",   "queries", "offsets", "ids",
                                          "scratch", "",        "work"};
-    const std::vector<VkDeviceSize> sizes{node_bytes(n),
+    const std::vector<VkDeviceSize> sizes{tree_bytes(n),
                                           count * sizeof(GpuBox),
                                           (count + 1ull) * 4,
                                           capacity * 4ull,
@@ -322,11 +322,55 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     expect_refusals(
         {"LbvhQueries::record_ray_cast",
          {"nodes", "rays", "hits", "status", "work"},
-         {node_bytes(n), rays * sizeof(GpuRay), rays * sizeof(GpuRayHit), sizeof(TraversalStatus),
+         {tree_bytes(n), rays * sizeof(GpuRay), rays * sizeof(GpuRayHit), sizeof(TraversalStatus),
           gpu::traversal_work_bytes(work)},
          [&](VkCommandBuffer cmd, const std::vector<BufferRange>& r) {
              return q.record_ray_cast(cmd, {r[0], n}, {r[1], r[2], r[3], {r[4], work}}, rays);
          }});
+
+    // A tree range large enough whose node array is over maxStorageBufferRange: each recorder
+    // refuses it (limit_exceeded, the node binding named) before binding anything.
+    gpu::ContextOptions options;
+    options.validation = true;
+    options.max_storage_buffer_range = 64 * 1024;
+    auto capped = gpu::Context::create(options);
+    ASSERT_TRUE(capped) << capped.error().message;
+    auto small = gpu::LbvhQueries::create(**capped);
+    ASSERT_TRUE(small);
+    const std::uint32_t big = 2000;  // 3999 nodes: 191,952 bytes
+    std::vector<VkDeviceSize> big_sizes = sizes;
+    big_sizes[0] = tree_bytes(big);
+    std::vector<gpu::Buffer> buffers;
+    std::vector<BufferRange> r;
+    for (VkDeviceSize size : big_sizes) {
+        auto b = (*capped)->create_buffer(size, gpu::MemoryKind::device);
+        ASSERT_TRUE(b);
+        buffers.push_back(std::move(b.value()));
+        r.push_back(gpu::whole(buffers.back()));
+    }
+    const gpu::LbvhTree tree{r[0], big};
+    for (int kind = 0; kind < 3; ++kind) {
+        Status recorded;
+        ASSERT_TRUE((*capped)->submit_and_wait([&](VkCommandBuffer cmd) {
+            if (kind == 0)
+                recorded = (*small)->record_region_count(
+                    cmd, tree, {r[1], r[2], r[3], capacity, r[4], r[5], {}, {r[6], work}}, count);
+            else if (kind == 1)
+                recorded = (*small)->record_region_fill(
+                    cmd, tree, {r[1], r[2], r[3], capacity, r[4], {}, r[5], {r[6], work}}, count);
+            else  // the ray buffers fit the region ranges: 40 rays of 32 B, hits of 8 B
+                recorded =
+                    (*small)->record_ray_cast(cmd, tree, {r[1], r[3], r[5], {r[6], work}}, rays);
+        }));
+        ASSERT_FALSE(recorded) << kind;
+        EXPECT_EQ(recorded.error().code, ErrorCode::limit_exceeded) << recorded.error().message;
+        EXPECT_NE(recorded.error().message.find("the node buffer needs " +
+                                                std::to_string(node_bytes(big)) +
+                                                " bytes bound as one storage buffer"),
+                  std::string::npos)
+            << recorded.error().message;
+    }
+    EXPECT_EQ((*capped)->validation_errors(), 0u);
 }
 
 // Test 4: the moving scene's frame and refit, each range short or misaligned in turn; a

@@ -15,13 +15,17 @@
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
+#include "lbvh.hpp"
 #include "lbvh_queries.hpp"
+#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {
 
 using gpu_layout::GpuBox;
+using gpu_layout::kInvalidNode;
 using gpu_layout::LbvhNode;
+using gpu_layout::LbvhWideNode;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -178,6 +182,21 @@ void expect_near_t(float gpu, float cpu, const std::string& what) {
     EXPECT_LE(std::fabs(gpu - cpu), 1e-5f * std::max(std::fabs(gpu), std::fabs(cpu))) << what;
 }
 
+// A tree's whole node range in a new device buffer (gpu/scale.hpp): its 2n - 1 `nodes`, then
+// from lbvh_wide_offset(n) its n - 1 `wide` records (what a build writes, or not).
+gpu::Buffer upload_tree(std::span<const LbvhNode> nodes, std::span<const LbvhWideNode> wide) {
+    auto& ctx = gpu_context();
+    const auto n = static_cast<std::uint32_t>((nodes.size() + 1) / 2);
+    auto tree = ctx.create_buffer(gpu::lbvh_tree_bytes(n), gpu::MemoryKind::device);
+    EXPECT_TRUE(tree) << (tree ? "" : tree.error().message);
+    if (!tree) return {};
+    EXPECT_TRUE(ctx.upload(*tree, nodes.data(), nodes.size_bytes()));
+    if (!wide.empty()) {
+        EXPECT_TRUE(ctx.upload(*tree, wide.data(), wide.size_bytes(), gpu::lbvh_wide_offset(n)));
+    }
+    return std::move(tree.value());
+}
+
 void check_scene(std::span<const Box> boxes, std::size_t queries) {
     auto q = built_queries(boxes);
     ASSERT_TRUE(q);
@@ -325,9 +344,10 @@ TEST_F(QueriesTest, HugeRegionsGrowTheOutput) {
     }
 }
 
-// Test 6: the recorders on caller-owned buffers with a too-small id capacity: the scanned
-// total is exact, the stored prefix matches the twin's traversal order, and after growing
-// the fill pass stores every hit in exactly the twin's order.
+// Test 6: the recorders on caller-owned buffers (the tree's range: its nodes, then their wide
+// records) with a too-small id capacity: the scanned total is exact, the stored prefix matches
+// the twin's traversal order, and after growing the fill pass stores every hit in exactly the
+// twin's order.
 TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     auto& ctx = gpu_context();
     auto scene = generate_scene("mixed_sizes", 3000);
@@ -343,7 +363,7 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     const auto count = static_cast<std::uint32_t>(regions.size());
     std::vector<GpuBox> gpu_regions = gpu::to_gpu_boxes(regions);
 
-    auto nodes = ctx.create_buffer(tree_nodes->size() * sizeof(LbvhNode), gpu::MemoryKind::device);
+    const gpu::Buffer nodes = upload_tree(tree_nodes.value(), lbvh::wide_nodes(tree_nodes.value()));
     auto qbuf = ctx.create_buffer(count * sizeof(GpuBox), gpu::MemoryKind::device);
     auto offsets = ctx.create_buffer((count + 1) * 4, gpu::MemoryKind::device);
     auto scratch = ctx.create_buffer(std::max<VkDeviceSize>(queries->scan_scratch_size(count), 4),
@@ -355,8 +375,8 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     const std::uint32_t work_capacity = 256;
     auto work =
         ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
-    ASSERT_TRUE(nodes && qbuf && offsets && scratch && count_status && fill_status && work);
-    ASSERT_TRUE(ctx.upload(*nodes, tree_nodes->data(), tree_nodes->size() * sizeof(LbvhNode)));
+    ASSERT_NE(nodes.handle(), VK_NULL_HANDLE);
+    ASSERT_TRUE(qbuf && offsets && scratch && count_status && fill_status && work);
     ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
 
     std::vector<std::uint32_t> expected_offsets{0}, expected_ids;
@@ -375,8 +395,8 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
                                   gpu::whole(*fill_status), {gpu::whole(*work), work_capacity}};
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::compute_barrier(cmd);
-            EXPECT_TRUE(queries->record_region_count(cmd, {gpu::whole(*nodes), n}, b, count));
-            EXPECT_TRUE(queries->record_region_fill(cmd, {gpu::whole(*nodes), n}, b, count));
+            EXPECT_TRUE(queries->record_region_count(cmd, {gpu::whole(nodes), n}, b, count));
+            EXPECT_TRUE(queries->record_region_fill(cmd, {gpu::whole(nodes), n}, b, count));
             gpu::compute_barrier(cmd);
         }));
         std::vector<std::uint32_t> got_offsets(count + 1), got_ids(capacity);
@@ -391,6 +411,161 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
         EXPECT_EQ(st[0].flags, 0u);
         EXPECT_EQ(st[1].flags, 0u);
     }
+}
+
+// Test 6b: each traversal step reads the expanded node's LbvhWideNode, not the children's
+// LbvhNode records: a tree whose nodes are the build's but whose wide records give one leaf
+// another box id and shrink another leaf's box answers regions and rays as the twins do over
+// nodes carrying the same two changes, which differ from the twins over the built nodes.
+TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
+    auto& ctx = gpu_context();
+    auto scene = generate_scene("mixed_sizes", 3000);
+    ASSERT_TRUE(scene);
+    gpu::Lbvh* lbvh = shared_lbvh();
+    ASSERT_TRUE(lbvh);
+    auto built = lbvh->build_nodes(scene->boxes);
+    ASSERT_TRUE(built) << built.error().message;
+    const std::vector<LbvhNode>& original = built.value();
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    const std::uint32_t leaf_base = n - 1;
+    auto contains = [](const Box& b, const Vec3& p) {
+        return b.min.x <= p.x && p.x <= b.max.x && b.min.y <= p.y && p.y <= b.max.y &&
+               b.min.z <= p.z && p.z <= b.max.z;
+    };
+    auto center = [](const Box& b) {
+        return Vec3{0.5f * (b.min.x + b.max.x), 0.5f * (b.min.y + b.max.y),
+                    0.5f * (b.min.z + b.max.z)};
+    };
+    // A left leaf child whose box's centre lies in no other box (a ray from there hits it
+    // first), and a right leaf child of another node with extent on every axis.
+    std::uint32_t renamed = kInvalidNode, shrunk = kInvalidNode;
+    for (std::uint32_t i = 0; i < leaf_base && renamed == kInvalidNode; ++i) {
+        const std::uint32_t child = original[i].link.x;
+        if (child < leaf_base) continue;
+        const std::uint32_t id = original[child].link.x;
+        const Vec3 c = center(scene->boxes[id]);
+        bool alone = true;
+        for (std::uint32_t k = 0; k < n && alone; ++k)
+            alone = k == id || !contains(scene->boxes[k], c);
+        if (alone) renamed = i;
+    }
+    for (std::uint32_t i = 0; i < leaf_base && shrunk == kInvalidNode; ++i) {
+        const LbvhNode& leaf = original[original[i].link.y];
+        if (i != renamed && original[i].link.y >= leaf_base && leaf.lo.x < leaf.hi.x &&
+            leaf.lo.y < leaf.hi.y && leaf.lo.z < leaf.hi.z)
+            shrunk = i;
+    }
+    ASSERT_NE(renamed, kInvalidNode);
+    ASSERT_NE(shrunk, kInvalidNode);
+    const std::uint32_t renamed_leaf = original[renamed].link.x;
+    const std::uint32_t renamed_id = original[renamed_leaf].link.x;
+    const std::uint32_t shrunk_leaf = original[shrunk].link.y;
+    const Box shrunk_box = {
+        {original[shrunk_leaf].lo.x, original[shrunk_leaf].lo.y, original[shrunk_leaf].lo.z},
+        {original[shrunk_leaf].hi.x, original[shrunk_leaf].hi.y, original[shrunk_leaf].hi.z}};
+    const std::uint32_t new_id = n + 5;  // no box has it
+    std::vector<LbvhNode> changed = original;
+    changed[renamed_leaf].link.x = new_id;
+    changed[shrunk_leaf].hi = {center(shrunk_box).x, center(shrunk_box).y, center(shrunk_box).z,
+                               changed[shrunk_leaf].hi.w};
+    const std::vector<LbvhWideNode> wide = lbvh::wide_nodes(changed);
+    ASSERT_EQ(wide[renamed].link.z, new_id);
+    // The GPU gets the built nodes with the changed wide records.
+    const gpu::Buffer tree = upload_tree(original, wide);
+    ASSERT_NE(tree.handle(), VK_NULL_HANDLE);
+    auto queries = make_queries();
+    ASSERT_TRUE(queries);
+
+    // Regions: the two leaves' boxes, the shrunk one's upper corner, and the usual ones.
+    std::vector<Box> regions = make_regions(scene->boxes, 100);
+    regions.push_back(scene->boxes[renamed_id]);
+    regions.push_back(shrunk_box);
+    regions.push_back({shrunk_box.max, shrunk_box.max});
+    const auto count = static_cast<std::uint32_t>(regions.size());
+    std::vector<std::uint32_t> want_offsets{0}, want_ids, before_ids;
+    for (const Box& r : regions) {
+        lbvh::query_region(changed, r, want_ids);
+        lbvh::query_region(original, r, before_ids);
+        want_offsets.push_back(static_cast<std::uint32_t>(want_ids.size()));
+    }
+    ASSERT_NE(want_ids, before_ids);  // the changes show in the twin's answers
+    const auto capacity = static_cast<std::uint32_t>(want_ids.size());
+    const std::uint32_t work_capacity = 256;
+    const std::vector<GpuBox> gpu_regions = gpu::to_gpu_boxes(regions);
+    auto qbuf = ctx.create_buffer(count * sizeof(GpuBox), gpu::MemoryKind::device);
+    auto offsets = ctx.create_buffer((count + 1) * 4, gpu::MemoryKind::device);
+    auto ids = ctx.create_buffer(capacity * 4ull, gpu::MemoryKind::device);
+    auto scratch = ctx.create_buffer(queries->scan_scratch_size(count), gpu::MemoryKind::device);
+    auto status = ctx.create_buffer(3 * 256, gpu::MemoryKind::device);
+    auto work =
+        ctx.create_buffer(gpu::traversal_work_bytes(work_capacity), gpu::MemoryKind::device);
+    ASSERT_TRUE(qbuf && offsets && ids && scratch && status && work);
+    ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
+    // Rays from the renamed box's centre (its box is hit first, at t = 0) and the usual ones.
+    std::vector<Ray> rays = make_rays(scene->boxes, 100);
+    for (const Vec3& d : {Vec3{1, 0, 0}, Vec3{-0.3f, 1, 0.2f}})
+        rays.push_back({center(scene->boxes[renamed_id]), d, kInf});
+    rays.push_back({{shrunk_box.max.x, shrunk_box.max.y, shrunk_box.max.z - 1}, {0, 0, 1}, kInf});
+    const auto ray_count = static_cast<std::uint32_t>(rays.size());
+    std::vector<gpu_layout::GpuRay> gpu_rays;
+    for (const Ray& r : rays)
+        gpu_rays.push_back(
+            {{r.origin.x, r.origin.y, r.origin.z, r.tmax}, {r.dir.x, r.dir.y, r.dir.z, 0}});
+    auto rbuf = ctx.create_buffer(ray_count * sizeof(gpu_layout::GpuRay), gpu::MemoryKind::device);
+    auto hbuf =
+        ctx.create_buffer(ray_count * sizeof(gpu_layout::GpuRayHit), gpu::MemoryKind::device);
+    ASSERT_TRUE(rbuf && hbuf);
+    ASSERT_TRUE(ctx.upload(*rbuf, gpu_rays.data(), gpu_rays.size() * sizeof(gpu_layout::GpuRay)));
+
+    const gpu::LbvhTree gpu_tree{gpu::whole(tree), n};
+    const gpu::TraversalBuffers traversal{gpu::whole(*work), work_capacity};
+    const gpu::RegionQueryBuffers b{gpu::whole(*qbuf),
+                                    gpu::whole(*offsets),
+                                    gpu::whole(*ids),
+                                    capacity,
+                                    gpu::whole(*scratch),
+                                    {status->handle(), 0, sizeof(gpu_layout::TraversalStatus)},
+                                    {status->handle(), 256, sizeof(gpu_layout::TraversalStatus)},
+                                    traversal};
+    ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+        gpu::compute_barrier(cmd);
+        EXPECT_TRUE(queries->record_region_count(cmd, gpu_tree, b, count));
+        EXPECT_TRUE(queries->record_region_fill(cmd, gpu_tree, b, count));
+        gpu::compute_barrier(cmd);
+        EXPECT_TRUE(
+            queries->record_ray_cast(cmd, gpu_tree,
+                                     {gpu::whole(*rbuf),
+                                      gpu::whole(*hbuf),
+                                      {status->handle(), 512, sizeof(gpu_layout::TraversalStatus)},
+                                      traversal},
+                                     ray_count));
+        gpu::compute_barrier(cmd);
+    }));
+    gpu_layout::TraversalStatus st[3];
+    for (std::uint32_t k = 0; k < 3; ++k) {
+        ASSERT_TRUE(ctx.download(*status, &st[k], sizeof(st[k]), 256 * k));
+        EXPECT_EQ(st[k].flags, 0u) << k;
+    }
+    std::vector<std::uint32_t> got_offsets(count + 1), got_ids(capacity);
+    ASSERT_TRUE(ctx.download(*offsets, got_offsets.data(), got_offsets.size() * 4));
+    ASSERT_TRUE(ctx.download(*ids, got_ids.data(), got_ids.size() * 4));
+    EXPECT_EQ(got_offsets, want_offsets);
+    EXPECT_EQ(got_ids, want_ids);
+
+    std::vector<gpu_layout::GpuRayHit> hits(ray_count);
+    ASSERT_TRUE(ctx.download(*hbuf, hits.data(), hits.size() * sizeof(hits[0])));
+    std::size_t differ = 0;
+    for (std::uint32_t i = 0; i < ray_count; ++i) {
+        const auto want = lbvh::ray_cast_nodes(changed, rays[i]);
+        const auto before = lbvh::ray_cast_nodes(original, rays[i]);
+        if (want.has_value() != before.has_value() || (want && want->id != before->id)) ++differ;
+        ASSERT_EQ(hits[i].id, want ? want->id : kInvalidNode) << "ray " << i;
+        if (!want) continue;
+        float t;
+        std::memcpy(&t, &hits[i].t_bits, sizeof(t));
+        expect_near_t(t, want->t, "ray " + std::to_string(i));
+    }
+    EXPECT_GE(differ, 2u);  // both rays from the renamed box's centre now report new_id
 }
 
 // Test 7: set versus set: moving boxes A against a static world B.
