@@ -310,7 +310,9 @@ struct StageReport {
 /// Sizes of the buffers an Lbvh's recorders need for n boxes (bytes; Lbvh::requirements).
 struct LbvhRequirements {
     VkDeviceSize boxes = 0;    ///< n GpuBox
-    VkDeviceSize nodes = 0;    ///< 2n-1 LbvhNode (one when n == 0)
+    /// The tree: 2n-1 LbvhNode (one when n == 0), then from the next multiple of 256 bytes the
+    /// n-1 LbvhWideNode (one when n <= 1) that the traversals read (gpu_layout.h).
+    VkDeviceSize nodes = 0;
     VkDeviceSize scratch = 0;  ///< codes, ids, sort ping-pong, histograms, flags, bounds
 };
 
@@ -325,7 +327,7 @@ struct LbvhBuildBuffers {
 };
 
 /// A built tree in the caller's buffers: `nodes` as written by Lbvh::record_build over n boxes
-/// (2n-1 LbvhNode, at least 48 bytes even when n == 0).
+/// (2n-1 LbvhNode and the LbvhWideNode records after them: LbvhRequirements::nodes bytes).
 struct LbvhTree {
     BufferRange nodes;
     std::uint32_t n = 0;
