@@ -428,10 +428,6 @@ TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
     const std::vector<LbvhNode>& original = built.value();
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
     const std::uint32_t leaf_base = n - 1;
-    auto contains = [](const Box& b, const Vec3& p) {
-        return b.min.x <= p.x && p.x <= b.max.x && b.min.y <= p.y && p.y <= b.max.y &&
-               b.min.z <= p.z && p.z <= b.max.z;
-    };
     auto center = [](const Box& b) {
         return Vec3{0.5f * (b.min.x + b.max.x), 0.5f * (b.min.y + b.max.y),
                     0.5f * (b.min.z + b.max.z)};
