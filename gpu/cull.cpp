@@ -309,6 +309,20 @@ struct Culler::Impl {
 
 namespace {
 
+// A frustum's planes and eye and the options' draw fields as the cull shaders read them.
+CullParams cull_params(const Frustum& frustum, const CullOptions& options) {
+    CullParams params{};
+    for (int i = 0; i < 6; ++i) {
+        const Plane& p = frustum.planes[i];
+        params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
+    }
+    params.eye = {frustum.eye.x, frustum.eye.y, frustum.eye.z, 0};
+    std::uint32_t vertex_offset = 0;
+    std::memcpy(&vertex_offset, &options.vertex_offset, 4);
+    params.draw = {options.index_count, options.first_index, vertex_offset, 0};
+    return params;
+}
+
 // The LOD emit of record_cull (after the order sort): grouping per mesh when asked, then
 // lbvh_cull_emit_lods.comp.
 void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, const ScratchLayout& s,
@@ -438,15 +452,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     if (Status st = im.sort.ready_scan(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
     ScratchLayout s = scratch_layout(scratch, n, grouped ? mesh_count : 0);
-    CullParams params{};
-    for (int i = 0; i < 6; ++i) {
-        const Plane& p = frustum.planes[i];
-        params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
-    }
-    params.eye = {frustum.eye.x, frustum.eye.y, frustum.eye.z, 0};
-    std::uint32_t vertex_offset = 0;
-    std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
-    params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
+    const CullParams params = cull_params(frustum, im.options);
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     if (occlusion) {
         CullOcclusionParams op{};
@@ -633,16 +639,8 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     const ScratchLayout s = scratch_layout(scratch, n, 0, views);
     const std::uint32_t chunks = chunk_count(n);
     const VkDeviceSize slot_stride = view_slots_stride(n), count_stride = view_counts_stride(n);
-    std::uint32_t vertex_offset = 0;
-    std::memcpy(&vertex_offset, &im.options.vertex_offset, 4);
     for (std::uint32_t v = 0; v < views; ++v) {
-        CullParams params{};
-        for (int i = 0; i < 6; ++i) {
-            const Plane& p = frusta[v].planes[i];
-            params.planes[i] = {p.normal.x, p.normal.y, p.normal.z, p.d};
-        }
-        params.eye = {frusta[v].eye.x, frusta[v].eye.y, frusta[v].eye.z, 0};
-        params.draw = {im.options.index_count, im.options.first_index, vertex_offset, 0};
+        const CullParams params = cull_params(frusta[v], im.options);
         vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset + v * kViewParamsStride,
                           sizeof(params), &params);
     }
