@@ -116,6 +116,15 @@ struct Counts {
 // Frame f (>= 1) of an animation of a base scene.
 using Animate = std::function<std::vector<Box>(const std::vector<Box>& base, int frame)>;
 
+// The scene's tree equals the twin's node for node, and its wide records are the nodes'.
+void expect_tree_matches_twin(gpu::MovingScene& moving, const lbvh::MovingTwin& twin) {
+    auto nodes = moving.nodes();
+    ASSERT_TRUE(nodes);
+    ASSERT_EQ(nodes->size(), twin.nodes().size());
+    EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)), 0);
+    expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(moving), nodes.value());
+}
+
 std::string message(const Status& s) {
     return s ? "" : s.error().message;
 }
@@ -157,12 +166,7 @@ void run_frames(const std::vector<Box>& base, gpu::MovingSceneOptions options, i
         EXPECT_NEAR(r->work_ratio, twin.work_ratio(), 1e-4 * std::max(1.0, twin.work_ratio()));
         ASSERT_EQ(r->path == gpu::FramePath::rebuild, twin_rebuilt)
             << "ratio " << r->ratio << ", work ratio " << r->work_ratio;
-        auto nodes = moving->nodes();
-        ASSERT_TRUE(nodes);
-        ASSERT_EQ(nodes->size(), twin.nodes().size());
-        EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
-                  0);
-        expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*moving), nodes.value());
+        expect_tree_matches_twin(*moving, twin);
         (r->path == gpu::FramePath::rebuild ? counts.rebuilds : counts.refits)++;
         counts.rebuilt.push_back(r->path == gpu::FramePath::rebuild);
         counts.ratio.push_back(r->ratio);
@@ -494,12 +498,7 @@ TEST_F(MovingSceneTest, FramesRecordedBackToBackDecideOnTheGpu) {
         EXPECT_TRUE(r->began == set_diff(expected, previous));
         EXPECT_TRUE(r->ended == set_diff(previous, expected));
         EXPECT_FALSE(r->began.empty());
-        auto nodes = moving->nodes();
-        ASSERT_TRUE(nodes);
-        ASSERT_EQ(nodes->size(), twin.nodes().size());
-        EXPECT_EQ(std::memcmp(nodes->data(), twin.nodes().data(), nodes->size() * sizeof(LbvhNode)),
-                  0);
-        expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*moving), nodes.value());
+        expect_tree_matches_twin(*moving, twin);
         EXPECT_NEAR(moving->build_cost(), twin.build_cost(), 1e-4 * twin.build_cost());
 
         // The frame buffers hold, on the GPU, what read_step returned.
