@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,24 @@ std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
 // The CPU twin's tree for the same boxes.
 std::vector<LbvhNode> cpu_tree(std::span<const Box> boxes, gpu::CodeKind code) {
     return lbvh::build_tree(boxes, code);
+}
+
+// The GPU nodes equal the twin's: links bit for bit, bounds by float equality (min/max may
+// pick either of -0 and +0), w zero on both sides.
+void expect_same_nodes(std::span<const LbvhNode> got, std::span<const LbvhNode> want) {
+    ASSERT_EQ(got.size(), want.size());
+    auto same = [](const gpu_layout::vec4& a, const gpu_layout::vec4& b) {
+        return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w;
+    };
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const LbvhNode& g = got[i];
+        const LbvhNode& e = want[i];
+        ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 && same(g.lo, e.lo) &&
+                    same(g.hi, e.hi) && g.lo.w == 0.0f && g.hi.w == 0.0f)
+            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z
+            << " " << g.link.w << ") twin link (" << e.link.x << " " << e.link.y << " " << e.link.z
+            << " " << e.link.w << ")";
+    }
 }
 
 struct SceneCase {
@@ -73,22 +92,9 @@ TEST_P(LbvhSceneTest, TreeMatchesCpuTwin) {
     auto nodes = lbvh->build_nodes(boxes);
     ASSERT_TRUE(nodes) << nodes.error().message;
     auto expected = cpu_tree(boxes, GetParam().code);
-    ASSERT_EQ(nodes->size(), expected.size());
     Status valid = lbvh::validate_tree(nodes.value(), boxes);
     EXPECT_TRUE(valid) << (valid ? "" : valid.error().message);
-    // Links bit for bit; bounds by float equality (min/max may pick either of -0 and +0).
-    auto same = [](const gpu_layout::vec4& a, const gpu_layout::vec4& b) {
-        return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w;
-    };
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-        const LbvhNode& g = (*nodes)[i];
-        const LbvhNode& e = expected[i];
-        ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 && same(g.lo, e.lo) &&
-                    same(g.hi, e.hi))
-            << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " " << g.link.z
-            << " " << g.link.w << ") cpu link (" << e.link.x << " " << e.link.y << " " << e.link.z
-            << " " << e.link.w << ")";
-    }
+    expect_same_nodes(nodes.value(), expected);
     // The wide records beside the nodes: their children's bounds and links, bit for bit.
     expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*lbvh), nodes.value());
 }
@@ -203,18 +209,8 @@ TEST_F(LbvhTest, OnePassBuildEqualsTwoStepTwinOnEdgeCases) {
             ASSERT_TRUE(lbvh);
             auto nodes = lbvh->build_nodes(boxes);
             ASSERT_TRUE(nodes) << nodes.error().message;
-            ASSERT_EQ(nodes->size(), twin.size());
-            for (std::size_t i = 0; i < twin.size(); ++i) {
-                const LbvhNode& g = (*nodes)[i];
-                const LbvhNode& e = twin[i];
-                ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
-                            g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
-                            g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z &&
-                            g.lo.w == 0.0f && g.hi.w == 0.0f)
-                    << "node " << i << ": gpu link (" << g.link.x << " " << g.link.y << " "
-                    << g.link.z << " " << g.link.w << ") twin link (" << e.link.x << " " << e.link.y
-                    << " " << e.link.z << " " << e.link.w << ")";
-            }
+            expect_same_nodes(nodes.value(), twin);
+            expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(*lbvh), nodes.value());
             EXPECT_EQ((*nodes)[0].link.z, gpu_layout::kInvalidNode);
         }
     }
@@ -238,16 +234,8 @@ TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
                 auto nodes = (*lbvh)->build_nodes(scene->boxes);
                 ASSERT_TRUE(nodes);
                 const auto twin = lbvh::build_tree(scene->boxes, code, refine);
-                ASSERT_EQ(nodes->size(), twin.size());
-                for (std::size_t i = 0; i < twin.size(); ++i) {
-                    const LbvhNode& g = (*nodes)[i];
-                    const LbvhNode& e = twin[i];
-                    // Links bit for bit, bounds by float equality (-0 and +0 may differ).
-                    ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
-                                g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
-                                g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z)
-                        << "node " << i;
-                }
+                expect_same_nodes(nodes.value(), twin);
+                expect_wide_nodes_match(gpu_context(), gpu::helper_nodes(**lbvh), nodes.value());
                 auto pairs = (*lbvh)->find_pairs(scene->boxes);
                 ASSERT_TRUE(pairs);
                 EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
@@ -307,15 +295,8 @@ TEST_F(LbvhTest, EmptySlotsMatchTheTwin) {
                 std::vector<LbvhNode> got(2ull * n - 1);
                 ASSERT_TRUE(ctx.download(*nodes, got.data(), got.size() * sizeof(LbvhNode)));
                 const auto twin = lbvh::build_tree(boxes, code, refine);
-                ASSERT_EQ(got.size(), twin.size());
-                for (std::size_t i = 0; i < twin.size(); ++i) {
-                    const LbvhNode& g = got[i];
-                    const LbvhNode& e = twin[i];
-                    ASSERT_TRUE(std::memcmp(&g.link, &e.link, sizeof(g.link)) == 0 &&
-                                g.lo.x == e.lo.x && g.lo.y == e.lo.y && g.lo.z == e.lo.z &&
-                                g.hi.x == e.hi.x && g.hi.y == e.hi.y && g.hi.z == e.hi.z)
-                        << "node " << i;
-                }
+                expect_same_nodes(got, twin);
+                expect_wide_nodes_match(ctx, *nodes, got);
                 // The last leaves in sorted order hold the empty slots.
                 EXPECT_EQ(boxes[twin.back().link.x].min.x, inf);
                 std::vector<Pair> pairs;
