@@ -309,7 +309,7 @@ struct StageReport {
 
 /// Sizes of the buffers an Lbvh's recorders need for n boxes (bytes; Lbvh::requirements).
 struct LbvhRequirements {
-    VkDeviceSize boxes = 0;    ///< n GpuBox
+    VkDeviceSize boxes = 0;  ///< n GpuBox
     /// The tree: 2n-1 LbvhNode (one when n == 0), then from the next multiple of 256 bytes the
     /// n-1 LbvhWideNode (one when n <= 1) that the traversals read (gpu_layout.h).
     VkDeviceSize nodes = 0;
