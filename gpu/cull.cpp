@@ -424,7 +424,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const bool stamps = occlusion && o.phase != OcclusionPhase::single;
     if (Status st = check_ranges(
             impl_of(*im.context), "Culler::record",
-            {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
+            {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
              {"scratch", scratch, self.scratch_size(n, grouped ? mesh_count : 0), false},
              {"visible_ids", out.visible_ids, id_bytes},
              {"draw_commands", out.draw_commands, command_bytes},
@@ -435,9 +435,6 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
              {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0},
              {"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
              {"visibility", o.visibility, stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
-        !st)
-        return st;
-    if (Status st = check_tree_bindings(device_limits(im.context->info()), "Culler::record", n);
         !st)
         return st;
     Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
@@ -588,12 +585,13 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     };
     for (std::uint32_t v = 0; v < views; ++v) {
         const auto [ids, commands] = out_bytes(outs[v]);
-        if (Status st = check_ranges(impl_of(*im.context), "Culler::record_views",
-                                     {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
-                                      {"scratch", scratch, views_scratch_size(n, views), false},
-                                      {"visible_ids", outs[v].visible_ids, ids},
-                                      {"draw_commands", outs[v].draw_commands, commands},
-                                      {"draw_count", outs[v].draw_count, 8}});
+        if (Status st = check_ranges(
+                impl_of(*im.context), "Culler::record_views",
+                {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
+                 {"scratch", scratch, views_scratch_size(n, views), false},
+                 {"visible_ids", outs[v].visible_ids, ids},
+                 {"draw_commands", outs[v].draw_commands, commands},
+                 {"draw_count", outs[v].draw_count, 8}});
             !st)
             return Error{st.error().code, "view " + std::to_string(v) + ": " + st.error().message};
         for (std::uint32_t w = v + 1; w < views; ++w) {
@@ -611,10 +609,6 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
                                                   std::to_string(w) + ": " + st.error().message};
         }
     }
-    if (Status st =
-            check_tree_bindings(device_limits(im.context->info()), "Culler::record_views", n);
-        !st)
-        return st;
     if (order == CullOrder::approx) {
         // The approximate order needs each view's near-child-first ranks: carried down one
         // view's traversal they cost less than the root-to-leaf descent per visible leaf the

@@ -499,21 +499,19 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const VkDeviceSize slot_bytes = slotted ? std::max<std::uint32_t>(n, 1) * 16ull : 0;
     const VkDeviceSize other_bytes = cross ? lbvh_tree_bytes(m) : 0;
     const VkDeviceSize other_slot_bytes = cross ? std::max<std::uint32_t>(m, 1) * 16ull : 0;
-    if (Status st = check_ranges(impl_of(*im.context), "Lbvh::record_pairs",
-                                 {{"nodes", tree.nodes, lbvh_tree_bytes(n), false},
-                                  {"pairs", out.pairs, pair_bytes},
-                                  {"status", out.status, sizeof(TraversalStatus)},
-                                  {"work", out.traversal.work, work_bytes},
-                                  {"slots", proxy.slots, slot_bytes},
-                                  {"other nodes", proxy.other.nodes, other_bytes, false},
-                                  {"other slots", proxy.other_slots, other_slot_bytes}});
+    if (Status st =
+            check_ranges(impl_of(*im.context), "Lbvh::record_pairs",
+                         {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
+                          {"pairs", out.pairs, pair_bytes},
+                          {"status", out.status, sizeof(TraversalStatus)},
+                          {"work", out.traversal.work, work_bytes},
+                          {"slots", proxy.slots, slot_bytes},
+                          {"other nodes", proxy.other.nodes, other_bytes, false,
+                           tree_binding_sizes(m, "the other tree's node buffer",
+                                              "the other tree's wide node buffer")},
+                          {"other slots", proxy.other_slots, other_slot_bytes}});
         !st)
         return st;
-    const DeviceLimits limits = device_limits(im.context->info());
-    if (Status st = check_tree_bindings(limits, "Lbvh::record_pairs", n); !st) return st;
-    if (cross)
-        if (Status st = check_tree_bindings(limits, "Lbvh::record_pairs (other tree)", m); !st)
-            return st;
     if (Status st = im.ready_pairs(); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
     if (proxy.append) {

@@ -381,15 +381,11 @@ struct MovingScene::Impl {
                         const BufferRange& flag_range, bool zero_flags) const {
         const std::uint32_t count = tree.n;
         const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
-        if (Status s =
-                check_ranges(impl_of(*context), "MovingScene::record_refit",
-                             {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
-                              {"nodes", tree.nodes, count > 0 ? lbvh_tree_bytes(count) : 0, false},
-                              {"flags", flag_range, flag_bytes}});
-            !s)
-            return s;
-        if (Status s = check_tree_bindings(device_limits(context->info()),
-                                           "MovingScene::record_refit", count);
+        if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
+                                    {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
+                                     {"nodes", tree.nodes, count > 0 ? lbvh_tree_bytes(count) : 0,
+                                      false, tree_binding_sizes(count)},
+                                     {"flags", flag_range, flag_bytes}});
             !s)
             return s;
         if (Status s = refit.ready(); !s) return s;

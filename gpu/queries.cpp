@@ -152,21 +152,15 @@ Status check_region_ranges(const ContextImpl& context, const char* recorder,
                            const LbvhQueries& self, const LbvhTree& tree,
                            const RegionQueryBuffers& b, std::uint32_t queries, std::uint32_t pass) {
     const BufferRange& status = pass == kQueryCount ? b.count_status : b.fill_status;
-    if (Status st =
-            check_ranges(context, recorder,
-                         {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false},
-                          {"queries", b.queries, bound(queries * sizeof(GpuBox))},
-                          {"offsets", b.offsets, (queries + 1ull) * 4},
-                          {"ids", b.ids, bound(b.capacity * 4ull)},
-                          {"scratch", b.scratch, bound(self.scan_scratch_size(queries)), false},
-                          {pass == kQueryCount ? "count_status" : "fill_status", status,
-                           sizeof(TraversalStatus)},
-                          {"work", b.traversal.work, work_range_bytes(b.traversal)}});
-        !st)
-        return st;
-    // The tree's range holds its LbvhNode and LbvhWideNode arrays, bound as two descriptors
-    // (tree_bindings), each checked on its own.
-    return check_tree_bindings(device_limits(context.info), recorder, tree.n);
+    return check_ranges(
+        context, recorder,
+        {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false, tree_binding_sizes(tree.n)},
+         {"queries", b.queries, bound(queries * sizeof(GpuBox))},
+         {"offsets", b.offsets, (queries + 1ull) * 4},
+         {"ids", b.ids, bound(b.capacity * 4ull)},
+         {"scratch", b.scratch, bound(self.scan_scratch_size(queries)), false},
+         {pass == kQueryCount ? "count_status" : "fill_status", status, sizeof(TraversalStatus)},
+         {"work", b.traversal.work, work_range_bytes(b.traversal)}});
 }
 
 // Records one bounded traversal of the region query kernel (count or fill pass).
@@ -238,16 +232,13 @@ Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree
 Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
                                     const RayQueryBuffers& b, std::uint32_t rays) {
     const VkDeviceSize work_bytes = work_range_bytes(b.traversal);
-    if (Status st = check_ranges(impl_of(*impl_->context), "LbvhQueries::record_ray_cast",
-                                 {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false},
-                                  {"rays", b.rays, bound(rays * sizeof(GpuRay))},
-                                  {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},
-                                  {"status", b.status, sizeof(TraversalStatus)},
-                                  {"work", b.traversal.work, work_bytes}});
-        !st)
-        return st;
-    if (Status st = check_tree_bindings(device_limits(impl_->context->info()),
-                                        "LbvhQueries::record_ray_cast", tree.n);
+    if (Status st = check_ranges(
+            impl_of(*impl_->context), "LbvhQueries::record_ray_cast",
+            {{"nodes", tree.nodes, lbvh_tree_bytes(tree.n), false, tree_binding_sizes(tree.n)},
+             {"rays", b.rays, bound(rays * sizeof(GpuRay))},
+             {"hits", b.hits, bound(rays * sizeof(GpuRayHit))},
+             {"status", b.status, sizeof(TraversalStatus)},
+             {"work", b.traversal.work, work_bytes}});
         !st)
         return st;
     if (Status st = ready({&impl_->raycast}); !st) return st;

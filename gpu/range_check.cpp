@@ -56,10 +56,12 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
         if (r.size < need.bytes)
             problem(need, "holds " + std::to_string(r.size) + " bytes, needs " +
                               std::to_string(need.bytes));
-        if (need.bound && need.bytes > max_range) {
-            // The words of check_bindings (gpu/scale.hpp), after the range's name.
+        // The words of check_bindings (gpu/scale.hpp): the range's name, or its part's.
+        if (need.bound && need.parts.empty() && need.bytes > max_range)
             problems.push_back(binding_over_range(need.name, need.bytes, max_range));
-        }
+        for (const BindingSize& part : need.parts)
+            if (part.bytes > max_range)
+                problems.push_back(binding_over_range(part.name, part.bytes, max_range));
     }
     // Two ranges of one recording must not share bytes: each is written or read as its own
     // array, and a shared byte would be both.

@@ -6,19 +6,24 @@
 
 #include <initializer_list>
 
+#include <span>
+
 #include "context_impl.hpp"
+#include "scale.hpp"
 
 namespace broadphase::gpu {
 
 /// One range a recorder uses: its name in messages ("scratch"), the range, the bytes the
 /// recording touches from its offset, and whether it is bound whole as one storage descriptor
-/// (then `bytes` must fit maxStorageBufferRange). A range of 0 needed bytes is not used and
-/// not checked.
+/// (then `bytes` must fit maxStorageBufferRange). A range bound as several descriptors names
+/// them in `parts` (a tree's node range: tree_binding_sizes, gpu/scale.hpp), each of which must
+/// fit instead. A range of 0 needed bytes is not used and not checked.
 struct RangeNeed {
     const char* name;
     const BufferRange& range;
     VkDeviceSize bytes;
     bool bound = true;
+    std::span<const BindingSize> parts = {};
 };
 
 /// Success, or one Error naming every problem of the ranges at once, prefixed by `recorder`

@@ -63,10 +63,9 @@ TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n) {
             {tree_nodes.buffer, tree_nodes.offset + lbvh_wide_offset(n), lbvh_wide_bytes(n)}};
 }
 
-Status check_tree_bindings(const DeviceLimits& limits, const std::string& what, std::uint64_t n) {
-    const BindingSize b[] = {{"the node buffer", lbvh_nodes_bytes(n)},
-                             {"the wide node buffer", lbvh_wide_bytes(n)}};
-    return check_bindings(limits, what, b);
+std::array<BindingSize, 2> tree_binding_sizes(std::uint64_t n, const char* node_name,
+                                              const char* wide_name) {
+    return {{{node_name, lbvh_nodes_bytes(n)}, {wide_name, lbvh_wide_bytes(n)}}};
 }
 
 std::uint32_t largest_lbvh_boxes(const DeviceLimits& limits, CodeKind code, bool refine) {

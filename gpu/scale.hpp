@@ -27,6 +27,7 @@
 //     such a scene is refused with limit_exceeded naming the node buffer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -104,9 +105,11 @@ struct TreeBindings {
     BufferRange wide;
 };
 TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n);
-/// check_bindings of a tree's two bindings over n boxes ("the node buffer", "the wide node
-/// buffer"), `what` naming the recorder.
-Status check_tree_bindings(const DeviceLimits& limits, const std::string& what, std::uint64_t n);
+/// The sizes of a tree's two bindings over n boxes, by name: its LbvhNode array and its
+/// LbvhWideNode array (RangeNeed::parts of a tree's range, gpu/range_check.hpp).
+std::array<BindingSize, 2> tree_binding_sizes(std::uint64_t n,
+                                              const char* node_name = "the node buffer",
+                                              const char* wide_name = "the wide node buffer");
 
 /// Lbvh::requirements without an Lbvh (gpu/lbvh.cpp): the buffers a build of n boxes needs
 /// with this code kind and refine option.
