@@ -53,6 +53,18 @@ vec3 wide_lo(LbvhWideNode w, uint side) {
 vec3 wide_hi(LbvhWideNode w, uint side) {
     return side == 0u ? vec3(w.a.w, w.b.xy) : w.c.yzw;
 }
+// The child's node index, and its aux: a leaf's box id, an internal node's last position.
+uint wide_child(LbvhWideNode w, uint side) {
+    return side == 0u ? w.link.x : w.link.y;
+}
+uint wide_aux(LbvhWideNode w, uint side) {
+    return side == 0u ? w.link.z : w.link.w;
+}
+// The last sorted position under the child (a leaf's own: its index - leaf_base, n - 1).
+uint wide_last(LbvhWideNode w, uint side, uint leaf_base) {
+    uint child = wide_child(w, side);
+    return child >= leaf_base ? child - leaf_base : wide_aux(w, side);
+}
 // The record of internal node `parent` with the bounds of its children (the build and refit).
 LbvhWideNode wide_record(vec3 llo, vec3 lhi, vec3 rlo, vec3 rhi, uvec4 link) {
     LbvhWideNode w;

@@ -177,8 +177,8 @@ void main() {
         uint right = w.link.y;
         bool left_leaf = left >= leaf_base;
         bool right_leaf = right >= leaf_base;
-        uint split = left_leaf ? left - leaf_base : w.link.z;   // the left child's last position
-        uint last = right_leaf ? right - leaf_base : w.link.w;  // the node's last position
+        uint split = wide_last(w, 0u, leaf_base);  // the left child's last position
+        uint last = wide_last(w, 1u, leaf_base);   // the node's last position
         uint left_rank = rank;
         uint right_rank = rank;
         if (want_ranks) {
@@ -190,11 +190,11 @@ void main() {
         }
         // The node meets the chunk (first <= hi, last >= lo): the left child does when
         // split >= lo, the right one when split + 1 <= hi.
-        uint go_left = split >= lo ? decide(wide_lo(w, 0u), wide_hi(w, 0u), left_leaf, w.link.z,
-                                            accepted, want_ranks)
+        uint go_left = split >= lo ? decide(wide_lo(w, 0u), wide_hi(w, 0u), left_leaf,
+                                            wide_aux(w, 0u), accepted, want_ranks)
                                    : kSkip;
         uint go_right = split + 1u <= hi ? decide(wide_lo(w, 1u), wide_hi(w, 1u), right_leaf,
-                                                  w.link.w, accepted, want_ranks)
+                                                  wide_aux(w, 1u), accepted, want_ranks)
                                          : kSkip;
         if (go_left == kEmit) emit_range(lo, max(first, lo), min(split, hi), left_rank, want_ranks);
         if (go_left >= kDescend) {

@@ -118,8 +118,8 @@ void main() {
         uint right = w.link.y;
         bool left_leaf = left >= leaf_base;
         bool right_leaf = right >= leaf_base;
-        uint split = left_leaf ? left - leaf_base : w.link.z;   // the left child's last position
-        uint last = right_leaf ? right - leaf_base : w.link.w;  // the node's last position
+        uint split = wide_last(w, 0u, leaf_base);  // the left child's last position
+        uint last = wide_last(w, 1u, leaf_base);   // the node's last position
         uint l = split >= lo ? decide(wide_lo(w, 0u), wide_hi(w, 0u), left_leaf, mask) : 0u;
         uint r = split + 1u <= hi ? decide(wide_lo(w, 1u), wide_hi(w, 1u), right_leaf, mask) : 0u;
         emit_range(l >> kCullMaxViews, max(first, lo), min(split, hi), lo);

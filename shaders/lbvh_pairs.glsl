@@ -169,13 +169,12 @@ void main() {
         LbvhWideNode w = walked_wide(node);
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {
-            uint child = c == 0u ? w.link.x : w.link.y;
-            uint aux = c == 0u ? w.link.z : w.link.w;  // leaf: box id; internal: last position
+            uint child = wide_child(w, c);
             bool leaf = child >= leaf_base;
-            if (!cross && (leaf ? child - leaf_base : aux) <= p) continue;  // all at or before p
+            if (!cross && wide_last(w, c, leaf_base) <= p) continue;  // all at or before p
             if (!boxes_overlap(lo, hi, wide_lo(w, c), wide_hi(w, c))) continue;
             if (leaf) {
-                emit(self_id, self_slot, aux);
+                emit(self_id, self_slot, wide_aux(w, c));  // a leaf's aux: its box id
             } else if (descend == kInvalidNode) {
                 descend = child;
             } else if (top < stack_limit) {

@@ -86,12 +86,12 @@ void main() {
         LbvhWideNode w = wide[node];  // the step's one load: both children, bounds and links
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {
-            uint child = c == 0u ? w.link.x : w.link.y;
+            uint child = wide_child(w, c);
             if (!boxes_overlap(lo, hi, wide_lo(w, c), wide_hi(w, c))) continue;
             if (child >= leaf_base) {
                 if (fill) {
                     uint slot = root ? base + found : atomicAdd(cursors[q], 1u);
-                    if (slot < pc.capacity) ids[slot] = c == 0u ? w.link.z : w.link.w;  // box id
+                    if (slot < pc.capacity) ids[slot] = wide_aux(w, c);  // box id
                 }
                 ++found;
             } else if (descend == kInvalidNode) {

@@ -173,12 +173,12 @@ void main() {
                 uint found = 0u;
                 LbvhWideNode w = wide[node];  // the step's one load: both children
                 for (uint c = 0u; c < 2u; ++c) {
-                    uint child = c == 0u ? w.link.x : w.link.y;
+                    uint child = wide_child(w, c);
                     vec3 lo = wide_lo(w, c), hi = wide_hi(w, c);
                     if (child >= leaf_base) {
                         float t, t_far;
                         if (slabs(lo, hi, t, t_far) && t <= t_far) {
-                            uint id = c == 0u ? w.link.z : w.link.w;  // a leaf's aux: box id
+                            uint id = wide_aux(w, c);  // a leaf's aux: box id
                             if (t < best_t || (t == best_t && id < best_id)) {
                                 best_t = t;
                                 best_id = id;
