@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <span>
 
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
@@ -372,9 +373,9 @@ void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, cons
         pc, groups(threads));
 }
 
-// Bytes of the pyramid over an occlusion cull's depth image (its size checked first).
-VkDeviceSize pyramid_bytes(const CullOcclusion& o) {
-    return (depth_pyramid_levels(o.width, o.height).back().offset + 1ull) * 4;
+// Bytes of a pyramid (depth_pyramid_levels of a size within 1..kMaxDepthImageSize).
+VkDeviceSize pyramid_bytes(std::span<const DepthLevel> levels) {
+    return (levels.back().offset + 1ull) * 4;
 }
 
 // The occlusion arguments of record() other than its ranges (record_cull checks those with
@@ -422,6 +423,8 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const CullOcclusion& o = occlusion ? *occlusion : no_occlusion;
     const bool pyramid = occlusion && o.phase != OcclusionPhase::early;
     const bool stamps = occlusion && o.phase != OcclusionPhase::single;
+    const VkDeviceSize pyramid_size =
+        pyramid ? pyramid_bytes(depth_pyramid_levels(o.width, o.height)) : 0;
     if (Status st = check_ranges(
             impl_of(*im.context), "Culler::record",
             {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
@@ -433,7 +436,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
              {"mesh_ids", l.mesh_ids, lods ? std::max<VkDeviceSize>(n * 4ull, 4) : 0},
              {"group_counts", l.group_counts, grouped ? (2ull * mesh_count + 1) * 4 : 0},
              {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0},
-             {"pyramid", o.pyramid, pyramid ? pyramid_bytes(o) : 0},
+             {"pyramid", o.pyramid, pyramid_size},
              {"visibility", o.visibility, stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
         !st)
         return st;
@@ -484,7 +487,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
             im.traverse_occlusion.dispatch(
                 cmd,
                 {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide, s.occlusion,
-                 pyramid ? first_bytes(o.pyramid, pyramid_bytes(o)) : s.occlusion,
+                 pyramid ? first_bytes(o.pyramid, pyramid_size) : s.occlusion,
                  stamps ? first_bytes(o.visibility, n * 4ull) : s.occlusion},
                 pc, groups(chunks));
         } else {
@@ -766,7 +769,7 @@ Status Culler::record_depth_pyramid(VkCommandBuffer cmd, const BufferRange& pyra
                                                       std::to_string(width) + " x " +
                                                       std::to_string(height) + " is outside 1.." +
                                                       std::to_string(kMaxDepthImageSize)};
-    const VkDeviceSize bytes = (levels.back().offset + 1ull) * 4;
+    const VkDeviceSize bytes = pyramid_bytes(levels);
     if (Status st = check_ranges(impl_of(*im.context), "Culler::record_depth_pyramid",
                                  {{"pyramid", pyramid, bytes}});
         !st)
