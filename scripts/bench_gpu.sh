@@ -32,11 +32,14 @@ else
 fi
 
 failed=0
+# Each command is stopped after BENCH_TIMEOUT seconds (default 120), so that one hang (a
+# driver that never signals a fence, say) costs a lent device minutes, not the whole lease.
+limit=${BENCH_TIMEOUT:-120}
 run() {  # run NAME COMMAND...: logs to $out/NAME.txt, keeps going on failure
   local name=$1
   shift
   echo "== $name: $*"
-  if "$@" >"$out/$name.txt" 2>&1; then
+  if timeout "$limit" "$@" >"$out/$name.txt" 2>&1; then
     tail -n 25 "$out/$name.txt"
   else
     echo "   FAILED (exit $?), see $out/$name.txt"
