@@ -5,6 +5,7 @@
 // (gpu/pipeline_cache.cpp).
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +109,32 @@ Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
                      info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     if (known_vendor && gpu) return SortPath::onesweep;
     return SortPath::reduce_then_scan;
+}
+
+// The bounded traversals' budget (DeviceInfo::traversal_budget): the option, else
+// BROADPHASE_TRAVERSAL_BUDGET, else kTraversalBudget on CPU devices and kGpuTraversalBudget on
+// the others.
+Result<std::uint32_t> resolve_traversal_budget(std::uint32_t wanted, const DeviceInfo& info) {
+    auto checked = [](std::uint64_t budget, const std::string& what) -> Result<std::uint32_t> {
+        if (budget < 1 || budget > gpu_layout::kTraversalBudget)
+            return Error{ErrorCode::invalid_argument,
+                         what + " is " + std::to_string(budget) + ": it must be 1 to " +
+                             std::to_string(gpu_layout::kTraversalBudget) + " nodes"};
+        return static_cast<std::uint32_t>(budget);
+    };
+    if (wanted != 0) return checked(wanted, "the traversal budget");
+    if (const char* v = std::getenv("BROADPHASE_TRAVERSAL_BUDGET"); v && *v) {
+        const std::string text = v;
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long budget = std::strtoull(text.c_str(), &end, 10);
+        if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-')
+            return Error{ErrorCode::invalid_argument, "BROADPHASE_TRAVERSAL_BUDGET is '" + text +
+                                                          "': it must be a number of nodes"};
+        return checked(budget, "BROADPHASE_TRAVERSAL_BUDGET");
+    }
+    return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? gpu_layout::kTraversalBudget
+                                                    : gpu_layout::kGpuTraversalBudget;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -506,6 +533,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     auto path = resolve_sort_path(options.sort_path, impl->info);
     if (!path) return path.error();
     impl->info.sort_path = path.value();
+    auto budget = resolve_traversal_budget(options.traversal_budget, impl->info);
+    if (!budget) return budget.error();
+    impl->info.traversal_budget = budget.value();
     impl->open_pipeline_cache(options.pipeline_cache, VK_NULL_HANDLE);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
@@ -539,6 +569,9 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     auto path = resolve_sort_path(external.sort_path, impl->info);
     if (!path) return path.error();
     impl->info.sort_path = path.value();
+    auto budget = resolve_traversal_budget(external.traversal_budget, impl->info);
+    if (!budget) return budget.error();
+    impl->info.traversal_budget = budget.value();
     impl->open_pipeline_cache(external.pipeline_cache, external.caller_pipeline_cache);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }

@@ -37,7 +37,8 @@ Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const cha
 
 TraversalRounds::TraversalRounds(Context& context)
     : args_(context, shaders::traversal_args, 1, "traversal_args"),
-      max_workgroup_count_x_(context.info().max_workgroup_count_x) {}
+      max_workgroup_count_x_(context.info().max_workgroup_count_x),
+      default_budget_(context.info().traversal_budget) {}
 
 Result<TraversalRounds> TraversalRounds::create(Context& context) {
     TraversalRounds t(context);

@@ -53,11 +53,17 @@ public:
         record(cmd, status, t,
                [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
                    pc.shift = round;
+                   pc.budget = budget(t);
                    if (round == 0)
                        kernel.dispatch(c, bindings, pc, groups);
                    else
                        kernel.dispatch_indirect(c, bindings, pc, args);
                });
+    }
+
+    /// The budget a traversal with buffers `t` runs with: t.budget, else the device's.
+    std::uint32_t budget(const TraversalBuffers& t) const {
+        return std::min(t.budget != 0 ? t.budget : default_budget_, gpu_layout::kTraversalBudget);
     }
 
 private:
@@ -66,6 +72,7 @@ private:
 
     Kernel args_;
     std::uint32_t max_workgroup_count_x_ = 0;
+    std::uint32_t default_budget_ = gpu_layout::kTraversalBudget;
 };
 
 /// Bytes of `t.work` a traversal binds (at least 4).

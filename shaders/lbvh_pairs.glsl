@@ -3,7 +3,7 @@
 // once, by its earlier leaf (Karras 2012, sec. 5 / the "only look right" trick). Bounded
 // (gpu_layout.h, "Bounded traversal"): round 0 runs one invocation per sorted position from the
 // root, later rounds one per queued (p, node) item; an invocation expands at most
-// kTraversalBudget nodes, then queues its pending subtrees. Pairs are appended with an atomic
+// traversal_budget() nodes, then queues its pending subtrees. Pairs are appended with an atomic
 // counter kept exact in 64 bits (total_lo plus its carries in total_hi); only the first
 // `capacity` are stored (the host grows and retries). The internal nodes an invocation expands
 // are added to visits_lo / visits_hi once, when it stops: the traversal's work, the same
@@ -165,7 +165,8 @@ void main() {
     uint stack_limit = pc.key_word == 0u ? kPairStack : min(pc.key_word, kPairStack);
     uint top = 0u;
     bool done = false;
-    for (uint step = 0u; step < kTraversalBudget; ++step) {
+    uint budget = traversal_budget();
+    for (uint step = 0u; step < budget; ++step) {
         LbvhWideNode w = walked_wide(node);
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {
@@ -195,7 +196,7 @@ void main() {
         }
     }
     if (done) return;
-    count_visits(kTraversalBudget);
+    count_visits(budget);
     // One reservation per pending subtree (see lbvh_raycast.comp).
     uint slot;
     if (traversal_reserve(1u, slot)) traversal_put(slot, p, node);

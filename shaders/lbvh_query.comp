@@ -82,7 +82,8 @@ void main() {
     uint stack[kTraversalStack];
     uint top = 0u;
     bool done = false;
-    for (uint step = 0u; step < kTraversalBudget; ++step) {
+    uint budget = traversal_budget();
+    for (uint step = 0u; step < budget; ++step) {
         LbvhWideNode w = wide[node];  // the step's one load: both children, bounds and links
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {

@@ -6,7 +6,7 @@
 // id. Internal nodes use a conservative test with relative slack kRayNodeSlack so that an
 // inexact division (Vulkan allows 2.5 ulp) never prunes the closest box. Only t itself may
 // differ from the CPU by those ulps.
-// Bounded (gpu_layout.h, "Bounded traversal"): a ray that needs more than kTraversalBudget
+// Bounded (gpu_layout.h, "Bounded traversal"): a ray that needs more than traversal_budget()
 // steps (many boxes at the same entry t, e.g. a ray starting inside a dense cluster, defeat the
 // pruning) queues its pending subtrees as (ray, node) items. Such a ray's hits[r] becomes a
 // shared minimum: t_bits (t >= 0, so its bits order as the floats) lowered with atomicMin by
@@ -159,7 +159,8 @@ void main() {
         // unless its entry is past the best hit so far. (No loop nested in this one: Mesa 22.3's
         // lavapipe ran a later loop of this kernel only once after a break out of a nested
         // pop loop.)
-        for (uint step = 0u; step < kTraversalBudget; ++step) {
+        uint budget = traversal_budget();
+        for (uint step = 0u; step < budget; ++step) {
             if (node == kInvalidNode) {
                 if (top == 0u) {
                     done = true;

@@ -7,6 +7,12 @@
 #ifndef BROADPHASE_TRAVERSAL_GLSL
 #define BROADPHASE_TRAVERSAL_GLSL
 
+// Nodes an invocation expands in this round before it queues the rest (pc.budget, at most
+// kTraversalBudget; 0 means kTraversalBudget).
+uint traversal_budget() {
+    return pc.budget == 0u ? kTraversalBudget : min(pc.budget, kTraversalBudget);
+}
+
 bool traversal_root_round() {
     return pc.shift == 0u;
 }

@@ -236,6 +236,23 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->type_name("N")
             ->transform(integer_in(1, gpu_layout::kPairStack))
             ->group(kGpu);
+    CLI::Option* warm_up =
+        c.add_option("--warm-up", a.warm_up_ms,
+                     "GPU modes: milliseconds of copy kernels submitted before each timed run, "
+                     "so that it starts with the GPU's clocks up (0..10000; default " +
+                         std::to_string(int(kBenchWarmUpMs)) + " on GPUs, 0 on CPU devices)")
+            ->type_name("MS")
+            ->check(CLI::Range(0.0, 10000.0))
+            ->group(kGpu);
+    CLI::Option* traversal_budget =
+        c.add_option("--traversal-budget", a.traversal_budget,
+                     "default mode, --frames and --rays: nodes one invocation of the all-pairs, "
+                     "region and ray traversals expands per round before queueing the rest (1.." +
+                         std::to_string(gpu_layout::kTraversalBudget) +
+                         "; default: BROADPHASE_TRAVERSAL_BUDGET, else the device's)")
+            ->type_name("N")
+            ->transform(integer_in(1, gpu_layout::kTraversalBudget))
+            ->group(kGpu);
     CLI::Option* sort_path =
         add_choice(c, "--sort-path", a.sort_path,
                    "GPU modes: the radix sort (onesweep: one pass per digit with decoupled "
@@ -356,21 +373,24 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, pair_append, pair_stack, sort_path, json, device,
-          validation},
+         {scene, repeat, code, no_refine, pair_append, pair_stack, traversal_budget, warm_up,
+          sort_path, json, device, validation},
          true},
         {"--cull",
          cull,
          {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], occlusion, views,
-          repeat, sort_path, device, validation},
+          repeat, warm_up, sort_path, device, validation},
          true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",
          frames,
-         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code, sort_path,
-          json, device, validation},
+         {scene, policy, rebuild_ratio, rebuild_work_ratio, back_to_back, churn, code,
+          traversal_budget, warm_up, sort_path, json, device, validation},
          true},
-        {"--rays", rays, {scene, repeat, seed, code, sort_path, device, validation}, true},
+        {"--rays",
+         rays,
+         {scene, repeat, seed, code, traversal_budget, warm_up, sort_path, device, validation},
+         true},
     };
 }
 

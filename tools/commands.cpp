@@ -66,7 +66,35 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
     options.sort_path = args.sort_path == "onesweep"           ? gpu::SortPath::onesweep
                         : args.sort_path == "reduce_then_scan" ? gpu::SortPath::reduce_then_scan
                                                                : gpu::SortPath::automatic;
+    options.traversal_budget = args.traversal_budget;
     return gpu::Context::create(options);
+}
+
+Result<BenchWarmUp> BenchWarmUp::create(const Args& args, gpu::Context& context) {
+    BenchWarmUp w;
+    w.ms_ = args.has("warm-up")                                  ? args.warm_up_ms
+            : context.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0.0
+                                                                 : kBenchWarmUpMs;
+    if (w.ms_ > 0) {
+        auto warm = gpu::WarmUp::create(context);
+        if (!warm) return warm.error();
+        w.warm_.emplace(std::move(warm.value()));
+    }
+    return w;
+}
+
+Status BenchWarmUp::before_run() {
+    return warm_ ? warm_->start(ms_) : Status{};
+}
+
+void BenchWarmUp::print() const {
+    if (ms_ > 0)
+        std::printf(
+            "warm-up: %.0f ms of copy kernels submitted before each run, so that it starts "
+            "with the GPU's clocks up (host wall times include waiting for them)\n",
+            ms_);
+    else
+        std::printf("warm-up: none\n");
 }
 
 double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) {
@@ -76,9 +104,11 @@ double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) 
 }
 
 void print_device_json(const gpu::DeviceInfo& info) {
-    std::printf("{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, ",
-                json_escape(info.name).c_str(), json_escape(info.driver).c_str(),
-                info.subgroup_size);
+    std::printf(
+        "{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, "
+        "\"traversal_budget\": %u, ",
+        json_escape(info.name).c_str(), json_escape(info.driver).c_str(), info.subgroup_size,
+        info.traversal_budget);
 }
 
 void print_stages_json(const std::vector<gpu::StageReport>& stages,
@@ -423,10 +453,13 @@ int run_bench(const Args& args) {
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
+    auto warm = BenchWarmUp::create(args, *g->context);
+    if (!warm) return fail(warm.error());
     std::vector<std::vector<gpu::StageReport>> runs;
     std::size_t pair_count = 0;
     double wall = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        if (Status s = warm->before_run(); !s) return fail(s.error());
         auto start = std::chrono::steady_clock::now();
         auto pairs = g->lbvh->find_pairs(scene->boxes);
         double t = seconds_since(start);
@@ -459,19 +492,20 @@ int run_bench(const Args& args) {
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
             "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"sort_path\": \"%s\", "
-            "\"runs\": %d, \"pairs\": %zu, ",
+            "\"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
-            gpu::sort_path_name(info.sort_path), repeat, pair_count);
+            gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count);
         print_stages_json(stages, *copy);
         return 0;
     }
-    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
-                info.subgroup_size);
+    std::printf("device: %s (%s), subgroup size %u, traversal budget %u\n", info.name.c_str(),
+                info.driver.c_str(), info.subgroup_size, info.traversal_budget);
     std::printf("scene: %s, %zu boxes, code %s, sort %s, %d runs (median per stage)\n",
                 scene->name.c_str(), scene->boxes.size(), args.code.c_str(),
                 gpu::sort_path_name(info.sort_path), repeat);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+    warm->print();
     std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
                 double(copy->bytes) / (1 << 20), copy->ms, copy->bytes_per_second * 1e-9);
     std::printf("  %-18s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
@@ -533,9 +567,11 @@ int run_devices(const Args& args) {
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
     std::printf(
-        "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n",
+        "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n"
+        "  sort path: %s\n  traversal budget: %u nodes per invocation per round\n",
         info.name.c_str(), info.driver.c_str(), info.subgroup_size,
-        static_cast<unsigned long long>(info.max_storage_buffer_range));
+        static_cast<unsigned long long>(info.max_storage_buffer_range),
+        gpu::sort_path_name(info.sort_path), info.traversal_budget);
     return 0;
 #else
     (void)args;

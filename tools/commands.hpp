@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ std::vector<std::string> method_names();
 /// --order as a CullOrder.
 CullOrder cull_order(const Args& args);
 
+/// bench --warm-up's default on GPUs (milliseconds of copies before each timed run).
+inline constexpr double kBenchWarmUpMs = 200;
+
 #ifdef BROADPHASE_HAS_GPU
 /// --code as a gpu::CodeKind.
 gpu::CodeKind code_kind(const Args& args);
@@ -74,6 +78,21 @@ std::vector<gpu::Mesh> lod_meshes(const Args& args);
 std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n);
 /// A GPU context with --device and --validation.
 Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
+/// bench's warm-up before each timed run (gpu::WarmUp): --warm-up MS, by default kBenchWarmUpMs
+/// on GPUs and none on CPU devices (lavapipe has no clocks to raise).
+class BenchWarmUp {
+public:
+    static Result<BenchWarmUp> create(const Args& args, gpu::Context& context);
+    /// Starts ms() of copies without waiting (nothing when ms() is 0).
+    Status before_run();
+    double ms() const { return ms_; }
+    /// The "warm-up: ..." line of the text output.
+    void print() const;
+
+private:
+    double ms_ = 0;
+    std::optional<gpu::WarmUp> warm_;
+};
 /// A stage's bytes per second as a fraction of the copy kernel's (0 when either is not timed).
 double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy);
 /// Opens a bench --json object: `{"device": .., "driver": .., "subgroup_size": .., `.

@@ -35,8 +35,8 @@ double median(std::vector<double> v) {
 
 void print_device(const gpu::Context& context) {
     const gpu::DeviceInfo& info = context.info();
-    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
-                info.subgroup_size);
+    std::printf("device: %s (%s), subgroup size %u, traversal budget %u\n", info.name.c_str(),
+                info.driver.c_str(), info.subgroup_size, info.traversal_budget);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
 }
 
@@ -166,8 +166,11 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
     std::vector<std::vector<gpu::StageReport>> reports;
     int refits = 0, rebuilds = 0;
     Animation animation(all);
+    auto warm = BenchWarmUp::create(args, context);
+    if (!warm) return fail(warm.error().message, "bench");
     for (int f = 1; f <= frames; ++f) {
         animation.advance();
+        if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
         const auto start = std::chrono::steady_clock::now();
         for (std::size_t k = 0; k < churn && !live.empty(); ++k) {
             const std::size_t at = rng() % live.size();
@@ -221,6 +224,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         print_stage_json(context, args.scene, n, frames, refits, rebuilds, stages, copy.value());
         return validation_check(context);
     }
+    warm->print();
     std::printf(
         "churn: %zu bodies removed and %zu added per frame (%.2f%%), half of the added "
         "debris\n",
@@ -259,11 +263,12 @@ struct FrameSamples {
 
 /// Steps `ms` through `frames` frames of the scene's animation, one step() each.
 Result<FrameSamples> measure_frames(gpu::MovingScene& ms, const std::vector<Box>& base, int frames,
-                                    gpu::RefitPolicy policy) {
+                                    gpu::RefitPolicy policy, BenchWarmUp& warm) {
     FrameSamples out;
     Animation animation(base);
     for (int f = 1; f <= frames; ++f) {
         animation.advance();
+        if (Status s = warm.before_run(); !s) return s.error();
         const auto step_start = std::chrono::steady_clock::now();
         auto r = ms.step(animation.boxes());
         out.wall.push_back(
@@ -400,7 +405,10 @@ int run_frame_bench(const Args& args) {
         std::printf(
             "reset (build + pairs + sort): %.3f ms GPU (build %.3f, pairs %.3f, sort %.3f)\n",
             first.gpu_total(), first.rebuild, first.pairs, first.sort);
-    auto samples = measure_frames(ms, scene->boxes, frames, options.policy);
+    auto warm = BenchWarmUp::create(args, *context.value());
+    if (!warm) return fail(warm.error().message, "bench");
+    if (!args.json) warm->print();
+    auto samples = measure_frames(ms, scene->boxes, frames, options.policy, warm.value());
     if (!samples) return fail(samples.error().message, "bench");
     auto copy = gpu::measure_copy_bandwidth(*context.value());
     if (!copy) return fail(copy.error().message, "bench");
@@ -480,15 +488,20 @@ int run_ray_bench(const Args& args) {
     if (!queries) return fail(queries.error().message, "bench");
     gpu::LbvhQueries& q = *queries.value();
     if (Status s = q.build(scene->boxes); !s) return fail(s.error().message, "bench");
+    auto warm = BenchWarmUp::create(args, *context.value());
+    if (!warm) return fail(warm.error().message, "bench");
+    warm->print();
 
     std::vector<double> ray_ms, count_ms, scan_ms, fill_ms, region_ms;
     std::size_t hits = 0, region_hits = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
         auto cast = q.ray_cast(rays);
         if (!cast) return fail(cast.error().message, "bench");
         if (r > 0) ray_ms.push_back(q.last_times().ray_cast);
         hits = static_cast<std::size_t>(
             std::count_if(cast->begin(), cast->end(), [](const auto& h) { return h.has_value(); }));
+        if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
         auto found = q.query_boxes(regions);
         if (!found) return fail(found.error().message, "bench");
         const gpu::QueryTimes& t = q.last_times();

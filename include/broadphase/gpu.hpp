@@ -92,6 +92,8 @@ struct ContextOptions {
     PipelineCacheOptions pipeline_cache;
     /// Which radix sort runs (SortPath; automatic: the environment, else the device's rule).
     SortPath sort_path = SortPath::automatic;
+    /// The bounded traversals' budget (DeviceInfo::traversal_budget; 0: automatic).
+    std::uint32_t traversal_budget = 0;
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -119,6 +121,8 @@ struct ExternalDevice {
     PipelineCacheOptions pipeline_cache;
     /// Which radix sort runs (as ContextOptions::sort_path).
     SortPath sort_path = SortPath::automatic;
+    /// The bounded traversals' budget (as ContextOptions::traversal_budget).
+    std::uint32_t traversal_budget = 0;
 };
 
 /// What the chosen device is and can do.
@@ -145,6 +149,14 @@ struct DeviceInfo {
     /// The radix sort this Context runs: onesweep or reduce_then_scan (SortPath, never
     /// automatic once resolved).
     SortPath sort_path = SortPath::reduce_then_scan;
+    /// Nodes one invocation of a bounded traversal (all pairs, region queries, ray casts)
+    /// expands per round before it queues the rest (TraversalBuffers::budget when that is 0).
+    /// Chosen at creation: the option when not 0, else BROADPHASE_TRAVERSAL_BUDGET, else
+    /// kTraversalBudget (4096) on CPU devices, where a round costs a pass over every queued
+    /// item and the lanes of a lopsided query are few, and kGpuTraversalBudget on GPUs, where one
+    /// invocation walking thousands of dependent nodes idles the device (a box over half of
+    /// the `level` scene: docs/performance.md, "Traversal budget").
+    std::uint32_t traversal_budget = gpu_layout::kTraversalBudget;
 };
 
 class Context;
@@ -336,7 +348,7 @@ struct LbvhTree {
 /// The work queues of a bounded traversal (gpu_layout.h, "Bounded traversal"): `work` holds
 /// traversal_work_bytes(capacity) bytes (STORAGE | TRANSFER_DST), `capacity` items per queue;
 /// `rounds` (1 .. kTraversalMaxRounds) dispatches are recorded. An invocation that would expand
-/// more than kTraversalBudget nodes queues the rest for the next round, so no dispatch runs an
+/// more than `budget` nodes queues the rest for the next round, so no dispatch runs an
 /// unbounded loop; kTraversalMaxRounds rounds always finish, fewer leave the status flag
 /// kTraversalIncomplete when a scene needs more (record the pass again with more rounds), and a
 /// queue too small for a round leaves kTraversalQueueOverflow (grow `work`). Either flag means
@@ -345,6 +357,10 @@ struct TraversalBuffers {
     BufferRange work;
     std::uint32_t capacity = 0;
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
+    /// Nodes one invocation expands per round (1 .. kTraversalBudget; larger is capped): 0
+    /// takes the Context's DeviceInfo::traversal_budget. The results are the same whatever it
+    /// is; a smaller one needs more rounds and queue items but balances a lopsided scene.
+    std::uint32_t budget = 0;
 };
 /// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte
 /// items, then as many 16-byte ray-cast candidates).
@@ -364,6 +380,39 @@ struct CopyBandwidth {
 /// Allocates two buffers of `bytes` for the call.
 Result<CopyBandwidth> measure_copy_bandwidth(Context& context, VkDeviceSize bytes = 64ull << 20,
                                              int repeat = 3);
+
+/// Keeps the device busy ahead of a measurement. GPUs lower their clocks while idle and raise
+/// them only after some time under load, so a benchmark whose host work (uploads, downloads,
+/// checks) leaves the GPU idle between runs times each run at whatever clock the idle left:
+/// on an NVIDIA H200 the same stages measured 2 to 4 times slower in one process than in the
+/// next (docs/performance.md, "Warm-up"). start(ms) submits copy-kernel dispatches that last
+/// about `ms` of GPU time and returns at once; what is submitted on the Context's queue
+/// afterwards runs after them, on a device that has been busy all along. Used by `broadphase
+/// bench` before every run. Holds two device buffers of 64 MiB (or maxStorageBufferRange).
+class WarmUp {
+public:
+    /// Compiles the copy kernel and times one copy (timestamps; without them start() submits
+    /// one copy per millisecond asked).
+    static Result<WarmUp> create(Context& context);
+    WarmUp(WarmUp&&) noexcept;
+    WarmUp& operator=(WarmUp&&) noexcept;
+    ~WarmUp();  ///< waits for the last start()'s work
+
+    /// Submits about `ms` milliseconds of copies without waiting (none for ms <= 0). Waits
+    /// first for the previous start()'s work, whose command buffer it reuses.
+    Status start(double ms);
+    /// GPU time of one copy dispatch (0 without timestamps).
+    double copy_ms() const;
+    /// Copy dispatches the last start() submitted (0 before any, or for ms <= 0).
+    std::uint32_t copies() const;
+    /// Whether the last start()'s copies have finished (true when none are pending).
+    bool finished() const;
+
+private:
+    struct State;
+    explicit WarmUp(std::unique_ptr<State> state);
+    std::unique_ptr<State> state_;
+};
 
 /// Reads the outcome of a traversal from its TraversalStatus (downloaded by the caller).
 /// Returns an error naming what is incomplete (rounds, queue), or the exact pair total.

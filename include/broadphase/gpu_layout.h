@@ -86,8 +86,15 @@ BP_CONST kInvalidNode = 0xffffffffu;
 // <= kTraversalStack; kTraversalRounds are recorded by default, and a traversal with work
 // left after its rounds says so (kTraversalIncomplete), never ends silently.
 // Push constants of the traversal kernels: shift = the round (0: one invocation per query from
-// the root; r > 0: one per work item), tiles = the queue capacity in items.
+// the root; r > 0: one per work item), tiles = the queue capacity in items, budget = the nodes
+// an invocation expands before it queues the rest (1..kTraversalBudget; 0: kTraversalBudget).
+// The budget trades rounds for balance: a query with far more work than the others (a box over
+// half the scene) is walked by one invocation for `budget` dependent steps per round while the
+// rest of the device idles, so a GPU wants a small one (DeviceInfo::traversal_budget); the
+// pairs, visits and ids found are the same whatever it is.
 BP_CONST kTraversalBudget = 4096u;
+// The budget GPUs take by default (DeviceInfo::traversal_budget).
+BP_CONST kGpuTraversalBudget = 128u;
 BP_CONST kTraversalRounds = 16u;
 BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
 // TraversalStatus flags.
@@ -179,7 +186,7 @@ BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visi
 BP_CONST kPairsKeys = 8u;
 
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
-// total: 32 bytes
+// total: 36 bytes
 struct PushConstants {
     uint count;      // number of elements (boxes, keys, pairs...)
     uint capacity;   // capacity of the output buffer, where there is one; sort: digit mask
@@ -189,6 +196,8 @@ struct PushConstants {
     uint tiles;      // number of tiles / workgroups in the whole problem
     uint offset;     // kernel-specific (count_args: max workgroups in x; one-sweep: the pass)
     uint flags;      // kernel-specific switches
+    uint budget;     // bounded traversals: nodes an invocation expands per round (0: the most,
+                     // kTraversalBudget; see "Bounded traversal")
 };
 
 // Status of one bounded traversal (pairs, region queries or ray casts): its counters, the
@@ -231,7 +240,7 @@ static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);
 static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&
               offsetof(LbvhNode, hi) == 32);
 static_assert(sizeof(LbvhWideNode) == 64 && offsetof(LbvhWideNode, link) == 48);
-static_assert(sizeof(PushConstants) == 32 && offsetof(PushConstants, flags) == 28);
+static_assert(sizeof(PushConstants) == 36 && offsetof(PushConstants, budget) == 32);
 }  // namespace broadphase::gpu_layout
 #endif
 #undef BP_CONST

@@ -16,6 +16,7 @@
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"
 #include "kernels.hpp"
+#include "lbvh_queries.hpp"
 #include "lbvh_refit.hpp"
 #include "scale.hpp"
 #include "shaders.hpp"
@@ -164,14 +165,15 @@ void record_scene(RecordedScene& s, gpu::Lbvh& lbvh, std::span<const Box> boxes,
 }
 
 TraversalStatus record_pairs(RecordedScene& s, gpu::Lbvh& lbvh, std::uint32_t pair_capacity,
-                             std::uint32_t work_capacity, std::uint32_t rounds) {
+                             std::uint32_t work_capacity, std::uint32_t rounds,
+                             std::uint32_t budget = 0) {
     gpu::Context& ctx = gpu_context();
     EXPECT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
         EXPECT_TRUE(lbvh.record_pairs(cmd, {gpu::whole(s.nodes), s.n},
                                       {gpu::whole(s.pairs),
                                        pair_capacity,
                                        gpu::whole(s.status),
-                                       {gpu::whole(s.work), work_capacity, rounds}}));
+                                       {gpu::whole(s.work), work_capacity, rounds, budget}}));
     }));
     TraversalStatus st{};
     EXPECT_TRUE(ctx.download(s.status, &st, sizeof(st)));
@@ -439,6 +441,149 @@ TEST_F(BoundedTraversalTest, ShortStackSpillsIntoTheQueueWithTheSameResult) {
     auto refused = gpu::Lbvh::create(gpu_context(), too_deep);
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().message.find("pair_stack"), std::string::npos);
+}
+
+// Test 10: the traversal budget (TraversalBuffers::budget, DeviceInfo::traversal_budget)
+// changes the rounds, never the answers. On the standard scenes, with budgets from 1 node to
+// kTraversalBudget: the pairs equal brute force and the visits the CPU twin's count; region
+// queries return the twin's ids and ray casts its closest hits. With a budget of one node a
+// single round cannot finish any of them, while kTraversalBudget finishes the uniform scene's
+// pairs in one.
+TEST_F(BoundedTraversalTest, BudgetChangesTheRoundsNotTheAnswers) {
+    gpu::Context& ctx = gpu_context();
+    const std::uint32_t work = 1u << 16;
+    auto queries = gpu::LbvhQueries::create(ctx);
+    ASSERT_TRUE(queries);
+    for (const char* name : {"uniform", "degenerate", "level", "multiscale"}) {
+        SCOPED_TRACE(name);
+        auto scene = generate_scene(name, 3000);
+        ASSERT_TRUE(scene);
+        const std::vector<Box>& boxes = scene->boxes;
+        const std::vector<Pair> expected = brute_pairs(boxes);
+        const auto capacity = static_cast<std::uint32_t>(expected.size() + 1);
+        const auto twin = lbvh::build_tree(boxes, lbvh::CodeKind::morton30);
+        const std::uint64_t twin_visits = lbvh::pair_traversal_work(twin, boxes).visits;
+
+        // Regions: every 20th box grown by its own size (level's slab among them: it covers
+        // the ground) and rays from the corners of every 30th box towards the scene's centre.
+        const Box bounds = bounds_of(boxes);
+        const Vec3 mid{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
+                       (bounds.min.z + bounds.max.z) / 2};
+        std::vector<Box> regions;
+        for (std::size_t i = 0; i < boxes.size(); i += 20) {
+            const Box& b = boxes[i];
+            const Vec3 e{b.max.x - b.min.x, b.max.y - b.min.y, b.max.z - b.min.z};
+            regions.push_back({{b.min.x - e.x, b.min.y - e.y, b.min.z - e.z},
+                               {b.max.x + e.x, b.max.y + e.y, b.max.z + e.z}});
+        }
+        regions.push_back(boxes[boxes.size() / 2]);  // level: the ground slab
+        std::vector<Ray> rays;
+        for (std::size_t i = 0; i < boxes.size(); i += 30) {
+            const Vec3 o = boxes[i].min;
+            const Vec3 d{mid.x - o.x + 1e-3f, mid.y - o.y, mid.z - o.z};
+            rays.push_back({o, d, 1e30f});
+        }
+        std::vector<std::uint32_t> want_offsets{0}, want_ids;
+        for (const Box& r : regions) {
+            std::vector<std::uint32_t> ids;
+            lbvh::query_region(twin, r, ids);
+            std::sort(ids.begin(), ids.end());
+            want_ids.insert(want_ids.end(), ids.begin(), ids.end());
+            want_offsets.push_back(static_cast<std::uint32_t>(want_ids.size()));
+        }
+        const auto count = static_cast<std::uint32_t>(regions.size());
+        const auto ray_count = static_cast<std::uint32_t>(rays.size());
+        const auto id_capacity = static_cast<std::uint32_t>(want_ids.size() + 1);
+        const auto gpu_regions = gpu::to_gpu_boxes(regions);
+        std::vector<gpu_layout::GpuRay> gpu_rays;
+        for (const Ray& r : rays)
+            gpu_rays.push_back(
+                {{r.origin.x, r.origin.y, r.origin.z, r.tmax}, {r.dir.x, r.dir.y, r.dir.z, 0}});
+        auto qbuf = ctx.create_buffer(count * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+        auto offsets = ctx.create_buffer((count + 1) * 4ull, gpu::MemoryKind::device);
+        auto ids = ctx.create_buffer(id_capacity * 4ull, gpu::MemoryKind::device);
+        auto scratch =
+            ctx.create_buffer((*queries)->scan_scratch_size(count), gpu::MemoryKind::device);
+        auto statuses = ctx.create_buffer(3 * 256, gpu::MemoryKind::device);
+        auto rbuf =
+            ctx.create_buffer(ray_count * sizeof(gpu_layout::GpuRay), gpu::MemoryKind::device);
+        auto hbuf =
+            ctx.create_buffer(ray_count * sizeof(gpu_layout::GpuRayHit), gpu::MemoryKind::device);
+        ASSERT_TRUE(qbuf && offsets && ids && scratch && statuses && rbuf && hbuf);
+        ASSERT_TRUE(
+            ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(gpu_layout::GpuBox)));
+        ASSERT_TRUE(
+            ctx.upload(*rbuf, gpu_rays.data(), gpu_rays.size() * sizeof(gpu_layout::GpuRay)));
+
+        auto lbvh = gpu::Lbvh::create(ctx, {gpu::CodeKind::morton30});
+        ASSERT_TRUE(lbvh);
+        RecordedScene s;
+        record_scene(s, **lbvh, boxes, capacity, work);
+        const gpu::LbvhTree tree{gpu::whole(s.nodes), s.n};
+        for (std::uint32_t budget :
+             {1u, 3u, gpu_layout::kGpuTraversalBudget, gpu_layout::kTraversalBudget}) {
+            SCOPED_TRACE(budget);
+            const TraversalStatus full =
+                record_pairs(s, **lbvh, capacity, work, gpu_layout::kTraversalMaxRounds, budget);
+            ASSERT_EQ(full.flags, 0u);
+            ASSERT_EQ(full.count, expected.size());
+            EXPECT_EQ(std::uint64_t(full.visits_hi) << 32 | full.visits_lo, twin_visits);
+            std::vector<Pair> stored(full.count);
+            ASSERT_TRUE(ctx.download(s.pairs, stored.data(), full.count * 8ull));
+            std::sort(stored.begin(), stored.end());
+            EXPECT_EQ(stored, expected);
+            const TraversalStatus one = record_pairs(s, **lbvh, capacity, work, 1, budget);
+            if (budget == 1u) {
+                EXPECT_EQ(one.flags, gpu_layout::kTraversalIncomplete);
+            }
+            if (budget == gpu_layout::kTraversalBudget && std::string(name) == "uniform") {
+                EXPECT_EQ(one.flags, 0u);
+            }
+
+            const gpu::TraversalBuffers traversal{gpu::whole(s.work), work,
+                                                  gpu_layout::kTraversalMaxRounds, budget};
+            const gpu::RegionQueryBuffers b{gpu::whole(*qbuf),
+                                            gpu::whole(*offsets),
+                                            gpu::whole(*ids),
+                                            id_capacity,
+                                            gpu::whole(*scratch),
+                                            {statuses->handle(), 0, sizeof(TraversalStatus)},
+                                            {statuses->handle(), 256, sizeof(TraversalStatus)},
+                                            traversal};
+            ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+                gpu::compute_barrier(cmd);
+                EXPECT_TRUE((*queries)->record_region_count(cmd, tree, b, count));
+                EXPECT_TRUE((*queries)->record_region_fill(cmd, tree, b, count));
+                gpu::compute_barrier(cmd);
+                EXPECT_TRUE(
+                    (*queries)->record_ray_cast(cmd, tree,
+                                                {gpu::whole(*rbuf),
+                                                 gpu::whole(*hbuf),
+                                                 {statuses->handle(), 512, sizeof(TraversalStatus)},
+                                                 traversal},
+                                                ray_count));
+                gpu::compute_barrier(cmd);
+            }));
+            TraversalStatus st[3];
+            for (std::uint32_t k = 0; k < 3; ++k) {
+                ASSERT_TRUE(ctx.download(*statuses, &st[k], sizeof(st[k]), 256 * k));
+                EXPECT_EQ(st[k].flags, 0u) << k;
+            }
+            std::vector<std::uint32_t> got_offsets(count + 1), got_ids(want_ids.size());
+            ASSERT_TRUE(ctx.download(*offsets, got_offsets.data(), got_offsets.size() * 4));
+            ASSERT_TRUE(ctx.download(*ids, got_ids.data(), got_ids.size() * 4));
+            EXPECT_EQ(got_offsets, want_offsets);
+            for (std::uint32_t q = 0; q < count; ++q)  // hits of a queued query come unordered
+                std::sort(got_ids.begin() + got_offsets[q], got_ids.begin() + got_offsets[q + 1]);
+            EXPECT_EQ(got_ids, want_ids);
+            std::vector<gpu_layout::GpuRayHit> hits(ray_count);
+            ASSERT_TRUE(ctx.download(*hbuf, hits.data(), hits.size() * sizeof(hits[0])));
+            for (std::uint32_t r = 0; r < ray_count; ++r) {
+                const auto want = lbvh::ray_cast_nodes(twin, rays[r]);
+                ASSERT_EQ(hits[r].id, want ? want->id : gpu_layout::kInvalidNode) << "ray " << r;
+            }
+        }
+    }
 }
 
 }  // namespace

@@ -158,6 +158,52 @@ TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
         ::unsetenv("BROADPHASE_SORT_PATH");
 }
 
+// Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes
+// BROADPHASE_TRAVERSAL_BUDGET, else the device's rule (kTraversalBudget on CPU devices such as
+// lavapipe, kGpuTraversalBudget on GPUs); a value outside 1..kTraversalBudget, or a variable
+// that is not a number, is refused, naming it.
+TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
+    const char* saved = std::getenv("BROADPHASE_TRAVERSAL_BUDGET");
+    const std::string saved_value = saved ? saved : "";
+    auto adopt_with = [](std::uint32_t budget) {
+        gpu::ExternalDevice external = described();
+        external.traversal_budget = budget;
+        return gpu::Context::adopt(external);
+    };
+    auto budget_of = [&](std::uint32_t option) {
+        auto adopted = adopt_with(option);
+        EXPECT_TRUE(adopted) << adopted.error().message;
+        return adopted ? adopted.value()->info().traversal_budget : 0u;
+    };
+    ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
+    const bool cpu = gpu_context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    EXPECT_EQ(budget_of(0), cpu ? gpu_layout::kTraversalBudget : gpu_layout::kGpuTraversalBudget);
+    EXPECT_EQ(budget_of(1), 1u);
+    EXPECT_EQ(budget_of(gpu_layout::kTraversalBudget), gpu_layout::kTraversalBudget);
+    {
+        auto refused = adopt_with(gpu_layout::kTraversalBudget + 1);
+        ASSERT_FALSE(refused);
+        EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+        EXPECT_TRUE(has(refused.error().message, "traversal budget")) << refused.error().message;
+    }
+    ::setenv("BROADPHASE_TRAVERSAL_BUDGET", "64", 1);
+    EXPECT_EQ(budget_of(0), 64u);
+    EXPECT_EQ(budget_of(7), 7u);
+    for (const char* bad : {"lots", "0", "12x", "-5", "5000"}) {
+        SCOPED_TRACE(bad);
+        ::setenv("BROADPHASE_TRAVERSAL_BUDGET", bad, 1);
+        auto refused = adopt_with(0);
+        ASSERT_FALSE(refused);
+        EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+        EXPECT_TRUE(has(refused.error().message, "BROADPHASE_TRAVERSAL_BUDGET"))
+            << refused.error().message;
+    }
+    if (saved)
+        ::setenv("BROADPHASE_TRAVERSAL_BUDGET", saved_value.c_str(), 1);
+    else
+        ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
+}
+
 // Test 6: an instance whose API version the caller did not give is refused, asking for it,
 // before any Vulkan 1.1 call is made on it (the fixture fails on a validation error).
 TEST_F(ContextTest, AdoptWithoutApiVersionAsksForIt) {

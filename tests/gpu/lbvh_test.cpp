@@ -554,5 +554,34 @@ TEST_F(LbvhTest, CopyBandwidthIsMeasured) {
     EXPECT_FALSE(gpu::measure_copy_bandwidth(gpu_context(), 8, 1));
 }
 
+// gpu::WarmUp submits about the milliseconds asked (in whole copies) without waiting, and work
+// submitted after it on the Context's queue completes after it: once a later submit_and_wait
+// returns, the warm-up has finished. A pairs search after it is unchanged.
+TEST_F(LbvhTest, WarmUpRunsAheadOfLaterWork) {
+    auto warm = gpu::WarmUp::create(gpu_context());
+    ASSERT_TRUE(warm) << warm.error().message;
+    ASSERT_TRUE(warm->start(0));
+    EXPECT_EQ(warm->copies(), 0u);
+    EXPECT_TRUE(warm->finished());
+    const double copy_ms = warm->copy_ms();
+    if (gpu_context().info().timestamp_period_ns > 0) {
+        ASSERT_GT(copy_ms, 0.0);
+    }
+    const double ask = copy_ms > 0 ? 3.5 * copy_ms : 3.0;
+    ASSERT_TRUE(warm->start(ask));
+    EXPECT_EQ(warm->copies(), 4u);
+    ASSERT_TRUE(gpu_context().submit_and_wait([](VkCommandBuffer) {}));
+    EXPECT_TRUE(warm->finished());
+    ASSERT_TRUE(warm->start(ask));  // waits for nothing: the last start has finished
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene);
+    auto lbvh = gpu::Lbvh::create(gpu_context());
+    ASSERT_TRUE(lbvh);
+    auto pairs = (*lbvh)->find_pairs(scene->boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    EXPECT_TRUE(warm->finished());
+    EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
+}
+
 }  // namespace
 }  // namespace broadphase::testing
