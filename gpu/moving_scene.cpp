@@ -195,11 +195,19 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
         options.pairs && (previous_pairs > recorded_capacity || previous.flags != 0);
     const bool regrown = options.pairs && (st.pairs > st.pair_capacity || current.flags != 0);
     if (regrown) {
-        // Reads the status back again; a frame that still did not finish is an error.
-        if (Status s = repair(st, current); !s) return s.error();
-        std::memcpy(&st, readback.mapped(), sizeof(st));
-        std::memcpy(&current, static_cast<const char*>(readback.mapped()) + kReadbackCurrent,
-                    sizeof(current));
+        // Repairs until the frame finishes with its pairs stored: a queue that overflowed again
+        // grows again (4x each time; a small traversal budget queues many items), a traversal
+        // short of rounds gets kTraversalMaxRounds, pairs over the capacity grow it. repair()
+        // refuses what cannot grow; a frame still unfinished after that is an error.
+        for (int attempt = 0;; ++attempt) {
+            if (Status s = repair(st, current); !s) return s.error();
+            std::memcpy(&st, readback.mapped(), sizeof(st));
+            std::memcpy(&current, static_cast<const char*>(readback.mapped()) + kReadbackCurrent,
+                        sizeof(current));
+            const bool again = st.pairs > st.pair_capacity ||
+                               (current.flags & (kTraversalQueueOverflow | kTraversalIncomplete));
+            if (!again || attempt >= 16) break;
+        }
         if (auto done = traversal_outcome(current, "all pairs"); !done) return done.error();
     }
     if (previous_incomplete)

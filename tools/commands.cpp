@@ -472,6 +472,7 @@ int run_bench(const Args& args) {
             wall += t;
         }
     }
+    if (Status s = warm->before_run(); !s) return fail(s.error());  // the yardstick too
     auto copy = gpu::measure_copy_bandwidth(*g->context);
     if (!copy) return fail(copy.error());
     // Every run records the same dispatches and traffic; the times are medians per stage.

@@ -217,6 +217,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         pair_counts.push_back(double(r->pair_count));
         events.push_back(double(r->began.size() + r->ended.size()));
     }
+    if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
     auto copy = gpu::measure_copy_bandwidth(context);
     if (!copy) return fail(copy.error().message, "bench");
     const auto stages = median_stages(reports);
@@ -410,6 +411,7 @@ int run_frame_bench(const Args& args) {
     if (!args.json) warm->print();
     auto samples = measure_frames(ms, scene->boxes, frames, options.policy, warm.value());
     if (!samples) return fail(samples.error().message, "bench");
+    if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
     auto copy = gpu::measure_copy_bandwidth(*context.value());
     if (!copy) return fail(copy.error().message, "bench");
     const auto stages = median_stages(samples->reports);

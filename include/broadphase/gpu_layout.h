@@ -93,8 +93,11 @@ BP_CONST kInvalidNode = 0xffffffffu;
 // rest of the device idles, so a GPU wants a small one (DeviceInfo::traversal_budget); the
 // pairs, visits and ids found are the same whatever it is.
 BP_CONST kTraversalBudget = 4096u;
-// The budget GPUs take by default (DeviceInfo::traversal_budget).
-BP_CONST kGpuTraversalBudget = 128u;
+// The budget GPUs take by default (DeviceInfo::traversal_budget). Measured on an NVIDIA H200
+// (docs/performance.md, "Traversal budget"), all pairs of level:1M (a box over half the
+// scene): 33 ms at 4096, 4.2 at 128, 3.1 at 64, 2.6 at 32; of uniform:1M: 1.52 ms at 4096 to
+// 64 (+2%), 1.74 at 32 (+14%, the rounds' cost).
+BP_CONST kGpuTraversalBudget = 64u;
 BP_CONST kTraversalRounds = 16u;
 BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
 // TraversalStatus flags.

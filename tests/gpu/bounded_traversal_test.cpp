@@ -428,7 +428,9 @@ TEST_F(BoundedTraversalTest, ShortStackSpillsIntoTheQueueWithTheSameResult) {
             ASSERT_TRUE(gpu_context().download(s.pairs, stored.data(), full.count * 8ull));
             std::sort(stored.begin(), stored.end());
             EXPECT_EQ(stored, expected);
-            const TraversalStatus one = record_pairs(s, **lbvh, capacity, work, 1);
+            // The largest budget, so that only the stack decides whether one round finishes.
+            const TraversalStatus one =
+                record_pairs(s, **lbvh, capacity, work, 1, gpu_layout::kTraversalBudget);
             if (stack == 1u) {
                 EXPECT_EQ(one.flags, gpu_layout::kTraversalIncomplete);
             } else if (stack == gpu_layout::kPairStack) {

@@ -386,13 +386,18 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     }
     ASSERT_GT(expected_ids.size(), 100u);
 
+    // Every query finishes in the first round with the largest budget, so that its hits come in
+    // the twin's order (queued parts come in any order; the budget test of
+    // bounded_traversal_test compares those as sets).
+    const gpu::TraversalBuffers root_round{gpu::whole(*work), work_capacity,
+                                           gpu_layout::kTraversalRounds,
+                                           gpu_layout::kTraversalBudget};
     for (std::uint32_t capacity : {100u, static_cast<std::uint32_t>(expected_ids.size())}) {
         auto ids = ctx.create_buffer(capacity * 4ull, gpu::MemoryKind::device);
         ASSERT_TRUE(ids);
-        gpu::RegionQueryBuffers b{gpu::whole(*qbuf),        gpu::whole(*offsets),
-                                  gpu::whole(*ids),         capacity,
-                                  gpu::whole(*scratch),     gpu::whole(*count_status),
-                                  gpu::whole(*fill_status), {gpu::whole(*work), work_capacity}};
+        gpu::RegionQueryBuffers b{
+            gpu::whole(*qbuf),    gpu::whole(*offsets),      gpu::whole(*ids),         capacity,
+            gpu::whole(*scratch), gpu::whole(*count_status), gpu::whole(*fill_status), root_round};
         ASSERT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
             gpu::compute_barrier(cmd);
             EXPECT_TRUE(queries->record_region_count(cmd, {gpu::whole(nodes), n}, b, count));
@@ -514,7 +519,10 @@ TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
     ASSERT_TRUE(ctx.upload(*rbuf, gpu_rays.data(), gpu_rays.size() * sizeof(gpu_layout::GpuRay)));
 
     const gpu::LbvhTree gpu_tree{gpu::whole(tree), n};
-    const gpu::TraversalBuffers traversal{gpu::whole(*work), work_capacity};
+    // The largest budget: every query finishes in the first round, its hits in the twin's order.
+    const gpu::TraversalBuffers traversal{gpu::whole(*work), work_capacity,
+                                          gpu_layout::kTraversalRounds,
+                                          gpu_layout::kTraversalBudget};
     const gpu::RegionQueryBuffers b{gpu::whole(*qbuf),
                                     gpu::whole(*offsets),
                                     gpu::whole(*ids),
