@@ -56,6 +56,11 @@ run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
 run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
 run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
 run pairs_10m_json "$tool" bench --scene "$m10" --repeat "$repeat" --json
+# The adversarial scenes: a box over half the scene (level), big boxes (degenerate), clusters
+# far apart (multiscale); the traversal budget decides the first two (docs/performance.md).
+for s in level degenerate multiscale; do
+  run "pairs_1m_$s" "$tool" bench --scene "${m1/uniform/$s}" --repeat "$repeat"
+done
 run pairs_1m_hilbert "$tool" bench --scene "$m1" --repeat "$repeat" --code hilbert30
 run pairs_1m_atomic "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append atomic
 run pairs_1m_subgroup "$tool" bench --scene "$m1" --repeat "$repeat" --pair-append subgroup
