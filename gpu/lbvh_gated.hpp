@@ -2,6 +2,10 @@
 // for recorders that hold both a refit and a rebuild in one command buffer (gpu/moving_scene.cpp).
 #pragma once
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
 #include "broadphase/gpu.hpp"
 #include "broadphase/gpu_frames.hpp"
 #include "kernels.hpp"
@@ -22,6 +26,17 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 /// instead of against each other; with `append` the pass continues the pair counter of the
 /// status (the list of the passes before it) and counts no visits. With key_bits b in 1..31
 /// each pair (i, j) is stored as the 64-bit key i << b | j (kPairsKeys; ids below 2^b).
+/// Bits of j in a pair key i << b | j (written by the pairs pass, kPairsKeys): j < n needs
+/// bit_width(n - 1).
+inline std::uint32_t pair_key_bits(std::uint32_t n) {
+    return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
+}
+
+/// The pair of a key (low word, high word) of shaders/lbvh_pairs.glsl with kPairsKeys.
+inline Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
+    return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
+}
+
 struct ProxyPairs {
     BufferRange slots{};
     bool cross = false;

@@ -78,17 +78,6 @@ struct FrameCounts {
 // onesweep: 2 + 1 + 8 + 2), plus the cost and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
-// Bits of j in a pair key i << b | j (written by the pairs pass, kPairsKeys): j < n needs
-// bit_width(n - 1).
-inline std::uint32_t pair_key_bits(std::uint32_t n) {
-    return std::max<std::uint32_t>(std::bit_width(n > 0 ? n - 1 : 0u), 1);
-}
-
-// The pair of a key (low word, high word) of shaders/lbvh_pairs.glsl with kPairsKeys.
-inline Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
-    return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
-}
-
 // Bytes at the start of the readback buffer for the status and a pair counter.
 constexpr VkDeviceSize kReadbackHeader = 256;
 // Where record_status_readback puts the previous and the current frame's pair traversal status.

@@ -98,7 +98,7 @@ double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy);
 /// Opens a bench --json object: `{"device": .., "driver": .., "subgroup_size": .., `.
 void print_device_json(const gpu::DeviceInfo& info);
 /// Closes a bench --json object: `"copy_bandwidth": {..}, "stages": [..]}` and a newline, each
-/// stage with its instruments, its copy_fraction and (the sort) its passes.
+/// stage with its instruments, its copy_fraction and (the sorts) its passes.
 void print_stages_json(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy);
 #endif
 

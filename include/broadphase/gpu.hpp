@@ -301,11 +301,12 @@ struct StageTimes {
     double bounds = 0, codes = 0, sort = 0;
     double hierarchy = 0;  ///< the hierarchy and its node bounds (one bottom-up pass)
     double pairs = 0;
-    double total() const { return bounds + codes + sort + hierarchy + pairs; }
+    double pair_sort = 0;  ///< find_pairs: the radix sort of the pairs found (GPU)
+    double total() const { return bounds + codes + sort + hierarchy + pairs + pair_sort; }
 };
 
 /// One stage of the last Lbvh::find_pairs, for instruments (`broadphase bench`): "scene
-/// bounds", "codes", "sort", "hierarchy + bounds", "all pairs".
+/// bounds", "codes", "sort", "hierarchy + bounds", "all pairs", "pair sort".
 struct StageReport {
     std::string name;
     std::uint32_t dispatches = 0;  ///< compute dispatches recorded (indirect ones included)

@@ -452,7 +452,7 @@ if(SCRIPT)
 endif()
 # Test 10: bench's instruments. The table names every stage with its dispatches, bytes and
 # fraction of the copy kernel's bandwidth; --json prints one object whose `stages` list has
-# the five stages with their fields, the sort its 4 digit passes (30-bit codes, 8-bit digits,
+# the six stages with their fields, the sort its 4 digit passes (30-bit codes, 8-bit digits,
 # no refinement on uniform), and byte counts that follow the documented model (codes: a 32-byte
 # box read per box plus the bounds once per 256-box workgroup; 3000 boxes: 12 workgroups).
 run_tool(table TRUE bench --scene uniform:3000 --repeat 1)
@@ -467,7 +467,7 @@ endif()
 string(JSON stage_count LENGTH "${json}" stages)
 string(JSON boxes GET "${json}" boxes)
 string(JSON copy_rate GET "${json}" copy_bandwidth bytes_per_second)
-if(NOT stage_count EQUAL 5 OR NOT boxes EQUAL 3000 OR copy_rate LESS_EQUAL 0)
+if(NOT stage_count EQUAL 6 OR NOT boxes EQUAL 3000 OR copy_rate LESS_EQUAL 0)
   message(FATAL_ERROR "bench --json: ${stage_count} stages, ${boxes} boxes, copy ${copy_rate}:\n${json}")
 endif()
 set(names "")
@@ -487,6 +487,12 @@ foreach(k RANGE ${last})
       message(FATAL_ERROR "bench --json: the sort made ${passes} passes, not 4")
     endif()
   endif()
+  if(name STREQUAL "pair sort")  # keys i << 12 | j of 3000 boxes: 24 bits, 3 passes
+    string(JSON passes GET "${json}" stages ${k} passes)
+    if(NOT passes EQUAL 3)
+      message(FATAL_ERROR "bench --json: the pair sort made ${passes} passes, not 3")
+    endif()
+  endif()
   if(name STREQUAL "codes")
     string(JSON read GET "${json}" stages ${k} bytes_read)
     if(NOT read EQUAL 96384)  # 32 * 3000 + 32 * 12
@@ -494,6 +500,7 @@ foreach(k RANGE ${last})
     endif()
   endif()
 endforeach()
-expect_equal("${names}" "scene bounds;codes;sort;hierarchy + bounds;all pairs" "bench --json stages: ${names}")
+expect_equal("${names}" "scene bounds;codes;sort;hierarchy + bounds;all pairs;pair sort"
+             "bench --json stages: ${names}")
 
 message(STATUS "cli: all checks passed")

@@ -16,6 +16,7 @@
 #include "kernels.hpp"
 #include "lbvh.hpp"
 #include "lbvh_refit.hpp"
+#include "radix_sort.hpp"
 #include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
@@ -483,9 +484,10 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     auto last = lbvh->last_report();
     ASSERT_TRUE(last);
     const std::vector<gpu::StageReport>& report = last.value();
-    ASSERT_EQ(report.size(), 5u);
-    const char* names[] = {"scene bounds", "codes", "sort", "hierarchy + bounds", "all pairs"};
-    for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(report[k].name, names[k]);
+    ASSERT_EQ(report.size(), 6u);
+    const char* names[] = {"scene bounds",       "codes",     "sort",
+                           "hierarchy + bounds", "all pairs", "pair sort"};
+    for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(report[k].name, names[k]);
     const std::uint64_t n = 3000, groups = 12;
     EXPECT_EQ(report[0].dispatches, 1u);
     EXPECT_EQ(report[0].bytes_read, 32 * n + 24 * groups);
@@ -528,7 +530,17 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     const std::uint64_t visits = lbvh::pair_traversal_work(twin, scene->boxes).visits;
     EXPECT_EQ(report[4].bytes_read, 48 * n + 64 * visits);  // one LbvhWideNode per step
     EXPECT_EQ(report[4].bytes_written, 8 * pairs->size());
-    for (const gpu::StageReport& r : report) EXPECT_EQ(r.passes != 0, r.name == "sort");
+    // The pairs' keys i << 12 | j (ids below 2^12) sorted on the GPU: 24 bits, 3 passes, keys
+    // only; onesweep: its histogram and a dispatch per pass; reduce_then_scan: histogram, scan
+    // and scatter per pass.
+    EXPECT_EQ(report[5].passes, 3u);
+    EXPECT_EQ(report[5].dispatches, onesweep ? 1u + 3 : 3u * 3);
+    const gpu::Traffic keys = gpu::RadixSort::traffic(static_cast<std::uint32_t>(pairs->size()), 2,
+                                                      24, true, gpu_context().info().sort_path);
+    EXPECT_EQ(report[5].bytes_read, keys.read);
+    EXPECT_EQ(report[5].bytes_written, keys.written);
+    for (const gpu::StageReport& r : report)
+        EXPECT_EQ(r.passes != 0, r.name == "sort" || r.name == "pair sort");
 
     // A refined scene sorts its 64-bit keys too: 4 + 8 passes.
     auto level = generate_scene("level", 3000);
