@@ -123,12 +123,17 @@ Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
         std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, size);
         return {};
     }
-    auto staging = create_buffer(size, MemoryKind::upload);
-    if (!staging) return staging.error();
-    std::memcpy(staging->mapped(), data, size);
+    Buffer& staging = impl_->upload_staging;
+    if (staging.size() < size) {
+        staging = Buffer();  // the old one first: both may not fit together
+        auto grown = create_buffer(size, MemoryKind::upload);
+        if (!grown) return grown.error();
+        staging = std::move(grown.value());
+    }
+    std::memcpy(staging.mapped(), data, size);
     return submit_and_wait([&](VkCommandBuffer cmd) {
         VkBufferCopy copy{0, offset, size};
-        vkCmdCopyBuffer(cmd, staging->handle(), dst.handle(), 1, &copy);
+        vkCmdCopyBuffer(cmd, staging.handle(), dst.handle(), 1, &copy);
     });
 }
 
@@ -140,15 +145,20 @@ Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDev
         std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, size);
         return {};
     }
-    auto staging = create_buffer(size, MemoryKind::readback);
-    if (!staging) return staging.error();
+    Buffer& staging = impl_->readback_staging;
+    if (staging.size() < size) {
+        staging = Buffer();
+        auto grown = create_buffer(size, MemoryKind::readback);
+        if (!grown) return grown.error();
+        staging = std::move(grown.value());
+    }
     Status s = submit_and_wait([&](VkCommandBuffer cmd) {
         VkBufferCopy copy{offset, 0, size};
-        vkCmdCopyBuffer(cmd, src.handle(), staging->handle(), 1, &copy);
+        vkCmdCopyBuffer(cmd, src.handle(), staging.handle(), 1, &copy);
         host_barrier(cmd);
     });
     if (!s) return s;
-    std::memcpy(data, staging->mapped(), size);
+    std::memcpy(data, staging.mapped(), size);
     return {};
 }
 

@@ -343,6 +343,8 @@ Status finish_setup(ContextImpl& impl) {
 Context::Impl::~Impl() {
     if (device) {
         vkDeviceWaitIdle(device);
+        upload_staging = Buffer();
+        readback_staging = Buffer();
         if (owns_pipeline_cache) {
             if (pipelines_created > 0) {
                 const Status saved = save_pipeline_cache(true);

@@ -56,6 +56,10 @@ struct Context::Impl {
     // Compute dispatches recorded through Kernel (direct ones with work, and every indirect
     // one), for the instruments' per-stage dispatch counts.
     std::atomic<std::uint64_t> dispatches_recorded{0};
+    // Context::upload's and download's staging buffers, kept and grown to the largest transfer
+    // so far: a host-visible allocation per transfer (pinned pages on a discrete GPU) cost
+    // more than the copy. Released before the device in ~Impl.
+    Buffer upload_staging, readback_staging;
 
     /// The kernel of `spirv` with `bindings` storage buffers, compiled on the first request with
     /// the pipeline cache (thread-safe). `name` is for error messages.

@@ -240,9 +240,11 @@ public:
 
     /// Allocates a buffer usable as storage, transfer source and destination (size >= 1).
     Result<Buffer> create_buffer(VkDeviceSize size, MemoryKind kind);
-    /// Copies host bytes into a device buffer through a staging buffer, and waits.
+    /// Copies host bytes into a device buffer through a staging buffer, and waits. The
+    /// Context keeps one upload and one readback staging buffer, grown to the largest transfer
+    /// so far (host-visible memory of that size stays allocated until it is destroyed).
     Status upload(const Buffer& dst, const void* data, VkDeviceSize size, VkDeviceSize offset = 0);
-    /// Copies device bytes to host memory through a staging buffer, and waits.
+    /// Copies device bytes to host memory through the readback staging buffer, and waits.
     Status download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset = 0);
     /// Records with `record` into a fresh primary command buffer, submits it and waits.
     template <class F>

@@ -40,6 +40,37 @@ TEST_F(ContextTest, UploadDownloadRoundTrip) {
     EXPECT_EQ(back, data);
 }
 
+// Test 2b: transfers reuse the Context's staging buffers: a smaller transfer keeps the buffer a
+// larger one grew, a larger one grows it; the bytes still round-trip.
+TEST_F(ContextTest, TransfersReuseTheStagingBuffers) {
+    gpu::Context& ctx = gpu_context();
+    auto buffer = ctx.create_buffer(1 << 16, gpu::MemoryKind::device);
+    ASSERT_TRUE(buffer);
+    std::vector<std::uint32_t> data(1 << 14);
+    std::iota(data.begin(), data.end(), 3u);
+    ASSERT_TRUE(ctx.upload(*buffer, data.data(), 1 << 16));
+    std::vector<std::uint32_t> back(1 << 14, 0);
+    ASSERT_TRUE(ctx.download(*buffer, back.data(), 1 << 16));
+    EXPECT_EQ(back, data);
+    const VkBuffer up = impl_of(ctx).upload_staging.handle();
+    const VkBuffer down = impl_of(ctx).readback_staging.handle();
+    ASSERT_NE(up, VK_NULL_HANDLE);
+    ASSERT_NE(down, VK_NULL_HANDLE);
+    EXPECT_GE(impl_of(ctx).upload_staging.size(), VkDeviceSize(1 << 16));
+    ASSERT_TRUE(ctx.upload(*buffer, data.data() + 8, 256, 1024));
+    std::uint32_t word = 0;
+    ASSERT_TRUE(ctx.download(*buffer, &word, 4, 1024));
+    EXPECT_EQ(word, data[8]);
+    EXPECT_EQ(impl_of(ctx).upload_staging.handle(), up);
+    EXPECT_EQ(impl_of(ctx).readback_staging.handle(), down);
+    const VkDeviceSize grown = impl_of(ctx).upload_staging.size() + 4096;
+    auto larger = ctx.create_buffer(grown, gpu::MemoryKind::device);
+    ASSERT_TRUE(larger);
+    std::vector<std::uint8_t> bytes(grown, 0x5a);
+    ASSERT_TRUE(ctx.upload(*larger, bytes.data(), grown));
+    EXPECT_GE(impl_of(ctx).upload_staging.size(), grown);
+}
+
 // Test 3: copies past the end are refused, not performed.
 TEST_F(ContextTest, RejectsOutOfRangeCopies) {
     auto buffer = gpu_context().create_buffer(64, gpu::MemoryKind::device);
