@@ -137,8 +137,7 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
 std::vector<std::vector<std::uint32_t>> cull_chunk_views(std::span<const LbvhNode> nodes,
                                                          std::uint32_t n,
                                                          std::span<const Frustum> frusta,
-                                                         std::uint32_t chunk,
-                                                         std::uint64_t* visits,
+                                                         std::uint32_t chunk, std::uint64_t* visits,
                                                          std::uint64_t* expanded) {
     const auto views = static_cast<std::uint32_t>(frusta.size());
     std::vector<std::vector<std::uint32_t>> out(views);

@@ -637,7 +637,10 @@ std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, st
     std::array<Traffic, 4> t{};
     *sort_passes = 0;
     const std::uint64_t n = c.n;
-    if (n == 0) return t;
+    if (n == 0) {
+        t[3] = {0, 8};  // the emit's one workgroup writes the draw count of no boxes
+        return t;
+    }
     const std::uint64_t chunks = chunk_count(c.n), seen = visible;
     const std::uint64_t stored = std::min<std::uint64_t>(visible, c.capacity);
     const bool exact = c.exact;
@@ -664,9 +667,8 @@ std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, st
     }
     const std::uint64_t meshes = c.mesh_count;
     t[3] = {4 + seen * ((exact ? 4 : 8) + 4), 8 * seen};  // lbvh_cull_group
-    t[3] += RadixSort::count_traffic(c.n, visible, 1,
-                                     std::max<std::uint32_t>(1, std::bit_width(c.mesh_count)),
-                                     false, path);
+    t[3] += RadixSort::count_traffic(
+        c.n, visible, 1, std::max<std::uint32_t>(1, std::bit_width(c.mesh_count)), false, path);
     t[3] += {4 + 4 * seen, 8ull * c.runs};  // lbvh_cull_group_bounds
     t[3] += {params + 4 + 8 * seen + draws * (element + sizeof(CullMesh)) + 24 * meshes,
              28 * draws + 4 * (2 * meshes + 1) + 4 + 4 * meshes};
