@@ -1165,7 +1165,8 @@ const CullTimes& Culler::last_times() const {
 Result<std::uint64_t> Culler::last_visits() {
     Impl& im = *impl_;
     const LastCull& c = im.last;
-    if (c.kind == LastCull::Kind::none || c.n == 0) return std::uint64_t{0};
+    // None yet, or the last cull failed (no visible count was read).
+    if (c.kind == LastCull::Kind::none || c.visible.empty() || c.n == 0) return std::uint64_t{0};
     // The Counts array of the layout the last traversal wrote: several views of the exact
     // order share one traversal (view 0's array); the approximate order's views add their
     // traversals' counts in the one-view array (record_cull).
@@ -1183,7 +1184,7 @@ Result<std::uint64_t> Culler::last_visits() {
 Result<std::vector<StageReport>> Culler::last_report() {
     Impl& im = *impl_;
     const LastCull& c = im.last;
-    if (c.kind == LastCull::Kind::none) return std::vector<StageReport>{};
+    if (c.kind == LastCull::Kind::none || c.visible.empty()) return std::vector<StageReport>{};
     auto visits = last_visits();
     if (!visits) return visits.error();
     auto refined = read_build_refined(*im.lbvh, im.build_scratch, c.n);
