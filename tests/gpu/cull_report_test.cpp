@@ -294,5 +294,44 @@ TEST_F(CullReportTest, EmptyBeforeAnyCullAndForNoBoxes) {
     }
 }
 
+// Test 6: RadixSort::count_traffic, the order sort's model: with the count equal to the
+// capacity it is traffic()'s model plus, on reduce_then_scan, each pass's fill of the
+// histograms; an empty count launches no tile, leaving the capacity's fills, scans and (odd
+// passes) copy back; the passes are the capacity's.
+TEST_F(CullReportTest, CountTrafficFollowsSortModel) {
+    using gpu::RadixSort;
+    for (gpu::SortPath path : {gpu::SortPath::reduce_then_scan, gpu::SortPath::onesweep}) {
+        for (std::uint32_t n : {2u, 5000u, 70000u}) {
+            for (std::uint32_t bits : {17u, 64u}) {
+                const std::uint32_t words = bits > 32 ? 2 : 1;
+                std::uint32_t passes = 0, count_passes = 0;
+                const gpu::Traffic full = RadixSort::traffic(n, words, bits, false, path, &passes);
+                const gpu::Traffic same =
+                    RadixSort::count_traffic(n, n, words, bits, false, path, &count_passes);
+                EXPECT_EQ(count_passes, passes);
+                const std::uint64_t tiles = (n + gpu_layout::kSortTile - 1) / gpu_layout::kSortTile;
+                const std::uint64_t fills = path == gpu::SortPath::onesweep
+                                                ? 0
+                                                : passes * 4ull * gpu_layout::kSortBuckets * tiles;
+                EXPECT_EQ(same.read, full.read) << n << " " << bits;
+                EXPECT_EQ(same.written, full.written + fills) << n << " " << bits;
+                const gpu::Traffic none = RadixSort::count_traffic(n, 0, words, bits, false, path);
+                const std::uint64_t copy = passes % 2 ? 4ull * (words + 1) * n : 0;
+                if (path == gpu::SortPath::onesweep) {
+                    EXPECT_EQ(none.read, copy) << n << " " << bits;
+                } else {
+                    const gpu::Traffic scans = RadixSort::scan_traffic(
+                        static_cast<std::uint32_t>(gpu_layout::kSortBuckets * tiles));
+                    EXPECT_EQ(none.read, passes * scans.read + copy) << n << " " << bits;
+                    EXPECT_EQ(
+                        none.written,
+                        passes * (scans.written + 4ull * gpu_layout::kSortBuckets * tiles) + copy)
+                        << n << " " << bits;
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace broadphase::testing
