@@ -294,7 +294,53 @@ TEST_F(CullReportTest, EmptyBeforeAnyCullAndForNoBoxes) {
     }
 }
 
-// Test 6: RadixSort::count_traffic, the order sort's model: with the count equal to the
+// Test 6: cull_lods, flat and grouped, both orders: the traversal is the frustum cull's (its
+// visits the twin's); the flat LOD emit follows its model for the draws stored (the element,
+// exact 8 B or approx 4 + 4 + 32 B, the mesh id and the 144-byte mesh record read; 28 B written
+// per draw, and the draw count); grouping adds its kernels and sort to the emit stage.
+TEST_F(CullReportTest, LodsEmitFollowsModel) {
+    auto opened = open_cull_scene({"uniform", 5000});
+    ASSERT_TRUE(opened);
+    auto& [boxes, culler, nodes, n] = *opened;
+    const Frustum f = frustum_of(cameras_for(boxes).front());
+    std::vector<gpu::Mesh> meshes(3);
+    for (std::uint32_t m = 0; m < 3; ++m)
+        meshes[m].lods = {
+            {36, 0, 0, 0}, {24, 36, 0, 0.5f}, {12, 60, 0, 1.0f + static_cast<float>(m)}};
+    std::vector<std::uint32_t> mesh_ids(n);
+    for (std::uint32_t i = 0; i < n; ++i) mesh_ids[i] = i % 3;
+    for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
+        const bool exact = order == CullOrder::exact;
+        std::uint64_t expanded = 0;
+        lbvh::cull(nodes, n, f, order, nullptr, &expanded);
+        std::uint64_t emit_bytes[2] = {0, 0};
+        for (bool grouped : {false, true}) {
+            const std::string where =
+                std::string(exact ? "exact" : "approx") + (grouped ? " grouped" : " flat");
+            auto draws = culler->cull_lods(boxes, f, order, meshes, mesh_ids, grouped);
+            ASSERT_TRUE(draws) << draws.error().message;
+            auto visits = culler->last_visits();
+            ASSERT_TRUE(visits) << visits.error().message;
+            EXPECT_EQ(visits.value(), expanded) << where;
+            auto report = culler->last_report();
+            ASSERT_TRUE(report) << report.error().message;
+            const StageReport* emit = find_stage(report.value(), "emit (LODs)");
+            ASSERT_TRUE(emit) << where;
+            emit_bytes[grouped ? 1 : 0] = emit->bytes_read + emit->bytes_written;
+            if (grouped) {
+                EXPECT_GT(emit->dispatches, 4u) << where;  // group, sort, bounds, emit
+                continue;
+            }
+            const std::uint64_t stored = draws->size();
+            EXPECT_EQ(emit->dispatches, 1u) << where;
+            EXPECT_EQ(emit->bytes_read, 132 + stored * ((exact ? 8 : 40) + 4 + 144)) << where;
+            EXPECT_EQ(emit->bytes_written, 28 * stored + 8) << where;
+        }
+        EXPECT_GT(emit_bytes[1], emit_bytes[0]) << (exact ? "exact" : "approx");
+    }
+}
+
+// Test 7: RadixSort::count_traffic, the order sort's model: with the count equal to the
 // capacity it is traffic()'s model plus, on reduce_then_scan, each pass's fill of the
 // histograms; an empty count launches no tile, leaving the capacity's fills, scans and (odd
 // passes) copy back; the passes are the capacity's.
