@@ -68,7 +68,7 @@ float power_of_two(int minus_a) {
 std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks,
-                                      CullOcclusionTwin* occlusion) {
+                                      CullOcclusionTwin* occlusion, std::uint64_t* expanded) {
     std::vector<std::uint32_t> out;
     if (ranks) ranks->clear();
     if (n == 0) return out;
@@ -108,6 +108,7 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
             }
         }
         if (descend) {
+            if (expanded) ++*expanded;
             const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
             const std::uint32_t split = nodes[left].link.w;
             std::uint32_t left_rank = rank, right_rank = rank;
@@ -136,8 +137,8 @@ std::vector<std::uint32_t> cull_chunk(std::span<const LbvhNode> nodes, std::uint
 std::vector<std::vector<std::uint32_t>> cull_chunk_views(std::span<const LbvhNode> nodes,
                                                          std::uint32_t n,
                                                          std::span<const Frustum> frusta,
-                                                         std::uint32_t chunk,
-                                                         std::uint64_t* visits) {
+                                                         std::uint32_t chunk, std::uint64_t* visits,
+                                                         std::uint64_t* expanded) {
     const auto views = static_cast<std::uint32_t>(frusta.size());
     std::vector<std::vector<std::uint32_t>> out(views);
     if (n == 0) return out;
@@ -167,6 +168,7 @@ std::vector<std::vector<std::uint32_t>> cull_chunk_views(std::span<const LbvhNod
             }
         }
         if (go != 0) {
+            if (expanded) ++*expanded;
             const std::uint32_t left = nodes[node].link.x, right = nodes[node].link.y;
             const std::uint32_t split = nodes[left].link.w;
             if (split + 1 <= hi) stack.push_back({right, split + 1, go});
@@ -228,14 +230,15 @@ std::uint32_t near_first_rank(std::span<const LbvhNode> nodes, std::uint32_t n, 
 
 std::vector<std::uint32_t> cull_positions(std::span<const LbvhNode> nodes, std::uint32_t n,
                                           const Frustum& f, CullOrder order,
-                                          CullOcclusionTwin* occlusion) {
+                                          CullOcclusionTwin* occlusion, std::uint64_t* expanded) {
     std::vector<std::uint32_t> positions, ranks;
+    if (expanded) *expanded = 0;
     const std::uint32_t chunks = (n + kCullChunk - 1) / kCullChunk;
     const bool approx = order == CullOrder::approx;
     for (std::uint32_t c = 0; c < chunks; ++c) {
         std::vector<std::uint32_t> chunk_ranks;
         std::vector<std::uint32_t> seen =
-            cull_chunk(nodes, n, f, c, approx ? &chunk_ranks : nullptr, occlusion);
+            cull_chunk(nodes, n, f, c, approx ? &chunk_ranks : nullptr, occlusion, expanded);
         positions.insert(positions.end(), seen.begin(), seen.end());
         ranks.insert(ranks.end(), chunk_ranks.begin(), chunk_ranks.end());
     }
@@ -261,9 +264,10 @@ std::vector<std::uint32_t> cull_positions(std::span<const LbvhNode> nodes, std::
 }
 
 std::vector<std::uint32_t> cull(std::span<const LbvhNode> nodes, std::uint32_t n, const Frustum& f,
-                                CullOrder order, CullOcclusionTwin* occlusion) {
+                                CullOrder order, CullOcclusionTwin* occlusion,
+                                std::uint64_t* expanded) {
     std::vector<std::uint32_t> ids;
-    for (std::uint32_t p : cull_positions(nodes, n, f, order, occlusion))
+    for (std::uint32_t p : cull_positions(nodes, n, f, order, occlusion, expanded))
         ids.push_back(nodes[n - 1 + p].link.x);
     return ids;
 }

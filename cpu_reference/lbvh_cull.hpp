@@ -38,19 +38,23 @@ struct CullOcclusionTwin {
 /// `occlusion`, what lbvh_cull_occlusion.comp writes. The shaders classify each child from its
 /// parent's LbvhWideNode (bit copies of the bounds read here) when they expand the parent, the
 /// root from its own node; the nodes classified, and the order of everything written, are the
-/// same as in this node-by-node walk.
+/// same as in this node-by-node walk. `expanded` (when given) is increased by the internal nodes
+/// the shader expands (loads the LbvhWideNode of: those descended here), the work count it
+/// adds to its Counts buffer (lbvh_cull.glsl).
 std::vector<std::uint32_t> cull_chunk(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                       const Frustum& f, std::uint32_t chunk,
                                       std::vector<std::uint32_t>* ranks = nullptr,
-                                      CullOcclusionTwin* occlusion = nullptr);
+                                      CullOcclusionTwin* occlusion = nullptr,
+                                      std::uint64_t* expanded = nullptr);
 
 /// What lbvh_cull_views.comp's invocation `chunk` writes for several views in one traversal:
 /// element v the sorted positions view frusta[v] sees, ascending, among the chunk's (equal to
 /// cull_chunk's for that view alone, without ranks), and `visits` (when given) the nodes the
-/// traversal classified against at least one view, summed over the chunk.
+/// traversal classified against at least one view, summed over the chunk; `expanded` (when
+/// given) is increased by the internal nodes it expands, as lbvh_cull_views.comp counts them.
 std::vector<std::vector<std::uint32_t>> cull_chunk_views(
     std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n, std::span<const Frustum> frusta,
-    std::uint32_t chunk, std::uint64_t* visits = nullptr);
+    std::uint32_t chunk, std::uint64_t* visits = nullptr, std::uint64_t* expanded = nullptr);
 
 /// Order-preserving 32-bit key of the squared distance from eye to the box [lo, hi], never
 /// overflowing (shaders/cull_distance.glsl, the same float operations): the per-axis gaps are
@@ -71,10 +75,13 @@ std::uint32_t cull_distance_key(const Vec3& eye, const Vec3& lo, const Vec3& hi)
 std::uint32_t near_first_rank(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                               const Vec3& eye, std::uint32_t p);
 
-/// The sorted positions of the visible leaves in the order cull() returns their ids.
+/// The sorted positions of the visible leaves in the order cull() returns their ids;
+/// `expanded` (when given) receives the internal nodes the traversal expands over all chunks
+/// (cull_chunk's, the GPU traversal's work count).
 std::vector<std::uint32_t> cull_positions(std::span<const gpu_layout::LbvhNode> nodes,
                                           std::uint32_t n, const Frustum& f, CullOrder order,
-                                          CullOcclusionTwin* occlusion = nullptr);
+                                          CullOcclusionTwin* occlusion = nullptr,
+                                          std::uint64_t* expanded = nullptr);
 
 /// The switch key of a LOD switch distance d >= 0: cull_distance_key of the point (d, 0, 0)
 /// seen from the origin, so that a box's key >= it means the box is at least d away, up to the
@@ -104,9 +111,11 @@ CullDraws cull_draws(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t 
 /// The whole GPU cull of a tree over n leaves (nodes.size() == 2n - 1; empty when n == 0).
 /// approx: ids by cull_chunk's near-child-first ranks (a front-to-back-ish depth-first order).
 /// exact: sorted by the 64-bit key (cull_distance_key << 32 | id).
-/// With `occlusion`, the cull of Culler::record with that CullOcclusion.
+/// With `occlusion`, the cull of Culler::record with that CullOcclusion; `expanded` as in
+/// cull_positions.
 std::vector<std::uint32_t> cull(std::span<const gpu_layout::LbvhNode> nodes, std::uint32_t n,
                                 const Frustum& f, CullOrder order,
-                                CullOcclusionTwin* occlusion = nullptr);
+                                CullOcclusionTwin* occlusion = nullptr,
+                                std::uint64_t* expanded = nullptr);
 
 }  // namespace broadphase::lbvh

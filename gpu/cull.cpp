@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <span>
+#include <utility>
 
 #include "broadphase/gpu_cull.hpp"
 #include "broadphase/gpu_layout_cull.h"
@@ -37,8 +38,18 @@ std::uint32_t chunk_count(std::uint32_t n) {
     return static_cast<std::uint32_t>(div_up(n, kCullChunk));
 }
 
+// Words of a traversal's Counts array past its chunk counts: the exclusive scan's total, then
+// the 64-bit count of internal nodes expanded (low word, carries; lbvh_cull.glsl).
+constexpr std::uint32_t kCountsExtra = 3;
+// Byte offset of the visit count in a Counts array of `chunks` chunks.
+VkDeviceSize visits_offset(std::uint32_t chunks) {
+    return (chunks + 1ull) * 4;
+}
+
 // Where each array of a cull lives inside the scratch buffer.
 struct ScratchLayout {
+    // offsets: the traversal's Counts array, chunks + kCountsExtra uints (the chunk counts,
+    // scanned in place into offsets, the total, the visit count).
     BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
     BufferRange visible;    // the visible count, copied from offsets[chunks] (aligned for binding)
     BufferRange args;       // the sort's indirect dispatch arguments for that count
@@ -54,7 +65,7 @@ VkDeviceSize view_slots_stride(std::uint32_t n) {
     return align_up(std::max<VkDeviceSize>(n * 4ull, 4), Arena::kAlignment);
 }
 VkDeviceSize view_counts_stride(std::uint32_t n) {
-    return align_up((chunk_count(n) + 1ull) * 4, Arena::kAlignment);
+    return align_up((chunk_count(n) + kCountsExtra) * 4ull, Arena::kAlignment);
 }
 
 // `views` > 1 (record_views): params, slots and offsets hold one array per view at the strides
@@ -67,7 +78,7 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
     s.params = arena.take(more * kViewParamsStride + sizeof(CullParams));
     s.slots = arena.take(more * view_slots_stride(n) + n * 4ull);
     s.ranks = arena.take(n * 4ull);
-    s.offsets = arena.take(more * view_counts_stride(n) + (chunk_count(n) + 1ull) * 4);
+    s.offsets = arena.take(more * view_counts_stride(n) + (chunk_count(n) + kCountsExtra) * 4ull);
     s.keys = arena.take(n * 8ull);
     s.values = arena.take(n * 4ull);
     s.keys_tmp = arena.take(n * 8ull);
@@ -87,7 +98,25 @@ std::uint32_t groups(std::uint64_t count) {
 }
 
 constexpr std::uint32_t kBuildQueries = 5;  // Lbvh::record_build's stage boundaries
-constexpr std::uint32_t kHelperQueries = kBuildQueries + kCullQueries;
+// The host helper's queries: the build's, the cull's, then one after the depth pyramid that
+// cull_occluded's first submission builds after the tree (its span from the build's end).
+constexpr std::uint32_t kPyramidQuery = kBuildQueries + kCullQueries;
+constexpr std::uint32_t kHelperQueries = kPyramidQuery + 1;
+
+// What the host helper's last cull was, for Culler::last_report's traffic model.
+struct LastCull {
+    enum class Kind { none, plain, lods, occluded, views } kind = Kind::none;
+    std::uint32_t n = 0;
+    std::uint32_t views = 1;  // Kind::views: the views culled together
+    bool exact = false;
+    std::vector<std::uint32_t> visible;  // per view, the exact visible total
+    std::uint32_t capacity = 0;          // the output's capacity in the last submission
+    // LODs: meshes, grouping, the commands stored (draw_count[0]) and, grouped, the mesh keys
+    // present among the visible instances (the runs lbvh_cull_group_bounds writes).
+    std::uint32_t mesh_count = 0, stored = 0, runs = 0;
+    bool grouped = false;
+    std::uint32_t pyramid_width = 0, pyramid_height = 0;  // Kind::occluded
+};
 
 // The order sort of the visible keys only, compacted to the front of s.keys / s.values: their
 // count (offsets[chunks], the compaction's total) is copied where the sort reads its dynamic
@@ -123,14 +152,26 @@ struct Culler::Impl {
     Buffer view_out;  // cull_views of several views: each view's ids, commands and count
     Buffer pyramid;   // cull_occluded: the depth pyramid
     std::uint32_t capacity = 0;
-    Timestamps stamps;  // kHelperQueries: the build's stage boundaries, then the cull's
+    Timestamps stamps;  // kHelperQueries: the build's stage boundaries, the cull's, the pyramid's
     CullTimes times;
+    // Instruments of the host helper's last cull (Culler::last_report): while `marking` (the
+    // helper's own recordings), record_cull and record_views keep Context::Impl::
+    // dispatches_recorded at each of their timestamps; the first submission's build and
+    // pyramid dispatches; what the traffic model needs of the last cull.
+    bool marking = false;
+    std::array<std::uint64_t, kCullQueries> marks{};
+    std::uint64_t build_dispatches = 0, pyramid_dispatches = 0;
+    LastCull last;
 
-    // Reads the timestamps of one submission: the build's (when `build`) and the cull's.
-    void read_times(bool build) {
+    std::uint64_t dispatches() const { return impl_of(*context).dispatches_recorded; }
+
+    // Reads the timestamps of one submission: the build's (when `build`), the pyramid's (when
+    // `with_pyramid`) and the cull's.
+    void read_times(bool build, bool with_pyramid) {
         double b[kBuildQueries - 1] = {}, c[kCullQueries - 1] = {};
         if (build && stamps.spans(0, kBuildQueries - 1, b))
             times.build = {b[0], b[1], b[2], b[3], 0};
+        if (build) times.pyramid = with_pyramid ? stamps.ms(kBuildQueries - 1, kPyramidQuery) : 0;
         if (!stamps.spans(kBuildQueries, kCullQueries - 1, c)) return;
         times.cull = c[0];
         times.compact = c[1];
@@ -182,16 +223,27 @@ struct Culler::Impl {
             compute_barrier(cmd);  // make the staged uploads visible to the shaders
             stamps.reset(cmd, 0, kHelperQueries);
             if (first) {
+                const std::uint64_t before = dispatches();
                 if (!(recorded = lbvh->record_build(cmd, build, n, stamps.handle(), 0))) return;
-                if (first_extra && !(recorded = first_extra(cmd))) return;
+                build_dispatches = dispatches() - before;
+                pyramid_dispatches = 0;
+                if (first_extra) {
+                    const std::uint64_t built = dispatches();
+                    if (!(recorded = first_extra(cmd))) return;
+                    pyramid_dispatches = dispatches() - built;
+                    stamps.write(cmd, kPyramidQuery);
+                }
                 compute_barrier(cmd);
             }
+            marking = true;
             recorded = cull(cmd);
+            marking = false;
             compute_barrier(cmd);
         });
+        marking = false;
         if (!s) return s;
         if (!recorded) return recorded;
-        read_times(first);
+        read_times(first, first && first_extra);
         first = false;
         return {};
     }
@@ -239,6 +291,13 @@ struct Culler::Impl {
                 most = std::max(most, counts[v][1]);
             }
             if (most <= capacity) {
+                last = {};
+                last.kind = LastCull::Kind::views;
+                last.n = n;
+                last.views = views;
+                last.exact = order == CullOrder::exact;
+                last.capacity = capacity;
+                for (std::uint32_t v = 0; v < views; ++v) last.visible.push_back(counts[v][1]);
                 std::vector<std::vector<std::uint32_t>> result(views);
                 for (std::uint32_t v = 0; v < views; ++v) {
                     result[v].resize(counts[v][1]);
@@ -268,6 +327,7 @@ struct Culler::Impl {
         std::uint32_t counts[2] = {0, 0};
         while (true) {
             const CullOutput out{whole(ids), whole(commands), whole(count), capacity};
+            last.capacity = capacity;
             if (Status s = submit_cull(n, first, first_extra,
                                        [&](VkCommandBuffer cmd) { return cull(cmd, out); });
                 !s)
@@ -281,6 +341,7 @@ struct Culler::Impl {
                                        std::max<VkDeviceSize>(max_ids, counts[1])));
             if (Status e = ensure_output(grown); !e) return e.error();
         }
+        last.visible = {counts[1]};
         std::vector<std::uint32_t> visible(counts[1]);
         if (counts[1] > 0) {
             if (Status d = context->download(ids, visible.data(), counts[1] * 4ull); !d)
@@ -396,10 +457,12 @@ Status check_occlusion(const CullOcclusion& o) {
 }
 
 // Culler::record, with LODs when `lods` is given, against a depth pyramid when `occlusion` is.
+// The traversal's visit count starts from zero unless `add_visits` (record_views' later views
+// of the approximate order add theirs to the first's).
 Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree,
                    const Frustum& frustum, CullOrder order, const BufferRange& scratch,
                    const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion,
-                   VkQueryPool pool, std::uint32_t first_query) {
+                   VkQueryPool pool, std::uint32_t first_query, bool add_visits = false) {
     const std::uint32_t n = tree.n;
     const VkDeviceSize cap = out.capacity;
     const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
@@ -469,11 +532,18 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         fill(cmd, s.bounds, 0);
         fill(cmd, first_bytes(out.draw_count, 4), 0);
     }
+    const std::uint32_t chunks = chunk_count(n);
+    if (n > 0 && !add_visits)
+        fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunks), 8}, 0);
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
-    write_timestamp(cmd, pool, first_query + 0);
+    // A stage boundary: its timestamp and, for the host helper's report, the dispatches so far.
+    auto mark = [&](std::uint32_t k) {
+        write_timestamp(cmd, pool, first_query + k);
+        if (im.marking) im.marks[k] = im.dispatches();
+    };
+    mark(0);
 
-    const std::uint32_t chunks = chunk_count(n);
     const TreeBindings bound = tree_bindings(tree.nodes, n);
     const BufferRange nodes = bound.nodes;
     PushConstants pc{};
@@ -496,7 +566,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         }
         compute_barrier(cmd);
     }
-    write_timestamp(cmd, pool, first_query + 1);
+    mark(1);
     if (n > 0) {
         im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
         compute_barrier(cmd);
@@ -507,15 +577,15 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         compute_barrier(cmd);
         pc.flags = 0;
     }
-    write_timestamp(cmd, pool, first_query + 2);
+    mark(2);
     if (n > 0) {
         record_visible_sort(im.sort, cmd, s, s.offsets, chunks, n, exact);
     }
-    write_timestamp(cmd, pool, first_query + 3);
+    mark(3);
     pc.capacity = out.capacity;
     if (lods) {
         record_lods(im, cmd, tree, s, out, *lods, exact, pc);
-        write_timestamp(cmd, pool, first_query + 4);
+        mark(4);
         return {};
     }
     im.emit.dispatch(
@@ -523,8 +593,98 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         {s.params, s.offsets, s.values, first_bytes(out.visible_ids, id_bytes),
          first_bytes(out.draw_commands, command_bytes), first_bytes(out.draw_count, 8)},
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
-    write_timestamp(cmd, pool, first_query + 4);
+    mark(4);
     return {};
+}
+
+// The memory traffic of each stage of one view's cull over n boxes (gpu/traffic.hpp), from the
+// kernels' access patterns; `visible` boxes seen, `stored` of them written out, `visits` the
+// internal nodes the traversal expanded (its GPU count, lbvh_cull.glsl), chunks = n / 32
+// rounded up, CullParams (128 B) counted once per kernel that reads it:
+//   cull      lbvh_cull reads the params, per invocation the root's bounds (32 B) and per
+//             expanded node its LbvhWideNode (64 B); writes each seen position's slot (4 B)
+//             and, approx, its rank (4 B), each chunk's count and the scan's total slot (4 B
+//             each), and adds its expanded nodes to the visit count (one atomic per
+//             invocation: 4 B read and written; the rare carry not counted). Occlusion adds
+//             its CullOcclusionParams (80 B); the pyramid texels and visibility stamps each
+//             occlusion test reads are not counted (the tests are not).
+//   compact   the exclusive scan of the chunk + 1 counts (RadixSort::scan_traffic);
+//             lbvh_cull_compact reads the scanned counts (4 B per chunk + 1) and per visible
+//             position its slot and leaf's id (4 + 4 B), exact: the leaf's bounds (32 B) and
+//             the params, approx: its rank (4 B); writes per visible box its value (4 B) and
+//             key (exact 8 B, approx 4 B).
+//   order sort  the copy of the visible total (4, 4 B), count_args (4, 24 B: two dispatch
+//             slots) and RadixSort::count_traffic of the visible keys in a sort of capacity n
+//             (exact: 64-bit keys; approx: bit_width(n - 1)-bit ranks; with values).
+//   emit      lbvh_cull_emit reads the params, the total (4 B) and each stored value (4 B);
+//             writes each stored id (4 B) and draw command (20 B) and the draw count (8 B).
+//   emit (LODs), flat: lbvh_cull_emit_lods reads the params, the total, per stored draw its
+//             element (exact: the sorted 64-bit key, 8 B; approx: its sorted position and
+//             leaf's id and bounds, 4 + 4 + 32 B), its mesh id (4 B) and its mesh's CullMesh
+//             (144 B, counted whole); writes the id, command and LOD (4 + 20 + 4 B per stored
+//             draw) and the draw count (8 B). Grouped, before the emit: lbvh_cull_group reads
+//             the total and per visible box its element (exact: the id of its sorted key, 4 B;
+//             approx: position and leaf id, 4 + 4 B) and mesh id (4 B), writes its mesh key
+//             and value (4 + 4 B); RadixSort::count_traffic of the keys on bit_width(M) bits;
+//             lbvh_cull_group_bounds reads the total and each key (4 B; its neighbours cached),
+//             writes (first, end) of each run present (8 B); then the emit reads per visible
+//             box its key and run start (4 + 4 B) and per stored draw what the flat emit
+//             reads except the mesh id, and per mesh its run bounds and record (8 + 16 B);
+//             writes per stored draw as the flat emit, 2M + 1 group counts (4 B each), the
+//             visible total (4 B) and the stored count by one atomic per mesh (4, 4 B).
+std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, std::uint64_t visits,
+                                    SortPath path, std::uint32_t* sort_passes) {
+    std::array<Traffic, 4> t{};
+    *sort_passes = 0;
+    const std::uint64_t n = c.n;
+    if (n == 0) {
+        t[3] = {0, 8};  // the emit's one workgroup writes the draw count of no boxes
+        return t;
+    }
+    const std::uint64_t chunks = chunk_count(c.n), seen = visible;
+    const std::uint64_t stored = std::min<std::uint64_t>(visible, c.capacity);
+    const bool exact = c.exact;
+    const std::uint64_t params = sizeof(CullParams);
+    t[0] = {params + 32 * chunks + 64 * visits + 4 * chunks,
+            4 * seen + (exact ? 0 : 4 * seen) + 4 * (chunks + 1) + 4 * chunks};
+    if (c.kind == LastCull::Kind::occluded) t[0].read += sizeof(CullOcclusionParams);
+    t[1] = RadixSort::scan_traffic(static_cast<std::uint32_t>(chunks + 1));
+    t[1] += {4 * (chunks + 1) + seen * (8 + (exact ? 32 : 4)) + (exact ? params : 0),
+             seen * (4 + (exact ? 8 : 4))};
+    const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(c.n - 1));
+    t[2] = {4 + 4, 4 + 4 + 24};
+    t[2] += RadixSort::count_traffic(c.n, visible, exact ? 2 : 1, exact ? 64 : rank_bits, false,
+                                     path, sort_passes);
+    if (c.kind != LastCull::Kind::lods) {
+        t[3] = {params + 4 + 4 * stored, 24 * stored + 8};
+        return t;
+    }
+    const std::uint64_t element = exact ? 8 : 4 + 4 + 32;
+    const std::uint64_t draws = c.stored;
+    if (!c.grouped) {
+        t[3] = {params + 4 + draws * (element + 4 + sizeof(CullMesh)), 28 * draws + 8};
+        return t;
+    }
+    const std::uint64_t meshes = c.mesh_count;
+    t[3] = {4 + seen * ((exact ? 4 : 8) + 4), 8 * seen};  // lbvh_cull_group
+    t[3] += RadixSort::count_traffic(
+        c.n, visible, 1, std::max<std::uint32_t>(1, std::bit_width(c.mesh_count)), false, path);
+    t[3] += {4 + 4 * seen, 8ull * c.runs};  // lbvh_cull_group_bounds
+    t[3] += {params + 4 + 8 * seen + draws * (element + sizeof(CullMesh)) + 24 * meshes,
+             28 * draws + 4 * (2 * meshes + 1) + 4 + 4 * meshes};
+    t[3].read += 4 * meshes;  // the atomics' reads
+    return t;
+}
+
+// Bytes the depth pyramid's levels above 0 take: depth_pyramid reads each texel of a level
+// once for the next level (4 B; an odd edge's clamped re-read is the same texel) and writes
+// every texel above level 0 (4 B).
+Traffic pyramid_traffic(std::uint32_t width, std::uint32_t height) {
+    const std::vector<DepthLevel> levels = depth_pyramid_levels(width, height);
+    if (levels.size() < 2) return {};
+    const std::uint64_t texels = levels.back().offset + 1ull;
+    const std::uint64_t level0 = std::uint64_t(width) * height;
+    return {4 * (texels - 1), 4 * (texels - level0)};
 }
 
 }  // namespace
@@ -617,16 +777,24 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         // view's traversal they cost less than the root-to-leaf descent per visible leaf the
         // shared traversal would need (docs/performance.md), so each view is culled on its own
         // (record_cull lays out its one-view arrays at the start of this larger scratch).
+        // The views' traversals add up one visit count (zeroed by the first).
         write_timestamp(cmd, pool, first_query + 0);
+        const bool marking = std::exchange(im.marking, false);
+        if (marking) im.marks[0] = im.dispatches();
         for (std::uint32_t v = 0; v < views; ++v) {
             if (Status st = record_cull(*this, im, cmd, tree, frusta[v], order, scratch, outs[v],
-                                        nullptr, nullptr, VK_NULL_HANDLE, 0);
-                !st)
+                                        nullptr, nullptr, VK_NULL_HANDLE, 0, v > 0);
+                !st) {
+                im.marking = marking;
                 return st;
+            }
             compute_barrier(cmd);  // the next view rewrites the params and arrays just read
         }
-        for (std::uint32_t q = 1; q < kCullQueries; ++q)
+        im.marking = marking;
+        for (std::uint32_t q = 1; q < kCullQueries; ++q) {
             write_timestamp(cmd, pool, first_query + q);
+            if (marking) im.marks[q] = im.dispatches();
+        }
         return {};
     }
     if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
@@ -641,9 +809,14 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset + v * kViewParamsStride,
                           sizeof(params), &params);
     }
+    if (n > 0) fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunks), 8}, 0);
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
-    write_timestamp(cmd, pool, first_query + 0);
+    auto mark = [&](std::uint32_t k) {
+        write_timestamp(cmd, pool, first_query + k);
+        if (im.marking) im.marks[k] = im.dispatches();
+    };
+    mark(0);
     const TreeBindings bound = tree_bindings(tree.nodes, n);
     const BufferRange nodes = bound.nodes;
     PushConstants pc{};
@@ -659,7 +832,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         compute_barrier(cmd);
     }
     // One traversal for every view; compaction, sort and emit follow per view (timed together).
-    for (std::uint32_t q = 1; q <= 3; ++q) write_timestamp(cmd, pool, first_query + q);
+    for (std::uint32_t q = 1; q <= 3; ++q) mark(q);
     for (std::uint32_t v = 0; v < views; ++v) {
         const BufferRange params{scratch.buffer, s.params.offset + v * kViewParamsStride,
                                  sizeof(CullParams)};
@@ -686,7 +859,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         // The next view's scan, compaction and sort reuse the work arrays the emit reads.
         if (v + 1 < views) compute_barrier(cmd);
     }
-    write_timestamp(cmd, pool, first_query + 4);
+    mark(4);
     return {};
 }
 
@@ -811,6 +984,10 @@ Result<std::vector<std::vector<std::uint32_t>>> Culler::cull_views(std::span<con
     if (!prepared) return prepared.error();
     const std::uint32_t n = prepared.value();
     if (frusta.size() > 1) return im.cull_views_together(*this, n, frusta, order);
+    im.last = {};
+    im.last.kind = LastCull::Kind::plain;
+    im.last.n = n;
+    im.last.exact = order == CullOrder::exact;
     auto visible = im.cull_until_fits(n, nullptr, [&](VkCommandBuffer cmd, const CullOutput& out) {
         return record(cmd, {whole(im.nodes), n}, frusta.front(), order, whole(im.scratch), out,
                       im.stamps.handle(), kBuildQueries);
@@ -833,6 +1010,12 @@ Result<std::vector<std::uint32_t>> Culler::cull_occluded(
         return s.error();
     const CullOcclusion occlusion{
         OcclusionPhase::single, whole(im.pyramid), width, height, view_projection, {}, 1};
+    im.last = {};
+    im.last.kind = LastCull::Kind::occluded;
+    im.last.n = n;
+    im.last.exact = order == CullOrder::exact;
+    im.last.pyramid_width = width;
+    im.last.pyramid_height = height;
     // The first submission also builds the pyramid.
     return im.cull_until_fits(
         n,
@@ -886,6 +1069,11 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
     for (std::uint32_t m = 0; m < mesh_count; ++m) caps[m] = std::min(instances[m], 256u);
     bool first = true;  // the first submission builds the tree
     std::uint32_t counts[2] = {0, 0};
+    im.last = {};
+    im.last.n = n;
+    im.last.exact = order == CullOrder::exact;
+    im.last.mesh_count = mesh_count;
+    im.last.grouped = grouped;
     std::vector<std::uint32_t> group_counts(2ull * mesh_count + 1, 0), firsts;
     while (true) {
         std::uint32_t capacity = im.capacity;
@@ -904,6 +1092,7 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
         if (Status s = im.ensure(im.draw_lods, std::max<VkDeviceSize>(im.capacity * 4ull, 4)); !s)
             return s.error();
         const CullOutput out{whole(im.ids), whole(im.commands), whole(im.count), capacity};
+        im.last.capacity = capacity;
         const CullLods lods{whole(im.mesh_table),   whole(im.mesh_ids), mesh_count, grouped,
                             whole(im.group_counts), whole(im.draw_lods)};
         if (Status s = im.submit_cull(n, first, nullptr,
@@ -936,6 +1125,14 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
         if (!grew) break;
     }
     const std::uint32_t stored = counts[0];
+    im.last.kind = LastCull::Kind::lods;
+    im.last.visible = {counts[1]};
+    im.last.stored = stored;
+    im.last.runs = 0;
+    if (grouped) {
+        for (std::uint32_t m = 0; m <= mesh_count; ++m)
+            im.last.runs += group_counts[mesh_count + m] > 0 ? 1 : 0;
+    }
     std::vector<std::uint32_t> ids, lod;
     if (!grouped || stored > 0) {
         const std::uint32_t span = grouped ? firsts.back() : stored;
@@ -963,6 +1160,104 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
 
 const CullTimes& Culler::last_times() const {
     return impl_->times;
+}
+
+Result<std::uint64_t> Culler::last_visits() {
+    Impl& im = *impl_;
+    const LastCull& c = im.last;
+    // None yet, or the last cull failed (no visible count was read).
+    if (c.kind == LastCull::Kind::none || c.visible.empty() || c.n == 0) return std::uint64_t{0};
+    // The Counts array of the layout the last traversal wrote: several views of the exact
+    // order share one traversal (view 0's array); the approximate order's views add their
+    // traversals' counts in the one-view array (record_cull).
+    const bool joint = c.kind == LastCull::Kind::views && c.views > 1 && c.exact;
+    const std::uint32_t mesh_count = c.kind == LastCull::Kind::lods && c.grouped ? c.mesh_count : 0;
+    const ScratchLayout s = scratch_layout({}, c.n, mesh_count, joint ? c.views : 1);
+    std::uint32_t words[2] = {0, 0};
+    if (Status d = im.context->download(im.scratch, words, 8,
+                                        s.offsets.offset + visits_offset(chunk_count(c.n)));
+        !d)
+        return d.error();
+    return std::uint64_t(words[1]) << 32 | words[0];
+}
+
+Result<std::vector<StageReport>> Culler::last_report() {
+    Impl& im = *impl_;
+    const LastCull& c = im.last;
+    if (c.kind == LastCull::Kind::none || c.visible.empty()) return std::vector<StageReport>{};
+    auto visits = last_visits();
+    if (!visits) return visits.error();
+    auto refined = read_build_refined(*im.lbvh, im.build_scratch, c.n);
+    if (!refined) return refined.error();
+    const CullTimes& t = im.times;
+    std::vector<StageReport> out;
+    StageReport build;
+    build.name = "tree build";
+    build.dispatches = static_cast<std::uint32_t>(im.build_dispatches);
+    Traffic bt = build_traffic(*im.lbvh, c.n, refined.value(), &build.passes);
+    bt += build_fill_traffic(*im.lbvh, c.n);
+    build.bytes_read = bt.read;
+    build.bytes_written = bt.written;
+    build.ms = t.build.total();
+    out.push_back(build);
+    if (c.kind == LastCull::Kind::occluded) {
+        StageReport p;
+        p.name = "depth pyramid";
+        p.dispatches = static_cast<std::uint32_t>(im.pyramid_dispatches);
+        const Traffic pt = pyramid_traffic(c.pyramid_width, c.pyramid_height);
+        p.bytes_read = pt.read;
+        p.bytes_written = pt.written;
+        p.ms = t.pyramid;
+        out.push_back(p);
+    }
+    const SortPath path = im.sort.path();
+    std::uint32_t passes = 0;
+    auto stage = [&](const char* name, std::uint32_t from, std::uint32_t to, const Traffic& traffic,
+                     double ms, std::uint32_t stage_passes) {
+        StageReport r;
+        r.name = name;
+        r.dispatches = static_cast<std::uint32_t>(im.marks[to] - im.marks[from]);
+        r.bytes_read = traffic.read;
+        r.bytes_written = traffic.written;
+        r.ms = ms;
+        r.passes = stage_passes;
+        out.push_back(r);
+    };
+    if (c.kind != LastCull::Kind::views || c.views == 1) {
+        const auto v = view_traffic(c, c.visible.front(), visits.value(), path, &passes);
+        stage(c.kind == LastCull::Kind::occluded ? "cull + occlusion" : "cull", 0, 1, v[0], t.cull,
+              0);
+        stage("compact", 1, 2, v[1], t.compact, 0);
+        stage("order sort", 2, 3, v[2], t.sort, passes);
+        stage(c.kind == LastCull::Kind::lods ? "emit (LODs)" : "emit", 3, 4, v[3], t.emit, 0);
+        return out;
+    }
+    // Several views: each view's stages as one view's, the traversal's nodes counted once (all
+    // views' expanded nodes); the exact order's shared traversal reads the root and counts its
+    // visits once per invocation for all views. Timestamps as record_views writes them.
+    std::array<Traffic, 4> sum{};
+    for (std::uint32_t v = 0; v < c.views; ++v) {
+        const auto per_view = view_traffic(c, c.visible[v], 0, path, &passes);
+        for (std::size_t k = 0; k < sum.size(); ++k) sum[k] += per_view[k];
+    }
+    sum[0].read += 64 * visits.value();
+    if (c.exact && c.n > 0) {
+        const std::uint64_t chunks = chunk_count(c.n);
+        sum[0].read -= (c.views - 1ull) * (32 + 4) * chunks;
+        sum[0].written -= (c.views - 1ull) * 4 * chunks;
+    }
+    Traffic rest = sum[1];
+    rest += sum[2];
+    rest += sum[3];
+    if (c.exact) {
+        stage("cull (views together)", 0, 1, sum[0], t.cull, 0);
+        stage("compact, sort, emit", 1, 4, rest, t.compact + t.sort + t.emit, passes);
+    } else {
+        Traffic all = sum[0];
+        all += rest;
+        stage("cull, compact, sort, emit", 0, 4, all, t.cull_total(), passes);
+    }
+    return out;
 }
 
 std::uint32_t Culler::capacity() const {

@@ -101,6 +101,39 @@ Traffic RadixSort::empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPa
     return t;
 }
 
+Traffic RadixSort::count_traffic(std::uint32_t n, std::uint32_t count, std::uint32_t key_words,
+                                 std::uint32_t key_bits, bool keys_only, SortPath path,
+                                 std::uint32_t* passes_out) {
+    const std::uint32_t passes = sort_passes(key_bits);
+    if (passes_out) *passes_out = n > 1 ? passes : 0;
+    Traffic t;
+    if (n <= 1 || passes == 0) return t;
+    count = std::min(count, n);
+    const std::uint64_t tiles = sort_tiles(n), launched = sort_tiles(count);
+    const std::uint64_t element = 4ull * (key_words + (keys_only ? 0 : 1));
+    if (path == SortPath::onesweep) {
+        const std::uint64_t row = 4ull * kSortBuckets;
+        t += {0, 4 * onesweep_state_words(passes, static_cast<std::uint32_t>(tiles))};  // fill
+        t += {4ull * key_words * count + row * passes * launched, row * passes * launched};
+        for (std::uint32_t pass = 0; pass < passes; ++pass) {
+            if (launched == 0) break;
+            t += {4 * launched, 4 * launched};  // tile numbers
+            t += {element * count + row * launched + row * (launched - 1), element * count};
+            t += {0, row * (2 * launched - 1)};  // look-back rows
+        }
+    } else {
+        const std::uint64_t counts = kSortBuckets * tiles, written = kSortBuckets * launched;
+        for (std::uint32_t pass = 0; pass < passes; ++pass) {
+            t += {0, 4 * counts};                                   // the histograms' fill
+            t += {4ull * count, 4 * written};                       // radix_histogram
+            t += scan_traffic(static_cast<std::uint32_t>(counts));  // scan of every count
+            t += {element * count + 4 * written, element * count};  // radix_scatter
+        }
+    }
+    if (passes & 1) t += {element * n, element * n};  // the copy back, of the capacity
+    return t;
+}
+
 RadixSort::RadixSort(Context& context, SortPath path)
     : histogram_(context, shaders::radix_histogram, 3, "radix_histogram"),
       scatter_(context, shaders::radix_scatter, 6, "radix_scatter"),

@@ -85,6 +85,16 @@ public:
     /// runs directly; on onesweep the fill of its state. The kernels launched from `args` run no
     /// workgroup.
     static Traffic empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPath path);
+    /// Memory traffic of a sort of capacity n recorded with a dynamic `count` (<= n) and its
+    /// indirect arguments (SortBuffers::count and args, not all_or_nothing: the Culler's order
+    /// sort): only the count's tiles are launched, as traffic(count) models them, but the
+    /// parts recorded for the capacity touch all of its tiles: on reduce_then_scan each pass's
+    /// fill of the histograms (4 B per count of n's tiles) and the scan of all of them
+    /// (scan_traffic); on onesweep the fill of the state of n's tiles; and an odd number of
+    /// passes copies n elements back. `passes` as traffic(n)'s.
+    static Traffic count_traffic(std::uint32_t n, std::uint32_t count, std::uint32_t key_words,
+                                 std::uint32_t key_bits, bool keys_only, SortPath path,
+                                 std::uint32_t* passes = nullptr);
     /// Memory traffic of an exclusive scan of n uints: each level's scan_local reads and
     /// writes its elements and writes one sum per tile; scan_add reads and writes the elements
     /// of every level below the top one and reads their tile sums.

@@ -31,7 +31,12 @@
 // expanded node, about half the nodes classified. Before the wide records: 16 + 32 B (link,
 // bounds) per classified node and 16 B (the left child's link) per expanded node, about 112 B
 // per expanded node, and for ranks both children's bounds again (64 B).
-// CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp).
+// Work count: after its counts[chunks + 1] (the chunk counts and the scan's total slot) the
+// Counts buffer holds the exact 64-bit number of internal nodes the traversal expanded (one
+// LbvhWideNode load each), summed over the invocations as in lbvh_pairs.glsl count_visits:
+// counts[chunks + 1] the low word, counts[chunks + 2] its carries; the recorder zeroes both.
+// One atomicAdd per invocation (chunk of kCullChunk leaves), after its last store.
+// CPU twin: lbvh::cull_chunk (cpu_reference/lbvh_cull.hpp), its `expanded` output.
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
 #include "common.glsl"
@@ -48,9 +53,9 @@ layout(std430, binding = 1) readonly buffer Params {
 layout(std430, binding = 2) writeonly buffer Slots {
     uint slots[];
 };
-layout(std430, binding = 3) writeonly buffer Counts {
+layout(std430, binding = 3) buffer Counts {
     uint counts[];
-};
+};  // chunks + 1 counts (the last the scan's total), then the visits (lo, hi)
 layout(std430, binding = 4) writeonly buffer Ranks {
     uint ranks[];
 };
@@ -171,7 +176,9 @@ void main() {
     if (root == kEmit) emit_range(lo, lo, hi, 0u, want_ranks);
     bool accepted = root == kDescendAccepted;
     bool expand = root >= kDescend;
+    uint expanded = 0u;  // internal nodes expanded (wide records loaded)
     while (expand) {
+        ++expanded;
         LbvhWideNode w = wide[node];
         uint left = w.link.x;
         uint right = w.link.y;
@@ -242,6 +249,10 @@ void main() {
         }
     }
     counts[c] = written;
+    // The visit count, after every store of this invocation (see the lavapipe note in
+    // lbvh_build.comp: no store follows an atomic).
+    uint before = atomicAdd(counts[chunks + 1u], expanded);
+    if (before + expanded < before) atomicAdd(counts[chunks + 2u], 1u);  // the low word wrapped
 }
 
 #endif

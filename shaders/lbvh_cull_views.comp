@@ -18,7 +18,10 @@
 // Layout (strides keep each view's ranges aligned for binding): params[2 v] is view v's
 // CullParams; view v's slots start at uint pc.shift * v, its counts at uint pc.key_words * v.
 // pc.offset = views (1..kCullMaxViews).
-// CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp).
+// Work count: view 0's counts[chunks + 1] and counts[chunks + 2] hold the exact 64-bit number
+// of internal nodes the traversal expanded, over all invocations (as lbvh_cull.glsl counts
+// them; one atomicAdd per invocation, after its last store); the recorder zeroes both.
+// CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp), `expanded` its work count.
 #version 450
 #include "common.glsl"
 #include "gpu_layout_cull.h"
@@ -33,9 +36,9 @@ layout(std430, binding = 1) readonly buffer Params {
 layout(std430, binding = 2) writeonly buffer Slots {
     uint slots[];
 };
-layout(std430, binding = 3) writeonly buffer Counts {
+layout(std430, binding = 3) buffer Counts {
     uint counts[];
-};
+};  // per view chunks + 1 counts; then, in view 0's, the visits (lo, hi)
 layout(std430, binding = 4) readonly buffer Wide {
     LbvhWideNode wide[];
 };  // the internal nodes with their children's bounds and links (gpu_layout.h)
@@ -112,7 +115,9 @@ void main() {
     uint root = decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, (1u << views) - 1u);
     emit_range(root >> kCullMaxViews, lo, hi, lo);
     uint mask = root & views_mask;
+    uint expanded = 0u;  // internal nodes expanded (wide records loaded)
     while (mask != 0u) {
+        ++expanded;
         LbvhWideNode w = wide[node];
         uint left = w.link.x;
         uint right = w.link.y;
@@ -156,4 +161,6 @@ void main() {
         }
     }
     for (uint v = 0u; v < views; ++v) counts[count_stride * v + c] = written[v];
+    uint before = atomicAdd(counts[chunks + 1u], expanded);
+    if (before + expanded < before) atomicAdd(counts[chunks + 2u], 1u);  // the low word wrapped
 }

@@ -261,8 +261,9 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                    {"automatic", "onesweep", "reduce_then_scan"}, "sort path")
             ->group(kGpu);
     CLI::Option* json = c.add_flag("--json", a.json,
-                                   "default mode and --frames: print one JSON object (device, "
-                                   "scene, copy bandwidth, a `stages` list) instead of the table")
+                                   "default mode, --cull and --frames: print one JSON object "
+                                   "(device, scene, copy bandwidth, a `stages` list) instead of "
+                                   "the table")
                             ->group(kGpu);
 
     const char* kCull = "--cull: the frustum cull's stages";
@@ -379,7 +380,7 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         {"--cull",
          cull,
          {scene, camera, order, lod_options[0], lod_options[1], lod_options[2], occlusion, views,
-          repeat, warm_up, sort_path, device, validation},
+          repeat, warm_up, sort_path, json, device, validation},
          true},
         {"--cpu", cpu, {scenes, sizes, methods, max_seconds, out_dir, table}, false},
         {"--frames",

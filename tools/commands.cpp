@@ -103,6 +103,54 @@ double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy) 
                                                  : 0.0;
 }
 
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+std::vector<gpu::StageReport> median_stages(
+    const std::vector<std::vector<gpu::StageReport>>& runs) {
+    if (runs.empty()) return {};
+    std::vector<gpu::StageReport> out = runs.front();
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        std::vector<double> ms, dispatches, read, written, passes;
+        for (const auto& run : runs) {
+            ms.push_back(run[k].ms);
+            dispatches.push_back(run[k].dispatches);
+            read.push_back(double(run[k].bytes_read));
+            written.push_back(double(run[k].bytes_written));
+            passes.push_back(run[k].passes);
+        }
+        out[k].ms = median(ms);
+        out[k].dispatches = static_cast<std::uint32_t>(median(dispatches));
+        out[k].bytes_read = static_cast<std::uint64_t>(median(read));
+        out[k].bytes_written = static_cast<std::uint64_t>(median(written));
+        out[k].passes = static_cast<std::uint32_t>(median(passes));
+    }
+    return out;
+}
+
+void print_copy_line(const gpu::CopyBandwidth& copy) {
+    std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
+                double(copy.bytes) / (1 << 20), copy.ms, copy.bytes_per_second * 1e-9);
+}
+
+void print_stage_rows(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy,
+                      int name_width) {
+    std::printf("  %-*s %10s %10s %10s %10s %8s %10s %6s\n", name_width, "stage", "ms",
+                "dispatches", "MB read", "MB written", "GB/s", "of copy", "passes");
+    for (const gpu::StageReport& s : stages) {
+        const double bytes = double(s.bytes_read + s.bytes_written);
+        std::printf("  %-*s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", name_width,
+                    s.name.c_str(), s.ms, s.dispatches, double(s.bytes_read) * 1e-6,
+                    double(s.bytes_written) * 1e-6, s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0,
+                    100.0 * copy_fraction(s, copy),
+                    s.passes ? std::to_string(s.passes).c_str() : "");
+    }
+}
+
 void print_device_json(const gpu::DeviceInfo& info) {
     std::printf(
         "{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, "
@@ -125,7 +173,8 @@ void print_stages_json(const std::vector<gpu::StageReport>& stages,
             k ? ", " : "", s.name.c_str(), s.dispatches,
             static_cast<unsigned long long>(s.bytes_read),
             static_cast<unsigned long long>(s.bytes_written), s.ms, copy_fraction(s, copy));
-        if (s.passes != 0 || s.name == "sort") std::printf(", \"passes\": %u", s.passes);
+        if (s.passes > 0 || s.name.find("sort") != std::string::npos)
+            std::printf(", \"passes\": %u", s.passes);
         std::printf("}");
     }
     std::printf("]}\n");
@@ -475,14 +524,9 @@ int run_bench(const Args& args) {
     if (Status s = warm->before_run(); !s) return fail(s.error());  // the yardstick too
     auto copy = gpu::measure_copy_bandwidth(*g->context);
     if (!copy) return fail(copy.error());
-    // Every run records the same dispatches and traffic; the times are medians per stage.
-    std::vector<gpu::StageReport> stages = runs.front();
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-        std::vector<double> v;
-        for (const auto& run : runs) v.push_back(run[k].ms);
-        std::sort(v.begin(), v.end());
-        stages[k].ms = v[v.size() / 2];
-    }
+    // Medians per stage (the dispatches and the traffic of the build and traversal are the
+    // same every run; the pair sort's too, as the pairs are).
+    const std::vector<gpu::StageReport> stages = median_stages(runs);
     std::string refined = "no";
     if (auto r = g->lbvh->read_refined(); r && r.value()) refined = "yes";
     const char* append =
@@ -507,17 +551,10 @@ int run_bench(const Args& args) {
                 gpu::sort_path_name(info.sort_path), repeat);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     warm->print();
-    std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
-                double(copy->bytes) / (1 << 20), copy->ms, copy->bytes_per_second * 1e-9);
-    std::printf("  %-18s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
-                "MB read", "MB written", "GB/s", "of copy", "passes");
+    print_copy_line(*copy);
+    print_stage_rows(stages, *copy, 18);
     double build = 0, total = 0;
     for (const gpu::StageReport& s : stages) {
-        const double bytes = double(s.bytes_read + s.bytes_written);
-        std::printf("  %-18s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
-                    s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
-                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * copy_fraction(s, *copy),
-                    s.passes ? std::to_string(s.passes).c_str() : "");
         total += s.ms;
         if (s.name != "all pairs" && s.name != "pair sort") build += s.ms;
     }

@@ -95,10 +95,22 @@ private:
 };
 /// A stage's bytes per second as a fraction of the copy kernel's (0 when either is not timed).
 double copy_fraction(const gpu::StageReport& s, const gpu::CopyBandwidth& copy);
+/// The median of v (the mean of the middle two for an even count; 0 when empty).
+double median(std::vector<double> v);
+/// Per stage over runs of the same stages: the median ms, dispatches, bytes and passes (each a
+/// median of its own).
+std::vector<gpu::StageReport> median_stages(const std::vector<std::vector<gpu::StageReport>>& runs);
+/// The bench tables' line on the copy kernel (gpu::measure_copy_bandwidth).
+void print_copy_line(const gpu::CopyBandwidth& copy);
+/// The bench tables' instruments: a header (stage, ms, dispatches, MB read, MB written, GB/s,
+/// of copy, passes) and a row per stage, the names padded to name_width.
+void print_stage_rows(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy,
+                      int name_width);
 /// Opens a bench --json object: `{"device": .., "driver": .., "subgroup_size": .., `.
 void print_device_json(const gpu::DeviceInfo& info);
 /// Closes a bench --json object: `"copy_bandwidth": {..}, "stages": [..]}` and a newline, each
-/// stage with its instruments, its copy_fraction and (the sorts) its passes.
+/// stage with its instruments, its copy_fraction and (a stage named for a sort, or with
+/// passes) its passes.
 void print_stages_json(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy);
 #endif
 

@@ -4,6 +4,10 @@
 // with --lods (--meshes, --grouped), the emit of per-mesh LOD draws (gpu::Culler::cull_lods,
 // the grouping per mesh timed with the emit); with --occlusion, the cull against a depth
 // pyramid (gpu::Culler::cull_occluded; a depth file, or `walls`: a built-in image).
+// Beside the times, the instruments of the pairs bench (gpu::Culler::last_report): per stage
+// the dispatches, the bytes read and written by the kernels' documented traffic, GB/s and the
+// fraction of the copy kernel's bandwidth, and the traversal's exact visit count; with --json
+// one object (device, scene, copy bandwidth, a `stages` list) instead of the table.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -103,20 +107,27 @@ int run_cull_bench(const Args& args) {
     const gpu::DeviceInfo& info = context.value()->info();
     auto culler = gpu::Culler::create(*context.value());
     if (!culler) return fail(culler.error().message);
-    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
-                info.subgroup_size);
-    std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n", scene->name.c_str(),
-                scene->boxes.size(), order_name.c_str(), repeat);
-    std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
-                camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
-                camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near, camera.far);
+    const bool json = args.json;  // one JSON object on stdout, nothing else
+    auto warm = BenchWarmUp::create(args, *context.value());
+    if (!warm) return fail(warm.error().message);
+    if (!json) {
+        std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
+                    info.subgroup_size);
+        warm->print();
+        std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n",
+                    scene->name.c_str(), scene->boxes.size(), order_name.c_str(), repeat);
+        std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
+                    camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
+                    camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near,
+                    camera.far);
+    }
     const bool lods = args.has("lods");
     if (!lods && (args.has("meshes") || args.has("grouped")))
         return fail("--meshes and --grouped need --lods");
     const std::vector<gpu::Mesh> meshes = lods ? lod_meshes(args) : std::vector<gpu::Mesh>();
     const std::vector<std::uint32_t> mesh_ids =
         lods ? lod_mesh_ids(args, scene->boxes.size()) : std::vector<std::uint32_t>();
-    if (lods)
+    if (lods && !json)
         std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
                     args.grouped ? "grouped per mesh" : "flat");
     const bool occlusion = args.has("occlusion");
@@ -130,10 +141,28 @@ int run_cull_bench(const Args& args) {
                         : read_depth_file(args.occlusion);
         if (!read) return fail(read.error().message);
         depth = std::move(read.value());
-        std::printf("occlusion: %s, %u x %u depth pyramid of %zu levels\n", args.occlusion.c_str(),
-                    depth->width(), depth->height(), depth->level_count());
+        if (!json)
+            std::printf("occlusion: %s, %u x %u depth pyramid of %zu levels\n",
+                        args.occlusion.c_str(), depth->width(), depth->height(),
+                        depth->level_count());
     }
-    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
+    if (info.timestamp_period_ns == 0 && !json)
+        std::printf("warning: this queue has no timestamps\n");
+    // The instruments of the timed runs (the median per stage), the copy kernel's bandwidth,
+    // and the JSON object's opening fields (device, scene and the mode's own).
+    std::vector<std::vector<gpu::StageReport>> reports;
+    auto open_json = [&](const char* mode) {
+        print_device_json(info);
+        std::printf(
+            "\"scene\": \"%s\", \"boxes\": %zu, \"mode\": \"%s\", \"order\": \"%s\", "
+            "\"sort_path\": \"%s\", \"runs\": %d, ",
+            json_escape(scene->name).c_str(), scene->boxes.size(), mode, order_name.c_str(),
+            gpu::sort_path_name(info.sort_path), repeat);
+    };
+    auto last_visits = [&]() -> std::uint64_t {
+        auto visits = culler.value()->last_visits();
+        return visits ? visits.value() : 0;
+    };
     auto median_of = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
@@ -149,20 +178,23 @@ int run_cull_bench(const Args& args) {
             if (!f) return fail(f.error().message);
             frusta.push_back(f.value());
         }
-        std::printf("views: %u, the camera turned by 360/%u degrees about its up axis each\n",
-                    args.views, args.views);
+        if (!json)
+            std::printf("views: %u, the camera turned by 360/%u degrees about its up axis each\n",
+                        args.views, args.views);
         std::vector<double> sep_traversal, sep_total, joint_traversal, joint_total;
         std::vector<std::size_t> seen;
         for (int r = 0; r < repeat + 1; ++r) {
             double traversal = 0, total = 0;
             seen.clear();
             for (const Frustum& f : frusta) {
+                if (Status s = warm->before_run(); !s) return fail(s.error().message);
                 auto ids = culler.value()->cull(scene->boxes, f, order);
                 if (!ids) return fail(ids.error().message);
                 seen.push_back(ids->size());
                 traversal += culler.value()->last_times().cull;
                 total += culler.value()->last_times().cull_total();
             }
+            if (Status s = warm->before_run(); !s) return fail(s.error().message);
             auto joint = culler.value()->cull_views(scene->boxes, frusta, order);
             if (!joint) return fail(joint.error().message);
             for (std::size_t v = 0; v < frusta.size(); ++v) {
@@ -174,10 +206,26 @@ int run_cull_bench(const Args& args) {
             sep_total.push_back(total);
             joint_traversal.push_back(culler.value()->last_times().cull);
             joint_total.push_back(culler.value()->last_times().cull_total());
+            auto report = culler.value()->last_report();
+            if (!report) return fail(report.error().message);
+            reports.push_back(std::move(report.value()));
         }
         if (context.value()->validation_errors() > 0)
             return fail(std::to_string(context.value()->validation_errors()) +
                         " Vulkan validation errors (printed above)");
+        if (Status s = warm->before_run(); !s) return fail(s.error().message);
+        auto copy = gpu::measure_copy_bandwidth(*context.value());
+        if (!copy) return fail(copy.error().message);
+        const std::vector<gpu::StageReport> stages = median_stages(reports);
+        if (json) {
+            open_json("views");
+            std::printf("\"views\": %u, \"visible\": [", args.views);
+            for (std::size_t v = 0; v < seen.size(); ++v)
+                std::printf("%s%zu", v ? ", " : "", seen[v]);
+            std::printf("], \"visits\": %llu, ", static_cast<unsigned long long>(last_visits()));
+            print_stages_json(stages, copy.value());
+            return 0;
+        }
         std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
                     median_of(sep_traversal));
         std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
@@ -188,6 +236,12 @@ int run_cull_bench(const Args& args) {
         for (std::size_t v = 0; v < seen.size(); ++v)
             counts += (v ? "," : "") + std::to_string(seen[v]);
         std::printf("visible per view: %s\n", counts.c_str());
+        print_copy_line(copy.value());
+        std::printf("instruments of the cull of all views at once (median over %d runs):\n",
+                    repeat);
+        print_stage_rows(stages, copy.value(), 26);
+        std::printf("visits: %llu (internal nodes the traversal expanded, all views)\n",
+                    static_cast<unsigned long long>(last_visits()));
         return 0;
     }
 
@@ -195,6 +249,7 @@ int run_cull_bench(const Args& args) {
     std::size_t visible = 0;
     double wall = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        if (Status s = warm->before_run(); !s) return fail(s.error().message);
         const auto start = std::chrono::steady_clock::now();
         std::size_t got = 0;
         if (lods) {
@@ -218,6 +273,9 @@ int run_cull_bench(const Args& args) {
         if (r > 0) {
             runs.push_back(culler.value()->last_times());
             wall += t;
+            auto report = culler.value()->last_report();
+            if (!report) return fail(report.error().message);
+            reports.push_back(std::move(report.value()));
         }
     }
     if (context.value()->validation_errors() > 0)
@@ -229,23 +287,40 @@ int run_cull_bench(const Args& args) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
+    if (Status s = warm->before_run(); !s) return fail(s.error().message);
+    auto copy = gpu::measure_copy_bandwidth(*context.value());
+    if (!copy) return fail(copy.error().message);
+    const std::vector<gpu::StageReport> stages = median_stages(reports);
+    const std::size_t in_frustum =
+        occlusion ? cull_brute_force(frustum.value(), scene->boxes).size() : 0;
+    if (json) {
+        open_json(lods ? "lods" : occlusion ? "occlusion" : "frustum");
+        if (lods)
+            std::printf("\"meshes\": %u, \"lods\": %zu, \"grouped\": %s, ", args.meshes,
+                        args.lods.size() + 1, args.grouped ? "true" : "false");
+        if (occlusion)
+            std::printf("\"occlusion\": \"%s\", \"in_frustum\": %zu, ",
+                        json_escape(args.occlusion).c_str(), in_frustum);
+        std::printf("\"visible\": %zu, \"visits\": %llu, ", visible,
+                    static_cast<unsigned long long>(last_visits()));
+        print_stages_json(stages, copy.value());
+        return 0;
+    }
+    print_copy_line(copy.value());
+    print_stage_rows(stages, copy.value(), 18);
     struct Row {
         const char* name;
         double (*get)(const gpu::CullTimes&);
     };
     const Row rows[] = {
-        {"tree build", [](const gpu::CullTimes& t) { return t.build.total(); }},
-        {occlusion ? "cull (+occl.)" : "cull", [](const gpu::CullTimes& t) { return t.cull; }},
-        {"compact", [](const gpu::CullTimes& t) { return t.compact; }},
-        {"order sort", [](const gpu::CullTimes& t) { return t.sort; }},
-        {lods ? "emit (LODs)" : "emit", [](const gpu::CullTimes& t) { return t.emit; }},
         {"cull total", [](const gpu::CullTimes& t) { return t.cull_total(); }},
         {"gpu total", [](const gpu::CullTimes& t) { return t.total(); }},
     };
-    for (const Row& row : rows) std::printf("  %-12s %10.3f ms\n", row.name, median(row.get));
+    for (const Row& row : rows) std::printf("  %-18s %10.3f ms\n", row.name, median(row.get));
     std::printf("visible: %zu\n", visible);
+    std::printf("visits: %llu (internal nodes the traversal expanded)\n",
+                static_cast<unsigned long long>(last_visits()));
     if (occlusion) {
-        const std::size_t in_frustum = cull_brute_force(frustum.value(), scene->boxes).size();
         std::printf("in the frustum: %zu (the depth image hides %zu)\n", in_frustum,
                     in_frustum - visible);
     }

@@ -26,13 +26,6 @@ namespace broadphase::tool {
 namespace {
 
 #ifdef BROADPHASE_HAS_GPU
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t h = v.size() / 2;
-    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 void print_device(const gpu::Context& context) {
     const gpu::DeviceInfo& info = context.info();
     std::printf("device: %s (%s), subgroup size %u, traversal budget %u\n", info.name.c_str(),
@@ -59,47 +52,14 @@ void print_row(const char* stage, const std::vector<double>& v) {
         std::printf("  %-28s %10.3f\n", stage, median(v));
 }
 
-// Per stage over the frames: the median ms, dispatches and bytes (each a median of its own:
-// refit and rebuild frames record different stages; the instruments' model is per frame).
-std::vector<gpu::StageReport> median_stages(
-    const std::vector<std::vector<gpu::StageReport>>& runs) {
-    if (runs.empty()) return {};
-    std::vector<gpu::StageReport> out = runs.front();
-    for (std::size_t k = 0; k < out.size(); ++k) {
-        std::vector<double> ms, dispatches, read, written, passes;
-        for (const auto& run : runs) {
-            ms.push_back(run[k].ms);
-            dispatches.push_back(run[k].dispatches);
-            read.push_back(double(run[k].bytes_read));
-            written.push_back(double(run[k].bytes_written));
-            passes.push_back(run[k].passes);
-        }
-        out[k].ms = median(ms);
-        out[k].dispatches = static_cast<std::uint32_t>(median(dispatches));
-        out[k].bytes_read = static_cast<std::uint64_t>(median(read));
-        out[k].bytes_written = static_cast<std::uint64_t>(median(written));
-        out[k].passes = static_cast<std::uint32_t>(median(passes));
-    }
-    return out;
-}
-
 // The instruments' table of bench --frames, as the build bench prints its own.
 void print_stage_table(const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy,
                        int frames) {
-    std::printf("copy kernel: %.1f MiB in %.3f ms, %.2f GB/s (read + written)\n",
-                double(copy.bytes) / (1 << 20), copy.ms, copy.bytes_per_second * 1e-9);
+    print_copy_line(copy);
     std::printf("instruments per frame, median over %d frames:\n", frames);
-    std::printf("  %-24s %10s %10s %10s %10s %8s %10s %6s\n", "stage", "ms", "dispatches",
-                "MB read", "MB written", "GB/s", "of copy", "passes");
+    print_stage_rows(stages, copy, 24);
     std::uint32_t dispatches = 0;
-    for (const gpu::StageReport& s : stages) {
-        const double bytes = double(s.bytes_read + s.bytes_written);
-        std::printf("  %-24s %10.3f %10u %10.2f %10.2f %8.2f %9.1f%% %6s\n", s.name.c_str(), s.ms,
-                    s.dispatches, double(s.bytes_read) * 1e-6, double(s.bytes_written) * 1e-6,
-                    s.ms > 0 ? bytes / (s.ms * 1e-3) * 1e-9 : 0.0, 100.0 * copy_fraction(s, copy),
-                    s.passes ? std::to_string(s.passes).c_str() : "");
-        dispatches += s.dispatches;
-    }
+    for (const gpu::StageReport& s : stages) dispatches += s.dispatches;
     std::printf("  %-24s %10s %10u\n", "frame", "", dispatches);
 }
 

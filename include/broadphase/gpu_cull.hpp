@@ -151,8 +151,9 @@ struct CullTimes {
     double compact = 0;  ///< exclusive scan of the chunk counts + compaction (and order keys)
     double sort = 0;     ///< radix sort of the order keys (32-bit ranks or 64-bit distances)
     double emit = 0;     ///< visible ids, draw commands and draw count
+    double pyramid = 0;  ///< depth pyramid levels (cull_occluded's first submission)
     double cull_total() const { return cull + compact + sort + emit; }
-    double total() const { return build.total() + cull_total(); }
+    double total() const { return build.total() + pyramid + cull_total(); }
 };
 
 /// Timestamp queries Culler::record writes when given a query pool.
@@ -182,14 +183,15 @@ public:
 
     /// Records the cull of a built LBVH (Lbvh::record_build output) into cmd. Preconditions: the
     /// build's node writes visible to compute-shader reads; no pending access to `scratch` or the
-    /// outputs. Writes the frustum with vkCmdUpdateBuffer. Postcondition: the last command is a
-    /// compute dispatch writing all three outputs; make them visible (srcStage COMPUTE_SHADER,
-    /// srcAccess SHADER_WRITE; dstStage DRAW_INDIRECT / INDIRECT_COMMAND_READ for draws, or as
-    /// needed) before use. With a timestamp `pool`, also writes kCullQueries timestamps at
-    /// first_query.. (before the traversal and after traversal, compaction, sort and emit; reset
-    /// them beforehand); the last command is then that timestamp write, after the emit dispatch.
-    /// Records nothing and returns an error when a range is too small (scratch: scratch_size)
-    /// or misaligned.
+    /// outputs. Writes the frustum with vkCmdUpdateBuffer and zeroes the traversal's visit count
+    /// (two words of `scratch`, see last_visits) with vkCmdFillBuffer. Postcondition: the last
+    /// command is a compute dispatch writing all three outputs; make them visible (srcStage
+    /// COMPUTE_SHADER, srcAccess SHADER_WRITE; dstStage DRAW_INDIRECT / INDIRECT_COMMAND_READ for
+    /// draws, or as needed) before use. With a timestamp `pool`, also writes kCullQueries
+    /// timestamps at first_query.. (before the traversal and after traversal, compaction, sort and
+    /// emit; reset them beforehand); the last command is then that timestamp write, after the emit
+    /// dispatch. Records nothing and returns an error when a range is too small (scratch:
+    /// scratch_size) or misaligned.
     Status record(VkCommandBuffer cmd, const LbvhTree& tree, const Frustum& frustum,
                   CullOrder order, const BufferRange& scratch, const CullOutput& out,
                   VkQueryPool pool = VK_NULL_HANDLE, std::uint32_t first_query = 0);
@@ -275,6 +277,20 @@ public:
     /// GPU stage times of the host helper's last cull (build from its first submission, the
     /// cull stages from the last one, after any growth).
     const CullTimes& last_times() const;
+    /// Every stage of the host helper's last cull (cull, cull_views, cull_occluded, cull_lods),
+    /// as Lbvh::last_report: "tree build" (its first submission; passes: its code sort's),
+    /// "depth pyramid" (cull_occluded), "cull" ("cull + occlusion"), "compact", "order sort"
+    /// (passes: its radix digit passes), "emit" ("emit (LODs)", grouping included); several
+    /// views of cull_views: "cull (views together)" and "compact, sort, emit" (exact), or one
+    /// "cull, compact, sort, emit" stage (approx), as their timestamps split them. Each with the
+    /// dispatches recorded, the bytes modelled from the kernels' documented traffic
+    /// (gpu/cull.cpp view_traffic; the traversal's from last_visits()) and the GPU time of
+    /// last_times(). Reads three words back; empty before any cull and after a failed one.
+    Result<std::vector<StageReport>> last_report();
+    /// Internal nodes the host helper's last cull traversal expanded (each one 64-byte
+    /// LbvhWideNode load), counted exactly on the GPU over every chunk (and view) as
+    /// lbvh::cull_chunk's `expanded` counts them. Reads two words back; 0 before any cull.
+    Result<std::uint64_t> last_visits();
 
     /// Capacity of the host helper's output now (grows when a cull overflows it).
     std::uint32_t capacity() const;
