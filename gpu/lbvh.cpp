@@ -104,6 +104,9 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 nodes, 16 + 96 B); writes 8 B per stored pair (find_pairs: its 64-bit sort
 //                 key i << b | j). The work queue's items (8 B each way, only past an
 //                 invocation's budget) are not counted.
+//                 find_pairs counts every attempt (a pass that overflowed its pair
+//                 buffer, work queue or rounds runs again): 48 B per query leaf each time,
+//                 the attempts' expanded nodes and stored pairs summed.
 //   pair sort     find_pairs only: RadixSort::traffic of the stored keys (2 words, 2b key
 //                 bits, keys only).
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
@@ -176,6 +179,12 @@ struct Lbvh::Impl {
     // nodes and pairs, from which last_report() models the traffic.
     std::array<std::uint64_t, kQueries> marks{};
     std::uint64_t last_visits = 0, last_pairs = 0;
+    // Every attempt of the last find_pairs' pairs pass counts in its report (a pass that
+    // overflowed its buffers or rounds runs again): the attempts, their expanded nodes and
+    // stored pairs summed, and the dispatches of the attempts after the first (timed into
+    // times.pairs with sort_stamps).
+    std::uint32_t pair_attempts = 0;
+    std::uint64_t stored_pairs = 0, rerun_dispatches = 0;
     // find_pairs' sort of the pair keys: its two timestamps and dispatch marks.
     Timestamps sort_stamps;
     std::array<std::uint64_t, 2> sort_marks{};
@@ -239,8 +248,9 @@ struct Lbvh::Impl {
     // whether its build refined the codes.
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
-        const auto traffic = stage_traffic(last_n, options.code, options.refine, refined,
-                                           sort.path(), last_visits, last_pairs, passes);
+        auto traffic = stage_traffic(last_n, options.code, options.refine, refined, sort.path(),
+                                     last_visits, stored_pairs, passes);
+        if (pair_attempts > 1) traffic[4].read += 48ull * last_n * (pair_attempts - 1);
         const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
                                          times.pairs};
         static constexpr const char* kNames[kQueries - 1] = {"scene bounds", "codes", "sort",
@@ -250,6 +260,7 @@ struct Lbvh::Impl {
             StageReport r;
             r.name = kNames[k];
             r.dispatches = static_cast<std::uint32_t>(marks[k + 1] - marks[k]);
+            if (k == 4) r.dispatches += static_cast<std::uint32_t>(rerun_dispatches);
             r.bytes_read = traffic[k].read;
             r.bytes_written = traffic[k].written;
             r.ms = ms[k];
@@ -589,7 +600,12 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     // pairs on one host core takes 146 ms for 2M pairs and 1.9 s for 20M).
     ProxyPairs keyed;
     keyed.key_bits = pair_key_bits(n);
+    im.pair_attempts = 0;
+    im.stored_pairs = 0;
+    im.rerun_dispatches = 0;
+    std::uint64_t visits_all = 0;
     while (true) {
+        const std::uint32_t capacity = im.pair_capacity;
         LbvhPairBuffers out{whole(im.pair_buffer),
                             im.pair_capacity,
                             whole(im.status),
@@ -602,21 +618,37 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
                 !(recorded = record_build(cmd, im.build_buffers(), n, im.stamps.handle(), 0)))
                 return;
             compute_barrier(cmd);
+            if (!first) {  // a rerun: timed on its own
+                im.sort_stamps.reset(cmd, 0, 2);
+                im.sort_stamps.write(cmd, 0);
+                im.sort_marks[0] = impl_of(*im.context).dispatches_recorded;
+            }
             if (!(recorded = record_proxy_pairs(*this, cmd, {whole(im.nodes), n}, out, keyed)))
                 return;
             if (first) {
                 im.stamps.write(cmd, kBuildQueries);
                 im.marks[kBuildQueries] = impl_of(*im.context).dispatches_recorded;
+            } else {
+                im.sort_stamps.write(cmd, 1);
+                im.sort_marks[1] = impl_of(*im.context).dispatches_recorded;
             }
         });
         if (!s) return s.error();
         if (!recorded) return recorded.error();
-        if (first) im.read_times(true);
+        if (first) {
+            im.read_times(true);
+        } else {
+            im.times.pairs += im.sort_stamps.ms(0, 1);
+            im.rerun_dispatches += im.sort_marks[1] - im.sort_marks[0];
+        }
         first = false;
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
         found = pair_total(st);
         visits = (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
+        ++im.pair_attempts;
+        visits_all += visits;
+        im.stored_pairs += std::min<std::uint64_t>(found, capacity);
         if (st.flags & kTraversalQueueOverflow) {
             // A round queued more subtrees than the work buffer holds: grow it, run again.
             if (im.work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
@@ -645,7 +677,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         im.pair_buffer = Buffer();
         if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
     }
-    im.last_visits = visits;
+    im.last_visits = visits_all;
     im.last_pairs = found;
     im.times.pair_sort = 0;
     im.sort_marks = {};

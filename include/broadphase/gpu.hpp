@@ -302,7 +302,7 @@ struct LbvhOptions {
 struct StageTimes {
     double bounds = 0, codes = 0, sort = 0;
     double hierarchy = 0;  ///< the hierarchy and its node bounds (one bottom-up pass)
-    double pairs = 0;
+    double pairs = 0;      ///< every attempt of the pairs pass (a pass that overflowed reruns)
     double pair_sort = 0;  ///< find_pairs: the radix sort of the pairs found (GPU)
     double total() const { return bounds + codes + sort + hierarchy + pairs + pair_sort; }
 };

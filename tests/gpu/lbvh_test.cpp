@@ -554,6 +554,43 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_GT(level_report.value()[2].bytes_read, report[2].bytes_read);
 }
 
+// A pairs pass that overflows its pair buffer runs again after growing it, and the report
+// counts both attempts: twice the round dispatches, twice the query leaves and the twin's
+// expanded nodes, the pairs the first attempt could store plus all of them. 1500 boxes that
+// all overlap give 1,124,250 pairs, over the first capacity of 4n = 6000.
+TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
+    std::vector<Box> boxes;
+    for (std::uint32_t i = 0; i < 1500; ++i) {
+        const float d = float(i % 37) * 1e-3f;
+        boxes.push_back({{d, d, d}, {1 + d, 1 + d, 1 + d}});
+    }
+    const std::uint64_t n = boxes.size(), all = n * (n - 1) / 2;
+    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    ASSERT_TRUE(lbvh);
+    auto pairs = lbvh->find_pairs(boxes);
+    ASSERT_TRUE(pairs) << pairs.error().message;
+    ASSERT_EQ(pairs->size(), all);
+    EXPECT_TRUE(std::is_sorted(pairs->begin(), pairs->end()));
+    EXPECT_EQ(pairs->front(), (Pair{0, 1}));
+    EXPECT_EQ(pairs->back(), (Pair{1498, 1499}));
+    auto report = lbvh->last_report();
+    ASSERT_TRUE(report);
+    const gpu::StageReport& traversal = report.value()[4];
+    ASSERT_EQ(traversal.name, "all pairs");
+    EXPECT_EQ(traversal.dispatches, 2 * 2 * gpu_layout::kTraversalRounds);
+    const auto twin = lbvh::build_tree(boxes, lbvh::CodeKind::morton30);
+    const std::uint64_t visits = lbvh::pair_traversal_work(twin, boxes).visits;
+    EXPECT_EQ(traversal.bytes_read, 2 * 48 * n + 2 * 64 * visits);
+    EXPECT_EQ(traversal.bytes_written, 8 * (4 * n + all));
+    // Run again: the grown buffer holds them at once, one attempt.
+    ASSERT_TRUE(lbvh->find_pairs(boxes));
+    auto again = lbvh->last_report();
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again.value()[4].dispatches, 2 * gpu_layout::kTraversalRounds);
+    EXPECT_EQ(again.value()[4].bytes_read, 48 * n + 64 * visits);
+    EXPECT_EQ(again.value()[4].bytes_written, 8 * all);
+}
+
 // The copy kernel the instruments measure against moves what it says, in measurable time.
 TEST_F(LbvhTest, CopyBandwidthIsMeasured) {
     auto copy = gpu::measure_copy_bandwidth(gpu_context(), 1 << 20, 1);
