@@ -70,6 +70,13 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
     return gpu::Context::create(options);
 }
 
+int validation_check(const gpu::Context& context) {
+    if (context.validation_errors() == 0) return 0;
+    return fail(
+        std::to_string(context.validation_errors()) + " Vulkan validation errors (printed above)",
+        "bench");
+}
+
 Result<BenchWarmUp> BenchWarmUp::create(const Args& args, gpu::Context& context) {
     BenchWarmUp w;
     w.ms_ = args.has("warm-up")                                  ? args.warm_up_ms

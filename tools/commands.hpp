@@ -76,6 +76,8 @@ gpu::RefitPolicy refit_policy(const Args& args);
 /// --lods, index ranges numbered by LOD) and each box's mesh (box i: i % --meshes).
 std::vector<gpu::Mesh> lod_meshes(const Args& args);
 std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n);
+/// 0, or the bench's failure when the validation layer reported errors (printed above).
+int validation_check(const gpu::Context& context);
 /// A GPU context with --device and --validation.
 Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
 /// bench's warm-up before each timed run (gpu::WarmUp): --warm-up MS, by default kBenchWarmUpMs

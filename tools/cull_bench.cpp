@@ -210,9 +210,7 @@ int run_cull_bench(const Args& args) {
             if (!report) return fail(report.error().message);
             reports.push_back(std::move(report.value()));
         }
-        if (context.value()->validation_errors() > 0)
-            return fail(std::to_string(context.value()->validation_errors()) +
-                        " Vulkan validation errors (printed above)");
+        if (int status = validation_check(*context.value()); status != 0) return status;
         if (Status s = warm->before_run(); !s) return fail(s.error().message);
         auto copy = gpu::measure_copy_bandwidth(*context.value());
         if (!copy) return fail(copy.error().message);
@@ -278,9 +276,7 @@ int run_cull_bench(const Args& args) {
             reports.push_back(std::move(report.value()));
         }
     }
-    if (context.value()->validation_errors() > 0)
-        return fail(std::to_string(context.value()->validation_errors()) +
-                    " Vulkan validation errors (printed above)");
+    if (int status = validation_check(*context.value()); status != 0) return status;
     auto median = [&](auto get) {
         std::vector<double> v;
         for (const gpu::CullTimes& t : runs) v.push_back(get(t));

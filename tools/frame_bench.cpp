@@ -33,13 +33,6 @@ void print_device(const gpu::Context& context) {
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
 }
 
-int validation_check(const gpu::Context& context) {
-    if (context.validation_errors() == 0) return 0;
-    return fail(
-        std::to_string(context.validation_errors()) + " Vulkan validation errors (printed above)",
-        "bench");
-}
-
 double ms_between(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();

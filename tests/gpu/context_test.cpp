@@ -144,12 +144,34 @@ bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
+// Restores an environment variable as it was (set or not) when the scope ends.
+class SavedEnv {
+public:
+    explicit SavedEnv(const char* name) : name_(name) {
+        const char* v = std::getenv(name);
+        was_set_ = v != nullptr;
+        if (v) value_ = v;
+    }
+    ~SavedEnv() {
+        if (was_set_)
+            ::setenv(name_, value_.c_str(), 1);
+        else
+            ::unsetenv(name_);
+    }
+    SavedEnv(const SavedEnv&) = delete;
+    SavedEnv& operator=(const SavedEnv&) = delete;
+
+private:
+    const char* name_;
+    bool was_set_ = false;
+    std::string value_;
+};
+
 // Test 5b: the sort path (SortPath): the option wins; automatic takes BROADPHASE_SORT_PATH,
 // else the device's rule (onesweep on NVIDIA, AMD and Intel GPUs only: lavapipe, a CPU device,
 // runs reduce_then_scan); an unknown value of the variable is refused, naming it.
 TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
-    const char* saved = std::getenv("BROADPHASE_SORT_PATH");
-    const std::string saved_value = saved ? saved : "";
+    const SavedEnv saved("BROADPHASE_SORT_PATH");
     auto path_of = [](gpu::SortPath option) {
         gpu::ExternalDevice external = described();
         external.sort_path = option;
@@ -183,10 +205,6 @@ TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
     }
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::onesweep), "onesweep");
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::reduce_then_scan), "reduce_then_scan");
-    if (saved)
-        ::setenv("BROADPHASE_SORT_PATH", saved_value.c_str(), 1);
-    else
-        ::unsetenv("BROADPHASE_SORT_PATH");
 }
 
 // Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes
@@ -194,8 +212,7 @@ TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
 // lavapipe, kGpuTraversalBudget on GPUs); a value outside 1..kTraversalBudget, or a variable
 // that is not a number, is refused, naming it.
 TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
-    const char* saved = std::getenv("BROADPHASE_TRAVERSAL_BUDGET");
-    const std::string saved_value = saved ? saved : "";
+    const SavedEnv saved("BROADPHASE_TRAVERSAL_BUDGET");
     auto adopt_with = [](std::uint32_t budget) {
         gpu::ExternalDevice external = described();
         external.traversal_budget = budget;
@@ -229,10 +246,6 @@ TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
         EXPECT_TRUE(has(refused.error().message, "BROADPHASE_TRAVERSAL_BUDGET"))
             << refused.error().message;
     }
-    if (saved)
-        ::setenv("BROADPHASE_TRAVERSAL_BUDGET", saved_value.c_str(), 1);
-    else
-        ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
 }
 
 // Test 6: an instance whose API version the caller did not give is refused, asking for it,
