@@ -134,6 +134,17 @@ public:
 
     /// GPU times of the last query_boxes, query_points or ray_cast.
     const QueryTimes& last_times() const;
+    /// Every stage of the last query_boxes / query_points ("region count", "region scan",
+    /// "region fill"; the fill's figures add both runs when the ids grew) or ray_cast ("ray
+    /// cast": the bounded rounds; "ray resolve": the pass over the candidates of rays that
+    /// continued in queued items, recorded always, an empty dispatch when there are none):
+    /// dispatches recorded, bytes modelled from the kernels' access patterns and the GPU visit
+    /// counts (TraversalStatus visits_lo / visits_hi; the model is stated in gpu/queries.cpp),
+    /// GPU time. Of the last batch that ran (a retry with a larger queue or more rounds
+    /// replaces the earlier try's); empty before any, after an error, and for an empty ray
+    /// batch. The bytes of the traversals are exact only when the visit count is (every ray
+    /// finishing in round 0; region queries always).
+    const std::vector<StageReport>& last_report() const;
 
     /// Host helper, set versus set: builds a tree over `b` and returns every overlapping
     /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j
