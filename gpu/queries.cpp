@@ -5,7 +5,8 @@
 // Kernels: shaders/lbvh_query.comp, shaders/lbvh_raycast.comp; CPU twins in
 // cpu_reference/lbvh_queries.hpp. The host helpers keep an instrument report (last_report:
 // dispatches between their timestamps, bytes modelled from the kernels' access patterns and
-// the traversals' GPU visit counts; the model is region_traffic / ray_traffic below).
+// the traversals' GPU visit counts; the model is stated beside region_count_traffic and
+// ray_cast_traffic below).
 #include "broadphase/gpu_queries.hpp"
 
 #include <algorithm>
