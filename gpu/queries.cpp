@@ -413,8 +413,13 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                 return d;
         return {};
     };
+    // Every attempt counts in the times and the report (as Lbvh::find_pairs' pairs pass): its
+    // ms, dispatches and modelled bytes with its own visit counts. An attempt that runs again
+    // stored, by the model, its counted total (offsets[Q]) up to the capacity.
+    times = {};
+    std::array<std::uint64_t, 3> stage_dispatches{};  // count, scan, fill
+    Traffic count_traffic, scan_traffic, fill_traffic;
     while (true) {
-        times = {};
         timing = true;
         Status recorded;
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
@@ -430,15 +435,22 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         if (!s) return s.error();
         if (!recorded) return recorded.error();
         if (Status d = read_status(); !d) return d.error();
+        times.count += timestamps.ms(0, 1);
+        times.scan += timestamps.ms(1, 2);
+        times.fill += timestamps.ms(3, 4);
+        stage_dispatches[0] += dispatches(0, 1);
+        stage_dispatches[1] += dispatches(1, 2);
+        stage_dispatches[2] += dispatches(3, 4);
+        count_traffic += region_count_traffic(n, q, visits_of(st[0]));
+        scan_traffic += RadixSort::scan_traffic(q + 1);
+        const std::uint32_t capacity = ids_capacity;
         auto again = retry_traversal(st, "region queries");
         if (!again) return again.error();
         if (!again.value()) break;
+        std::uint32_t counted = 0;
+        if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d.error();
+        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(counted, capacity));
     }
-    times.count = timestamps.ms(0, 1);
-    times.scan = timestamps.ms(1, 2);
-    times.fill = timestamps.ms(3, 4);
-    const std::uint64_t count_visits = visits_of(st[0]);
-    std::uint64_t fill_dispatches = dispatches(3, 4);
     QueryHits result;
     result.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, result.offsets.data(), (q + 1ull) * 4); !d)
@@ -453,8 +465,7 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                          " hits in one batch: more than 2^32 - 1 (split the batch)"};
     const std::uint32_t total = result.offsets[q];
     // The fill pass's traffic, twice when ids grew and it ran again.
-    Traffic fill_before =
-        region_fill_traffic(n, q, visits_of(st[1]), std::min(total, ids_capacity));
+    fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(total, ids_capacity));
     if (total > ids_capacity) {
         if (total > max_ids)
             return Error{ErrorCode::limit_exceeded,
@@ -478,15 +489,14 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         if (!f) return f.error();
         if (!recorded) return recorded.error();
         times.fill += timestamps.ms(3, 4);
-        fill_dispatches += dispatches(3, 4);
+        stage_dispatches[2] += dispatches(3, 4);
         if (Status d = read_status(); !d) return d.error();
         if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
-        fill_before += region_fill_traffic(n, q, visits_of(st[1]), total);
+        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), total);
     }
-    report = {stage("region count", dispatches(0, 1), region_count_traffic(n, q, count_visits),
-                    times.count),
-              stage("region scan", dispatches(1, 2), RadixSort::scan_traffic(q + 1), times.scan),
-              stage("region fill", fill_dispatches, fill_before, times.fill)};
+    report = {stage("region count", stage_dispatches[0], count_traffic, times.count),
+              stage("region scan", stage_dispatches[1], scan_traffic, times.scan),
+              stage("region fill", stage_dispatches[2], fill_traffic, times.fill)};
     result.ids.resize(total);
     if (total > 0) {
         if (Status d = context->download(ids, result.ids.data(), total * 4ull); !d)
@@ -552,9 +562,14 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
         return s.error();
     if (Status s = im.ensure_traversal(r); !s) return s.error();
+    // Every attempt counts, as in run_regions: its ms, dispatches and bytes (its own visits and
+    // candidates, those past the queue's capacity dropped).
     TraversalStatus st{};
+    im.times = {};
+    std::uint64_t cast_dispatches = 0, resolve_dispatches = 0;
+    Traffic cast_traffic, resolve_traffic;
+    double cast_ms = 0, resolve_ms = 0;
     while (true) {
-        im.times = {};
         im.timing = true;
         Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
@@ -571,16 +586,20 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
         if (!s) return s.error();
         if (!recorded) return recorded.error();
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        const std::uint32_t candidates = std::min(st.candidates, im.work_capacity);
+        im.times.ray_cast += im.timestamps.ms(5, 6);
+        cast_ms += im.timestamps.ms(5, 7);
+        resolve_ms += im.timestamps.ms(7, 6);
+        cast_dispatches += im.dispatches(5, 7);
+        resolve_dispatches += im.dispatches(7, 6);
+        cast_traffic += ray_cast_traffic(im.n, r, visits_of(st), candidates);
+        resolve_traffic += ray_resolve_traffic(candidates);
         auto again = im.retry_traversal({&st, 1}, "ray casts");
         if (!again) return again.error();
         if (!again.value()) break;
     }
-    im.times.ray_cast = im.timestamps.ms(5, 6);
-    im.report = {
-        stage("ray cast", im.dispatches(5, 7),
-              ray_cast_traffic(im.n, r, visits_of(st), st.candidates), im.timestamps.ms(5, 7)),
-        stage("ray resolve", im.dispatches(7, 6), ray_resolve_traffic(st.candidates),
-              im.timestamps.ms(7, 6))};
+    im.report = {stage("ray cast", cast_dispatches, cast_traffic, cast_ms),
+                 stage("ray resolve", resolve_dispatches, resolve_traffic, resolve_ms)};
     std::vector<GpuRayHit> hits(r);
     if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)
         return d.error();

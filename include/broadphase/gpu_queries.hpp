@@ -60,7 +60,8 @@ struct RayQueryBuffers {
 };
 
 /// GPU time of the last host-helper batch, from timestamp queries (ms; all zero when the
-/// queue has no timestamps). Fields of the other kind of batch read 0.
+/// queue has no timestamps), every attempt summed (a traversal that overflowed its work queue
+/// or rounds runs again with more). Fields of the other kind of batch read 0.
 struct QueryTimes {
     double count = 0;     ///< region queries: the count pass
     double scan = 0;      ///< region queries: the exclusive scan of the counts
@@ -140,10 +141,11 @@ public:
     /// continued in queued items, recorded always, an empty dispatch when there are none):
     /// dispatches recorded, bytes modelled from the kernels' access patterns and the GPU visit
     /// counts (TraversalStatus visits_lo / visits_hi; the model is stated in gpu/queries.cpp),
-    /// GPU time. Of the last batch that ran (a retry with a larger queue or more rounds
-    /// replaces the earlier try's); empty before any, after an error, and for an empty ray
-    /// batch. The bytes of the traversals are exact only when the visit count is (every ray
-    /// finishing in round 0; region queries always).
+    /// GPU time. Every attempt of the batch counts, as in Lbvh::last_report (a traversal that
+    /// overflowed its work queue or rounds runs again: each attempt's dispatches, ms and bytes
+    /// with its own visits, summed). Empty before any batch, after an error, and for an empty
+    /// ray batch. The ray cast's bytes follow its visit count, which depends on timing once
+    /// rays continue in queued items; region queries' never do.
     const std::vector<StageReport>& last_report() const;
 
     /// Host helper, set versus set: builds a tree over `b` and returns every overlapping

@@ -262,7 +262,90 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
                  fill_bytes(2, visits, total), "fill that fits");
 }
 
-// Test 3: an empty ray batch and a failed batch leave no report; a batch of one region against
+// Test 3: every attempt counts. On a context whose traversals expand one node per round, the
+// first batch of a fresh LbvhQueries on `clustered` (a tree deeper than kTraversalRounds
+// levels) cannot finish in kTraversalRounds rounds and runs again
+// with kTraversalMaxRounds: each stage reports both attempts' dispatches, and the passes'
+// bytes both attempts' per-query reads and writes and their visits (the first attempt's
+// partial: more than the twin's count, less than twice). The next batch runs once, its visits
+// the twin's exactly. The ray casts of a second fresh LbvhQueries run twice as well.
+TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    options.traversal_budget = 1;
+    auto ctx = gpu::Context::create(options);
+    ASSERT_TRUE(ctx) << ctx.error().message;
+    auto scene = generate_scene("clustered", 3000);
+    ASSERT_TRUE(scene) << scene.error().message;
+    const std::vector<Box>& boxes = scene->boxes;
+    auto nodes = g_lbvh->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    // Every 20th box itself: the hits fit the first ids buffer (no fill rerun).
+    std::vector<Box> regions;
+    for (std::size_t i = 0; i < boxes.size(); i += 20) regions.push_back(boxes[i]);
+    const std::vector<Ray> rays = rays_of(boxes);
+    const auto q = static_cast<std::uint64_t>(regions.size());
+    const auto r = static_cast<std::uint64_t>(rays.size());
+    std::uint64_t twin_visits = 0, twin_hits = 0;
+    for (const Box& region : regions) {
+        std::vector<std::uint32_t> ids;
+        lbvh::query_region(nodes.value(), region, ids, &twin_visits);
+        twin_hits += ids.size();
+    }
+    ASSERT_LT(twin_hits, std::max<std::uint64_t>(4 * q, 1024));
+    const std::uint32_t first = traversal_dispatches(gpu_layout::kTraversalRounds);
+    const std::uint32_t most = traversal_dispatches(gpu_layout::kTraversalMaxRounds);
+    {
+        auto made = gpu::LbvhQueries::create(*ctx.value());
+        ASSERT_TRUE(made);
+        gpu::LbvhQueries& queries = *made.value();
+        ASSERT_TRUE(queries.build(boxes));
+        auto hits = queries.query_boxes(regions);
+        ASSERT_TRUE(hits) << hits.error().message;
+        ASSERT_EQ(hits->ids.size(), twin_hits);
+        const std::vector<StageReport> report = queries.last_report();
+        ASSERT_EQ(report.size(), 3u);
+        EXPECT_EQ(report[0].dispatches, first + most);
+        EXPECT_EQ(report[1].dispatches, 2 * scan_dispatches(static_cast<std::uint32_t>(q + 1)));
+        EXPECT_EQ(report[2].dispatches, first + most);
+        EXPECT_EQ(report[0].bytes_written, 2 * 4 * q);
+        ASSERT_GE(report[0].bytes_read, 2 * 32 * q);
+        EXPECT_EQ((report[0].bytes_read - 2 * 32 * q) % 64, 0u);
+        const std::uint64_t count_visits = (report[0].bytes_read - 2 * 32 * q) / 64;
+        EXPECT_GT(count_visits, twin_visits);
+        EXPECT_LT(count_visits, 2 * twin_visits);
+        ASSERT_GE(report[2].bytes_read, 2 * 36 * q);
+        EXPECT_EQ((report[2].bytes_read - 2 * 36 * q) / 64, count_visits) << "fill visits";
+        EXPECT_GE(report[2].bytes_written, 4 * twin_hits);  // the first attempt's and all
+
+        ASSERT_TRUE(queries.query_boxes(regions));  // now with the most rounds: one attempt
+        expect_stage(&queries.last_report()[0], most, count_bytes(q, twin_visits), "one attempt");
+        expect_stage(&queries.last_report()[2], most, fill_bytes(q, twin_visits, twin_hits),
+                     "one attempt, fill");
+    }
+    auto made = gpu::LbvhQueries::create(*ctx.value());
+    ASSERT_TRUE(made);
+    gpu::LbvhQueries& queries = *made.value();
+    ASSERT_TRUE(queries.build(boxes));
+    auto cast = queries.ray_cast(rays);
+    ASSERT_TRUE(cast) << cast.error().message;
+    for (std::size_t i = 0; i < rays.size(); ++i) {
+        const auto twin = lbvh::ray_cast_nodes(nodes.value(), rays[i]);
+        ASSERT_EQ((*cast)[i].has_value(), twin.has_value()) << "ray " << i;
+        if (twin) {
+            EXPECT_EQ((*cast)[i]->id, twin->id) << "ray " << i;
+        }
+    }
+    const std::vector<StageReport> report = queries.last_report();
+    ASSERT_EQ(report.size(), 2u);
+    EXPECT_EQ(report[0].dispatches, first + most);
+    EXPECT_EQ(report[1].dispatches, 2u);
+    EXPECT_GE(report[0].bytes_written, 2 * 8 * r);
+    EXPECT_GE(report[1].bytes_read, 2 * 4u);
+    EXPECT_EQ(ctx.value()->validation_errors(), 0u);
+}
+
+// Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
 // a one-box tree reads the single leaf instead of wide records.
 TEST_F(QueryReportTest, EmptyFailedAndOneBoxBatches) {
     gpu::LbvhQueries& queries = *g_queries;
