@@ -35,7 +35,7 @@ float slack_bound(float a) {
 }  // namespace
 
 void query_region(std::span<const LbvhNode> nodes, const Box& region,
-                  std::vector<std::uint32_t>& out) {
+                  std::vector<std::uint32_t>& out, std::uint64_t* expanded) {
     const std::uint32_t n = leaf_count(nodes);
     if (n == 0) return;
     if (n == 1) {
@@ -47,6 +47,7 @@ void query_region(std::span<const LbvhNode> nodes, const Box& region,
     std::uint32_t top = 0;
     std::uint32_t node = 0;
     while (true) {
+        if (expanded) ++*expanded;
         const std::uint32_t children[2] = {nodes[node].link.x, nodes[node].link.y};
         std::uint32_t descend = kInvalidNode;
         for (std::uint32_t child : children) {
@@ -76,7 +77,8 @@ bool ray_may_hit_node(const Ray& ray, const Box& box, float best_t, float& t_nea
     return !(t_near > slack_bound(t_far)) && !(t_near > slack_bound(best_t));
 }
 
-std::optional<RayHit> ray_cast_nodes(std::span<const LbvhNode> nodes, const Ray& ray) {
+std::optional<RayHit> ray_cast_nodes(std::span<const LbvhNode> nodes, const Ray& ray,
+                                     std::uint64_t* expanded) {
     const std::uint32_t n = leaf_count(nodes);
     if (n == 0) return std::nullopt;
     std::uint32_t best_id = kInvalidNode;
@@ -99,6 +101,7 @@ std::optional<RayHit> ray_cast_nodes(std::span<const LbvhNode> nodes, const Ray&
         float t_root = 0;
         bool alive = ray_may_hit_node(ray, node_box(nodes[0]), best_t, t_root);
         while (alive) {
+            if (expanded) ++*expanded;
             // Leaves are tested exactly at once; internal children that may hold a closer hit
             // are entered nearer first, the other deferred with its entry t.
             std::uint32_t cand[2] = {kInvalidNode, kInvalidNode};

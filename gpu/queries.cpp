@@ -3,10 +3,14 @@
 // so nothing is dropped and the per-query order is deterministic), closest-hit ray casts,
 // and set-versus-set pairs as region queries of set A against a tree over set B.
 // Kernels: shaders/lbvh_query.comp, shaders/lbvh_raycast.comp; CPU twins in
-// cpu_reference/lbvh_queries.hpp.
+// cpu_reference/lbvh_queries.hpp. The host helpers keep an instrument report (last_report:
+// dispatches between their timestamps, bytes modelled from the kernels' access patterns and
+// the traversals' GPU visit counts; the model is stated beside region_count_traffic and
+// ray_cast_traffic below).
 #include "broadphase/gpu_queries.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -39,6 +43,59 @@ Error query_error(std::size_t q, const std::string& what) {
     return Error{ErrorCode::invalid_argument, "query " + std::to_string(q) + ": " + what, q, {}};
 }
 
+std::uint64_t visits_of(const TraversalStatus& st) {
+    return (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
+}
+
+// Bytes a region pass of lbvh_query.comp reads and writes for Q queries against a tree of n
+// leaves, `visits` its expanded internal nodes (its status's visit count):
+//   count pass  reads each query's GpuBox (32 B), and per expanded node its LbvhWideNode
+//               (64 B); with n == 1 instead the single leaf's LbvhNode (48 B) per query;
+//               writes each query's count to offsets[q] (4 B).
+//   fill pass   reads the GpuBox (32 B) and offsets[q] (4 B) of each query, the wide records
+//               as the count pass (its own visit count, the same nodes), and writes 4 B per
+//               hit stored (`stored`: the hits below the ids capacity of that run).
+// Queued items (8 B each way, only past an invocation's budget), their atomic additions to
+// offsets[q] or cursors[q], and the fill of offsets[Q] (a transfer) are not counted.
+Traffic region_count_traffic(std::uint32_t n, std::uint64_t q, std::uint64_t visits) {
+    return {32 * q + (n == 1 ? 48 * q : 64 * visits), 4 * q};
+}
+Traffic region_fill_traffic(std::uint32_t n, std::uint64_t q, std::uint64_t visits,
+                            std::uint64_t stored) {
+    return {36 * q + (n == 1 ? 48 * q : 64 * visits), 4 * stored};
+}
+
+// Bytes of R ray casts of lbvh_raycast.comp against a tree of n leaves:
+//   ray cast  reads each ray's GpuRay (32 B) and the root's bounds (32 B; with n == 1 the
+//             single leaf's LbvhNode, 48 B; none with n == 0), and per expanded node its
+//             LbvhWideNode (64 B); writes each ray's GpuRayHit (8 B), and per candidate (a ray
+//             that continued in queued items and found a hit: `candidates`, the status word)
+//             its 12-byte record and the atomicMin of its ray's t bits (4 B). Queued items'
+//             own reads (the ray, the start node's bounds, the shared t: 68 B each) and the
+//             queue (8 B each way) are not counted.
+//   resolve   reads the candidate count (4 B), and per candidate its record (12 B) and its
+//             ray's t bits (4 B); writes per candidate the atomicMin of its ray's id (4 B,
+//             counted for every candidate: an upper bound, the candidates of a larger t skip
+//             it). No candidates (every ray finished in round 0): 4 B read.
+Traffic ray_cast_traffic(std::uint32_t n, std::uint64_t r, std::uint64_t visits,
+                         std::uint64_t candidates) {
+    const std::uint64_t root = n == 0 ? 0 : n == 1 ? 48 : 32;
+    return {(32 + root) * r + 64 * visits, 8 * r + 16 * candidates};
+}
+Traffic ray_resolve_traffic(std::uint64_t candidates) {
+    return {4 + 16 * candidates, 4 * candidates};
+}
+
+StageReport stage(const char* name, std::uint64_t dispatches, const Traffic& t, double ms) {
+    StageReport r;
+    r.name = name;
+    r.dispatches = static_cast<std::uint32_t>(dispatches);
+    r.bytes_read = t.read;
+    r.bytes_written = t.written;
+    r.ms = ms;
+    return r;
+}
+
 }  // namespace
 
 struct LbvhQueries::Impl {
@@ -56,12 +113,25 @@ struct LbvhQueries::Impl {
     Buffer status, work;
     std::uint32_t work_capacity = 0;
     std::uint32_t traversal_rounds = kTraversalRounds;
-    // Timestamps of the host helpers: count [0, 1], scan [1, 2], fill [3, 4], rays [5, 6].
-    // `timing` is set only while a host helper records, so the public recorders of the
-    // caller's command buffers never write them.
+    // Timestamps of the host helpers: count [0, 1], scan [1, 2], fill [3, 4], rays [5, 6]
+    // (the rounds [5, 7], the resolve pass [7, 6]). `timing` is set only while a host helper
+    // records, so the public recorders of the caller's command buffers never write them.
     Timestamps timestamps;
     bool timing = false;
     QueryTimes times;
+    // Context::Impl::dispatches_recorded at each timestamp of the last timed recording (a
+    // stage's dispatches are the difference of its marks), and the last helper's report.
+    std::array<std::uint64_t, 8> marks{};
+    std::vector<StageReport> report;
+
+    // Writes timestamp k and marks the dispatches recorded so far.
+    void stamp(VkCommandBuffer cmd, std::uint32_t k) {
+        timestamps.write(cmd, k);
+        marks[k] = impl_of(*context).dispatches_recorded;
+    }
+    std::uint64_t dispatches(std::uint32_t from, std::uint32_t to) const {
+        return marks[to] - marks[from];
+    }
 
     Status ensure(Buffer& buffer, VkDeviceSize size) {
         return grow_buffer(*context, buffer, std::max<VkDeviceSize>(size, 4));
@@ -135,7 +205,7 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     impl->rounds = TraversalRounds(context);
     impl->query = Kernel(context, shaders::lbvh_query, 8, "lbvh_query");
     impl->raycast = Kernel(context, shaders::lbvh_raycast, 6, "lbvh_raycast");
-    auto timestamps = Timestamps::create(context, 7);
+    auto timestamps = Timestamps::create(context, 8);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());
     return std::unique_ptr<LbvhQueries>(new LbvhQueries(std::move(impl)));
@@ -206,14 +276,14 @@ Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tre
     const bool timing = impl_->timing;
     fill(cmd, {b.offsets.buffer, b.offsets.offset + queries * 4ull, 4}, 0u);
     compute_barrier(cmd);
-    if (timing) impl_->timestamps.write(cmd, 0);
+    if (timing) impl_->stamp(cmd, 0);
     record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryCount);
-    if (timing) impl_->timestamps.write(cmd, 1);
+    if (timing) impl_->stamp(cmd, 1);
     const BufferRange offsets = first_bytes(b.offsets, (queries + 1ull) * 4);
     impl_->scan.record_scan(cmd, offsets, queries + 1,
                             first_bytes(b.scratch, scan_scratch_size(queries)));
     compute_barrier(cmd);
-    if (timing) impl_->timestamps.write(cmd, 2);
+    if (timing) impl_->stamp(cmd, 2);
     return {};
 }
 
@@ -260,6 +330,7 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
         t.wide};
     const Kernel& raycast = impl_->raycast;
     impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, groups(rays));
+    if (impl_->timing) impl_->stamp(cmd, 7);
     // The finish step left the arguments of one invocation per candidate.
     indirect_barrier(cmd);
     pc.shift = 0;
@@ -305,6 +376,7 @@ std::uint32_t LbvhQueries::size() const {
 }
 
 Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<const GpuBox> input) {
+    report.clear();
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch"};
     const auto q = static_cast<std::uint32_t>(input.size());
@@ -341,30 +413,44 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                 return d;
         return {};
     };
+    // Every attempt counts in the times and the report (as Lbvh::find_pairs' pairs pass): its
+    // ms, dispatches and modelled bytes with its own visit counts. An attempt that runs again
+    // stored, by the model, its counted total (offsets[Q]) up to the capacity.
+    times = {};
+    std::array<std::uint64_t, 3> stage_dispatches{};  // count, scan, fill
+    Traffic count_traffic, scan_traffic, fill_traffic;
     while (true) {
-        times = {};
         timing = true;
         Status recorded;
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 0, 5);
             compute_barrier(cmd);  // make the staged upload visible to the shaders
             if (!(recorded = self.record_region_count(cmd, tree(), buffers(), q))) return;
-            timestamps.write(cmd, 3);
+            stamp(cmd, 3);
             recorded = self.record_region_fill(cmd, tree(), buffers(), q);
             compute_barrier(cmd);
-            timestamps.write(cmd, 4);
+            stamp(cmd, 4);
         });
         timing = false;
         if (!s) return s.error();
         if (!recorded) return recorded.error();
         if (Status d = read_status(); !d) return d.error();
+        times.count += timestamps.ms(0, 1);
+        times.scan += timestamps.ms(1, 2);
+        times.fill += timestamps.ms(3, 4);
+        stage_dispatches[0] += dispatches(0, 1);
+        stage_dispatches[1] += dispatches(1, 2);
+        stage_dispatches[2] += dispatches(3, 4);
+        count_traffic += region_count_traffic(n, q, visits_of(st[0]));
+        scan_traffic += RadixSort::scan_traffic(q + 1);
+        const std::uint32_t capacity = ids_capacity;
         auto again = retry_traversal(st, "region queries");
         if (!again) return again.error();
         if (!again.value()) break;
+        std::uint32_t counted = 0;
+        if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d.error();
+        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(counted, capacity));
     }
-    times.count = timestamps.ms(0, 1);
-    times.scan = timestamps.ms(1, 2);
-    times.fill = timestamps.ms(3, 4);
     QueryHits result;
     result.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, result.offsets.data(), (q + 1ull) * 4); !d)
@@ -378,6 +464,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                      std::to_string(exact_total) +
                          " hits in one batch: more than 2^32 - 1 (split the batch)"};
     const std::uint32_t total = result.offsets[q];
+    // The fill pass's traffic, twice when ids grew and it ran again.
+    fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(total, ids_capacity));
     if (total > ids_capacity) {
         if (total > max_ids)
             return Error{ErrorCode::limit_exceeded,
@@ -393,17 +481,22 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 3, 2);
             compute_barrier(cmd);
-            timestamps.write(cmd, 3);
+            stamp(cmd, 3);
             recorded = self.record_region_fill(cmd, tree(), buffers(), q);
             compute_barrier(cmd);
-            timestamps.write(cmd, 4);
+            stamp(cmd, 4);
         });
         if (!f) return f.error();
         if (!recorded) return recorded.error();
         times.fill += timestamps.ms(3, 4);
+        stage_dispatches[2] += dispatches(3, 4);
         if (Status d = read_status(); !d) return d.error();
         if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
+        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), total);
     }
+    report = {stage("region count", stage_dispatches[0], count_traffic, times.count),
+              stage("region scan", stage_dispatches[1], scan_traffic, times.scan),
+              stage("region fill", stage_dispatches[2], fill_traffic, times.fill)};
     result.ids.resize(total);
     if (total > 0) {
         if (Status d = context->download(ids, result.ids.data(), total * 4ull); !d)
@@ -416,6 +509,7 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
 }
 
 Result<QueryHits> LbvhQueries::query_boxes(std::span<const Box> regions) {
+    impl_->report.clear();
     std::vector<GpuBox> input(regions.size());
     for (std::size_t q = 0; q < regions.size(); ++q) {
         if (Status s = validate_box(regions[q], q); !s) {
@@ -429,6 +523,7 @@ Result<QueryHits> LbvhQueries::query_boxes(std::span<const Box> regions) {
 }
 
 Result<QueryHits> LbvhQueries::query_points(std::span<const Vec3> points) {
+    impl_->report.clear();
     std::vector<Box> regions(points.size());
     for (std::size_t q = 0; q < points.size(); ++q) {
         const Vec3& p = points[q];
@@ -441,6 +536,7 @@ Result<QueryHits> LbvhQueries::query_points(std::span<const Vec3> points) {
 
 Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const Ray> input) {
     Impl& im = *impl_;
+    im.report.clear();
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 rays per batch"};
     const auto r = static_cast<std::uint32_t>(input.size());
@@ -466,28 +562,44 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     if (Status s = im.context->upload(im.rays, rays.data(), r * sizeof(GpuRay)); !s)
         return s.error();
     if (Status s = im.ensure_traversal(r); !s) return s.error();
+    // Every attempt counts, as in run_regions: its ms, dispatches and bytes (its own visits and
+    // candidates, those past the queue's capacity dropped).
+    TraversalStatus st{};
+    im.times = {};
+    std::uint64_t cast_dispatches = 0, resolve_dispatches = 0;
+    Traffic cast_traffic, resolve_traffic;
+    double cast_ms = 0, resolve_ms = 0;
     while (true) {
-        im.times = {};
+        im.timing = true;
         Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            im.timestamps.reset(cmd, 5, 2);
+            im.timestamps.reset(cmd, 5, 3);
             compute_barrier(cmd);
-            im.timestamps.write(cmd, 5);
+            im.stamp(cmd, 5);
             recorded = record_ray_cast(
                 cmd, im.tree(),
                 {whole(im.rays), whole(im.hits), im.status_range(0), im.traversal()}, r);
             compute_barrier(cmd);
-            im.timestamps.write(cmd, 6);
+            im.stamp(cmd, 6);
         });
+        im.timing = false;
         if (!s) return s.error();
         if (!recorded) return recorded.error();
-        TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        const std::uint32_t candidates = std::min(st.candidates, im.work_capacity);
+        im.times.ray_cast += im.timestamps.ms(5, 6);
+        cast_ms += im.timestamps.ms(5, 7);
+        resolve_ms += im.timestamps.ms(7, 6);
+        cast_dispatches += im.dispatches(5, 7);
+        resolve_dispatches += im.dispatches(7, 6);
+        cast_traffic += ray_cast_traffic(im.n, r, visits_of(st), candidates);
+        resolve_traffic += ray_resolve_traffic(candidates);
         auto again = im.retry_traversal({&st, 1}, "ray casts");
         if (!again) return again.error();
         if (!again.value()) break;
     }
-    im.times.ray_cast = im.timestamps.ms(5, 6);
+    im.report = {stage("ray cast", cast_dispatches, cast_traffic, cast_ms),
+                 stage("ray resolve", resolve_dispatches, resolve_traffic, resolve_ms)};
     std::vector<GpuRayHit> hits(r);
     if (Status d = im.context->download(im.hits, hits.data(), r * sizeof(GpuRayHit)); !d)
         return d.error();
@@ -503,6 +615,10 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
 
 const QueryTimes& LbvhQueries::last_times() const {
     return impl_->times;
+}
+
+const std::vector<StageReport>& LbvhQueries::last_report() const {
+    return impl_->report;
 }
 
 Result<std::vector<Pair>> LbvhQueries::find_pairs_against(std::span<const Box> a,

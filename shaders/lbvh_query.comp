@@ -13,6 +13,11 @@
 // links; a leaf child's box id is its aux), never the children's LbvhNode records (a link and
 // two child nodes were 112 B); only n == 1, whose single leaf is node 0 and which has no wide
 // record, reads the LbvhNode array.
+// Each invocation adds the internal nodes it expanded (one wide record each) to its pass's
+// visits_lo / visits_hi (traversal_count_visits, once, at its end): the count pass and the
+// fill pass walk the same nodes and each counts them into its own status, so both equal the
+// twin's expanded count whatever the budget, rounds or order (a region query never prunes on
+// what another item found).
 // CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -82,9 +87,11 @@ void main() {
     uint stack[kTraversalStack];
     uint top = 0u;
     bool done = false;
+    uint expanded = 0u;  // internal nodes this invocation expands
     uint budget = traversal_budget();
     for (uint step = 0u; step < budget; ++step) {
         LbvhWideNode w = wide[node];  // the step's one load: both children, bounds and links
+        ++expanded;
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {
             uint child = wide_child(w, c);
@@ -118,10 +125,12 @@ void main() {
     } else if (root && !done) {
         cursors[q] = base + found;  // the queued items continue from here
     }
-    if (done) return;
-    // One reservation per pending subtree (see lbvh_raycast.comp).
-    uint slot;
-    if (traversal_reserve(1u, slot)) traversal_put(slot, q, node);
-    for (uint k = 0u; k < top; ++k)
-        if (traversal_reserve(1u, slot)) traversal_put(slot, q, stack[k]);
+    if (!done) {
+        // One reservation per pending subtree (see lbvh_raycast.comp).
+        uint slot;
+        if (traversal_reserve(1u, slot)) traversal_put(slot, q, node);
+        for (uint k = 0u; k < top; ++k)
+            if (traversal_reserve(1u, slot)) traversal_put(slot, q, stack[k]);
+    }
+    traversal_count_visits(expanded);  // after the invocation's last store
 }

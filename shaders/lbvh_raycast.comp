@@ -19,6 +19,11 @@
 // two child nodes were 112 B). The LbvhNode array is read only for the start node's own box
 // (the root, or a queued item's node) and for n == 1 (the single leaf is node 0, no wide
 // record).
+// Each invocation adds the internal nodes it expanded (one wide record each; a pop step
+// expands none) to visits_lo / visits_hi (traversal_count_visits, once, at its end). When
+// every ray finishes in round 0 this equals the twin's expanded count exactly; the queued
+// items of a ray prune with the ray's shared minimum, which other items lower while they run,
+// so with queued work the count depends on timing (never the hit).
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
@@ -144,6 +149,7 @@ void main() {
         return;
     }
     bool done = true;
+    uint expanded = 0u;  // internal nodes this invocation expands
     uint stack[kTraversalStack];
     uint top = 0u;
     if (n >= 2u) {
@@ -173,6 +179,7 @@ void main() {
                 float cand_t[2] = float[2](0.0, 0.0);
                 uint found = 0u;
                 LbvhWideNode w = wide[node];  // the step's one load: both children
+                ++expanded;
                 for (uint c = 0u; c < 2u; ++c) {
                     uint child = wide_child(w, c);
                     vec3 lo = wide_lo(w, c), hi = wide_hi(w, c);
@@ -209,18 +216,19 @@ void main() {
     if (root && done) {
         hits[r].id = best_id;
         hits[r].t_bits = best_id == kInvalidNode ? 0u : floatBitsToUint(best_t);
-        return;
+    } else {
+        if (!done) {
+            // One reservation per pending subtree (see lbvh_pairs.comp).
+            uint slot;
+            if (node != kInvalidNode && traversal_reserve(1u, slot)) traversal_put(slot, r, node);
+            for (uint k = 0u; k < top; ++k)
+                if (traversal_reserve(1u, slot)) traversal_put(slot, r, stack[k]);
+        }
+        if (root) {  // this ray continues in queued items: hits[r] becomes the shared minimum
+            hits[r].id = kInvalidNode;
+            hits[r].t_bits = floatBitsToUint(best_t);
+        }
+        if (best_id != kInvalidNode) add_candidate(r, best_t, best_id);
     }
-    if (!done) {
-        // One reservation per pending subtree (see lbvh_pairs.comp).
-        uint slot;
-        if (node != kInvalidNode && traversal_reserve(1u, slot)) traversal_put(slot, r, node);
-        for (uint k = 0u; k < top; ++k)
-            if (traversal_reserve(1u, slot)) traversal_put(slot, r, stack[k]);
-    }
-    if (root) {  // this ray continues in queued items: hits[r] becomes the shared minimum
-        hits[r].id = kInvalidNode;
-        hits[r].t_bits = floatBitsToUint(best_t);
-    }
-    if (best_id != kInvalidNode) add_candidate(r, best_t, best_id);
+    traversal_count_visits(expanded);  // after the invocation's last store
 }

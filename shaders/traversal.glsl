@@ -49,4 +49,15 @@ void traversal_put(uint slot, uint query, uint node) {
     work[base + 1u] = node;
 }
 
+// Adds the internal nodes an invocation of a region query or ray cast expanded to its
+// traversal's exact 64-bit visit count (TraversalStatus visits_lo, the low word's carries in
+// visits_hi): one atomic per invocation, made after its last store (lavapipe loses stores an
+// invocation makes after an atomic inside a loop; see lbvh_build.comp). The all-pairs pass
+// counts its own (lbvh_pairs.glsl count_visits).
+void traversal_count_visits(uint expanded) {
+    if (expanded == 0u) return;
+    uint before = atomicAdd(tstatus.visits_lo, expanded);
+    if (before + expanded < before) atomicAdd(tstatus.visits_hi, 1u);  // the low word wrapped
+}
+
 #endif

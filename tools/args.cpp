@@ -260,11 +260,12 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                    "everywhere; automatic: BROADPHASE_SORT_PATH, else the device's rule)",
                    {"automatic", "onesweep", "reduce_then_scan"}, "sort path")
             ->group(kGpu);
-    CLI::Option* json = c.add_flag("--json", a.json,
-                                   "default mode, --cull and --frames: print one JSON object "
-                                   "(device, scene, copy bandwidth, a `stages` list) instead of "
-                                   "the table")
-                            ->group(kGpu);
+    CLI::Option* json =
+        c.add_flag("--json", a.json,
+                   "default mode, --cull, --frames and --rays: print one JSON object "
+                   "(device, scene, copy bandwidth, a `stages` list) instead of "
+                   "the table")
+            ->group(kGpu);
 
     const char* kCull = "--cull: the frustum cull's stages";
     CLI::Option* cull = c.add_flag("--cull", a.cull, "time the frustum cull")->group(kCull);
@@ -390,7 +391,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
          true},
         {"--rays",
          rays,
-         {scene, repeat, seed, code, traversal_budget, warm_up, sort_path, device, validation},
+         {scene, repeat, seed, code, traversal_budget, warm_up, sort_path, json, device,
+          validation},
          true},
     };
 }

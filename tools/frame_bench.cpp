@@ -1,7 +1,9 @@
 // `broadphase bench --frames F` and `broadphase bench --rays R`: per-stage GPU timings of the
 // moving-scene path (gpu::MovingScene: refit or rebuild, pairs, pair sort, event diff; the
 // scene animated by the deterministic jitter of tools/animation.hpp) and of the batched query
-// path (gpu::LbvhQueries: closest-hit ray casts and region queries), from timestamp queries.
+// path (gpu::LbvhQueries: closest-hit ray casts and region queries), from timestamp queries;
+// with the instruments of each (dispatches, modelled bytes, bandwidth against the copy kernel:
+// MovingScene::last_report, LbvhQueries::last_report) and --json.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -434,25 +436,31 @@ int run_ray_bench(const Args& args) {
 
     auto context = open_context(args);
     if (!context) return fail(context.error().message, "bench");
-    print_device(*context.value());
-    std::printf(
-        "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
-        "median\n",
-        spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
+    const bool json = args.json;  // one JSON object on stdout, nothing else
+    if (!json) {
+        print_device(*context.value());
+        std::printf(
+            "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
+            "median\n",
+            spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
+    }
     auto queries = gpu::LbvhQueries::create(*context.value(), {code_kind(args)});
     if (!queries) return fail(queries.error().message, "bench");
     gpu::LbvhQueries& q = *queries.value();
     if (Status s = q.build(scene->boxes); !s) return fail(s.error().message, "bench");
     auto warm = BenchWarmUp::create(args, *context.value());
     if (!warm) return fail(warm.error().message, "bench");
-    warm->print();
+    if (!json) warm->print();
 
     std::vector<double> ray_ms, count_ms, scan_ms, fill_ms, region_ms;
+    // The instruments of each timed run: the ray cast's stages, then the region queries'.
+    std::vector<std::vector<gpu::StageReport>> reports;
     std::size_t hits = 0, region_hits = 0;
     for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
         if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
         auto cast = q.ray_cast(rays);
         if (!cast) return fail(cast.error().message, "bench");
+        std::vector<gpu::StageReport> report = q.last_report();
         if (r > 0) ray_ms.push_back(q.last_times().ray_cast);
         hits = static_cast<std::size_t>(
             std::count_if(cast->begin(), cast->end(), [](const auto& h) { return h.has_value(); }));
@@ -465,8 +473,24 @@ int run_ray_bench(const Args& args) {
             scan_ms.push_back(t.scan);
             fill_ms.push_back(t.fill);
             region_ms.push_back(t.count + t.scan + t.fill);
+            report.insert(report.end(), q.last_report().begin(), q.last_report().end());
+            reports.push_back(std::move(report));
         }
         region_hits = found->ids.size();
+    }
+    if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
+    auto copy = gpu::measure_copy_bandwidth(*context.value());
+    if (!copy) return fail(copy.error().message, "bench");
+    const std::vector<gpu::StageReport> stages = median_stages(reports);
+    if (json) {
+        print_device_json(context.value()->info());
+        std::printf(
+            "\"scene\": \"%s\", \"boxes\": %zu, \"rays\": %lld, \"regions\": %lld, "
+            "\"seed\": %u, \"runs\": %d, \"hits\": %zu, \"region_hits\": %zu, ",
+            json_escape(spec).c_str(), scene->boxes.size(), count, count, seed, repeat, hits,
+            region_hits);
+        print_stages_json(stages, copy.value());
+        return validation_check(*context.value());
     }
     auto per_second = [&](double ms) { return ms > 0 ? double(count) / (ms * 1e-3) : 0.0; };
     const double rm = median(ray_ms), qm = median(region_ms);
@@ -477,6 +501,9 @@ int run_ray_bench(const Args& args) {
     std::printf("region fill (GPU):         %10.3f ms\n", median(fill_ms));
     std::printf("region queries (GPU):      %10.3f ms, %.3g queries/s, %zu hits\n", qm,
                 per_second(qm), region_hits);
+    print_copy_line(copy.value());
+    std::printf("instruments per batch, median over %d runs:\n", repeat);
+    print_stage_rows(stages, copy.value(), 24);
     return validation_check(*context.value());
 #else
     (void)args;

@@ -212,10 +212,13 @@ struct PushConstants {
 // flags: kTraversalIncomplete | kTraversalQueueOverflow | kTraversalCandidateOverflow; any
 //   flag set means the results are not complete (grow the work queue, or record more rounds).
 // queued[2]: items pushed to each queue in its round; candidates: ray-cast candidates appended.
-// visits_lo / visits_hi: the all-pairs traversal's work, the exact 64-bit number of internal
-//   nodes it expanded (the root once per query, then every internal child it entered; the
-//   same whatever the budget, rounds or order), the low word's carries in visits_hi; 0 for
-//   the other traversals. gpu::MovingScene's policy reads it (frame_policy.comp).
+// visits_lo / visits_hi: the traversal's work, the exact 64-bit number of internal nodes it
+//   expanded (the root once per query, then every internal child it entered), the low word's
+//   carries in visits_hi. All pairs (lbvh_pairs.glsl; the same whatever the budget, rounds or
+//   order; gpu::MovingScene's policy reads it, frame_policy.comp), region queries (each of the
+//   count and fill passes counts the same nodes into its own status; order-independent too)
+//   and ray casts (exact when every ray finishes in round 0; with queued items the pruning by
+//   the shared best hit makes it depend on timing). Not written by the resolve pass.
 // total: 64 bytes
 struct TraversalStatus {
     uint count;

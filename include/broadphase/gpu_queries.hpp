@@ -60,7 +60,8 @@ struct RayQueryBuffers {
 };
 
 /// GPU time of the last host-helper batch, from timestamp queries (ms; all zero when the
-/// queue has no timestamps). Fields of the other kind of batch read 0.
+/// queue has no timestamps), every attempt summed (a traversal that overflowed its work queue
+/// or rounds runs again with more). Fields of the other kind of batch read 0.
 struct QueryTimes {
     double count = 0;     ///< region queries: the count pass
     double scan = 0;      ///< region queries: the exclusive scan of the counts
@@ -134,6 +135,18 @@ public:
 
     /// GPU times of the last query_boxes, query_points or ray_cast.
     const QueryTimes& last_times() const;
+    /// Every stage of the last query_boxes / query_points ("region count", "region scan",
+    /// "region fill"; the fill's figures add both runs when the ids grew) or ray_cast ("ray
+    /// cast": the bounded rounds; "ray resolve": the pass over the candidates of rays that
+    /// continued in queued items, recorded always, an empty dispatch when there are none):
+    /// dispatches recorded, bytes modelled from the kernels' access patterns and the GPU visit
+    /// counts (TraversalStatus visits_lo / visits_hi; the model is stated in gpu/queries.cpp),
+    /// GPU time. Every attempt of the batch counts, as in Lbvh::last_report (a traversal that
+    /// overflowed its work queue or rounds runs again: each attempt's dispatches, ms and bytes
+    /// with its own visits, summed). Empty before any batch, after an error, and for an empty
+    /// ray batch. The ray cast's bytes follow its visit count, which depends on timing once
+    /// rays continue in queued items; region queries' never do.
+    const std::vector<StageReport>& last_report() const;
 
     /// Host helper, set versus set: builds a tree over `b` and returns every overlapping
     /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j

@@ -444,6 +444,63 @@ foreach(stage "ray cast \\(GPU\\)" "rays/s" "region count" "region scan" "region
     message(FATAL_ERROR "bench --rays output lacks '${stage}': '${ray_bench}'")
   endif()
 endforeach()
+# bench --rays' instruments: the pairs bench's table (copy kernel, a row per stage with its
+# dispatches: 16 rounds of a bounded traversal are 32, the scan of 1001 counts one tile), and
+# with --json one object of five stages whose bytes follow gpu/queries.cpp's model: 4 B per
+# query written by the count pass, 4 B per hit by the fill pass, which reads 4 B per query
+# more than the count pass (offsets[q]) over the same nodes (64 B each).
+run_tool(ray_bench TRUE bench --rays 1000 --scene uniform:3000 --repeat 1)
+foreach(stage "ray cast \\(GPU\\): .* rays/s, [1-9][0-9]* hits" "region queries \\(GPU\\): .* queries/s, [1-9][0-9]* hits"
+        "copy kernel: .* GB/s" "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
+        "\n  ray cast +[0-9.]+ +32 " "\n  ray resolve +[0-9.]+ +1 " "\n  region count +[0-9.]+ +32 "
+        "\n  region scan +[0-9.]+ +1 " "\n  region fill +[0-9.]+ +32 ")
+  if(NOT ray_bench MATCHES "${stage}")
+    message(FATAL_ERROR "bench --rays lacks '${stage}':\n${ray_bench}")
+  endif()
+endforeach()
+string(REGEX MATCH "rays/s, ([0-9]+) hits" ignored "${ray_bench}")
+set(text_hits ${CMAKE_MATCH_1})
+string(REGEX MATCH "queries/s, ([0-9]+) hits" ignored "${ray_bench}")
+set(text_region_hits ${CMAKE_MATCH_1})
+execute_process(COMMAND ${TOOL} bench --rays 1000 --scene uniform:3000 --repeat 1 --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench --rays --json failed (${rc}): ${err}")
+endif()
+string(JSON stage_count LENGTH "${json}" stages)
+string(JSON rays GET "${json}" rays)
+string(JSON hits GET "${json}" hits)
+string(JSON region_hits GET "${json}" region_hits)
+string(JSON scene GET "${json}" scene)
+string(JSON device GET "${json}" device)
+if(NOT stage_count EQUAL 5 OR NOT rays EQUAL 1000 OR NOT hits EQUAL text_hits
+   OR NOT region_hits EQUAL text_region_hits OR NOT scene STREQUAL "uniform:3000")
+  message(FATAL_ERROR "bench --rays --json: ${stage_count} stages, ${rays} rays, ${hits} hits "
+          "(text ${text_hits}), ${region_hits} region hits (text ${text_region_hits}):\n${json}")
+endif()
+set(k 0)
+foreach(name "ray cast" "ray resolve" "region count" "region scan" "region fill")
+  string(JSON got_name GET "${json}" stages ${k} name)
+  if(NOT got_name STREQUAL name)
+    message(FATAL_ERROR "bench --rays --json: stage ${k} is '${got_name}', not '${name}':\n${json}")
+  endif()
+  foreach(field dispatches bytes_read bytes_written ms bandwidth_fraction)
+    string(JSON value GET "${json}" stages ${k} ${field})
+  endforeach()
+  math(EXPR k "${k} + 1")
+endforeach()
+string(JSON count_read GET "${json}" stages 2 bytes_read)
+string(JSON count_written GET "${json}" stages 2 bytes_written)
+string(JSON fill_read GET "${json}" stages 4 bytes_read)
+string(JSON fill_written GET "${json}" stages 4 bytes_written)
+math(EXPR count_nodes "(${count_read} - 32 * 1000) % 64")
+math(EXPR fill_extra "${fill_read} - ${count_read}")
+math(EXPR want_fill_written "4 * ${region_hits}")
+if(NOT count_written EQUAL 4000 OR NOT fill_written EQUAL want_fill_written
+   OR NOT fill_extra EQUAL 4000 OR NOT count_nodes EQUAL 0 OR NOT count_read GREATER 96000)
+  message(FATAL_ERROR "bench --rays --json: the region stages do not follow the model "
+          "(count ${count_read}/${count_written}, fill ${fill_read}/${fill_written}):\n${json}")
+endif()
 
 # Test 9: long runs. validate skips brute force above its limit and says so (the other methods
 # still compared, with sweep_and_prune as the reference).

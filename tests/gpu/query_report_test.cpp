@@ -1,0 +1,367 @@
+// The instruments of gpu::LbvhQueries' host helpers (LbvhQueries::last_report) as numbered
+// scenarios: the region passes' GPU visit counts (internal nodes expanded, read back through
+// the modelled bytes) equal the CPU twin's (lbvh::query_region's `expanded`) on the standard
+// scenes whatever the traversal budget, and so do the ray casts' (lbvh::ray_cast_nodes) where
+// they are deterministic: every ray finishing in round 0, on a context whose budget is
+// kTraversalBudget (a tree of fewer than kTraversalBudget internal nodes cannot need more).
+// Each stage's dispatches and bytes follow the model of gpu/queries.cpp, written out again
+// here, including the fill pass run twice when the ids grow.
+#include <algorithm>
+#include <vector>
+
+#include "broadphase/gpu_queries.hpp"
+#include "broadphase/scene.hpp"
+#include "gpu_test_env.hpp"
+#include "lbvh_queries.hpp"
+#include "radix_sort.hpp"
+
+namespace broadphase::testing {
+namespace {
+
+using gpu::StageReport;
+
+// A context whose traversals expand up to kTraversalBudget nodes per round, whatever
+// BROADPHASE_TRAVERSAL_BUDGET says, so that the ray casts of these scenes finish in round 0
+// (their visit counts are then deterministic); and the queries of both contexts.
+std::unique_ptr<gpu::Context> g_full_budget;
+std::unique_ptr<gpu::LbvhQueries> g_full_queries, g_queries;
+std::unique_ptr<gpu::Lbvh> g_lbvh;
+
+class QueryReportTest : public GpuTest {
+public:
+    static void SetUpTestSuite() {
+        gpu::ContextOptions options;
+        options.validation = true;
+        options.traversal_budget = gpu_layout::kTraversalBudget;
+        auto ctx = gpu::Context::create(options);
+        if (ctx) {
+            g_full_budget = std::move(ctx.value());
+            auto q = gpu::LbvhQueries::create(*g_full_budget);
+            if (q) g_full_queries = std::move(q.value());
+        }
+        auto q = gpu::LbvhQueries::create(gpu_context());
+        if (q) g_queries = std::move(q.value());
+        auto l = gpu::Lbvh::create(gpu_context());
+        if (l) g_lbvh = std::move(l.value());
+    }
+    static void TearDownTestSuite() {
+        g_full_queries.reset();
+        g_queries.reset();
+        g_lbvh.reset();
+        g_full_budget.reset();
+    }
+
+protected:
+    void SetUp() override {
+        GpuTest::SetUp();
+        ASSERT_TRUE(g_full_budget && g_full_queries && g_queries && g_lbvh);
+        full_errors_ = g_full_budget->validation_errors();
+    }
+    void TearDown() override {
+        EXPECT_EQ(g_full_budget->validation_errors(), full_errors_)
+            << "the validation layer reported errors on the full-budget context";
+        GpuTest::TearDown();
+    }
+
+private:
+    std::uint64_t full_errors_ = 0;
+};
+
+const StageReport* find_stage(const std::vector<StageReport>& report, const std::string& name) {
+    for (const StageReport& s : report)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+// Dispatches of a bounded traversal of `rounds` rounds (gpu/traversal.hpp): round 0, then an
+// args dispatch and an indirect round per later round, then the finish dispatch.
+std::uint32_t traversal_dispatches(std::uint32_t rounds) {
+    return 2 * rounds;
+}
+
+// Dispatches of the exclusive scan of `count` uints (RadixSort::record_scan): one scan_local
+// per level, one scan_add per level below the top.
+std::uint32_t scan_dispatches(std::uint32_t count) {
+    std::uint32_t levels = 0, size = count;
+    do {
+        size = (size + gpu_layout::kScanTile - 1) / gpu_layout::kScanTile;
+        ++levels;
+    } while (size > 1);
+    return 2 * levels - 1;
+}
+
+// The bytes of gpu/queries.cpp's model, written out again (the test fails when either side
+// changes alone). n >= 2 here: 64 B per expanded node.
+gpu::Traffic count_bytes(std::uint64_t q, std::uint64_t visits) {
+    return {32 * q + 64 * visits, 4 * q};
+}
+gpu::Traffic fill_bytes(std::uint64_t q, std::uint64_t visits, std::uint64_t stored) {
+    return {36 * q + 64 * visits, 4 * stored};
+}
+gpu::Traffic ray_bytes(std::uint64_t r, std::uint64_t visits) {
+    return {64 * r + 64 * visits, 8 * r};  // no candidates: every ray finished in round 0
+}
+
+void expect_stage(const StageReport* s, std::uint32_t dispatches, const gpu::Traffic& t,
+                  const std::string& what) {
+    ASSERT_NE(s, nullptr) << what;
+    EXPECT_EQ(s->dispatches, dispatches) << what;
+    EXPECT_EQ(s->bytes_read, t.read) << what;
+    EXPECT_EQ(s->bytes_written, t.written) << what;
+    EXPECT_EQ(s->passes, 0u) << what;
+}
+
+// Regions: every 20th box grown by its own size, and the scene's bounds (level: the ground
+// slab's every box). Rays: from the corners of every 30th box towards the scene's centre, and
+// along the axes through it.
+std::vector<Box> regions_of(std::span<const Box> boxes) {
+    std::vector<Box> regions;
+    for (std::size_t i = 0; i < boxes.size(); i += 20) {
+        const Box& b = boxes[i];
+        const Vec3 e{b.max.x - b.min.x, b.max.y - b.min.y, b.max.z - b.min.z};
+        regions.push_back({{b.min.x - e.x, b.min.y - e.y, b.min.z - e.z},
+                           {b.max.x + e.x, b.max.y + e.y, b.max.z + e.z}});
+    }
+    regions.push_back(bounds_of(boxes));
+    return regions;
+}
+
+std::vector<Ray> rays_of(std::span<const Box> boxes) {
+    const Box bounds = bounds_of(boxes);
+    const Vec3 mid{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
+                   (bounds.min.z + bounds.max.z) / 2};
+    std::vector<Ray> rays;
+    for (std::size_t i = 0; i < boxes.size(); i += 30) {
+        const Vec3 o = boxes[i].min;
+        rays.push_back({o, {mid.x - o.x + 1e-3f, mid.y - o.y, mid.z - o.z}, 1e30f});
+    }
+    const Vec3 below{mid.x, mid.y, bounds.min.z - 1};
+    rays.push_back({below, {0, 0, 1}, 1e30f});
+    rays.push_back({{bounds.min.x - 1, mid.y, mid.z}, {1, 0, 0}, 1e30f});
+    return rays;
+}
+
+class QueryReportSceneTest : public QueryReportTest,
+                             public ::testing::WithParamInterface<const char*> {};
+
+// Test 1: on each standard scene, the region passes' visits equal the twin's on both contexts
+// (any budget: a region query never prunes on another item's result), the report names the
+// three region stages with the traversal's and scan's dispatches and the modelled bytes; the
+// ray cast's visits equal the twin's on the full-budget context, its report names "ray cast"
+// and "ray resolve" with their dispatches and bytes.
+TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
+    auto scene = generate_scene(GetParam(), 3000);
+    ASSERT_TRUE(scene) << scene.error().message;
+    const std::vector<Box>& boxes = scene->boxes;
+    auto nodes = g_lbvh->build_nodes(boxes);  // the tree the twins walk: the GPU's own build
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    const std::vector<Box> regions = regions_of(boxes);
+    const std::vector<Ray> rays = rays_of(boxes);
+    const auto q = static_cast<std::uint64_t>(regions.size());
+    const auto r = static_cast<std::uint64_t>(rays.size());
+
+    std::uint64_t twin_region_visits = 0, twin_hits = 0;
+    for (const Box& region : regions) {
+        std::vector<std::uint32_t> ids;
+        lbvh::query_region(nodes.value(), region, ids, &twin_region_visits);
+        twin_hits += ids.size();
+    }
+    std::uint64_t twin_ray_visits = 0;
+    for (const Ray& ray : rays) lbvh::ray_cast_nodes(nodes.value(), ray, &twin_ray_visits);
+    // A tree walk expands at least the root per query; the regions of grown boxes more.
+    ASSERT_GT(twin_region_visits, q);
+    ASSERT_GT(twin_ray_visits, 0u);
+
+    for (gpu::LbvhQueries* queries : {g_queries.get(), g_full_queries.get()}) {
+        const bool full = queries == g_full_queries.get();
+        SCOPED_TRACE(full ? "full budget" : "the device's budget");
+        ASSERT_TRUE(queries->build(boxes));
+        // The first batch of a fresh LbvhQueries may grow its ids (Test 2); the second fits.
+        ASSERT_TRUE(queries->query_boxes(regions));
+        auto hits = queries->query_boxes(regions);
+        ASSERT_TRUE(hits) << hits.error().message;
+        ASSERT_EQ(hits->ids.size(), twin_hits);
+        const std::vector<StageReport> report = queries->last_report();
+        ASSERT_EQ(report.size(), 3u);
+        EXPECT_EQ(report[0].name, "region count");
+        EXPECT_EQ(report[1].name, "region scan");
+        EXPECT_EQ(report[2].name, "region fill");
+        // The visits read back through the bytes, for a direct message first.
+        EXPECT_EQ((report[0].bytes_read - 32 * q) / 64, twin_region_visits) << "count visits";
+        EXPECT_EQ((report[2].bytes_read - 36 * q) / 64, twin_region_visits) << "fill visits";
+        // The device's budget may be small enough (BROADPHASE_TRAVERSAL_BUDGET) that a batch
+        // runs again with kTraversalMaxRounds rounds, which the LbvhQueries keeps after.
+        std::uint32_t rounds = traversal_dispatches(gpu_layout::kTraversalRounds);
+        if (!full && report[0].dispatches == traversal_dispatches(gpu_layout::kTraversalMaxRounds))
+            rounds = report[0].dispatches;
+        expect_stage(&report[0], rounds, count_bytes(q, twin_region_visits), "region count");
+        expect_stage(&report[1], scan_dispatches(static_cast<std::uint32_t>(q + 1)),
+                     gpu::RadixSort::scan_traffic(static_cast<std::uint32_t>(q + 1)),
+                     "region scan");
+        expect_stage(&report[2], rounds, fill_bytes(q, twin_region_visits, twin_hits),
+                     "region fill");
+
+        auto cast = queries->ray_cast(rays);
+        ASSERT_TRUE(cast) << cast.error().message;
+        const std::vector<StageReport> rays_report = queries->last_report();
+        ASSERT_EQ(rays_report.size(), 2u);
+        EXPECT_EQ(rays_report[0].name, "ray cast");
+        EXPECT_EQ(rays_report[1].name, "ray resolve");
+        if (!full &&
+            rays_report[0].dispatches == traversal_dispatches(gpu_layout::kTraversalMaxRounds))
+            rounds = rays_report[0].dispatches;
+        EXPECT_EQ(rays_report[0].dispatches, rounds);
+        EXPECT_EQ(rays_report[1].dispatches, 1u);
+        if (!full) continue;  // queued rays' visits depend on timing: only the full budget's
+        EXPECT_EQ((rays_report[0].bytes_read - 64 * r) / 64, twin_ray_visits) << "ray visits";
+        expect_stage(&rays_report[0], rounds, ray_bytes(r, twin_ray_visits), "ray cast");
+        expect_stage(&rays_report[1], 1, {4, 0}, "ray resolve");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(StandardScenes, QueryReportSceneTest,
+                         ::testing::Values("uniform", "degenerate", "level", "multiscale"),
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                             return std::string(param_info.param);
+                         });
+
+// Test 2: when the hits outgrow the ids buffer, the fill pass runs again; its stage adds both
+// runs: twice the traversal's dispatches, both runs' reads, and the first run's stores (up to
+// the old capacity, max(4 Q, 1024) ids) plus all hits of the second. The next batch, which
+// fits, reports one run again.
+TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene) << scene.error().message;
+    const std::vector<Box>& boxes = scene->boxes;
+    auto nodes = g_lbvh->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    auto fresh = gpu::LbvhQueries::create(gpu_context());  // ids not yet grown
+    ASSERT_TRUE(fresh);
+    gpu::LbvhQueries& queries = *fresh.value();
+    ASSERT_TRUE(queries.build(boxes));
+    const std::vector<Box> regions = {bounds_of(boxes), boxes[7]};
+    std::uint64_t visits = 0;
+    std::vector<std::uint32_t> ids;
+    for (const Box& region : regions) lbvh::query_region(nodes.value(), region, ids, &visits);
+    const std::uint64_t total = ids.size(), first_capacity = 1024;
+    ASSERT_GT(total, first_capacity);
+    const std::uint32_t rounds = traversal_dispatches(gpu_layout::kTraversalRounds);
+
+    auto hits = queries.query_boxes(regions);
+    ASSERT_TRUE(hits) << hits.error().message;
+    ASSERT_EQ(hits->ids.size(), total);
+    const StageReport* fill = find_stage(queries.last_report(), "region fill");
+    gpu::Traffic both = fill_bytes(2, visits, first_capacity);
+    both += fill_bytes(2, visits, total);
+    expect_stage(fill, 2 * rounds, both, "grown fill");
+    expect_stage(find_stage(queries.last_report(), "region count"), rounds, count_bytes(2, visits),
+                 "region count");
+
+    ASSERT_TRUE(queries.query_boxes(regions));
+    expect_stage(find_stage(queries.last_report(), "region fill"), rounds,
+                 fill_bytes(2, visits, total), "fill that fits");
+}
+
+// Test 3: every attempt counts. On a context whose traversals expand one node per round, the
+// first batch of a fresh LbvhQueries on `clustered` (a tree deeper than kTraversalRounds
+// levels) cannot finish in kTraversalRounds rounds and runs again
+// with kTraversalMaxRounds: each stage reports both attempts' dispatches, and the passes'
+// bytes both attempts' per-query reads and writes and their visits (the first attempt's
+// partial: more than the twin's count, less than twice). The next batch runs once, its visits
+// the twin's exactly. The ray casts of a second fresh LbvhQueries run twice as well.
+TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    options.traversal_budget = 1;
+    auto ctx = gpu::Context::create(options);
+    ASSERT_TRUE(ctx) << ctx.error().message;
+    auto scene = generate_scene("clustered", 3000);
+    ASSERT_TRUE(scene) << scene.error().message;
+    const std::vector<Box>& boxes = scene->boxes;
+    auto nodes = g_lbvh->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    // Every 20th box itself: the hits fit the first ids buffer (no fill rerun).
+    std::vector<Box> regions;
+    for (std::size_t i = 0; i < boxes.size(); i += 20) regions.push_back(boxes[i]);
+    const std::vector<Ray> rays = rays_of(boxes);
+    const auto q = static_cast<std::uint64_t>(regions.size());
+    const auto r = static_cast<std::uint64_t>(rays.size());
+    std::uint64_t twin_visits = 0, twin_hits = 0;
+    for (const Box& region : regions) {
+        std::vector<std::uint32_t> ids;
+        lbvh::query_region(nodes.value(), region, ids, &twin_visits);
+        twin_hits += ids.size();
+    }
+    ASSERT_LT(twin_hits, std::max<std::uint64_t>(4 * q, 1024));
+    const std::uint32_t first = traversal_dispatches(gpu_layout::kTraversalRounds);
+    const std::uint32_t most = traversal_dispatches(gpu_layout::kTraversalMaxRounds);
+    {
+        auto made = gpu::LbvhQueries::create(*ctx.value());
+        ASSERT_TRUE(made);
+        gpu::LbvhQueries& queries = *made.value();
+        ASSERT_TRUE(queries.build(boxes));
+        auto hits = queries.query_boxes(regions);
+        ASSERT_TRUE(hits) << hits.error().message;
+        ASSERT_EQ(hits->ids.size(), twin_hits);
+        const std::vector<StageReport> report = queries.last_report();
+        ASSERT_EQ(report.size(), 3u);
+        EXPECT_EQ(report[0].dispatches, first + most);
+        EXPECT_EQ(report[1].dispatches, 2 * scan_dispatches(static_cast<std::uint32_t>(q + 1)));
+        EXPECT_EQ(report[2].dispatches, first + most);
+        EXPECT_EQ(report[0].bytes_written, 2 * 4 * q);
+        ASSERT_GE(report[0].bytes_read, 2 * 32 * q);
+        EXPECT_EQ((report[0].bytes_read - 2 * 32 * q) % 64, 0u);
+        const std::uint64_t count_visits = (report[0].bytes_read - 2 * 32 * q) / 64;
+        EXPECT_GT(count_visits, twin_visits);
+        EXPECT_LT(count_visits, 2 * twin_visits);
+        ASSERT_GE(report[2].bytes_read, 2 * 36 * q);
+        EXPECT_EQ((report[2].bytes_read - 2 * 36 * q) / 64, count_visits) << "fill visits";
+        EXPECT_GE(report[2].bytes_written, 4 * twin_hits);  // the first attempt's and all
+
+        ASSERT_TRUE(queries.query_boxes(regions));  // now with the most rounds: one attempt
+        expect_stage(&queries.last_report()[0], most, count_bytes(q, twin_visits), "one attempt");
+        expect_stage(&queries.last_report()[2], most, fill_bytes(q, twin_visits, twin_hits),
+                     "one attempt, fill");
+    }
+    auto made = gpu::LbvhQueries::create(*ctx.value());
+    ASSERT_TRUE(made);
+    gpu::LbvhQueries& queries = *made.value();
+    ASSERT_TRUE(queries.build(boxes));
+    auto cast = queries.ray_cast(rays);
+    ASSERT_TRUE(cast) << cast.error().message;
+    for (std::size_t i = 0; i < rays.size(); ++i) {
+        const auto twin = lbvh::ray_cast_nodes(nodes.value(), rays[i]);
+        ASSERT_EQ((*cast)[i].has_value(), twin.has_value()) << "ray " << i;
+        if (twin) {
+            EXPECT_EQ((*cast)[i]->id, twin->id) << "ray " << i;
+        }
+    }
+    const std::vector<StageReport> report = queries.last_report();
+    ASSERT_EQ(report.size(), 2u);
+    EXPECT_EQ(report[0].dispatches, first + most);
+    EXPECT_EQ(report[1].dispatches, 2u);
+    EXPECT_GE(report[0].bytes_written, 2 * 8 * r);
+    EXPECT_GE(report[1].bytes_read, 2 * 4u);
+    EXPECT_EQ(ctx.value()->validation_errors(), 0u);
+}
+
+// Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
+// a one-box tree reads the single leaf instead of wide records.
+TEST_F(QueryReportTest, EmptyFailedAndOneBoxBatches) {
+    gpu::LbvhQueries& queries = *g_queries;
+    const std::vector<Box> one = {{{0, 0, 0}, {1, 1, 1}}};
+    ASSERT_TRUE(queries.build(one));
+    ASSERT_TRUE(queries.query_boxes(one));
+    ASSERT_EQ(queries.last_report().size(), 3u);
+    expect_stage(&queries.last_report()[0], traversal_dispatches(gpu_layout::kTraversalRounds),
+                 {32 + 48, 4}, "one-box count");
+    ASSERT_TRUE(queries.ray_cast(std::vector<Ray>{}));
+    EXPECT_TRUE(queries.last_report().empty());
+    ASSERT_TRUE(queries.query_boxes(one));
+    const Box bad{{1, 0, 0}, {0, 1, 1}};  // min.x > max.x
+    EXPECT_FALSE(queries.query_boxes(std::vector<Box>{bad}));
+    EXPECT_TRUE(queries.last_report().empty());
+}
+
+}  // namespace
+}  // namespace broadphase::testing
