@@ -209,6 +209,11 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
             if (!again || attempt >= 16) break;
         }
         if (auto done = traversal_outcome(current, "all pairs"); !done) return done.error();
+        if (st.pairs > st.pair_capacity)
+            return Error{ErrorCode::limit_exceeded,
+                         "the frame's " + std::to_string(st.pairs) +
+                             " pairs still exceed the pair capacity of " +
+                             std::to_string(st.pair_capacity) + " after its repairs"};
     }
     if (previous_incomplete)
         return Error{ErrorCode::limit_exceeded,
