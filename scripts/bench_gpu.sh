@@ -93,5 +93,9 @@ run frames_1m_rebuild "$tool" bench --frames "$frames" --scene "$m1" --policy re
 run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
 run frames_1m_churn "$tool" bench --frames "$((2 * frames))" --scene "$m1" --churn 1
 run rays_1m "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat"
+# The instruments as JSON (stages with dispatches, bytes, ms, bandwidth fraction).
+run cull_1m_exact_json "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat" --json
+run rays_1m_json "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat" --json
+run frames_1m_json "$tool" bench --frames "$frames" --scene "$m1" --json
 echo "logs in $out/"
 exit "$failed"
