@@ -18,6 +18,7 @@
 #include "kernels.hpp"
 #include "lbvh_queries.hpp"
 #include "lbvh_refit.hpp"
+#include "query_batches.hpp"
 #include "scale.hpp"
 #include "shaders.hpp"
 #include "traversal.hpp"
@@ -466,25 +467,11 @@ TEST_F(BoundedTraversalTest, BudgetChangesTheRoundsNotTheAnswers) {
         const auto twin = lbvh::build_tree(boxes, lbvh::CodeKind::morton30);
         const std::uint64_t twin_visits = lbvh::pair_traversal_work(twin, boxes).visits;
 
-        // Regions: every 20th box grown by its own size (level's slab among them: it covers
-        // the ground) and rays from the corners of every 30th box towards the scene's centre.
-        const Box bounds = bounds_of(boxes);
-        const Vec3 mid{(bounds.min.x + bounds.max.x) / 2, (bounds.min.y + bounds.max.y) / 2,
-                       (bounds.min.z + bounds.max.z) / 2};
-        std::vector<Box> regions;
-        for (std::size_t i = 0; i < boxes.size(); i += 20) {
-            const Box& b = boxes[i];
-            const Vec3 e{b.max.x - b.min.x, b.max.y - b.min.y, b.max.z - b.min.z};
-            regions.push_back({{b.min.x - e.x, b.min.y - e.y, b.min.z - e.z},
-                               {b.max.x + e.x, b.max.y + e.y, b.max.z + e.z}});
-        }
-        regions.push_back(boxes[boxes.size() / 2]);  // level: the ground slab
-        std::vector<Ray> rays;
-        for (std::size_t i = 0; i < boxes.size(); i += 30) {
-            const Vec3 o = boxes[i].min;
-            const Vec3 d{mid.x - o.x + 1e-3f, mid.y - o.y, mid.z - o.z};
-            rays.push_back({o, d, 1e30f});
-        }
+        // The shared batches (query_batches.hpp: the scene's bounds among the regions) and
+        // level's ground slab itself.
+        std::vector<Box> regions = regions_of(boxes);
+        regions.push_back(boxes[boxes.size() / 2]);
+        const std::vector<Ray> rays = rays_of(boxes);
         std::vector<std::uint32_t> want_offsets{0}, want_ids;
         for (const Box& r : regions) {
             std::vector<std::uint32_t> ids;
