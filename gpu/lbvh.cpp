@@ -645,7 +645,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
         found = pair_total(st);
-        visits = (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
+        visits = traversal_visits(st);
         ++im.pair_attempts;
         visits_all += visits;
         im.stored_pairs += std::min<std::uint64_t>(found, capacity);

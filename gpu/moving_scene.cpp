@@ -238,8 +238,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     counts.stored = options.pairs ? std::min(st.pairs, st.pair_capacity) : 0;
     counts.previous =
         options.pairs && !last_first ? std::min(previous.count, recorded_capacity) : 0;
-    counts.visits =
-        options.pairs ? (std::uint64_t(current.visits_hi) << 32) | current.visits_lo : 0;
+    counts.visits = options.pairs ? traversal_visits(current) : 0;
     counts.began = last_first || !options.pairs ? 0 : st.began;
     counts.ended = last_first || !options.pairs ? 0 : st.ended;
     counts.gate_words = static_cast<std::uint32_t>(gate.counts.size() * 3);

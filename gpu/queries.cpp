@@ -43,10 +43,6 @@ Error query_error(std::size_t q, const std::string& what) {
     return Error{ErrorCode::invalid_argument, "query " + std::to_string(q) + ": " + what, q, {}};
 }
 
-std::uint64_t visits_of(const TraversalStatus& st) {
-    return (std::uint64_t(st.visits_hi) << 32) | st.visits_lo;
-}
-
 // Bytes a region pass of lbvh_query.comp reads and writes for Q queries against a tree of n
 // leaves, `visits` its expanded internal nodes (its status's visit count):
 //   count pass  reads each query's GpuBox (32 B), and per expanded node its LbvhWideNode
@@ -441,7 +437,7 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         stage_dispatches[0] += dispatches(0, 1);
         stage_dispatches[1] += dispatches(1, 2);
         stage_dispatches[2] += dispatches(3, 4);
-        count_traffic += region_count_traffic(n, q, visits_of(st[0]));
+        count_traffic += region_count_traffic(n, q, traversal_visits(st[0]));
         scan_traffic += RadixSort::scan_traffic(q + 1);
         const std::uint32_t capacity = ids_capacity;
         auto again = retry_traversal(st, "region queries");
@@ -449,7 +445,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         if (!again.value()) break;
         std::uint32_t counted = 0;
         if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d.error();
-        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(counted, capacity));
+        fill_traffic +=
+            region_fill_traffic(n, q, traversal_visits(st[1]), std::min(counted, capacity));
     }
     QueryHits result;
     result.offsets.resize(q + 1ull);
@@ -465,7 +462,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                          " hits in one batch: more than 2^32 - 1 (split the batch)"};
     const std::uint32_t total = result.offsets[q];
     // The fill pass's traffic, twice when ids grew and it ran again.
-    fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), std::min(total, ids_capacity));
+    fill_traffic +=
+        region_fill_traffic(n, q, traversal_visits(st[1]), std::min(total, ids_capacity));
     if (total > ids_capacity) {
         if (total > max_ids)
             return Error{ErrorCode::limit_exceeded,
@@ -492,7 +490,7 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
         stage_dispatches[2] += dispatches(3, 4);
         if (Status d = read_status(); !d) return d.error();
         if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
-        fill_traffic += region_fill_traffic(n, q, visits_of(st[1]), total);
+        fill_traffic += region_fill_traffic(n, q, traversal_visits(st[1]), total);
     }
     report = {stage("region count", stage_dispatches[0], count_traffic, times.count),
               stage("region scan", stage_dispatches[1], scan_traffic, times.scan),
@@ -592,7 +590,7 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
         resolve_ms += im.timestamps.ms(7, 6);
         cast_dispatches += im.dispatches(5, 7);
         resolve_dispatches += im.dispatches(7, 6);
-        cast_traffic += ray_cast_traffic(im.n, r, visits_of(st), candidates);
+        cast_traffic += ray_cast_traffic(im.n, r, traversal_visits(st), candidates);
         resolve_traffic += ray_resolve_traffic(candidates);
         auto again = im.retry_traversal({&st, 1}, "ray casts");
         if (!again) return again.error();

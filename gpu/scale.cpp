@@ -79,6 +79,10 @@ std::uint64_t pair_total(const TraversalStatus& status) {
     return (std::uint64_t(status.total_hi) << 32) | status.total_lo;
 }
 
+std::uint64_t traversal_visits(const TraversalStatus& status) {
+    return (std::uint64_t(status.visits_hi) << 32) | status.visits_lo;
+}
+
 VkDeviceSize max_stored_pairs(const DeviceLimits& limits) {
     return limits.max_storage_buffer_range / 8;
 }

@@ -129,6 +129,9 @@ VkDeviceSize cull_scratch_size(std::uint32_t n, std::uint32_t mesh_count, std::u
 /// The exact pair total of a traversal status: total_lo plus its carries in total_hi (the
 /// status's `count` saturates at 2^32 - 1).
 std::uint64_t pair_total(const gpu_layout::TraversalStatus& status);
+/// The exact count of internal nodes a traversal expanded: visits_lo plus its carries in
+/// visits_hi.
+std::uint64_t traversal_visits(const gpu_layout::TraversalStatus& status);
 /// Pairs one storage binding of 8-byte pairs (or pair keys) holds on the device.
 VkDeviceSize max_stored_pairs(const DeviceLimits& limits);
 /// Success when `total` pairs fit one binding; else limit_exceeded "<what>: <total> pairs do
