@@ -165,6 +165,13 @@ struct Culler::Impl {
 
     std::uint64_t dispatches() const { return impl_of(*context).dispatches_recorded; }
 
+    // A cull stage boundary k (record_cull, record_views): its timestamp and, for the host
+    // helper's report, the dispatches recorded so far.
+    void mark(VkCommandBuffer cmd, VkQueryPool pool, std::uint32_t first_query, std::uint32_t k) {
+        write_timestamp(cmd, pool, first_query + k);
+        if (marking) marks[k] = dispatches();
+    }
+
     // Reads the timestamps of one submission: the build's (when `build`), the pyramid's (when
     // `with_pyramid`) and the cull's.
     void read_times(bool build, bool with_pyramid) {
@@ -537,11 +544,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunks), 8}, 0);
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
-    // A stage boundary: its timestamp and, for the host helper's report, the dispatches so far.
-    auto mark = [&](std::uint32_t k) {
-        write_timestamp(cmd, pool, first_query + k);
-        if (im.marking) im.marks[k] = im.dispatches();
-    };
+    auto mark = [&](std::uint32_t k) { im.mark(cmd, pool, first_query, k); };
     mark(0);
 
     const TreeBindings bound = tree_bindings(tree.nodes, n);
@@ -812,10 +815,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     if (n > 0) fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunks), 8}, 0);
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
-    auto mark = [&](std::uint32_t k) {
-        write_timestamp(cmd, pool, first_query + k);
-        if (im.marking) im.marks[k] = im.dispatches();
-    };
+    auto mark = [&](std::uint32_t k) { im.mark(cmd, pool, first_query, k); };
     mark(0);
     const TreeBindings bound = tree_bindings(tree.nodes, n);
     const BufferRange nodes = bound.nodes;
