@@ -1,18 +1,35 @@
 # Compiles GLSL compute shaders with glslc at build time and embeds the SPIR-V in the library
 # as uint32_t arrays (no shader file is read at run time). Each shader NAME.comp becomes
-# `broadphase::shaders::NAME` (a std::span<const uint32_t>) declared in shaders.hpp.
-function(broadphase_embed_shaders out_var)
+# `broadphase::shaders::NAME` (a std::span<const uint32_t>) declared in shaders.hpp. Each NAME
+# in the list `split_names` is compiled a second time with -DTREE_SPLIT as NAME_split: its tree
+# arrays split over several descriptors (shaders/tree_parts.glsl).
+function(broadphase_embed_shaders out_var split_names)
   set(gen_dir ${PROJECT_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${gen_dir})
   set(sources "")
   set(decls "")
+  set(variants "")
   foreach(shader ${ARGN})
     get_filename_component(name ${shader} NAME_WE)
+    list(APPEND variants "${shader}|${name}|")
+    if(name IN_LIST split_names)
+      list(APPEND variants "${shader}|${name}_split|-DTREE_SPLIT")
+    endif()
+  endforeach()
+  foreach(variant ${variants})
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 shader)
+    list(GET parts 1 name)
+    list(GET parts 2 define)
+    set(defines "")
+    if(define)
+      set(defines ${define})
+    endif()
     set(spv_inc ${gen_dir}/${name}.spv.inc)
     set(cpp ${gen_dir}/${name}.spv.cpp)
     add_custom_command(
       OUTPUT ${spv_inc}
-      COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num
+      COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num ${defines}
               -I ${PROJECT_SOURCE_DIR}/include/broadphase -I ${PROJECT_SOURCE_DIR}/shaders
               -MD -MF ${spv_inc}.d -o ${spv_inc} ${shader}
       DEPENDS ${shader}

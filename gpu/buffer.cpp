@@ -57,6 +57,16 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
                      "a buffer of " + std::to_string(size) +
                          " bytes is larger than the device's largest memory heap (" +
                          std::to_string(largest_heap) + " bytes)"};
+    // One buffer of one allocation: within the device's maxBufferSize and
+    // maxMemoryAllocationSize, or refused naming the limit (a 100M-box tree's node range is
+    // 16 GB).
+    const VkDeviceSize most = std::min(impl.max_allocation, impl.max_buffer);
+    if (size > most)
+        return Error{ErrorCode::limit_exceeded,
+                     "a buffer of " + std::to_string(size) + " bytes is larger than the device's " +
+                         (impl.max_buffer < impl.max_allocation ? "maxBufferSize"
+                                                                : "maxMemoryAllocationSize") +
+                         " (" + std::to_string(most) + " bytes)"};
     Buffer buffer;
     buffer.device_ = impl.device;
     buffer.size_ = std::max<VkDeviceSize>(size, 4);

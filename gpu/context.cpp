@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "context_impl.hpp"
+#include "scale.hpp"
 
 namespace broadphase::gpu {
 
@@ -290,9 +291,22 @@ void fill_info(ContextImpl& impl) {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     subgroup.pNext = &driver;
+    VkPhysicalDeviceMaintenance3Properties maintenance3{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    driver.pNext = &maintenance3;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(impl.physical, &props);
+    impl.max_allocation = maintenance3.maxMemoryAllocationSize;
+    if (props.properties.apiVersion >= VK_API_VERSION_1_3) {
+        // maxBufferSize is a Vulkan 1.3 (maintenance4) limit; asked only of 1.3 devices.
+        VkPhysicalDeviceMaintenance4Properties maintenance4{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+        VkPhysicalDeviceProperties2 props4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        props4.pNext = &maintenance4;
+        vkGetPhysicalDeviceProperties2(impl.physical, &props4);
+        impl.max_buffer = maintenance4.maxBufferSize;
+    }
     DeviceInfo& info = impl.info;
     info.name = props.properties.deviceName;
     info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
@@ -495,6 +509,28 @@ Result<VkPhysicalDevice> choose_device(VkInstance instance, const std::string& w
     return physicals[*chosen];
 }
 
+// DeviceInfo::tree_parts and the part shifts, once max_storage_buffer_range (capped or not) is
+// final: split when `allowed` (the option), with room for the cross pass's 4 x 4 + 5 storage
+// descriptors per stage, set and push (maxPushDescriptors is at least 32 on every device, the
+// per-stage limit only 4), and parts whose offsets keep the 256-byte alignment.
+void resolve_tree_parts(ContextImpl& impl, bool allowed) {
+    VkPhysicalDevicePushDescriptorPropertiesKHR push{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props.pNext = &push;
+    vkGetPhysicalDeviceProperties2(impl.physical, &props);
+    const VkPhysicalDeviceLimits& limits = props.properties.limits;
+    constexpr std::uint32_t kMostDescriptors = 4 * gpu_layout::kTreeParts + 5;
+    const VkDeviceSize range = impl.info.max_storage_buffer_range;
+    impl.node_shift = part_shift(range, sizeof(gpu_layout::LbvhNode));
+    impl.wide_shift = part_shift(range, sizeof(gpu_layout::LbvhWideNode));
+    const bool can = allowed && limits.maxPerStageDescriptorStorageBuffers >= kMostDescriptors &&
+                     limits.maxDescriptorSetStorageBuffers >= kMostDescriptors &&
+                     push.maxPushDescriptors >= kMostDescriptors &&
+                     std::min(impl.node_shift, impl.wide_shift) >= kMinPartShift;
+    impl.info.tree_parts = can ? gpu_layout::kTreeParts : 1;
+}
+
 // The logical device on impl.physical: one compute queue, the required extensions.
 Status create_device(ContextImpl& impl) {
     impl.queue_family = *compute_family(impl.physical);
@@ -532,6 +568,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     if (options.max_storage_buffer_range > 0)
         impl->info.max_storage_buffer_range =
             std::min(impl->info.max_storage_buffer_range, options.max_storage_buffer_range);
+    resolve_tree_parts(*impl, options.split_tree_bindings);
     auto path = resolve_sort_path(options.sort_path, impl->info);
     if (!path) return path.error();
     impl->info.sort_path = path.value();
@@ -568,6 +605,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     impl->queue_family = external.queue_family;
     impl->queue = external.queue;
     if (Status s = finish_setup(*impl); !s) return s.error();
+    resolve_tree_parts(*impl, external.split_tree_bindings);
     auto path = resolve_sort_path(external.sort_path, impl->info);
     if (!path) return path.error();
     impl->info.sort_path = path.value();

@@ -34,7 +34,13 @@ struct Context::Impl {
     VkCommandPool pool = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     DeviceInfo info;
+    // log2 of the LbvhNode and the LbvhWideNode per part of a split tree array (part_shift of
+    // info.max_storage_buffer_range; gpu_layout.h, "Split tree bindings").
+    std::uint32_t node_shift = 0, wide_shift = 0;
     VkPhysicalDeviceMemoryProperties memory{};
+    // The largest single allocation (maxMemoryAllocationSize) and buffer (maxBufferSize, on
+    // Vulkan 1.3 devices; else no limit known): Context::create_buffer refuses larger ones.
+    VkDeviceSize max_allocation = ~VkDeviceSize(0), max_buffer = ~VkDeviceSize(0);
     PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
     std::atomic<std::uint64_t> validation_errors{0};
 
@@ -56,15 +62,19 @@ struct Context::Impl {
     // Compute dispatches recorded through Kernel (direct ones with work, and every indirect
     // one), for the instruments' per-stage dispatch counts.
     std::atomic<std::uint64_t> dispatches_recorded{0};
+    // Of those, the dispatches of split kernels (a tree's arrays over several descriptors).
+    std::atomic<std::uint64_t> split_dispatches{0};
     // Context::upload's and download's staging buffers, kept and grown to the largest transfer
     // so far: a host-visible allocation per transfer (pinned pages on a discrete GPU) cost
     // more than the copy. Released before the device in ~Impl.
     Buffer upload_staging, readback_staging;
 
     /// The kernel of `spirv` with `bindings` storage buffers, compiled on the first request with
-    /// the pipeline cache (thread-safe). `name` is for error messages.
+    /// the pipeline cache (thread-safe). `name` is for error messages. The bindings in the
+    /// `arrayed` mask (bit i: binding i) are arrays of kTreeParts descriptors (a split kernel).
     Result<const CompiledKernel*> kernel(std::span<const std::uint32_t> spirv,
-                                         std::uint32_t bindings, const char* name);
+                                         std::uint32_t bindings, const char* name,
+                                         std::uint32_t arrayed = 0);
     /// Opens the pipeline cache as `options` say (or adopts the caller's `external`); never
     /// fails: a file that cannot be used is a cold start (PipelineCacheInfo::ignored).
     void open_pipeline_cache(const PipelineCacheOptions& options, VkPipelineCache external);

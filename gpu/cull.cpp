@@ -512,10 +512,11 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         return st;
     Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
     if (lods) {
-        if (Status st = ready({&traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
+        if (Status st = ready_for_tree(
+                n, {&traverse, &im.compact, &im.emit_lods, &im.group, &im.group_bounds});
             !st)
             return st;
-    } else if (Status st = ready({&traverse, &im.compact, &im.emit}); !st) {
+    } else if (Status st = ready_for_tree(n, {&traverse, &im.compact, &im.emit}); !st) {
         return st;
     }
     if (Status st = im.sort.ready_sort(); !st) return st;
@@ -701,15 +702,21 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
     impl->options = options;
     // Nothing is compiled here: each kernel on the first cull (Kernel).
     impl->sort = RadixSort(context);
-    impl->traverse = Kernel(context, shaders::lbvh_cull, 6, "lbvh_cull");
-    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 5, "lbvh_cull_views");
+    impl->traverse = Kernel(context, shaders::lbvh_cull, 6, "lbvh_cull",
+                            {shaders::lbvh_cull_split, 1u << 0, 1u << 5});
+    impl->traverse_views = Kernel(context, shaders::lbvh_cull_views, 5, "lbvh_cull_views",
+                                  {shaders::lbvh_cull_views_split, 1u << 0, 1u << 4});
     impl->traverse_occlusion =
-        Kernel(context, shaders::lbvh_cull_occlusion, 9, "lbvh_cull_occlusion");
+        Kernel(context, shaders::lbvh_cull_occlusion, 9, "lbvh_cull_occlusion",
+               {shaders::lbvh_cull_occlusion_split, 1u << 0, 1u << 5});
     impl->build_pyramid = Kernel(context, shaders::depth_pyramid, 1, "depth_pyramid");
-    impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact");
+    impl->compact = Kernel(context, shaders::lbvh_cull_compact, 7, "lbvh_cull_compact",
+                           {shaders::lbvh_cull_compact_split, 1u << 0});
     impl->emit = Kernel(context, shaders::lbvh_cull_emit, 6, "lbvh_cull_emit");
-    impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 14, "lbvh_cull_emit_lods");
-    impl->group = Kernel(context, shaders::lbvh_cull_group, 7, "lbvh_cull_group");
+    impl->emit_lods = Kernel(context, shaders::lbvh_cull_emit_lods, 14, "lbvh_cull_emit_lods",
+                             {shaders::lbvh_cull_emit_lods_split, 1u << 2});
+    impl->group = Kernel(context, shaders::lbvh_cull_group, 7, "lbvh_cull_group",
+                         {shaders::lbvh_cull_group_split, 1u << 0});
     impl->group_bounds =
         Kernel(context, shaders::lbvh_cull_group_bounds, 3, "lbvh_cull_group_bounds");
     auto lbvh = Lbvh::create(context);
@@ -800,7 +807,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         }
         return {};
     }
-    if (Status st = ready({&im.traverse_views, &im.compact, &im.emit}); !st) return st;
+    if (Status st = ready_for_tree(n, {&im.traverse_views, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
     if (Status st = im.sort.ready_scan(); !st) return st;

@@ -13,7 +13,8 @@
 namespace broadphase::gpu {
 
 Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_t> spirv,
-                                                    std::uint32_t bindings, const char* name) {
+                                                    std::uint32_t bindings, const char* name,
+                                                    std::uint32_t arrayed) {
     std::lock_guard lock(kernels_mutex);
     if (auto it = kernels.find(spirv.data()); it != kernels.end()) {
         assert(it->second.bindings == bindings && "one SPIR-V module, one binding count");
@@ -38,7 +39,7 @@ Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_
         layout_bindings[i] = {};
         layout_bindings[i].binding = i;
         layout_bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        layout_bindings[i].descriptorCount = 1;
+        layout_bindings[i].descriptorCount = (arrayed >> i & 1u) ? gpu_layout::kTreeParts : 1;
         layout_bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
     VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
@@ -83,8 +84,8 @@ Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_
 }
 
 Kernel::Kernel(Context& context, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
-               const char* name)
-    : context_(&impl_of(context)), spirv_(spirv), bindings_(bindings), name_(name) {}
+               const char* name, const TreeSplit& split)
+    : context_(&impl_of(context)), spirv_(spirv), bindings_(bindings), name_(name), split_(split) {}
 
 Result<Kernel> Kernel::create(Context& context, std::span<const std::uint32_t> spirv,
                               std::uint32_t bindings, const char* name) {
@@ -102,9 +103,31 @@ Status Kernel::ready() const {
     return {};
 }
 
+bool Kernel::needs_split(std::uint64_t tree_boxes) const {
+    if (split_.spirv.empty() || !context_ || context_->info.tree_parts <= 1) return false;
+    const VkDeviceSize range = context_->info.max_storage_buffer_range;
+    return lbvh_nodes_bytes(tree_boxes) > range || lbvh_wide_bytes(tree_boxes) > range;
+}
+
+Status Kernel::ready_for_tree(std::uint64_t tree_boxes) const {
+    if (Status s = ready(); !s) return s;
+    if (compiled_split_ || !needs_split(tree_boxes)) return {};
+    auto k = context_->kernel(split_.spirv, bindings_, name_,
+                              split_.node_bindings | split_.wide_bindings);
+    if (!k) return k.error();
+    compiled_split_ = k.value();
+    return {};
+}
+
 Status ready(std::initializer_list<const Kernel*> kernels) {
     for (const Kernel* k : kernels)
         if (Status s = k->ready(); !s) return s;
+    return {};
+}
+
+Status ready_for_tree(std::uint64_t tree_boxes, std::initializer_list<const Kernel*> kernels) {
+    for (const Kernel* k : kernels)
+        if (Status s = k->ready_for_tree(tree_boxes); !s) return s;
     return {};
 }
 
@@ -117,23 +140,56 @@ void Kernel::bind(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffer
                      name_, buffers.size(), bindings_);
         std::abort();
     }
+    // A tree array larger than one descriptor may bind runs the split variant (the recorder
+    // readied it: ready_for_tree), its arrays bound as kTreeParts descriptors each.
+    const VkDeviceSize range = context_->info.max_storage_buffer_range;
+    const std::uint32_t arrayed = split_.node_bindings | split_.wide_bindings;
+    bool split = false;
+    for (std::uint32_t i = 0; i < bindings_; ++i)
+        split = split || ((arrayed >> i & 1u) && buffers.begin()[i].size > range);
+    const CompiledKernel* compiled = split ? compiled_split_ : compiled_;
+    if (!compiled) {
+        std::fprintf(stderr, "broadphase: kernel %s recorded before ready%s()\n", name_,
+                     split ? "_for_tree" : "");
+        std::abort();
+    }
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<VkWriteDescriptorSet> writes;
-    infos.reserve(buffers.size());
-    for (const BufferRange& b : buffers) infos.push_back({b.buffer, b.offset, b.size});
-    for (std::uint32_t i = 0; i < infos.size(); ++i) {
+    infos.reserve(buffers.size() * gpu_layout::kTreeParts);
+    for (std::uint32_t i = 0; i < bindings_; ++i) {
+        const BufferRange& b = buffers.begin()[i];
         VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         w.dstBinding = i;
-        w.descriptorCount = 1;
         w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        w.pBufferInfo = &infos[i];
+        w.pBufferInfo = infos.data() + infos.size();
+        if (split && (arrayed >> i & 1u)) {
+            const bool node = (split_.node_bindings >> i & 1u) != 0;
+            const VkDeviceSize part =
+                VkDeviceSize(node ? sizeof(gpu_layout::LbvhNode) : sizeof(gpu_layout::LbvhWideNode))
+                << (node ? context_->node_shift : context_->wide_shift);
+            for (std::uint32_t k = 0; k < gpu_layout::kTreeParts; ++k) {
+                const VkDeviceSize begin = k * part;
+                if (begin < b.size)
+                    infos.push_back({b.buffer, b.offset + begin, std::min(part, b.size - begin)});
+                else
+                    infos.push_back(infos[infos.size() - k]);  // past the end: part 0 again
+            }
+            w.descriptorCount = gpu_layout::kTreeParts;
+        } else {
+            infos.push_back({b.buffer, b.offset, b.size});
+            w.descriptorCount = 1;
+        }
         writes.push_back(w);
     }
-    assert(compiled_ && "Kernel::ready() must succeed before recording");
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled_->pipeline);
-    context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled_->layout, 0,
+    if (split) ++context_->split_dispatches;
+    gpu_layout::PushConstants constants = push;
+    constants.node_shift = context_->node_shift;
+    constants.wide_shift = context_->wide_shift;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled->pipeline);
+    context_->push_descriptor(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, compiled->layout, 0,
                               static_cast<std::uint32_t>(writes.size()), writes.data());
-    vkCmdPushConstants(cmd, compiled_->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdPushConstants(cmd, compiled->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(constants),
+                       &constants);
 }
 
 void Kernel::dispatch(VkCommandBuffer cmd, std::initializer_list<BufferRange> buffers,

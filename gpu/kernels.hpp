@@ -28,6 +28,17 @@ struct DispatchGate {
     std::uint32_t next = 0;                         ///< indirect: the next slot
 };
 
+/// A kernel's split variant (gpu_layout.h, "Split tree bindings"; shaders/tree_parts.glsl): the
+/// same source compiled with -DTREE_SPLIT (shaders::NAME_split), and which of its bindings hold
+/// a tree's LbvhNode array and LbvhWideNode array (bit i: binding i). Each of those is then
+/// bound as kTreeParts descriptors: part k of an array of E-byte elements starts k * (E << s)
+/// bytes in (s: ContextImpl::node_shift or wide_shift), the parts past its end repeat part 0.
+struct TreeSplit {
+    std::span<const std::uint32_t> spirv;
+    std::uint32_t node_bindings = 0;
+    std::uint32_t wide_bindings = 0;
+};
+
 /// A compute kernel over `bindings` storage buffers (binding i = i-th range of dispatch), as an
 /// object holds it: what to compile, and the Context's pipeline once ready() found or compiled
 /// it. Recorders call ready() on every kernel they use before recording anything, so that a
@@ -38,7 +49,7 @@ public:
     /// A kernel of `context`, not compiled yet. `spirv` must outlive the Context (the embedded
     /// shaders:: arrays); `name` is for error messages.
     Kernel(Context& context, std::span<const std::uint32_t> spirv, std::uint32_t bindings,
-           const char* name);
+           const char* name, const TreeSplit& split = {});
 
     /// A kernel compiled now (tests and eager callers).
     static Result<Kernel> create(Context& context, std::span<const std::uint32_t> spirv,
@@ -48,6 +59,12 @@ public:
     /// Context compiles it). Cheap once ready.
     Status ready() const;
     bool is_ready() const { return compiled_ != nullptr; }
+    /// Whether a dispatch over a tree of `tree_boxes` boxes runs the split variant: the kernel
+    /// has one, the device splits (DeviceInfo::tree_parts > 1), and the tree's node or wide
+    /// array is larger than one descriptor may bind.
+    bool needs_split(std::uint64_t tree_boxes) const;
+    /// ready(), and the split variant's pipeline when needs_split(tree_boxes).
+    Status ready_for_tree(std::uint64_t tree_boxes) const;
 
     /// Binds, pushes descriptors and constants, and dispatches `groups` workgroups (any
     /// count: folded into x * y). Does nothing when groups == 0. With a gate, the dispatch is
@@ -68,11 +85,15 @@ private:
     std::span<const std::uint32_t> spirv_;
     std::uint32_t bindings_ = 0;
     const char* name_ = "";
+    TreeSplit split_;
     mutable const CompiledKernel* compiled_ = nullptr;
+    mutable const CompiledKernel* compiled_split_ = nullptr;
 };
 
 /// ready() of each kernel, stopping at the first error.
 Status ready(std::initializer_list<const Kernel*> kernels);
+/// ready_for_tree(tree_boxes) of each kernel, stopping at the first error.
+Status ready_for_tree(std::uint64_t tree_boxes, std::initializer_list<const Kernel*> kernels);
 
 /// ceil(a / b) for unsigned values.
 constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) {

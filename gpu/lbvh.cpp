@@ -159,8 +159,8 @@ std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refi
     // 8 B, run bounds 24 B, and the sort's state about 2 B (RadixSort::scratch_size: one-sweep
     // look-back rows of 8 passes).
     return {{"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
-            {"the node buffer", lbvh_nodes_bytes(n)},
-            {"the wide node buffer", lbvh_wide_bytes(n)},
+            {"the node buffer", lbvh_nodes_bytes(n), sizeof(LbvhNode)},
+            {"the wide node buffer", lbvh_wide_bytes(n), sizeof(LbvhWideNode)},
             {"the sort-key buffer", s.keys.size},
             {"the run bounds buffer", refined ? s.run_bounds.size : 0},
             {"the sort scratch", s.sort.size}};
@@ -196,18 +196,21 @@ struct Lbvh::Impl {
     std::uint32_t last_n = 0;  ///< boxes of the last host-array build
 
     // The build's kernels for this code kind and refine option (the refinement's only when it
-    // runs), compiled on the first build.
-    Status ready_build() const {
-        if (Status s = ready({&bounds, &codes, &build}); !s) return s;
+    // runs), compiled on the first build; the build's split variant for a tree of n boxes
+    // that needs it.
+    Status ready_build(std::uint64_t n) const {
+        if (Status s = ready({&bounds, &codes}); !s) return s;
+        if (Status s = build.ready_for_tree(n); !s) return s;
         if (Status s = sort.ready_sort(); !s) return s;
         if (!refinable(options.code) || !options.refine) return {};
         if (Status s = ready({&code_runs, &run_bounds, &refine_codes}); !s) return s;
         return sort.ready_count_args();
     }
 
-    // The all-pairs traversal's kernels, compiled on the first pairs pass.
-    Status ready_pairs() const {
-        if (Status s = pairs.ready(); !s) return s;
+    // The all-pairs traversal's kernels, compiled on the first pairs pass (the split variant
+    // for trees of up to n boxes that need it).
+    Status ready_pairs(std::uint64_t n) const {
+        if (Status s = pairs.ready_for_tree(n); !s) return s;
         return rounds.ready();
     }
 
@@ -297,6 +300,11 @@ struct Lbvh::Impl {
 Lbvh::Lbvh(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Lbvh::~Lbvh() = default;
 
+// The pairs kernels' tree arrays (lbvh_pairs.glsl): nodes 0 and other nodes 5, wide 7 and
+// other wide 8.
+constexpr std::uint32_t kPairsNodes = 1u << 0 | 1u << 5;
+constexpr std::uint32_t kPairsWide = 1u << 7 | 1u << 8;
+
 Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& options) {
     auto impl = std::make_unique<Impl>();
     impl->context = &context;
@@ -309,7 +317,8 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
+    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build",
+                         {shaders::lbvh_build_split, 1u << 3, 1u << 5});
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -324,8 +333,10 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     const bool gpu_type = context.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
     const bool subgroup = options.pair_append == PairAppend::subgroup ||
                           (options.pair_append == PairAppend::automatic && ballot && gpu_type);
-    impl->pairs = subgroup ? Kernel(context, shaders::lbvh_pairs_subgroup, 9, "lbvh_pairs_subgroup")
-                           : Kernel(context, shaders::lbvh_pairs, 9, "lbvh_pairs");
+    impl->pairs = subgroup ? Kernel(context, shaders::lbvh_pairs_subgroup, 9, "lbvh_pairs_subgroup",
+                                    {shaders::lbvh_pairs_subgroup_split, kPairsNodes, kPairsWide})
+                           : Kernel(context, shaders::lbvh_pairs, 9, "lbvh_pairs",
+                                    {shaders::lbvh_pairs_split, kPairsNodes, kPairsWide});
     impl->options.pair_append = subgroup ? PairAppend::subgroup : PairAppend::atomic;
     auto stamps = Timestamps::create(context, kQueries);
     if (!stamps) return stamps.error();
@@ -367,7 +378,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                                    lbvh_bindings(n, im.options.code, im.options.refine));
         !st)
         return st;
-    if (Status st = im.ready_build(); !st) return st;
+    if (Status st = im.ready_build(n); !st) return st;
     CodeKind code = im.options.code;
     ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine);
     const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
@@ -509,10 +520,10 @@ const Buffer& helper_nodes(const Lbvh& lbvh) {
     return impl_of(lbvh).nodes;
 }
 
-Status ready_lbvh_kernels(Lbvh& lbvh) {
+Status ready_lbvh_kernels(Lbvh& lbvh, std::uint64_t tree_boxes) {
     const LbvhImpl& im = impl_of(lbvh);
-    if (Status s = im.ready_build(); !s) return s;
-    return im.ready_pairs();
+    if (Status s = im.ready_build(tree_boxes); !s) return s;
+    return im.ready_pairs(tree_boxes);
 }
 
 Status Lbvh::record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out) {
@@ -544,7 +555,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
                           {"other slots", proxy.other_slots, other_slot_bytes}});
         !st)
         return st;
-    if (Status st = im.ready_pairs(); !st) return st;
+    if (Status st = im.ready_pairs(std::max(n, m)); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
     if (proxy.append) {
         // Continue the counters (pairs, flags, visits) of the passes before; clear the queues,
@@ -568,11 +579,13 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const BufferRange nodes = self.nodes;
     const BufferRange pairs = first_bytes(out.pairs, pair_bytes);
     const BufferRange work = first_bytes(out.traversal.work, work_bytes);
-    // Unused bindings take the nodes (never read).
-    const BufferRange slots = slotted ? first_bytes(proxy.slots, slot_bytes) : nodes;
+    // Unused bindings take the first node (never read; a whole split array would be over
+    // one descriptor's limit).
+    const BufferRange unused = first_bytes(nodes, sizeof(LbvhNode));
+    const BufferRange slots = slotted ? first_bytes(proxy.slots, slot_bytes) : unused;
     const TreeBindings other = cross ? tree_bindings(proxy.other.nodes, m) : self;
     const BufferRange other_slots =
-        cross ? first_bytes(proxy.other_slots, other_slot_bytes) : nodes;
+        cross ? first_bytes(proxy.other_slots, other_slot_bytes) : unused;
     im.rounds.record_kernel(
         cmd, status, out.traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,

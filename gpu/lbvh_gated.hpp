@@ -74,8 +74,9 @@ const Buffer& helper_nodes(const Lbvh& lbvh);
 /// A MovingScene's node buffer (the tree MovingScene::tree() names, from offset 0).
 const Buffer& helper_nodes(const MovingScene& scene);
 
-/// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, for recorders that
-/// must know before recording anything that every stage they record can be recorded.
-Status ready_lbvh_kernels(Lbvh& lbvh);
+/// Compiles (or finds) the kernels of the Lbvh's builds and pairs passes, with their split
+/// variants where trees of `tree_boxes` boxes need them, for recorders that must know before
+/// recording anything that every stage they record can be recorded.
+Status ready_lbvh_kernels(Lbvh& lbvh, std::uint64_t tree_boxes);
 
 }  // namespace broadphase::gpu

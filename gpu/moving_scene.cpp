@@ -34,10 +34,11 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         !s)
         return s;
     // Every kernel a frame may record, before anything is recorded.
-    if (Status s = gpu::ready({&refit, &sah, &policy, &diff_append, &unpack}); !s) return s;
+    if (Status s = gpu::ready({&policy, &diff_append, &unpack}); !s) return s;
+    if (Status s = gpu::ready_for_tree(n, {&refit, &sah}); !s) return s;
     if (Status s = sort.ready_sort(); !s) return s;
     if (Status s = sort.ready_count_args(); !s) return s;
-    if (Status s = ready_lbvh_kernels(*lbvh); !s) return s;
+    if (Status s = ready_lbvh_kernels(*lbvh, n); !s) return s;
     if (!first) cur ^= 1;
     last_boxes = box_range;
     last_first = first;
@@ -475,8 +476,10 @@ Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
     impl->sort = RadixSort(context);
-    impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit");
-    impl->sah = Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah");
+    impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit",
+                         {shaders::lbvh_refit_split, 1u << 1, 1u << 3});
+    impl->sah =
+        Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah", {shaders::lbvh_sah_split, 1u << 0});
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
     impl->diff_append = Kernel(context, shaders::pair_diff_append, 6, "pair_diff_append");
     impl->unpack = Kernel(context, shaders::pair_unpack, 3, "pair_unpack");

@@ -169,6 +169,15 @@ struct MovingScene::Impl {
         return grow_buffer(*context, buffer, size);
     }
 
+    // A buffer never bound whole: a tree's node range (LbvhRequirements::nodes, bound as its
+    // node and wide arrays, each split over several descriptors where the device allows:
+    // gpu_layout.h, "Split tree bindings") or a build's scratch (bound array by array); their
+    // bindings are what check_limits checked.
+    Status ensure_unbound(Buffer& buffer, VkDeviceSize size) {
+        if (buffer.handle() && buffer.size() >= size) return {};
+        return grow_buffer(*context, buffer, size);
+    }
+
     // A host-visible buffer of at least `size` bytes (grown with headroom; not bound as
     // storage, so not limited by maxStorageBufferRange).
     Status ensure_host(Buffer& buffer, VkDeviceSize size, MemoryKind kind) {
@@ -377,7 +386,7 @@ struct MovingScene::Impl {
                                      {"flags", flag_range, flag_bytes}});
             !s)
             return s;
-        if (Status s = refit.ready(); !s) return s;
+        if (Status s = refit.ready_for_tree(count); !s) return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
@@ -418,8 +427,8 @@ struct MovingScene::Impl {
         n = count;
         const LbvhRequirements req = lbvh->requirements(n);
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
-        if (Status s = ensure(nodes, req.nodes); !s) return s;
-        if (Status s = ensure(scratch, req.scratch); !s) return s;
+        if (Status s = ensure_unbound(nodes, req.nodes); !s) return s;
+        if (Status s = ensure_unbound(scratch, req.scratch); !s) return s;
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;

@@ -301,8 +301,8 @@ Status ProxyScene::Impl::grow() {
             return s;
         if (Status s = frames->ensure(slots[k], cap[k] * VkDeviceSize(sizeof(ProxySlot))); !s)
             return s;
-        if (Status s = frames->ensure(nodes[k], req.nodes); !s) return s;
-        if (Status s = frames->ensure(scratch[k], req.scratch); !s) return s;
+        if (Status s = frames->ensure_unbound(nodes[k], req.nodes); !s) return s;
+        if (Status s = frames->ensure_unbound(scratch[k], req.scratch); !s) return s;
     }
 
     // The previous step's state, whole: each kind's boxes and ProxySlots, padded with free
@@ -374,7 +374,9 @@ Result<ProxyScene::Impl::Batch> ProxyScene::Impl::prepare(bool may_grow) {
         if (Status s = grow(); !s) return s.error();
     }
     if (Status s = update.ready(); !s) return s.error();
-    if (Status s = ready_lbvh_kernels(*frames->lbvh); !s) return s.error();
+    const std::uint32_t most_leaves =
+        std::max({capacity[kDynamic], capacity[kStatic], capacity[kFresh]});
+    if (Status s = ready_lbvh_kernels(*frames->lbvh, most_leaves); !s) return s.error();
     const auto start = std::chrono::steady_clock::now();
     // The batch: each kind's records in turn.
     Batch batch;

@@ -199,8 +199,10 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     // Nothing is compiled here: each kernel on the first call that records it (Kernel).
     impl->scan = RadixSort(context);
     impl->rounds = TraversalRounds(context);
-    impl->query = Kernel(context, shaders::lbvh_query, 8, "lbvh_query");
-    impl->raycast = Kernel(context, shaders::lbvh_raycast, 6, "lbvh_raycast");
+    impl->query = Kernel(context, shaders::lbvh_query, 8, "lbvh_query",
+                         {shaders::lbvh_query_split, 1u << 0, 1u << 7});
+    impl->raycast = Kernel(context, shaders::lbvh_raycast, 6, "lbvh_raycast",
+                           {shaders::lbvh_raycast_split, 1u << 0, 1u << 5});
     auto timestamps = Timestamps::create(context, 8);
     if (!timestamps) return timestamps.error();
     impl->timestamps = std::move(timestamps.value());
@@ -265,7 +267,7 @@ Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tre
                                 tree, b, queries, kQueryCount);
         !st)
         return st;
-    if (Status st = ready({&impl_->query}); !st) return st;
+    if (Status st = impl_->query.ready_for_tree(tree.n); !st) return st;
     if (Status st = impl_->rounds.ready(); !st) return st;
     if (Status st = impl_->scan.ready_scan(); !st) return st;
     // offsets[Q] starts at 0 so that the exclusive scan leaves the total there.
@@ -289,7 +291,7 @@ Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree
                                         *this, tree, b, queries, kQueryFill);
         !st)
         return st;
-    if (Status st = ready({&impl_->query}); !st) return st;
+    if (Status st = impl_->query.ready_for_tree(tree.n); !st) return st;
     if (Status st = impl_->rounds.ready(); !st) return st;
     record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill);
     return {};
@@ -307,7 +309,7 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
              {"work", b.traversal.work, work_bytes}});
         !st)
         return st;
-    if (Status st = ready({&impl_->raycast}); !st) return st;
+    if (Status st = impl_->raycast.ready_for_tree(tree.n); !st) return st;
     if (Status st = impl_->rounds.ready(); !st) return st;
     const BufferRange status = first_bytes(b.status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);

@@ -30,6 +30,7 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
                     std::initializer_list<RangeNeed> needs) {
     const VkDeviceSize alignment = context.info.range_alignment;
     const VkDeviceSize max_range = context.info.max_storage_buffer_range;
+    const DeviceLimits limits = device_limits(context.info);
     std::vector<std::string> problems;
     bool only_limits = true;
     auto problem = [&](const RangeNeed& need, const std::string& what, bool limit = false) {
@@ -60,8 +61,7 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
         if (need.bound && need.parts.empty() && need.bytes > max_range)
             problems.push_back(binding_over_range(need.name, need.bytes, max_range));
         for (const BindingSize& part : need.parts)
-            if (part.bytes > max_range)
-                problems.push_back(binding_over_range(part.name, part.bytes, max_range));
+            if (!binding_fits(limits, part)) problems.push_back(binding_problem(limits, part));
     }
     // Two ranges of one recording must not share bytes: each is written or read as its own
     // array, and a shared byte would be both.

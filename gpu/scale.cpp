@@ -15,7 +15,35 @@ DeviceLimits device_limits(const DeviceInfo& info) {
     DeviceLimits l;
     l.max_storage_buffer_range = info.max_storage_buffer_range;
     l.max_workgroup_count_x = std::max<std::uint32_t>(info.max_workgroup_count_x, 1);
+    l.tree_parts = std::max<std::uint32_t>(info.tree_parts, 1);
     return l;
+}
+
+std::uint32_t part_shift(VkDeviceSize range, VkDeviceSize element) {
+    std::uint32_t s = 0;
+    while (s < 31 && (element << (s + 1)) <= range) ++s;
+    return s;
+}
+
+VkDeviceSize part_bytes(VkDeviceSize range, VkDeviceSize element) {
+    return element << part_shift(range, element);
+}
+
+bool binding_fits(const DeviceLimits& limits, const BindingSize& binding) {
+    if (binding.bytes <= limits.max_storage_buffer_range) return true;
+    if (binding.element == 0 || limits.tree_parts <= 1) return false;
+    return binding.bytes <=
+           limits.tree_parts * part_bytes(limits.max_storage_buffer_range, binding.element);
+}
+
+std::string binding_problem(const DeviceLimits& limits, const BindingSize& binding) {
+    if (binding.element == 0 || limits.tree_parts <= 1)
+        return binding_over_range(binding.name, binding.bytes, limits.max_storage_buffer_range);
+    return std::string(binding.name) + " needs " + std::to_string(binding.bytes) +
+           " bytes, over the " + std::to_string(limits.tree_parts) + " storage descriptors of " +
+           std::to_string(part_bytes(limits.max_storage_buffer_range, binding.element)) +
+           " bytes (maxStorageBufferRange " + std::to_string(limits.max_storage_buffer_range) +
+           ") it may be split over";
 }
 
 std::string binding_over_range(const std::string& name, VkDeviceSize bytes, VkDeviceSize range) {
@@ -28,9 +56,9 @@ Status check_bindings(const DeviceLimits& limits, const std::string& what,
                       std::span<const BindingSize> bindings) {
     std::string problems;
     for (const BindingSize& b : bindings) {
-        if (b.bytes <= limits.max_storage_buffer_range) continue;
+        if (binding_fits(limits, b)) continue;
         if (!problems.empty()) problems += "; ";
-        problems += binding_over_range(b.name, b.bytes, limits.max_storage_buffer_range);
+        problems += binding_problem(limits, b);
     }
     if (problems.empty()) return {};
     return Error{ErrorCode::limit_exceeded, what + ": " + problems};
@@ -65,7 +93,8 @@ TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n) {
 
 std::array<BindingSize, 2> tree_binding_sizes(std::uint64_t n, const char* node_name,
                                               const char* wide_name) {
-    return {{{node_name, lbvh_nodes_bytes(n)}, {wide_name, lbvh_wide_bytes(n)}}};
+    return {{{node_name, lbvh_nodes_bytes(n), sizeof(LbvhNode)},
+             {wide_name, lbvh_wide_bytes(n), sizeof(LbvhWideNode)}}};
 }
 
 std::uint32_t largest_lbvh_boxes(const DeviceLimits& limits, CodeKind code, bool refine) {

@@ -20,11 +20,12 @@
 //     32 B, sort keys 8 B, run bounds 24 B, cull slots 4 B, sort state about 2 B per box), so it
 //     sets the largest scene: n <= 44,739,243 for a range of 2^32 - 1 bytes, 22,369,621 for
 //     2 GiB, 1,398,101 for 128 MiB (largest_lbvh_boxes).
-//   - 100M boxes (3.2 GB of boxes: that binding fits 2^32 - 1) need 9.6 GB of nodes: more than
-//     one binding can hold on any Vulkan device. They would need the node array split over
-//     three bindings (the traversals choosing the binding by index) or read through buffer
-//     device addresses (VK_KHR_buffer_device_address, 64-bit pointers); neither exists, so
-//     such a scene is refused with limit_exceeded naming the node buffer.
+//   - 100M boxes (3.2 GB of boxes: that binding fits 2^32 - 1) need 9.6 GB of nodes and 6.4 GB
+//     of wide records: more than one binding holds on any Vulkan device. So each of a tree's two
+//     node arrays may be split over up to kTreeParts descriptors of 2^s elements (part_shift;
+//     DeviceInfo::tree_parts; shaders/tree_parts.glsl), and then the box buffer sets the largest
+//     scene: n <= 134,217,727 at 2^32 - 1. With splitting off, a tree's arrays are bound whole,
+//     as above.
 #pragma once
 
 #include <array>
@@ -45,36 +46,62 @@ struct DeviceLimits {
     VkDeviceSize max_storage_buffer_range = 0;
     /// maxComputeWorkGroupCount[0] (Vulkan guarantees at least 65,535 in x and in y).
     std::uint32_t max_workgroup_count_x = 65535;
+    /// Descriptors a tree's node array or wide array may be split over (DeviceInfo::tree_parts:
+    /// 1, or gpu_layout::kTreeParts).
+    std::uint32_t tree_parts = 1;
 };
 
 /// The limits of a Context's device (its max_storage_buffer_range cap included).
 DeviceLimits device_limits(const DeviceInfo& info);
 
-/// The limits of a device whose storage bindings hold `range` bytes (tests, docs).
-inline DeviceLimits limits_of_range(VkDeviceSize range) {
+/// The limits of a device whose storage bindings hold `range` bytes, a tree's arrays split over
+/// `tree_parts` descriptors (tests, docs).
+inline DeviceLimits limits_of_range(VkDeviceSize range, std::uint32_t tree_parts = 1) {
     DeviceLimits l;
     l.max_storage_buffer_range = range;
+    l.tree_parts = tree_parts;
     return l;
 }
+
+/// log2 of the elements of `element` bytes one part of a split tree array holds: the largest s
+/// <= 31 with element << s <= range (gpu_layout.h, "Split tree bindings").
+std::uint32_t part_shift(VkDeviceSize range, VkDeviceSize element);
+/// The bytes of one part: element << part_shift(range, element).
+VkDeviceSize part_bytes(VkDeviceSize range, VkDeviceSize element);
+/// Below this shift a device does not split tree arrays (DeviceInfo::tree_parts stays 1): the
+/// parts' offsets would not be multiples of 256 (48 << 4 = 768 is the first that is), and so
+/// not of every minStorageBufferOffsetAlignment Vulkan allows.
+inline constexpr std::uint32_t kMinPartShift = 4;
 
 /// The largest maxStorageBufferRange Vulkan can report: 2^32 - 1 bytes ("4 GiB").
 inline constexpr VkDeviceSize kMaxStorageRange = 0xffffffffull;
 /// One LBVH holds at most this many boxes (node and invocation indices are uints).
 inline constexpr std::uint32_t kMaxLbvhBoxes = (1u << 31) - 1;
 
-/// One buffer a path binds whole as one storage descriptor: its name in messages ("the node
-/// buffer") and its bytes (0: not bound, not checked).
+/// One buffer a path binds as one storage descriptor: its name in messages ("the node
+/// buffer") and its bytes (0: not bound, not checked). A tree's node or wide array gives its
+/// `element` size: it may then be split over DeviceLimits::tree_parts descriptors of
+/// part_bytes each (0: always bound whole).
 struct BindingSize {
     const char* name;
     VkDeviceSize bytes;
+    VkDeviceSize element = 0;
 };
+
+/// Whether `binding` fits the device: bytes <= maxStorageBufferRange, or for a splittable array
+/// bytes <= tree_parts * part_bytes.
+bool binding_fits(const DeviceLimits& limits, const BindingSize& binding);
+/// Why it does not fit: binding_over_range, or for an array the device splits "<name> needs
+/// <bytes> bytes, over the <k> storage descriptors of <part> bytes (maxStorageBufferRange
+/// <range>) it may be split over".
+std::string binding_problem(const DeviceLimits& limits, const BindingSize& binding);
 
 /// "<name> needs <bytes> bytes bound as one storage buffer, over the device's
 /// maxStorageBufferRange of <range>": the words of every limit error on a binding.
 std::string binding_over_range(const std::string& name, VkDeviceSize bytes, VkDeviceSize range);
 
-/// Success, or limit_exceeded "<what>: " followed by binding_over_range for every binding over
-/// the limit (joined by "; ").
+/// Success, or limit_exceeded "<what>: " followed by binding_problem for every binding that
+/// does not fit (joined by "; ").
 Status check_bindings(const DeviceLimits& limits, const std::string& what,
                       std::span<const BindingSize> bindings);
 
@@ -106,7 +133,8 @@ struct TreeBindings {
 };
 TreeBindings tree_bindings(const BufferRange& tree_nodes, std::uint64_t n);
 /// The sizes of a tree's two bindings over n boxes, by name: its LbvhNode array and its
-/// LbvhWideNode array (RangeNeed::parts of a tree's range, gpu/range_check.hpp).
+/// LbvhWideNode array, each splittable (RangeNeed::parts of a tree's range,
+/// gpu/range_check.hpp).
 std::array<BindingSize, 2> tree_binding_sizes(std::uint64_t n,
                                               const char* node_name = "the node buffer",
                                               const char* wide_name = "the wide node buffer");

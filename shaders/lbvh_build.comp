@@ -20,6 +20,7 @@
 // hi word 0).
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Keys {
@@ -31,15 +32,12 @@ layout(std430, binding = 1) readonly buffer Ids {
 layout(std430, binding = 2) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 3) coherent buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(coherent, 3, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 4) coherent buffer Flags {
     uint flags[];
 };
-layout(std430, binding = 5) writeonly buffer Wide {
-    LbvhWideNode wide[];
-};  // internal node i's children (gpu_layout.h), written with node i
+// internal node i's children (gpu_layout.h), written with node i
+TREE_ARRAY(, 5, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 // Branch-free (selects, clamped indices): the climb below is straight-line code, and llvmpipe
 // runs all of it for every SIMD vector, so each step is kept small. 1-word keys read their
@@ -81,24 +79,25 @@ int delta(int i, int j) {
             bool root = l == 0 && r == int(n) - 1;                                          \
             uint parent = root ? 0u : uint(above > below ? r : l);                          \
             uint sibling = left_child ? right : left;                                       \
-            vec3 slo = nodes[sibling].lo.xyz, shi = nodes[sibling].hi.xyz;                  \
+            vec3 slo, shi;                                                                  \
+            AT_NODE(sibling, slo = PART_REF(nodes).lo.xyz; shi = PART_REF(nodes).hi.xyz);   \
             bool sibling_leaf = left_child ? end == split + 1 : end == split;               \
             uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);    \
             uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)                  \
                                     : uvec4(left, right, sibling_aux, aux);                 \
-            wide[parent] = wide_record(left_child ? lo : slo, left_child ? hi : shi,        \
-                                       left_child ? slo : lo, left_child ? shi : hi, link); \
+            AT_WIDE(parent, PART_REF(wide) = wide_record(left_child ? lo : slo,             \
+                                                         left_child ? hi : shi,             \
+                                                         left_child ? slo : lo,             \
+                                                         left_child ? shi : hi, link));     \
             aux = uint(r);                                                                  \
             lo = left_child ? min(lo, slo) : min(slo, lo);                                  \
             hi = left_child ? max(hi, shi) : max(shi, hi);                                  \
-            nodes[parent].link.x = left;                                                    \
-            nodes[parent].link.y = right;                                                   \
-            nodes[parent].link.w = uint(r);                                                 \
-            nodes[parent].lo = vec4(lo, 0.0);                                               \
-            nodes[parent].hi = vec4(hi, 0.0);                                               \
-            nodes[left].link.z = parent;                                                    \
-            nodes[right].link.z = parent;                                                   \
-            if (root) nodes[0].link.z = kInvalidNode;                                       \
+            AT_NODE(parent, PART_REF(nodes).link.x = left; PART_REF(nodes).link.y = right;  \
+                    PART_REF(nodes).link.w = uint(r); PART_REF(nodes).lo = vec4(lo, 0.0);   \
+                    PART_REF(nodes).hi = vec4(hi, 0.0));                                    \
+            AT_NODE(left, PART_REF(nodes).link.z = parent);                                 \
+            AT_NODE(right, PART_REF(nodes).link.z = parent);                                \
+            if (root) AT_NODE(0u, PART_REF(nodes).link.z = kInvalidNode);                   \
             climbing = !root;                                                               \
         }                                                                                   \
     }
@@ -114,13 +113,11 @@ void main() {
     uint leaf = n - 1u + p;
     uint id = ids[p];
     vec3 lo = boxes[id].lo.xyz, hi = boxes[id].hi.xyz;
-    nodes[leaf].link.x = id;
-    nodes[leaf].link.y = p;
-    nodes[leaf].link.w = p;
-    nodes[leaf].lo = vec4(lo, 0.0);
-    nodes[leaf].hi = vec4(hi, 0.0);
+    AT_NODE(leaf, PART_REF(nodes).link.x = id; PART_REF(nodes).link.y = p;
+            PART_REF(nodes).link.w = p; PART_REF(nodes).lo = vec4(lo, 0.0);
+            PART_REF(nodes).hi = vec4(hi, 0.0));
     if (n == 1u) {
-        nodes[leaf].link.z = kInvalidNode;
+        AT_NODE(leaf, PART_REF(nodes).link.z = kInvalidNode);
         return;
     }
     int l = int(p), r = int(p);

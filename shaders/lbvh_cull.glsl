@@ -40,13 +40,13 @@
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};  // only the root is read (the compaction reads the leaves)
+// only the root is read (the compaction reads the leaves)
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) readonly buffer Params {
     CullParams params;
 };
@@ -59,9 +59,8 @@ layout(std430, binding = 3) buffer Counts {
 layout(std430, binding = 4) writeonly buffer Ranks {
     uint ranks[];
 };
-layout(std430, binding = 5) readonly buffer Wide {
-    LbvhWideNode wide[];
-};  // the internal nodes with their children's bounds and links (gpu_layout.h)
+// the internal nodes with their children's bounds and links (gpu_layout.h)
+TREE_ARRAY(readonly, 5, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 #ifdef CULL_OCCLUSION
 layout(std430, binding = 6) readonly buffer OcclusionParams {
     CullOcclusionParams occ;
@@ -171,7 +170,7 @@ void main() {
     uint node = 0u;
     uint first = 0u;
     uint rank = 0u;
-    uint root = decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, n == 1u ? nodes[0].link.x : 0u,
+    uint root = decide(NODE(0).lo.xyz, NODE(0).hi.xyz, n == 1u, n == 1u ? NODE(0).link.x : 0u,
                        false, want_ranks);
     if (root == kEmit) emit_range(lo, lo, hi, 0u, want_ranks);
     bool accepted = root == kDescendAccepted;
@@ -179,7 +178,7 @@ void main() {
     uint expanded = 0u;  // internal nodes expanded (wide records loaded)
     while (expand) {
         ++expanded;
-        LbvhWideNode w = wide[node];
+        LbvhWideNode w = WIDE(node);
         uint left = w.link.x;
         uint right = w.link.y;
         bool left_leaf = left >= leaf_base;

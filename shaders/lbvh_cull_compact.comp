@@ -8,13 +8,12 @@
 // (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) readonly buffer Params {
     CullParams params;
 };
@@ -44,12 +43,12 @@ void main() {
     if (j >= offsets[c + 1u] - begin) return;
     uint dst = begin + j;
     uint leaf = n - 1u + slots[s];
-    uint id = nodes[leaf].link.x;
+    uint id = NODE(leaf).link.x;
     values[dst] = (pc.flags & kCullFlagPositions) != 0u ? slots[s] : id;
     if ((pc.flags & kCullFlagKeys) != 0u) {
         keys[2u * dst] = id;
         keys[2u * dst + 1u] =
-            cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
+            cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz);
     } else if ((pc.flags & kCullFlagRank) != 0u) {
         keys[dst] = ranks[s];
     }

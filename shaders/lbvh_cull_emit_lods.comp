@@ -19,6 +19,7 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
@@ -29,9 +30,7 @@ layout(std430, binding = 0) readonly buffer Params {
 layout(std430, binding = 1) readonly buffer Offsets {
     uint offsets[];
 };  // offsets[pc.tiles] is the number of visible boxes
-layout(std430, binding = 2) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 2, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 3) readonly buffer Ordered {
     uint ordered[];
 };  // sorted positions: in the cull's order (flat) or grouped by mesh
@@ -86,13 +85,13 @@ uint group_room(uint m) {
 // position (its leaf node holds the id and box).
 uint element_id(uint e) {
     if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e];
-    return nodes[pc.count - 1u + e].link.x;
+    return NODE(pc.count - 1u + e).link.x;
 }
 
 uint element_key(uint e) {
     if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e + 1u];
     uint leaf = pc.count - 1u + e;
-    return cull_distance_key(params.eye.xyz, nodes[leaf].lo.xyz, nodes[leaf].hi.xyz);
+    return cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz);
 }
 
 void write_draw(uint slot, uint e, uint id, uint m) {

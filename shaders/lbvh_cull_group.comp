@@ -7,12 +7,11 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) readonly buffer Offsets {
     uint offsets[];
 };  // offsets[pc.tiles] is the number of visible boxes
@@ -38,7 +37,7 @@ void main() {
     if (n == 0u || i >= offsets[pc.tiles]) return;
     bool sorted = (pc.flags & kCullFlagSortedKeys) != 0u;
     uint e = sorted ? i : ordered[i];
-    uint id = sorted ? sorted_keys[2u * i] : nodes[n - 1u + e].link.x;
+    uint id = sorted ? sorted_keys[2u * i] : NODE(n - 1u + e).link.x;
     keys[i] = min(mesh_ids[id], pc.offset);  // pc.offset: the mesh count
     values[i] = e;
 }

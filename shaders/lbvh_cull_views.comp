@@ -24,12 +24,11 @@
 // CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp), `expanded` its work count.
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};  // only the root is read
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)  // only the root is read
 layout(std430, binding = 1) readonly buffer Params {
     CullParams params[];
 };
@@ -39,9 +38,8 @@ layout(std430, binding = 2) writeonly buffer Slots {
 layout(std430, binding = 3) buffer Counts {
     uint counts[];
 };  // per view chunks + 1 counts; then, in view 0's, the visits (lo, hi)
-layout(std430, binding = 4) readonly buffer Wide {
-    LbvhWideNode wide[];
-};  // the internal nodes with their children's bounds and links (gpu_layout.h)
+// the internal nodes with their children's bounds and links (gpu_layout.h)
+TREE_ARRAY(readonly, 4, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 // 0: outside one plane, 1: straddles, 2: inside all planes (lbvh_cull.comp classify).
 uint classify(vec3 lo, vec3 hi, uint view) {
@@ -112,13 +110,13 @@ void main() {
     // The node expanded next, its first position and the views that descend it.
     uint node = 0u;
     uint first = 0u;
-    uint root = decide(nodes[0].lo.xyz, nodes[0].hi.xyz, n == 1u, (1u << views) - 1u);
+    uint root = decide(NODE(0).lo.xyz, NODE(0).hi.xyz, n == 1u, (1u << views) - 1u);
     emit_range(root >> kCullMaxViews, lo, hi, lo);
     uint mask = root & views_mask;
     uint expanded = 0u;  // internal nodes expanded (wide records loaded)
     while (mask != 0u) {
         ++expanded;
-        LbvhWideNode w = wide[node];
+        LbvhWideNode w = WIDE(node);
         uint left = w.link.x;
         uint right = w.link.y;
         bool left_leaf = left >= leaf_base;

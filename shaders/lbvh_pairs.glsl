@@ -37,11 +37,10 @@
 // CPU twin: lbvh::self_pairs.
 // Included by lbvh_pairs.comp and lbvh_pairs_subgroup.comp, after their #version.
 #include "common.glsl"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) writeonly buffer Pairs {
     uint pairs[];
 };  // (i, j) per pair
@@ -54,18 +53,15 @@ layout(std430, binding = 3) buffer Work {
 layout(std430, binding = 4) readonly buffer Slots {
     uvec4 slots[];
 };  // ProxySlot (category, mask, group, handle) by leaf id of the query tree (kPairsProxies)
-layout(std430, binding = 5) readonly buffer OtherNodes {
-    LbvhNode other_nodes[];
-};  // the tree tested against (kPairsCross)
+// the tree tested against (kPairsCross)
+TREE_ARRAY(readonly, 5, OtherNodes, LbvhNode, other_nodes, NODE_SHIFT)
 layout(std430, binding = 6) readonly buffer OtherSlots {
     uvec4 other_slots[];
 };  // by leaf id of the other tree (kPairsCross)
-layout(std430, binding = 7) readonly buffer Wide {
-    LbvhWideNode wide[];
-};  // the query tree's internal nodes with their children's bounds (gpu_layout.h)
-layout(std430, binding = 8) readonly buffer OtherWide {
-    LbvhWideNode other_wide[];
-};  // the same for the tree tested against (kPairsCross)
+// the query tree's internal nodes with their children's bounds (gpu_layout.h)
+TREE_ARRAY(readonly, 7, Wide, LbvhWideNode, wide, WIDE_SHIFT)
+// the same for the tree tested against (kPairsCross)
+TREE_ARRAY(readonly, 8, OtherWide, LbvhWideNode, other_wide, WIDE_SHIFT)
 
 #include "traversal.glsl"
 
@@ -118,8 +114,8 @@ void emit(uint a, uvec4 self_slot, uint b) {
 // Internal node `i` of the tree walked (the query tree itself, or the other one in a cross
 // pass) with both children's bounds and links: one 64-byte record per step.
 LbvhWideNode walked_wide(uint i) {
-    if (cross_pass()) return other_wide[i];
-    return wide[i];
+    if (cross_pass()) return OTHER_WIDE(i);
+    return WIDE(i);
 }
 
 // Adds an invocation's expanded nodes to the traversal's 64-bit visit count.
@@ -149,14 +145,14 @@ void main() {
         node = item.y;
     }
     uint self = n - 1u + p;
-    uint self_id = nodes[self].link.x;
-    vec3 lo = nodes[self].lo.xyz, hi = nodes[self].hi.xyz;
+    uint self_id = NODE(self).link.x;
+    vec3 lo = NODE(self).lo.xyz, hi = NODE(self).hi.xyz;
     uvec4 self_slot = proxies() ? slots[self_id] : uvec4(0u);
     // Empty slots overlap nothing; the one-leaf tree of a cross pass has no children to walk.
-    if (box_empty(nodes[self].lo, nodes[self].hi)) return;
+    if (box_empty(NODE(self).lo, NODE(self).hi)) return;
     if (cross && m == 1u) {
-        if (boxes_overlap(lo, hi, other_nodes[0].lo.xyz, other_nodes[0].hi.xyz))
-            emit(self_id, self_slot, other_nodes[0].link.x);
+        if (boxes_overlap(lo, hi, OTHER_NODE(0).lo.xyz, OTHER_NODE(0).hi.xyz))
+            emit(self_id, self_slot, OTHER_NODE(0).link.x);
         return;
     }
 

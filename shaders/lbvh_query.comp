@@ -21,12 +21,11 @@
 // CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "gpu_layout_queries.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) readonly buffer Queries {
     GpuBox queries[];
 };
@@ -45,9 +44,8 @@ layout(std430, binding = 5) buffer Work {
 layout(std430, binding = 6) buffer Cursors {
     uint cursors[];
 };
-layout(std430, binding = 7) readonly buffer Wide {
-    LbvhWideNode wide[];
-};  // internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+// internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+TREE_ARRAY(readonly, 7, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 #include "traversal.glsl"
 
@@ -72,8 +70,8 @@ void main() {
     vec3 lo = queries[q].lo.xyz, hi = queries[q].hi.xyz;
 
     if (n == 1u) {
-        if (boxes_overlap(lo, hi, nodes[0].lo.xyz, nodes[0].hi.xyz)) {
-            if (fill && base < pc.capacity) ids[base] = nodes[0].link.x;
+        if (boxes_overlap(lo, hi, NODE(0).lo.xyz, NODE(0).hi.xyz)) {
+            if (fill && base < pc.capacity) ids[base] = NODE(0).link.x;
             found = 1u;
         }
         if (!fill) offsets[q] = found;
@@ -90,7 +88,7 @@ void main() {
     uint expanded = 0u;  // internal nodes this invocation expands
     uint budget = traversal_budget();
     for (uint step = 0u; step < budget; ++step) {
-        LbvhWideNode w = wide[node];  // the step's one load: both children, bounds and links
+        LbvhWideNode w = WIDE(node);  // the step's one load: both children, bounds and links
         ++expanded;
         uint descend = kInvalidNode;
         for (uint c = 0u; c < 2u; ++c) {

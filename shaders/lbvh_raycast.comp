@@ -27,12 +27,11 @@
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 #include "gpu_layout_queries.h"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) readonly buffer Rays {
     GpuRay rays[];
 };
@@ -45,9 +44,8 @@ layout(std430, binding = 3) buffer TStatus {
 layout(std430, binding = 4) buffer Work {
     uint work[];
 };
-layout(std430, binding = 5) readonly buffer Wide {
-    LbvhWideNode wide[];
-};  // internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+// internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+TREE_ARRAY(readonly, 5, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 #include "traversal.glsl"
 
@@ -140,8 +138,8 @@ void main() {
 
     if (n == 1u) {
         float t, t_far;
-        if (slabs(nodes[0].lo.xyz, nodes[0].hi.xyz, t, t_far) && t <= t_far) {
-            best_id = nodes[0].link.x;
+        if (slabs(NODE(0).lo.xyz, NODE(0).hi.xyz, t, t_far) && t <= t_far) {
+            best_id = NODE(0).link.x;
             best_t = t;
         }
         hits[r].id = best_id;
@@ -159,7 +157,7 @@ void main() {
         done = false;
         // The start node's own box: the root's, or a queued item's tested again against the
         // ray's shared minimum (32 B once per item, not per step).
-        if (!may_hit_node(nodes[node].lo.xyz, nodes[node].hi.xyz, best_t, t_node))
+        if (!may_hit_node(NODE(node).lo.xyz, NODE(node).hi.xyz, best_t, t_node))
             node = kInvalidNode;
         // One step expands `node`, or (node == kInvalidNode) pops the next stacked subtree
         // unless its entry is past the best hit so far. (No loop nested in this one: Mesa 22.3's
@@ -178,7 +176,7 @@ void main() {
                 uint cand[2] = uint[2](kInvalidNode, kInvalidNode);
                 float cand_t[2] = float[2](0.0, 0.0);
                 uint found = 0u;
-                LbvhWideNode w = wide[node];  // the step's one load: both children
+                LbvhWideNode w = WIDE(node);  // the step's one load: both children
                 ++expanded;
                 for (uint c = 0u; c < 2u; ++c) {
                     uint child = wide_child(w, c);

@@ -13,41 +13,41 @@
 // CPU twin: lbvh::compute_bounds (lbvh::refit).
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 1) coherent buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(coherent, 1, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 2) coherent buffer Flags {
     uint flags[];
 };
-layout(std430, binding = 3) buffer Wide {
-    LbvhWideNode wide[];
-};  // internal node i's children: their bounds rewritten with node i's (links kept)
+// internal node i's children: their bounds rewritten with node i's (links kept)
+TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 // One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                               \
-    if (climbing) {                                              \
-        memoryBarrierBuffer();                                   \
-        uint arrived = atomicXor(flags[node], 1u);               \
-        memoryBarrierBuffer();                                   \
-        if (arrived == 0u) {                                     \
-            climbing = false;                                    \
-        } else {                                                 \
-            uint l = nodes[node].link.x, r = nodes[node].link.y; \
-            vec3 llo = nodes[l].lo.xyz, lhi = nodes[l].hi.xyz;   \
-            vec3 rlo = nodes[r].lo.xyz, rhi = nodes[r].hi.xyz;   \
-            nodes[node].lo = vec4(min(llo, rlo), 0.0);           \
-            nodes[node].hi = vec4(max(lhi, rhi), 0.0);           \
-            wide[node].a = vec4(llo, lhi.x);                     \
-            wide[node].b = vec4(lhi.yz, rlo.xy);                 \
-            wide[node].c = vec4(rlo.z, rhi);                     \
-            node = nodes[node].link.z;                           \
-            climbing = node != kInvalidNode;                     \
-        }                                                        \
+#define CLIMB_STEP                                                                  \
+    if (climbing) {                                                                 \
+        memoryBarrierBuffer();                                                      \
+        uint arrived = atomicXor(flags[node], 1u);                                  \
+        memoryBarrierBuffer();                                                      \
+        if (arrived == 0u) {                                                        \
+            climbing = false;                                                       \
+        } else {                                                                    \
+            uvec4 link;                                                             \
+            AT_NODE(node, link = PART_REF(nodes).link);                             \
+            vec3 llo, lhi, rlo, rhi;                                                \
+            AT_NODE(link.x, llo = PART_REF(nodes).lo.xyz; lhi = PART_REF(nodes).hi.xyz); \
+            AT_NODE(link.y, rlo = PART_REF(nodes).lo.xyz; rhi = PART_REF(nodes).hi.xyz); \
+            AT_NODE(node, PART_REF(nodes).lo = vec4(min(llo, rlo), 0.0);            \
+                    PART_REF(nodes).hi = vec4(max(lhi, rhi), 0.0));                 \
+            AT_WIDE(node, PART_REF(wide).a = vec4(llo, lhi.x);                      \
+                    PART_REF(wide).b = vec4(lhi.yz, rlo.xy);                        \
+                    PART_REF(wide).c = vec4(rlo.z, rhi));                           \
+            node = link.z;                                                          \
+            climbing = node != kInvalidNode;                                        \
+        }                                                                           \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
@@ -57,10 +57,10 @@ void main() {
     uint n = pc.count;
     if (p >= n) return;
     uint leaf = n - 1u + p;  // n == 1: the single leaf is node 0
-    uint id = nodes[leaf].link.x;
-    nodes[leaf].lo = vec4(boxes[id].lo.xyz, 0.0);
-    nodes[leaf].hi = vec4(boxes[id].hi.xyz, 0.0);
-    uint node = nodes[leaf].link.z;
+    uint id, node;
+    AT_NODE(leaf, id = PART_REF(nodes).link.x; node = PART_REF(nodes).link.z);
+    AT_NODE(leaf, PART_REF(nodes).lo = vec4(boxes[id].lo.xyz, 0.0);
+            PART_REF(nodes).hi = vec4(boxes[id].hi.xyz, 0.0));
     bool climbing = n >= 2u && node != kInvalidNode;
     // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
     // makes after an atomic inside a loop once other invocations have left the loop (as in

@@ -7,11 +7,10 @@
 // CPU twin: lbvh::sah_partials.
 #version 450
 #include "common.glsl"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer Nodes {
-    LbvhNode nodes[];
-};
+TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)
 layout(std430, binding = 1) writeonly buffer Partials {
     float partials[];
 };
@@ -21,8 +20,8 @@ shared float sums[kWorkgroupSize];
 // `precise`: no fused multiply-add, so that the CPU twin (lbvh::node_area) and every device
 // get the same bits, and frame_policy.comp's decision is the twin's everywhere.
 float area(uint node) {
-    if (box_empty(nodes[node].lo, nodes[node].hi)) return 0.0;  // only empty slots below
-    precise vec3 d = nodes[node].hi.xyz - nodes[node].lo.xyz;
+    if (box_empty(NODE(node).lo, NODE(node).hi)) return 0.0;  // only empty slots below
+    precise vec3 d = NODE(node).hi.xyz - NODE(node).lo.xyz;
     precise float a = 2.0 * (d.x * d.y + d.y * d.z + d.z * d.x);
     return a;
 }

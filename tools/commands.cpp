@@ -613,10 +613,11 @@ int run_devices(const Args& args) {
     const gpu::DeviceInfo& info = g->context->info();
     std::printf(
         "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n"
-        "  sort path: %s\n  traversal budget: %u nodes per invocation per round\n",
+        "  sort path: %s\n  traversal budget: %u nodes per invocation per round\n"
+        "  tree parts: %u (descriptors a tree's node or wide-node array may be split over)\n",
         info.name.c_str(), info.driver.c_str(), info.subgroup_size,
         static_cast<unsigned long long>(info.max_storage_buffer_range),
-        gpu::sort_path_name(info.sort_path), info.traversal_budget);
+        gpu::sort_path_name(info.sort_path), info.traversal_budget, info.tree_parts);
     return 0;
 #else
     (void)args;

@@ -94,6 +94,10 @@ struct ContextOptions {
     SortPath sort_path = SortPath::automatic;
     /// The bounded traversals' budget (DeviceInfo::traversal_budget; 0: automatic).
     std::uint32_t traversal_budget = 0;
+    /// A tree too large for one storage descriptor is split over several
+    /// (DeviceInfo::tree_parts). false: a tree's arrays are always bound whole, and larger
+    /// trees are refused with limit_exceeded.
+    bool split_tree_bindings = true;
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -123,6 +127,8 @@ struct ExternalDevice {
     SortPath sort_path = SortPath::automatic;
     /// The bounded traversals' budget (as ContextOptions::traversal_budget).
     std::uint32_t traversal_budget = 0;
+    /// As ContextOptions::split_tree_bindings (no device feature is needed).
+    bool split_tree_bindings = true;
 };
 
 /// What the chosen device is and can do.
@@ -157,6 +163,13 @@ struct DeviceInfo {
     /// invocation walking thousands of dependent nodes idles the device (a box over half of
     /// the `level` scene: docs/performance.md, "Traversal budget").
     std::uint32_t traversal_budget = gpu_layout::kTraversalBudget;
+    /// Storage descriptors a tree's node array and its wide-node array may each be split over
+    /// when one descriptor cannot hold it (maxStorageBufferRange: 2^32 - 1 bytes at most, and
+    /// 100M boxes need 9.6 GB of nodes): gpu_layout::kTreeParts where the option allows it
+    /// (ContextOptions / ExternalDevice::split_tree_bindings) and the device allows 21 storage
+    /// buffers per stage and 21 push descriptors; else 1. Trees that fit one descriptor always
+    /// run the unsplit kernels (docs/performance.md, "Scale limits").
+    std::uint32_t tree_parts = 1;
 };
 
 class Context;

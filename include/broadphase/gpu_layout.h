@@ -188,19 +188,30 @@ BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visi
 // pc.key_words in 1..31 (gpu::MovingScene's pair keys)
 BP_CONST kPairsKeys = 8u;
 
+// Split tree bindings (shaders/tree_parts.glsl): a tree's LbvhNode array and its LbvhWideNode
+// array may each be bound as up to kTreeParts storage descriptors when one descriptor cannot
+// hold it (maxStorageBufferRange, at most 2^32 - 1 bytes on any device: 100M boxes need 9.6 GB
+// of nodes). Part k of an array of elements of E bytes holds elements [k << s, (k + 1) << s),
+// s = the largest shift with E << s <= maxStorageBufferRange (pc.node_shift for LbvhNode,
+// pc.wide_shift for LbvhWideNode; gpu::part_shift). Four parts keep the cross pass's 4 x 4 + 5
+// descriptors within the 32 push descriptors every device allows.
+BP_CONST kTreeParts = 4u;
+
 // Per-dispatch parameters of every LBVH and sort kernel; fields unused by a kernel are 0.
-// total: 36 bytes
+// total: 44 bytes
 struct PushConstants {
-    uint count;      // number of elements (boxes, keys, pairs...)
-    uint capacity;   // capacity of the output buffer, where there is one; sort: digit mask
-    uint shift;      // radix sort: bit offset of the digit within its key word
-    uint key_word;   // radix sort: which key word (0 lo, 1 hi); codes: code kind; pairs: stack
-    uint key_words;  // radix sort: words per key (1 or 2); pairs with kPairsKeys: key bits b
-    uint tiles;      // number of tiles / workgroups in the whole problem
-    uint offset;     // kernel-specific (count_args: max workgroups in x; one-sweep: the pass)
-    uint flags;      // kernel-specific switches
-    uint budget;     // bounded traversals: nodes an invocation expands per round (0: the most,
-                     // kTraversalBudget; see "Bounded traversal")
+    uint count;       // number of elements (boxes, keys, pairs...)
+    uint capacity;    // capacity of the output buffer, where there is one; sort: digit mask
+    uint shift;       // radix sort: bit offset of the digit within its key word
+    uint key_word;    // radix sort: which key word (0 lo, 1 hi); codes: code kind; pairs: stack
+    uint key_words;   // radix sort: words per key (1 or 2); pairs with kPairsKeys: key bits b
+    uint tiles;       // number of tiles / workgroups in the whole problem
+    uint offset;      // kernel-specific (count_args: max workgroups in x; one-sweep: the pass)
+    uint flags;       // kernel-specific switches
+    uint budget;      // bounded traversals: nodes an invocation expands per round (0: the most,
+                      // kTraversalBudget; see "Bounded traversal")
+    uint node_shift;  // split tree bindings: log2 of the LbvhNode per part (set by Kernel)
+    uint wide_shift;  // split tree bindings: log2 of the LbvhWideNode per part (set by Kernel)
 };
 
 // Status of one bounded traversal (pairs, region queries or ray casts): its counters, the
@@ -246,7 +257,8 @@ static_assert(sizeof(GpuBounds) == 32 && offsetof(GpuBounds, hi) == 16);
 static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&
               offsetof(LbvhNode, hi) == 32);
 static_assert(sizeof(LbvhWideNode) == 64 && offsetof(LbvhWideNode, link) == 48);
-static_assert(sizeof(PushConstants) == 36 && offsetof(PushConstants, budget) == 32);
+static_assert(sizeof(PushConstants) == 44 && offsetof(PushConstants, budget) == 32 &&
+              offsetof(PushConstants, wide_shift) == 40);
 }  // namespace broadphase::gpu_layout
 #endif
 #undef BP_CONST

@@ -52,6 +52,9 @@ protected:
         gpu::ContextOptions options;
         options.validation = true;
         options.max_storage_buffer_range = kCappedRange;
+        // A tree's arrays bound whole, as on a device without non-uniform descriptor indexing
+        // (split bindings: tests/gpu/split_bindings_test.cpp).
+        options.split_tree_bindings = false;
         auto context = gpu::Context::create(options);
         ASSERT_TRUE(context) << context.error().message;
         context_ = std::move(context.value());
