@@ -26,9 +26,10 @@ tool=build/broadphase
 [ -x "$tool" ] || { echo "bench_gpu: $tool not built (bash scripts/build.sh)" >&2; exit 2; }
 mkdir -p "$out"
 if [ "$quick" = 1 ]; then
-  m1=uniform:20000; m10=uniform:50000; rays=20000; repeat=2; frames=3
+  m1=uniform:20000; m10=uniform:50000; m100=uniform:100000; rays=20000; repeat=2; frames=3
 else
-  m1=uniform:1000000; m10=uniform:10000000; rays=1000000; repeat=10; frames=10
+  m1=uniform:1000000; m10=uniform:10000000; m100=uniform:100000000; rays=1000000; repeat=10
+  frames=10
 fi
 
 failed=0
@@ -56,6 +57,9 @@ run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
 run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
 run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
 run pairs_10m_json "$tool" bench --scene "$m10" --repeat "$repeat" --json
+# 100M boxes (issue 15 item 6): the tree's node arrays split over several descriptors
+# (DeviceInfo::tree_parts; about 35 GB of device memory with the pairs).
+run pairs_100m "$tool" bench --scene "$m100" --repeat 3
 # The adversarial scenes: a box over half the scene (level), big boxes (degenerate), clusters
 # far apart (multiscale); the traversal budget decides the first two (docs/performance.md).
 for s in level degenerate multiscale; do
