@@ -362,27 +362,22 @@ TEST_F(SplitBindingsTest, ProxyFramesEqualTheWholeBindings) {
 // 98,304) is refused naming the parts; with splitting off, the 3000-box tree is refused as one
 // descriptor.
 TEST_F(SplitBindingsTest, TreesOverThePartsAreRefused) {
-    auto lbvh = gpu::Lbvh::create(split());
-    ASSERT_TRUE(lbvh);
-    auto over = (*lbvh)->find_pairs(scene_boxes("uniform", 5000));
-    ASSERT_FALSE(over);
-    EXPECT_EQ(over.error().code, ErrorCode::limit_exceeded);
-    EXPECT_NE(over.error().message.find("the node buffer needs 479952 bytes, over the 4 storage "
-                                        "descriptors of 98304 bytes"),
-              std::string::npos)
-        << over.error().message;
+    // find_pairs of `n` uniform boxes on `context` is refused with limit_exceeded saying `words`.
+    auto expect_refused = [](gpu::Context& context, std::uint32_t n, const std::string& words) {
+        auto lbvh = gpu::Lbvh::create(context);
+        ASSERT_TRUE(lbvh);
+        auto pairs = (*lbvh)->find_pairs(scene_boxes("uniform", n));
+        ASSERT_FALSE(pairs);
+        EXPECT_EQ(pairs.error().code, ErrorCode::limit_exceeded);
+        EXPECT_NE(pairs.error().message.find(words), std::string::npos) << pairs.error().message;
+    };
+    expect_refused(split(), 5000,
+                   "the node buffer needs 479952 bytes, over the 4 storage descriptors of 98304 "
+                   "bytes");
     auto whole = capped_context(false);
     ASSERT_TRUE(whole);
-    auto unsplit = gpu::Lbvh::create(*whole);
-    ASSERT_TRUE(unsplit);
-    auto refused = (*unsplit)->find_pairs(scene_boxes("uniform"));
-    ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error().code, ErrorCode::limit_exceeded);
-    EXPECT_NE(refused.error().message.find("the node buffer needs 287952 bytes bound as one "
-                                           "storage buffer"),
-              std::string::npos)
-        << refused.error().message;
-    unsplit.value().reset();
+    expect_refused(*whole, kBoxes,
+                   "the node buffer needs 287952 bytes bound as one storage buffer");
     EXPECT_EQ(whole->validation_errors(), 0u);
 }
 
