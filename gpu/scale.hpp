@@ -13,13 +13,13 @@
 //   - One LBVH holds n < 2^31 boxes: its 2n - 1 node indices, and every invocation index
 //     (folded group * 256 + local), are uints in the shaders. The host helpers refuse more;
 //     a recorder given a tree of n boxes checks its node arrays against the binding limit,
-//     which keeps n below 44.7M (bound whole) or 134.2M (split, below). Likewise every other count a shader takes as a
-//     uint (pairs, queries, ids, work items) sizes a binding of 4 bytes or more per element, so
-//     a count whose binding fits fits a uint too.
+//     which keeps n below 44.7M (bound whole) or 134.2M (split, below). Likewise every other count
+//     a shader takes as a uint (pairs, queries, ids, work items) sizes a binding of 4 bytes or more
+//     per element, so a count whose binding fits fits a uint too.
 //   - The node buffer (48 bytes x (2n - 1)) is the largest per-box binding of every path (boxes
 //     32 B, sort keys 8 B, run bounds 24 B, cull slots 4 B, sort state about 2 B per box), so
-//     bound whole it sets the largest scene: n <= 44,739,243 for a range of 2^32 - 1 bytes, 22,369,621 for
-//     2 GiB, 1,398,101 for 128 MiB (largest_lbvh_boxes).
+//     bound whole it sets the largest scene: n <= 44,739,243 for a range of 2^32 - 1 bytes,
+//     22,369,621 for 2 GiB, 1,398,101 for 128 MiB (largest_lbvh_boxes).
 //   - 100M boxes (3.2 GB of boxes: that binding fits 2^32 - 1) need 9.6 GB of nodes and 6.4 GB
 //     of wide records: more than one binding holds on any Vulkan device. So each of a tree's two
 //     node arrays may be split over up to kTreeParts descriptors of 2^s elements (part_shift;

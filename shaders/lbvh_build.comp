@@ -59,47 +59,46 @@ int delta(int i, int j) {
 // One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
 // delta(r, r+1)): publish the far end at the parent's split; the second arrival completes the
 // parent and makes it the current node.
-#define CLIMB_STEP                                                                          \
-    if (climbing) {                                                                         \
-        bool left_child = above > below;                                                    \
-        int split = left_child ? r : l - 1;                                                 \
-        memoryBarrierBuffer();                                                              \
-        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);           \
-        memoryBarrierBuffer();                                                              \
-        climbing = other != 0u;                                                             \
-        if (climbing) {                                                                     \
-            int end = int(other) - 1;                                                       \
-            int d = delta(end, left_child ? end + 1 : end - 1);                             \
-            r = left_child ? end : r;                                                       \
-            l = left_child ? l : end;                                                       \
-            above = left_child ? d : above;                                                 \
-            below = left_child ? below : d;                                                 \
-            uint left = l == split ? n - 1u + uint(split) : uint(split);                    \
-            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                \
-            bool root = l == 0 && r == int(n) - 1;                                          \
-            uint parent = root ? 0u : uint(above > below ? r : l);                          \
-            uint sibling = left_child ? right : left;                                       \
-            vec3 slo, shi;                                                                  \
-            AT_NODE(sibling, slo = PART_REF(nodes).lo.xyz; shi = PART_REF(nodes).hi.xyz);   \
-            bool sibling_leaf = left_child ? end == split + 1 : end == split;               \
-            uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);    \
-            uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)                  \
-                                    : uvec4(left, right, sibling_aux, aux);                 \
-            AT_WIDE(parent, PART_REF(wide) = wide_record(left_child ? lo : slo,             \
-                                                         left_child ? hi : shi,             \
-                                                         left_child ? slo : lo,             \
-                                                         left_child ? shi : hi, link));     \
-            aux = uint(r);                                                                  \
-            lo = left_child ? min(lo, slo) : min(slo, lo);                                  \
-            hi = left_child ? max(hi, shi) : max(shi, hi);                                  \
-            AT_NODE(parent, PART_REF(nodes).link.x = left; PART_REF(nodes).link.y = right;  \
-                    PART_REF(nodes).link.w = uint(r); PART_REF(nodes).lo = vec4(lo, 0.0);   \
-                    PART_REF(nodes).hi = vec4(hi, 0.0));                                    \
-            AT_NODE(left, PART_REF(nodes).link.z = parent);                                 \
-            AT_NODE(right, PART_REF(nodes).link.z = parent);                                \
-            if (root) AT_NODE(0u, PART_REF(nodes).link.z = kInvalidNode);                   \
-            climbing = !root;                                                               \
-        }                                                                                   \
+#define CLIMB_STEP                                                                                \
+    if (climbing) {                                                                               \
+        bool left_child = above > below;                                                          \
+        int split = left_child ? r : l - 1;                                                       \
+        memoryBarrierBuffer();                                                                    \
+        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);                 \
+        memoryBarrierBuffer();                                                                    \
+        climbing = other != 0u;                                                                   \
+        if (climbing) {                                                                           \
+            int end = int(other) - 1;                                                             \
+            int d = delta(end, left_child ? end + 1 : end - 1);                                   \
+            r = left_child ? end : r;                                                             \
+            l = left_child ? l : end;                                                             \
+            above = left_child ? d : above;                                                       \
+            below = left_child ? below : d;                                                       \
+            uint left = l == split ? n - 1u + uint(split) : uint(split);                          \
+            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                      \
+            bool root = l == 0 && r == int(n) - 1;                                                \
+            uint parent = root ? 0u : uint(above > below ? r : l);                                \
+            uint sibling = left_child ? right : left;                                             \
+            vec3 slo, shi;                                                                        \
+            AT_NODE(sibling, slo = PART_REF(nodes).lo.xyz; shi = PART_REF(nodes).hi.xyz);         \
+            bool sibling_leaf = left_child ? end == split + 1 : end == split;                     \
+            uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);          \
+            uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)                        \
+                                    : uvec4(left, right, sibling_aux, aux);                       \
+            AT_WIDE(parent, PART_REF(wide) =                                                      \
+                                wide_record(left_child ? lo : slo, left_child ? hi : shi,         \
+                                            left_child ? slo : lo, left_child ? shi : hi, link)); \
+            aux = uint(r);                                                                        \
+            lo = left_child ? min(lo, slo) : min(slo, lo);                                        \
+            hi = left_child ? max(hi, shi) : max(shi, hi);                                        \
+            AT_NODE(parent, PART_REF(nodes).link.x = left; PART_REF(nodes).link.y = right;        \
+                    PART_REF(nodes).link.w = uint(r); PART_REF(nodes).lo = vec4(lo, 0.0);         \
+                    PART_REF(nodes).hi = vec4(hi, 0.0));                                          \
+            AT_NODE(left, PART_REF(nodes).link.z = parent);                                       \
+            AT_NODE(right, PART_REF(nodes).link.z = parent);                                      \
+            if (root) AT_NODE(0u, PART_REF(nodes).link.z = kInvalidNode);                         \
+            climbing = !root;                                                                     \
+        }                                                                                         \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP

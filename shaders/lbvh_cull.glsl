@@ -40,9 +40,9 @@
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
 #include "common.glsl"
-#include "tree_parts.glsl"
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 // only the root is read (the compaction reads the leaves)

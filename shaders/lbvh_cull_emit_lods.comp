@@ -19,9 +19,9 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
-#include "tree_parts.glsl"
 #include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Params {

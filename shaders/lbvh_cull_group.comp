@@ -7,8 +7,8 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
-#include "tree_parts.glsl"
 #include "gpu_layout_cull.h"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)

@@ -24,8 +24,8 @@
 // CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp), `expanded` its work count.
 #version 450
 #include "common.glsl"
-#include "tree_parts.glsl"
 #include "gpu_layout_cull.h"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)  // only the root is read

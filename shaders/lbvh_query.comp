@@ -21,8 +21,8 @@
 // CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
 #version 450
 #include "common.glsl"
-#include "tree_parts.glsl"
 #include "gpu_layout_queries.h"
+#include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
 TREE_ARRAY(readonly, 0, Nodes, LbvhNode, nodes, NODE_SHIFT)

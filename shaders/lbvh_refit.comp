@@ -27,27 +27,26 @@ layout(std430, binding = 2) coherent buffer Flags {
 TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 // One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                                                  \
-    if (climbing) {                                                                 \
-        memoryBarrierBuffer();                                                      \
-        uint arrived = atomicXor(flags[node], 1u);                                  \
-        memoryBarrierBuffer();                                                      \
-        if (arrived == 0u) {                                                        \
-            climbing = false;                                                       \
-        } else {                                                                    \
-            uvec4 link;                                                             \
-            AT_NODE(node, link = PART_REF(nodes).link);                             \
-            vec3 llo, lhi, rlo, rhi;                                                \
-            AT_NODE(link.x, llo = PART_REF(nodes).lo.xyz; lhi = PART_REF(nodes).hi.xyz); \
-            AT_NODE(link.y, rlo = PART_REF(nodes).lo.xyz; rhi = PART_REF(nodes).hi.xyz); \
-            AT_NODE(node, PART_REF(nodes).lo = vec4(min(llo, rlo), 0.0);            \
-                    PART_REF(nodes).hi = vec4(max(lhi, rhi), 0.0));                 \
-            AT_WIDE(node, PART_REF(wide).a = vec4(llo, lhi.x);                      \
-                    PART_REF(wide).b = vec4(lhi.yz, rlo.xy);                        \
-                    PART_REF(wide).c = vec4(rlo.z, rhi));                           \
-            node = link.z;                                                          \
-            climbing = node != kInvalidNode;                                        \
-        }                                                                           \
+#define CLIMB_STEP                                                                                 \
+    if (climbing) {                                                                                \
+        memoryBarrierBuffer();                                                                     \
+        uint arrived = atomicXor(flags[node], 1u);                                                 \
+        memoryBarrierBuffer();                                                                     \
+        if (arrived == 0u) {                                                                       \
+            climbing = false;                                                                      \
+        } else {                                                                                   \
+            uvec4 link;                                                                            \
+            AT_NODE(node, link = PART_REF(nodes).link);                                            \
+            vec3 llo, lhi, rlo, rhi;                                                               \
+            AT_NODE(link.x, llo = PART_REF(nodes).lo.xyz; lhi = PART_REF(nodes).hi.xyz);           \
+            AT_NODE(link.y, rlo = PART_REF(nodes).lo.xyz; rhi = PART_REF(nodes).hi.xyz);           \
+            AT_NODE(node, PART_REF(nodes).lo = vec4(min(llo, rlo), 0.0);                           \
+                    PART_REF(nodes).hi = vec4(max(lhi, rhi), 0.0));                                \
+            AT_WIDE(node, PART_REF(wide).a = vec4(llo, lhi.x);                                     \
+                    PART_REF(wide).b = vec4(lhi.yz, rlo.xy); PART_REF(wide).c = vec4(rlo.z, rhi)); \
+            node = link.z;                                                                         \
+            climbing = node != kInvalidNode;                                                       \
+        }                                                                                          \
     }
 #define CLIMB_8 \
     CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP

@@ -16,55 +16,57 @@
 
 #ifdef TREE_SPLIT
 // kTreeParts is 4: the four cases below.
-#define TREE_ARRAY(qualifiers, binding_, Block, Type, name, s)                           \
-    layout(std430, binding = binding_) qualifiers buffer Block {                         \
-        Type items[];                                                                    \
-    }                                                                                    \
-    name##_parts[kTreeParts];                                                            \
-    Type name##_at(uint i) {                                                             \
-        uint k = i & ((1u << (s)) - 1u);                                                 \
-        switch (i >> (s)) {                                                              \
-            case 0u:                                                                     \
-                return name##_parts[0].items[k];                                         \
-            case 1u:                                                                     \
-                return name##_parts[1].items[k];                                         \
-            case 2u:                                                                     \
-                return name##_parts[2].items[k];                                         \
-            default:                                                                     \
-                return name##_parts[3].items[k];                                         \
-        }                                                                                \
+#define TREE_ARRAY(qualifiers, binding_, Block, Type, name, s)   \
+    layout(std430, binding = binding_) qualifiers buffer Block { \
+        Type items[];                                            \
+    }                                                            \
+    name##_parts[kTreeParts];                                    \
+    Type name##_at(uint i) {                                     \
+        uint k = i & ((1u << (s)) - 1u);                         \
+        switch (i >> (s)) {                                      \
+            case 0u:                                             \
+                return name##_parts[0].items[k];                 \
+            case 1u:                                             \
+                return name##_parts[1].items[k];                 \
+            case 2u:                                             \
+                return name##_parts[2].items[k];                 \
+            default:                                             \
+                return name##_parts[3].items[k];                 \
+        }                                                        \
     }
 #define PART_AT(name, i) name##_at(i)
 // PART_SWITCH(name, i, s, body): `body` (statements, no top-level commas) with PART_REF(name)
 // naming element i, once per part in a switch: what a shader reads or writes of one element
 // goes into one body, since llvmpipe compiles each access into a loop over its SIMD lanes, and
 // four switches per access made the split build and refit take minutes to compile.
-#define PART_SWITCH(name, i, s, body)                                                    \
-    {                                                                                    \
-        uint k_ = (i) & ((1u << (s)) - 1u);                                              \
-        switch ((i) >> (s)) {                                                            \
-            case 0u: {                                                                   \
-                const uint q_ = 0u;                                                      \
-                body;                                                                    \
-            } break;                                                                     \
-            case 1u: {                                                                   \
-                const uint q_ = 1u;                                                      \
-                body;                                                                    \
-            } break;                                                                     \
-            case 2u: {                                                                   \
-                const uint q_ = 2u;                                                      \
-                body;                                                                    \
-            } break;                                                                     \
-            default: {                                                                   \
-                const uint q_ = 3u;                                                      \
-                body;                                                                    \
-            } break;                                                                     \
-        }                                                                                \
+#define PART_SWITCH(name, i, s, body)       \
+    {                                       \
+        uint k_ = (i) & ((1u << (s)) - 1u); \
+        switch ((i) >> (s)) {               \
+            case 0u: {                      \
+                const uint q_ = 0u;         \
+                body;                       \
+            } break;                        \
+            case 1u: {                      \
+                const uint q_ = 1u;         \
+                body;                       \
+            } break;                        \
+            case 2u: {                      \
+                const uint q_ = 2u;         \
+                body;                       \
+            } break;                        \
+            default: {                      \
+                const uint q_ = 3u;         \
+                body;                       \
+            } break;                        \
+        }                                   \
     }
 #define PART_REF(name) name##_parts[q_].items[k_]
 #else
-#define TREE_ARRAY(qualifiers, binding_, Block, Type, name, s) \
-    layout(std430, binding = binding_) qualifiers buffer Block { Type name[]; };
+#define TREE_ARRAY(qualifiers, binding_, Block, Type, name, s)   \
+    layout(std430, binding = binding_) qualifiers buffer Block { \
+        Type name[];                                             \
+    };
 #define PART_AT(name, i) name[i]
 #define PART_SWITCH(name, i, s, body) \
     {                                 \
