@@ -174,7 +174,6 @@ struct MovingScene::Impl {
     // gpu_layout.h, "Split tree bindings") or a build's scratch (bound array by array); their
     // bindings are what check_limits checked.
     Status ensure_unbound(Buffer& buffer, VkDeviceSize size) {
-        if (buffer.handle() && buffer.size() >= size) return {};
         return grow_buffer(*context, buffer, size);
     }
 

@@ -29,7 +29,6 @@ BufferRange whole(const Buffer& b) {
 Status check_ranges(const ContextImpl& context, const char* recorder,
                     std::initializer_list<RangeNeed> needs) {
     const VkDeviceSize alignment = context.info.range_alignment;
-    const VkDeviceSize max_range = context.info.max_storage_buffer_range;
     const DeviceLimits limits = device_limits(context.info);
     std::vector<std::string> problems;
     bool only_limits = true;
@@ -58,8 +57,8 @@ Status check_ranges(const ContextImpl& context, const char* recorder,
             problem(need, "holds " + std::to_string(r.size) + " bytes, needs " +
                               std::to_string(need.bytes));
         // The words of check_bindings (gpu/scale.hpp): the range's name, or its part's.
-        if (need.bound && need.parts.empty() && need.bytes > max_range)
-            problems.push_back(binding_over_range(need.name, need.bytes, max_range));
+        if (need.bound && need.parts.empty() && !binding_fits(limits, {need.name, need.bytes}))
+            problems.push_back(binding_problem(limits, {need.name, need.bytes}));
         for (const BindingSize& part : need.parts)
             if (!binding_fits(limits, part)) problems.push_back(binding_problem(limits, part));
     }
