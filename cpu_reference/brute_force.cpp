@@ -110,6 +110,10 @@ Status BruteForce::move(std::uint32_t id, const Box& box) {
     return Status::success();
 }
 
+std::size_t BruteForce::size() const {
+    return boxes_.size();
+}
+
 Status BruteForce::validate() const {
     if (ids_.size() != boxes_.size()) return broken("id and box counts differ");
     if (!identity_) {

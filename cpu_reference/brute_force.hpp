@@ -15,18 +15,11 @@ namespace broadphase {
 class BruteForce final : public Structure {
 public:
     std::string_view name() const override { return "brute_force"; }
-    Status build(std::span<const Box> boxes) override;
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    // Every query tests every box.
+    BROADPHASE_STRUCTURE_OVERRIDES;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-    bool is_dynamic() const override { return true; }
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    Status move(std::uint32_t id, const Box& box) override;
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
+    BROADPHASE_DYNAMIC_OVERRIDES;
 
 private:
     // Slot s holds box boxes_[s] with id ids_[s]; after build, ids_[s] == s.

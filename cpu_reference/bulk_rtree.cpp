@@ -586,6 +586,10 @@ Status BulkRTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& o
 
 // ---- validate --------------------------------------------------------------------------------
 
+std::size_t BulkRTree::size() const {
+    return boxes_.size();
+}
+
 Status BulkRTree::validate() const {
     const BulkLoad m = config_.method;
     const std::size_t n = boxes_.size();

@@ -70,23 +70,19 @@ public:
 
     /// `rtree_nearest_x`, `rtree_str` or `rtree_hilbert`.
     std::string_view name() const override;
-    /// Packs the tree in O(n log n). Rejects bad boxes and a node_capacity below 2.
-    Status build(std::span<const Box> boxes) override;
-    /// Dual traversal of the tree against itself from (root, root), pruned by node bounds;
-    /// node pairs are visited unordered, so each box pair is found once.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    /// Best first by the entry t of node bounds; stops when the next node is entered after
-    /// the best hit.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    // The Structure overrides:
+    // - build packs the tree in O(n log n). Rejects bad boxes and a node_capacity below 2.
+    // - self_pairs is a dual traversal of the tree against itself from (root, root), pruned by
+    //   node bounds; node pairs are visited unordered, so each box pair is found once.
+    // - ray_cast goes best first by the entry t of node bounds; it stops when the next node is
+    //   entered after the best hit.
+    // - validate checks: ids a permutation, boxes valid, levels partition the node array, every
+    //   node except the last of its level full, children ranges tiling the level below, node
+    //   bounds equal to the union of their children, one root, and the leaf order of the method
+    //   (sorted keys for Nearest-X and Hilbert, ordered slabs, slices and runs for STR).
+    BROADPHASE_STRUCTURE_OVERRIDES;
     /// Best first by point_box_distance to node bounds, nearest first, ties to the smaller id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-    /// Checks: ids a permutation, boxes valid, levels partition the node array, every node
-    /// except the last of its level full, children ranges tiling the level below, node bounds
-    /// equal to the union of their children, one root, and the leaf order of the method
-    /// (sorted keys for Nearest-X and Hilbert, ordered slabs, slices and runs for STR).
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
 
     const Config& config() const { return config_; }
     /// All nodes, leaves first, level by level; the root is the last one.

@@ -509,6 +509,10 @@ int DynamicAabbTree::height() const {
     return root_ == kNull ? 0 : nodes_[root_].height;
 }
 
+std::size_t DynamicAabbTree::size() const {
+    return leaf_of_.size();
+}
+
 Status DynamicAabbTree::validate() const {
     // Free nodes have height -1 and link the free list through `parent`.
     const auto total = static_cast<std::int64_t>(nodes_.size());

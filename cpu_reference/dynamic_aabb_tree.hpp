@@ -52,25 +52,17 @@ public:
     explicit DynamicAabbTree(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "dynamic_aabb_tree"; }
-    /// Replaces the contents by `boxes` with ids 0 .. n-1. On error the tree is left empty.
-    Status build(std::span<const Box> boxes) override;
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    // The Structure overrides:
+    // - build replaces the contents by `boxes` with ids 0 .. n-1. On error the tree is left
+    //   empty.
+    // - validate checks parent/child links, heights, fat boxes containing children and tight
+    //   boxes, the id map, the free list, and leaf count equal to size().
+    // - insert adds a new leaf by least surface-area cost (Box2D's branch cost), then rotates.
+    // - move updates the tight box; it re-inserts the leaf only when the box escapes its fat box.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
     /// Best-first search over fat boxes; `out` is replaced by the k nearest, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    /// Inserts a new leaf by least surface-area cost (Box2D's branch cost), then rotates.
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    /// Updates the tight box; re-inserts the leaf only when the box escapes its fat box.
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// Parent/child links, heights, fat boxes containing children and tight boxes, the id map,
-    /// the free list, and leaf count equal to size().
-    Status validate() const override;
-    std::size_t size() const override { return leaf_of_.size(); }
 
     /// Height of the tree: 0 when empty or a single leaf, else 1 + the taller child's height.
     int height() const;

@@ -295,6 +295,10 @@ Status KdTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
 
 // ---- validate --------------------------------------------------------------------------------
 
+std::size_t KdTree::size() const {
+    return boxes_.size();
+}
+
 Status KdTree::validate() const {
     const std::size_t n = boxes_.size();
     if (Status s = validate_slots(boxes_, ids_); !s) return s;

@@ -53,23 +53,21 @@ public:
     explicit KdTree(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "kd_tree"; }
-    /// Builds by recursive centroid-median splits (nth_element), O(n log n). Rejects bad boxes
-    /// and a leaf_capacity of 0.
-    Status build(std::span<const Box> boxes) override;
-    /// Dual traversal of the tree against itself, pruned by node bounds; each pair is found
-    /// once, at the lowest node whose subtree holds both boxes.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    /// Depth first, nearer child first, pruning nodes whose entry t exceeds the best hit.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    // The Structure overrides:
+    // - build makes recursive centroid-median splits (nth_element), O(n log n). Rejects bad
+    //   boxes and a leaf_capacity of 0.
+    // - self_pairs is a dual traversal of the tree against itself, pruned by node bounds; each
+    //   pair is found once, at the lowest node whose subtree holds both boxes.
+    // - ray_cast goes depth first, nearer child first, pruning nodes whose entry t exceeds the
+    //   best hit.
+    // - validate checks: ids a permutation, boxes valid, node bounds contain their boxes and
+    //   children, children partition their parent's range, the median property at every split,
+    //   and leaf sizes <= leaf_capacity unless at max_depth or all the leaf's centroids are
+    //   equal.
+    BROADPHASE_STRUCTURE_OVERRIDES;
     /// Best first by distance to node bounds; appends to `out`, nearest first. Distances are
     /// computed in double and rounded to float; ties (equal float distance) go to the smaller id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-    /// Checks: ids a permutation, boxes valid, node bounds contain their boxes and children,
-    /// children partition their parent's range, the median property at every split, and leaf
-    /// sizes <= leaf_capacity unless at max_depth or all the leaf's centroids are equal.
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
 
     const Config& config() const { return config_; }
     /// Nodes in depth-first order; the root is nodes()[0] (empty when there are no boxes).

@@ -671,6 +671,10 @@ std::optional<RayHit> LbvhStructure::ray_cast(const Ray& ray) const {
     return best;
 }
 
+std::size_t LbvhStructure::size() const {
+    return boxes_.size();
+}
+
 Status LbvhStructure::validate() const {
     return validate_tree(nodes_, boxes_);
 }

@@ -143,13 +143,8 @@ public:
     explicit LbvhStructure(CodeKind kind = CodeKind::morton30, bool refine = true)
         : kind_(kind), refine_(refine) {}
     std::string_view name() const override { return "lbvh"; }
-    Status build(std::span<const Box> boxes) override;
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    BROADPHASE_STRUCTURE_OVERRIDES;
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
     std::span<const LbvhNode> nodes() const { return nodes_; }
 
 private:

@@ -412,6 +412,10 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
 
 // ---- invariants ------------------------------------------------------------------------------
 
+std::size_t LooseOctree::size() const {
+    return items_.size();
+}
+
 Status LooseOctree::validate() const {
     std::size_t stored = 0;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {

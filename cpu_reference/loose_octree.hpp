@@ -104,30 +104,21 @@ public:
     explicit LooseOctree(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "loose_octree"; }
-    /// Root strict cube = the scene's robust bounding cube (see the top of the file; side 1 if
-    /// the scene has no extent); every
-    /// box placed by ideal_cell, then octants over capacity split top-down. Rejects bad boxes
-    /// and a bad Config.
-    Status build(std::span<const Box> boxes) override;
-    /// Per octant, one descent over loose bounds with the bounds of its boxes, testing them
-    /// against the boxes at its own level (later octants only) and deeper: each pair once.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    /// Front-to-back over loose bounds by entry t, stopping past the best hit.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    // The Structure overrides:
+    // - build: the root strict cube is the scene's robust bounding cube (see the top of the
+    //   file; side 1 if the scene has no extent); every box is placed by ideal_cell, then
+    //   octants over capacity split top-down. Rejects bad boxes and a bad Config.
+    // - self_pairs: per octant, one descent over loose bounds with the bounds of its boxes,
+    //   testing them against the boxes at its own level (later octants only) and deeper: each
+    //   pair once.
+    // - ray_cast goes front-to-back over loose bounds by entry t, stopping past the best hit.
+    // - validate checks: octants nest with the right coordinates and bounds, counts add up, each
+    //   box sits inside its octant's loose bound on the path to its ideal octant (exactly there
+    //   when the octant has children), outside boxes have no octant.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
     /// Best first by distance to loose bounds; appends to `out`, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// Octants nest with the right coordinates and bounds, counts add up, each box sits inside
-    /// its octant's loose bound on the path to its ideal octant (exactly there when the octant
-    /// has children), outside boxes have no octant.
-    Status validate() const override;
-    std::size_t size() const override { return items_.size(); }
 
     /// The ideal octant of a box, in O(1): depth from the box's largest extent, cell from its
     /// centre; nothing when the box does not fit the root (it then goes to the outside list).

@@ -557,6 +557,10 @@ std::size_t Octree::leaves_overlapping(const Box& box) const {
     return count;
 }
 
+std::size_t Octree::size() const {
+    return items_.size();
+}
+
 Status Octree::validate() const {
     std::unordered_map<std::uint32_t, std::size_t> references;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {

@@ -95,28 +95,20 @@ public:
     explicit Octree(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "octree"; }
-    /// Root = a cube over the scene's robust core (see the top of the file), boxes not inside it
-    /// outside; then top-down splits. Rejects bad boxes and a bad Config.
-    Status build(std::span<const Box> boxes) override;
-    /// Per leaf, all pairs of its references, each kept only in the owner leaf of its
-    /// intersection's min corner; plus the outside list against everything.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    // The Structure overrides:
+    // - build: the root is a cube over the scene's robust core (see the top of the file), boxes
+    //   not inside it outside; then top-down splits. Rejects bad boxes and a bad Config.
+    // - self_pairs: per leaf, all pairs of its references, each kept only in the owner leaf of
+    //   its intersection's min corner; plus the outside list against everything.
+    // - ray_cast goes front-to-back over octants by entry t, stopping past the best hit.
+    // - validate checks: cells nest and halve exactly, leaves reference exactly the boxes
+    //   overlapping them, every id is referenced by exactly the leaves its box overlaps,
+    //   outside boxes are outside.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
-    /// Front-to-back over octants by entry t, stopping past the best hit.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best first by distance to cells; appends to `out`, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// Cells nest and halve exactly, leaves reference exactly the boxes overlapping them, every
-    /// id is referenced by exactly the leaves its box overlaps, outside boxes are outside.
-    Status validate() const override;
-    std::size_t size() const override { return items_.size(); }
 
     const Config& config() const { return config_; }
     std::span<const Node> nodes() const { return nodes_; }

@@ -778,6 +778,10 @@ int RTree::height() const {
     return root_ == kNull ? 0 : nodes_[root_].level + 1;
 }
 
+std::size_t RTree::size() const {
+    return leaf_of_.size();
+}
+
 Status RTree::validate() const {
     const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
     const auto total = static_cast<std::int64_t>(nodes_.size());

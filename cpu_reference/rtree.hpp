@@ -41,31 +41,24 @@ public:
 
     /// `rtree_linear`, `rtree_quadratic` or `rstar_tree`.
     std::string_view name() const override;
-    /// Replaces the contents by `boxes` (ids 0 .. n-1), inserted one by one in id order. On
-    /// error (a bad box, a bad Config) the tree is left empty.
-    Status build(std::span<const Box> boxes) override;
-    /// Dual-tree traversal: two subtrees are crossed only where their entry boxes overlap.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    /// Best-first by the entry parameter of node bounds.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
+    // The Structure overrides:
+    // - build replaces the contents by `boxes` (ids 0 .. n-1), inserted one by one in id
+    //   order. On error (a bad box, a bad Config) the tree is left empty.
+    // - self_pairs is a dual-tree traversal: two subtrees are crossed only where their entry
+    //   boxes overlap.
+    // - ray_cast goes best-first by the entry parameter of node bounds.
+    // - validate checks: all leaves at one depth, entry counts in [min, max] (the root: 2 ..
+    //   max, or 1 .. max as a leaf), bounds exactly the union of the child entries, parent
+    //   links, every id once.
+    // - insert is Guttman's Insert (ChooseLeaf, SplitNode, AdjustTree), or Beckmann's with
+    //   OverflowTreatment for rstar.
+    // - remove is Guttman's Delete: CondenseTree removes underfull nodes and re-inserts their
+    //   entries at their own level.
+    // - move is remove + insert.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
     /// Best-first by the distance to node bounds; `out` is replaced by the k nearest.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    /// Guttman's Insert (ChooseLeaf, SplitNode, AdjustTree), or Beckmann's with
-    /// OverflowTreatment for rstar.
-    Status insert(std::uint32_t id, const Box& box) override;
-    /// Guttman's Delete: CondenseTree removes underfull nodes and re-inserts their entries at
-    /// their own level.
-    Status remove(std::uint32_t id) override;
-    /// remove + insert.
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// All leaves at one depth, entry counts in [min, max] (the root: 2 .. max, or 1 .. max as
-    /// a leaf), bounds exactly the union of the child entries, parent links, every id once.
-    Status validate() const override;
-    std::size_t size() const override { return leaf_of_.size(); }
 
     /// Number of levels: 0 when empty, 1 when the root is a leaf.
     int height() const;

@@ -563,6 +563,10 @@ void SphereBvh::cull_front_to_back(const Frustum& f, std::vector<std::uint32_t>&
 
 // ---- validate --------------------------------------------------------------------------------
 
+std::size_t SphereBvh::size() const {
+    return boxes_.size();
+}
+
 Status SphereBvh::validate() const {
     const std::size_t n = boxes_.size();
     if (Status s = validate_slots(boxes_, ids_); !s) return s;

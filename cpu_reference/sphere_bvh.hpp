@@ -74,35 +74,31 @@ public:
     explicit SphereBvh(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "sphere_bvh"; }
-    /// Top-down build: on each axis, the midpoint plane of the node's box bounds (through its
-    /// sphere's centre) divides the boxes by their centres; the plane with the least surface
-    /// area heuristic cost (each child's bounds' area times its box count, over a sample of
-    /// under 64 of the node's boxes) wins, ties to the longest axis. When every midpoint
-    /// leaves one side of the sample empty, or below max_midpoint_depth, the median on the
-    /// longest axis. O(n log n). Rejects bad boxes, a max_leaf_size of 0, a max_midpoint_depth
-    /// over 128, and 2^29 boxes or more.
-    Status build(std::span<const Box> boxes) override;
-    /// Dual traversal of the tree against itself, skipping two subtrees whose box bounds or
-    /// spheres are disjoint; each pair is found once, at the lowest node whose subtree holds
-    /// both boxes.
-    void self_pairs(std::vector<Pair>& out) const override;
-    /// Depth first, skipping nodes whose box bounds or sphere miss the region.
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    // The Structure overrides:
+    // - build is top-down: on each axis, the midpoint plane of the node's box bounds (through
+    //   its sphere's centre) divides the boxes by their centres; the plane with the least
+    //   surface area heuristic cost (each child's bounds' area times its box count, over a
+    //   sample of under 64 of the node's boxes) wins, ties to the longest axis. When every
+    //   midpoint leaves one side of the sample empty, or below max_midpoint_depth, the median on
+    //   the longest axis. O(n log n). Rejects bad boxes, a max_leaf_size of 0, a
+    //   max_midpoint_depth over 128, and 2^29 boxes or more.
+    // - self_pairs is a dual traversal of the tree against itself, skipping two subtrees whose
+    //   box bounds or spheres are disjoint; each pair is found once, at the lowest node whose
+    //   subtree holds both boxes.
+    // - query_box goes depth first, skipping nodes whose box bounds or sphere miss the region.
+    // - ray_cast goes depth first, eye-side child first, pruning nodes whose (conservative)
+    //   sphere entry t exceeds the best hit.
+    // - validate checks: ids a permutation, boxes valid, each sphere contains all 8 corners of
+    //   every box below it and both child spheres (within kRadiusSlack), each node's bounds
+    //   contain every box below it, split axes in 0..2 with no left box centre beyond a right
+    //   one on that axis, children partition their parent's slots, leaves hold
+    //   1..max_leaf_size boxes, every node reached once.
+    BROADPHASE_STRUCTURE_OVERRIDES;
     /// Depth first, skipping nodes whose box bounds or sphere miss the point.
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
-    /// Depth first, eye-side child first, pruning nodes whose (conservative) sphere entry t
-    /// exceeds the best hit.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// Best first by the sphere lower bound max(0, |p - c| - r), exact point_box_distance at
     /// the leaves; nearest first, ties to the smaller id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-    /// Checks: ids a permutation, boxes valid, each sphere contains all 8 corners of every box
-    /// below it and both child spheres (within kRadiusSlack), each node's bounds contain every
-    /// box below it, split axes in 0..2 with no left box centre beyond a right one on that
-    /// axis, children partition their parent's slots, leaves hold 1..max_leaf_size boxes,
-    /// every node reached once.
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
 
     /// Appends every id once, in the article's approximate front-to-back order from `eye`: at
     /// each node the child on the eye's side of the split plane (eye[axis] < center[axis]

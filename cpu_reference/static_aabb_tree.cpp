@@ -691,6 +691,10 @@ std::uint32_t StaticAabbTree::depth() const {
     return deepest;
 }
 
+std::size_t StaticAabbTree::size() const {
+    return boxes_.size();
+}
+
 Status StaticAabbTree::validate() const {
     const auto node_name = [](std::uint32_t i) { return "node " + std::to_string(i); };
     const auto n = static_cast<std::uint32_t>(boxes_.size());

@@ -75,8 +75,16 @@ public:
     StaticAabbTree& operator=(StaticAabbTree&&) noexcept = default;
 
     std::string_view name() const override { return "static_aabb_tree"; }
-    /// One-shot build over `boxes` with ids 0 .. n-1. On error the tree is left empty.
-    Status build(std::span<const Box> boxes) override;
+    // The Structure overrides:
+    // - build is a one-shot build over `boxes` with ids 0 .. n-1. On error the tree is left
+    //   empty.
+    // - validate checks: node bounds contain children and primitives, parent indices and child
+    //   order, leaf sizes <= leaf_limit, the index array's live entries a permutation of the
+    //   slots, the slot / id / leaf maps, and no dirty bits left.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
+    /// Best-first search over node bounds; `out` is replaced by the k nearest, nearest first.
+    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
     /// One-shot build with caller ids (`ids[i]` is the id of `boxes[i]`, all distinct).
     Status build(std::span<const Box> boxes, std::span<const std::uint32_t> ids);
 
@@ -103,23 +111,6 @@ public:
     /// bounds contain it (appended at the end when that node is a leaf, otherwise the node array
     /// is laid out again). `fresh` is not changed. Pending dirty nodes of this tree are refitted.
     Status merge(const StaticAabbTree& fresh);
-
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
-    /// Best-first search over node bounds; `out` is replaced by the k nearest, nearest first.
-    Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// Node bounds contain children and primitives, parent indices and child order, leaf sizes
-    /// <= leaf_limit, the index array's live entries a permutation of the slots, the slot / id /
-    /// leaf maps, and no dirty bits left.
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size(); }
 
     /// The runtime nodes (root at 0), for tests and inspection.
     std::span<const RuntimeNode> nodes() const { return nodes_; }

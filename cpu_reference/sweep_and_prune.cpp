@@ -254,6 +254,10 @@ std::optional<RayHit> SweepAndPrune::ray_cast(const Ray& ray) const {
     return best;
 }
 
+std::size_t SweepAndPrune::size() const {
+    return order_.size();
+}
+
 Status SweepAndPrune::validate() const {
     const std::size_t n = order_.size();
     if (sorted_.size() != n || prefix_max_.size() != n) return broken("array sizes differ");

@@ -20,13 +20,9 @@ namespace broadphase {
 class SweepAndPrune final : public Structure {
 public:
     std::string_view name() const override { return "sweep_and_prune"; }
-    /// Chooses the sweep axis (largest centroid variance, ties to the lower axis) and sorts.
-    Status build(std::span<const Box> boxes) override;
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
-    Status validate() const override;
-    std::size_t size() const override { return order_.size(); }
+    // The Structure overrides; build chooses the sweep axis (largest centroid variance, ties
+    // to the lower axis) and sorts.
+    BROADPHASE_STRUCTURE_OVERRIDES;
 
     /// Temporal coherence (as in the survey): `moved` holds the new positions of the same boxes
     /// (same count, same ids). Keeps the sweep axis chosen by build() and re-sorts the previous

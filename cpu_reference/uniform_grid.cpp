@@ -940,6 +940,10 @@ void UniformGrid::nearest_region(const Vec3& p, double bound,
     });
 }
 
+std::size_t UniformGrid::size() const {
+    return boxes_.size() + coarse_count();
+}
+
 Status UniformGrid::validate() const {
     const std::size_t n = boxes_.size();
     if (ids_.size() != n || lo_.size() != n || hi_.size() != n || large_pos_.size() != n ||

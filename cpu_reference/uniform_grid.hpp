@@ -72,43 +72,34 @@ public:
     explicit UniformGrid(const Config& config) : config_(config) {}
 
     std::string_view name() const override { return "uniform_grid"; }
-    /// Chooses the cell sides (see Config and kCrowding) and the grid origin (the scene's min
-    /// corner), then enters every box; those that do not fit (too many cells, or outside the
-    /// level's size class) build the coarser levels the same way.
-    /// Cell sides and origins stay fixed until the next build(), whatever is inserted later (a
-    /// coarser level first made by insert() gets kLevelGrowth times this level's sides).
-    Status build(std::span<const Box> boxes) override;
-    /// Each pair is reported once: within a level, from the cell holding the max of the two min
-    /// corners (the lowest cell the two boxes share); across levels, by the finer box's region
-    /// query on the coarser levels; in the deepest level's list, by a sweep on x.
-    void self_pairs(std::vector<Pair>& out) const override;
-    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;
+    // The Structure overrides:
+    // - build chooses the cell sides (see Config and kCrowding) and the grid origin (the
+    //   scene's min corner), then enters every box; those that do not fit (too many cells, or
+    //   outside the level's size class) build the coarser levels the same way. Cell sides and
+    //   origins stay fixed until the next build(), whatever is inserted later (a coarser level
+    //   first made by insert() gets kLevelGrowth times this level's sides).
+    // - self_pairs reports each pair once: within a level, from the cell holding the max of the
+    //   two min corners (the lowest cell the two boxes share); across levels, by the finer
+    //   box's region query on the coarser levels; in the deepest level's list, by a sweep on x.
+    // - ray_cast is a 3D-DDA walk through the cells along the ray, each step widened by a
+    //   rounding margin, stopping once the best hit is before the next cell. All levels share
+    //   the best hit: each first walks a few cells, then the unfinished ones walk on, a level
+    //   whose boxes all lie past the best hit being skipped; a walk longer than its level's
+    //   occupied cells becomes a linear scan of that level.
+    // - validate checks: id <-> slot maps agree, boxes valid, cached cell ranges match the
+    //   boxes, each small box is in exactly the cells of its range (no cell twice, no empty
+    //   cell stored), large boxes are exactly those spanning more than max_cells_per_box cells,
+    //   every box is in its level's size class, no box of a coarser level fits this one, and the
+    //   small-box bounds hold every small box.
+    BROADPHASE_STRUCTURE_OVERRIDES;
+    BROADPHASE_DYNAMIC_OVERRIDES;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
-    /// A 3D-DDA walk through the cells along the ray, each step widened by a rounding margin,
-    /// stopping once the best hit is before the next cell. All levels share the best hit: each
-    /// first walks a few cells, then the unfinished ones walk on, a level whose boxes all lie
-    /// past the best hit being skipped; a walk longer than its level's occupied cells becomes a
-    /// linear scan of that level.
-    std::optional<RayHit> ray_cast(const Ray& ray) const override;
     /// All levels share one candidate list: shells of cells at distance <= 1 around p's cell on
     /// each level, then, on the levels those did not settle, the cells of the cube around p
     /// whose half side is the k-th candidate distance (a region walk, see for_each_cell), or a
     /// linear scan of the level while fewer than k candidates are known.
     /// Replaces `out` with the k nearest by point_box_distance, nearest first, ties by id.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
-
-    bool is_dynamic() const override { return true; }
-    Status insert(std::uint32_t id, const Box& box) override;
-    Status remove(std::uint32_t id) override;
-    Status move(std::uint32_t id, const Box& box) override;
-
-    /// Checks: id <-> slot maps agree, boxes valid, cached cell ranges match the boxes, each
-    /// small box is in exactly the cells of its range (no cell twice, no empty cell stored),
-    /// large boxes are exactly those spanning more than max_cells_per_box cells, every box is
-    /// in its level's size class, no box of a coarser level fits this one, and the small-box
-    /// bounds hold every small box.
-    Status validate() const override;
-    std::size_t size() const override { return boxes_.size() + coarse_count(); }
 
     const Config& config() const { return config_; }
     /// Cell side on each axis, chosen by build().

@@ -176,6 +176,30 @@ private:
     bool filtered_ = false;        // some id has a filter other than the default
 };
 
+/// Declares, inside a class derived from Structure (written `BROADPHASE_STRUCTURE_OVERRIDES;`),
+/// the overrides every structure defines in its own .cpp: build, self_pairs, query_box, ray_cast,
+/// validate and size. Each structure's header says above it what its versions do; name(),
+/// nearest() and query_point(), which not every structure writes the same way or has at all,
+/// are written out beside it.
+// clang-format off
+#define BROADPHASE_STRUCTURE_OVERRIDES                                                  \
+    Status build(std::span<const Box> boxes) override;                                  \
+    void self_pairs(std::vector<Pair>& out) const override;                             \
+    void query_box(const Box& region, std::vector<std::uint32_t>& out) const override;  \
+    std::optional<RayHit> ray_cast(const Ray& ray) const override;                      \
+    Status validate() const override;                                                   \
+    std::size_t size() const override
+
+/// Declares, inside a class derived from Structure (written `BROADPHASE_DYNAMIC_OVERRIDES;`),
+/// the overrides of a dynamic structure: is_dynamic() (true), and insert, remove and move,
+/// defined in the structure's .cpp.
+#define BROADPHASE_DYNAMIC_OVERRIDES                                                    \
+    bool is_dynamic() const override { return true; }                                   \
+    Status insert(std::uint32_t id, const Box& box) override;                           \
+    Status remove(std::uint32_t id) override;                                           \
+    Status move(std::uint32_t id, const Box& box) override
+// clang-format on
+
 /// Names of the CPU methods make_structure knows, in a stable order.
 std::vector<std::string_view> cpu_method_names();
 
