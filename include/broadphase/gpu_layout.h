@@ -9,7 +9,9 @@
 #ifdef __cplusplus
 #include <cstddef>
 #include <cstdint>
-namespace broadphase::gpu_layout {
+#endif
+#include "gpu_layout_open.h"
+#ifdef __cplusplus
 using uint = std::uint32_t;
 struct vec4 {
     float x, y, z, w;
@@ -17,9 +19,6 @@ struct vec4 {
 struct uvec4 {
     uint x, y, z, w;
 };
-#define BP_CONST inline constexpr uint
-#else
-#define BP_CONST const uint
 #endif
 
 // Workgroup sizes. Every kernel but the one-invocation argument writers declares
@@ -259,8 +258,7 @@ static_assert(sizeof(LbvhNode) == 48 && offsetof(LbvhNode, lo) == 16 &&
 static_assert(sizeof(LbvhWideNode) == 64 && offsetof(LbvhWideNode, link) == 48);
 static_assert(sizeof(PushConstants) == 44 && offsetof(PushConstants, budget) == 32 &&
               offsetof(PushConstants, wide_shift) == 40);
-}  // namespace broadphase::gpu_layout
 #endif
-#undef BP_CONST
+#include "gpu_layout_close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_H

@@ -5,12 +5,7 @@
 
 #include "gpu_layout.h"
 
-#ifdef __cplusplus
-namespace broadphase::gpu_layout {
-#define BP_CONST inline constexpr uint
-#else
-#define BP_CONST const uint
-#endif
+#include "gpu_layout_open.h"
 
 // Leaves (sorted positions) per traversal invocation: invocation c culls positions
 // [c * kCullChunk, (c + 1) * kCullChunk) and writes what it sees to the same slots.
@@ -92,8 +87,7 @@ static_assert(sizeof(CullParams) == 128 && offsetof(CullParams, eye) == 96 &&
               offsetof(CullParams, draw) == 112);
 static_assert(sizeof(CullMesh) == 144 && offsetof(CullMesh, lods) == 16);
 static_assert(sizeof(CullOcclusionParams) == 80 && offsetof(CullOcclusionParams, info) == 64);
-}  // namespace broadphase::gpu_layout
 #endif
-#undef BP_CONST
+#include "gpu_layout_close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_CULL_H

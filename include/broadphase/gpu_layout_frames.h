@@ -18,12 +18,7 @@
 
 #include "gpu_layout.h"
 
-#ifdef __cplusplus
-namespace broadphase::gpu_layout {
-#define BP_CONST inline constexpr uint
-#else
-#define BP_CONST const uint
-#endif
+#include "gpu_layout_open.h"
 
 // frame_policy modes (push constant `flags`).
 BP_CONST kPolicyDecide = 0u;     // refitted cost vs the last build's: rebuilt, ratio, gate args
@@ -60,8 +55,7 @@ struct FrameStatus {
 static_assert(sizeof(FrameStatus) == 48 && offsetof(FrameStatus, began) == 4 &&
               offsetof(FrameStatus, ratio) == 16 && offsetof(FrameStatus, pair_capacity) == 28 &&
               offsetof(FrameStatus, work_ratio) == 32);
-}  // namespace broadphase::gpu_layout
 #endif
-#undef BP_CONST
+#include "gpu_layout_close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_FRAMES_H

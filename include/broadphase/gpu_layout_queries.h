@@ -14,12 +14,7 @@
 
 #include "gpu_layout.h"
 
-#ifdef __cplusplus
-namespace broadphase::gpu_layout {
-#define BP_CONST inline constexpr uint
-#else
-#define BP_CONST const uint
-#endif
+#include "gpu_layout_open.h"
 
 // lbvh_query passes (push constant `flags`).
 BP_CONST kQueryCount = 0u;  // write the number of hits of query q to offsets[q]
@@ -57,8 +52,7 @@ const float kRayNodeSlack = 1e-5;
 #ifdef __cplusplus
 static_assert(sizeof(GpuRay) == 32 && offsetof(GpuRay, dir) == 16);
 static_assert(sizeof(GpuRayHit) == 8 && offsetof(GpuRayHit, t_bits) == 4);
-}  // namespace broadphase::gpu_layout
 #endif
-#undef BP_CONST
+#include "gpu_layout_close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_QUERIES_H
