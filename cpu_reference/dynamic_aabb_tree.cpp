@@ -530,15 +530,10 @@ Status DynamicAabbTree::validate() const {
     if (!in_range(root_)) return broken("root outside the pool");
     if (nodes_[root_].parent != kNull) return broken("root has a parent");
 
-    std::int64_t reached = 0;
     std::size_t leaves = 0;
-    std::vector<std::int32_t> stack{root_};
-    while (!stack.empty()) {
-        const std::int32_t i = stack.back();
-        stack.pop_back();
-        if (++reached > total) return broken("tree links form a cycle");
+    const auto is_free = [&](std::int32_t i) { return nodes_[i].height < 0; };
+    const auto check = [&](std::int32_t i, std::vector<std::int32_t>& stack) -> Status {
         const Node& node = nodes_[i];
-        if (node.height < 0) return broken(node_name(i) + " is free but linked");
         if (node.leaf()) {
             if (node.child2 != kNull) return broken(node_name(i) + " has one child");
             if (node.height != 0) return broken(node_name(i) + " leaf height not 0");
@@ -552,7 +547,7 @@ Status DynamicAabbTree::validate() const {
                 return broken("id " + std::to_string(node.id) + " not mapped to " + node_name(i));
             }
             ++leaves;
-            continue;
+            return Status::success();
         }
         for (const std::int32_t child : {node.child1, node.child2}) {
             if (!in_range(child)) return broken(node_name(i) + " child out of range");
@@ -567,13 +562,12 @@ Status DynamicAabbTree::validate() const {
         if (node.height != 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height)) {
             return broken(node_name(i) + " height inconsistent with its children");
         }
-    }
-    if (leaves != leaf_of_.size()) {
-        return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
-                      " ids mapped");
-    }
-    if (reached + *free_count != total) return broken("nodes leaked from the pool");
-    return Status::success();
+        return Status::success();
+    };
+    if (Status s = walk_pool(root_, total, *free_count, is_free, check); !s) return s;
+    if (leaves == leaf_of_.size()) return Status::success();
+    return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
+                  " ids mapped");
 }
 
 }  // namespace broadphase

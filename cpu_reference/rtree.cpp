@@ -807,16 +807,11 @@ Status RTree::validate() const {
         return broken("root holds " + std::to_string(root.entries.size()) + " entries");
     }
 
-    std::int64_t reached = 0;
     std::size_t ids = 0;
     std::unordered_map<std::uint32_t, std::int32_t> seen;
-    std::vector<std::int32_t> stack{root_};
-    while (!stack.empty()) {
-        const std::int32_t i = stack.back();
-        stack.pop_back();
-        if (++reached > total) return broken("tree links form a cycle");
+    const auto is_free = [&](std::int32_t i) { return nodes_[i].level < 0; };
+    const auto check = [&](std::int32_t i, std::vector<std::int32_t>& stack) -> Status {
         const Node& node = nodes_[i];
-        if (node.level < 0) return broken(node_name(i) + " is free but linked");
         const std::size_t count = node.entries.size();
         if (i != root_ && (count < config_.min_entries || count > config_.max_entries)) {
             return broken(node_name(i) + " holds " + std::to_string(count) + " entries, not in [" +
@@ -852,13 +847,12 @@ Status RTree::validate() const {
             }
             stack.push_back(child);
         }
-    }
-    if (ids != leaf_of_.size()) {
-        return broken(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
-                      " mapped");
-    }
-    if (reached + free_seen != total) return broken("nodes leaked from the pool");
-    return Status::success();
+        return Status::success();
+    };
+    if (Status s = walk_pool(root_, total, free_seen, is_free, check); !s) return s;
+    if (ids == leaf_of_.size()) return Status::success();
+    return broken(std::to_string(ids) + " ids stored but " + std::to_string(leaf_of_.size()) +
+                  " mapped");
 }
 
 }  // namespace broadphase

@@ -531,6 +531,21 @@ void resolve_tree_parts(ContextImpl& impl, bool allowed) {
     impl.info.tree_parts = can ? gpu_layout::kTreeParts : 1;
 }
 
+// The caller's choices that depend on the device, once its limits are final (Context::create
+// and Context::adopt): tree splitting, the sort path and the traversal budget, each resolved
+// against impl.info; an error names a choice the device cannot honour.
+Status apply_choices(ContextImpl& impl, bool split_tree_bindings, SortPath sort_path,
+                     std::uint32_t traversal_budget) {
+    resolve_tree_parts(impl, split_tree_bindings);
+    auto path = resolve_sort_path(sort_path, impl.info);
+    if (!path) return path.error();
+    impl.info.sort_path = path.value();
+    auto budget = resolve_traversal_budget(traversal_budget, impl.info);
+    if (!budget) return budget.error();
+    impl.info.traversal_budget = budget.value();
+    return Status::success();
+}
+
 // The logical device on impl.physical: one compute queue, the required extensions.
 Status create_device(ContextImpl& impl) {
     impl.queue_family = *compute_family(impl.physical);
@@ -568,13 +583,10 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     if (options.max_storage_buffer_range > 0)
         impl->info.max_storage_buffer_range =
             std::min(impl->info.max_storage_buffer_range, options.max_storage_buffer_range);
-    resolve_tree_parts(*impl, options.split_tree_bindings);
-    auto path = resolve_sort_path(options.sort_path, impl->info);
-    if (!path) return path.error();
-    impl->info.sort_path = path.value();
-    auto budget = resolve_traversal_budget(options.traversal_budget, impl->info);
-    if (!budget) return budget.error();
-    impl->info.traversal_budget = budget.value();
+    if (Status s = apply_choices(*impl, options.split_tree_bindings, options.sort_path,
+                                 options.traversal_budget);
+        !s)
+        return s.error();
     impl->open_pipeline_cache(options.pipeline_cache, VK_NULL_HANDLE);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
@@ -605,13 +617,10 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     impl->queue_family = external.queue_family;
     impl->queue = external.queue;
     if (Status s = finish_setup(*impl); !s) return s.error();
-    resolve_tree_parts(*impl, external.split_tree_bindings);
-    auto path = resolve_sort_path(external.sort_path, impl->info);
-    if (!path) return path.error();
-    impl->info.sort_path = path.value();
-    auto budget = resolve_traversal_budget(external.traversal_budget, impl->info);
-    if (!budget) return budget.error();
-    impl->info.traversal_budget = budget.value();
+    if (Status s = apply_choices(*impl, external.split_tree_bindings, external.sort_path,
+                                 external.traversal_budget);
+        !s)
+        return s.error();
     impl->open_pipeline_cache(external.pipeline_cache, external.caller_pipeline_cache);
     return std::unique_ptr<Context>(new Context(std::move(impl)));
 }

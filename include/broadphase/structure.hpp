@@ -144,6 +144,26 @@ protected:
         }
         return count;
     }
+    /// The walk of a node pool's tree in validate() (dynamic_aabb_tree, rtree) from `root`, in
+    /// a pool of `total` nodes of which count_free_list found `free_count` free: each node
+    /// popped must be within `total` steps (else the links form a cycle) and not is_free(i);
+    /// then check(i, stack) checks it and pushes its children. At the end every node must have
+    /// been reached or be free. The first error found, if any.
+    template <class IsFree, class Check>
+    Status walk_pool(std::int32_t root, std::int64_t total, std::int64_t free_count,
+                     IsFree&& is_free, Check&& check) const {
+        std::int64_t reached = 0;
+        std::vector<std::int32_t> stack{root};
+        while (!stack.empty()) {
+            const std::int32_t i = stack.back();
+            stack.pop_back();
+            if (++reached > total) return broken("tree links form a cycle");
+            if (is_free(i)) return broken("node " + std::to_string(i) + " is free but linked");
+            if (Status s = check(i, stack); !s) return s;
+        }
+        if (reached + free_count != total) return broken("nodes leaked from the pool");
+        return Status::success();
+    }
     /// The walk of a static tree's validate() over an array of `node_count` nodes, from the
     /// expectations in `stack` (an Expect names its node in `node`): each one popped must name a
     /// node in range that no earlier one named, then check(e, where, stack) (where: "node <i>: ")

@@ -330,13 +330,10 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
 
     // A tree range large enough whose node array is over maxStorageBufferRange: each recorder
     // refuses it (limit_exceeded, the node binding named) before binding anything.
-    gpu::ContextOptions options;
-    options.validation = true;
-    options.max_storage_buffer_range = 64 * 1024;
-    options.split_tree_bindings = false;  // bound whole (split: split_bindings_test.cpp)
-    auto capped = gpu::Context::create(options);
-    ASSERT_TRUE(capped) << capped.error().message;
-    auto small = gpu::LbvhQueries::create(**capped);
+    // Bound whole (split: split_bindings_test.cpp).
+    auto capped = capped_context(64 * 1024, false);
+    ASSERT_TRUE(capped);
+    auto small = gpu::LbvhQueries::create(*capped);
     ASSERT_TRUE(small);
     const std::uint32_t big = 2000;  // 3999 nodes: 191,952 bytes
     std::vector<VkDeviceSize> big_sizes = sizes;
@@ -344,7 +341,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     std::vector<gpu::Buffer> buffers;
     std::vector<BufferRange> r;
     for (VkDeviceSize size : big_sizes) {
-        auto b = (*capped)->create_buffer(size, gpu::MemoryKind::device);
+        auto b = capped->create_buffer(size, gpu::MemoryKind::device);
         ASSERT_TRUE(b);
         buffers.push_back(std::move(b.value()));
         r.push_back(gpu::whole(buffers.back()));
@@ -352,7 +349,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
     const gpu::LbvhTree tree{r[0], big};
     for (int kind = 0; kind < 3; ++kind) {
         Status recorded;
-        ASSERT_TRUE((*capped)->submit_and_wait([&](VkCommandBuffer cmd) {
+        ASSERT_TRUE(capped->submit_and_wait([&](VkCommandBuffer cmd) {
             if (kind == 0)
                 recorded = (*small)->record_region_count(
                     cmd, tree, {r[1], r[2], r[3], capacity, r[4], r[5], {}, {r[6], work}}, count);
@@ -371,7 +368,7 @@ TEST_F(BufferRangeTest, QueriesRefuseBadRanges) {
                   std::string::npos)
             << recorded.error().message;
     }
-    EXPECT_EQ((*capped)->validation_errors(), 0u);
+    EXPECT_EQ(capped->validation_errors(), 0u);
 }
 
 // Test 4: the moving scene's frame and refit, each range short or misaligned in turn; a
@@ -438,24 +435,21 @@ TEST_F(BufferRangeTest, RefusesMissingWholeSizeOverlappingAndOverLimit) {
     shared.offset = sub.range(0).offset;  // nodes over the boxes
     refused({sub.range(0), shared, sub.range(2)}, "overlap nodes");
 
-    gpu::ContextOptions options;
-    options.validation = true;
-    options.max_storage_buffer_range = 64 * 1024;
-    options.split_tree_bindings = false;  // bound whole (split: split_bindings_test.cpp)
-    auto capped = gpu::Context::create(options);
-    ASSERT_TRUE(capped) << capped.error().message;
-    auto small = gpu::Lbvh::create(**capped);
+    // Bound whole (split: split_bindings_test.cpp).
+    auto capped = capped_context(64 * 1024, false);
+    ASSERT_TRUE(capped);
+    auto small = gpu::Lbvh::create(*capped);
     ASSERT_TRUE(small);
     const std::uint32_t big = 2000;  // 3999 nodes: 191,952 bytes
     const gpu::LbvhRequirements big_req = (*small)->requirements(big);
     std::vector<gpu::Buffer> buffers;
     for (VkDeviceSize size : {big_req.boxes, big_req.nodes, big_req.scratch}) {
-        auto b = (*capped)->create_buffer(size, gpu::MemoryKind::device);
+        auto b = capped->create_buffer(size, gpu::MemoryKind::device);
         ASSERT_TRUE(b);
         buffers.push_back(std::move(b.value()));
     }
     Status recorded;
-    ASSERT_TRUE((*capped)->submit_and_wait([&](VkCommandBuffer cmd) {
+    ASSERT_TRUE(capped->submit_and_wait([&](VkCommandBuffer cmd) {
         recorded = (*small)->record_build(
             cmd, {gpu::whole(buffers[0]), gpu::whole(buffers[1]), gpu::whole(buffers[2])}, big);
     }));
@@ -467,7 +461,7 @@ TEST_F(BufferRangeTest, RefusesMissingWholeSizeOverlappingAndOverLimit) {
                                       " bytes bound as one storage buffer"),
         std::string::npos)
         << recorded.error().message;
-    EXPECT_EQ((*capped)->validation_errors(), 0u);
+    EXPECT_EQ(capped->validation_errors(), 0u);
 }
 
 // Test 6: buffers sized by another Lbvh's requirements (the mix-up of code kinds that used to

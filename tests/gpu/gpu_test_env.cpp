@@ -15,6 +15,20 @@ gpu::Context& gpu_context() {
     return *g_context;
 }
 
+std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options) {
+    options.validation = true;
+    auto context = gpu::Context::create(options);
+    EXPECT_TRUE(context) << (context ? "" : context.error().message);
+    return context ? std::move(context.value()) : nullptr;
+}
+
+std::unique_ptr<gpu::Context> capped_context(VkDeviceSize range, bool split_tree_bindings) {
+    gpu::ContextOptions options;
+    options.max_storage_buffer_range = range;
+    options.split_tree_bindings = split_tree_bindings;
+    return own_context(options);
+}
+
 }  // namespace broadphase::testing
 
 int main(int argc, char** argv) {

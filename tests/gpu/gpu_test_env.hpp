@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -34,6 +35,28 @@ protected:
 
 private:
     std::uint64_t errors_before_ = 0;
+};
+
+/// A context of the test's own, for options the shared one lacks (a capped binding range,
+/// splitting off, a sort path, a pipeline cache); validation is turned on. Null, with a failed
+/// expectation naming the error, when it cannot be made.
+std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options);
+
+/// own_context with maxStorageBufferRange capped at `range` and tree splitting on or off.
+std::unique_ptr<gpu::Context> capped_context(VkDeviceSize range, bool split_tree_bindings);
+
+/// A GpuTest with a context of its own, made by the fixture's SetUp into `own_`: TearDown
+/// checks that this one too reported no validation error, and releases it.
+class OwnContextTest : public GpuTest {
+protected:
+    void TearDown() override {
+        if (own_) {
+            EXPECT_EQ(own_->validation_errors(), 0u) << "validation errors";
+        }
+        own_.reset();
+        GpuTest::TearDown();
+    }
+    std::unique_ptr<gpu::Context> own_;
 };
 
 }  // namespace broadphase::testing

@@ -43,34 +43,20 @@ namespace {
 
 constexpr VkDeviceSize kCappedRange = VkDeviceSize(32) << 20;
 
-class LimitsTest : public GpuTest {
+class LimitsTest : public OwnContextTest {
 protected:
-    std::unique_ptr<gpu::Context> context_;
-
     void SetUp() override {
-        GpuTest::SetUp();
-        gpu::ContextOptions options;
-        options.validation = true;
-        options.max_storage_buffer_range = kCappedRange;
-        // A tree's arrays bound whole, as on a device without non-uniform descriptor indexing
-        // (split bindings: tests/gpu/split_bindings_test.cpp).
-        options.split_tree_bindings = false;
-        auto context = gpu::Context::create(options);
-        ASSERT_TRUE(context) << context.error().message;
-        context_ = std::move(context.value());
-        ASSERT_EQ(context_->info().max_storage_buffer_range,
+        OwnContextTest::SetUp();
+        // A tree's arrays bound whole, as on a device with too few storage descriptors to split
+        // them (split bindings: tests/gpu/split_bindings_test.cpp).
+        own_ = capped_context(kCappedRange, false);
+        ASSERT_TRUE(own_);
+        ASSERT_EQ(own_->info().max_storage_buffer_range,
                   std::min(kCappedRange, gpu_context().info().max_storage_buffer_range));
     }
-    void TearDown() override {
-        if (context_) {
-            EXPECT_EQ(context_->validation_errors(), 0u) << "validation errors";
-        }
-        context_.reset();
-        GpuTest::TearDown();
-    }
 
-    gpu::Context& ctx() { return *context_; }
-    VkDeviceSize range() const { return context_->info().max_storage_buffer_range; }
+    gpu::Context& ctx() { return *own_; }
+    VkDeviceSize range() const { return own_->info().max_storage_buffer_range; }
 
     // Box count whose node buffer (48 bytes x (2n-1)) is just over (or under) the range.
     std::size_t over_count() const { return std::size_t(range() / 96 + 1000); }
@@ -556,12 +542,9 @@ TEST_F(LimitsTest, RecordersUseThePureSizeFunctions) {
 // Lbvh::find_pairs and by MovingScene::reset, on a context capped at 1 MiB (131,072 pairs of 8
 // bytes): 600 boxes that all overlap have 179,700 pairs.
 TEST_F(LimitsTest, PairsOverOneBindingAreRefusedWithTheirExactCount) {
-    gpu::ContextOptions options;
-    options.validation = true;
-    options.max_storage_buffer_range = VkDeviceSize(1) << 20;
-    auto small = gpu::Context::create(options);
-    ASSERT_TRUE(small) << small.error().message;
-    gpu::Context& c = *small.value();
+    auto small = capped_context(VkDeviceSize(1) << 20, true);
+    ASSERT_TRUE(small);
+    gpu::Context& c = *small;
     std::vector<Box> boxes(600);
     for (std::size_t i = 0; i < boxes.size(); ++i) {
         const float x = 0.001f * float(i);

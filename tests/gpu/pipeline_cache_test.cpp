@@ -99,12 +99,9 @@ std::unique_ptr<gpu::Context> make_context(
     const gpu::PipelineCacheOptions& cache,
     gpu::SortPath sort_path = gpu::SortPath::reduce_then_scan) {
     gpu::ContextOptions options;
-    options.validation = true;
     options.pipeline_cache = cache;
     options.sort_path = sort_path;
-    auto context = gpu::Context::create(options);
-    EXPECT_TRUE(context) << (context ? "" : context.error().message);
-    return context ? std::move(context.value()) : nullptr;
+    return own_context(options);
 }
 
 gpu::PipelineCacheOptions in_folder(const fs::path& folder) {

@@ -52,16 +52,6 @@ constexpr VkDeviceSize kSplitRange = 128 * 1024;
 constexpr VkDeviceSize kFramesRange = 256 * 1024;
 constexpr std::uint32_t kBoxes = 3000;
 
-std::unique_ptr<gpu::Context> capped_context(bool split, VkDeviceSize range = kSplitRange) {
-    gpu::ContextOptions options;
-    options.validation = true;
-    options.max_storage_buffer_range = range;
-    options.split_tree_bindings = split;
-    auto context = gpu::Context::create(options);
-    EXPECT_TRUE(context) << (context ? "" : context.error().message);
-    return context ? std::move(context.value()) : nullptr;
-}
-
 std::vector<Box> scene_boxes(const char* generator, std::uint32_t n = kBoxes) {
     auto scene = generate_scene(generator, n);
     EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
@@ -83,27 +73,18 @@ void jitter(std::vector<Box>& boxes, unsigned seed, float reach) {
     }
 }
 
-class SplitBindingsTest : public GpuTest {
+class SplitBindingsTest : public OwnContextTest {
 protected:
     void SetUp() override {
-        GpuTest::SetUp();
-        split_ = capped_context(true);
-        ASSERT_TRUE(split_);
-        ASSERT_EQ(split_->info().max_storage_buffer_range, kSplitRange);
-        ASSERT_EQ(split_->info().tree_parts, kTreeParts)
+        OwnContextTest::SetUp();
+        own_ = capped_context(kSplitRange, true);
+        ASSERT_TRUE(own_);
+        ASSERT_EQ(own_->info().max_storage_buffer_range, kSplitRange);
+        ASSERT_EQ(own_->info().tree_parts, kTreeParts)
             << "the device allows too few storage descriptors per stage";
     }
-    void TearDown() override {
-        if (split_) {
-            EXPECT_EQ(split_->validation_errors(), 0u) << "validation errors";
-        }
-        split_.reset();
-        GpuTest::TearDown();
-    }
 
-    gpu::Context& split() { return *split_; }
-
-    std::unique_ptr<gpu::Context> split_;
+    gpu::Context& split() { return *own_; }
 };
 
 // Test 1: the capped context splits a tree's arrays in parts of 2^11 elements (48 << 11 =
@@ -112,7 +93,7 @@ protected:
 TEST_F(SplitBindingsTest, ContextSplitsWhereTheOptionAllows) {
     EXPECT_EQ(gpu::impl_of(split()).node_shift, 11u);
     EXPECT_EQ(gpu::impl_of(split()).wide_shift, 11u);
-    auto whole = capped_context(false);
+    auto whole = capped_context(kSplitRange, false);
     ASSERT_TRUE(whole);
     EXPECT_EQ(whole->info().tree_parts, 1u);
 }
@@ -261,7 +242,7 @@ TEST_F(SplitBindingsTest, CullsEqualTheWholeBindings) {
 // Test 5: moving-scene frames, refit and rebuild (5000 boxes at 256 KiB: 9999 nodes over 3
 // parts of 4096, 4999 wide records over 2 parts of 4096).
 TEST_F(SplitBindingsTest, MovingFramesEqualTheWholeBindings) {
-    auto frames = capped_context(true, kFramesRange);
+    auto frames = capped_context(kFramesRange, true);
     ASSERT_TRUE(frames);
     std::vector<Box> boxes = scene_boxes("uniform", 5000);
     {
@@ -308,7 +289,7 @@ TEST_F(SplitBindingsTest, MovingFramesEqualTheWholeBindings) {
 // (the pairs kernel's cross pass, both trees' node arrays split: 2500 bodies each, added in
 // batches of 1250).
 TEST_F(SplitBindingsTest, ProxyFramesEqualTheWholeBindings) {
-    auto frames = capped_context(true, kFramesRange);
+    auto frames = capped_context(kFramesRange, true);
     ASSERT_TRUE(frames);
     std::vector<Box> dynamic = scene_boxes("uniform", 2500);
     const std::vector<Box> fixed = scene_boxes("clustered", 2500);
@@ -374,7 +355,7 @@ TEST_F(SplitBindingsTest, TreesOverThePartsAreRefused) {
     expect_refused(split(), 5000,
                    "the node buffer needs 479952 bytes, over the 4 storage descriptors of 98304 "
                    "bytes");
-    auto whole = capped_context(false);
+    auto whole = capped_context(kSplitRange, false);
     ASSERT_TRUE(whole);
     expect_refused(*whole, kBoxes,
                    "the node buffer needs 287952 bytes bound as one storage buffer");
