@@ -18,6 +18,16 @@
 
 namespace broadphase::gpu {
 
+/// Declares, in the private part of a public GPU class (Context, Lbvh, Culler, LbvhQueries,
+/// MovingScene, ProxyScene), its hidden implementation, as Qt's Q_DECLARE_PRIVATE does: the
+/// struct Impl that callers never see, the pointer that owns it, the constructor create() makes
+/// the class with, and ImplAccess (gpu/impl_access.hpp), the library's own way in.
+#define BROADPHASE_GPU_IMPL(Class)              \
+    struct Impl;                                \
+    friend struct ImplAccess;                   \
+    explicit Class(std::unique_ptr<Impl> impl); \
+    std::unique_ptr<Impl> impl_
+
 /// Where a Context keeps its VkPipelineCache between runs, so that a later process loads the
 /// compiled pipelines instead of compiling them again (docs/performance.md, "Start-up"). One
 /// file per device and driver (named after vendorID, deviceID, driverVersion and
@@ -264,11 +274,8 @@ public:
     Status submit_and_wait(F&& record);
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit Context(std::unique_ptr<Impl> impl);
+    BROADPHASE_GPU_IMPL(Context);
     Status submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user);
-    std::unique_ptr<Impl> impl_;
 };
 
 template <class F>
@@ -506,10 +513,7 @@ public:
     PairAppend pair_append() const;
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit Lbvh(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    BROADPHASE_GPU_IMPL(Lbvh);
 };
 
 /// Converts boxes to the GPU layout (w = 0).

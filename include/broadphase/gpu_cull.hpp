@@ -296,10 +296,7 @@ public:
     std::uint32_t capacity() const;
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit Culler(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    BROADPHASE_GPU_IMPL(Culler);
 };
 
 }  // namespace broadphase::gpu

@@ -199,10 +199,7 @@ public:
     Result<std::vector<gpu_layout::LbvhNode>> nodes();
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit MovingScene(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    BROADPHASE_GPU_IMPL(MovingScene);
 };
 
 }  // namespace broadphase::gpu

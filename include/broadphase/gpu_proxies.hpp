@@ -131,10 +131,7 @@ public:
     std::uint32_t handle_capacity() const;
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit ProxyScene(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    BROADPHASE_GPU_IMPL(ProxyScene);
 };
 
 }  // namespace broadphase::gpu

@@ -158,10 +158,7 @@ public:
     Result<std::vector<Pair>> pairs_against(std::span<const Box> a);
 
 private:
-    struct Impl;
-    friend struct ImplAccess;  // the library's sources (gpu/impl_access.hpp)
-    explicit LbvhQueries(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    BROADPHASE_GPU_IMPL(LbvhQueries);
 };
 
 }  // namespace broadphase::gpu

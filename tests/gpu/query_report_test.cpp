@@ -103,6 +103,21 @@ gpu::Traffic ray_bytes(std::uint64_t r, std::uint64_t visits) {
     return {64 * r + 64 * visits, 8 * r};  // no candidates: every ray finished in round 0
 }
 
+// What the CPU twin's region queries over `nodes` expand (internal nodes) and find, in all.
+struct TwinRegions {
+    std::uint64_t visits = 0, hits = 0;
+};
+TwinRegions twin_regions(std::span<const gpu_layout::LbvhNode> nodes,
+                         std::span<const Box> regions) {
+    TwinRegions twin;
+    for (const Box& region : regions) {
+        std::vector<std::uint32_t> ids;
+        lbvh::query_region(nodes, region, ids, &twin.visits);
+        twin.hits += ids.size();
+    }
+    return twin;
+}
+
 void expect_stage(const StageReport* s, std::uint32_t dispatches, const gpu::Traffic& t,
                   const std::string& what) {
     ASSERT_NE(s, nullptr) << what;
@@ -131,12 +146,7 @@ TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
     const auto q = static_cast<std::uint64_t>(regions.size());
     const auto r = static_cast<std::uint64_t>(rays.size());
 
-    std::uint64_t twin_region_visits = 0, twin_hits = 0;
-    for (const Box& region : regions) {
-        std::vector<std::uint32_t> ids;
-        lbvh::query_region(nodes.value(), region, ids, &twin_region_visits);
-        twin_hits += ids.size();
-    }
+    const auto [twin_region_visits, twin_hits] = twin_regions(nodes.value(), regions);
     std::uint64_t twin_ray_visits = 0;
     for (const Ray& ray : rays) lbvh::ray_cast_nodes(nodes.value(), ray, &twin_ray_visits);
     // A tree walk expands at least the root per query; the regions of grown boxes more.
@@ -242,10 +252,9 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
 // the twin's exactly. The ray casts of a second fresh LbvhQueries run twice as well.
 TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     gpu::ContextOptions options;
-    options.validation = true;
     options.traversal_budget = 1;
-    auto ctx = gpu::Context::create(options);
-    ASSERT_TRUE(ctx) << ctx.error().message;
+    auto ctx = own_context(options);
+    ASSERT_TRUE(ctx);
     auto scene = generate_scene("clustered", 3000);
     ASSERT_TRUE(scene) << scene.error().message;
     const std::vector<Box>& boxes = scene->boxes;
@@ -257,17 +266,12 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     const std::vector<Ray> rays = rays_of(boxes);
     const auto q = static_cast<std::uint64_t>(regions.size());
     const auto r = static_cast<std::uint64_t>(rays.size());
-    std::uint64_t twin_visits = 0, twin_hits = 0;
-    for (const Box& region : regions) {
-        std::vector<std::uint32_t> ids;
-        lbvh::query_region(nodes.value(), region, ids, &twin_visits);
-        twin_hits += ids.size();
-    }
+    const auto [twin_visits, twin_hits] = twin_regions(nodes.value(), regions);
     ASSERT_LT(twin_hits, std::max<std::uint64_t>(4 * q, 1024));
     const std::uint32_t first = traversal_dispatches(gpu_layout::kTraversalRounds);
     const std::uint32_t most = traversal_dispatches(gpu_layout::kTraversalMaxRounds);
     {
-        auto made = gpu::LbvhQueries::create(*ctx.value());
+        auto made = gpu::LbvhQueries::create(*ctx);
         ASSERT_TRUE(made);
         gpu::LbvhQueries& queries = *made.value();
         ASSERT_TRUE(queries.build(boxes));
@@ -294,7 +298,7 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
         expect_stage(&queries.last_report()[2], most, fill_bytes(q, twin_visits, twin_hits),
                      "one attempt, fill");
     }
-    auto made = gpu::LbvhQueries::create(*ctx.value());
+    auto made = gpu::LbvhQueries::create(*ctx);
     ASSERT_TRUE(made);
     gpu::LbvhQueries& queries = *made.value();
     ASSERT_TRUE(queries.build(boxes));
@@ -313,7 +317,7 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     EXPECT_EQ(report[1].dispatches, 2u);
     EXPECT_GE(report[0].bytes_written, 2 * 8 * r);
     EXPECT_GE(report[1].bytes_read, 2 * 4u);
-    EXPECT_EQ(ctx.value()->validation_errors(), 0u);
+    EXPECT_EQ(ctx->validation_errors(), 0u);
 }
 
 // Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
