@@ -89,6 +89,283 @@ namespace {
     return DepthPyramid::build(kSize, kSize, image);
 }
 
+#ifdef BROADPHASE_HAS_GPU
+// What every mode of the cull bench shares: the scene and its view, the device and its culler,
+// the warm-up before each timed run, and the instruments of each timed run.
+struct CullBench {
+    const Args& args;
+    const Scene& scene;
+    const Camera& camera;
+    const Frustum& frustum;
+    CullOrder order;
+    int repeat;
+    bool json;  // one JSON object on stdout, nothing else
+    gpu::Context& context;
+    gpu::Culler& culler;
+    BenchWarmUp& warm;
+    std::vector<std::vector<gpu::StageReport>> reports;
+
+    // The JSON object's opening fields: the device, the scene and the mode's own.
+    void open_json(const char* mode) const {
+        const gpu::DeviceInfo& info = context.info();
+        print_device_json(info);
+        std::printf(
+            "\"scene\": \"%s\", \"boxes\": %zu, \"mode\": \"%s\", \"order\": \"%s\", "
+            "\"sort_path\": \"%s\", \"runs\": %d, ",
+            json_escape(scene.name).c_str(), scene.boxes.size(), mode, args.order.c_str(),
+            gpu::sort_path_name(info.sort_path), repeat);
+    }
+    std::uint64_t last_visits() const {
+        auto visits = culler.last_visits();
+        return visits ? visits.value() : 0;
+    }
+    // The last timed run's instruments, kept for median_stages.
+    Status keep_report() {
+        auto report = culler.last_report();
+        if (!report) return report.error();
+        reports.push_back(std::move(report.value()));
+        return Status::success();
+    }
+    // After the timed runs (and their validation check): the copy kernel's bandwidth.
+    Result<gpu::CopyBandwidth> copy_bandwidth() {
+        if (Status s = warm.before_run(); !s) return s.error();
+        return gpu::measure_copy_bandwidth(context);
+    }
+};
+
+// The element at the middle of v once sorted (the upper one of an even count).
+double middle_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// --views: the cull of each view's frustum alone against one cull of all views at once.
+struct ViewsRuns {
+    std::vector<double> sep_traversal, sep_total, joint_traversal, joint_total;
+    std::vector<std::size_t> seen;  // visible per view, the last run's
+};
+
+// V views around the target: the V culls one after another (cull(): each builds the tree
+// again; only the cull stages are compared) against one cull_views (one traversal).
+Result<ViewsRuns> measure_views(CullBench& b, const std::vector<Frustum>& frusta) {
+    ViewsRuns out;
+    for (int r = 0; r < b.repeat + 1; ++r) {
+        double traversal = 0, total = 0;
+        out.seen.clear();
+        for (const Frustum& f : frusta) {
+            if (Status s = b.warm.before_run(); !s) return s.error();
+            auto ids = b.culler.cull(b.scene.boxes, f, b.order);
+            if (!ids) return ids.error();
+            out.seen.push_back(ids->size());
+            traversal += b.culler.last_times().cull;
+            total += b.culler.last_times().cull_total();
+        }
+        if (Status s = b.warm.before_run(); !s) return s.error();
+        auto joint = b.culler.cull_views(b.scene.boxes, frusta, b.order);
+        if (!joint) return joint.error();
+        for (std::size_t v = 0; v < frusta.size(); ++v) {
+            if ((*joint)[v].size() != out.seen[v])
+                return Error{ErrorCode::invariant_violated,
+                             "view " + std::to_string(v) + ": the joint cull saw another count"};
+        }
+        if (r == 0) continue;  // warm-up
+        out.sep_traversal.push_back(traversal);
+        out.sep_total.push_back(total);
+        out.joint_traversal.push_back(b.culler.last_times().cull);
+        out.joint_total.push_back(b.culler.last_times().cull_total());
+        if (Status s = b.keep_report(); !s) return s.error();
+    }
+    return out;
+}
+
+void print_views(const CullBench& b, const ViewsRuns& runs,
+                 const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy) {
+    if (b.json) {
+        b.open_json("views");
+        std::printf("\"views\": %u, \"visible\": [", b.args.views);
+        for (std::size_t v = 0; v < runs.seen.size(); ++v)
+            std::printf("%s%zu", v ? ", " : "", runs.seen[v]);
+        std::printf("], \"visits\": %llu, ", static_cast<unsigned long long>(b.last_visits()));
+        print_stages_json(stages, copy);
+        return;
+    }
+    std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
+                middle_of(runs.sep_traversal));
+    std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
+                middle_of(runs.joint_traversal));
+    std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", middle_of(runs.sep_total));
+    std::printf("  %-38s %10.3f ms\n", "cull total, all views at once",
+                middle_of(runs.joint_total));
+    std::string counts;
+    for (std::size_t v = 0; v < runs.seen.size(); ++v)
+        counts.append(v ? "," : "").append(std::to_string(runs.seen[v]));
+    std::printf("visible per view: %s\n", counts.c_str());
+    print_copy_line(copy);
+    std::printf("instruments of the cull of all views at once (median over %d runs):\n", b.repeat);
+    print_stage_rows(stages, copy, 26);
+    std::printf("visits: %llu (internal nodes the traversal expanded, all views)\n",
+                static_cast<unsigned long long>(b.last_visits()));
+}
+
+int run_views(CullBench& b) {
+    std::vector<Frustum> frusta;
+    for (std::uint32_t v = 0; v < b.args.views; ++v) {
+        auto f = Frustum::from_camera(turned(b.camera, 2 * 3.14159265358979 * v / b.args.views));
+        if (!f) return fail(f.error().message);
+        frusta.push_back(f.value());
+    }
+    if (!b.json)
+        std::printf("views: %u, the camera turned by 360/%u degrees about its up axis each\n",
+                    b.args.views, b.args.views);
+    auto runs = measure_views(b, frusta);
+    if (!runs) return fail(runs.error().message);
+    if (int status = validation_check(b.context); status != 0) return status;
+    auto copy = b.copy_bandwidth();
+    if (!copy) return fail(copy.error().message);
+    print_views(b, runs.value(), median_stages(b.reports), copy.value());
+    return 0;
+}
+
+// The one-view modes: a frustum cull, its LOD draws (--lods) or its cull against a depth
+// pyramid (--occlusion).
+struct OneView {
+    bool lods = false;
+    std::vector<gpu::Mesh> meshes;            // --lods
+    std::vector<std::uint32_t> mesh_ids;      // --lods
+    std::optional<DepthPyramid> depth;        // --occlusion
+    std::array<float, 16> view_projection{};  // --occlusion
+};
+
+struct OneViewRuns {
+    std::vector<gpu::CullTimes> times;  // per timed run
+    std::size_t visible = 0;
+    double wall = 0;  // seconds, over the timed runs
+};
+
+Result<OneViewRuns> measure_one_view(CullBench& b, const OneView& view) {
+    OneViewRuns out;
+    for (int r = 0; r < b.repeat + 1; ++r) {  // the first run warms up and sizes the buffers
+        if (Status s = b.warm.before_run(); !s) return s.error();
+        const auto start = std::chrono::steady_clock::now();
+        std::size_t got = 0;
+        if (view.lods) {
+            auto draws = b.culler.cull_lods(b.scene.boxes, b.frustum, b.order, view.meshes,
+                                            view.mesh_ids, b.args.grouped);
+            if (!draws) return draws.error();
+            got = draws->size();
+        } else if (view.depth) {
+            auto ids = b.culler.cull_occluded(b.scene.boxes, b.frustum, b.order, *view.depth,
+                                              view.view_projection);
+            if (!ids) return ids.error();
+            got = ids->size();
+        } else {
+            auto ids = b.culler.cull(b.scene.boxes, b.frustum, b.order);
+            if (!ids) return ids.error();
+            got = ids->size();
+        }
+        const double t =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        out.visible = got;
+        if (r > 0) {
+            out.times.push_back(b.culler.last_times());
+            out.wall += t;
+            if (Status s = b.keep_report(); !s) return s.error();
+        }
+    }
+    return out;
+}
+
+void print_one_view(const CullBench& b, const OneView& view, const OneViewRuns& runs,
+                    const std::vector<gpu::StageReport>& stages, const gpu::CopyBandwidth& copy) {
+    const bool lods = view.lods, occlusion = view.depth.has_value();
+    const std::size_t in_frustum =
+        occlusion ? cull_brute_force(b.frustum, b.scene.boxes).size() : 0;
+    if (b.json) {
+        b.open_json(lods ? "lods" : occlusion ? "occlusion" : "frustum");
+        if (lods)
+            std::printf("\"meshes\": %u, \"lods\": %zu, \"grouped\": %s, ", b.args.meshes,
+                        b.args.lods.size() + 1, b.args.grouped ? "true" : "false");
+        if (occlusion)
+            std::printf("\"occlusion\": \"%s\", \"in_frustum\": %zu, ",
+                        json_escape(b.args.occlusion).c_str(), in_frustum);
+        std::printf("\"visible\": %zu, \"visits\": %llu, ", runs.visible,
+                    static_cast<unsigned long long>(b.last_visits()));
+        print_stages_json(stages, copy);
+        return;
+    }
+    print_copy_line(copy);
+    print_stage_rows(stages, copy, 18);
+    auto median = [&](auto get) {
+        std::vector<double> v;
+        for (const gpu::CullTimes& t : runs.times) v.push_back(get(t));
+        return middle_of(std::move(v));
+    };
+    std::printf("  %-18s %10.3f ms\n", "cull total",
+                median([](const gpu::CullTimes& t) { return t.cull_total(); }));
+    std::printf("  %-18s %10.3f ms\n", "gpu total",
+                median([](const gpu::CullTimes& t) { return t.total(); }));
+    std::printf("visible: %zu\n", runs.visible);
+    std::printf("visits: %llu (internal nodes the traversal expanded)\n",
+                static_cast<unsigned long long>(b.last_visits()));
+    if (occlusion) {
+        std::printf("in the frustum: %zu (the depth image hides %zu)\n", in_frustum,
+                    in_frustum - runs.visible);
+    }
+    std::printf("host wall per run (upload, build, cull, download): %.3f ms\n",
+                runs.wall / b.repeat * 1e3);
+}
+
+// The text output's opening lines: device, warm-up, scene and camera.
+void print_heading(const CullBench& b) {
+    const gpu::DeviceInfo& info = b.context.info();
+    std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
+                info.subgroup_size);
+    b.warm.print();
+    std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n",
+                b.scene.name.c_str(), b.scene.boxes.size(), b.args.order.c_str(), b.repeat);
+    const Camera& c = b.camera;
+    std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", c.eye.x, c.eye.y, c.eye.z,
+                c.target.x, c.target.y, c.target.z, c.up.x, c.up.y, c.up.z, c.fovy_deg, c.aspect,
+                c.near, c.far);
+}
+
+// The one-view mode's --lods and --occlusion inputs, checked, and their lines of the text
+// output; an exit status when they are refused.
+std::optional<int> read_one_view(const CullBench& b, OneView& view) {
+    const Args& args = b.args;
+    const bool lods = args.has("lods");
+    if (!lods && (args.has("meshes") || args.has("grouped")))
+        return fail("--meshes and --grouped need --lods");
+    if (lods) {
+        view.lods = true;
+        view.meshes = lod_meshes(args);
+        view.mesh_ids = lod_mesh_ids(args, b.scene.boxes.size());
+        if (!b.json)
+            std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
+                        args.grouped ? "grouped per mesh" : "flat");
+    }
+    const bool occlusion = args.has("occlusion");
+    if (occlusion && (lods || args.has("views")))
+        return fail("--occlusion cannot be combined with --lods or --views");
+    view.view_projection = b.camera.view_projection();
+    if (occlusion) {
+        auto read = args.occlusion == "walls"
+                        ? wall_depth(b.scene.boxes, b.frustum, view.view_projection)
+                        : read_depth_file(args.occlusion);
+        if (!read) return fail(read.error().message);
+        view.depth = std::move(read.value());
+        if (!b.json)
+            std::printf("occlusion: %s, %u x %u depth pyramid of %zu levels\n",
+                        args.occlusion.c_str(), view.depth->width(), view.depth->height(),
+                        view.depth->level_count());
+    }
+    if (b.context.info().timestamp_period_ns == 0 && !b.json)
+        std::printf("warning: this queue has no timestamps\n");
+    if (args.has("views") && lods) return fail("--views and --lods cannot be combined");
+    return std::nullopt;
+}
+#endif
+
 }  // namespace
 
 int run_cull_bench(const Args& args) {
@@ -98,230 +375,33 @@ int run_cull_bench(const Args& args) {
     const Camera camera = args.has("camera") ? args.camera : default_camera(scene->boxes);
     auto frustum = Frustum::from_camera(camera);
     if (!frustum) return fail(frustum.error().message);
-    const std::string& order_name = args.order;
-    const CullOrder order = cull_order(args);
-    const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 5;
-
     auto context = open_context(args);
     if (!context) return fail(context.error().message);
-    const gpu::DeviceInfo& info = context.value()->info();
     auto culler = gpu::Culler::create(*context.value());
     if (!culler) return fail(culler.error().message);
-    const bool json = args.json;  // one JSON object on stdout, nothing else
     auto warm = BenchWarmUp::create(args, *context.value());
     if (!warm) return fail(warm.error().message);
-    if (!json) {
-        std::printf("device: %s (%s), subgroup size %u\n", info.name.c_str(), info.driver.c_str(),
-                    info.subgroup_size);
-        warm->print();
-        std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n",
-                    scene->name.c_str(), scene->boxes.size(), order_name.c_str(), repeat);
-        std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", camera.eye.x, camera.eye.y,
-                    camera.eye.z, camera.target.x, camera.target.y, camera.target.z, camera.up.x,
-                    camera.up.y, camera.up.z, camera.fovy_deg, camera.aspect, camera.near,
-                    camera.far);
-    }
-    const bool lods = args.has("lods");
-    if (!lods && (args.has("meshes") || args.has("grouped")))
-        return fail("--meshes and --grouped need --lods");
-    const std::vector<gpu::Mesh> meshes = lods ? lod_meshes(args) : std::vector<gpu::Mesh>();
-    const std::vector<std::uint32_t> mesh_ids =
-        lods ? lod_mesh_ids(args, scene->boxes.size()) : std::vector<std::uint32_t>();
-    if (lods && !json)
-        std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
-                    args.grouped ? "grouped per mesh" : "flat");
-    const bool occlusion = args.has("occlusion");
-    if (occlusion && (lods || args.has("views")))
-        return fail("--occlusion cannot be combined with --lods or --views");
-    const std::array<float, 16> view_projection = camera.view_projection();
-    std::optional<DepthPyramid> depth;
-    if (occlusion) {
-        auto read = args.occlusion == "walls"
-                        ? wall_depth(scene->boxes, frustum.value(), view_projection)
-                        : read_depth_file(args.occlusion);
-        if (!read) return fail(read.error().message);
-        depth = std::move(read.value());
-        if (!json)
-            std::printf("occlusion: %s, %u x %u depth pyramid of %zu levels\n",
-                        args.occlusion.c_str(), depth->width(), depth->height(),
-                        depth->level_count());
-    }
-    if (info.timestamp_period_ns == 0 && !json)
-        std::printf("warning: this queue has no timestamps\n");
-    // The instruments of the timed runs (the median per stage), the copy kernel's bandwidth,
-    // and the JSON object's opening fields (device, scene and the mode's own).
-    std::vector<std::vector<gpu::StageReport>> reports;
-    auto open_json = [&](const char* mode) {
-        print_device_json(info);
-        std::printf(
-            "\"scene\": \"%s\", \"boxes\": %zu, \"mode\": \"%s\", \"order\": \"%s\", "
-            "\"sort_path\": \"%s\", \"runs\": %d, ",
-            json_escape(scene->name).c_str(), scene->boxes.size(), mode, order_name.c_str(),
-            gpu::sort_path_name(info.sort_path), repeat);
-    };
-    auto last_visits = [&]() -> std::uint64_t {
-        auto visits = culler.value()->last_visits();
-        return visits ? visits.value() : 0;
-    };
-    auto median_of = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
-
-    if (args.has("views")) {
-        // V views around the target: the V culls one after another (cull(): each builds the
-        // tree again; only the cull stages are compared) against one cull_views (one traversal).
-        if (lods) return fail("--views and --lods cannot be combined");
-        std::vector<Frustum> frusta;
-        for (std::uint32_t v = 0; v < args.views; ++v) {
-            auto f = Frustum::from_camera(turned(camera, 2 * 3.14159265358979 * v / args.views));
-            if (!f) return fail(f.error().message);
-            frusta.push_back(f.value());
-        }
-        if (!json)
-            std::printf("views: %u, the camera turned by 360/%u degrees about its up axis each\n",
-                        args.views, args.views);
-        std::vector<double> sep_traversal, sep_total, joint_traversal, joint_total;
-        std::vector<std::size_t> seen;
-        for (int r = 0; r < repeat + 1; ++r) {
-            double traversal = 0, total = 0;
-            seen.clear();
-            for (const Frustum& f : frusta) {
-                if (Status s = warm->before_run(); !s) return fail(s.error().message);
-                auto ids = culler.value()->cull(scene->boxes, f, order);
-                if (!ids) return fail(ids.error().message);
-                seen.push_back(ids->size());
-                traversal += culler.value()->last_times().cull;
-                total += culler.value()->last_times().cull_total();
-            }
-            if (Status s = warm->before_run(); !s) return fail(s.error().message);
-            auto joint = culler.value()->cull_views(scene->boxes, frusta, order);
-            if (!joint) return fail(joint.error().message);
-            for (std::size_t v = 0; v < frusta.size(); ++v) {
-                if ((*joint)[v].size() != seen[v])
-                    return fail("view " + std::to_string(v) + ": the joint cull saw another count");
-            }
-            if (r == 0) continue;  // warm-up
-            sep_traversal.push_back(traversal);
-            sep_total.push_back(total);
-            joint_traversal.push_back(culler.value()->last_times().cull);
-            joint_total.push_back(culler.value()->last_times().cull_total());
-            auto report = culler.value()->last_report();
-            if (!report) return fail(report.error().message);
-            reports.push_back(std::move(report.value()));
-        }
-        if (int status = validation_check(*context.value()); status != 0) return status;
-        if (Status s = warm->before_run(); !s) return fail(s.error().message);
-        auto copy = gpu::measure_copy_bandwidth(*context.value());
-        if (!copy) return fail(copy.error().message);
-        const std::vector<gpu::StageReport> stages = median_stages(reports);
-        if (json) {
-            open_json("views");
-            std::printf("\"views\": %u, \"visible\": [", args.views);
-            for (std::size_t v = 0; v < seen.size(); ++v)
-                std::printf("%s%zu", v ? ", " : "", seen[v]);
-            std::printf("], \"visits\": %llu, ", static_cast<unsigned long long>(last_visits()));
-            print_stages_json(stages, copy.value());
-            return 0;
-        }
-        std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
-                    median_of(sep_traversal));
-        std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
-                    median_of(joint_traversal));
-        std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", median_of(sep_total));
-        std::printf("  %-38s %10.3f ms\n", "cull total, all views at once", median_of(joint_total));
-        std::string counts;
-        for (std::size_t v = 0; v < seen.size(); ++v)
-            counts += (v ? "," : "") + std::to_string(seen[v]);
-        std::printf("visible per view: %s\n", counts.c_str());
-        print_copy_line(copy.value());
-        std::printf("instruments of the cull of all views at once (median over %d runs):\n",
-                    repeat);
-        print_stage_rows(stages, copy.value(), 26);
-        std::printf("visits: %llu (internal nodes the traversal expanded, all views)\n",
-                    static_cast<unsigned long long>(last_visits()));
-        return 0;
-    }
-
-    std::vector<gpu::CullTimes> runs;
-    std::size_t visible = 0;
-    double wall = 0;
-    for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
-        if (Status s = warm->before_run(); !s) return fail(s.error().message);
-        const auto start = std::chrono::steady_clock::now();
-        std::size_t got = 0;
-        if (lods) {
-            auto draws = culler.value()->cull_lods(scene->boxes, frustum.value(), order, meshes,
-                                                   mesh_ids, args.grouped);
-            if (!draws) return fail(draws.error().message);
-            got = draws->size();
-        } else if (occlusion) {
-            auto ids = culler.value()->cull_occluded(scene->boxes, frustum.value(), order, *depth,
-                                                     view_projection);
-            if (!ids) return fail(ids.error().message);
-            got = ids->size();
-        } else {
-            auto ids = culler.value()->cull(scene->boxes, frustum.value(), order);
-            if (!ids) return fail(ids.error().message);
-            got = ids->size();
-        }
-        const double t =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        visible = got;
-        if (r > 0) {
-            runs.push_back(culler.value()->last_times());
-            wall += t;
-            auto report = culler.value()->last_report();
-            if (!report) return fail(report.error().message);
-            reports.push_back(std::move(report.value()));
-        }
-    }
-    if (int status = validation_check(*context.value()); status != 0) return status;
-    auto median = [&](auto get) {
-        std::vector<double> v;
-        for (const gpu::CullTimes& t : runs) v.push_back(get(t));
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
-    if (Status s = warm->before_run(); !s) return fail(s.error().message);
-    auto copy = gpu::measure_copy_bandwidth(*context.value());
+    CullBench b{args,
+                scene.value(),
+                camera,
+                frustum.value(),
+                cull_order(args),
+                args.has("repeat") ? static_cast<int>(args.repeat) : 5,
+                args.json,
+                *context.value(),
+                *culler.value(),
+                warm.value(),
+                {}};
+    if (!b.json) print_heading(b);
+    OneView view;
+    if (std::optional<int> refused = read_one_view(b, view)) return *refused;
+    if (args.has("views")) return run_views(b);
+    auto runs = measure_one_view(b, view);
+    if (!runs) return fail(runs.error().message);
+    if (int status = validation_check(b.context); status != 0) return status;
+    auto copy = b.copy_bandwidth();
     if (!copy) return fail(copy.error().message);
-    const std::vector<gpu::StageReport> stages = median_stages(reports);
-    const std::size_t in_frustum =
-        occlusion ? cull_brute_force(frustum.value(), scene->boxes).size() : 0;
-    if (json) {
-        open_json(lods ? "lods" : occlusion ? "occlusion" : "frustum");
-        if (lods)
-            std::printf("\"meshes\": %u, \"lods\": %zu, \"grouped\": %s, ", args.meshes,
-                        args.lods.size() + 1, args.grouped ? "true" : "false");
-        if (occlusion)
-            std::printf("\"occlusion\": \"%s\", \"in_frustum\": %zu, ",
-                        json_escape(args.occlusion).c_str(), in_frustum);
-        std::printf("\"visible\": %zu, \"visits\": %llu, ", visible,
-                    static_cast<unsigned long long>(last_visits()));
-        print_stages_json(stages, copy.value());
-        return 0;
-    }
-    print_copy_line(copy.value());
-    print_stage_rows(stages, copy.value(), 18);
-    struct Row {
-        const char* name;
-        double (*get)(const gpu::CullTimes&);
-    };
-    const Row rows[] = {
-        {"cull total", [](const gpu::CullTimes& t) { return t.cull_total(); }},
-        {"gpu total", [](const gpu::CullTimes& t) { return t.total(); }},
-    };
-    for (const Row& row : rows) std::printf("  %-18s %10.3f ms\n", row.name, median(row.get));
-    std::printf("visible: %zu\n", visible);
-    std::printf("visits: %llu (internal nodes the traversal expanded)\n",
-                static_cast<unsigned long long>(last_visits()));
-    if (occlusion) {
-        std::printf("in the frustum: %zu (the depth image hides %zu)\n", in_frustum,
-                    in_frustum - visible);
-    }
-    std::printf("host wall per run (upload, build, cull, download): %.3f ms\n",
-                wall / repeat * 1e3);
+    print_one_view(b, view, runs.value(), median_stages(b.reports), copy.value());
     return 0;
 #else
     (void)args;
