@@ -654,29 +654,31 @@ std::optional<RayHit> UniformGrid::ray_cast(const Ray& ray) const {
     return best;
 }
 
+void UniformGrid::ray_cell(const Ray& ray, std::optional<RayHit>& best,
+                           const std::vector<std::uint32_t>& slots) const {
+    ++stats_.leaves_visited;
+    for (const std::uint32_t s : slots) {
+        ++stats_.box_tests;
+        keep_closer(best, ids_[s], ray_box_entry(ray, boxes_[s]));
+    }
+}
+
+bool UniformGrid::ray_linear(const Ray& ray, std::optional<RayHit>& best, double max_steps) const {
+    if (max_steps >= 0) return false;
+    for (const auto& [key, slots] : cells_.cells()) {
+        ++stats_.nodes_visited;
+        ray_cell(ray, best, slots);
+    }
+    return true;
+}
+
 bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool first,
                            double max_steps) const {
-    const bool bounded = max_steps >= 0;
-    const auto consider = [&](std::uint32_t slot) {
-        ++stats_.box_tests;
-        keep_closer(best, ids_[slot], ray_box_entry(ray, boxes_[slot]));
-    };
-    const auto consider_cell = [&](const std::vector<std::uint32_t>& slots) {
-        ++stats_.leaves_visited;
-        for (const std::uint32_t s : slots) consider(s);
-    };
-    // A bounded walk leaves what it cannot walk to the unbounded one.
-    const auto linear = [&]() {
-        if (bounded) return false;
-        for (const auto& [key, slots] : cells_.cells()) {
-            ++stats_.nodes_visited;
-            consider_cell(slots);
-        }
-        return true;
-    };
-
     if (first) {
-        for (const std::uint32_t s : large_) consider(s);
+        for (const std::uint32_t s : large_) {
+            ++stats_.box_tests;
+            keep_closer(best, ids_[s], ray_box_entry(ray, boxes_[s]));
+        }
     }
     if (small_count_ == 0 || !(ray.tmax >= 0)) return true;  // no hit for tmax < 0 or NaN
 
@@ -684,48 +686,62 @@ bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool fir
     // have the sign of lo - o, unless the quotient underflows (a gap below |d| * 2^-149). So
     // the origin's cell(s) hold every box entered at 0, and after a hit at 0 nothing else can
     // tie. A walk with max_steps = 0 visits only them.
-    const auto origin_cells = [&]() {
+    if (max_steps == 0 || (best && best->t == 0)) {
+        for (int a = 0; a < 3; ++a) {
+            if (!std::isfinite(ray.origin[a]) || !std::isfinite(ray.dir[a]))
+                return ray_linear(ray, best, max_steps);
+        }
         CellCoord lo, hi;
         for (int a = 0; a < 3; ++a) {
             const double o = ray.origin[a], m = std::abs(double(ray.dir[a])) * 1e-44;
             lo[a] = clamp_floor((o - m - origin_[a]) * inv_cell_[a]);
             hi[a] = clamp_floor((o + m - origin_[a]) * inv_cell_[a]);
         }
-        for_each_cell(lo, hi, [&](const CellCoord&, const auto& slots) { consider_cell(slots); });
-    };
-    if (max_steps == 0 || (best && best->t == 0)) {
-        for (int a = 0; a < 3; ++a) {
-            if (!std::isfinite(ray.origin[a]) || !std::isfinite(ray.dir[a])) return linear();
-        }
-        origin_cells();
+        for_each_cell(lo, hi,
+                      [&](const CellCoord&, const auto& slots) { ray_cell(ray, best, slots); });
         return !(max_steps == 0 && !(best && best->t == 0));
     }
 
+    const std::optional<RaySpan> span = ray_span(ray);
+    if (!span) return true;
+    if (span->linear) return ray_linear(ray, best, max_steps);
+    // Every box here enters at t0 or after: none can beat a hit before t0, nor tie it.
+    if (best && double(best->t) < span->t0) return true;
+    return ray_dda(ray, *span, best, max_steps);
+}
+
+std::optional<UniformGrid::RaySpan> UniformGrid::ray_span(const Ray& ray) const {
     // Clip [0, tmax] to the small boxes' bounds, grown by the rounding margin.
-    double t0 = 0, t1 = ray.tmax;
-    std::array<double, 3> g0{}, gd{};
+    RaySpan span;
+    span.t1 = ray.tmax;
     for (int a = 0; a < 3; ++a) {
         const double o = ray.origin[a], d = ray.dir[a];
-        if (!std::isfinite(o) || !std::isfinite(d)) return linear();
+        if (!std::isfinite(o) || !std::isfinite(d)) return RaySpan{true};
         const double lo = small_bounds_.min[a], hi = small_bounds_.max[a];
         const double margin =
             kRayRelativeMargin * (std::abs(o) + std::max(std::abs(lo), std::abs(hi))) +
             std::numeric_limits<float>::min();
-        g0[a] = (o - origin_[a]) * inv_cell_[a];
-        gd[a] = d * inv_cell_[a];
+        span.g0[a] = (o - origin_[a]) * inv_cell_[a];
+        span.gd[a] = d * inv_cell_[a];
         if (d == 0) {
-            if (o < lo - margin || o > hi + margin) return true;
+            if (o < lo - margin || o > hi + margin) return std::nullopt;
             continue;
         }
         double ta = (lo - margin - o) / d, tb = (hi + margin - o) / d;
         if (ta > tb) std::swap(ta, tb);
-        t0 = std::max(t0, ta);
-        t1 = std::min(t1, tb);
+        span.t0 = std::max(span.t0, ta);
+        span.t1 = std::min(span.t1, tb);
     }
-    if (!(t0 <= t1)) return true;
-    // Every box here enters at t0 or after: none can beat a hit before t0, nor tie it.
-    if (best && double(best->t) < t0) return true;
+    if (!(span.t0 <= span.t1)) return std::nullopt;
+    return span;
+}
 
+bool UniformGrid::ray_dda(const Ray& ray, const RaySpan& span, std::optional<RayHit>& best,
+                          double max_steps) const {
+    const bool bounded = max_steps >= 0;
+    const double t0 = span.t0, t1 = span.t1;
+    const std::array<double, 3>& g0 = span.g0;
+    const std::array<double, 3>& gd = span.gd;
     // Rounding margin, in cells, at parameter t: the point ray(t) found by ray_box_entry may
     // be off the box by this much. Grows with t, so its value at t1 bounds the whole walk.
     // (An axis the ray does not move along contributes no t term: t1 may be infinite there.)
@@ -739,10 +755,10 @@ bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool fir
     const auto grid_at = [&](int a, double t) { return gd[a] == 0 ? g0[a] : g0[a] + t * gd[a]; };
     double crossings = 0;
     for (int a = 0; a < 3; ++a) {
-        if (!std::isfinite(margin_cells(a, t1))) return linear();
+        if (!std::isfinite(margin_cells(a, t1))) return ray_linear(ray, best, max_steps);
         if (!(std::abs(grid_at(a, t0)) <= kMaxGridMagnitude) ||
             !(std::abs(grid_at(a, t1)) <= kMaxGridMagnitude)) {
-            return linear();
+            return ray_linear(ray, best, max_steps);
         }
         crossings += (gd[a] == 0 ? 0 : std::abs(gd[a]) * (t1 - t0)) + 1;
     }
@@ -771,7 +787,7 @@ bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool fir
     double t = t0;
     for (double step = 0;; ++step) {
         if (bounded && step >= max_steps) return false;
-        if (step > stall_steps || lookups > lookup_limit) return linear();
+        if (step > stall_steps || lookups > lookup_limit) return ray_linear(ray, best, max_steps);
         double t_end = std::min({next[0], next[1], next[2], t1});
         if (t_end < t) t_end = t;
         CellCoord lo, hi;
@@ -782,7 +798,8 @@ bool UniformGrid::ray_walk(const Ray& ray, std::optional<RayHit>& best, bool fir
             hi[a] = clamp_floor(std::max(ga, gb) + m);
         }
         const std::uint64_t visited = stats_.nodes_visited;
-        for_each_cell(lo, hi, [&](const CellCoord&, const auto& slots) { consider_cell(slots); });
+        for_each_cell(lo, hi,
+                      [&](const CellCoord&, const auto& slots) { ray_cell(ray, best, slots); });
         lookups += double(stats_.nodes_visited - visited);
         if (t_end >= t1) break;
         t = t_end;

@@ -183,6 +183,26 @@ private:
     /// `best`. Returns false if it stopped after `max_steps` DDA steps without finishing (it then
     /// never scans linearly); max_steps < 0 walks to the end.
     bool ray_walk(const Ray& ray, std::optional<RayHit>& best, bool first, double max_steps) const;
+    /// A ray's part within the small boxes' bounds grown by the rounding margin: parameters
+    /// [t0, t1] and grid coordinates g0 + t * gd on each axis; `linear` when the origin or the
+    /// direction is not finite (the walk then scans linearly).
+    struct RaySpan {
+        bool linear = false;
+        double t0 = 0, t1 = 0;
+        std::array<double, 3> g0{}, gd{};
+    };
+    /// The ray's RaySpan, or nothing when it misses the grown bounds.
+    std::optional<RaySpan> ray_span(const Ray& ray) const;
+    /// ray_walk's 3D-DDA over `span`, or its linear scan where the walk would stall or look up
+    /// more cells than the level holds; the same return value.
+    bool ray_dda(const Ray& ray, const RaySpan& span, std::optional<RayHit>& best,
+                 double max_steps) const;
+    /// The ray against every box of one cell's slots (one leaf visit), keeping the closest hit.
+    void ray_cell(const Ray& ray, std::optional<RayHit>& best,
+                  const std::vector<std::uint32_t>& slots) const;
+    /// The linear scan of every cell of this level for an unbounded walk (true); a bounded one
+    /// (max_steps >= 0) leaves it to the unbounded walk (false).
+    bool ray_linear(const Ray& ray, std::optional<RayHit>& best, double max_steps) const;
     /// This level's part of nearest: shells around p's cell (radius <= 1 and the large boxes
     /// when `first`; else until settled, or a linear scan), adding to the shared `candidates`;
     /// true if no box of this level not met can be among the k nearest.
