@@ -285,6 +285,91 @@ struct Lbvh::Impl {
         return report;
     }
 
+    // One attempt of find_pairs' pairs pass, recorded into cmd: the first also builds the tree
+    // and is timed with it; a rerun (after growing) is timed on its own and added to the pairs.
+    Status record_attempt(Lbvh& self, VkCommandBuffer cmd, std::uint32_t n,
+                          const LbvhPairBuffers& out, const ProxyPairs& keyed, bool first) {
+        compute_barrier(cmd);  // make the staged upload visible to the shaders
+        if (first) {
+            stamps.reset(cmd, 0, kQueries);
+            if (Status s = self.record_build(cmd, build_buffers(), n, stamps.handle(), 0); !s)
+                return s;
+        }
+        compute_barrier(cmd);
+        if (!first) {
+            sort_stamps.reset(cmd, 0, 2);
+            sort_stamps.write(cmd, 0);
+            sort_marks[0] = impl_of(*context).dispatches_recorded;
+        }
+        if (Status s = record_proxy_pairs(self, cmd, {whole(nodes), n}, out, keyed); !s) return s;
+        if (first) {
+            stamps.write(cmd, kBuildQueries);
+            marks[kBuildQueries] = impl_of(*context).dispatches_recorded;
+        } else {
+            sort_stamps.write(cmd, 1);
+            sort_marks[1] = impl_of(*context).dispatches_recorded;
+        }
+        return Status::success();
+    }
+
+    // After an attempt that found `found` pairs with status st: grows what overflowed (the work
+    // queue, the pass's rounds, then the pair buffer, with headroom for the next frame) and says
+    // whether to run the pass again; an error when the limit is reached.
+    Result<bool> grow_for_rerun(const TraversalStatus& st, std::uint64_t found,
+                                std::uint32_t& pass_rounds) {
+        const VkDeviceSize max_range = context->info().max_storage_buffer_range;
+        if (st.flags & kTraversalQueueOverflow) {
+            // A round queued more subtrees than the work buffer holds: grow it, run again.
+            const std::uint32_t max_work = default_traversal_capacity(~0ull, max_range);
+            if (work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
+            work_capacity =
+                static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, max_work));
+            work = Buffer();
+            if (Status e = ensure(work, traversal_work_bytes(work_capacity)); !e) return e.error();
+            return true;
+        }
+        if (st.flags & kTraversalIncomplete) {
+            // Deeper than the default rounds reach: kTraversalMaxRounds always finish.
+            if (pass_rounds >= kTraversalMaxRounds)
+                return traversal_outcome(st, "all pairs").error();
+            pass_rounds = kTraversalMaxRounds;
+            return true;
+        }
+        if (found <= pair_capacity) return false;
+        // Past 2^32 pairs too: the total is exact in 64 bits (the count saturates).
+        if (Status e = check_pair_total(device_limits(context->info()), "Lbvh::find_pairs", found);
+            !e)
+            return e.error();
+        pair_capacity =
+            static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_range / 8));
+        pair_buffer = Buffer();
+        if (Status e = ensure(pair_buffer, pair_capacity * 8ull); !e) return e.error();
+        return true;
+    }
+
+    // Sorts the first `count` pair keys of pair_buffer (2 * key_bits bits) on the GPU, timed as
+    // the "pair sort" stage. count <= pair_capacity, so the keys fit one binding.
+    Status sort_pair_keys(std::uint32_t count, std::uint32_t key_bits) {
+        if (Status e = ensure(keys_tmp, count * 8ull); !e) return e;
+        if (Status e = ensure(sort_scratch, RadixSort::scratch_size(count)); !e) return e;
+        SortBuffers sb{};
+        sb.keys = first_bytes(whole(pair_buffer), count * 8ull);
+        sb.keys_tmp = first_bytes(whole(keys_tmp), count * 8ull);
+        sb.scratch = first_bytes(whole(sort_scratch), RadixSort::scratch_size(count));
+        Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
+            sort_stamps.reset(cmd, 0, 2);
+            sort_stamps.write(cmd, 0);
+            sort_marks[0] = impl_of(*context).dispatches_recorded;
+            sort.record(cmd, sb, count, 2, 2 * key_bits);
+            sort_marks[1] = impl_of(*context).dispatches_recorded;
+            compute_barrier(cmd);
+            sort_stamps.write(cmd, 1);
+        });
+        if (!s) return s;
+        times.pair_sort = sort_stamps.ms(0, 1);
+        return Status::success();
+    }
+
     void read_times(bool with_pairs) {
         times = {};
         double span[kQueries - 1] = {};
@@ -597,17 +682,15 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     Impl& im = *impl_;
     if (Status s = im.prepare(input); !s) return s.error();
     auto n = static_cast<std::uint32_t>(input.size());
-    const VkDeviceSize max_range = im.context->info().max_storage_buffer_range;
-    const VkDeviceSize max_pairs = max_range / 8;
-    const std::uint32_t max_work = default_traversal_capacity(~0ull, max_range);
     if (im.pair_capacity == 0) {
+        const VkDeviceSize max_pairs = im.context->info().max_storage_buffer_range / 8;
         im.pair_capacity = static_cast<std::uint32_t>(
             std::min<VkDeviceSize>(std::max(4ull * n, 1024ull), max_pairs));
         if (Status s = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !s) return s.error();
     }
     bool first = true;
     std::uint32_t rounds = kTraversalRounds;
-    std::uint64_t found = 0, visits = 0;
+    std::uint64_t found = 0;
     // The pairs pass stores each pair as its key i << b | j, which the GPU sorts after it (the
     // keys of a few million pairs sort in well under a millisecond there; std::sort of the
     // pairs on one host core takes 146 ms for 2M pairs and 1.9 s for 20M).
@@ -625,26 +708,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
                             {whole(im.work), im.work_capacity, rounds}};
         Status recorded;
         Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            compute_barrier(cmd);  // make the staged upload visible to the shaders
-            if (first) im.stamps.reset(cmd, 0, kQueries);
-            if (first &&
-                !(recorded = record_build(cmd, im.build_buffers(), n, im.stamps.handle(), 0)))
-                return;
-            compute_barrier(cmd);
-            if (!first) {  // a rerun: timed on its own
-                im.sort_stamps.reset(cmd, 0, 2);
-                im.sort_stamps.write(cmd, 0);
-                im.sort_marks[0] = impl_of(*im.context).dispatches_recorded;
-            }
-            if (!(recorded = record_proxy_pairs(*this, cmd, {whole(im.nodes), n}, out, keyed)))
-                return;
-            if (first) {
-                im.stamps.write(cmd, kBuildQueries);
-                im.marks[kBuildQueries] = impl_of(*im.context).dispatches_recorded;
-            } else {
-                im.sort_stamps.write(cmd, 1);
-                im.sort_marks[1] = impl_of(*im.context).dispatches_recorded;
-            }
+            recorded = im.record_attempt(*this, cmd, n, out, keyed, first);
         });
         if (!s) return s.error();
         if (!recorded) return recorded.error();
@@ -658,37 +722,12 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
         found = pair_total(st);
-        visits = traversal_visits(st);
         ++im.pair_attempts;
-        visits_all += visits;
+        visits_all += traversal_visits(st);
         im.stored_pairs += std::min<std::uint64_t>(found, capacity);
-        if (st.flags & kTraversalQueueOverflow) {
-            // A round queued more subtrees than the work buffer holds: grow it, run again.
-            if (im.work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
-            im.work_capacity = static_cast<std::uint32_t>(
-                std::min<std::uint64_t>(4ull * im.work_capacity, max_work));
-            im.work = Buffer();
-            if (Status e = im.ensure(im.work, traversal_work_bytes(im.work_capacity)); !e)
-                return e.error();
-            continue;
-        }
-        if (st.flags & kTraversalIncomplete) {
-            // Deeper than the default rounds reach: kTraversalMaxRounds always finish.
-            if (rounds >= kTraversalMaxRounds) return traversal_outcome(st, "all pairs").error();
-            rounds = kTraversalMaxRounds;
-            continue;
-        }
-        if (found <= im.pair_capacity) break;
-        // Past 2^32 pairs too: the total is exact in 64 bits (the count saturates).
-        if (Status e =
-                check_pair_total(device_limits(im.context->info()), "Lbvh::find_pairs", found);
-            !e)
-            return e.error();
-        // Grow with headroom for the next frame, and run the pairs pass again.
-        im.pair_capacity =
-            static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_pairs));
-        im.pair_buffer = Buffer();
-        if (Status e = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !e) return e.error();
+        auto again = im.grow_for_rerun(st, found, rounds);
+        if (!again) return again.error();
+        if (!again.value()) break;
     }
     im.last_visits = visits_all;
     im.last_pairs = found;
@@ -701,25 +740,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     }
     const auto count = static_cast<std::uint32_t>(found);
     if (count >= 2) {
-        // found <= pair_capacity, so the keys fit one binding and the sort's scratch follows.
-        if (Status e = im.ensure(im.keys_tmp, found * 8ull); !e) return e.error();
-        if (Status e = im.ensure(im.sort_scratch, RadixSort::scratch_size(count)); !e)
-            return e.error();
-        SortBuffers sb{};
-        sb.keys = first_bytes(whole(im.pair_buffer), found * 8ull);
-        sb.keys_tmp = first_bytes(whole(im.keys_tmp), found * 8ull);
-        sb.scratch = first_bytes(whole(im.sort_scratch), RadixSort::scratch_size(count));
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            im.sort_stamps.reset(cmd, 0, 2);
-            im.sort_stamps.write(cmd, 0);
-            im.sort_marks[0] = impl_of(*im.context).dispatches_recorded;
-            im.sort.record(cmd, sb, count, 2, 2 * keyed.key_bits);
-            im.sort_marks[1] = impl_of(*im.context).dispatches_recorded;
-            compute_barrier(cmd);
-            im.sort_stamps.write(cmd, 1);
-        });
-        if (!s) return s.error();
-        im.times.pair_sort = im.sort_stamps.ms(0, 1);
+        if (Status e = im.sort_pair_keys(count, keyed.key_bits); !e) return e.error();
     }
     im.has_report = true;
     if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
