@@ -55,6 +55,17 @@ bool parse_unsigned(std::string_view text, std::uint64_t max, std::uint64_t& out
 }  // namespace
 
 Status validate_box(const Box& box, std::size_t id) {
+    // The test first, with no message built: validate_boxes runs it on every box of every frame
+    // (building the "box i: " prefix for each valid box cost 26 ns a box, 258 ms at 10M).
+    // -max <= min <= max <= max_float on each axis holds exactly when both are finite (a NaN
+    // compares false) and min <= max.
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const auto axis_ok = [](float lo, float hi) {
+        return (-kMax <= lo) & (lo <= hi) & (hi <= kMax);
+    };
+    if (axis_ok(box.min.x, box.max.x) & axis_ok(box.min.y, box.max.y) &
+        axis_ok(box.min.z, box.max.z))
+        return Status::success();
     static constexpr const char* kAxis[] = {"x", "y", "z"};
     const std::string prefix = "box " + std::to_string(id) + ": ";
     auto fail = [&](std::string what) {
