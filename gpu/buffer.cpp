@@ -124,27 +124,45 @@ Result<Buffer> Context::create_buffer(VkDeviceSize size, MemoryKind kind) {
     return buffer;
 }
 
-Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
-                       VkDeviceSize offset) {
+Status upload_by(Context& context, const Buffer& dst, VkDeviceSize size, VkDeviceSize offset,
+                 const std::function<void(void*)>& write) {
     if (size == 0) return {};
     if (offset + size > dst.size())
         return Error{ErrorCode::invalid_argument, "upload past the end of a buffer"};
     if (dst.mapped()) {
-        std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, size);
+        write(static_cast<char*>(dst.mapped()) + offset);
         return {};
     }
-    Buffer& staging = impl_->upload_staging;
+    Buffer& staging = impl_of(context).upload_staging;
     if (staging.size() < size) {
         staging = Buffer();  // the old one first: both may not fit together
-        auto grown = create_buffer(size, MemoryKind::upload);
+        auto grown = context.create_buffer(size, MemoryKind::upload);
         if (!grown) return grown.error();
         staging = std::move(grown.value());
     }
-    std::memcpy(staging.mapped(), data, size);
-    return submit_and_wait([&](VkCommandBuffer cmd) {
+    write(staging.mapped());
+    return context.submit_and_wait([&](VkCommandBuffer cmd) {
         VkBufferCopy copy{0, offset, size};
         vkCmdCopyBuffer(cmd, staging.handle(), dst.handle(), 1, &copy);
     });
+}
+
+Status Context::upload(const Buffer& dst, const void* data, VkDeviceSize size,
+                       VkDeviceSize offset) {
+    return upload_by(*this, dst, size, offset,
+                     [&](void* destination) { std::memcpy(destination, data, size); });
+}
+
+void write_gpu_boxes(std::span<const Box> boxes, gpu_layout::GpuBox* out) {
+    for (const Box& b : boxes)
+        *out++ = {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
+}
+
+Status upload_boxes(Context& context, const Buffer& dst, std::span<const Box> boxes) {
+    return upload_by(context, dst, boxes.size() * sizeof(gpu_layout::GpuBox), 0,
+                     [&](void* destination) {
+                         write_gpu_boxes(boxes, static_cast<gpu_layout::GpuBox*>(destination));
+                     });
 }
 
 Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset) {

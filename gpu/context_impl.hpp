@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -127,6 +128,18 @@ Error vk_error(VkResult result, const std::string& what);
         VkResult bp_result_ = (call);                                    \
         if (bp_result_ != VK_SUCCESS) return vk_error(bp_result_, what); \
     } while (0)
+
+/// Context::upload with the `size` bytes written by write(destination) straight into dst's
+/// mapped memory or the context's kept staging buffer, so that data converted on the way (boxes
+/// to the GPU layout) is not first built in a vector and then copied.
+Status upload_by(Context& context, const Buffer& dst, VkDeviceSize size, VkDeviceSize offset,
+                 const std::function<void(void*)>& write);
+
+/// Uploads `boxes` in the GPU layout (write_gpu_boxes) to the start of dst.
+Status upload_boxes(Context& context, const Buffer& dst, std::span<const Box> boxes);
+
+/// Writes `boxes` in the GPU layout (w = 0) to out[0 .. boxes.size()).
+void write_gpu_boxes(std::span<const Box> boxes, gpu_layout::GpuBox* out);
 
 /// Full barrier between compute (and transfer) writes and later compute/transfer access.
 void compute_barrier(VkCommandBuffer cmd);

@@ -210,11 +210,7 @@ struct Culler::Impl {
         if (Status s = ensure(scratch, scratch_bytes); !s) return s.error();
         if (Status s = ensure_output(std::max(capacity, std::min<std::uint32_t>(n, 1024))); !s)
             return s.error();
-        if (n > 0) {
-            std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
-            if (Status s = context->upload(boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s)
-                return s.error();
-        }
+        if (Status s = upload_boxes(*context, boxes, input); !s) return s.error();
         return n;
     }
 

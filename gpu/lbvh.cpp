@@ -237,8 +237,7 @@ struct Lbvh::Impl {
             work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
             if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
         }
-        std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
-        return context->upload(boxes, gpu_boxes.data(), gpu_boxes.size() * sizeof(GpuBox));
+        return upload_boxes(*context, boxes, input);
     }
 
     LbvhRequirements requirements(std::uint32_t n) const {
@@ -795,10 +794,7 @@ Result<bool> Lbvh::read_refined() {
 
 std::vector<GpuBox> to_gpu_boxes(std::span<const Box> boxes) {
     std::vector<GpuBox> out(boxes.size());
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-        const Box& b = boxes[i];
-        out[i] = {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
-    }
+    write_gpu_boxes(boxes, out.data());
     return out;
 }
 

@@ -406,9 +406,7 @@ Status MovingScene::Impl::stage(std::span<const Box> input) {
     const auto start = std::chrono::steady_clock::now();
     if (Status s = ensure_host(staging, input.size() * sizeof(GpuBox), MemoryKind::upload); !s)
         return s;
-    auto* out = static_cast<GpuBox*>(staging.mapped());
-    for (const Box& b : input)
-        *out++ = {{b.min.x, b.min.y, b.min.z, 0}, {b.max.x, b.max.y, b.max.z, 0}};
+    write_gpu_boxes(input, static_cast<GpuBox*>(staging.mapped()));
     times.upload = ms_since(start);
     return {};
 }

@@ -354,8 +354,7 @@ Status LbvhQueries::build(std::span<const Box> input) {
     if (n == 0) return {};
     if (Status s = im.ensure(im.boxes, req.boxes); !s) return s;
     if (Status s = im.ensure(im.build_scratch, req.scratch); !s) return s;
-    std::vector<GpuBox> gpu_boxes = to_gpu_boxes(input);
-    if (Status s = im.context->upload(im.boxes, gpu_boxes.data(), n * sizeof(GpuBox)); !s) return s;
+    if (Status s = upload_boxes(*im.context, im.boxes, input); !s) return s;
     Status recorded;
     Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
         compute_barrier(cmd);
