@@ -90,6 +90,32 @@ TEST(ValidateBox, PrintsCoordinatesExactly) {
     EXPECT_EQ(s.error().message, "box 0: min.x (0.1) > max.x (0.099999994)");
 }
 
+// validate_box tests a box before it builds any message: on every axis, for every pair of edge
+// values (infinities, the largest finite floats, denormals, signed zeros, NaN), it accepts
+// exactly the boxes with finite coordinates and min <= max, and names the box otherwise.
+TEST(ValidateBox, AcceptsExactlyFiniteOrderedBoxesAtTheEdges) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    constexpr float kDenorm = std::numeric_limits<float>::denorm_min();
+    const float values[] = {-kInf,   -kMax, -1.0f, -kDenorm, -0.0f, 0.0f,
+                            kDenorm, 1.0f,  kMax,  kInf,     kNaN};
+    for (int axis = 0; axis < 3; ++axis) {
+        for (float lo : values) {
+            for (float hi : values) {
+                Box b = kUnit;
+                b.min[axis] = lo;
+                b.max[axis] = hi;
+                const bool valid = std::isfinite(lo) && std::isfinite(hi) && !(lo > hi);
+                const Status s = validate_box(b, 9);
+                EXPECT_EQ(bool(s), valid) << "axis " << axis << ": " << lo << ", " << hi;
+                if (!s) {
+                    EXPECT_EQ(s.error().box, 9u);
+                    EXPECT_EQ(s.error().message.rfind("box 9: ", 0), 0u) << s.error().message;
+                }
+            }
+        }
+    }
+}
+
 TEST(ValidateBoxes, ReportsTheFirstBadBox) {
     std::vector<Box> boxes(10, kUnit);
     boxes[6].max.y = kNaN;
