@@ -165,29 +165,35 @@ Status upload_boxes(Context& context, const Buffer& dst, std::span<const Box> bo
                      });
 }
 
-Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset) {
+Status download_by(Context& context, const Buffer& src, VkDeviceSize size, VkDeviceSize offset,
+                   const std::function<void(const void*)>& read) {
     if (size == 0) return {};
     if (offset + size > src.size())
         return Error{ErrorCode::invalid_argument, "download past the end of a buffer"};
     if (src.mapped()) {
-        std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, size);
+        read(static_cast<const char*>(src.mapped()) + offset);
         return {};
     }
-    Buffer& staging = impl_->readback_staging;
+    Buffer& staging = impl_of(context).readback_staging;
     if (staging.size() < size) {
         staging = Buffer();
-        auto grown = create_buffer(size, MemoryKind::readback);
+        auto grown = context.create_buffer(size, MemoryKind::readback);
         if (!grown) return grown.error();
         staging = std::move(grown.value());
     }
-    Status s = submit_and_wait([&](VkCommandBuffer cmd) {
+    Status s = context.submit_and_wait([&](VkCommandBuffer cmd) {
         VkBufferCopy copy{offset, 0, size};
         vkCmdCopyBuffer(cmd, src.handle(), staging.handle(), 1, &copy);
         host_barrier(cmd);
     });
     if (!s) return s;
-    std::memcpy(data, staging.mapped(), size);
+    read(staging.mapped());
     return {};
+}
+
+Status Context::download(const Buffer& src, void* data, VkDeviceSize size, VkDeviceSize offset) {
+    return download_by(*this, src, size, offset,
+                       [&](const void* source) { std::memcpy(data, source, size); });
 }
 
 }  // namespace broadphase::gpu

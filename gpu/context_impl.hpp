@@ -135,6 +135,12 @@ Error vk_error(VkResult result, const std::string& what);
 Status upload_by(Context& context, const Buffer& dst, VkDeviceSize size, VkDeviceSize offset,
                  const std::function<void(void*)>& write);
 
+/// Context::download with the `size` bytes handed to read(source) where they lie, in src's
+/// mapped memory or the context's kept readback buffer, so that data converted on the way
+/// (pair keys to pairs) is not first copied into a vector.
+Status download_by(Context& context, const Buffer& src, VkDeviceSize size, VkDeviceSize offset,
+                   const std::function<void(const void*)>& read);
+
 /// Uploads `boxes` in the GPU layout (write_gpu_boxes) to the start of dst.
 Status upload_boxes(Context& context, const Buffer& dst, std::span<const Box> boxes);
 

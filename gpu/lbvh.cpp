@@ -732,7 +732,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     im.last_pairs = found;
     im.times.pair_sort = 0;
     im.sort_marks = {};
-    std::vector<Pair> pairs(found);
+    std::vector<Pair> pairs;
     if (found == 0) {
         im.has_report = true;
         return pairs;
@@ -742,9 +742,11 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         if (Status e = im.sort_pair_keys(count, keyed.key_bits); !e) return e.error();
     }
     im.has_report = true;
-    if (Status d = im.context->download(im.pair_buffer, pairs.data(), found * 8ull); !d)
-        return d.error();
-    for (Pair& p : pairs) p = unpack_pair_key(p.i, p.j, keyed.key_bits);
+    // The keys are unpacked where the download lands (no copy of them first).
+    Status d = download_by(*im.context, im.pair_buffer, found * 8ull, 0, [&](const void* keys) {
+        pairs = unpack_pair_keys(keys, found, keyed.key_bits);
+    });
+    if (!d) return d.error();
     return pairs;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "broadphase/gpu.hpp"
 #include "broadphase/gpu_frames.hpp"
@@ -35,6 +37,20 @@ inline std::uint32_t pair_key_bits(std::uint32_t n) {
 /// The pair of a key (low word, high word) of shaders/lbvh_pairs.glsl with kPairsKeys.
 inline Pair unpack_pair_key(std::uint32_t lo, std::uint32_t hi, std::uint32_t b) {
     return {(lo >> b) | (hi << (32 - b)), lo & ((1u << b) - 1)};
+}
+
+/// The pairs of the `count` keys (two words each, low first) at `keys`: host memory the keys
+/// were downloaded to, read where they lie.
+inline std::vector<Pair> unpack_pair_keys(const void* keys, std::uint64_t count, std::uint32_t b) {
+    std::vector<Pair> pairs;
+    pairs.reserve(count);
+    const auto* words = static_cast<const unsigned char*>(keys);
+    for (std::uint64_t k = 0; k < count; ++k) {
+        std::uint32_t w[2];
+        std::memcpy(w, words + 8 * k, 8);
+        pairs.push_back(unpack_pair_key(w[0], w[1], b));
+    }
+    return pairs;
 }
 
 struct ProxyPairs {

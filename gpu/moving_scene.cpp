@@ -280,14 +280,11 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     const char* data = static_cast<const char*>(readback.mapped());
     result.began.resize(began_bytes / 8);
     result.ended.resize(ended_bytes / 8);
-    result.pairs.resize(pairs_bytes / 8);
     // (An empty vector's data() may be null, which memcpy does not allow even for 0 bytes.)
     if (began_bytes > 0) std::memcpy(result.began.data(), data, began_bytes);
     if (ended_bytes > 0) std::memcpy(result.ended.data(), data + began_bytes, ended_bytes);
-    if (pairs_bytes > 0)
-        std::memcpy(result.pairs.data(), data + began_bytes + ended_bytes, pairs_bytes);
-    const std::uint32_t b = key_bits();
-    for (Pair& p : result.pairs) p = unpack_pair_key(p.i, p.j, b);
+    // The sorted keys are unpacked where they lie in the readback buffer.
+    result.pairs = unpack_pair_keys(data + began_bytes + ended_bytes, pairs_bytes / 8, key_bits());
     return result;
 }
 
