@@ -462,50 +462,72 @@ Status check_occlusion(const CullOcclusion& o) {
 // Culler::record, with LODs when `lods` is given, against a depth pyramid when `occlusion` is.
 // The traversal's visit count starts from zero unless `add_visits` (record_views' later views
 // of the approximate order add theirs to the first's).
-Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree,
-                   const Frustum& frustum, CullOrder order, const BufferRange& scratch,
-                   const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion,
-                   VkQueryPool pool, std::uint32_t first_query, bool add_visits = false) {
-    const std::uint32_t n = tree.n;
+// What one cull request needs besides the tree: the output sizes its capacity sets, and what
+// its LODs and occlusion (when given) read.
+struct CullShape {
+    VkDeviceSize id_bytes = 0, command_bytes = 0;
+    std::uint32_t mesh_count = 0;
+    bool grouped = false;
+    bool pyramid = false, stamps = false;  // the occlusion phase reads the pyramid / the stamps
+    VkDeviceSize pyramid_size = 0;
+};
+
+CullShape cull_shape(const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion) {
+    CullShape c;
     const VkDeviceSize cap = out.capacity;
-    const VkDeviceSize id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
-    const VkDeviceSize command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
-    const std::uint32_t mesh_count = lods ? lods->mesh_count : 0;
-    const bool grouped = lods && lods->grouped;
-    if (lods && (mesh_count == 0 || mesh_count > (1u << 24)))
+    c.id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
+    c.command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
+    c.mesh_count = lods ? lods->mesh_count : 0;
+    c.grouped = lods && lods->grouped;
+    // Without occlusion, or in a phase that does not read them, the pyramid and the
+    // visibility stamps need 0 bytes.
+    c.pyramid = occlusion && occlusion->phase != OcclusionPhase::early;
+    c.stamps = occlusion && occlusion->phase != OcclusionPhase::single;
+    c.pyramid_size =
+        c.pyramid ? pyramid_bytes(depth_pyramid_levels(occlusion->width, occlusion->height)) : 0;
+    return c;
+}
+
+// Culler::record's checks of a request, in this order: the LODs' mesh count, the occlusion
+// inputs, then every range against what the cull reads and writes. Its shape when they pass.
+Result<CullShape> check_cull_request(const Culler& self, CullerImpl& im, const LbvhTree& tree,
+                                     const BufferRange& scratch, const CullOutput& out,
+                                     const CullLods* lods, const CullOcclusion* occlusion) {
+    const std::uint32_t n = tree.n;
+    if (lods && (lods->mesh_count == 0 || lods->mesh_count > (1u << 24)))
         return Error{ErrorCode::invalid_argument,
                      "Culler::record: CullLods::mesh_count must be 1 to 2^24, got " +
-                         std::to_string(mesh_count)};
+                         std::to_string(lods->mesh_count)};
     // Without LODs their ranges need 0 bytes: not used, not checked.
     const CullLods none{};
     const CullLods& l = lods ? *lods : none;
     const bool want_lods = l.draw_lods.buffer != VK_NULL_HANDLE;
-    // Without occlusion, or in a phase that does not read them, the pyramid and the
-    // visibility stamps need 0 bytes.
     if (occlusion) {
-        if (Status st = check_occlusion(*occlusion); !st) return st;
+        if (Status st = check_occlusion(*occlusion); !st) return st.error();
     }
     const CullOcclusion no_occlusion{};
     const CullOcclusion& o = occlusion ? *occlusion : no_occlusion;
-    const bool pyramid = occlusion && o.phase != OcclusionPhase::early;
-    const bool stamps = occlusion && o.phase != OcclusionPhase::single;
-    const VkDeviceSize pyramid_size =
-        pyramid ? pyramid_bytes(depth_pyramid_levels(o.width, o.height)) : 0;
-    if (Status st = check_ranges(
-            impl_of(*im.context), "Culler::record",
-            {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
-             {"scratch", scratch, self.scratch_size(n, grouped ? mesh_count : 0), false},
-             {"visible_ids", out.visible_ids, id_bytes},
-             {"draw_commands", out.draw_commands, command_bytes},
-             {"draw_count", out.draw_count, 8},
-             {"mesh_table", l.mesh_table, mesh_count * VkDeviceSize(sizeof(CullMesh))},
-             {"mesh_ids", l.mesh_ids, lods ? std::max<VkDeviceSize>(n * 4ull, 4) : 0},
-             {"group_counts", l.group_counts, grouped ? (2ull * mesh_count + 1) * 4 : 0},
-             {"draw_lods", l.draw_lods, want_lods ? id_bytes : 0},
-             {"pyramid", o.pyramid, pyramid_size},
-             {"visibility", o.visibility, stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
-        !st)
-        return st;
+    const CullShape c = cull_shape(out, lods, occlusion);
+    Status ranges = check_ranges(
+        impl_of(*im.context), "Culler::record",
+        {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
+         {"scratch", scratch, self.scratch_size(n, c.grouped ? c.mesh_count : 0), false},
+         {"visible_ids", out.visible_ids, c.id_bytes},
+         {"draw_commands", out.draw_commands, c.command_bytes},
+         {"draw_count", out.draw_count, 8},
+         {"mesh_table", l.mesh_table, c.mesh_count * VkDeviceSize(sizeof(CullMesh))},
+         {"mesh_ids", l.mesh_ids, lods ? std::max<VkDeviceSize>(n * 4ull, 4) : 0},
+         {"group_counts", l.group_counts, c.grouped ? (2ull * c.mesh_count + 1) * 4 : 0},
+         {"draw_lods", l.draw_lods, want_lods ? c.id_bytes : 0},
+         {"pyramid", o.pyramid, c.pyramid_size},
+         {"visibility", o.visibility, c.stamps ? std::max<VkDeviceSize>(n * 4ull, 4) : 0}});
+    if (!ranges) return ranges.error();
+    return c;
+}
+
+// The kernels one cull records, compiled (their split variants too for a tree of n boxes over
+// one descriptor).
+Status ready_cull_kernels(CullerImpl& im, std::uint32_t n, bool lods, bool occlusion) {
     Kernel& traverse = occlusion ? im.traverse_occlusion : im.traverse;
     if (lods) {
         if (Status st = ready_for_tree(
@@ -517,28 +539,52 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     }
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_scan(); !st) return st;
-    if (Status st = im.sort.ready_count_args(); !st) return st;
-    ScratchLayout s = scratch_layout(scratch, n, grouped ? mesh_count : 0);
+    return im.sort.ready_count_args();
+}
+
+// The cull's inputs written into its scratch (the view's CullParams, the occlusion's
+// parameters) and the words it accumulates into zeroed: the grouped emit's run bounds and
+// count, and the visit count unless this cull adds to the last one's.
+void write_cull_inputs(VkCommandBuffer cmd, const CullerImpl& im, const BufferRange& scratch,
+                       const ScratchLayout& s, const Frustum& frustum,
+                       const CullOcclusion* occlusion, const CullOutput& out, const CullShape& c,
+                       std::uint32_t n, bool add_visits) {
     const CullParams params = cull_params(frustum, im.options);
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     if (occlusion) {
         CullOcclusionParams op{};
-        for (int c = 0; c < 4; ++c) {
-            const float* column = o.view_projection.data() + 4 * c;
-            op.view_projection[c] = {column[0], column[1], column[2], column[3]};
+        for (int k = 0; k < 4; ++k) {
+            const float* column = occlusion->view_projection.data() + 4 * k;
+            op.view_projection[k] = {column[0], column[1], column[2], column[3]};
         }
-        op.info = {o.width, o.height, static_cast<std::uint32_t>(o.phase), o.frame};
+        op.info = {occlusion->width, occlusion->height,
+                   static_cast<std::uint32_t>(occlusion->phase), occlusion->frame};
         vkCmdUpdateBuffer(cmd, scratch.buffer, s.occlusion.offset, sizeof(op), &op);
     }
-    if (grouped) {
+    if (c.grouped) {
         // Runs of absent meshes stay (0, 0); the grouped emit adds each group's stored count
         // onto draw_count[0].
         fill(cmd, s.bounds, 0);
         fill(cmd, first_bytes(out.draw_count, 4), 0);
     }
-    const std::uint32_t chunks = chunk_count(n);
     if (n > 0 && !add_visits)
-        fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunks), 8}, 0);
+        fill(cmd, {scratch.buffer, s.offsets.offset + visits_offset(chunk_count(n)), 8}, 0);
+}
+
+Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree,
+                   const Frustum& frustum, CullOrder order, const BufferRange& scratch,
+                   const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion,
+                   VkQueryPool pool, std::uint32_t first_query, bool add_visits = false) {
+    const std::uint32_t n = tree.n;
+    const Result<CullShape> shape =
+        check_cull_request(self, im, tree, scratch, out, lods, occlusion);
+    if (!shape) return shape.error();
+    const CullShape& c = shape.value();
+    if (Status st = ready_cull_kernels(im, n, lods != nullptr, occlusion != nullptr); !st)
+        return st;
+    const ScratchLayout s = scratch_layout(scratch, n, c.grouped ? c.mesh_count : 0);
+    write_cull_inputs(cmd, im, scratch, s, frustum, occlusion, out, c, n, add_visits);
+    const std::uint32_t chunks = chunk_count(n);
     const bool exact = order == CullOrder::exact;
     compute_barrier(cmd);
     auto mark = [&](std::uint32_t k) { im.mark(cmd, pool, first_query, k); };
@@ -557,8 +603,8 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
             im.traverse_occlusion.dispatch(
                 cmd,
                 {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide, s.occlusion,
-                 pyramid ? first_bytes(o.pyramid, pyramid_size) : s.occlusion,
-                 stamps ? first_bytes(o.visibility, n * 4ull) : s.occlusion},
+                 c.pyramid ? first_bytes(occlusion->pyramid, c.pyramid_size) : s.occlusion,
+                 c.stamps ? first_bytes(occlusion->visibility, n * 4ull) : s.occlusion},
                 pc, groups(chunks));
         } else {
             im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide},
@@ -590,8 +636,8 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     }
     im.emit.dispatch(
         cmd,
-        {s.params, s.offsets, s.values, first_bytes(out.visible_ids, id_bytes),
-         first_bytes(out.draw_commands, command_bytes), first_bytes(out.draw_count, 8)},
+        {s.params, s.offsets, s.values, first_bytes(out.visible_ids, c.id_bytes),
+         first_bytes(out.draw_commands, c.command_bytes), first_bytes(out.draw_count, 8)},
         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
     mark(4);
     return {};
