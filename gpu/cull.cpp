@@ -472,11 +472,15 @@ struct CullShape {
     VkDeviceSize pyramid_size = 0;
 };
 
+// The bytes of an output's visible ids and draw commands at its capacity (at least 4 each).
+std::pair<VkDeviceSize, VkDeviceSize> cull_output_bytes(const CullOutput& out) {
+    return {std::max<VkDeviceSize>(out.capacity * 4ull, 4),
+            std::max<VkDeviceSize>(out.capacity * 4ull * kDrawCommandWords, 4)};
+}
+
 CullShape cull_shape(const CullOutput& out, const CullLods* lods, const CullOcclusion* occlusion) {
     CullShape c;
-    const VkDeviceSize cap = out.capacity;
-    c.id_bytes = std::max<VkDeviceSize>(cap * 4, 4);
-    c.command_bytes = std::max<VkDeviceSize>(cap * 4 * kDrawCommandWords, 4);
+    std::tie(c.id_bytes, c.command_bytes) = cull_output_bytes(out);
     c.mesh_count = lods ? lods->mesh_count : 0;
     c.grouped = lods && lods->grouped;
     // Without occlusion, or in a phase that does not read them, the pyramid and the
@@ -782,35 +786,32 @@ VkDeviceSize Culler::views_scratch_size(std::uint32_t n, std::uint32_t views) co
     return cull_scratch_size(n, 0, views);
 }
 
-Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
-                            std::span<const Frustum> frusta, CullOrder order,
-                            const BufferRange& scratch, std::span<const CullOutput> outs,
-                            VkQueryPool pool, std::uint32_t first_query) {
-    Impl& im = *impl_;
+namespace {
+
+// Culler::record_views' checks: the view and output counts, each view's ranges, and no two
+// views' outputs overlapping.
+Status check_views_request(CullerImpl& im, const LbvhTree& tree, std::uint32_t views,
+                           VkDeviceSize scratch_bytes, const BufferRange& scratch,
+                           std::span<const CullOutput> outs) {
     const std::uint32_t n = tree.n;
-    const auto views = static_cast<std::uint32_t>(frusta.size());
-    if (views == 0 || views > kMaxCullViews || outs.size() != frusta.size())
+    if (views == 0 || views > kMaxCullViews || outs.size() != views)
         return Error{ErrorCode::invalid_argument,
                      "Culler::record_views takes 1 to " + std::to_string(kMaxCullViews) +
                          " views and one output per view, got " + std::to_string(views) +
                          " views and " + std::to_string(outs.size()) + " outputs"};
-    auto out_bytes = [](const CullOutput& out) {
-        return std::pair{std::max<VkDeviceSize>(out.capacity * 4ull, 4),
-                         std::max<VkDeviceSize>(out.capacity * 4ull * kDrawCommandWords, 4)};
-    };
     for (std::uint32_t v = 0; v < views; ++v) {
-        const auto [ids, commands] = out_bytes(outs[v]);
+        const auto [ids, commands] = cull_output_bytes(outs[v]);
         if (Status st = check_ranges(
                 impl_of(*im.context), "Culler::record_views",
                 {{"nodes", tree.nodes, lbvh_tree_bytes(n), false, tree_binding_sizes(n)},
-                 {"scratch", scratch, views_scratch_size(n, views), false},
+                 {"scratch", scratch, scratch_bytes, false},
                  {"visible_ids", outs[v].visible_ids, ids},
                  {"draw_commands", outs[v].draw_commands, commands},
                  {"draw_count", outs[v].draw_count, 8}});
             !st)
             return Error{st.error().code, "view " + std::to_string(v) + ": " + st.error().message};
         for (std::uint32_t w = v + 1; w < views; ++w) {
-            const auto [ids_w, commands_w] = out_bytes(outs[w]);
+            const auto [ids_w, commands_w] = cull_output_bytes(outs[w]);
             if (Status st =
                     check_ranges(impl_of(*im.context), "Culler::record_views",
                                  {{"visible_ids", outs[v].visible_ids, ids},
@@ -824,31 +825,54 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
                                                   std::to_string(w) + ": " + st.error().message};
         }
     }
-    if (order == CullOrder::approx) {
-        // The approximate order needs each view's near-child-first ranks: carried down one
-        // view's traversal they cost less than the root-to-leaf descent per visible leaf the
-        // shared traversal would need (docs/performance.md), so each view is culled on its own
-        // (record_cull lays out its one-view arrays at the start of this larger scratch).
-        // The views' traversals add up one visit count (zeroed by the first).
-        write_timestamp(cmd, pool, first_query + 0);
-        const bool marking = std::exchange(im.marking, false);
-        if (marking) im.marks[0] = im.dispatches();
-        for (std::uint32_t v = 0; v < views; ++v) {
-            if (Status st = record_cull(*this, im, cmd, tree, frusta[v], order, scratch, outs[v],
-                                        nullptr, nullptr, VK_NULL_HANDLE, 0, v > 0);
-                !st) {
-                im.marking = marking;
-                return st;
-            }
-            compute_barrier(cmd);  // the next view rewrites the params and arrays just read
+    return Status::success();
+}
+
+// The approximate order needs each view's near-child-first ranks: carried down one view's
+// traversal they cost less than the root-to-leaf descent per visible leaf the shared traversal
+// would need (docs/performance.md), so each view is culled on its own (record_cull lays out
+// its one-view arrays at the start of the larger scratch). The views' traversals add up one
+// visit count (zeroed by the first); the stages are timed as one.
+Status record_views_apart(const Culler& self, CullerImpl& im, VkCommandBuffer cmd,
+                          const LbvhTree& tree, std::span<const Frustum> frusta, CullOrder order,
+                          const BufferRange& scratch, std::span<const CullOutput> outs,
+                          VkQueryPool pool, std::uint32_t first_query) {
+    write_timestamp(cmd, pool, first_query + 0);
+    const bool marking = std::exchange(im.marking, false);
+    if (marking) im.marks[0] = im.dispatches();
+    for (std::size_t v = 0; v < frusta.size(); ++v) {
+        if (Status st = record_cull(self, im, cmd, tree, frusta[v], order, scratch, outs[v],
+                                    nullptr, nullptr, VK_NULL_HANDLE, 0, v > 0);
+            !st) {
+            im.marking = marking;
+            return st;
         }
-        im.marking = marking;
-        for (std::uint32_t q = 1; q < kCullQueries; ++q) {
-            write_timestamp(cmd, pool, first_query + q);
-            if (marking) im.marks[q] = im.dispatches();
-        }
-        return {};
+        compute_barrier(cmd);  // the next view rewrites the params and arrays just read
     }
+    im.marking = marking;
+    for (std::uint32_t q = 1; q < kCullQueries; ++q) {
+        write_timestamp(cmd, pool, first_query + q);
+        if (marking) im.marks[q] = im.dispatches();
+    }
+    return {};
+}
+
+}  // namespace
+
+Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
+                            std::span<const Frustum> frusta, CullOrder order,
+                            const BufferRange& scratch, std::span<const CullOutput> outs,
+                            VkQueryPool pool, std::uint32_t first_query) {
+    Impl& im = *impl_;
+    const std::uint32_t n = tree.n;
+    const auto views = static_cast<std::uint32_t>(frusta.size());
+    if (Status st =
+            check_views_request(im, tree, views, views_scratch_size(n, views), scratch, outs);
+        !st)
+        return st;
+    if (order == CullOrder::approx)
+        return record_views_apart(*this, im, cmd, tree, frusta, order, scratch, outs, pool,
+                                  first_query);
     if (Status st = ready_for_tree(n, {&im.traverse_views, &im.compact, &im.emit}); !st) return st;
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
@@ -899,7 +923,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
             record_visible_sort(im.sort, cmd, s, offsets, chunks, n, exact);
         }
         const CullOutput& out = outs[v];
-        const auto [ids, commands] = out_bytes(out);
+        const auto [ids, commands] = cull_output_bytes(out);
         pc.capacity = out.capacity;
         im.emit.dispatch(cmd,
                          {params, offsets, s.values, first_bytes(out.visible_ids, ids),
