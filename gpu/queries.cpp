@@ -183,6 +183,31 @@ struct LbvhQueries::Impl {
         return true;
     }
 
+    // What the attempts of one region batch measured, each attempt counted (as
+    // Lbvh::find_pairs' pairs pass): the count and fill passes' statuses of the last attempt,
+    // and per stage (count, scan, fill) the dispatches and modelled traffic of all of them.
+    struct RegionAttempts {
+        TraversalStatus st[2] = {};
+        std::array<std::uint64_t, 3> dispatches{};
+        Traffic count, scan, fill;
+    };
+
+    RegionQueryBuffers region_buffers() const {
+        return {whole(queries),      whole(offsets),  whole(ids),      ids_capacity,
+                whole(scan_scratch), status_range(0), status_range(1), traversal()};
+    }
+    // The count and fill passes' statuses, read back.
+    Status read_region_status(TraversalStatus (&st)[2]) {
+        for (std::uint32_t k = 0; k < 2; ++k)
+            if (Status d = context->download(status, &st[k], sizeof(st[k]), k * status_stride());
+                !d)
+                return d;
+        return {};
+    }
+    Status prepare_regions(LbvhQueries& self, std::span<const GpuBox> input);
+    Status run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a);
+    Status refill_regions(LbvhQueries& self, std::uint32_t q, std::uint32_t total,
+                          RegionAttempts& a);
     Result<QueryHits> run_regions(LbvhQueries& self, std::span<const GpuBox> input);
 };
 
@@ -372,83 +397,109 @@ std::uint32_t LbvhQueries::size() const {
     return impl_->n;
 }
 
-Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<const GpuBox> input) {
-    report.clear();
+// The batch's checks (query count, bindings), its buffers, and the queries uploaded.
+Status LbvhQueries::Impl::prepare_regions(LbvhQueries& self, std::span<const GpuBox> input) {
     if (input.size() >= (1ull << 31))
         return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 queries per batch"};
     const auto q = static_cast<std::uint32_t>(input.size());
     const BindingSize bindings[] = {{"the query buffer", q * VkDeviceSize(sizeof(GpuBox))},
                                     {"the offset buffer", (q + 1ull) * 4}};
     if (Status s = check_bindings("a batch of " + std::to_string(q) + " queries", bindings); !s)
-        return s.error();
-    if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s.error();
-    if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s.error();
-    if (Status s = ensure(scan_scratch, self.scan_scratch_size(q)); !s) return s.error();
+        return s;
+    if (Status s = ensure(queries, q * sizeof(GpuBox)); !s) return s;
+    if (Status s = ensure(offsets, (q + 1ull) * 4); !s) return s;
+    if (Status s = ensure(scan_scratch, self.scan_scratch_size(q)); !s) return s;
     const VkDeviceSize max_ids = context->info().max_storage_buffer_range / 4;
     if (ids_capacity == 0) {
         ids_capacity = static_cast<std::uint32_t>(
             std::min<VkDeviceSize>(std::max<VkDeviceSize>(4ull * q, 1024), max_ids));
-        if (Status s = ensure(ids, ids_capacity * 4ull); !s) return s.error();
+        if (Status s = ensure(ids, ids_capacity * 4ull); !s) return s;
     }
     if (q > 0) {
-        if (Status s = context->upload(queries, input.data(), q * sizeof(GpuBox)); !s)
-            return s.error();
+        if (Status s = context->upload(queries, input.data(), q * sizeof(GpuBox)); !s) return s;
     }
-    if (Status s = ensure_traversal(q); !s) return s.error();
-    auto buffers = [&] {
-        return RegionQueryBuffers{whole(queries),  whole(offsets),      whole(ids),
-                                  ids_capacity,    whole(scan_scratch), status_range(0),
-                                  status_range(1), traversal()};
-    };
-    // Both passes; again with a larger work queue or more rounds while a traversal did not
-    // finish (each retry changes one of them, and the most of both always finishes).
-    TraversalStatus st[2] = {};
-    auto read_status = [&]() -> Status {
-        for (std::uint32_t k = 0; k < 2; ++k)
-            if (Status d = context->download(status, &st[k], sizeof(st[k]), k * status_stride());
-                !d)
-                return d;
-        return {};
-    };
-    // Every attempt counts in the times and the report (as Lbvh::find_pairs' pairs pass): its
-    // ms, dispatches and modelled bytes with its own visit counts. An attempt that runs again
-    // stored, by the model, its counted total (offsets[Q]) up to the capacity.
-    times = {};
-    std::array<std::uint64_t, 3> stage_dispatches{};  // count, scan, fill
-    Traffic count_traffic, scan_traffic, fill_traffic;
+    return ensure_traversal(q);
+}
+
+// Both passes; again with a larger work queue or more rounds while a traversal did not finish
+// (each retry changes one of them, and the most of both always finishes). An attempt that runs
+// again stored, by the model, its counted total (offsets[Q]) up to the capacity.
+Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a) {
     while (true) {
         timing = true;
         Status recorded;
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 0, 5);
             compute_barrier(cmd);  // make the staged upload visible to the shaders
-            if (!(recorded = self.record_region_count(cmd, tree(), buffers(), q))) return;
+            if (!(recorded = self.record_region_count(cmd, tree(), region_buffers(), q))) return;
             stamp(cmd, 3);
-            recorded = self.record_region_fill(cmd, tree(), buffers(), q);
+            recorded = self.record_region_fill(cmd, tree(), region_buffers(), q);
             compute_barrier(cmd);
             stamp(cmd, 4);
         });
         timing = false;
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        if (Status d = read_status(); !d) return d.error();
+        if (!s) return s;
+        if (!recorded) return recorded;
+        if (Status d = read_region_status(a.st); !d) return d;
         times.count += timestamps.ms(0, 1);
         times.scan += timestamps.ms(1, 2);
         times.fill += timestamps.ms(3, 4);
-        stage_dispatches[0] += dispatches(0, 1);
-        stage_dispatches[1] += dispatches(1, 2);
-        stage_dispatches[2] += dispatches(3, 4);
-        count_traffic += region_count_traffic(n, q, traversal_visits(st[0]));
-        scan_traffic += RadixSort::scan_traffic(q + 1);
+        a.dispatches[0] += dispatches(0, 1);
+        a.dispatches[1] += dispatches(1, 2);
+        a.dispatches[2] += dispatches(3, 4);
+        a.count += region_count_traffic(n, q, traversal_visits(a.st[0]));
+        a.scan += RadixSort::scan_traffic(q + 1);
         const std::uint32_t capacity = ids_capacity;
-        auto again = retry_traversal(st, "region queries");
+        auto again = retry_traversal(a.st, "region queries");
         if (!again) return again.error();
-        if (!again.value()) break;
+        if (!again.value()) return {};
         std::uint32_t counted = 0;
-        if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d.error();
-        fill_traffic +=
-            region_fill_traffic(n, q, traversal_visits(st[1]), std::min(counted, capacity));
+        if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d;
+        a.fill += region_fill_traffic(n, q, traversal_visits(a.st[1]), std::min(counted, capacity));
     }
+}
+
+// The ids buffer grown for `total` hits (with headroom for the next batch), and the fill pass
+// run again.
+Status LbvhQueries::Impl::refill_regions(LbvhQueries& self, std::uint32_t q, std::uint32_t total,
+                                         RegionAttempts& a) {
+    const VkDeviceSize max_ids = context->info().max_storage_buffer_range / 4;
+    if (total > max_ids)
+        return Error{ErrorCode::limit_exceeded,
+                     std::to_string(total) + " hits do not fit one storage buffer (device limit " +
+                         std::to_string(max_ids) + " ids)"};
+    ids_capacity =
+        static_cast<std::uint32_t>(std::min<VkDeviceSize>(total + total / 4ull, max_ids));
+    ids = Buffer();
+    if (Status e = ensure(ids, ids_capacity * 4ull); !e) return e;
+    Status recorded;
+    Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
+        timestamps.reset(cmd, 3, 2);
+        compute_barrier(cmd);
+        stamp(cmd, 3);
+        recorded = self.record_region_fill(cmd, tree(), region_buffers(), q);
+        compute_barrier(cmd);
+        stamp(cmd, 4);
+    });
+    if (!f) return f;
+    if (!recorded) return recorded;
+    times.fill += timestamps.ms(3, 4);
+    a.dispatches[2] += dispatches(3, 4);
+    if (Status d = read_region_status(a.st); !d) return d;
+    if (auto r = traversal_outcome(a.st[1], "region queries"); !r) return r.error();
+    a.fill += region_fill_traffic(n, q, traversal_visits(a.st[1]), total);
+    return {};
+}
+
+Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<const GpuBox> input) {
+    report.clear();
+    if (Status s = prepare_regions(self, input); !s) return s.error();
+    const auto q = static_cast<std::uint32_t>(input.size());
+    // Every attempt counts in the times and the report: its ms, dispatches and modelled bytes
+    // with its own visit counts.
+    times = {};
+    RegionAttempts a;
+    if (Status s = run_region_passes(self, q, a); !s) return s.error();
     QueryHits result;
     result.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, result.offsets.data(), (q + 1ull) * 4); !d)
@@ -463,39 +514,13 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
                          " hits in one batch: more than 2^32 - 1 (split the batch)"};
     const std::uint32_t total = result.offsets[q];
     // The fill pass's traffic, twice when ids grew and it ran again.
-    fill_traffic +=
-        region_fill_traffic(n, q, traversal_visits(st[1]), std::min(total, ids_capacity));
+    a.fill += region_fill_traffic(n, q, traversal_visits(a.st[1]), std::min(total, ids_capacity));
     if (total > ids_capacity) {
-        if (total > max_ids)
-            return Error{ErrorCode::limit_exceeded,
-                         std::to_string(total) +
-                             " hits do not fit one storage buffer (device limit " +
-                             std::to_string(max_ids) + " ids)"};
-        // Grow with headroom for the next batch, and run the fill pass again.
-        ids_capacity =
-            static_cast<std::uint32_t>(std::min<VkDeviceSize>(total + total / 4ull, max_ids));
-        ids = Buffer();
-        if (Status e = ensure(ids, ids_capacity * 4ull); !e) return e.error();
-        Status recorded;
-        Status f = context->submit_and_wait([&](VkCommandBuffer cmd) {
-            timestamps.reset(cmd, 3, 2);
-            compute_barrier(cmd);
-            stamp(cmd, 3);
-            recorded = self.record_region_fill(cmd, tree(), buffers(), q);
-            compute_barrier(cmd);
-            stamp(cmd, 4);
-        });
-        if (!f) return f.error();
-        if (!recorded) return recorded.error();
-        times.fill += timestamps.ms(3, 4);
-        stage_dispatches[2] += dispatches(3, 4);
-        if (Status d = read_status(); !d) return d.error();
-        if (auto r = traversal_outcome(st[1], "region queries"); !r) return r.error();
-        fill_traffic += region_fill_traffic(n, q, traversal_visits(st[1]), total);
+        if (Status s = refill_regions(self, q, total, a); !s) return s.error();
     }
-    report = {stage("region count", stage_dispatches[0], count_traffic, times.count),
-              stage("region scan", stage_dispatches[1], scan_traffic, times.scan),
-              stage("region fill", stage_dispatches[2], fill_traffic, times.fill)};
+    report = {stage("region count", a.dispatches[0], a.count, times.count),
+              stage("region scan", a.dispatches[1], a.scan, times.scan),
+              stage("region fill", a.dispatches[2], a.fill, times.fill)};
     result.ids.resize(total);
     if (total > 0) {
         if (Status d = context->download(ids, result.ids.data(), total * 4ull); !d)
