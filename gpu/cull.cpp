@@ -1101,18 +1101,12 @@ Result<std::vector<std::uint32_t>> Culler::cull_occluded(
         });
 }
 
-Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, const Frustum& frustum,
-                                                CullOrder order, std::span<const Mesh> meshes,
-                                                std::span<const std::uint32_t> mesh_ids,
-                                                bool grouped) {
-    Impl& im = *impl_;
-    if (mesh_ids.size() != input.size())
-        return Error{ErrorCode::invalid_argument,
-                     "Culler::cull_lods: " + std::to_string(mesh_ids.size()) + " mesh ids for " +
-                         std::to_string(input.size()) + " boxes"};
-    auto checked = pack_mesh_table(meshes);
-    if (!checked) return checked.error();
-    const auto mesh_count = static_cast<std::uint32_t>(meshes.size());
+namespace {
+
+// The instances of each mesh among `mesh_ids`; an error names the first box whose mesh id is
+// not below mesh_count.
+Result<std::vector<std::uint32_t>> count_instances(std::span<const std::uint32_t> mesh_ids,
+                                                   std::uint32_t mesh_count) {
     std::vector<std::uint32_t> instances(mesh_count, 0);
     for (std::size_t i = 0; i < mesh_ids.size(); ++i) {
         if (mesh_ids[i] >= mesh_count) {
@@ -1125,17 +1119,74 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
         }
         ++instances[mesh_ids[i]];
     }
+    return instances;
+}
+
+// cull_lods' buffers besides the cull's own (mesh ids, mesh table, group counts), and the
+// mesh ids of the n boxes uploaded.
+Status stage_lod_inputs(CullerImpl& im, std::uint32_t n, std::span<const std::uint32_t> mesh_ids,
+                        std::uint32_t mesh_count) {
+    if (Status s = im.ensure(im.mesh_ids, std::max<VkDeviceSize>(n * 4ull, 4)); !s) return s;
+    if (Status s = im.ensure(im.mesh_table, mesh_count * sizeof(CullMesh)); !s) return s;
+    if (Status s = im.ensure(im.group_counts, (2ull * mesh_count + 1) * 4); !s) return s;
+    if (n > 0) return im.context->upload(im.mesh_ids, mesh_ids.data(), n * 4ull);
+    return {};
+}
+
+// The draws of the last LOD cull, read back: `stored` of them, flat (in the order emitted) or
+// grouped per mesh (group m at firsts[m], group_counts[m] draws).
+Result<std::vector<CullDraw>> read_lod_draws(CullerImpl& im,
+                                             std::span<const std::uint32_t> mesh_ids,
+                                             std::uint32_t stored, bool grouped,
+                                             std::span<const std::uint32_t> group_counts,
+                                             std::span<const std::uint32_t> firsts,
+                                             std::uint32_t mesh_count) {
+    std::vector<std::uint32_t> ids, lod;
+    if (!grouped || stored > 0) {
+        const std::uint32_t span = grouped ? firsts.back() : stored;
+        ids.resize(span);
+        lod.resize(span);
+        if (span > 0) {
+            if (Status d = im.context->download(im.ids, ids.data(), span * 4ull); !d)
+                return d.error();
+            if (Status d = im.context->download(im.draw_lods, lod.data(), span * 4ull); !d)
+                return d.error();
+        }
+    }
+    std::vector<CullDraw> draws;
+    draws.reserve(stored);
+    if (!grouped) {
+        for (std::uint32_t i = 0; i < stored; ++i)
+            draws.push_back({ids[i], mesh_ids[ids[i]], lod[i]});
+        return draws;
+    }
+    for (std::uint32_t m = 0; m < mesh_count; ++m)
+        for (std::uint32_t r = 0; r < group_counts[m]; ++r)
+            draws.push_back({ids[firsts[m] + r], m, lod[firsts[m] + r]});
+    return draws;
+}
+
+}  // namespace
+
+Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, const Frustum& frustum,
+                                                CullOrder order, std::span<const Mesh> meshes,
+                                                std::span<const std::uint32_t> mesh_ids,
+                                                bool grouped) {
+    Impl& im = *impl_;
+    if (mesh_ids.size() != input.size())
+        return Error{ErrorCode::invalid_argument,
+                     "Culler::cull_lods: " + std::to_string(mesh_ids.size()) + " mesh ids for " +
+                         std::to_string(input.size()) + " boxes"};
+    auto checked = pack_mesh_table(meshes);
+    if (!checked) return checked.error();
+    const auto mesh_count = static_cast<std::uint32_t>(meshes.size());
+    auto counted = count_instances(mesh_ids, mesh_count);
+    if (!counted) return counted.error();
+    const std::vector<std::uint32_t>& instances = counted.value();
     auto prepared = im.prepare(input, grouped ? mesh_count : 0);
     if (!prepared) return prepared.error();
     const std::uint32_t n = prepared.value();
-    if (Status s = im.ensure(im.mesh_ids, std::max<VkDeviceSize>(n * 4ull, 4)); !s)
-        return s.error();
-    if (Status s = im.ensure(im.mesh_table, mesh_count * sizeof(CullMesh)); !s) return s.error();
-    if (Status s = im.ensure(im.group_counts, (2ull * mesh_count + 1) * 4); !s) return s.error();
-    if (n > 0) {
-        if (Status s = im.context->upload(im.mesh_ids, mesh_ids.data(), n * 4ull); !s)
-            return s.error();
-    }
+    if (Status s = stage_lod_inputs(im, n, mesh_ids, mesh_count); !s) return s.error();
     // Grouped: each group starts with room for at most 256 draws (never more than the mesh's
     // instances) and grows to its visible total and a quarter when it overflows.
     std::vector<std::uint32_t> caps(mesh_count);
@@ -1206,29 +1257,7 @@ Result<std::vector<CullDraw>> Culler::cull_lods(std::span<const Box> input, cons
         for (std::uint32_t m = 0; m <= mesh_count; ++m)
             im.last.runs += group_counts[mesh_count + m] > 0 ? 1 : 0;
     }
-    std::vector<std::uint32_t> ids, lod;
-    if (!grouped || stored > 0) {
-        const std::uint32_t span = grouped ? firsts.back() : stored;
-        ids.resize(span);
-        lod.resize(span);
-        if (span > 0) {
-            if (Status d = im.context->download(im.ids, ids.data(), span * 4ull); !d)
-                return d.error();
-            if (Status d = im.context->download(im.draw_lods, lod.data(), span * 4ull); !d)
-                return d.error();
-        }
-    }
-    std::vector<CullDraw> draws;
-    draws.reserve(stored);
-    if (!grouped) {
-        for (std::uint32_t i = 0; i < stored; ++i)
-            draws.push_back({ids[i], mesh_ids[ids[i]], lod[i]});
-        return draws;
-    }
-    for (std::uint32_t m = 0; m < mesh_count; ++m)
-        for (std::uint32_t r = 0; r < group_counts[m]; ++r)
-            draws.push_back({ids[firsts[m] + r], m, lod[firsts[m] + r]});
-    return draws;
+    return read_lod_draws(im, mesh_ids, stored, grouped, group_counts, firsts, mesh_count);
 }
 
 const CullTimes& Culler::last_times() const {
