@@ -312,35 +312,22 @@ struct Lbvh::Impl {
     }
 
     // After an attempt that found `found` pairs with status st: grows what overflowed (the work
-    // queue, the pass's rounds, then the pair buffer, with headroom for the next frame) and says
-    // whether to run the pass again; an error when the limit is reached.
+    // queue or the pass's rounds, as grow_traversal does for every host helper; then the pair
+    // buffer, with headroom for the next frame) and says whether to run the pass again; an
+    // error when the limit is reached.
     Result<bool> grow_for_rerun(const TraversalStatus& st, std::uint64_t found,
                                 std::uint32_t& pass_rounds) {
-        const VkDeviceSize max_range = context->info().max_storage_buffer_range;
-        if (st.flags & kTraversalQueueOverflow) {
-            // A round queued more subtrees than the work buffer holds: grow it, run again.
-            const std::uint32_t max_work = default_traversal_capacity(~0ull, max_range);
-            if (work_capacity >= max_work) return traversal_outcome(st, "all pairs").error();
-            work_capacity =
-                static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, max_work));
-            work = Buffer();
-            if (Status e = ensure(work, traversal_work_bytes(work_capacity)); !e) return e.error();
-            return true;
-        }
-        if (st.flags & kTraversalIncomplete) {
-            // Deeper than the default rounds reach: kTraversalMaxRounds always finish.
-            if (pass_rounds >= kTraversalMaxRounds)
-                return traversal_outcome(st, "all pairs").error();
-            pass_rounds = kTraversalMaxRounds;
-            return true;
-        }
+        auto grown =
+            grow_traversal(*context, work, work_capacity, pass_rounds, {&st, 1}, "all pairs");
+        if (!grown) return grown.error();
+        if (grown.value()) return true;
         if (found <= pair_capacity) return false;
         // Past 2^32 pairs too: the total is exact in 64 bits (the count saturates).
         if (Status e = check_pair_total(device_limits(context->info()), "Lbvh::find_pairs", found);
             !e)
             return e.error();
-        pair_capacity =
-            static_cast<std::uint32_t>(std::min<VkDeviceSize>(found + found / 4, max_range / 8));
+        pair_capacity = static_cast<std::uint32_t>(std::min<VkDeviceSize>(
+            found + found / 4, context->info().max_storage_buffer_range / 8));
         pair_buffer = Buffer();
         if (Status e = ensure(pair_buffer, pair_capacity * 8ull); !e) return e.error();
         return true;

@@ -159,28 +159,7 @@ struct LbvhQueries::Impl {
     // After a host-helper batch: whether it must run again with a larger work queue or more
     // rounds (both kept for later batches), or an error when neither can help.
     Result<bool> retry_traversal(std::span<const TraversalStatus> statuses, const char* what) {
-        std::uint32_t flags = 0;
-        for (const TraversalStatus& st : statuses) flags |= st.flags;
-        if (flags == 0) return false;
-        const std::uint32_t most =
-            default_traversal_capacity(~0ull, context->info().max_storage_buffer_range);
-        if (flags & (kTraversalQueueOverflow | kTraversalCandidateOverflow)) {
-            if (work_capacity >= most) {
-                for (const TraversalStatus& st : statuses)
-                    if (auto r = traversal_outcome(st, what); !r) return r.error();
-            }
-            work_capacity =
-                static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
-            work = Buffer();
-            if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s.error();
-            return true;
-        }
-        if (traversal_rounds >= kTraversalMaxRounds) {
-            for (const TraversalStatus& st : statuses)
-                if (auto r = traversal_outcome(st, what); !r) return r.error();
-        }
-        traversal_rounds = kTraversalMaxRounds;
-        return true;
+        return grow_traversal(*context, work, work_capacity, traversal_rounds, statuses, what);
     }
 
     // What the attempts of one region batch measured, each attempt counted (as

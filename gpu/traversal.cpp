@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "grow.hpp"
+#include "scale.hpp"
 #include "shaders.hpp"
 
 namespace broadphase::gpu {
@@ -18,6 +20,34 @@ std::uint32_t default_traversal_capacity(std::uint64_t queries, VkDeviceSize max
     const std::uint64_t wanted = std::max<std::uint64_t>(queries, 1u << 16);
     const std::uint64_t fits = max_range / traversal_work_bytes(1);
     return static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, fits, 0xffffffffu}));
+}
+
+Result<bool> grow_traversal(Context& context, Buffer& work, std::uint32_t& work_capacity,
+                            std::uint32_t& rounds, std::span<const TraversalStatus> statuses,
+                            const char* what) {
+    std::uint32_t flags = 0;
+    for (const TraversalStatus& st : statuses) flags |= st.flags;
+    if (flags == 0) return false;
+    const std::uint32_t most =
+        default_traversal_capacity(~0ull, context.info().max_storage_buffer_range);
+    if (flags & (kTraversalQueueOverflow | kTraversalCandidateOverflow)) {
+        if (work_capacity >= most) {
+            for (const TraversalStatus& st : statuses)
+                if (auto r = traversal_outcome(st, what); !r) return r.error();
+        }
+        work_capacity =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
+        work = Buffer();
+        if (Status s = grow_buffer(context, work, traversal_work_bytes(work_capacity)); !s)
+            return s.error();
+        return true;
+    }
+    if (rounds >= kTraversalMaxRounds) {
+        for (const TraversalStatus& st : statuses)
+            if (auto r = traversal_outcome(st, what); !r) return r.error();
+    }
+    rounds = kTraversalMaxRounds;
+    return true;
 }
 
 Result<std::uint64_t> traversal_outcome(const TraversalStatus& status, const char* what) {

@@ -75,6 +75,17 @@ private:
     std::uint32_t default_budget_ = gpu_layout::kTraversalBudget;
 };
 
+/// After a host helper's traversal (Lbvh::find_pairs' pairs pass, LbvhQueries' batches) with
+/// `statuses`: false when every one finished; else true after growing one thing for the run
+/// again, kept for later runs: a work queue that overflowed (its items or a ray cast's
+/// candidates) grows 4x up to the most one binding holds (`work` reallocated, its contents
+/// lost), else the rounds become kTraversalMaxRounds, which always finish. When neither can
+/// grow, traversal_outcome's error for the first status that has one.
+Result<bool> grow_traversal(Context& context, Buffer& work, std::uint32_t& work_capacity,
+                            std::uint32_t& rounds,
+                            std::span<const gpu_layout::TraversalStatus> statuses,
+                            const char* what);
+
 /// Bytes of `t.work` a traversal binds (at least 4).
 inline VkDeviceSize work_range_bytes(const TraversalBuffers& t) {
     return std::max<VkDeviceSize>(traversal_work_bytes(t.capacity), 4);
