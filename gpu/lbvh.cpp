@@ -44,14 +44,17 @@ bool refinable(CodeKind code) {
 // Where each array of a build lives inside the scratch buffer. Refinable kinds take room for
 // 64-bit keys (the first sort uses the first n words of keys and keys_tmp), the run starts
 // (in `flags`, free until the hierarchy), the runs' centroid bounds and the refine word.
+// A tree too large for one descriptor (`soa`: lbvh_build_soa.comp) is built into three more
+// arrays of 16 B per node, each bound whole, before lbvh_assemble.comp writes the split tree.
 struct ScratchLayout {
     BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
     BufferRange run_bounds, refine, refine_args;
+    BufferRange node_lo, node_hi, node_link;
     VkDeviceSize size = 0;
 };
 
 ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKind code,
-                             bool refine) {
+                             bool refine, bool soa) {
     Arena arena(scratch);
     ScratchLayout s;
     const bool refined = refinable(code) && refine;
@@ -67,6 +70,11 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKi
         s.run_bounds = arena.take(n * 24ull);
         s.refine = arena.take(4);
         s.refine_args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
+    }
+    if (soa) {
+        s.node_lo = arena.take(soa_array_bytes(n));
+        s.node_hi = arena.take(soa_array_bytes(n));
+        s.node_link = arena.take(soa_array_bytes(n));
     }
     s.size = arena.used();
     return s;
@@ -99,6 +107,10 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 sibling's box id). The two-kernel build it replaced also read every leaf's link,
 //                 each internal node's link and its other child's bounds (16 n + 48 (n - 1) B more)
 //                 and wrote as much.
+//                 A tree too large for one descriptor: lbvh_build_soa reads as much but the
+//                 sibling's id and writes the 48 B of each node into three arrays, no wide
+//                 record; lbvh_assemble then reads each node's 48 B and, per internal node, its
+//                 children's (96 B), and writes every node (48 B) and wide record (64 B).
 //   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its
 //                 LbvhWideNode (64 B: before the wide records, its link and both children's
 //                 nodes, 16 + 96 B); writes 8 B per stored pair (find_pairs: its 64-bit sort
@@ -110,7 +122,7 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //   pair sort     find_pairs only: RadixSort::traffic of the stored keys (2 words, 2b key
 //                 bits, keys only).
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
-                                                bool refined, SortPath sort_path,
+                                                bool refined, bool soa, SortPath sort_path,
                                                 std::uint64_t visits, std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
@@ -141,29 +153,36 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
     passes[2] = sort_passes;
     t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 4) * (m - 1),
             48 * (2 * m - 1) + (4 + 64) * (m - 1)};
+    if (soa) {
+        t[3] = {(4ull * hierarchy_words + 4 + 32) * m + 36 * (m - 1),
+                48 * (2 * m - 1) + 4 * (m - 1)};
+        t[3] += {48 * (2 * m - 1) + 96 * (m - 1), 48 * (2 * m - 1) + 64 * (m - 1)};
+    }
     t[4] = {48 * m + 64 * visits, 8 * stored_pairs};
     return t;
 }
 
 }  // namespace
 
-LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine) {
+LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine, bool soa) {
     return {n * VkDeviceSize(sizeof(GpuBox)), lbvh_tree_bytes(n),
-            scratch_layout({}, n, code, refine).size};
+            scratch_layout({}, n, code, refine, soa).size};
 }
 
 std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refine) {
-    const ScratchLayout s = scratch_layout({}, n, code, refine);
+    const ScratchLayout s = scratch_layout({}, n, code, refine, false);
     const bool refined = refinable(code) && refine;
     // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), wide nodes 64 B (n - 1 of 64), keys 4 or
-    // 8 B, run bounds 24 B, and the sort's state about 2 B (RadixSort::scratch_size: one-sweep
-    // look-back rows of 8 passes).
-    return {{"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
-            {"the node buffer", lbvh_nodes_bytes(n), sizeof(LbvhNode)},
-            {"the wide node buffer", lbvh_wide_bytes(n), sizeof(LbvhWideNode)},
-            {"the sort-key buffer", s.keys.size},
-            {"the run bounds buffer", refined ? s.run_bounds.size : 0},
-            {"the sort scratch", s.sort.size}};
+    // 8 B, run bounds 24 B, the sort's state about 2 B (RadixSort::scratch_size: one-sweep
+    // look-back rows of 8 passes), and a split tree's link, lo and hi arrays 32 B (2n - 1 of 16).
+    return {
+        {"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
+        {"the node buffer", lbvh_nodes_bytes(n), sizeof(LbvhNode)},
+        {"the wide node buffer", lbvh_wide_bytes(n), sizeof(LbvhWideNode)},
+        {"the sort-key buffer", s.keys.size},
+        {"the run bounds buffer", refined ? s.run_bounds.size : 0},
+        {"the sort scratch", s.sort.size},
+        {"the node bounds the build writes before assembling a split tree", soa_array_bytes(n)}};
 }
 
 struct Lbvh::Impl {
@@ -171,7 +190,9 @@ struct Lbvh::Impl {
     LbvhOptions options;
     RadixSort sort;
     TraversalRounds rounds;
-    Kernel bounds, codes, code_runs, run_bounds, refine_codes, build, pairs;
+    // build writes a tree bound whole; build_soa and assemble a tree too large for one
+    // descriptor (shaders/lbvh_build.glsl).
+    Kernel bounds, codes, code_runs, run_bounds, refine_codes, build, build_soa, assemble, pairs;
     Timestamps stamps;  // kQueries: the stage boundaries of the host helpers' recordings
     StageTimes times;
     // Context::Impl::dispatches_recorded at each timestamp of the last timed recording
@@ -195,12 +216,17 @@ struct Lbvh::Impl {
     std::uint32_t work_capacity = 0;
     std::uint32_t last_n = 0;  ///< boxes of the last host-array build
 
+    // Whether a tree of n boxes is too large for one descriptor on this device: built by
+    // build_soa into scratch arrays, then written by assemble's split variant.
+    bool soa(std::uint64_t n) const { return assemble.needs_split(n); }
+
     // The build's kernels for this code kind and refine option (the refinement's only when it
-    // runs), compiled on the first build; the build's split variant for a tree of n boxes
-    // that needs it.
+    // runs), compiled on the first build; for a tree of n boxes too large for one descriptor,
+    // build_soa and assemble's split variant instead of build.
     Status ready_build(std::uint64_t n) const {
         if (Status s = ready({&bounds, &codes}); !s) return s;
-        if (Status s = build.ready_for_tree(n); !s) return s;
+        if (Status s = soa(n) ? ready_for_tree(n, {&build_soa, &assemble}) : build.ready(); !s)
+            return s;
         if (Status s = sort.ready_sort(); !s) return s;
         if (!refinable(options.code) || !options.refine) return {};
         if (Status s = ready({&code_runs, &run_bounds, &refine_codes}); !s) return s;
@@ -241,7 +267,7 @@ struct Lbvh::Impl {
     }
 
     LbvhRequirements requirements(std::uint32_t n) const {
-        return lbvh_requirements(n, options.code, options.refine);
+        return lbvh_requirements(n, options.code, options.refine, soa(n));
     }
 
     LbvhBuildBuffers build_buffers() const { return {whole(boxes), whole(nodes), whole(scratch)}; }
@@ -250,8 +276,8 @@ struct Lbvh::Impl {
     // whether its build refined the codes.
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
-        auto traffic = stage_traffic(last_n, options.code, options.refine, refined, sort.path(),
-                                     last_visits, stored_pairs, passes);
+        auto traffic = stage_traffic(last_n, options.code, options.refine, refined, soa(last_n),
+                                     sort.path(), last_visits, stored_pairs, passes);
         if (pair_attempts > 1) traffic[4].read += 48ull * last_n * (pair_attempts - 1);
         const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
                                          times.pairs};
@@ -388,8 +414,10 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build",
-                         {shaders::lbvh_build_split, 1u << 3, 1u << 5});
+    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
+    impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 7, "lbvh_build_soa");
+    impl->assemble = Kernel(context, shaders::lbvh_assemble, 5, "lbvh_assemble",
+                            {shaders::lbvh_assemble_split, 1u << 3, 1u << 4});
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -451,7 +479,8 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         return st;
     if (Status st = im.ready_build(n); !st) return st;
     CodeKind code = im.options.code;
-    ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine);
+    const bool soa = im.soa(n);
+    ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine, soa);
     const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
     const TreeBindings tree = tree_bindings(buffers.nodes, n);
     auto groups = [](std::uint32_t count) {
@@ -525,8 +554,20 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     // Hierarchy and bounds in one pass; its split slots start empty (0).
     if (n > 1) fill(cmd, s.flags, 0u);
     compute_barrier(cmd);
-    im.build.dispatch(cmd, {sorted_keys, s.values, boxes, tree.nodes, s.flags, tree.wide}, pc,
-                      groups(n), gate);
+    if (!soa) {
+        im.build.dispatch(cmd, {sorted_keys, s.values, boxes, tree.nodes, s.flags, tree.wide}, pc,
+                          groups(n), gate);
+    } else {
+        im.build_soa.dispatch(
+            cmd, {sorted_keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link}, pc,
+            groups(n), gate);
+        compute_barrier(cmd);
+        PushConstants assemble{};
+        assemble.count = n;
+        im.assemble.dispatch(
+            cmd, {s.node_lo, s.node_hi, s.node_link, tree.nodes, tree.wide}, assemble,
+            static_cast<std::uint32_t>(div_up(2ull * n - 1, kWorkgroupSize)), gate);
+    }
     mark(4);
     return {};
 }
@@ -546,8 +587,8 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes) {
     const LbvhImpl& im = impl_of(lbvh);
     std::array<std::uint32_t, kQueries - 1> stage_passes{};
-    const auto t = stage_traffic(n, im.options.code, im.options.refine, refined, im.sort.path(), 0,
-                                 0, stage_passes);
+    const auto t = stage_traffic(n, im.options.code, im.options.refine, refined, im.soa(n),
+                                 im.sort.path(), 0, 0, stage_passes);
     Traffic sum;
     for (std::size_t k = 0; k + 1 < t.size(); ++k) sum += t[k];
     if (passes) *passes = stage_passes[2];
@@ -571,7 +612,7 @@ Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t
     if (!refinable(im.options.code) || !im.options.refine || !scratch.handle() || n == 0)
         return false;
     std::uint32_t word = 0;
-    const ScratchLayout s = scratch_layout({}, n, im.options.code, im.options.refine);
+    const ScratchLayout s = scratch_layout({}, n, im.options.code, im.options.refine, im.soa(n));
     if (Status d = im.context->download(scratch, &word, 4, s.refine.offset); !d) return d.error();
     return word != 0;
 }
@@ -775,7 +816,8 @@ Result<bool> Lbvh::read_refined() {
     if (!refinable(im.options.code) || !im.options.refine || !im.scratch.handle()) return false;
     // The scratch was sized for the largest scene so far: find the word of the last one.
     std::uint32_t word = 0;
-    const ScratchLayout s = scratch_layout({}, im.last_n, im.options.code, im.options.refine);
+    const ScratchLayout s =
+        scratch_layout({}, im.last_n, im.options.code, im.options.refine, im.soa(im.last_n));
     if (Status d = im.context->download(im.scratch, &word, 4, s.refine.offset); !d)
         return d.error();
     return word != 0;

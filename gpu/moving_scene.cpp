@@ -471,8 +471,11 @@ Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
     impl->lbvh = std::move(lbvh.value());
     // Nothing is compiled here: the kernels on the first frame (record_frame) or refit.
     impl->sort = RadixSort(context);
-    impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit",
-                         {shaders::lbvh_refit_split, 1u << 1, 1u << 3});
+    impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit");
+    impl->refit_soa = Kernel(context, shaders::lbvh_refit_soa, 5, "lbvh_refit_soa",
+                             {shaders::lbvh_refit_soa_split, 1u << 1, 0});
+    impl->assemble = Kernel(context, shaders::lbvh_assemble, 5, "lbvh_assemble",
+                            {shaders::lbvh_assemble_split, 1u << 3, 1u << 4});
     impl->sah =
         Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah", {shaders::lbvh_sah_split, 1u << 0});
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");
@@ -547,6 +550,10 @@ FrameBuffers MovingScene::buffers() const {
 Status MovingScene::record_refit(VkCommandBuffer cmd, const BufferRange& boxes,
                                  const LbvhTree& tree, const BufferRange& flags) const {
     return impl_->record_refit(cmd, boxes, tree, flags, true);
+}
+
+VkDeviceSize MovingScene::refit_flags_bytes(std::uint32_t n) const {
+    return impl_->refit_layout(n).size;
 }
 
 const FrameTimes& MovingScene::last_times() const {

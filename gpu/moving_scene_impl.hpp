@@ -75,7 +75,7 @@ struct FrameCounts {
 
 // Slots of the gated rebuild's dispatch-argument table. A build records at most
 // 2 + 8 passes x (histogram + scatter + 2 x 4 scan levels) + 2 dispatches (reduce_then_scan;
-// onesweep: 2 + 1 + 8 + 2), plus the cost and the commit.
+// onesweep: 2 + 1 + 8 + 2; a split tree's build one more), plus the cost and the commit.
 constexpr std::uint32_t kGateSlots = 256;
 
 // Bytes at the start of the readback buffer for the status and a pair counter.
@@ -100,7 +100,9 @@ struct MovingScene::Impl {
     MovingSceneOptions options;
     std::unique_ptr<Lbvh> lbvh;
     RadixSort sort;
-    Kernel refit, sah, policy, diff_append, unpack;
+    // refit writes a tree bound whole; refit_soa and assemble a tree too large for one
+    // descriptor (shaders/lbvh_refit.glsl).
+    Kernel refit, refit_soa, assemble, sah, policy, diff_append, unpack;
     Timestamps timestamps;
     FrameTimes times;
 
@@ -370,38 +372,79 @@ struct MovingScene::Impl {
         return {};
     }
 
-    // lbvh_refit.comp: leaves and internal nodes in one pass (see MovingScene::record_refit).
+    // Where a refit's arrays lie in its flags range (MovingScene::refit_flags_bytes): the
+    // n - 1 flags, then, for a tree too large for one descriptor (`soa`), the lo and hi arrays
+    // it is refitted into (soa_array_bytes each, from 256-byte boundaries).
+    struct RefitLayout {
+        bool soa = false;
+        VkDeviceSize flags = 0, lo = 0, hi = 0, size = 0;
+    };
+    RefitLayout refit_layout(std::uint32_t count) const {
+        RefitLayout r;
+        r.flags = count >= 2 ? (count - 1) * 4ull : 0;
+        r.size = r.flags;
+        r.soa = assemble.needs_split(count);
+        if (r.soa) {
+            r.lo = align_up(r.flags, 256);
+            r.hi = align_up(r.lo + soa_array_bytes(count), 256);
+            r.size = r.hi + soa_array_bytes(count);
+        }
+        return r;
+    }
+
+    // lbvh_refit.comp: leaves and internal nodes in one pass (see MovingScene::record_refit);
+    // for a tree too large for one descriptor, lbvh_refit_soa.comp into the arrays after the
+    // flags, then lbvh_assemble.comp into the tree.
     // The climb leaves its counters zero, so `zero_flags` (a fill and a barrier) is needed
     // only for flags of unknown contents: the caller's, not the scene's own (zeroed by the
     // reset's frame).
     Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
                         const BufferRange& flag_range, bool zero_flags) const {
         const std::uint32_t count = tree.n;
-        const VkDeviceSize flag_bytes = count >= 2 ? (count - 1) * 4ull : 0;
+        const RefitLayout layout = refit_layout(count);
+        // A split tree's flags range holds three bindings: the flags, lo and hi.
+        const VkDeviceSize array = layout.soa ? soa_array_bytes(count) : 0;
+        const std::array<BindingSize, 3> flag_parts{{{"the refit's flags", layout.flags},
+                                                     {"the refit's lo array", array},
+                                                     {"the refit's hi array", array}}};
         if (Status s = check_ranges(impl_of(*context), "MovingScene::record_refit",
                                     {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
                                      {"nodes", tree.nodes, count > 0 ? lbvh_tree_bytes(count) : 0,
                                       false, tree_binding_sizes(count)},
-                                     {"flags", flag_range, flag_bytes}});
+                                     {"flags", flag_range, layout.size, !layout.soa,
+                                      layout.soa ? std::span<const BindingSize>(flag_parts)
+                                                 : std::span<const BindingSize>()}});
             !s)
             return s;
-        if (Status s = refit.ready_for_tree(count); !s) return s;
+        if (Status s = layout.soa ? ready_for_tree(count, {&refit_soa, &assemble}) : refit.ready();
+            !s)
+            return s;
         if (count == 0) return {};
         PushConstants pc{};
         pc.count = count;
         const TreeBindings bound = tree_bindings(tree.nodes, count);
         const BufferRange node_range = bound.nodes;
+        const BufferRange box_used = first_bytes(box_range, count * sizeof(GpuBox));
         // One leaf climbs nowhere: its flags binding takes the nodes (never read).
         const BufferRange flags_used =
-            count >= 2 ? first_bytes(flag_range, flag_bytes) : node_range;
+            count >= 2 ? first_bytes(flag_range, layout.flags) : node_range;
         if (zero_flags && count >= 2) {
             fill(cmd, flags_used, 0u);
             compute_barrier(cmd);
         }
-        refit.dispatch(
-            cmd,
-            {first_bytes(box_range, count * sizeof(GpuBox)), node_range, flags_used, bound.wide},
-            pc, groups(count));
+        if (!layout.soa) {
+            refit.dispatch(cmd, {box_used, node_range, flags_used, bound.wide}, pc, groups(count));
+            return {};
+        }
+        const BufferRange lo{flag_range.buffer, flag_range.offset + layout.lo, array};
+        const BufferRange hi{flag_range.buffer, flag_range.offset + layout.hi, array};
+        refit_soa.dispatch(cmd, {box_used, node_range, flags_used, lo, hi}, pc, groups(count));
+        compute_barrier(cmd);
+        PushConstants bounds_only{};
+        bounds_only.count = count;
+        bounds_only.flags = 1;  // lbvh_assemble.comp: the links stay the build's
+        assemble.dispatch(cmd, {lo, hi, lo, node_range, bound.wide}, bounds_only,
+                          groups(2ull * count - 1));
         return {};
     }
 
@@ -428,7 +471,9 @@ struct MovingScene::Impl {
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
         if (Status s = ensure_unbound(nodes, req.nodes); !s) return s;
         if (Status s = ensure_unbound(scratch, req.scratch); !s) return s;
+        // The refit's flags (bound whole), then a split tree's refit arrays (each bound whole).
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
+        if (Status s = ensure_unbound(flags, refit_layout(n).size); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
         for (Buffer* b : {&pair_count[0], &pair_count[1]})

@@ -74,6 +74,10 @@ VkDeviceSize lbvh_nodes_bytes(std::uint64_t n) {
     return (2 * std::max<std::uint64_t>(n, 1) - 1) * sizeof(LbvhNode);
 }
 
+VkDeviceSize soa_array_bytes(std::uint64_t n) {
+    return (2 * std::max<std::uint64_t>(n, 1) - 1) * 16;
+}
+
 VkDeviceSize lbvh_wide_offset(std::uint64_t n) {
     return (lbvh_nodes_bytes(n) + 255) / 256 * 256;
 }

@@ -117,6 +117,11 @@ GroupCounts fold_groups(std::uint64_t groups, std::uint32_t max_x);
 
 /// Bytes of the 2n - 1 nodes of an LBVH over n boxes (48 each; one node when n <= 1).
 VkDeviceSize lbvh_nodes_bytes(std::uint64_t n);
+/// Bytes of one of the arrays of 16 B per node (2n - 1) into which a tree too large for one
+/// descriptor is built or refitted before lbvh_assemble.comp writes it (shaders/lbvh_build.glsl):
+/// a third of lbvh_nodes_bytes, and less than the box buffer's 32 n, so never the binding that
+/// limits a scene.
+VkDeviceSize soa_array_bytes(std::uint64_t n);
 /// A tree's node range (LbvhRequirements::nodes, LbvhTree::nodes) holds the 2n - 1 LbvhNode,
 /// then from this offset (lbvh_nodes_bytes rounded up to 256, the largest
 /// minStorageBufferOffsetAlignment Vulkan allows) the n - 1 LbvhWideNode of the internal nodes
@@ -140,8 +145,9 @@ std::array<BindingSize, 2> tree_binding_sizes(std::uint64_t n,
                                               const char* wide_name = "the wide node buffer");
 
 /// Lbvh::requirements without an Lbvh (gpu/lbvh.cpp): the buffers a build of n boxes needs
-/// with this code kind and refine option.
-LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine);
+/// with this code kind and refine option; `soa`: the tree is too large for one descriptor, and
+/// the scratch also holds the three arrays it is built into (soa_array_bytes each).
+LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine, bool soa);
 /// The buffers a build of n boxes binds whole (gpu/lbvh.cpp): boxes, nodes, the largest key
 /// array of its scratch, the refinement's run bounds, and the sort's scratch (an upper bound of
 /// what its passes bind). From a few hundred boxes on (below, the sort's fixed 16 KiB of

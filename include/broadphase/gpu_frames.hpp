@@ -168,12 +168,19 @@ public:
 
     /// Records a refit of a built tree (tree.n boxes) on the caller's ranges, one dispatch:
     /// leaves take the bounds of `boxes` (tree.n GpuBox) and internal nodes are recomputed
-    /// bottom-up. `flags` holds at least max(n - 1, 1) uints (zeroed here by a transfer fill
-    /// and a barrier before the dispatch, and zero again after it). Preconditions: boxes and nodes
-    /// visible to compute reads/writes. Postcondition: the last command is a compute dispatch
-    /// writing nodes. Records nothing and returns an error when a range is too small or misaligned.
+    /// bottom-up. `flags` holds at least refit_flags_bytes(tree.n) bytes: its first n - 1 uints
+    /// are zeroed here by a transfer fill and a barrier before the dispatch, and are zero again
+    /// after it. A tree too large for one storage descriptor (more than
+    /// maxStorageBufferRange / 96 boxes: 44.7M where that is 2^32 - 1) is refitted in two
+    /// dispatches, into arrays that follow the uints in `flags`, then into the tree.
+    /// Preconditions: boxes and nodes visible to compute reads/writes. Postcondition: the last
+    /// command is a compute dispatch writing nodes. Records nothing and returns an error when a
+    /// range is too small or misaligned.
     Status record_refit(VkCommandBuffer cmd, const BufferRange& boxes, const LbvhTree& tree,
                         const BufferRange& flags) const;
+    /// Bytes of record_refit's `flags` range for a tree of n boxes on this device: 4 (n - 1),
+    /// and for a tree too large for one descriptor two arrays of 16 (2n - 1) bytes more.
+    VkDeviceSize refit_flags_bytes(std::uint32_t n) const;
 
     /// The current tree (size() leaves): refitted or rebuilt by the last recorded frame, in a
     /// buffer that stays the same until the next reset. For Culler::record and the LbvhQueries

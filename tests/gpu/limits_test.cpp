@@ -219,12 +219,14 @@ std::uint64_t sort_bytes(std::uint64_t n) {
 // An LBVH build: bounds (32 B), keys, ids, their ping-pong, split flags, the sort; refinable
 // kinds with refine take 64-bit keys, and run bounds (24 B per box), a refine word and two
 // indirect dispatch commands (24 B).
-std::uint64_t lbvh_scratch_bytes(std::uint64_t n, gpu::CodeKind code, bool refine) {
+// soa: a tree too large for one descriptor is built into three arrays of 16 B per node first.
+std::uint64_t lbvh_scratch_bytes(std::uint64_t n, gpu::CodeKind code, bool refine, bool soa) {
     const bool refined = code != gpu::CodeKind::morton63 && refine;
     const std::uint64_t key = n * (refined || code == gpu::CodeKind::morton63 ? 8 : 4);
     std::uint64_t bytes = a256(32) + 2 * (a256(key) + a256(4 * n)) +
                           a256(4 * std::max<std::uint64_t>(n, 1)) + a256(sort_bytes(n));
     if (refined) bytes += a256(24 * n) + a256(4) + a256(24);
+    if (soa) bytes += 3 * a256(16 * (2 * std::max<std::uint64_t>(n, 1) - 1));
     return bytes;
 }
 // A cull: params (128 B; 256 per further view), slots (a 256-aligned stride per further
@@ -257,25 +259,34 @@ TEST(LimitsArithmetic, LbvhRequirementsExactAtScale) {
         const auto n32 = static_cast<std::uint32_t>(n);
         for (const gpu::CodeKind code : kCodes) {
             for (const bool refine : {false, true}) {
-                const gpu::LbvhRequirements req = gpu::lbvh_requirements(n32, code, refine);
-                EXPECT_EQ(req.boxes, 32 * n);
-                // The nodes, then from a 256-byte boundary the n - 1 wide records.
-                EXPECT_EQ(req.nodes, (48 * (2 * n - 1) + 255) / 256 * 256 + 64 * (n - 1));
-                EXPECT_EQ(req.scratch, lbvh_scratch_bytes(n, code, refine))
-                    << int(code) << " refine " << refine;
+                for (const bool soa : {false, true}) {
+                    const gpu::LbvhRequirements req =
+                        gpu::lbvh_requirements(n32, code, refine, soa);
+                    EXPECT_EQ(req.boxes, 32 * n);
+                    // The nodes, then from a 256-byte boundary the n - 1 wide records.
+                    EXPECT_EQ(req.nodes, (48 * (2 * n - 1) + 255) / 256 * 256 + 64 * (n - 1));
+                    EXPECT_EQ(req.scratch, lbvh_scratch_bytes(n, code, refine, soa))
+                        << int(code) << " refine " << refine << " soa " << soa;
+                }
             }
         }
     }
     const gpu::LbvhRequirements m10 =
-        gpu::lbvh_requirements(10'000'000, gpu::CodeKind::morton30, true);
+        gpu::lbvh_requirements(10'000'000, gpu::CodeKind::morton30, true, false);
     EXPECT_EQ(m10.nodes, 1'599'999'936ull);
     EXPECT_EQ(m10.scratch, 540'014'080ull);
     const gpu::LbvhRequirements m100 =
-        gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true);
+        gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true, false);
     EXPECT_EQ(m100.boxes, 3'200'000'000ull);
     EXPECT_EQ(m100.nodes, 15'999'999'936ull);
     EXPECT_EQ(m100.scratch, 5'400'016'896ull);
-    EXPECT_EQ(gpu::lbvh_requirements(4'294'967'295u, gpu::CodeKind::morton30, true).nodes,
+    // 100M boxes' tree is split on every device (9.6 GB of nodes): 3 x 3.2 GB more scratch,
+    // each array within one 2^32 - 1 byte binding.
+    EXPECT_EQ(gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true, true).scratch,
+              15'000'016'896ull);
+    EXPECT_EQ(gpu::soa_array_bytes(100'000'000), 3'199'999'984ull);
+    EXPECT_EQ(gpu::soa_array_bytes(134'217'727), 4'294'967'248ull);  // the box buffer's limit
+    EXPECT_EQ(gpu::lbvh_requirements(4'294'967'295u, gpu::CodeKind::morton30, true, false).nodes,
               687'194'767'232ull);
     EXPECT_EQ(gpu::lbvh_nodes_bytes(0), 48u);
     EXPECT_EQ(gpu::lbvh_nodes_bytes(1), 48u);
@@ -524,7 +535,12 @@ TEST_F(LimitsTest, RecordersUseThePureSizeFunctions) {
             for (const std::uint64_t n : kScaleCounts) {
                 const auto n32 = static_cast<std::uint32_t>(n);
                 const gpu::LbvhRequirements got = lbvh.value()->requirements(n32);
-                const gpu::LbvhRequirements want = gpu::lbvh_requirements(n32, code, refine);
+                // Split where the device splits and the nodes or wide nodes pass one binding.
+                const gpu::DeviceInfo& info = gpu_context().info();
+                const bool soa = info.tree_parts > 1 &&
+                                 (gpu::lbvh_nodes_bytes(n) > info.max_storage_buffer_range ||
+                                  gpu::lbvh_wide_bytes(n) > info.max_storage_buffer_range);
+                const gpu::LbvhRequirements want = gpu::lbvh_requirements(n32, code, refine, soa);
                 EXPECT_EQ(got.boxes, want.boxes);
                 EXPECT_EQ(got.nodes, want.nodes);
                 EXPECT_EQ(got.scratch, want.scratch);

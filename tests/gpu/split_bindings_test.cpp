@@ -15,6 +15,9 @@
 // the uncapped context's.
 // Test 5: moving-scene frames (refit, SAH, rebuild, pairs, began and ended) equal the uncapped
 // context's and brute force.
+// Test 5b: MovingScene::record_refit on the caller's ranges refits a split tree into the
+// arrays after its flags (refit_flags_bytes), equal to the uncapped context's refit, and
+// refuses a flags range of only the n - 1 flags.
 // Test 6: a proxy scene (cross passes between its trees) equals the uncapped context's.
 // Test 7: a tree over kTreeParts parts is refused, naming the parts; with splitting off, a tree
 // over one descriptor is refused as before.
@@ -282,6 +285,62 @@ TEST_F(SplitBindingsTest, MovingFramesEqualTheWholeBindings) {
                   0);
         expect_wide_nodes_match(*frames, gpu::helper_nodes(**on_split), nodes.value());
     }
+    EXPECT_EQ(frames->validation_errors(), 0u);
+}
+
+// Test 5b: the public refit of a split tree, on the caller's boxes and flags.
+TEST_F(SplitBindingsTest, RefitOnCallerRangesEqualsTheWholeBindings) {
+    auto frames = capped_context(kFramesRange, true);
+    ASSERT_TRUE(frames);
+    std::vector<Box> boxes = scene_boxes("clustered", 5000);
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    auto on_split = gpu::MovingScene::create(*frames);
+    auto on_whole = gpu::MovingScene::create(gpu_context());
+    ASSERT_TRUE(on_split && on_whole);
+    ASSERT_TRUE((*on_split)->reset(boxes));
+    ASSERT_TRUE((*on_whole)->reset(boxes));
+    EXPECT_EQ((*on_whole)->refit_flags_bytes(n), (n - 1) * 4ull);
+    const VkDeviceSize flag_bytes = (*on_split)->refit_flags_bytes(n);
+    // The n - 1 flags from 0, then two arrays of 2n - 1 vec4 from 256-byte boundaries.
+    EXPECT_EQ(flag_bytes,
+              gpu::align_up(gpu::align_up((n - 1) * 4ull, 256) + 16 * (2 * n - 1), 256) +
+                  16 * (2 * n - 1));
+    jitter(boxes, 7, 0.5f);
+    const std::vector<gpu_layout::GpuBox> gpu_boxes = gpu::to_gpu_boxes(boxes);
+    // Refits the scene's own tree from `next` boxes with a caller's flags range of `bytes`.
+    auto refit = [&](gpu::Context& ctx, const gpu::MovingScene& scene, VkDeviceSize bytes) {
+        auto box_buffer =
+            ctx.create_buffer(n * sizeof(gpu_layout::GpuBox), gpu::MemoryKind::device);
+        auto flags = ctx.create_buffer(bytes, gpu::MemoryKind::device);
+        EXPECT_TRUE(box_buffer && flags);
+        if (!box_buffer || !flags) return Status{};
+        EXPECT_TRUE(ctx.upload(*box_buffer, gpu_boxes.data(), n * sizeof(gpu_layout::GpuBox)));
+        Status recorded;
+        EXPECT_TRUE(ctx.submit_and_wait([&](VkCommandBuffer cmd) {
+            recorded =
+                scene.record_refit(cmd, gpu::whole(*box_buffer), scene.tree(), gpu::whole(*flags));
+        }));
+        return recorded;
+    };
+    const Status refused = refit(*frames, **on_split, (n - 1) * 4ull);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("flags"), std::string::npos) << refused.error().message;
+    const std::uint64_t before = split_dispatches(*frames);
+    const Status split_refit = refit(*frames, **on_split, flag_bytes);
+    ASSERT_TRUE(split_refit) << split_refit.error().message;
+    EXPECT_EQ(split_dispatches(*frames), before + 2);  // lbvh_refit_soa, lbvh_assemble
+    ASSERT_TRUE(refit(gpu_context(), **on_whole, (n - 1) * 4ull));
+    auto nodes = (*on_split)->nodes();
+    auto want_nodes = (*on_whole)->nodes();
+    ASSERT_TRUE(nodes && want_nodes);
+    ASSERT_EQ(nodes->size(), want_nodes->size());
+    EXPECT_EQ(std::memcmp(nodes->data(), want_nodes->data(),
+                          nodes->size() * sizeof(gpu_layout::LbvhNode)),
+              0);
+    // The refit moved the tree's bounds: the first leaf holds its box's new bounds.
+    const gpu_layout::LbvhNode& leaf = (*nodes)[n - 1];
+    EXPECT_EQ(leaf.lo.x, boxes[leaf.link.x].min.x);
+    expect_wide_nodes_match(*frames, gpu::helper_nodes(**on_split), nodes.value());
     EXPECT_EQ(frames->validation_errors(), 0u);
 }
 
