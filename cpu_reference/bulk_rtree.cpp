@@ -54,11 +54,6 @@ struct Entry {
 };
 
 // Halves first, so that boxes near the float limits do not overflow to infinity.
-Vec3 centroid(const Box& b) {
-    return {0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
-            0.5f * b.min.z + 0.5f * b.max.z};
-}
-
 // The fraction of the centroids left out at each end when measuring how far they spread
 // along an axis: a few boxes fallen far out of the world must not decide how the rest are cut.
 constexpr double kTrim = 0.01;

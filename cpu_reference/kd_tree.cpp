@@ -28,11 +28,6 @@ namespace {
 constexpr std::size_t kStackSize = 128;
 
 // Halves first, so that boxes near the float limits do not overflow to infinity.
-Vec3 centroid(const Box& b) {
-    return {0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
-            0.5f * b.min.z + 0.5f * b.max.z};
-}
-
 }  // namespace
 
 Status KdTree::build(std::span<const Box> boxes) {

@@ -31,10 +31,6 @@ vec4 to_vec4(const Vec3& v) {
     return {v.x, v.y, v.z, 0.0f};
 }
 
-Box node_box(const LbvhNode& node) {
-    return {{node.lo.x, node.lo.y, node.lo.z}, {node.hi.x, node.hi.y, node.hi.z}};
-}
-
 bool is_leaf(std::uint32_t node, std::uint32_t n) {
     return node + 1 >= n;
 }

@@ -36,6 +36,11 @@ inline bool empty_slot(const Box& b) {
     return b.min.x > b.max.x;
 }
 
+/// The bounds of a node as a Box.
+inline Box node_box(const gpu_layout::LbvhNode& node) {
+    return {{node.lo.x, node.lo.y, node.lo.z}, {node.hi.x, node.hi.y, node.hi.z}};
+}
+
 /// Bounds of the box centroids c = (min + max) * 0.5f, empty slots skipped. No centroid gives
 /// lo = hi = 0.
 Box centroid_bounds(std::span<const Box> boxes);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lbvh.hpp"
 #include "broadphase/gpu_layout_queries.h"
 
 namespace broadphase::lbvh {
@@ -18,10 +19,6 @@ using gpu_layout::kInvalidNode;
 using gpu_layout::LbvhNode;
 
 namespace {
-
-Box node_box(const LbvhNode& nd) {
-    return {{nd.lo.x, nd.lo.y, nd.lo.z}, {nd.hi.x, nd.hi.y, nd.hi.z}};
-}
 
 std::uint32_t leaf_count(std::span<const LbvhNode> nodes) {
     return nodes.empty() ? 0u : static_cast<std::uint32_t>((nodes.size() + 1) / 2);

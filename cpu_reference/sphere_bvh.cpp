@@ -39,11 +39,6 @@ constexpr std::uint32_t kPricingSample = 32;
 constexpr double kRaySlack = 1e-5;
 
 // Halves first, so that boxes near the float limits do not overflow to infinity.
-Vec3 centroid(const Box& b) {
-    return {0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
-            0.5f * b.min.z + 0.5f * b.max.z};
-}
-
 double square(double x) {
     return x * x;
 }

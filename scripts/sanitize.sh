@@ -13,6 +13,8 @@ fuzz_dir=${BROADPHASE_FUZZ_DIR:-build-fuzz}
 jobs=$(nproc)
 sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g"
                 -DBROADPHASE_SANITIZE=address,undefined -DBROADPHASE_BUILD_EXAMPLES=OFF)
+# The CPU suite as 6 processes, not one per test case (tests/CMakeLists.txt): the same cases.
+asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6)
 
 # halt at the first report, with its stack; leaks that lie in the Vulkan loader, lavapipe, LLVM
 # or the validation layer only are suppressed (the file says which), ours are not.
@@ -30,7 +32,7 @@ test_env=(ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0")
 [ -n "$lvp" ] && [ -e "$lvp" ] && test_env+=(LD_PRELOAD="$lvp")
 
 echo "sanitize: address,undefined build in $asan_dir"
-cmake -S . -B "$asan_dir" "${sanitize_flags[@]}" >/dev/null
+cmake -S . -B "$asan_dir" "${sanitize_flags[@]}" "${asan_flags[@]}" >/dev/null
 cmake --build "$asan_dir" -j "$jobs"
 # The consumer projects build their own unsanitised copy: the Release stage runs them. The GPU
 # suites' second run on the other sort path is left to the Release stage: the radix sort tests

@@ -66,6 +66,13 @@ inline double half_area(const Box& b) {
     return dx * dy + dy * dz + dz * dx;
 }
 
+/// Centre of b, 0.5 min + 0.5 max on each axis: finite for every finite box, where
+/// (min + max) * 0.5 overflows past half the largest float. The CPU structures split by it.
+inline Vec3 centroid(const Box& b) {
+    return {0.5f * b.min.x + 0.5f * b.max.x, 0.5f * b.min.y + 0.5f * b.max.y,
+            0.5f * b.min.z + 0.5f * b.max.z};
+}
+
 /// Smallest box containing both a and b.
 inline Box merge(const Box& a, const Box& b) {
     return {{std::min(a.min.x, b.min.x), std::min(a.min.y, b.min.y), std::min(a.min.z, b.min.z)},
