@@ -155,8 +155,9 @@ struct LbvhNode {
 // and S. Laine, "Understanding the Efficiency of Ray Traversal on GPUs" (HPG 2009), written
 // beside the LbvhNode array, never instead of it. Record i describes internal node i,
 // i in [0, n-1) (none when n <= 1); the build (lbvh_build.comp) and the refit
-// (lbvh_refit.comp) write it whenever they write node i's bounds, so each child box is a bit
-// copy of the child's LbvhNode bounds (CPU twin: lbvh::wide_nodes).
+// (lbvh_refit.comp) write it whenever they write node i's bounds (for a split tree,
+// lbvh_assemble.comp after them), so each child box is a bit copy of the child's LbvhNode
+// bounds (CPU twin: lbvh::wide_nodes).
 //   a = (left lo x, y, z, left hi x)     b = (left hi y, z, right lo x, y)
 //   c = (right lo z, right hi x, y, z)   link = (left, right, left aux, right aux)
 // A child's aux is its box id when it is a leaf (index >= n - 1; its sorted position is
