@@ -132,8 +132,6 @@ int delta(int i, int j) {
             climbing = !root;                                                                   \
         }                                                                                       \
     }
-#define CLIMB_8 \
-    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
 
 void main() {
     uint p = linear_thread();
@@ -162,5 +160,5 @@ void main() {
     // invocation leaves early lost them too). A climb passes at most 96 internal nodes: each
     // level lengthens the common prefix of the (64-bit key, 32-bit index) keys, 12 * 8 steps.
     // The step is kept small (one delta, one sibling load) for llvmpipe's compile time.
-    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
+    CLIMB_96
 }

@@ -79,8 +79,6 @@ TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
             climbing = node != kInvalidNode;                                \
         }                                                                   \
     }
-#define CLIMB_8 \
-    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
 
 void main() {
     uint p = linear_thread();
@@ -95,5 +93,5 @@ void main() {
     // makes after an atomic inside a loop once other invocations have left the loop (as in
     // lbvh_build.glsl). The tree is at most kTraversalStack = 96 = 12 * 8 levels deep
     // (gpu_layout.h).
-    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
+    CLIMB_96
 }
