@@ -617,6 +617,14 @@ Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t
     return word != 0;
 }
 
+std::array<BufferRange, 2> build_soa_bounds(const Lbvh& lbvh, const BufferRange& scratch,
+                                            std::uint32_t n) {
+    const LbvhImpl& im = impl_of(lbvh);
+    if (!im.soa(n)) return {};
+    const ScratchLayout s = scratch_layout(scratch, n, im.options.code, im.options.refine, true);
+    return {s.node_lo, s.node_hi};
+}
+
 Result<std::vector<LbvhWideNode>> download_wide_nodes(Context& context, const Buffer& tree_buffer,
                                                       std::uint32_t n) {
     std::vector<LbvhWideNode> wide(n > 1 ? n - 1 : 0);

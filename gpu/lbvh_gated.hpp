@@ -78,6 +78,11 @@ std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);
 /// Whether the last build of n boxes into `scratch` refined its codes (one word read back).
 Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n);
+/// The lo and hi arrays (soa_array_bytes(n) each) that a build of n boxes too large for one
+/// descriptor writes in `scratch` (lbvh_build_soa.comp) and that are idle between builds: a
+/// moving scene lends them to its refits. Empty ranges when the tree is not split.
+std::array<BufferRange, 2> build_soa_bounds(const Lbvh& lbvh, const BufferRange& scratch,
+                                            std::uint32_t n);
 
 /// The n - 1 LbvhWideNode records of a tree over n boxes held in `tree_buffer` (a node range
 /// from offset 0: the helpers' own buffers), read back for tests; empty when n < 2.

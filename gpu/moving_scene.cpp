@@ -92,7 +92,11 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
             if (Status s = record_rebuild(cmd, box_range, nullptr); !s) return s;
         }
     } else if (n > 0) {
-        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags), false); !s)
+        // A split tree refits into its build scratch's arrays, idle between rebuilds.
+        const std::array<BufferRange, 2> lent = build_soa_bounds(*lbvh, whole(scratch), n);
+        if (Status s = record_refit(cmd, box_range, {whole(nodes), n}, whole(flags), false,
+                                    lent[0].buffer ? &lent : nullptr);
+            !s)
             return s;
         compute_barrier(cmd);
         const bool by_ratio = options.policy == RefitPolicy::by_ratio;

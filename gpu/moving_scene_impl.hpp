@@ -394,16 +394,21 @@ struct MovingScene::Impl {
 
     // lbvh_refit.comp: leaves and internal nodes in one pass (see MovingScene::record_refit);
     // for a tree too large for one descriptor, lbvh_refit_soa.comp into the arrays after the
-    // flags, then lbvh_assemble.comp into the tree.
+    // flags (or into `lent`, the scene's own build scratch arrays: then the flags range holds
+    // the flags only), then lbvh_assemble.comp into the tree.
     // The climb leaves its counters zero, so `zero_flags` (a fill and a barrier) is needed
     // only for flags of unknown contents: the caller's, not the scene's own (zeroed by the
     // reset's frame).
     Status record_refit(VkCommandBuffer cmd, const BufferRange& box_range, const LbvhTree& tree,
-                        const BufferRange& flag_range, bool zero_flags) const {
+                        const BufferRange& flag_range, bool zero_flags,
+                        const std::array<BufferRange, 2>* lent = nullptr) const {
         const std::uint32_t count = tree.n;
-        const RefitLayout layout = refit_layout(count);
-        // A split tree's flags range holds three bindings: the flags, lo and hi.
-        const VkDeviceSize array = layout.soa ? soa_array_bytes(count) : 0;
+        RefitLayout layout = refit_layout(count);
+        // A split tree's flags range holds three bindings, the flags, lo and hi, unless the
+        // arrays are lent.
+        const bool in_flags = layout.soa && !lent;
+        if (!in_flags) layout.size = layout.flags;
+        const VkDeviceSize array = in_flags ? soa_array_bytes(count) : 0;
         const std::array<BindingSize, 3> flag_parts{{{"the refit's flags", layout.flags},
                                                      {"the refit's lo array", array},
                                                      {"the refit's hi array", array}}};
@@ -411,9 +416,9 @@ struct MovingScene::Impl {
                                     {{"boxes", box_range, count * VkDeviceSize(sizeof(GpuBox))},
                                      {"nodes", tree.nodes, count > 0 ? lbvh_tree_bytes(count) : 0,
                                       false, tree_binding_sizes(count)},
-                                     {"flags", flag_range, layout.size, !layout.soa,
-                                      layout.soa ? std::span<const BindingSize>(flag_parts)
-                                                 : std::span<const BindingSize>()}});
+                                     {"flags", flag_range, layout.size, !in_flags,
+                                      in_flags ? std::span<const BindingSize>(flag_parts)
+                                               : std::span<const BindingSize>()}});
             !s)
             return s;
         if (Status s = layout.soa ? ready_for_tree(count, {&refit_soa, &assemble}) : refit.ready();
@@ -436,8 +441,12 @@ struct MovingScene::Impl {
             refit.dispatch(cmd, {box_used, node_range, flags_used, bound.wide}, pc, groups(count));
             return {};
         }
-        const BufferRange lo{flag_range.buffer, flag_range.offset + layout.lo, array};
-        const BufferRange hi{flag_range.buffer, flag_range.offset + layout.hi, array};
+        const BufferRange lo =
+            lent ? (*lent)[0]
+                 : BufferRange{flag_range.buffer, flag_range.offset + layout.lo, array};
+        const BufferRange hi =
+            lent ? (*lent)[1]
+                 : BufferRange{flag_range.buffer, flag_range.offset + layout.hi, array};
         refit_soa.dispatch(cmd, {box_used, node_range, flags_used, lo, hi}, pc, groups(count));
         compute_barrier(cmd);
         PushConstants bounds_only{};
@@ -471,9 +480,8 @@ struct MovingScene::Impl {
         if (Status s = ensure(boxes, n * sizeof(GpuBox)); !s) return s;
         if (Status s = ensure_unbound(nodes, req.nodes); !s) return s;
         if (Status s = ensure_unbound(scratch, req.scratch); !s) return s;
-        // The refit's flags (bound whole), then a split tree's refit arrays (each bound whole).
+        // The refit's flags; a split tree's refit borrows the build scratch's arrays.
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
-        if (Status s = ensure_unbound(flags, refit_layout(n).size); !s) return s;
         if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
         for (Buffer* b : {&pair_count[0], &pair_count[1]})
