@@ -10,8 +10,8 @@
 #include <cmath>
 #include <limits>
 
-#include "lbvh.hpp"
 #include "broadphase/gpu_layout_queries.h"
+#include "lbvh.hpp"
 
 namespace broadphase::lbvh {
 

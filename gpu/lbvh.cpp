@@ -151,9 +151,10 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
         hierarchy_words = 2;
     }
     passes[2] = sort_passes;
-    t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 4) * (m - 1),
-            48 * (2 * m - 1) + (4 + 64) * (m - 1)};
-    if (soa) {
+    if (!soa) {
+        t[3] = {(4ull * hierarchy_words + 4 + 32) * m + (36 + 4) * (m - 1),
+                48 * (2 * m - 1) + (4 + 64) * (m - 1)};
+    } else {  // lbvh_build_soa, then lbvh_assemble
         t[3] = {(4ull * hierarchy_words + 4 + 32) * m + 36 * (m - 1),
                 48 * (2 * m - 1) + 4 * (m - 1)};
         t[3] += {48 * (2 * m - 1) + 96 * (m - 1), 48 * (2 * m - 1) + 64 * (m - 1)};
@@ -416,8 +417,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
     impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
     impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 7, "lbvh_build_soa");
-    impl->assemble = Kernel(context, shaders::lbvh_assemble, 5, "lbvh_assemble",
-                            {shaders::lbvh_assemble_split, 1u << 3, 1u << 4});
+    impl->assemble = assemble_kernel(context);
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -562,11 +562,8 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
             cmd, {sorted_keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link}, pc,
             groups(n), gate);
         compute_barrier(cmd);
-        PushConstants assemble{};
-        assemble.count = n;
-        im.assemble.dispatch(
-            cmd, {s.node_lo, s.node_hi, s.node_link, tree.nodes, tree.wide}, assemble,
-            static_cast<std::uint32_t>(div_up(2ull * n - 1, kWorkgroupSize)), gate);
+        record_assemble(im.assemble, cmd, {s.node_lo, s.node_hi, s.node_link}, tree, n, false,
+                        gate);
     }
     mark(4);
     return {};
@@ -615,6 +612,21 @@ Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t
     const ScratchLayout s = scratch_layout({}, n, im.options.code, im.options.refine, im.soa(n));
     if (Status d = im.context->download(scratch, &word, 4, s.refine.offset); !d) return d.error();
     return word != 0;
+}
+
+Kernel assemble_kernel(Context& context) {
+    return Kernel(context, shaders::lbvh_assemble, 5, "lbvh_assemble",
+                  {shaders::lbvh_assemble_split, 1u << 3, 1u << 4});
+}
+
+void record_assemble(const Kernel& assemble, VkCommandBuffer cmd,
+                     const std::array<BufferRange, 3>& arrays, const TreeBindings& tree,
+                     std::uint32_t n, bool bounds_only, DispatchGate* gate) {
+    PushConstants pc{};
+    pc.count = n;
+    pc.flags = bounds_only ? 1u : 0u;  // lbvh_assemble.comp: the links stay the build's
+    assemble.dispatch(cmd, {arrays[0], arrays[1], arrays[2], tree.nodes, tree.wide}, pc,
+                      static_cast<std::uint32_t>(div_up(2ull * n - 1, kWorkgroupSize)), gate);
 }
 
 std::array<BufferRange, 2> build_soa_bounds(const Lbvh& lbvh, const BufferRange& scratch,

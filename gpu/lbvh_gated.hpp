@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -78,6 +79,14 @@ std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);
 /// Whether the last build of n boxes into `scratch` refined its codes (one word read back).
 Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n);
+/// lbvh_assemble.comp as a Kernel of `context` (its split variant binds the tree's arrays).
+Kernel assemble_kernel(Context& context);
+/// Records lbvh_assemble over a tree of n boxes: the node arrays (lo, hi, link; a refit, which
+/// keeps the links, binds lo again for link) copied into the tree's nodes and wide records, or
+/// with `bounds_only` (a refit) their bounds alone.
+void record_assemble(const Kernel& assemble, VkCommandBuffer cmd,
+                     const std::array<BufferRange, 3>& arrays, const TreeBindings& tree,
+                     std::uint32_t n, bool bounds_only, DispatchGate* gate = nullptr);
 /// The lo and hi arrays (soa_array_bytes(n) each) that a build of n boxes too large for one
 /// descriptor writes in `scratch` (lbvh_build_soa.comp) and that are idle between builds: a
 /// moving scene lends them to its refits. Empty ranges when the tree is not split.

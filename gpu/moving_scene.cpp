@@ -478,8 +478,7 @@ Result<std::unique_ptr<MovingSceneImpl>> make_frames(Context& context,
     impl->refit = Kernel(context, shaders::lbvh_refit, 4, "lbvh_refit");
     impl->refit_soa = Kernel(context, shaders::lbvh_refit_soa, 5, "lbvh_refit_soa",
                              {shaders::lbvh_refit_soa_split, 1u << 1, 0});
-    impl->assemble = Kernel(context, shaders::lbvh_assemble, 5, "lbvh_assemble",
-                            {shaders::lbvh_assemble_split, 1u << 3, 1u << 4});
+    impl->assemble = assemble_kernel(context);
     impl->sah =
         Kernel(context, shaders::lbvh_sah, 2, "lbvh_sah", {shaders::lbvh_sah_split, 1u << 0});
     impl->policy = Kernel(context, shaders::frame_policy, 5, "frame_policy");

@@ -449,11 +449,7 @@ struct MovingScene::Impl {
                  : BufferRange{flag_range.buffer, flag_range.offset + layout.hi, array};
         refit_soa.dispatch(cmd, {box_used, node_range, flags_used, lo, hi}, pc, groups(count));
         compute_barrier(cmd);
-        PushConstants bounds_only{};
-        bounds_only.count = count;
-        bounds_only.flags = 1;  // lbvh_assemble.comp: the links stay the build's
-        assemble.dispatch(cmd, {lo, hi, lo, node_range, bound.wide}, bounds_only,
-                          groups(2ull * count - 1));
+        record_assemble(assemble, cmd, {lo, hi, lo}, bound, count, true);
         return {};
     }
 
