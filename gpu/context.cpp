@@ -112,30 +112,45 @@ Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
     return SortPath::reduce_then_scan;
 }
 
+// A count from the environment variable `name`, 1 to `most` `unit`: `fallback` when it is
+// unset or empty; an error naming the variable when it is not such a number.
+Result<std::uint32_t> env_count(const char* name, std::uint32_t most, const char* unit,
+                                std::uint32_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    const std::string text = v;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long count = std::strtoull(text.c_str(), &end, 10);
+    if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-')
+        return Error{ErrorCode::invalid_argument,
+                     std::string(name) + " is '" + text + "': it must be a number of " + unit};
+    if (count < 1 || count > most)
+        return Error{ErrorCode::invalid_argument, std::string(name) + " is " + text +
+                                                      ": it must be 1 to " + std::to_string(most) +
+                                                      " " + unit};
+    return static_cast<std::uint32_t>(count);
+}
+
+// The onesweep look-back's window (DeviceInfo::sort_window): BROADPHASE_SORT_WINDOW, else
+// kOnesweepWindow.
+Result<std::uint32_t> resolve_sort_window() {
+    return env_count("BROADPHASE_SORT_WINDOW", gpu_layout::kOnesweepWindow, "tiles",
+                     gpu_layout::kOnesweepWindow);
+}
+
 // The bounded traversals' budget (DeviceInfo::traversal_budget): the option, else
 // BROADPHASE_TRAVERSAL_BUDGET, else kTraversalBudget on CPU devices and kGpuTraversalBudget on
 // the others.
 Result<std::uint32_t> resolve_traversal_budget(std::uint32_t wanted, const DeviceInfo& info) {
-    auto checked = [](std::uint64_t budget, const std::string& what) -> Result<std::uint32_t> {
-        if (budget < 1 || budget > gpu_layout::kTraversalBudget)
-            return Error{ErrorCode::invalid_argument,
-                         what + " is " + std::to_string(budget) + ": it must be 1 to " +
-                             std::to_string(gpu_layout::kTraversalBudget) + " nodes"};
-        return static_cast<std::uint32_t>(budget);
-    };
-    if (wanted != 0) return checked(wanted, "the traversal budget");
-    if (const char* v = std::getenv("BROADPHASE_TRAVERSAL_BUDGET"); v && *v) {
-        const std::string text = v;
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long budget = std::strtoull(text.c_str(), &end, 10);
-        if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-')
-            return Error{ErrorCode::invalid_argument, "BROADPHASE_TRAVERSAL_BUDGET is '" + text +
-                                                          "': it must be a number of nodes"};
-        return checked(budget, "BROADPHASE_TRAVERSAL_BUDGET");
-    }
-    return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? gpu_layout::kTraversalBudget
-                                                    : gpu_layout::kGpuTraversalBudget;
+    if (wanted > gpu_layout::kTraversalBudget)
+        return Error{ErrorCode::invalid_argument,
+                     "the traversal budget is " + std::to_string(wanted) + ": it must be 1 to " +
+                         std::to_string(gpu_layout::kTraversalBudget) + " nodes"};
+    if (wanted != 0) return wanted;
+    return env_count("BROADPHASE_TRAVERSAL_BUDGET", gpu_layout::kTraversalBudget, "nodes",
+                     info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? gpu_layout::kTraversalBudget
+                                                              : gpu_layout::kGpuTraversalBudget);
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -247,10 +262,11 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
     }
     // Every kernel runs kWorkgroupSize invocations; radix_onesweep.comp holds the most shared
     // memory: radix_rank.glsl's 16 counting cells per invocation (the sorted tile between the
-    // splits), its two per-digit arrays and the scan's two rows, the digit bases and two words.
+    // splits) and a pad word per 16 cells, its two per-digit arrays and the scan's two rows, the
+    // digit bases and two words.
     const VkPhysicalDeviceLimits& limits = facts.properties.limits;
     constexpr std::uint32_t kSharedBytes =
-        (16 * gpu_layout::kWorkgroupSize + 3 * gpu_layout::kSortBuckets +
+        (17 * gpu_layout::kWorkgroupSize + 3 * gpu_layout::kSortBuckets +
          2 * gpu_layout::kWorkgroupSize + 2) *
         4;
     if (limits.maxComputeWorkGroupInvocations < gpu_layout::kWorkgroupSize ||
@@ -532,14 +548,18 @@ void resolve_tree_parts(ContextImpl& impl, bool allowed) {
 }
 
 // The caller's choices that depend on the device, once its limits are final (Context::create
-// and Context::adopt): tree splitting, the sort path and the traversal budget, each resolved
-// against impl.info; an error names a choice the device cannot honour.
+// and Context::adopt): tree splitting, the sort path (and its look-back window) and the
+// traversal budget, each resolved against impl.info; an error names a choice the device cannot
+// honour.
 Status apply_choices(ContextImpl& impl, bool split_tree_bindings, SortPath sort_path,
                      std::uint32_t traversal_budget) {
     resolve_tree_parts(impl, split_tree_bindings);
     auto path = resolve_sort_path(sort_path, impl.info);
     if (!path) return path.error();
     impl.info.sort_path = path.value();
+    auto window = resolve_sort_window();
+    if (!window) return window.error();
+    impl.info.sort_window = window.value();
     auto budget = resolve_traversal_budget(traversal_budget, impl.info);
     if (!budget) return budget.error();
     impl.info.traversal_budget = budget.value();

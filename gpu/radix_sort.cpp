@@ -144,6 +144,7 @@ RadixSort::RadixSort(Context& context, SortPath path)
                           "radix_onesweep_histogram"),
       onesweep_(context, shaders::radix_onesweep, 6, "radix_onesweep"),
       path_(path == SortPath::automatic ? context.info().sort_path : path),
+      window_(context.info().sort_window),
       max_workgroup_count_x_(std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1)) {
     if (path_ == SortPath::automatic) path_ = SortPath::reduce_then_scan;
 }
@@ -344,6 +345,7 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
     pc.key_words = key_words;
     pc.tiles = tiles;
     pc.flags = s.flags();
+    pc.budget = window_;  // the look-back window
     if (s.indirect)
         onesweep_histogram_.dispatch_indirect(cmd, {*s.keys[0], state, s.count}, pc, s.tile_args);
     else
@@ -355,7 +357,8 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
         pc.shift = bit % 32;
         pc.key_word = bit / 32;
         pc.offset = pass;
-        pc.flags = s.flags() | (fallback_only_ ? kSortFallbackOnly : 0u);
+        pc.flags = s.flags() | (fallback_only_ ? kSortFallbackOnly : 0u) |
+                   (lookback_stress_ ? kSortLookbackStress : 0u);
         const int src = pass & 1, dst = src ^ 1;
         if (s.indirect) {
             onesweep_.dispatch_indirect(

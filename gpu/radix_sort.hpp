@@ -52,6 +52,14 @@ public:
     /// Tests: the one-sweep look-back counts every preceding tile from its keys (the fallback
     /// it takes after waiting kOnesweepSpins rounds) instead of reading what the tile published.
     void set_fallback_only(bool on) { fallback_only_ = on; }
+    /// The onesweep look-back's window (DeviceInfo::sort_window unless set_window changed it).
+    std::uint32_t window() const { return window_; }
+    /// Tests: the look-back window (1 to kOnesweepWindow).
+    void set_window(std::uint32_t tiles) { window_ = tiles; }
+    /// Tests: most tiles leave their aggregates where they would publish inclusive prefixes,
+    /// and a few publish nothing for a digit (kSortLookbackStress), so that look-backs walk
+    /// several windows, stop short of a digit's prefix and count silent tiles.
+    void set_lookback_stress(bool on) { lookback_stress_ = on; }
 
     /// Compiles (or finds) what record needs: on reduce_then_scan the histogram, scatter and
     /// the scan; on onesweep its histogram and pass kernels.
@@ -72,9 +80,11 @@ public:
     ///   (an atomic: 4 bytes read and written each); per pass radix_onesweep takes a tile
     ///   number (an atomic), reads the elements and the pass's kSortBuckets global counts, writes
     ///   its tile's look-back row (the aggregate, then the inclusive prefix: twice, tile 0 once)
-    ///   and reads one preceding row once per tile after the first (the least look-back: deeper
-    ///   look-backs, waits and a waiting tile's count of a silent predecessor's keys read more,
-    ///   by a timing-dependent amount not counted), and writes the elements.
+    ///   and reads one preceding row once per tile after the first (the least look-back: its
+    ///   first round reads its predecessor's row; deeper look-backs, reading up to
+    ///   kOnesweepWindow rows a round, waits and a waiting tile's count of a silent
+    ///   predecessor's keys read more, by a timing-dependent amount not counted), and writes
+    ///   the elements.
     /// On both, an odd number of passes adds a copy of the elements back. `passes` receives
     /// the digit passes (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
     static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
@@ -139,6 +149,8 @@ private:
     Kernel onesweep_histogram_, onesweep_;
     SortPath path_ = SortPath::reduce_then_scan;
     bool fallback_only_ = false;
+    bool lookback_stress_ = false;
+    std::uint32_t window_ = gpu_layout::kOnesweepWindow;
     std::uint32_t max_workgroup_count_x_ = 1;
 };
 

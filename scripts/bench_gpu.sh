@@ -5,20 +5,28 @@
 # measuring rather than typing. With --tests it first runs the GPU test suite there (needs the
 # Khronos validation layer on that machine).
 #
-#   bash scripts/bench_gpu.sh [--tests] [--quick] [OUT_DIR]
+#   bash scripts/bench_gpu.sh [--tests] [--quick] [--essential] [OUT_DIR]
+#
+# --essential runs only the figures no session has measured yet, most wanted first (100M boxes,
+# the sort's look-back window and BENCH_BASELINE, 10M moving-scene frames, rays at 10M), for a
+# session whose device time is short: a lent machine gives 15 minutes in all, start included.
 #
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
-# docs/performance.md ask.
+# docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
+# the build, pairs and cull stages with it, on the same device in the same run, for a before /
+# after of a change that has no switch (docs/performance.md, "The sort reshaped for GPUs").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tests=0
 quick=0
+essential=0
 out=bench-logs
 for a in "$@"; do
   case "$a" in
     --tests) tests=1 ;;
     --quick) quick=1 ;;
+    --essential) essential=1 ;;
     *) out="$a" ;;
   esac
 done
@@ -53,8 +61,44 @@ run devices "$tool" devices
 if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
+if [ "$essential" = 1 ]; then
+  run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
+  # 100M boxes: split node arrays, 3.2 GB of boxes, 16 GB of tree, 15 GB of build scratch.
+  limit=${BENCH_TIMEOUT_100M:-300}
+  run pairs_100m "$tool" bench --scene "$m100" --repeat 2
+  limit=${BENCH_TIMEOUT:-120}
+  for w in 1 8; do
+    run "pairs_1m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m1" \
+      --repeat "$repeat" --sort-path onesweep
+    run "pairs_10m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m10" \
+      --repeat 3 --sort-path onesweep
+  done
+  if [ -n "${BENCH_BASELINE:-}" ]; then
+    run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
+    run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat 3
+  fi
+  run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
+  run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
+  run rays_10m "$tool" bench --rays "$rays" --scene "$m10" --repeat 3
+  echo "logs in $out/"
+  exit "$failed"
+fi
 run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
 run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
+# The onesweep look-back reading 1 tile per round against the default window (8 tiles):
+# BROADPHASE_SORT_WINDOW (DeviceInfo::sort_window).
+for w in 1 8; do
+  run "pairs_1m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m1" \
+    --repeat "$repeat" --sort-path onesweep
+  run "pairs_10m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m10" \
+    --repeat "$repeat" --sort-path onesweep
+done
+if [ -n "${BENCH_BASELINE:-}" ]; then
+  run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
+  run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
+  run baseline_cull_exact "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
+    --repeat "$repeat"
+fi
 run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
 run pairs_10m_json "$tool" bench --scene "$m10" --repeat "$repeat" --json
 # 100M boxes (issue 15 item 6): the tree's node arrays split over several descriptors

@@ -9,6 +9,9 @@
 //      its inclusive prefix, kOnesweepPrefix);
 //   3. looks back over the preceding tiles, per digit (invocation d for digit d), summing
 //      aggregates until it meets an inclusive prefix, then publishes its own inclusive prefix.
+//      After its first round (the predecessor's entries alone, which usually hold its prefix)
+//      each round reads a window of up to kOnesweepWindow preceding tiles' entries at once (8,
+//      pc.budget), so a look-back over w tiles waits about 1 + w / 8 memory latencies, not w.
 //      A predecessor that has published nothing after kOnesweepSpins rounds is counted from its
 //      keys instead (the decoupled fallback of Smith, Levien & Owens 2025), so no tile waits
 //      unboundedly: the path needs no forward progress between workgroups for correctness;
@@ -22,11 +25,16 @@
 // lavapipe loses stores made after an atomic in a loop that other invocations have left
 // (see lbvh_bounds.comp). lavapipe also ends every loop of an invocation once its loops have
 // run 65,535 iterations in all: a look-back takes at most kOnesweepSpins + 1 rounds per
-// preceding tile, under that bound for sorts of up to about 500 tiles (2 million keys).
-// With kSortFallbackOnly (tests) every predecessor is counted from its keys.
+// preceding tile (the window's loops are unrolled), under that bound for sorts of up to about
+// 500 tiles (2 million keys).
+// With kSortFallbackOnly (tests) every predecessor is counted from its keys; with
+// kSortLookbackStress (tests) most tiles publish no inclusive prefix and a few publish nothing
+// for a digit (gpu_layout.h).
 // pc.offset = the pass (its counter, histogram and look-back rows), pc.shift / pc.key_word /
-// pc.capacity = the digit's shift, key word and mask; state layout in gpu_layout.h.
+// pc.capacity = the digit's shift, key word and mask, pc.budget = the look-back window after the
+// first round (1 to kOnesweepWindow: DeviceInfo::sort_window); state layout in gpu_layout.h.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "radix_rank.glsl"
 
@@ -52,6 +60,7 @@ layout(std430, binding = 5) readonly buffer Count {
 
 shared uint s_tile_id;
 shared uint s_pending;
+shared uint s_step;
 shared uint s_base[kSortBuckets];
 
 void main() {
@@ -78,37 +87,65 @@ void main() {
     rank_tile(digit, valid);
     uint rows = kOnesweepLookback + pass * pc.tiles * kSortBuckets;
     uint mine = s_tile_count[t];
-    atomicExchange(state[rows + tile * kSortBuckets + t],
-                   (tile == 0u ? kOnesweepPrefix : kOnesweepAggregate) | mine);
+    const bool stress = (pc.flags & kSortLookbackStress) != 0u;  // tests
+    const bool silent = stress && (tile * kSortBuckets + t) % kStressSilentEvery == 0u;
+    if (!silent)
+        atomicExchange(state[rows + tile * kSortBuckets + t],
+                       (tile == 0u ? kOnesweepPrefix : kOnesweepAggregate) | mine);
     uint total;
     uint global_start =
         workgroup_exclusive_scan(state[kOnesweepHist + pass * kSortBuckets + t], total);
 
     uint exclusive = 0u;
     if (tile > 0u) {  // uniform
-        // All digits step back together (j is uniform): at tile j, every digit not done yet
-        // adds tile j's published count (done at an inclusive prefix) once all of them see a
-        // flag there; after kOnesweepSpins rounds without, the workgroup counts tile j's
-        // digits from its keys instead (a full tile: j < tile) and steps on.
+        // All digits step back together (j, the nearest tile not yet added, is uniform). Each
+        // round every digit still summing reads the entries of up to kOnesweepWindow tiles
+        // (j, j - 1, ...) at once, one memory latency for the window (the first round reads
+        // tile j only: usually its prefix is there already), and the workgroup adds
+        // the leading entries that every such digit can use: those with a flag, up to its first
+        // inclusive prefix (a digit that meets its prefix there is done). When tile j itself
+        // has published nothing for some digit, the workgroup waits, and after kOnesweepSpins
+        // rounds counts tile j's digits from its keys instead (a full tile: j < tile) and steps
+        // on.
         const bool always_count = (pc.flags & kSortFallbackOnly) != 0u;
         uint j = tile - 1u;
         bool done = false;
-        uint waits = 0u;
+        uint waits = 0u, width = 1u;  // the first round reads the predecessor only
         for (;;) {
-            uint v = 0u;
-            if (!done && !always_count) v = atomicAdd(state[rows + j * kSortBuckets + t], 0u);
-            uint flag = v & ~kOnesweepValueMask;
-            if (t == 0u) s_pending = 0u;
+            uint window = min(width, j + 1u);
+            width = clamp(pc.budget, 1u, kOnesweepWindow);
+            uint v[kOnesweepWindow];
+            [[unroll]] for (uint w = 0u; w < kOnesweepWindow; ++w) {
+                v[w] = 0u;
+                if (!done && !always_count && w < window)
+                    v[w] = atomicAdd(state[rows + (j - w) * kSortBuckets + t], 0u);
+            }
+            // usable: the leading entries with a flag, through the first inclusive prefix.
+            uint usable = 0u;
+            bool open = true, meets_prefix = false;
+            [[unroll]] for (uint w = 0u; w < kOnesweepWindow; ++w) {
+                uint flag = v[w] & ~kOnesweepValueMask;
+                bool take = open && w < window && flag != 0u;
+                usable += take ? 1u : 0u;
+                meets_prefix = meets_prefix || (take && flag == kOnesweepPrefix);
+                open = take && flag != kOnesweepPrefix;
+            }
+            // The round's step: the fewest usable entries of the digits that need more.
+            if (t == 0u) s_step = window;
             barrier();
-            if (!done && flag == 0u) s_pending = 1u;
+            if (!done && !meets_prefix) atomicMin(s_step, usable);
             barrier();
-            bool wait = s_pending != 0u;
+            uint step = s_step;
             barrier();
-            bool count_it = wait && (always_count || waits >= kOnesweepSpins);
-            if (!wait) {
+            // (A silent tile of the stress test never publishes: wait only a little.)
+            uint spins = stress ? 2u : kOnesweepSpins;
+            bool count_it = step == 0u && (always_count || waits >= spins);
+            if (step > 0u) {
                 if (!done) {
-                    exclusive += v & kOnesweepValueMask;
-                    done = flag == kOnesweepPrefix;  // tile 0 publishes a prefix
+                    uint added = min(step, usable);
+                    [[unroll]] for (uint w = 0u; w < kOnesweepWindow; ++w) if (w < added)
+                        exclusive += v[w] & kOnesweepValueMask;
+                    done = meets_prefix && usable <= step;
                 }
             } else if (count_it) {
                 s_base[t] = 0u;  // s_base holds tile j's counts here
@@ -126,11 +163,12 @@ void main() {
                 }
                 barrier();
             }
-            if (wait && !count_it) {
+            if (step == 0u && !count_it) {
                 waits += 1u;
             } else {
                 waits = 0u;
-                if (j > 0u) j -= 1u;
+                uint back = max(step, 1u);
+                j = j >= back ? j - back : 0u;
             }
             if (t == 0u) s_pending = 0u;
             barrier();
@@ -140,7 +178,9 @@ void main() {
             barrier();
             if (finished) break;
         }
-        atomicExchange(state[rows + tile * kSortBuckets + t], kOnesweepPrefix | (exclusive + mine));
+        if (!stress || (!silent && (tile + t) % kStressPrefixEvery == 0u))
+            atomicExchange(state[rows + tile * kSortBuckets + t],
+                           kOnesweepPrefix | (exclusive + mine));
     }
     s_base[t] = global_start + exclusive - s_tile_start[t];
     barrier();
@@ -148,7 +188,7 @@ void main() {
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint p = k * kWorkgroupSize + t;
         if (p < valid) {
-            uint e = s_rank[p];
+            uint e = s_rank[rank_cell(p)];
             uint src = first + (e & 0xffffu);
             uint dst = s_base[e >> 16] + p;
             for (uint w = 0u; w < pc.key_words; ++w)

@@ -54,7 +54,7 @@ void main() {
     for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint p = k * kWorkgroupSize + t;
         if (p < valid) {
-            uint e = s_rank[p];
+            uint e = s_rank[rank_cell(p)];
             uint src = first + (e & 0xffffu);
             uint dst = s_base[e >> 16] + p;
             for (uint w = 0u; w < pc.key_words; ++w)

@@ -165,6 +165,11 @@ struct DeviceInfo {
     /// The radix sort this Context runs: onesweep or reduce_then_scan (SortPath, never
     /// automatic once resolved).
     SortPath sort_path = SortPath::reduce_then_scan;
+    /// Preceding tiles the onesweep sort's look-back reads per round after its first
+    /// (1 to gpu_layout::kOnesweepWindow, the default): BROADPHASE_SORT_WINDOW overrides it, to
+    /// measure the look-back's cost on a device (1 reads one tile per round). Sorts are equal
+    /// whatever it is.
+    std::uint32_t sort_window = gpu_layout::kOnesweepWindow;
     /// Nodes one invocation of a bounded traversal (all pairs, region queries, ray casts)
     /// expands per round before it queues the rest (TraversalBuffers::budget when that is 0).
     /// Chosen at creation: the option when not 0, else BROADPHASE_TRAVERSAL_BUDGET, else

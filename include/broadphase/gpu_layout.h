@@ -45,6 +45,10 @@ BP_CONST kOnesweepValueMask = 0x3fffffffu;
 // Look-back rounds a tile waits on a predecessor that published nothing before counting the
 // predecessor's digits from its keys (radix_onesweep.comp).
 BP_CONST kOnesweepSpins = 128u;
+// Preceding tiles whose look-back entries a tile reads in one round (radix_onesweep.comp): one
+// memory latency per window instead of one per tile. The most, and the default of
+// DeviceInfo::sort_window.
+BP_CONST kOnesweepWindow = 8u;
 // Radix sort push constant `flags`: the element count is min(pc.count, the count binding).
 BP_CONST kSortDynamicCount = 1u;
 // Radix sort push constant `flags`: sort keys only (the value bindings are not accessed).
@@ -52,6 +56,15 @@ BP_CONST kSortKeysOnly = 2u;
 // Radix sort push constant `flags`, one-sweep pass (tests): the look-back counts every
 // preceding tile from its keys instead of reading what the tile published (the fallback).
 BP_CONST kSortFallbackOnly = 4u;
+// Radix sort push constant `flags`, one-sweep pass (tests): tile k publishes its inclusive
+// prefix of digit d only where (k + d) % kStressPrefixEvery == 0 (its aggregate stays for the
+// others), and nothing at all for digit d where (k * 256 + d) % kStressSilentEvery == 0. So
+// look-backs run past whole windows, the digits of one window meet their prefixes at different
+// tiles, and a digit that meets its prefix beyond another's silent tile must stop there. A
+// waiting tile counts a silent one after 2 rounds instead of kOnesweepSpins.
+BP_CONST kSortLookbackStress = 8u;
+BP_CONST kStressPrefixEvery = 11u;
+BP_CONST kStressSilentEvery = 613u;
 // Slots of the indirect dispatch arguments count_args.comp writes from a GPU-side count
 // (VkDispatchIndirectCommand each): per element (at least one workgroup), per sort tile.
 BP_CONST kArgsElements = 0u;

@@ -9,6 +9,7 @@
 
 #include "context_impl.hpp"
 #include "gpu_test_env.hpp"
+#include "radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -205,6 +206,35 @@ TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
     }
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::onesweep), "onesweep");
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::reduce_then_scan), "reduce_then_scan");
+}
+
+// Test 5b': the onesweep look-back window (DeviceInfo::sort_window): kOnesweepWindow unless
+// BROADPHASE_SORT_WINDOW gives 1 to kOnesweepWindow tiles; anything else is refused, naming it.
+// The sorts of the Context take it.
+TEST_F(ContextTest, SortWindowEnvironment) {
+    const SavedEnv saved("BROADPHASE_SORT_WINDOW");
+    auto window_of = []() {
+        auto adopted = gpu::Context::adopt(described());
+        EXPECT_TRUE(adopted) << adopted.error().message;
+        if (!adopted) return 0u;
+        EXPECT_EQ(gpu::RadixSort(*adopted.value()).window(), adopted.value()->info().sort_window);
+        return adopted.value()->info().sort_window;
+    };
+    ::unsetenv("BROADPHASE_SORT_WINDOW");
+    EXPECT_EQ(window_of(), gpu_layout::kOnesweepWindow);
+    ::setenv("BROADPHASE_SORT_WINDOW", "1", 1);
+    EXPECT_EQ(window_of(), 1u);
+    ::setenv("BROADPHASE_SORT_WINDOW", "5", 1);
+    EXPECT_EQ(window_of(), 5u);
+    for (const char* bad : {"wide", "0", "3x", "-2", "9"}) {
+        SCOPED_TRACE(bad);
+        ::setenv("BROADPHASE_SORT_WINDOW", bad, 1);
+        auto adopted = gpu::Context::adopt(described());
+        ASSERT_FALSE(adopted);
+        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
+        EXPECT_TRUE(has(adopted.error().message, "BROADPHASE_SORT_WINDOW"))
+            << adopted.error().message;
+    }
 }
 
 // Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes

@@ -279,6 +279,30 @@ TEST_P(RadixSortPathTest, RepeatedSorts) {
     }
 }
 
+// One sort of a look-back test: n keys of `pattern` with key_bits of key_words words, keys only
+// or with values, through `sort`, equal to the stable sort.
+struct LookBackCase {
+    std::size_t n;
+    Pattern pattern;
+    std::uint32_t key_words, key_bits;
+    bool keys_only;
+};
+
+void expect_stable_sort(gpu::RadixSort& sort, const LookBackCase& c) {
+    SCOPED_TRACE("n " + std::to_string(c.n) + ", " + std::to_string(c.key_bits) + " bits");
+    auto keys = make_keys(c.n, c.pattern, low_bits(32 * c.key_words),
+                          static_cast<std::uint32_t>(c.n + c.key_bits));
+    std::vector<std::uint64_t> want_keys, got_keys;
+    std::vector<std::uint32_t> want_values, got_values;
+    expected_sort(keys, c.key_bits, want_keys, want_values);
+    ASSERT_NO_FATAL_FAILURE(
+        gpu_sort(sort, keys, c.key_words, c.key_bits, c.keys_only, got_keys, got_values));
+    EXPECT_EQ(got_keys, want_keys);
+    if (!c.keys_only) {
+        EXPECT_EQ(got_values, want_values);
+    }
+}
+
 // The one-sweep look-back's fallback (a waiting tile counts a silent predecessor's keys
 // itself), forced for every predecessor: keys only and key-value, 32- and 64-bit keys, full and
 // partial last tiles, all-equal keys; equal to the stable sort and to the published look-back.
@@ -287,29 +311,35 @@ TEST(RadixSortFallbackTest, CountingEveryPredecessorGivesTheSameSort) {
     auto sort = gpu::RadixSort::create(ctx, gpu::SortPath::onesweep);
     ASSERT_TRUE(sort);
     sort->set_fallback_only(true);
-    struct Case {
-        std::size_t n;
-        Pattern pattern;
-        std::uint32_t key_words, key_bits;
-        bool keys_only;
-    };
-    for (const Case& c : {Case{7 * kTile + 1, Pattern::random, 1, 32, false},
-                          Case{5 * kTile, Pattern::few_distinct, 2, 64, false},
-                          Case{6 * kTile - 1, Pattern::random, 2, 40, true},
-                          Case{3 * kTile + 5, Pattern::all_equal, 1, 30, false},
-                          Case{kTile + 1, Pattern::reversed, 1, 17, true}}) {
-        SCOPED_TRACE("n " + std::to_string(c.n) + ", " + std::to_string(c.key_bits) + " bits");
-        auto keys = make_keys(c.n, c.pattern, low_bits(32 * c.key_words),
-                              static_cast<std::uint32_t>(c.n + c.key_bits));
-        std::vector<std::uint64_t> want_keys, got_keys;
-        std::vector<std::uint32_t> want_values, got_values;
-        expected_sort(keys, c.key_bits, want_keys, want_values);
-        ASSERT_NO_FATAL_FAILURE(
-            gpu_sort(*sort, keys, c.key_words, c.key_bits, c.keys_only, got_keys, got_values));
-        EXPECT_EQ(got_keys, want_keys);
-        if (!c.keys_only) {
-            EXPECT_EQ(got_values, want_values);
-        }
+    for (const LookBackCase& c : {LookBackCase{7 * kTile + 1, Pattern::random, 1, 32, false},
+                                  LookBackCase{5 * kTile, Pattern::few_distinct, 2, 64, false},
+                                  LookBackCase{6 * kTile - 1, Pattern::random, 2, 40, true},
+                                  LookBackCase{3 * kTile + 5, Pattern::all_equal, 1, 30, false},
+                                  LookBackCase{kTile + 1, Pattern::reversed, 1, 17, true}})
+        expect_stable_sort(*sort, c);
+}
+
+// The one-sweep look-back when few tiles publish inclusive prefixes and a few publish nothing
+// for a digit (kSortLookbackStress: tile k's prefix of digit d only where (k + d) % 11 == 0,
+// nothing where (256 k + d) % 613 == 0): every look-back sums aggregates over several windows
+// of kOnesweepWindow tiles, the 256 digits of one window meet their prefixes at different
+// tiles, a round stops at the first silent entry of any digit (a digit whose prefix lies beyond
+// it must not be done), and silent tiles are counted from their keys. Windows of 1, 3 and 8
+// tiles; equal to the stable sort, 32- and 64-bit keys, full and partial last tiles.
+TEST(RadixSortLookBackTest, SparseAndSilentEntriesGiveTheSameSort) {
+    gpu::Context& ctx = gpu_context();
+    auto sort = gpu::RadixSort::create(ctx, gpu::SortPath::onesweep);
+    ASSERT_TRUE(sort);
+    sort->set_lookback_stress(true);
+    for (std::uint32_t window : {1u, 3u, gpu_layout::kOnesweepWindow}) {
+        SCOPED_TRACE("window " + std::to_string(window));
+        sort->set_window(window);
+        for (const LookBackCase& c :
+             {LookBackCase{24 * kTile + 3, Pattern::random, 1, 32, false},
+              LookBackCase{19 * kTile, Pattern::few_distinct, 2, 64, false},
+              LookBackCase{13 * kTile - 1, Pattern::random, 2, 40, true},
+              LookBackCase{12 * kTile + 5, Pattern::all_equal, 1, 30, false}})
+            expect_stable_sort(*sort, c);
     }
 }
 
