@@ -313,7 +313,7 @@ void fill_info(ContextImpl& impl) {
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(impl.physical, &props);
-    impl.max_allocation = maintenance3.maxMemoryAllocationSize;
+    impl.info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
     if (props.properties.apiVersion >= VK_API_VERSION_1_3) {
         // maxBufferSize is a Vulkan 1.3 (maintenance4) limit; asked only of 1.3 devices.
         VkPhysicalDeviceMaintenance4Properties maintenance4{
@@ -321,7 +321,7 @@ void fill_info(ContextImpl& impl) {
         VkPhysicalDeviceProperties2 props4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
         props4.pNext = &maintenance4;
         vkGetPhysicalDeviceProperties2(impl.physical, &props4);
-        impl.max_buffer = maintenance4.maxBufferSize;
+        impl.info.max_buffer_size = maintenance4.maxBufferSize;
     }
     DeviceInfo& info = impl.info;
     info.name = props.properties.deviceName;

@@ -39,9 +39,6 @@ struct Context::Impl {
     // info.max_storage_buffer_range; gpu_layout.h, "Split tree bindings").
     std::uint32_t node_shift = 0, wide_shift = 0;
     VkPhysicalDeviceMemoryProperties memory{};
-    // The largest single allocation (maxMemoryAllocationSize) and buffer (maxBufferSize, on
-    // Vulkan 1.3 devices; else no limit known): Context::create_buffer refuses larger ones.
-    VkDeviceSize max_allocation = ~VkDeviceSize(0), max_buffer = ~VkDeviceSize(0);
     PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
     std::atomic<std::uint64_t> validation_errors{0};
 

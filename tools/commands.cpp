@@ -617,13 +617,15 @@ int run_devices(const Args& args) {
     const gpu::DeviceInfo& info = g->context->info();
     std::printf(
         "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n"
+        "  maxMemoryAllocationSize: %llu (soft: larger buffers are tried)\n  maxBufferSize: %llu\n"
         "  sort path: %s (onesweep look-back window %u tiles)\n  traversal budget: %u nodes per "
         "invocation per round\n"
         "  tree parts: %u (descriptors a tree's node or wide-node array may be split over)\n",
         info.name.c_str(), info.driver.c_str(), info.subgroup_size,
         static_cast<unsigned long long>(info.max_storage_buffer_range),
-        gpu::sort_path_name(info.sort_path), info.sort_window, info.traversal_budget,
-        info.tree_parts);
+        static_cast<unsigned long long>(info.max_memory_allocation_size),
+        static_cast<unsigned long long>(info.max_buffer_size), gpu::sort_path_name(info.sort_path),
+        info.sort_window, info.traversal_budget, info.tree_parts);
     return 0;
 #else
     (void)args;

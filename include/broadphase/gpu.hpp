@@ -154,6 +154,13 @@ struct DeviceInfo {
     /// subgroup (LbvhOptions::pair_append).
     bool subgroup_ballot = false;
     VkDeviceSize max_storage_buffer_range = 0;
+    /// The device's maxMemoryAllocationSize: a soft limit. Context::create_buffer still tries a
+    /// larger buffer (drivers may allow it: NVIDIA's report about 4 GiB and allocate more),
+    /// and names this limit when the allocation fails.
+    VkDeviceSize max_memory_allocation_size = ~VkDeviceSize(0);
+    /// The device's maxBufferSize (Vulkan 1.3 devices; else the largest VkDeviceSize, no limit
+    /// known): Context::create_buffer refuses larger buffers with limit_exceeded.
+    VkDeviceSize max_buffer_size = ~VkDeviceSize(0);
     /// The device's minStorageBufferOffsetAlignment (bytes).
     VkDeviceSize min_storage_buffer_offset_alignment = 0;
     /// What every BufferRange offset must be a multiple of: minStorageBufferOffsetAlignment,
