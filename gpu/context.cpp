@@ -139,6 +139,27 @@ Result<std::uint32_t> resolve_sort_window() {
                      gpu_layout::kOnesweepWindow);
 }
 
+// How the radix sort ranks its tiles (DeviceInfo::sort_subgroup_rank): BROADPHASE_SORT_RANK,
+// else subgroup ballots on GPUs that have them and shared memory on CPU devices.
+Result<bool> resolve_sort_rank(const DeviceInfo& info) {
+    if (const char* v = std::getenv("BROADPHASE_SORT_RANK"); v && *v) {
+        const std::string text = v;
+        if (text == "shared") return false;
+        if (text == "subgroup") {
+            if (!info.subgroup_ballot)
+                return Error{ErrorCode::unsupported,
+                             "BROADPHASE_SORT_RANK is subgroup, but the device has no subgroup "
+                             "ballot in compute shaders"};
+            return true;
+        }
+        if (text != "automatic")
+            return Error{
+                ErrorCode::invalid_argument,
+                "BROADPHASE_SORT_RANK is '" + text + "': it must be subgroup, shared or automatic"};
+    }
+    return info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
 // The bounded traversals' budget (DeviceInfo::traversal_budget): the option, else
 // BROADPHASE_TRAVERSAL_BUDGET, else kTraversalBudget on CPU devices and kGpuTraversalBudget on
 // the others.
@@ -260,7 +281,7 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
         else if (!supported)
             missing.push_back(std::string(name) + " is not supported by the device");
     }
-    // Every kernel runs kWorkgroupSize invocations; radix_onesweep.comp holds the most shared
+    // Every kernel runs kWorkgroupSize invocations; radix_onesweep.glsl holds the most shared
     // memory: radix_rank.glsl's 16 counting cells per invocation (the sorted tile between the
     // splits) and a pad word per 16 cells, its two per-digit arrays and the scan's two rows, the
     // digit bases and two words.
@@ -548,7 +569,7 @@ void resolve_tree_parts(ContextImpl& impl, bool allowed) {
 }
 
 // The caller's choices that depend on the device, once its limits are final (Context::create
-// and Context::adopt): tree splitting, the sort path (and its look-back window) and the
+// and Context::adopt): tree splitting, the sort path (its look-back window, its ranking) and the
 // traversal budget, each resolved against impl.info; an error names a choice the device cannot
 // honour.
 Status apply_choices(ContextImpl& impl, bool split_tree_bindings, SortPath sort_path,
@@ -560,6 +581,9 @@ Status apply_choices(ContextImpl& impl, bool split_tree_bindings, SortPath sort_
     auto window = resolve_sort_window();
     if (!window) return window.error();
     impl.info.sort_window = window.value();
+    auto rank = resolve_sort_rank(impl.info);
+    if (!rank) return rank.error();
+    impl.info.sort_subgroup_rank = rank.value();
     auto budget = resolve_traversal_budget(traversal_budget, impl.info);
     if (!budget) return budget.error();
     impl.info.traversal_budget = budget.value();

@@ -134,23 +134,43 @@ Traffic RadixSort::count_traffic(std::uint32_t n, std::uint32_t count, std::uint
     return t;
 }
 
-RadixSort::RadixSort(Context& context, SortPath path)
+namespace {
+
+bool wants_subgroup_rank(const Context& context, SortRank rank) {
+    if (rank == SortRank::automatic) return context.info().sort_subgroup_rank;
+    return rank == SortRank::subgroup && context.info().subgroup_ballot;
+}
+
+}  // namespace
+
+RadixSort::RadixSort(Context& context, SortPath path, SortRank rank)
     : histogram_(context, shaders::radix_histogram, 3, "radix_histogram"),
-      scatter_(context, shaders::radix_scatter, 6, "radix_scatter"),
+      scatter_(context,
+               wants_subgroup_rank(context, rank) ? shaders::radix_scatter_subgroup
+                                                  : shaders::radix_scatter,
+               6, wants_subgroup_rank(context, rank) ? "radix_scatter_subgroup" : "radix_scatter"),
       scan_local_(context, shaders::scan_local, 2, "scan_local"),
       scan_add_(context, shaders::scan_add, 2, "scan_add"),
       count_args_(context, shaders::count_args, 2, "count_args"),
       onesweep_histogram_(context, shaders::radix_onesweep_histogram, 3,
                           "radix_onesweep_histogram"),
-      onesweep_(context, shaders::radix_onesweep, 6, "radix_onesweep"),
+      onesweep_(context,
+                wants_subgroup_rank(context, rank) ? shaders::radix_onesweep_subgroup
+                                                   : shaders::radix_onesweep,
+                6,
+                wants_subgroup_rank(context, rank) ? "radix_onesweep_subgroup" : "radix_onesweep"),
       path_(path == SortPath::automatic ? context.info().sort_path : path),
+      subgroup_rank_(wants_subgroup_rank(context, rank)),
       window_(context.info().sort_window),
       max_workgroup_count_x_(std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1)) {
     if (path_ == SortPath::automatic) path_ = SortPath::reduce_then_scan;
 }
 
-Result<RadixSort> RadixSort::create(Context& context, SortPath path) {
-    RadixSort s(context, path);
+Result<RadixSort> RadixSort::create(Context& context, SortPath path, SortRank rank) {
+    if (rank == SortRank::subgroup && !context.info().subgroup_ballot)
+        return Error{ErrorCode::unsupported,
+                     "a radix sort ranked with subgroup ballots: the device has none"};
+    RadixSort s(context, path, rank);
     if (Status st = s.ready_sort(); !st) return st.error();
     if (Status st = s.ready_scan(); !st) return st.error();
     if (Status st = s.ready_count_args(); !st) return st.error();

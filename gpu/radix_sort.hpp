@@ -9,8 +9,10 @@
 //     decoupled look-back (Adinets & Merrill, "Onesweep", 2022): a tile waits only on tiles
 //     that started before it, and only for a while: then it counts the silent tile's keys
 //     itself (decoupled fallback, Smith, Levien & Owens 2025).
-// Both rank each tile in shared memory without subgroup operations (shaders/radix_rank.glsl), so
-// they are correct for any subgroup size. Stable: equal keys keep their input order.
+// Both rank each tile (shaders/radix_rank.glsl) in shared memory without subgroup operations, or
+// by subgroup ballots (SortRank, DeviceInfo::sort_subgroup_rank) where the subgroups are full
+// and of 8 lanes or more, else in shared memory again: correct for any subgroup size. Stable:
+// equal keys keep their input order.
 #pragma once
 
 #include "kernels.hpp"
@@ -35,19 +37,29 @@ struct SortBuffers {
     bool all_or_nothing = false;
 };
 
+/// How a sort ranks its tiles (radix_rank.glsl): the Context's choice
+/// (DeviceInfo::sort_subgroup_rank), in shared memory, or with subgroup ballots (the device
+/// must have them: DeviceInfo::subgroup_ballot).
+enum class SortRank { automatic, shared, subgroup };
+
 class RadixSort {
 public:
     RadixSort() = default;
     /// A sort of `context` whose kernels are compiled by the ready_* calls (see Kernel), on
-    /// `path` (automatic: the Context's, DeviceInfo::sort_path).
-    explicit RadixSort(Context& context, SortPath path = SortPath::automatic);
-    /// A sort with every kernel of its path, the scan and count_args compiled now.
-    static Result<RadixSort> create(Context& context, SortPath path = SortPath::automatic);
+    /// `path` (automatic: the Context's, DeviceInfo::sort_path), ranking as `rank` says.
+    explicit RadixSort(Context& context, SortPath path = SortPath::automatic,
+                       SortRank rank = SortRank::automatic);
+    /// A sort with every kernel of its path, the scan and count_args compiled now; an error
+    /// when `rank` is subgroup on a device without subgroup ballot.
+    static Result<RadixSort> create(Context& context, SortPath path = SortPath::automatic,
+                                    SortRank rank = SortRank::automatic);
 
     /// The path this sort records (never automatic). The one-sweep look-back packs counts in
     /// 30 bits, which holds every sort: n keys of 4 bytes or more fit one storage range, and
     /// maxStorageBufferRange is a uint32_t, so n < 2^30.
     SortPath path() const { return path_; }
+    /// Whether the tiles are ranked with subgroup ballots (never automatic once resolved).
+    bool subgroup_rank() const { return subgroup_rank_; }
 
     /// Tests: the one-sweep look-back counts every preceding tile from its keys (the fallback
     /// it takes after waiting kOnesweepSpins rounds) instead of reading what the tile published.
@@ -148,6 +160,7 @@ private:
     Kernel histogram_, scatter_, scan_local_, scan_add_, count_args_;
     Kernel onesweep_histogram_, onesweep_;
     SortPath path_ = SortPath::reduce_then_scan;
+    bool subgroup_rank_ = false;
     bool fallback_only_ = false;
     bool lookback_stress_ = false;
     std::uint32_t window_ = gpu_layout::kOnesweepWindow;

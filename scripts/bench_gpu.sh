@@ -8,8 +8,9 @@
 #   bash scripts/bench_gpu.sh [--tests] [--quick] [--essential] [OUT_DIR]
 #
 # --essential runs only the figures no session has measured yet, most wanted first (100M boxes,
-# the sort's look-back window and BENCH_BASELINE, 10M moving-scene frames, rays at 10M), for a
-# session whose device time is short: a lent machine gives 15 minutes in all, start included.
+# the sort's ranking, look-back window and BENCH_BASELINE, 10M moving-scene frames, rays at
+# 10M), for a session whose device time is short: a lent machine gives 15 minutes in all, its
+# start included.
 #
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
@@ -67,16 +68,22 @@ if [ "$essential" = 1 ]; then
   limit=${BENCH_TIMEOUT_100M:-300}
   run pairs_100m "$tool" bench --scene "$m100" --repeat 2
   limit=${BENCH_TIMEOUT:-120}
-  for w in 1 8; do
-    run "pairs_1m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m1" \
+  # The sort's designs against their alternatives, onesweep (the GPUs' path) on one binary:
+  # tiles ranked in shared memory instead of by subgroup ballots (BROADPHASE_SORT_RANK), and
+  # a look-back of 1 tile per round instead of 8 (BROADPHASE_SORT_WINDOW).
+  for m in "$m1" "$m10"; do
+    size=1m
+    [ "$m" = "$m10" ] && size=10m
+    run "pairs_${size}_onesweep" "$tool" bench --scene "$m" --repeat "$repeat" --sort-path onesweep
+    run "pairs_${size}_shared_rank" env BROADPHASE_SORT_RANK=shared "$tool" bench --scene "$m" \
       --repeat "$repeat" --sort-path onesweep
-    run "pairs_10m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m10" \
-      --repeat 3 --sort-path onesweep
+    run "pairs_${size}_window1" env BROADPHASE_SORT_WINDOW=1 "$tool" bench --scene "$m" \
+      --repeat "$repeat" --sort-path onesweep
+    if [ -n "${BENCH_BASELINE:-}" ]; then
+      run "baseline_pairs_$size" "$BENCH_BASELINE" bench --scene "$m" --repeat "$repeat" \
+        --sort-path onesweep
+    fi
   done
-  if [ -n "${BENCH_BASELINE:-}" ]; then
-    run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
-    run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat 3
-  fi
   run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
   run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
   run rays_10m "$tool" bench --rays "$rays" --scene "$m10" --repeat 3
@@ -86,7 +93,12 @@ fi
 run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
 run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
 # The onesweep look-back reading 1 tile per round against the default window (8 tiles):
-# BROADPHASE_SORT_WINDOW (DeviceInfo::sort_window).
+# BROADPHASE_SORT_WINDOW (DeviceInfo::sort_window); and the tiles ranked in shared memory
+# against subgroup ballots (BROADPHASE_SORT_RANK, DeviceInfo::sort_subgroup_rank).
+for rank in shared subgroup; do
+  run "pairs_1m_rank_$rank" env BROADPHASE_SORT_RANK=$rank "$tool" bench --scene "$m1" \
+    --repeat "$repeat" --sort-path onesweep
+done
 for w in 1 8; do
   run "pairs_1m_window$w" env BROADPHASE_SORT_WINDOW=$w "$tool" bench --scene "$m1" \
     --repeat "$repeat" --sort-path onesweep

@@ -161,9 +161,9 @@ void print_stage_rows(const std::vector<gpu::StageReport>& stages, const gpu::Co
 void print_device_json(const gpu::DeviceInfo& info) {
     std::printf(
         "{\"device\": \"%s\", \"driver\": \"%s\", \"subgroup_size\": %u, "
-        "\"traversal_budget\": %u, \"sort_window\": %u, ",
+        "\"traversal_budget\": %u, \"sort_window\": %u, \"sort_rank\": \"%s\", ",
         json_escape(info.name).c_str(), json_escape(info.driver).c_str(), info.subgroup_size,
-        info.traversal_budget, info.sort_window);
+        info.traversal_budget, info.sort_window, info.sort_subgroup_rank ? "subgroup" : "shared");
 }
 
 void print_stages_json(const std::vector<gpu::StageReport>& stages,
@@ -553,13 +553,12 @@ int run_bench(const Args& args) {
     }
     std::printf("device: %s (%s), subgroup size %u, traversal budget %u\n", info.name.c_str(),
                 info.driver.c_str(), info.subgroup_size, info.traversal_budget);
-    std::printf("scene: %s, %zu boxes, code %s, sort %s%s, %d runs (median per stage)\n",
-                scene->name.c_str(), scene->boxes.size(), args.code.c_str(),
-                gpu::sort_path_name(info.sort_path),
-                info.sort_path == gpu::SortPath::onesweep
-                    ? (" (look-back window " + std::to_string(info.sort_window) + ")").c_str()
-                    : "",
-                repeat);
+    std::string sort = std::string(gpu::sort_path_name(info.sort_path)) + " (" +
+                       (info.sort_subgroup_rank ? "subgroup" : "shared-memory") + " ranks";
+    if (info.sort_path == gpu::SortPath::onesweep)
+        sort += ", look-back window " + std::to_string(info.sort_window);
+    std::printf("scene: %s, %zu boxes, code %s, sort %s), %d runs (median per stage)\n",
+                scene->name.c_str(), scene->boxes.size(), args.code.c_str(), sort.c_str(), repeat);
     if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
     warm->print();
     print_copy_line(*copy);
@@ -618,14 +617,16 @@ int run_devices(const Args& args) {
     std::printf(
         "chosen device: %s\n  driver: %s\n  subgroup size: %u\n  maxStorageBufferRange: %llu\n"
         "  maxMemoryAllocationSize: %llu (soft: larger buffers are tried)\n  maxBufferSize: %llu\n"
-        "  sort path: %s (onesweep look-back window %u tiles)\n  traversal budget: %u nodes per "
+        "  sort path: %s (onesweep look-back window %u tiles), tiles ranked %s\n"
+        "  traversal budget: %u nodes per "
         "invocation per round\n"
         "  tree parts: %u (descriptors a tree's node or wide-node array may be split over)\n",
         info.name.c_str(), info.driver.c_str(), info.subgroup_size,
         static_cast<unsigned long long>(info.max_storage_buffer_range),
         static_cast<unsigned long long>(info.max_memory_allocation_size),
         static_cast<unsigned long long>(info.max_buffer_size), gpu::sort_path_name(info.sort_path),
-        info.sort_window, info.traversal_budget, info.tree_parts);
+        info.sort_window, info.sort_subgroup_rank ? "with subgroup ballots" : "in shared memory",
+        info.traversal_budget, info.tree_parts);
     return 0;
 #else
     (void)args;

@@ -177,6 +177,13 @@ struct DeviceInfo {
     /// measure the look-back's cost on a device (1 reads one tile per round). Sorts are equal
     /// whatever it is.
     std::uint32_t sort_window = gpu_layout::kOnesweepWindow;
+    /// The radix sort ranks each tile with subgroup ballots (true) or in shared memory without
+    /// subgroup operations (false). BROADPHASE_SORT_RANK=subgroup|shared overrides the device's
+    /// rule: ballots on GPUs that have them (DeviceInfo::subgroup_ballot), shared memory on
+    /// CPU devices, where it measured faster (docs/performance.md, "The sort reshaped for
+    /// GPUs"). Sorts are equal either way; a kernel whose subgroups turn out partial or smaller
+    /// than 8 invocations ranks in shared memory.
+    bool sort_subgroup_rank = false;
     /// Nodes one invocation of a bounded traversal (all pairs, region queries, ray casts)
     /// expands per round before it queues the rest (TraversalBuffers::budget when that is 0).
     /// Chosen at creation: the option when not 0, else BROADPHASE_TRAVERSAL_BUDGET, else

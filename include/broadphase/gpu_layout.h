@@ -43,9 +43,9 @@ BP_CONST kOnesweepAggregate = 0x40000000u;  // the tile's own counts
 BP_CONST kOnesweepPrefix = 0x80000000u;     // the counts of this tile and all before it
 BP_CONST kOnesweepValueMask = 0x3fffffffu;
 // Look-back rounds a tile waits on a predecessor that published nothing before counting the
-// predecessor's digits from its keys (radix_onesweep.comp).
+// predecessor's digits from its keys (radix_onesweep.glsl).
 BP_CONST kOnesweepSpins = 128u;
-// Preceding tiles whose look-back entries a tile reads in one round (radix_onesweep.comp): one
+// Preceding tiles whose look-back entries a tile reads in one round (radix_onesweep.glsl): one
 // memory latency per window instead of one per tile. The most, and the default of
 // DeviceInfo::sort_window.
 BP_CONST kOnesweepWindow = 8u;

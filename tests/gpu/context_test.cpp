@@ -237,6 +237,51 @@ TEST_F(ContextTest, SortWindowEnvironment) {
     }
 }
 
+// Test 5b'': how the sort ranks its tiles (DeviceInfo::sort_subgroup_rank): subgroup ballots on
+// GPUs that have them, shared memory on CPU devices (lavapipe); BROADPHASE_SORT_RANK=subgroup or
+// shared overrides the rule (subgroup is refused on a device without ballot); any other value
+// is refused, naming the variable. The Context's sorts take it, and a sort asked for either way
+// ranks that way.
+TEST_F(ContextTest, SortRankEnvironmentAndRule) {
+    const SavedEnv saved("BROADPHASE_SORT_RANK");
+    const gpu::DeviceInfo& info = gpu_context().info();
+    auto rank_of = []() {
+        auto adopted = gpu::Context::adopt(described());
+        EXPECT_TRUE(adopted) << adopted.error().message;
+        if (!adopted) return false;
+        EXPECT_EQ(gpu::RadixSort(*adopted.value()).subgroup_rank(),
+                  adopted.value()->info().sort_subgroup_rank);
+        return adopted.value()->info().sort_subgroup_rank;
+    };
+    ::unsetenv("BROADPHASE_SORT_RANK");
+    EXPECT_EQ(rank_of(), info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
+    ::setenv("BROADPHASE_SORT_RANK", "shared", 1);
+    EXPECT_FALSE(rank_of());
+    ::setenv("BROADPHASE_SORT_RANK", "automatic", 1);
+    EXPECT_EQ(rank_of(), info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
+    ::setenv("BROADPHASE_SORT_RANK", "subgroup", 1);
+    if (info.subgroup_ballot) {
+        EXPECT_TRUE(rank_of());
+    } else {
+        auto adopted = gpu::Context::adopt(described());
+        ASSERT_FALSE(adopted);
+        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_RANK"), std::string::npos);
+    }
+    ::setenv("BROADPHASE_SORT_RANK", "ballots", 1);
+    {
+        auto adopted = gpu::Context::adopt(described());
+        ASSERT_FALSE(adopted);
+        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
+        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_RANK"), std::string::npos);
+    }
+    ::unsetenv("BROADPHASE_SORT_RANK");
+    EXPECT_FALSE(gpu::RadixSort(gpu_context(), gpu::SortPath::onesweep, gpu::SortRank::shared)
+                     .subgroup_rank());
+    EXPECT_EQ(gpu::RadixSort(gpu_context(), gpu::SortPath::onesweep, gpu::SortRank::subgroup)
+                  .subgroup_rank(),
+              info.subgroup_ballot);
+}
+
 // Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes
 // BROADPHASE_TRAVERSAL_BUDGET, else the device's rule (kTraversalBudget on CPU devices such as
 // lavapipe, kGpuTraversalBudget on GPUs); a value outside 1..kTraversalBudget, or a variable

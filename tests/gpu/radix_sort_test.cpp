@@ -1,7 +1,8 @@
 // GPU radix sort and scan against std::stable_sort / std::exclusive_scan, on both sort paths
 // (onesweep and reduce_then_scan, forced): random, sorted, reversed and all-equal keys; 32- and
 // 64-bit keys, keys only and key-value, any key_bits; sizes around every tile boundary; dynamic
-// counts, gated dispatches, repeated sorts; the modelled traffic, passes and dispatches.
+// counts, gated dispatches, repeated sorts; the modelled traffic, passes and dispatches. The main
+// cases rank each tile both ways (in shared memory, with subgroup ballots: radix_rank.glsl).
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -45,6 +46,7 @@ std::vector<std::uint64_t> make_keys(std::size_t n, Pattern pattern, std::uint64
 }
 
 constexpr gpu::SortPath kPaths[] = {gpu::SortPath::onesweep, gpu::SortPath::reduce_then_scan};
+constexpr gpu::SortRank kRanks[] = {gpu::SortRank::shared, gpu::SortRank::subgroup};
 
 std::string path_name(gpu::SortPath path) {
     return gpu::sort_path_name(path);
@@ -162,14 +164,19 @@ struct SortCase {
     bool high_bits = false;
 };
 
-class RadixSortTest : public GpuTest,
-                      public ::testing::WithParamInterface<std::tuple<SortCase, gpu::SortPath>> {};
+class RadixSortTest
+    : public GpuTest,
+      public ::testing::WithParamInterface<std::tuple<SortCase, gpu::SortPath, gpu::SortRank>> {};
 
-// Each case, on each path: the GPU result equals a stable sort by key of (key, index), keys
-// and values (keys only: the keys).
+// Each case, on each path, each tile ranked in shared memory or with subgroup ballots: the GPU
+// result equals a stable sort by key of (key, index), keys and values (keys only: the keys).
 TEST_P(RadixSortTest, MatchesStableSort) {
-    const auto& [c, path] = GetParam();
+    const auto& [c, path, rank] = GetParam();
     SCOPED_TRACE(path_name(path));
+    const bool subgroup = rank == gpu::SortRank::subgroup;
+    SCOPED_TRACE(subgroup ? "subgroup ranks" : "shared-memory ranks");
+    if (subgroup && !gpu_context().info().subgroup_ballot)
+        GTEST_SKIP() << "the device has no subgroup ballot";
     const std::uint64_t mask = low_bits(c.key_bits);
     auto keys = make_keys(c.n, c.pattern, c.high_bits ? low_bits(32 * c.key_words) : mask,
                           static_cast<std::uint32_t>(c.n * 31 + c.key_bits));
@@ -177,9 +184,10 @@ TEST_P(RadixSortTest, MatchesStableSort) {
     std::vector<std::uint32_t> expected_values;
     expected_sort(keys, c.key_bits, expected_keys, expected_values);
 
-    auto sort = gpu::RadixSort::create(gpu_context(), path);
+    auto sort = gpu::RadixSort::create(gpu_context(), path, rank);
     ASSERT_TRUE(sort) << sort.error().message;
     EXPECT_EQ(sort->path(), path);
+    EXPECT_EQ(sort->subgroup_rank(), subgroup);
     std::vector<std::uint64_t> got_keys;
     std::vector<std::uint32_t> got_values;
     ASSERT_NO_FATAL_FAILURE(
@@ -208,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
             SortCase{200003, Pattern::random, 1, 32}, SortCase{7, Pattern::random, 2, 64},
             SortCase{kTile + 1, Pattern::random, 2, 64}, SortCase{100001, Pattern::random, 2, 63},
             SortCase{50000, Pattern::random, 1, 30}),
-        ::testing::ValuesIn(kPaths)));
+        ::testing::ValuesIn(kPaths), ::testing::ValuesIn(kRanks)));
 
 INSTANTIATE_TEST_SUITE_P(
     Patterns, RadixSortTest,
@@ -220,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          SortCase{30000, Pattern::reversed, 2, 64},
                                          SortCase{30000, Pattern::all_equal, 2, 64},
                                          SortCase{30000, Pattern::few_distinct, 2, 63}),
-                       ::testing::ValuesIn(kPaths)));
+                       ::testing::ValuesIn(kPaths), ::testing::ValuesIn(kRanks)));
 
 // Only the low key_bits bits order the keys (partial last digits, digits of the high word),
 // whatever the bits above hold; keys only and key-value.
@@ -241,7 +249,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          SortCase{10007, Pattern::all_equal, 2, 64, true, false},
                                          SortCase{30000, Pattern::few_distinct, 2, 64, true,
                                                   false}),
-                       ::testing::ValuesIn(kPaths)));
+                       ::testing::ValuesIn(kPaths), ::testing::ValuesIn(kRanks)));
 
 class RadixSortPathTest : public GpuTest, public ::testing::WithParamInterface<gpu::SortPath> {};
 
