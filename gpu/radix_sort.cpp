@@ -144,23 +144,21 @@ bool wants_subgroup_rank(const Context& context, SortRank rank) {
 }  // namespace
 
 RadixSort::RadixSort(Context& context, SortPath path, SortRank rank)
+    : RadixSort(context, path, wants_subgroup_rank(context, rank)) {}
+
+RadixSort::RadixSort(Context& context, SortPath path, bool subgroup_rank)
     : histogram_(context, shaders::radix_histogram, 3, "radix_histogram"),
-      scatter_(context,
-               wants_subgroup_rank(context, rank) ? shaders::radix_scatter_subgroup
-                                                  : shaders::radix_scatter,
-               6, wants_subgroup_rank(context, rank) ? "radix_scatter_subgroup" : "radix_scatter"),
+      scatter_(context, subgroup_rank ? shaders::radix_scatter_subgroup : shaders::radix_scatter, 6,
+               subgroup_rank ? "radix_scatter_subgroup" : "radix_scatter"),
       scan_local_(context, shaders::scan_local, 2, "scan_local"),
       scan_add_(context, shaders::scan_add, 2, "scan_add"),
       count_args_(context, shaders::count_args, 2, "count_args"),
       onesweep_histogram_(context, shaders::radix_onesweep_histogram, 3,
                           "radix_onesweep_histogram"),
-      onesweep_(context,
-                wants_subgroup_rank(context, rank) ? shaders::radix_onesweep_subgroup
-                                                   : shaders::radix_onesweep,
-                6,
-                wants_subgroup_rank(context, rank) ? "radix_onesweep_subgroup" : "radix_onesweep"),
+      onesweep_(context, subgroup_rank ? shaders::radix_onesweep_subgroup : shaders::radix_onesweep,
+                6, subgroup_rank ? "radix_onesweep_subgroup" : "radix_onesweep"),
       path_(path == SortPath::automatic ? context.info().sort_path : path),
-      subgroup_rank_(wants_subgroup_rank(context, rank)),
+      subgroup_rank_(subgroup_rank),
       window_(context.info().sort_window),
       max_workgroup_count_x_(std::max<std::uint32_t>(context.info().max_workgroup_count_x, 1)) {
     if (path_ == SortPath::automatic) path_ = SortPath::reduce_then_scan;

@@ -151,6 +151,8 @@ public:
                      const BufferRange& scratch, DispatchGate* gate = nullptr) const;
 
 private:
+    RadixSort(Context& context, SortPath path, bool subgroup_rank);
+
     void record_reduce_then_scan(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
                                  std::uint32_t key_words, std::uint32_t key_bits,
                                  DispatchGate* gate) const;
