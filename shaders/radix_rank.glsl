@@ -19,7 +19,7 @@
 // s_rank: at most 32 subgroups x 256 digits). Items are taken in position order, so each
 // subgroup's ranks are stable; one scan of the counters in (digit, subgroup) order then gives
 // every digit's start and every subgroup's offset within it. About 15 workgroup barriers
-// instead of about 30, and no strided shared-memory walks.
+// instead of 33, and no strided shared-memory walks.
 // Callers load item k of invocation t from tile position rank_position(k).
 // Used by radix_scatter.glsl (reduce-then-scan) and radix_onesweep.glsl.
 // Shared memory: s_rank 17 KiB, s_tile_count / s_tile_start 2 KiB, plus workgroup_scan.glsl's
