@@ -38,21 +38,9 @@
 // radix_onesweep_subgroup.comp (SORT_SUBGROUP_RANK: ranked with subgroup ballots where the
 // subgroups allow it, radix_rank.glsl), after their #version and extensions.
 #include "common.glsl"
-#include "radix_rank.glsl"
+#include "radix_tile.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer KeysIn {
-    uint keys_in[];
-};
-layout(std430, binding = 1) readonly buffer ValuesIn {
-    uint values_in[];
-};
-layout(std430, binding = 2) writeonly buffer KeysOut {
-    uint keys_out[];
-};
-layout(std430, binding = 3) writeonly buffer ValuesOut {
-    uint values_out[];
-};
 layout(std430, binding = 4) coherent buffer State {
     uint state[];
 };
@@ -63,7 +51,6 @@ layout(std430, binding = 5) readonly buffer Count {
 shared uint s_tile_id;
 shared uint s_pending;
 shared uint s_step;
-shared uint s_base[kSortBuckets];
 
 void main() {
     if (linear_group() >= pc.tiles) return;  // folded launch: uniform, before taking a number
@@ -80,12 +67,7 @@ void main() {
     uint valid = min(count - first, kSortTile);
 
     uint digit[kSortItemsPerThread];
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) {
-        uint q = rank_position(k);
-        digit[k] = q < valid ? (keys_in[(first + q) * pc.key_words + pc.key_word] >> pc.shift) &
-                                   pc.capacity
-                             : 255u;
-    }
+    load_tile_digits(first, valid, digit);
     rank_tile(digit, valid);
     uint rows = kOnesweepLookback + pass * pc.tiles * kSortBuckets;
     uint mine = s_tile_count[t];
@@ -186,16 +168,5 @@ void main() {
     }
     s_base[t] = global_start + exclusive - s_tile_start[t];
     barrier();
-
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) {
-        uint p = k * kWorkgroupSize + t;
-        if (p < valid) {
-            uint e = s_rank[rank_cell(p)];
-            uint src = first + (e & 0xffffu);
-            uint dst = s_base[e >> 16] + p;
-            for (uint w = 0u; w < pc.key_words; ++w)
-                keys_out[dst * pc.key_words + w] = keys_in[src * pc.key_words + w];
-            if ((pc.flags & kSortKeysOnly) == 0u) values_out[dst] = values_in[src];
-        }
-    }
+    scatter_tile(first, valid);
 }
