@@ -88,30 +88,6 @@ bool env_flag(const char* name) {
     return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// The sort path a Context runs (SortPath): the option, else BROADPHASE_SORT_PATH, else the
-// device's rule: onesweep on the GPUs whose started workgroups are known to progress while
-// others wait on them (NVIDIA, AMD and Intel), reduce_then_scan elsewhere (other GPUs; CPU
-// devices, where a waiting workgroup takes a core from the one it waits for).
-Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
-    if (wanted != SortPath::automatic) return wanted;
-    if (const char* v = std::getenv("BROADPHASE_SORT_PATH"); v && *v) {
-        const std::string text = v;
-        if (text == "onesweep") return SortPath::onesweep;
-        if (text == "reduce_then_scan") return SortPath::reduce_then_scan;
-        if (text != "automatic")
-            return Error{ErrorCode::invalid_argument,
-                         "BROADPHASE_SORT_PATH is '" + text +
-                             "': it must be onesweep, reduce_then_scan or automatic"};
-    }
-    constexpr std::uint32_t kNvidia = 0x10de, kAmd = 0x1002, kIntel = 0x8086;
-    const bool known_vendor =
-        info.vendor_id == kNvidia || info.vendor_id == kAmd || info.vendor_id == kIntel;
-    const bool gpu = info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
-                     info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
-    if (known_vendor && gpu) return SortPath::onesweep;
-    return SortPath::reduce_then_scan;
-}
-
 // A count from the environment variable `name`, 1 to `most` `unit`: `fallback` when it is
 // unset or empty; an error naming the variable when it is not such a number.
 Result<std::uint32_t> env_count(const char* name, std::uint32_t most, const char* unit,
@@ -132,6 +108,39 @@ Result<std::uint32_t> env_count(const char* name, std::uint32_t most, const char
     return static_cast<std::uint32_t>(count);
 }
 
+// The word the environment variable `name` holds among `first` and `second`: 0 or 1; 2 when
+// it is unset, empty or "automatic"; an error naming the variable for any other word.
+Result<int> env_choice(const char* name, const char* first, const char* second) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return 2;
+    const std::string text = v;
+    if (text == first) return 0;
+    if (text == second) return 1;
+    if (text == "automatic") return 2;
+    return Error{ErrorCode::invalid_argument, std::string(name) + " is '" + text +
+                                                  "': it must be " + first + ", " + second +
+                                                  " or automatic"};
+}
+
+// The sort path a Context runs (SortPath): the option, else BROADPHASE_SORT_PATH, else the
+// device's rule: onesweep on the GPUs whose started workgroups are known to progress while
+// others wait on them (NVIDIA, AMD and Intel), reduce_then_scan elsewhere (other GPUs; CPU
+// devices, where a waiting workgroup takes a core from the one it waits for).
+Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
+    if (wanted != SortPath::automatic) return wanted;
+    auto chosen = env_choice("BROADPHASE_SORT_PATH", "onesweep", "reduce_then_scan");
+    if (!chosen) return chosen.error();
+    if (chosen.value() == 0) return SortPath::onesweep;
+    if (chosen.value() == 1) return SortPath::reduce_then_scan;
+    constexpr std::uint32_t kNvidia = 0x10de, kAmd = 0x1002, kIntel = 0x8086;
+    const bool known_vendor =
+        info.vendor_id == kNvidia || info.vendor_id == kAmd || info.vendor_id == kIntel;
+    const bool gpu = info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+                     info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    if (known_vendor && gpu) return SortPath::onesweep;
+    return SortPath::reduce_then_scan;
+}
+
 // The onesweep look-back's window (DeviceInfo::sort_window): BROADPHASE_SORT_WINDOW, else
 // kOnesweepWindow.
 Result<std::uint32_t> resolve_sort_window() {
@@ -142,20 +151,15 @@ Result<std::uint32_t> resolve_sort_window() {
 // How the radix sort ranks its tiles (DeviceInfo::sort_subgroup_rank): BROADPHASE_SORT_RANK,
 // else subgroup ballots on GPUs that have them and shared memory on CPU devices.
 Result<bool> resolve_sort_rank(const DeviceInfo& info) {
-    if (const char* v = std::getenv("BROADPHASE_SORT_RANK"); v && *v) {
-        const std::string text = v;
-        if (text == "shared") return false;
-        if (text == "subgroup") {
-            if (!info.subgroup_ballot)
-                return Error{ErrorCode::unsupported,
-                             "BROADPHASE_SORT_RANK is subgroup, but the device has no subgroup "
-                             "ballot in compute shaders"};
-            return true;
-        }
-        if (text != "automatic")
-            return Error{
-                ErrorCode::invalid_argument,
-                "BROADPHASE_SORT_RANK is '" + text + "': it must be subgroup, shared or automatic"};
+    auto chosen = env_choice("BROADPHASE_SORT_RANK", "subgroup", "shared");
+    if (!chosen) return chosen.error();
+    if (chosen.value() == 1) return false;
+    if (chosen.value() == 0) {
+        if (!info.subgroup_ballot)
+            return Error{ErrorCode::unsupported,
+                         "BROADPHASE_SORT_RANK is subgroup, but the device has no subgroup "
+                         "ballot in compute shaders"};
+        return true;
     }
     return info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
 }

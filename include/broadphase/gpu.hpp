@@ -180,7 +180,7 @@ struct DeviceInfo {
     /// The radix sort ranks each tile with subgroup ballots (true) or in shared memory without
     /// subgroup operations (false). BROADPHASE_SORT_RANK=subgroup|shared overrides the device's
     /// rule: ballots on GPUs that have them (DeviceInfo::subgroup_ballot), shared memory on
-    /// CPU devices, where it measured faster (docs/performance.md, "The sort reshaped for
+    /// CPU devices, where the two measured alike (docs/performance.md, "The sort reshaped for
     /// GPUs"). Sorts are equal either way; a kernel whose subgroups turn out partial or smaller
     /// than 8 invocations ranks in shared memory.
     bool sort_subgroup_rank = false;
