@@ -31,7 +31,7 @@ Result<CopyBandwidth> measure_copy_bandwidth(Context& context, VkDeviceSize byte
     result.bytes = bytes;
     PushConstants pc{};
     pc.count = static_cast<std::uint32_t>(bytes / 16);
-    const auto groups = static_cast<std::uint32_t>(div_up(pc.count, kWorkgroupSize));
+    const auto groups = workgroups(pc.count);
     // The first run fills the source and warms the pipeline up; the best of the others counts.
     for (int r = 0; r <= repeat; ++r) {
         Status s = context.submit_and_wait([&](VkCommandBuffer cmd) {
@@ -105,7 +105,7 @@ Result<WarmUp> WarmUp::create(Context& context) {
     st->a = std::move(a.value());
     st->b = std::move(b.value());
     st->pc.count = static_cast<std::uint32_t>(bytes / 16);
-    st->groups = static_cast<std::uint32_t>(div_up(st->pc.count, kWorkgroupSize));
+    st->groups = workgroups(st->pc.count);
     auto copy = measure_copy_bandwidth(context, bytes, 1);
     if (!copy) return copy.error();
     st->copy_ms = copy->ms;

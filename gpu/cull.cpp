@@ -47,7 +47,7 @@ VkDeviceSize visits_offset(std::uint32_t chunks) {
 }
 
 // Where each array of a cull lives inside the scratch buffer.
-struct ScratchLayout {
+struct CullScratch {
     // offsets: the traversal's Counts array, chunks + kCountsExtra uints (the chunk counts,
     // scanned in place into offsets, the total, the visit count).
     BufferRange params, slots, ranks, offsets, keys, values, keys_tmp, values_tmp, work;
@@ -70,10 +70,10 @@ VkDeviceSize view_counts_stride(std::uint32_t n) {
 
 // `views` > 1 (record_views): params, slots and offsets hold one array per view at the strides
 // above; view 0's are where the one-view cull's are.
-ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
-                             std::uint32_t mesh_count = 0, std::uint32_t views = 1) {
+CullScratch cull_scratch_layout(const BufferRange& scratch, std::uint32_t n,
+                                std::uint32_t mesh_count = 0, std::uint32_t views = 1) {
     Arena arena(scratch);
-    ScratchLayout s;
+    CullScratch s;
     const VkDeviceSize more = views - 1;
     s.params = arena.take(more * kViewParamsStride + sizeof(CullParams));
     s.slots = arena.take(more * view_slots_stride(n) + n * 4ull);
@@ -93,11 +93,6 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n,
     return s;
 }
 
-std::uint32_t groups(std::uint64_t count) {
-    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-}
-
-constexpr std::uint32_t kBuildQueries = 5;  // Lbvh::record_build's stage boundaries
 // The host helper's queries: the build's, the cull's, then one after the depth pyramid that
 // cull_occluded's first submission builds after the tree (its span from the build's end).
 constexpr std::uint32_t kPyramidQuery = kBuildQueries + kCullQueries;
@@ -122,7 +117,7 @@ struct LastCull {
 // count (offsets[chunks], the compaction's total) is copied where the sort reads its dynamic
 // count, and only the tiles it fills are launched. Exact: 64-bit (distance, id) keys;
 // approximate: the ranks' bits. Ends with a compute barrier.
-void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const ScratchLayout& s,
+void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullScratch& s,
                          const BufferRange& offsets, std::uint32_t chunks, std::uint32_t n,
                          bool exact) {
     const VkBufferCopy total{offsets.offset + chunks * 4ull, s.visible.offset, 4};
@@ -195,7 +190,7 @@ struct Culler::Impl {
         if (input.size() >= (1ull << 31))
             return Error{ErrorCode::limit_exceeded, "at most 2^31 - 1 boxes per cull"};
         const auto n = static_cast<std::uint32_t>(input.size());
-        const VkDeviceSize scratch_bytes = scratch_layout({}, n, mesh_count).size;
+        const VkDeviceSize scratch_bytes = cull_scratch_layout({}, n, mesh_count).size;
         // The build's bindings, then the cull's own (its 64-bit order keys the largest).
         std::vector<BindingSize> bindings = build_bindings(*lbvh, n);
         bindings.push_back({"the order-key buffer", n * 8ull});
@@ -390,7 +385,7 @@ CullParams cull_params(const Frustum& frustum, const CullOptions& options) {
 
 // The LOD emit of record_cull (after the order sort): grouping per mesh when asked, then
 // lbvh_cull_emit_lods.comp.
-void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, const ScratchLayout& s,
+void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, const CullScratch& s,
                  const CullOutput& out, const CullLods& lods, bool exact, PushConstants pc) {
     const std::uint32_t n = tree.n;
     const std::uint32_t mesh_count = lods.mesh_count;
@@ -409,14 +404,14 @@ void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, cons
         // Mesh keys of the ordered list (into ranks) with the elements as values (into slots;
         // both free since the compaction), stably sorted by mesh, then the runs.
         im.group.dispatch(cmd, {nodes, s.offsets, s.values, mesh_ids, s.ranks, s.slots, s.keys}, pc,
-                          groups(n));
+                          workgroups(n));
         compute_barrier(cmd);
         SortBuffers sort{s.ranks, s.slots, s.keys_tmp, s.values_tmp, s.work};
         sort.count = s.visible;
         sort.args = s.args;
         im.sort.record(cmd, sort, n, 1, std::max<std::uint32_t>(1, std::bit_width(mesh_count)));
         compute_barrier(cmd);
-        im.group_bounds.dispatch(cmd, {s.offsets, s.ranks, s.bounds}, pc, groups(n));
+        im.group_bounds.dispatch(cmd, {s.offsets, s.ranks, s.bounds}, pc, workgroups(n));
         compute_barrier(cmd);
         ordered = s.slots;
     }
@@ -434,7 +429,7 @@ void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, cons
          first_bytes(out.draw_count, 8), group_counts,
          lods.draw_lods.buffer != VK_NULL_HANDLE ? first_bytes(lods.draw_lods, id_bytes) : visible,
          s.keys},
-        pc, groups(threads));
+        pc, workgroups(threads));
 }
 
 // Bytes of a pyramid (depth_pyramid_levels of a size within 1..kMaxDepthImageSize).
@@ -550,9 +545,9 @@ Status ready_cull_kernels(CullerImpl& im, std::uint32_t n, bool lods, bool occlu
 // parameters) and the words it accumulates into zeroed: the grouped emit's run bounds and
 // count, and the visit count unless this cull adds to the last one's.
 void write_cull_inputs(VkCommandBuffer cmd, const CullerImpl& im, const BufferRange& scratch,
-                       const ScratchLayout& s, const Frustum& frustum,
-                       const CullOcclusion* occlusion, const CullOutput& out, const CullShape& c,
-                       std::uint32_t n, bool add_visits) {
+                       const CullScratch& s, const Frustum& frustum, const CullOcclusion* occlusion,
+                       const CullOutput& out, const CullShape& c, std::uint32_t n,
+                       bool add_visits) {
     const CullParams params = cull_params(frustum, im.options);
     vkCmdUpdateBuffer(cmd, scratch.buffer, s.params.offset, sizeof(params), &params);
     if (occlusion) {
@@ -586,7 +581,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     const CullShape& c = shape.value();
     if (Status st = ready_cull_kernels(im, n, lods != nullptr, occlusion != nullptr); !st)
         return st;
-    const ScratchLayout s = scratch_layout(scratch, n, c.grouped ? c.mesh_count : 0);
+    const CullScratch s = cull_scratch_layout(scratch, n, c.grouped ? c.mesh_count : 0);
     write_cull_inputs(cmd, im, scratch, s, frustum, occlusion, out, c, n, add_visits);
     const std::uint32_t chunks = chunk_count(n);
     const bool exact = order == CullOrder::exact;
@@ -609,10 +604,10 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
                 {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide, s.occlusion,
                  c.pyramid ? first_bytes(occlusion->pyramid, c.pyramid_size) : s.occlusion,
                  c.stamps ? first_bytes(occlusion->visibility, n * 4ull) : s.occlusion},
-                pc, groups(chunks));
+                pc, workgroups(chunks));
         } else {
             im.traverse.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.ranks, bound.wide},
-                                 pc, groups(chunks));
+                                 pc, workgroups(chunks));
         }
         compute_barrier(cmd);
     }
@@ -623,7 +618,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         pc.flags =
             (exact ? kCullFlagKeys : kCullFlagRank) | (lods && !exact ? kCullFlagPositions : 0u);
         im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values, s.ranks},
-                            pc, groups(n));
+                            pc, workgroups(n));
         compute_barrier(cmd);
         pc.flags = 0;
     }
@@ -642,7 +637,7 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         cmd,
         {s.params, s.offsets, s.values, first_bytes(out.visible_ids, c.id_bytes),
          first_bytes(out.draw_commands, c.command_bytes), first_bytes(out.draw_count, 8)},
-        pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+        pc, workgroups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
     mark(4);
     return {};
 }
@@ -775,7 +770,7 @@ Result<std::unique_ptr<Culler>> Culler::create(Context& context, const CullOptio
 }
 
 VkDeviceSize cull_scratch_size(std::uint32_t n, std::uint32_t mesh_count, std::uint32_t views) {
-    return scratch_layout({}, n, mesh_count, std::max<std::uint32_t>(views, 1)).size;
+    return cull_scratch_layout({}, n, mesh_count, std::max<std::uint32_t>(views, 1)).size;
 }
 
 VkDeviceSize Culler::scratch_size(std::uint32_t n, std::uint32_t mesh_count) const {
@@ -877,7 +872,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
     if (Status st = im.sort.ready_sort(); !st) return st;
     if (Status st = im.sort.ready_count_args(); !st) return st;
     if (Status st = im.sort.ready_scan(); !st) return st;
-    const ScratchLayout s = scratch_layout(scratch, n, 0, views);
+    const CullScratch s = cull_scratch_layout(scratch, n, 0, views);
     const std::uint32_t chunks = chunk_count(n);
     const VkDeviceSize slot_stride = view_slots_stride(n), count_stride = view_counts_stride(n);
     for (std::uint32_t v = 0; v < views; ++v) {
@@ -901,7 +896,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         t.shift = static_cast<std::uint32_t>(slot_stride / 4);
         t.key_words = static_cast<std::uint32_t>(count_stride / 4);
         im.traverse_views.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, bound.wide}, t,
-                                   groups(chunks));
+                                   workgroups(chunks));
         compute_barrier(cmd);
     }
     // One traversal for every view; compaction, sort and emit follow per view (timed together).
@@ -917,7 +912,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
             compute_barrier(cmd);
             pc.flags = kCullFlagKeys;
             im.compact.dispatch(cmd, {nodes, params, slots, offsets, s.keys, s.values, s.ranks}, pc,
-                                groups(n));
+                                workgroups(n));
             compute_barrier(cmd);
             pc.flags = 0;
             record_visible_sort(im.sort, cmd, s, offsets, chunks, n, exact);
@@ -928,7 +923,7 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         im.emit.dispatch(cmd,
                          {params, offsets, s.values, first_bytes(out.visible_ids, ids),
                           first_bytes(out.draw_commands, commands), first_bytes(out.draw_count, 8)},
-                         pc, groups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
+                         pc, workgroups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
         // The next view's scan, compaction and sort reuse the work arrays the emit reads.
         if (v + 1 < views) compute_barrier(cmd);
     }
@@ -1033,7 +1028,7 @@ Status Culler::record_depth_pyramid(VkCommandBuffer cmd, const BufferRange& pyra
         pc.capacity = to.offset;
         pc.shift = to.width;
         compute_barrier(cmd);  // level 0 from the caller, each later level from the last dispatch
-        im.build_pyramid.dispatch(cmd, {range}, pc, groups(pc.count));
+        im.build_pyramid.dispatch(cmd, {range}, pc, workgroups(pc.count));
     }
     return {};
 }
@@ -1274,7 +1269,7 @@ Result<std::uint64_t> Culler::last_visits() {
     // traversals' counts in the one-view array (record_cull).
     const bool joint = c.kind == LastCull::Kind::views && c.views > 1 && c.exact;
     const std::uint32_t mesh_count = c.kind == LastCull::Kind::lods && c.grouped ? c.mesh_count : 0;
-    const ScratchLayout s = scratch_layout({}, c.n, mesh_count, joint ? c.views : 1);
+    const CullScratch s = cull_scratch_layout({}, c.n, mesh_count, joint ? c.views : 1);
     std::uint32_t words[2] = {0, 0};
     if (Status d = im.context->download(im.scratch, words, 8,
                                         s.offsets.offset + visits_offset(chunk_count(c.n)));

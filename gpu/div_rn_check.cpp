@@ -33,7 +33,7 @@ Result<std::vector<float>> divide_on_gpu(Context& context, std::span<const float
         pc.count = n;
         kernel.dispatch(
             cmd, {whole(buffers[0]), whole(buffers[1]), whole(buffers[2]), whole(buffers[0])}, pc,
-            static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+            workgroups(n));
         compute_barrier(cmd);
     });
     if (!s) return s.error();

@@ -103,6 +103,11 @@ constexpr std::uint64_t div_up(std::uint64_t a, std::uint64_t b) {
 constexpr std::uint64_t align_up(std::uint64_t a, std::uint64_t b) {
     return div_up(a, b) * b;
 }
+/// The workgroups of kWorkgroupSize invocations that cover `count` items (one per invocation).
+/// Dispatches fold counts past one dimension's limit themselves (Kernel::dispatch).
+constexpr std::uint32_t workgroups(std::uint64_t count) {
+    return static_cast<std::uint32_t>(div_up(count, gpu_layout::kWorkgroupSize));
+}
 
 /// Carves consecutive ranges out of one range (e.g. a scratch range). Each starts 256 bytes
 /// after an aligned one (256 is the largest minStorageBufferOffsetAlignment Vulkan allows), so

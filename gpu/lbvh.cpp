@@ -27,7 +27,6 @@ static_assert(static_cast<std::uint32_t>(CodeKind::morton30) == kCodeMorton30 &&
 
 namespace {
 
-constexpr std::uint32_t kBuildQueries = 5;  // stage boundaries of a build
 constexpr std::uint32_t kQueries = kBuildQueries + 1;
 
 std::uint32_t key_words(CodeKind code) {
@@ -483,9 +482,6 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine, soa);
     const BufferRange boxes = first_bytes(buffers.boxes, req.boxes);
     const TreeBindings tree = tree_bindings(buffers.nodes, n);
-    auto groups = [](std::uint32_t count) {
-        return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-    };
     PushConstants pc{};
     pc.count = n;
     pc.key_words = key_words(code);
@@ -500,12 +496,12 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         fill(cmd, {s.bounds.buffer, s.bounds.offset, 16}, 0xffffffffu);
         fill(cmd, {s.bounds.buffer, s.bounds.offset + 16, 16}, 0u);
         compute_barrier(cmd);
-        im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, groups(n), gate);
+        im.bounds.dispatch(cmd, {boxes, s.bounds}, pc, workgroups(n), gate);
         compute_barrier(cmd);
     }
     mark(1);
     pc.key_word = static_cast<std::uint32_t>(code);
-    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, groups(n), gate);
+    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, workgroups(n), gate);
     compute_barrier(cmd);
     const std::uint32_t code_kind = pc.key_word;
     pc.key_word = 0;
@@ -526,15 +522,15 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         fill(cmd, s.refine, 0u);
         compute_barrier(cmd);
         im.code_runs.dispatch(cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine},
-                              pc, groups(n), gate);
+                              pc, workgroups(n), gate);
         compute_barrier(cmd);
         im.run_bounds.dispatch(cmd, {s.flags, s.values, boxes, s.run_bounds, s.refine}, pc,
-                               groups(n), gate);
+                               workgroups(n), gate);
         compute_barrier(cmd);
         pc.key_word = code_kind;
         im.refine_codes.dispatch(
             cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine, s.keys_tmp}, pc,
-            groups(n), gate);
+            workgroups(n), gate);
         pc.key_word = 0;
         compute_barrier(cmd);
         // The refine word is n or 0: the sort orders all keys or none (64 bits: an even
@@ -556,11 +552,11 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     compute_barrier(cmd);
     if (!soa) {
         im.build.dispatch(cmd, {sorted_keys, s.values, boxes, tree.nodes, s.flags, tree.wide}, pc,
-                          groups(n), gate);
+                          workgroups(n), gate);
     } else {
         im.build_soa.dispatch(
             cmd, {sorted_keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link}, pc,
-            groups(n), gate);
+            workgroups(n), gate);
         compute_barrier(cmd);
         record_assemble(im.assemble, cmd, {s.node_lo, s.node_hi, s.node_link}, tree, n, false,
                         gate);
@@ -626,7 +622,7 @@ void record_assemble(const Kernel& assemble, VkCommandBuffer cmd,
     pc.count = n;
     pc.flags = bounds_only ? 1u : 0u;  // lbvh_assemble.comp: the links stay the build's
     assemble.dispatch(cmd, {arrays[0], arrays[1], arrays[2], tree.nodes, tree.wide}, pc,
-                      static_cast<std::uint32_t>(div_up(2ull * n - 1, kWorkgroupSize)), gate);
+                      workgroups(2ull * n - 1), gate);
 }
 
 std::array<BufferRange, 2> build_soa_bounds(const Lbvh& lbvh, const BufferRange& scratch,
@@ -721,7 +717,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     im.rounds.record_kernel(
         cmd, status, out.traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
-        static_cast<std::uint32_t>(div_up(n, kWorkgroupSize)));
+        workgroups(n));
     return {};
 }
 

@@ -17,6 +17,10 @@
 
 namespace broadphase::gpu {
 
+/// The timestamp queries Lbvh::record_build writes: its stage boundaries (bounds, codes, sort,
+/// hierarchy + bounds), from `first_query` on.
+inline constexpr std::uint32_t kBuildQueries = 5;
+
 /// Lbvh::record_build with every dispatch captured or made indirect by `gate` (the transfer
 /// fills of the build's scratch are not gated: they touch scratch only). Nodes are written
 /// by gated dispatches alone. Checks the ranges as record_build does.

@@ -30,10 +30,6 @@ namespace frames {
 
 using namespace gpu_layout;
 
-inline std::uint32_t groups(std::uint64_t count) {
-    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-}
-
 // The first `size` bytes (at least 4) of one of the scene's own buffers.
 inline BufferRange prefix(const Buffer& b, VkDeviceSize size) {
     return {b.handle(), 0, std::max<VkDeviceSize>(size, 4)};
@@ -206,7 +202,7 @@ struct MovingScene::Impl {
     }
 
     std::uint32_t cost_tiles() const {
-        return std::max<std::uint32_t>(groups(n > 1 ? n - 1 : 0), 1);
+        return std::max<std::uint32_t>(workgroups(n > 1 ? n - 1 : 0), 1);
     }
 
     // Sizes every pair buffer for `pairs` pairs; keys[cur ^ 1] (the previous frame's sorted
@@ -438,7 +434,8 @@ struct MovingScene::Impl {
             compute_barrier(cmd);
         }
         if (!layout.soa) {
-            refit.dispatch(cmd, {box_used, node_range, flags_used, bound.wide}, pc, groups(count));
+            refit.dispatch(cmd, {box_used, node_range, flags_used, bound.wide}, pc,
+                           workgroups(count));
             return {};
         }
         const BufferRange lo =
@@ -447,7 +444,7 @@ struct MovingScene::Impl {
         const BufferRange hi =
             lent ? (*lent)[1]
                  : BufferRange{flag_range.buffer, flag_range.offset + layout.hi, array};
-        refit_soa.dispatch(cmd, {box_used, node_range, flags_used, lo, hi}, pc, groups(count));
+        refit_soa.dispatch(cmd, {box_used, node_range, flags_used, lo, hi}, pc, workgroups(count));
         compute_barrier(cmd);
         record_assemble(assemble, cmd, {lo, hi, lo}, bound, count, true);
         return {};
@@ -478,7 +475,7 @@ struct MovingScene::Impl {
         if (Status s = ensure_unbound(scratch, req.scratch); !s) return s;
         // The refit's flags; a split tree's refit borrows the build scratch's arrays.
         if (Status s = ensure(flags, std::max<std::uint32_t>(n, 1) * 4ull); !s) return s;
-        if (Status s = ensure(partials, (groups(n) + 2) * 4ull); !s) return s;
+        if (Status s = ensure(partials, (workgroups(n) + 2) * 4ull); !s) return s;
         if (Status s = ensure(status, sizeof(FrameStatus)); !s) return s;
         for (Buffer* b : {&pair_count[0], &pair_count[1]})
             if (Status s = ensure(*b, sizeof(TraversalStatus)); !s) return s;

@@ -430,7 +430,7 @@ void ProxyScene::Impl::record_batch(VkCommandBuffer cmd, const Batch& batch) {
         update.dispatch(
             cmd,
             {first_bytes(whole(updates), batch.bytes), whole(box_buffer(k)), whole(slot_buffer(k))},
-            pc, groups(batch.counts[k]));
+            pc, workgroups(batch.counts[k]));
     }
     compute_barrier(cmd);
     built = {};

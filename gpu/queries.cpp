@@ -35,10 +35,6 @@ VkDeviceSize bound(VkDeviceSize bytes) {
     return std::max<VkDeviceSize>(bytes, 4);
 }
 
-std::uint32_t groups(std::uint32_t count) {
-    return static_cast<std::uint32_t>(div_up(count, kWorkgroupSize));
-}
-
 Error query_error(std::size_t q, const std::string& what) {
     return Error{ErrorCode::invalid_argument, "query " + std::to_string(q) + ": " + what, q, {}};
 }
@@ -259,7 +255,7 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         first_bytes(b.scratch, queries * 4ull),
         t.wide};
-    rounds.record_kernel(cmd, status, b.traversal, kernel, bindings, pc, groups(queries));
+    rounds.record_kernel(cmd, status, b.traversal, kernel, bindings, pc, workgroups(queries));
 }
 
 }  // namespace
@@ -331,7 +327,7 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
         first_bytes(b.traversal.work, work_bytes),
         t.wide};
     const Kernel& raycast = impl_->raycast;
-    impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, groups(rays));
+    impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, workgroups(rays));
     if (impl_->timing) impl_->stamp(cmd, 7);
     // The finish step left the arguments of one invocation per candidate.
     indirect_barrier(cmd);

@@ -238,8 +238,8 @@ void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::u
     for (std::size_t k = level_ranges.size() - 2; k-- > 0;) {
         PushConstants pc{};
         pc.count = counts[k];
-        scan_add_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc,
-                           static_cast<std::uint32_t>(div_up(counts[k], kWorkgroupSize)), gate);
+        scan_add_.dispatch(cmd, {level_ranges[k], level_ranges[k + 1]}, pc, workgroups(counts[k]),
+                           gate);
         compute_barrier(cmd);
     }
 }

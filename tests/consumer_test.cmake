@@ -1,9 +1,18 @@
 # Builds and runs tests/consumer against this source tree in one mode, with the GPU library on,
-# as a separate CMake project with its own binary folder. MODE: subdirectory, fetchcontent, or
-# package: broadphase is built, installed, the installed tree moved elsewhere (the package must
-# be relocatable), and then consumed through find_package(broadphase CONFIG) and through its
-# pkg-config file, and the installed tool is run.
-# Run as: cmake -DSOURCE=... -DWORK=... -DMODE=... [-DGENERATOR=...] -P consumer_test.cmake
+# as a separate CMake project with its own binary folder. MODE:
+#   subdirectory  add_subdirectory, in a unity build of batches of 8 sources (CMake's default);
+#   fetchcontent  FetchContent from the source tree, in a unity build with every source of a
+#                 library in one batch (batch size 0): no two sources may define the same
+#                 internal name.
+#                 Engines often build their dependencies as unity builds (CMAKE_UNITY_BUILD),
+#                 and a unity build of the library takes half the time; each source compiled on
+#                 its own is the project's own build (scripts/build.sh), which ctest runs in;
+#   package       BUILD_TREE (the build ctest runs in, already built) is installed, the installed
+#                 tree moved elsewhere (the package must be relocatable), and then consumed
+#                 through find_package(broadphase CONFIG) and through its pkg-config file, and
+#                 the installed tool is run.
+# Run as: cmake -DSOURCE=... -DWORK=... -DMODE=... [-DGENERATOR=...] [-DBUILD_TREE=...]
+#         -P consumer_test.cmake
 include(ProcessorCount)
 ProcessorCount(jobs)
 file(REMOVE_RECURSE ${WORK})
@@ -21,15 +30,20 @@ endfunction()
 
 set(extra "")
 if(MODE STREQUAL "package")
-  set(lib ${WORK}/broadphase-build)
-  step("configure broadphase" ${CMAKE_COMMAND} -S ${SOURCE} -B ${lib} -G "${GENERATOR}"
-       -DCMAKE_BUILD_TYPE=Debug -DBROADPHASE_BUILD_TESTS=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF
-       -DBROADPHASE_BUILD_PYTHON=OFF
-       -DCMAKE_INSTALL_PREFIX=${WORK}/installed)
-  step("build broadphase" ${CMAKE_COMMAND} --build ${lib} -j ${jobs})
-  step("install broadphase" ${CMAKE_COMMAND} --install ${lib})
+  # The libraries and tool this build tree already built (compiling them again would add
+  # minutes to every test run and check nothing more); the default component only, not the
+  # Python module.
+  if(NOT BUILD_TREE)
+    message(FATAL_ERROR "consumer (package): BUILD_TREE, the build to install, is not set")
+  endif()
+  step("install broadphase" ${CMAKE_COMMAND} --install ${BUILD_TREE} --prefix ${WORK}/installed
+       --component Unspecified)
   file(RENAME ${WORK}/installed ${WORK}/moved)
   set(extra -DCMAKE_PREFIX_PATH=${WORK}/moved)
+elseif(MODE STREQUAL "subdirectory")
+  set(extra -DCMAKE_UNITY_BUILD=ON)
+elseif(MODE STREQUAL "fetchcontent")
+  set(extra -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 endif()
 
 set(bin ${WORK}/consumer-build)
