@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sanitizer stage of scripts/test.sh (CI runs it after the Release tests):
-# 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g, asserts on,
+# 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g1, asserts on,
 #    examples off) of the CPU and GPU suites, the tool and the fuzz targets, then every ctest of
 #    it: any ASan or UBSan report, or a leak outside the Vulkan driver, fails the test it is in;
 # 2. a clang build of the fuzz targets against libFuzzer (also ASan + UBSan), each fuzzed for a
@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 asan_dir=${BROADPHASE_ASAN_DIR:-build-asan}
 fuzz_dir=${BROADPHASE_FUZZ_DIR:-build-fuzz}
 jobs=$(nproc)
-sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g"
+# -g1: line tables only. Every report's stack still names function, file and line, and the
+# build takes about a third less time than with -g (structure_test.cpp: 49 -> 33 s).
+sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
                 -DBROADPHASE_SANITIZE=address,undefined -DBROADPHASE_BUILD_EXAMPLES=OFF)
 # The CPU suite as 6 processes, not one per test case (tests/CMakeLists.txt): the same cases.
 asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6)

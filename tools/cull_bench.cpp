@@ -133,12 +133,6 @@ struct CullBench {
     }
 };
 
-// The element at the middle of v once sorted (the upper one of an even count).
-double middle_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // --views: the cull of each view's frustum alone against one cull of all views at once.
 struct ViewsRuns {
     std::vector<double> sep_traversal, sep_total, joint_traversal, joint_total;
@@ -190,12 +184,12 @@ void print_views(const CullBench& b, const ViewsRuns& runs,
         return;
     }
     std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
-                middle_of(runs.sep_traversal));
+                median(runs.sep_traversal));
     std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
-                middle_of(runs.joint_traversal));
-    std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", middle_of(runs.sep_total));
+                median(runs.joint_traversal));
+    std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", median(runs.sep_total));
     std::printf("  %-38s %10.3f ms\n", "cull total, all views at once",
-                middle_of(runs.joint_total));
+                median(runs.joint_total));
     std::string counts;
     for (std::size_t v = 0; v < runs.seen.size(); ++v)
         counts.append(v ? "," : "").append(std::to_string(runs.seen[v]));
@@ -295,15 +289,15 @@ void print_one_view(const CullBench& b, const OneView& view, const OneViewRuns& 
     }
     print_copy_line(copy);
     print_stage_rows(stages, copy, 18);
-    auto median = [&](auto get) {
+    auto over_runs = [&](auto get) {
         std::vector<double> v;
         for (const gpu::CullTimes& t : runs.times) v.push_back(get(t));
-        return middle_of(std::move(v));
+        return median(std::move(v));
     };
     std::printf("  %-18s %10.3f ms\n", "cull total",
-                median([](const gpu::CullTimes& t) { return t.cull_total(); }));
+                over_runs([](const gpu::CullTimes& t) { return t.cull_total(); }));
     std::printf("  %-18s %10.3f ms\n", "gpu total",
-                median([](const gpu::CullTimes& t) { return t.total(); }));
+                over_runs([](const gpu::CullTimes& t) { return t.total(); }));
     std::printf("visible: %zu\n", runs.visible);
     std::printf("visits: %llu (internal nodes the traversal expanded)\n",
                 static_cast<unsigned long long>(b.last_visits()));
