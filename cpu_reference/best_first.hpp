@@ -3,12 +3,15 @@
 // (distance, nodes before boxes, index). A node's key must never exceed the distance of a box
 // below it; then a box pops only after every node at no greater distance was opened, so boxes
 // pop in the final order: point_box_distance, then id.
+// The same order for the closest ray hit of the trees with many children per node (closest_hit).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "broadphase/structure.hpp"
@@ -58,5 +61,30 @@ private:
     };
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
 };
+
+/// The closest hit below `root`, whose entry parameter is root_t, opening nodes nearest entry
+/// first. ray_box_entry is monotone under containment, so a node's entry bounds every hit
+/// below it: the search ends once the nearest unopened node is entered after the best hit (not
+/// at it: a smaller id may tie), and the nodes opened are those entered at or before the
+/// final hit, whatever the order of ties. `open(node, best, push)` tests a leaf's boxes into
+/// `best` (keep_closer), or calls push(t, child) for each child the ray enters at t, and counts
+/// its own visits; push drops a child entered after the best hit so far.
+template <class Index, class Open>
+std::optional<RayHit> closest_hit(Index root, float root_t, Open&& open) {
+    std::optional<RayHit> best;
+    using Item = std::pair<float, Index>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> frontier;
+    frontier.emplace(root_t, root);
+    const auto push = [&](float t, Index child) {
+        if (!best || t <= best->t) frontier.emplace(t, child);
+    };
+    while (!frontier.empty()) {
+        const auto [t, node] = frontier.top();
+        frontier.pop();
+        if (best && t > best->t) break;
+        open(node, best, push);
+    }
+    return best;
+}
 
 }  // namespace broadphase::best_first

@@ -519,40 +519,27 @@ void BulkRTree::query_box(const Box& region, std::vector<std::uint32_t>& out) co
 }
 
 std::optional<RayHit> BulkRTree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    if (nodes_.empty()) return best;
-    // ray_box_entry is monotone in the box bounds, so a node's entry t is <= that of every box
-    // inside it: once the nearest pending node is entered after the best hit, nothing better
-    // (or equal, with a smaller id) remains.
-    struct Item {
-        float t;
-        std::uint32_t node;
-        bool operator>(const Item& o) const { return t > o.t; }
-    };
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-    if (const std::optional<float> t = ray_box_entry(ray, nodes_[root()].bounds)) {
-        queue.push({*t, root()});
-    }
-    while (!queue.empty()) {
-        const Item item = queue.top();
-        queue.pop();
-        if (best && item.t > best->t) break;
-        const Node& node = nodes_[item.node];
-        if (is_leaf(item.node)) {
-            ++stats_.leaves_visited;
-            stats_.box_tests += node.count;
-            for (std::uint32_t k = node.first; k < node.first + node.count; ++k) {
-                keep_closer(best, ids_[k], ray_box_entry(ray, boxes_[k]));
+    if (nodes_.empty()) return std::nullopt;
+    // Node bounds key the nodes (best_first::closest_hit).
+    const std::optional<float> root_t = ray_box_entry(ray, nodes_[root()].bounds);
+    if (!root_t) return std::nullopt;
+    return best_first::closest_hit(
+        root(), *root_t, [&](std::uint32_t index, std::optional<RayHit>& best, const auto& push) {
+            const Node& node = nodes_[index];
+            if (is_leaf(index)) {
+                ++stats_.leaves_visited;
+                stats_.box_tests += node.count;
+                for (std::uint32_t k = node.first; k < node.first + node.count; ++k) {
+                    keep_closer(best, ids_[k], ray_box_entry(ray, boxes_[k]));
+                }
+                return;
             }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
-            const std::optional<float> t = ray_box_entry(ray, nodes_[c].bounds);
-            if (t && (!best || *t <= best->t)) queue.push({*t, c});
-        }
-    }
-    return best;
+            ++stats_.nodes_visited;
+            for (std::uint32_t c = node.first; c < node.first + node.count; ++c) {
+                if (const std::optional<float> t = ray_box_entry(ray, nodes_[c].bounds))
+                    push(*t, c);
+            }
+        });
 }
 
 // ---- nearest ---------------------------------------------------------------------------------

@@ -719,36 +719,25 @@ void RTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const 
 }
 
 std::optional<RayHit> RTree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    if (root_ == kNull) return best;
-    // ray_box_entry is monotone under containment, so an entry box's parameter bounds every
-    // hit below it; nodes are opened nearest first and the search ends once the nearest
-    // unopened one is beyond the best hit (not at it: a smaller id may tie).
-    using Item = std::pair<float, std::int32_t>;
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> frontier;
-    frontier.emplace(0.0f, root_);
-    while (!frontier.empty()) {
-        const auto [entry_t, index] = frontier.top();
-        frontier.pop();
-        if (best && entry_t > best->t) break;
-        const Node& node = nodes_[index];
-        if (node.level == 0) {
-            ++stats_.leaves_visited;
+    if (root_ == kNull) return std::nullopt;
+    // Entries' boxes key their children (best_first::closest_hit); the root is entered at 0.
+    return best_first::closest_hit(
+        root_, 0.0f, [&](std::int32_t index, std::optional<RayHit>& best, const auto& push) {
+            const Node& node = nodes_[index];
+            if (node.level == 0) {
+                ++stats_.leaves_visited;
+                for (const Entry& e : node.entries) {
+                    ++stats_.box_tests;
+                    keep_closer(best, e.ref, ray_box_entry(ray, e.box));
+                }
+                return;
+            }
+            ++stats_.nodes_visited;
             for (const Entry& e : node.entries) {
-                ++stats_.box_tests;
-                keep_closer(best, e.ref, ray_box_entry(ray, e.box));
+                if (const std::optional<float> t = ray_box_entry(ray, e.box))
+                    push(*t, static_cast<std::int32_t>(e.ref));
             }
-            continue;
-        }
-        ++stats_.nodes_visited;
-        for (const Entry& e : node.entries) {
-            const std::optional<float> t = ray_box_entry(ray, e.box);
-            if (t && (!best || *t <= best->t)) {
-                frontier.emplace(*t, static_cast<std::int32_t>(e.ref));
-            }
-        }
-    }
-    return best;
+        });
 }
 
 Status RTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const {
