@@ -183,13 +183,11 @@ void print_views(const CullBench& b, const ViewsRuns& runs,
         print_stages_json(stages, copy);
         return;
     }
-    std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)",
-                median(runs.sep_traversal));
+    std::printf("  %-38s %10.3f ms\n", "traversal, one per view (sum)", median(runs.sep_traversal));
     std::printf("  %-38s %10.3f ms\n", "traversal, all views at once",
                 median(runs.joint_traversal));
     std::printf("  %-38s %10.3f ms\n", "cull total, one per view (sum)", median(runs.sep_total));
-    std::printf("  %-38s %10.3f ms\n", "cull total, all views at once",
-                median(runs.joint_total));
+    std::printf("  %-38s %10.3f ms\n", "cull total, all views at once", median(runs.joint_total));
     std::string counts;
     for (std::size_t v = 0; v < runs.seen.size(); ++v)
         counts.append(v ? "," : "").append(std::to_string(runs.seen[v]));
