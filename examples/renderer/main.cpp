@@ -1,7 +1,7 @@
 // broadphase_renderer: renders a box scene headlessly with GPU frustum culling and writes the
 // frame and a top-down debug view as PNG files; --showcase renders the showcase scene (meshes
 // with LODs, walls, ground, shadow cascades, moving instances) and prints per-stage GPU times.
-// See the README section "Vulkan renderer example".
+// See docs/renderer.md, "Vulkan renderer example".
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -112,7 +112,7 @@ struct ContextOptions {
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
 /// version an instance was created for, nor which extensions a device enabled). All handles
-/// must outlive the Context. Context::adopt checks every requirement (README, "Requirements")
+/// must outlive the Context. Context::adopt checks every requirement (docs/requirements.md)
 /// and names everything that is missing in one error.
 struct ExternalDevice {
     VkInstance instance = VK_NULL_HANDLE;
