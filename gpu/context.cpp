@@ -256,6 +256,16 @@ DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_versi
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
     for (const VkExtensionProperties& e : extensions)
         facts.supported_extensions.emplace_back(e.extensionName);
+    if (instance_version >= VK_API_VERSION_1_2 &&
+        facts.properties.apiVersion >= VK_API_VERSION_1_2) {
+        VkPhysicalDeviceVulkan12Features features12{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+        VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        features.pNext = &features12;
+        vkGetPhysicalDeviceFeatures2(physical, &features);
+        facts.memory_model_supported = features12.vulkanMemoryModel == VK_TRUE &&
+                                       features12.vulkanMemoryModelDeviceScope == VK_TRUE;
+    }
     return facts;
 }
 
@@ -285,6 +295,19 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts) {
         else if (!supported)
             missing.push_back(std::string(name) + " is not supported by the device");
     }
+    // The bottom-up climbs of the build and the refit order their memory with the Vulkan memory
+    // model (shaders/lbvh_build.glsl). Unknown versions are reported above instead.
+    const bool versions_known =
+        facts.instance_version >= kNeeded && facts.properties.apiVersion >= kNeeded;
+    if (versions_known && !facts.memory_model_supported)
+        missing.push_back(
+            "the device does not support vulkanMemoryModel and vulkanMemoryModelDeviceScope "
+            "(Vulkan 1.2 features)");
+    else if (versions_known && facts.memory_model_enabled && !*facts.memory_model_enabled)
+        missing.push_back(
+            "vulkanMemoryModel and vulkanMemoryModelDeviceScope are not enabled on the device "
+            "(set both in the VkPhysicalDeviceVulkan12Features given to vkCreateDevice, and "
+            "ExternalDevice::vulkan_memory_model)");
     // Every kernel runs kWorkgroupSize invocations; radix_onesweep.glsl holds the most shared
     // memory: radix_rank.glsl's 16 counting cells per invocation (the sorted tile between the
     // splits) and a pad word per 16 cells, its two per-digit arrays and the scan's two rows, the
@@ -409,11 +432,7 @@ Context::Impl::~Impl() {
             }
             vkDestroyPipelineCache(device, pipeline_cache, nullptr);
         }
-        for (auto& [spirv, k] : kernels) {
-            if (k.pipeline) vkDestroyPipeline(device, k.pipeline, nullptr);
-            if (k.layout) vkDestroyPipelineLayout(device, k.layout, nullptr);
-            if (k.set_layout) vkDestroyDescriptorSetLayout(device, k.set_layout, nullptr);
-        }
+        for (auto& [spirv, k] : kernels) destroy_kernel(device, k);
         if (fence) vkDestroyFence(device, fence, nullptr);
         if (pool) vkDestroyCommandPool(device, pool, nullptr);
     }
@@ -457,6 +476,22 @@ Status create_instance(ContextImpl& impl) {
                          "(Debian package vulkan-validationlayers)"};
         layers.push_back(kValidationLayer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        // Synchronization validation beside the core checks: it reports the barriers a real
+        // GPU needs that lavapipe's in-order execution would hide (read-after-write hazards
+        // between dispatches, transfers and host access).
+        count = 0;
+        vkEnumerateInstanceExtensionProperties(kValidationLayer, &count, nullptr);
+        std::vector<VkExtensionProperties> layer_extensions(count);
+        vkEnumerateInstanceExtensionProperties(kValidationLayer, &count, layer_extensions.data());
+        bool has_features = std::any_of(
+            layer_extensions.begin(), layer_extensions.end(), [](const VkExtensionProperties& e) {
+                return std::strcmp(e.extensionName, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME) == 0;
+            });
+        if (!has_features)
+            return Error{ErrorCode::unsupported,
+                         "validation requested but the validation layer lacks "
+                         "VK_EXT_validation_features (synchronization validation)"};
+        extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
 
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -479,7 +514,13 @@ Status create_instance(ContextImpl& impl) {
     instance_info.ppEnabledLayerNames = layers.data();
     instance_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
     instance_info.ppEnabledExtensionNames = extensions.data();
-    if (impl.validation) instance_info.pNext = &messenger_info;
+    const VkValidationFeatureEnableEXT enables[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = enables;
+    features.pNext = &messenger_info;
+    if (impl.validation) instance_info.pNext = &features;  // then messenger_info
     BP_VK_TRY(vkCreateInstance(&instance_info, nullptr, &impl.instance), "vkCreateInstance");
     if (impl.validation) {
         auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -608,6 +649,13 @@ Status create_device(ContextImpl& impl) {
     device_info.pQueueCreateInfos = &queue_info;
     device_info.enabledExtensionCount = static_cast<std::uint32_t>(device_extensions.size());
     device_info.ppEnabledExtensionNames = device_extensions.data();
+    VkPhysicalDeviceVulkan12Features features12{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    // Checked by choose_device (missing_requirements). Device scope: with the memory model
+    // on, every kernel's atomics of device scope (GLSL's plain atomicAdd) need it.
+    features12.vulkanMemoryModel = VK_TRUE;
+    features12.vulkanMemoryModelDeviceScope = VK_TRUE;
+    device_info.pNext = &features12;
     BP_VK_TRY(vkCreateDevice(impl.physical, &device_info, nullptr, &impl.device), "vkCreateDevice");
     vkGetDeviceQueue(impl.device, impl.queue_family, 0, &impl.queue);
     return {};
@@ -649,6 +697,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const ExternalDevice& external) 
     facts.enabled_extensions.emplace();
     for (const char* name : external.enabled_extensions)
         if (name) facts.enabled_extensions->emplace_back(name);
+    facts.memory_model_enabled = external.vulkan_memory_model;
     const std::vector<std::string> missing = missing_requirements(facts);
     if (!missing.empty()) {
         std::string message = "Context::adopt: device '" +

@@ -83,6 +83,16 @@ struct Context::Impl {
     ~Impl();
 };
 
+/// Creates the push-descriptor set layout (`bindings` storage buffers, those in the `arrayed`
+/// mask kTreeParts descriptors each), the pipeline layout (one PushConstants block) and the
+/// pipeline of `spirv` with the context's pipeline cache: what Context::Impl::kernel keeps.
+/// Leaves nothing behind on failure; otherwise the caller owns the handles (destroy_kernel).
+Result<CompiledKernel> compile_kernel(const ContextImpl& context,
+                                      std::span<const std::uint32_t> spirv, std::uint32_t bindings,
+                                      const char* name, std::uint32_t arrayed = 0);
+/// Destroys the handles of `k` that exist and empties it.
+void destroy_kernel(VkDevice device, CompiledKernel& k);
+
 /// What the library needs of a device, as Context::create and Context::adopt check it: the
 /// device's properties and queue families, its supported extensions, and for adopt what the
 /// caller says the instance and device were created with.
@@ -96,12 +106,19 @@ struct DeviceFacts {
     std::optional<std::vector<std::string>> enabled_extensions;
     /// adopt: the caller's queue family (create picks any family with compute).
     std::optional<std::uint32_t> queue_family;
+    /// The device supports VkPhysicalDeviceVulkan12Features::vulkanMemoryModel and
+    /// vulkanMemoryModelDeviceScope (read only when both the instance and the device are Vulkan
+    /// 1.2 or later).
+    bool memory_model_supported = false;
+    /// adopt: whether the caller enabled both (create enables them itself).
+    std::optional<bool> memory_model_enabled;
 };
 
 /// The device extensions the library needs (VK_KHR_push_descriptor).
 std::span<const char* const> required_device_extensions();
 
-/// Reads a physical device's facts with Vulkan 1.0 calls only (safe on any instance).
+/// Reads a physical device's facts with Vulkan 1.0 calls, and its Vulkan 1.2 features only when
+/// the instance and the device are 1.2 or later (safe on any instance).
 DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_version);
 
 /// Everything the facts lack, one line each (empty when the device can be used): Vulkan 1.2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job from a fresh clone: set up, build, then find the overlapping pairs of the
-# default scene with every method (CPU and GPU) and check that they all agree.
+# The main job from a fresh clone: installs what the tool needs, builds the libraries and the
+# tool only (not the tests, examples or Python module), then finds the overlapping pairs of the
+# default scene with every method (CPU and GPU) and checks that they all agree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/setup.sh --tool
+bash scripts/build.sh --tool
 ./build/broadphase validate "$@"

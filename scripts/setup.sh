@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Installs every Debian package broadphase needs to build and test (idempotent: installs
-# only what is missing). Needs root, or sudo.
+# Installs the Debian packages broadphase needs (idempotent: installs only what is missing).
+# Needs root, or sudo.
+#
+#   bash scripts/setup.sh          # everything: build, tests, sanitizers, Python, docs, examples
+#   bash scripts/setup.sh --tool   # only what the library and the tool need (scripts/run.sh)
 set -euo pipefail
 
 packages=(
   cmake g++ make            # build
-  libgtest-dev              # tests
   libcli11-dev              # the tool's and examples' command-line parser
   libpng-dev zlib1g-dev     # compressed PNG plots (tools/plot.cpp)
   libvulkan-dev             # Vulkan loader and headers
   glslc                     # GLSL -> SPIR-V at build time (shaderc)
   mesa-vulkan-drivers       # lavapipe: a conformant Vulkan 1.3 device on the CPU
+)
+[ "${1:-}" = --tool ] || packages+=(
+  libgtest-dev              # tests
   vulkan-validationlayers   # Khronos validation layer, on in every GPU test
   clang libclang-rt-dev     # libFuzzer runs of the parsers (scripts/sanitize.sh)
   python3-dev python3-setuptools python3-wheel python3-pip  # the Python module (python/)

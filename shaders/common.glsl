@@ -75,11 +75,4 @@ LbvhWideNode wide_record(vec3 llo, vec3 lhi, vec3 rlo, vec3 rhi, uvec4 link) {
     return w;
 }
 
-// The straight-line climbs of lbvh_build.glsl and lbvh_refit.glsl: CLIMB_STEP (defined by the
-// shader) 96 times, the most levels a tree has (kTraversalStack = 12 * 8).
-#define CLIMB_8 \
-    CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP CLIMB_STEP
-#define CLIMB_96 \
-    CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8 CLIMB_8
-
 #endif

@@ -15,6 +15,19 @@
 // union of their bounds (left first, as lbvh::compute_bounds), and the parent's LbvhWideNode
 // (both children's bounds and links, from the two boxes it holds), and climbs on. No invocation
 // waits for another, so there is no forward-progress assumption.
+//
+// Memory order (the Vulkan memory model, GL_KHR_memory_scope_semantics; the device enables
+// vulkanMemoryModel): the exchange is an acquire-release atomic at queue-family scope that
+// makes the buffers' writes available and visible. The first arrival's node bounds, written
+// before its exchange, are thus visible to the second arrival, which reads them after its own;
+// the node arrays are `nonprivate` so that those plain accesses take part. There is no
+// memoryBarrier*() call: Mesa 22.3's llvmpipe runs a memory barrier of workgroup or device
+// scope as a full workgroup barrier, which inside this loop, where invocations leave after
+// different numbers of steps, dropped the work of the subgroups left waiting at it (the
+// "lost stores" that once made this climb 96 unrolled steps and 95 s of LLVM compile on
+// lavapipe; bench/climb_repro/ shows it in a few lines). Device scope is avoided for the same
+// reason (llvmpipe turns it into a barrier too); queue-family scope is the whole device's for
+// one queue.
 // Precondition: flags[0, n-1) zeroed (slots hold far end + 1). CPU twin:
 // lbvh::build_bottom_up (equal to build_hierarchy + compute_bounds; 1-word keys are read as
 // hi word 0).
@@ -25,8 +38,8 @@
 //     may bind, writes each node's link, lo and hi into three arrays of 16 B per node, each of
 //     which one descriptor binds (they are half a box's 32 B per node), and no wide record;
 //     lbvh_assemble.comp then copies them into the split tree and writes the wide records.
-//     A climb that reads and writes no split array keeps llvmpipe's compile of it as short as
-//     the whole build's (each split access is a switch over the parts, 96 steps unrolled).
+//     A climb that reads and writes no split array keeps each step one plain access (each
+//     split access would be a switch over the parts).
 #include "common.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -39,18 +52,18 @@ layout(std430, binding = 1) readonly buffer Ids {
 layout(std430, binding = 2) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 4) coherent buffer Flags {
+layout(std430, binding = 4) buffer Flags {
     uint flags[];
 };
 #ifdef BUILD_SOA
 // node i's link, lo and hi of its LbvhNode (2n - 1 each)
-layout(std430, binding = 3) coherent buffer NodeLo {
+layout(std430, binding = 3) nonprivate buffer NodeLo {
     vec4 node_lo[];
 };
-layout(std430, binding = 5) coherent buffer NodeHi {
+layout(std430, binding = 5) nonprivate buffer NodeHi {
     vec4 node_hi[];
 };
-layout(std430, binding = 6) coherent buffer NodeLink {
+layout(std430, binding = 6) nonprivate buffer NodeLink {
     uvec4 node_link[];
 };
 #define NODE_LO(i) node_lo[i]
@@ -58,7 +71,7 @@ layout(std430, binding = 6) coherent buffer NodeLink {
 #define NODE_LINK(i) node_link[i]
 #define WRITE_WIDE(i, record)
 #else
-layout(std430, binding = 3) coherent buffer Nodes {
+layout(std430, binding = 3) nonprivate buffer Nodes {
     LbvhNode nodes[];
 };
 // internal node i's children (gpu_layout.h), written with node i
@@ -71,9 +84,7 @@ layout(std430, binding = 5) buffer Wide {
 #define WRITE_WIDE(i, record) wide[i] = record;
 #endif
 
-// Branch-free (selects, clamped indices): the climb below is straight-line code, and llvmpipe
-// runs all of it for every SIMD vector, so each step is kept small. 1-word keys read their
-// word twice and take hi word 0.
+// Branch-free (selects, clamped indices). 1-word keys read their word twice and take hi word 0.
 uvec2 key_at(int i) {
     uint w = pc.key_words;
     uint first = keys[w * uint(i)], last = keys[w * uint(i) + w - 1u];
@@ -87,51 +98,6 @@ int delta(int i, int j) {
     int d = high != 0u ? clz32(high) : low != 0u ? 32 + clz32(low) : 64 + clz32(uint(i) ^ uint(j));
     return j < 0 || j >= n ? -1 : d;
 }
-
-// One step of the climb from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
-// delta(r, r+1)): publish the far end at the parent's split; the second arrival completes the
-// parent and makes it the current node.
-#define CLIMB_STEP                                                                              \
-    if (climbing) {                                                                             \
-        bool left_child = above > below;                                                        \
-        int split = left_child ? r : l - 1;                                                     \
-        memoryBarrierBuffer();                                                                  \
-        uint other = atomicExchange(flags[split], uint(left_child ? l : r) + 1u);               \
-        memoryBarrierBuffer();                                                                  \
-        climbing = other != 0u;                                                                 \
-        if (climbing) {                                                                         \
-            int end = int(other) - 1;                                                           \
-            int d = delta(end, left_child ? end + 1 : end - 1);                                 \
-            r = left_child ? end : r;                                                           \
-            l = left_child ? l : end;                                                           \
-            above = left_child ? d : above;                                                     \
-            below = left_child ? below : d;                                                     \
-            uint left = l == split ? n - 1u + uint(split) : uint(split);                        \
-            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);                    \
-            bool root = l == 0 && r == int(n) - 1;                                              \
-            uint parent = root ? 0u : uint(above > below ? r : l);                              \
-            uint sibling = left_child ? right : left;                                           \
-            vec3 slo = NODE_LO(sibling).xyz, shi = NODE_HI(sibling).xyz;                        \
-            bool sibling_leaf = left_child ? end == split + 1 : end == split;                   \
-            uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);        \
-            uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)                      \
-                                    : uvec4(left, right, sibling_aux, aux);                     \
-            WRITE_WIDE(parent, wide_record(left_child ? lo : slo, left_child ? hi : shi,        \
-                                           left_child ? slo : lo, left_child ? shi : hi, link)) \
-            aux = uint(r);                                                                      \
-            lo = left_child ? min(lo, slo) : min(slo, lo);                                      \
-            hi = left_child ? max(hi, shi) : max(shi, hi);                                      \
-            NODE_LINK(parent).x = left;                                                         \
-            NODE_LINK(parent).y = right;                                                        \
-            NODE_LINK(parent).w = uint(r);                                                      \
-            NODE_LO(parent) = vec4(lo, 0.0);                                                    \
-            NODE_HI(parent) = vec4(hi, 0.0);                                                    \
-            NODE_LINK(left).z = parent;                                                         \
-            NODE_LINK(right).z = parent;                                                        \
-            if (root) NODE_LINK(0u).z = kInvalidNode;                                           \
-            climbing = !root;                                                                   \
-        }                                                                                       \
-    }
 
 void main() {
     uint p = linear_thread();
@@ -155,10 +121,50 @@ void main() {
     int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
     bool climbing = true;
     uint aux = id;  // the current node's aux in its parent's LbvhWideNode (gpu_layout.h)
-    // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
-    // makes after an atomic inside a loop (lbvh_refit.comp; a loop of 96 steps that no
-    // invocation leaves early lost them too). A climb passes at most 96 internal nodes: each
-    // level lengthens the common prefix of the (64-bit key, 32-bit index) keys, 12 * 8 steps.
-    // The step is kept small (one delta, one sibling load) for llvmpipe's compile time.
-    CLIMB_96
+    // Each step climbs from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
+    // delta(r, r+1)): publish the far end at the parent's split; the second arrival completes
+    // the parent and makes it the current node. A climb passes at most kTraversalStack = 96
+    // internal nodes (each level lengthens the common prefix of the (64-bit key, 32-bit index)
+    // keys); the bound keeps the loop finite whatever the input.
+    for (uint step = 0u; climbing && step < kTraversalStack; ++step) {
+        bool left_child = above > below;
+        int split = left_child ? r : l - 1;
+        uint other = atomicExchange(
+            flags[split], uint(left_child ? l : r) + 1u, gl_ScopeQueueFamily,
+            gl_StorageSemanticsBuffer,
+            gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
+        climbing = other != 0u;
+        if (climbing) {
+            int end = int(other) - 1;
+            int d = delta(end, left_child ? end + 1 : end - 1);
+            r = left_child ? end : r;
+            l = left_child ? l : end;
+            above = left_child ? d : above;
+            below = left_child ? below : d;
+            uint left = l == split ? n - 1u + uint(split) : uint(split);
+            uint right = r == split + 1 ? n + uint(split) : uint(split + 1);
+            bool root = l == 0 && r == int(n) - 1;
+            uint parent = root ? 0u : uint(above > below ? r : l);
+            uint sibling = left_child ? right : left;
+            vec3 slo = NODE_LO(sibling).xyz, shi = NODE_HI(sibling).xyz;
+            bool sibling_leaf = left_child ? end == split + 1 : end == split;
+            uint sibling_aux = sibling_leaf ? ids[end] : uint(left_child ? end : split);
+            uvec4 link = left_child ? uvec4(left, right, aux, sibling_aux)
+                                    : uvec4(left, right, sibling_aux, aux);
+            WRITE_WIDE(parent, wide_record(left_child ? lo : slo, left_child ? hi : shi,
+                                           left_child ? slo : lo, left_child ? shi : hi, link))
+            aux = uint(r);
+            lo = left_child ? min(lo, slo) : min(slo, lo);
+            hi = left_child ? max(hi, shi) : max(shi, hi);
+            NODE_LINK(parent).x = left;
+            NODE_LINK(parent).y = right;
+            NODE_LINK(parent).w = uint(r);
+            NODE_LO(parent) = vec4(lo, 0.0);
+            NODE_HI(parent) = vec4(hi, 0.0);
+            NODE_LINK(left).z = parent;
+            NODE_LINK(right).z = parent;
+            if (root) NODE_LINK(0u).z = kInvalidNode;
+            climbing = !root;
+        }
+    }
 }

@@ -2,5 +2,6 @@
 // hi), for a tree too large for one descriptor; lbvh_assemble.comp then writes the split tree
 // (the climb and its references: lbvh_build.glsl).
 #version 450
+#extension GL_KHR_memory_scope_semantics : require
 #define BUILD_SOA
 #include "lbvh_build.glsl"

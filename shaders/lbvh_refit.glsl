@@ -5,7 +5,11 @@
 // towards the root; at each internal node the first arrival stops and the second merges both
 // children (left first, as lbvh::compute_bounds), rewrites the children's bounds in the
 // node's LbvhWideNode (its links stay the build's), and goes on. No invocation ever waits for
-// another, so there is no forward-progress assumption.
+// another, so there is no forward-progress assumption. Memory order as in lbvh_build.glsl: an
+// acquire-release atomic at queue-family scope (the Vulkan memory model) publishes the first
+// arrival's bounds to the second, the bound arrays are `nonprivate`, and there is no
+// memoryBarrier*() call (Mesa 22.3's llvmpipe runs one as a workgroup barrier, which inside
+// this loop dropped work: bench/climb_repro/).
 // The arrivals flip a bit per internal node with atomicXor: the first sees 0 and leaves 1, the
 // second sees 1 and leaves 0. Every internal node is reached exactly twice, so the counters
 // end where they started. Precondition: flags[0, n-1) zero (once, when they are allocated);
@@ -19,8 +23,8 @@
 //     than one descriptor may bind, reads each node's link from the split tree (one access
 //     per step) and writes the bounds into two arrays of 16 B per node (lo, hi), each bound
 //     whole; lbvh_assemble.comp then writes them into the split tree and its wide records.
-//     Each split access is a switch over the parts, unrolled 96 times, so a climb with one
-//     split access per step instead of five keeps llvmpipe's compile of it short.
+//     Each split access is a switch over the parts, so a climb with one split access per step
+//     instead of five keeps each step short.
 #include "common.glsl"
 #include "tree_parts.glsl"
 
@@ -28,16 +32,16 @@ layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 2) coherent buffer Flags {
+layout(std430, binding = 2) buffer Flags {
     uint flags[];
 };
 #ifdef REFIT_SOA
 TREE_ARRAY(readonly, 1, Nodes, LbvhNode, nodes, NODE_SHIFT)
 // node i's lo and hi (2n - 1 each)
-layout(std430, binding = 3) coherent buffer NodeLo {
+layout(std430, binding = 3) nonprivate buffer NodeLo {
     vec4 node_lo[];
 };
-layout(std430, binding = 4) coherent buffer NodeHi {
+layout(std430, binding = 4) nonprivate buffer NodeHi {
     vec4 node_hi[];
 };
 #define READ_BOUNDS(i, lo_, hi_) \
@@ -47,7 +51,7 @@ layout(std430, binding = 4) coherent buffer NodeHi {
     node_lo[i] = vec4(lo_, 0.0);          \
     node_hi[i] = vec4(hi_, 0.0);
 #else
-TREE_ARRAY(coherent, 1, Nodes, LbvhNode, nodes, NODE_SHIFT)
+TREE_ARRAY(nonprivate, 1, Nodes, LbvhNode, nodes, NODE_SHIFT)
 // internal node i's children: their bounds rewritten with node i's (links kept)
 TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 #define READ_BOUNDS(i, lo_, hi_) \
@@ -58,12 +62,13 @@ TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 #endif
 
 // One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                                          \
-    if (climbing) {                                                         \
-        memoryBarrierBuffer();                                              \
-        uint arrived = atomicXor(flags[node], 1u);                          \
-        memoryBarrierBuffer();                                              \
-        if (arrived == 0u) {                                                \
+#define CLIMB_STEP                                                                        \
+    {                                                                                     \
+        uint arrived = atomicXor(flags[node], 1u, gl_ScopeQueueFamily,                    \
+                                 gl_StorageSemanticsBuffer,                               \
+                                 gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | \
+                                     gl_SemanticsMakeVisible);                            \
+        if (arrived == 0u) {                                                              \
             climbing = false;                                               \
         } else {                                                            \
             uvec4 link;                                                     \
@@ -89,9 +94,7 @@ void main() {
     AT_NODE(leaf, id = PART_REF(nodes).link.x; node = PART_REF(nodes).link.z);
     WRITE_BOUNDS(leaf, boxes[id].lo.xyz, boxes[id].hi.xyz, )
     bool climbing = n >= 2u && node != kInvalidNode;
-    // Straight-line code, no loop: Mesa's llvmpipe (lavapipe) loses the stores an invocation
-    // makes after an atomic inside a loop once other invocations have left the loop (as in
-    // lbvh_build.glsl). The tree is at most kTraversalStack = 96 = 12 * 8 levels deep
-    // (gpu_layout.h).
-    CLIMB_96
+    // The tree is at most kTraversalStack = 96 levels deep (gpu_layout.h); the bound keeps the
+    // loop finite whatever the links say.
+    for (uint step = 0u; climbing && step < kTraversalStack; ++step) CLIMB_STEP
 }

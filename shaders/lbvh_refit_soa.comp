@@ -2,5 +2,6 @@
 // too large for one descriptor (its split variant); lbvh_assemble.comp then writes the bounds
 // into the split tree (the climb and its references: lbvh_refit.glsl).
 #version 450
+#extension GL_KHR_memory_scope_semantics : require
 #define REFIT_SOA
 #include "lbvh_refit.glsl"

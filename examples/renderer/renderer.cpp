@@ -123,6 +123,8 @@ std::string missing_requirements(VkPhysicalDevice physical) {
     if (!features.features.drawIndirectFirstInstance)
         return "the drawIndirectFirstInstance feature";
     if (!features12.drawIndirectCount) return "the drawIndirectCount feature";
+    if (!features12.vulkanMemoryModel || !features12.vulkanMemoryModelDeviceScope)
+        return "the vulkanMemoryModel and vulkanMemoryModelDeviceScope features";
     VkFormatProperties color, depth;
     vkGetPhysicalDeviceFormatProperties(physical, kColorFormat, &color);
     vkGetPhysicalDeviceFormatProperties(physical, kDepthFormat, &depth);
@@ -360,6 +362,8 @@ Status Renderer::Impl::create_device() {
     VkPhysicalDeviceVulkan12Features features12{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     features12.drawIndirectCount = VK_TRUE;
+    features12.vulkanMemoryModel = VK_TRUE;  // the library's LBVH build needs both
+    features12.vulkanMemoryModelDeviceScope = VK_TRUE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &features12;
     features.features.drawIndirectFirstInstance = VK_TRUE;
@@ -378,9 +382,11 @@ Status Renderer::Impl::create_device() {
         return fail(ErrorCode::unsupported, "vkCmdPushDescriptorSetKHR not found");
 
     // The library is told how the instance and device were created (Vulkan cannot be asked):
-    // adopt checks the version and extensions against what it needs.
-    auto adopted = gpu::Context::adopt(
-        {instance, physical, device, family, queue, VK_API_VERSION_1_2, extensions});
+    // adopt checks the version, extensions and features against what it needs.
+    gpu::ExternalDevice external{instance, physical,           device,    family,
+                                 queue,    VK_API_VERSION_1_2, extensions};
+    external.vulkan_memory_model = true;
+    auto adopted = gpu::Context::adopt(external);
     if (!adopted) return adopted.error();
     context = std::move(*adopted);
     return {};

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broadphase/gpu_layout.h"
@@ -87,8 +88,9 @@ const char* sort_path_name(SortPath path);
 
 /// How Context::create picks and sets up a device.
 struct ContextOptions {
-    /// Enable the Khronos validation layer (also on when BROADPHASE_VALIDATION=1). Validation
-    /// errors are counted (Context::validation_errors) and printed to stderr.
+    /// Enable the Khronos validation layer, synchronization validation included (also on when
+    /// BROADPHASE_VALIDATION=1). Validation errors and hazards are counted
+    /// (Context::validation_errors) and printed to stderr.
     bool validation = false;
     /// Device by index in enumeration order or by case-insensitive name substring. Empty: the
     /// BROADPHASE_DEVICE environment variable, else the first discrete GPU, then integrated,
@@ -139,6 +141,10 @@ struct ExternalDevice {
     std::uint32_t traversal_budget = 0;
     /// As ContextOptions::split_tree_bindings (no device feature is needed).
     bool split_tree_bindings = true;
+    /// VkPhysicalDeviceVulkan12Features::vulkanMemoryModel and vulkanMemoryModelDeviceScope were
+    /// enabled in vkCreateDevice's pNext chain (required: the LBVH build and refit order their
+    /// memory with the Vulkan memory model).
+    bool vulkan_memory_model = false;
 };
 
 /// What the chosen device is and can do.
@@ -277,7 +283,8 @@ public:
     /// or the caller's. The destructor saves too when pipelines were compiled, and ignores a
     /// failure then (a line on stderr when validation is on).
     Status save_pipeline_cache();
-    /// Compute pipelines this Context has compiled so far (each kernel once, on first use).
+    /// Compute pipelines this Context has compiled so far (each kernel once, on first use;
+    /// measure_kernel_costs's too).
     std::uint32_t pipelines_created() const;
 
     /// Allocates a buffer usable as storage, transfer source and destination (size >= 1).
@@ -422,6 +429,23 @@ struct CopyBandwidth {
 /// Allocates two buffers of `bytes` for the call.
 Result<CopyBandwidth> measure_copy_bandwidth(Context& context, VkDeviceSize bytes = 64ull << 20,
                                              int repeat = 3);
+
+/// The first use of one kernel (measure_kernel_costs), in host wall-clock milliseconds.
+struct KernelCost {
+    std::string name;        ///< NAME of shaders/NAME.comp, NAME_split for its split variant
+    double create_ms = 0;    ///< its layouts and vkCreateComputePipelines
+    double dispatch_ms = 0;  ///< its first dispatch, from vkQueueSubmit until the fence signals
+    double total_ms() const { return create_ms + dispatch_ms; }
+};
+/// Times the first use of each embedded kernel whose name contains `filter` (all when empty;
+/// an empty list when none does): its pipeline's creation, then one workgroup over zero-filled
+/// buffers with zero push constants (every kernel exits early on count 0). Cold only where no
+/// cache holds the kernel yet: the Context's (PipelineCacheOptions), the driver's (Mesa:
+/// MESA_SHADER_CACHE_DISABLE=true before the Context is created), an earlier call. Split
+/// variants only where DeviceInfo::tree_parts > 1. A dispatch unfinished after `timeout_s` is
+/// an error, and the device still runs it (the Context's destructor would wait for it).
+Result<std::vector<KernelCost>> measure_kernel_costs(Context& context, std::string_view filter = {},
+                                                     double timeout_s = 600);
 
 /// Keeps the device busy ahead of a measurement. GPUs lower their clocks while idle and raise
 /// them only after some time under load, so a benchmark whose host work (uploads, downloads,

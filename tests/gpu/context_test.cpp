@@ -41,6 +41,25 @@ TEST_F(ContextTest, UploadDownloadRoundTrip) {
     EXPECT_EQ(back, data);
 }
 
+// Test 2a: validation includes synchronization validation. Two fills of one range with no
+// barrier between them are a write-after-write hazard: lavapipe runs them in order, a GPU need
+// not, and only synchronization validation reports it.
+TEST_F(ContextTest, SynchronizationValidationReportsAMissingBarrier) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    auto context = gpu::Context::create(options);
+    ASSERT_TRUE(context) << context.error().message;
+    auto buffer = (*context)->create_buffer(4096, gpu::MemoryKind::device);
+    ASSERT_TRUE(buffer) << buffer.error().message;
+    const VkBuffer handle = buffer->handle();
+    std::fprintf(stderr, "(a WRITE_AFTER_WRITE hazard report is expected below)\n");
+    ASSERT_TRUE((*context)->submit_and_wait([&](VkCommandBuffer cmd) {
+        vkCmdFillBuffer(cmd, handle, 0, 4096, 1u);
+        vkCmdFillBuffer(cmd, handle, 0, 4096, 2u);
+    }));
+    EXPECT_GE((*context)->validation_errors(), 1u);
+}
+
 // Test 2b: transfers reuse the Context's staging buffers: a smaller transfer keeps the buffer a
 // larger one grew, a larger one grows it; the bytes still round-trip.
 TEST_F(ContextTest, TransfersReuseTheStagingBuffers) {
@@ -99,6 +118,7 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
     gpu::ExternalDevice external{VK_NULL_HANDLE,       owner.physical_device(), owner.device(),
                                  owner.queue_family(), owner.queue(),           VK_API_VERSION_1_2,
                                  extensions,           VK_NULL_HANDLE,          {}};
+    external.vulkan_memory_model = true;
     auto missing = gpu::Context::adopt(external);
     EXPECT_FALSE(missing);  // instance missing
     external.instance = impl_of(owner).instance;
@@ -122,15 +142,17 @@ TEST_F(ContextTest, AdoptsCallersDevice) {
 const char* const kExtensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
 gpu::ExternalDevice described() {
     gpu::Context& owner = gpu_context();
-    return {impl_of(owner).instance,
-            owner.physical_device(),
-            owner.device(),
-            owner.queue_family(),
-            owner.queue(),
-            VK_API_VERSION_1_2,
-            kExtensions,
-            VK_NULL_HANDLE,
-            {}};
+    gpu::ExternalDevice external{impl_of(owner).instance,
+                                 owner.physical_device(),
+                                 owner.device(),
+                                 owner.queue_family(),
+                                 owner.queue(),
+                                 VK_API_VERSION_1_2,
+                                 kExtensions,
+                                 VK_NULL_HANDLE,
+                                 {}};
+    external.vulkan_memory_model = true;  // Context::create enables it
+    return external;
 }
 
 std::string adopt_error(const gpu::ExternalDevice& external, ErrorCode code) {
@@ -358,6 +380,23 @@ TEST_F(ContextTest, AdoptWithoutPushDescriptorIsRefused) {
     EXPECT_TRUE(has(adopt_error(external, ErrorCode::unsupported), "VK_KHR_push_descriptor"));
 }
 
+// Test 8b: a device on which the caller did not enable vulkanMemoryModel is refused, saying
+// where to enable it; a device that does not support it is described too.
+TEST_F(ContextTest, AdoptWithoutTheMemoryModelIsRefused) {
+    gpu::ExternalDevice external = described();
+    external.vulkan_memory_model = false;
+    const std::string m = adopt_error(external, ErrorCode::unsupported);
+    EXPECT_TRUE(has(m, "vulkanMemoryModel and vulkanMemoryModelDeviceScope are not enabled")) << m;
+    EXPECT_TRUE(has(m, "ExternalDevice::vulkan_memory_model")) << m;
+
+    gpu::DeviceFacts facts = gpu::device_facts(gpu_context().physical_device(), VK_API_VERSION_1_2);
+    EXPECT_TRUE(facts.memory_model_supported);  // Context::create chose this device
+    facts.memory_model_supported = false;
+    EXPECT_EQ(gpu::missing_requirements(facts),
+              std::vector<std::string>{"the device does not support vulkanMemoryModel and "
+                                       "vulkanMemoryModelDeviceScope (Vulkan 1.2 features)"});
+}
+
 // Test 9: a queue family the device does not have, or one without compute, is refused. The
 // second case is checked on the device's facts with its families replaced by a transfer-only
 // one (lavapipe's single family has compute).
@@ -480,13 +519,21 @@ struct OwnDevice {
         device_info.pQueueCreateInfos = &queue_info;
         device_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
         device_info.ppEnabledExtensionNames = extensions.data();
+        VkPhysicalDeviceVulkan12Features features12{};
+        features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+        features12.vulkanMemoryModel = VK_TRUE;
+        features12.vulkanMemoryModelDeviceScope = VK_TRUE;
+        if (api_version >= VK_API_VERSION_1_2) device_info.pNext = &features12;
         if (vkCreateDevice(physical, &device_info, nullptr, &device) != VK_SUCCESS) return;
         vkGetDeviceQueue(device, 0, 0, &queue);
     }
     ~OwnDevice() { gpu::destroy_owned_device(instance, messenger, device); }
     gpu::ExternalDevice external(std::uint32_t api_version,
                                  std::span<const char* const> extensions) const {
-        return {instance, physical, device, 0, queue, api_version, extensions, VK_NULL_HANDLE, {}};
+        gpu::ExternalDevice external{instance,    physical,   device,         0, queue,
+                                     api_version, extensions, VK_NULL_HANDLE, {}};
+        external.vulkan_memory_model = api_version >= VK_API_VERSION_1_2;
+        return external;
     }
 };
 

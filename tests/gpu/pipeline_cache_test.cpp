@@ -341,6 +341,7 @@ TEST_F(PipelineCacheTest, AdoptedDeviceUsesCallersCache) {
     external.queue = owner.queue();
     external.api_version = VK_API_VERSION_1_2;
     external.enabled_extensions = extensions;
+    external.vulkan_memory_model = true;
     external.caller_pipeline_cache = callers;
     external.pipeline_cache = in_folder(folder.path());  // ignored: the caller's cache wins
     {
