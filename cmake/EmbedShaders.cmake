@@ -2,12 +2,14 @@
 # as uint32_t arrays (no shader file is read at run time). Each shader NAME.comp becomes
 # `broadphase::shaders::NAME` (a std::span<const uint32_t>) declared in shaders.hpp. Each NAME
 # in the list `split_names` is compiled a second time with -DTREE_SPLIT as NAME_split: its tree
-# arrays split over several descriptors (shaders/tree_parts.glsl).
+# arrays split over several descriptors (shaders/tree_parts.glsl). shaders.hpp also declares
+# `broadphase::shaders::all_kernels`, every embedded kernel by name (all_kernels.cpp).
 function(broadphase_embed_shaders out_var split_names)
   set(gen_dir ${PROJECT_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${gen_dir})
   set(sources "")
   set(decls "")
+  set(entries "")
   set(variants "")
   foreach(shader ${ARGN})
     get_filename_component(name ${shader} NAME_WE)
@@ -42,9 +44,16 @@ function(broadphase_embed_shaders out_var split_names)
     set_source_files_properties(${cpp} PROPERTIES OBJECT_DEPENDS ${spv_inc})
     list(APPEND sources ${cpp})
     string(APPEND decls "extern const std::span<const std::uint32_t> ${name};\n")
+    string(APPEND entries "    {\"${name}\", ${name}},\n")
   endforeach()
   file(WRITE ${gen_dir}/shaders.hpp.in
-    "// Generated: SPIR-V of every shaders/*.comp, compiled by glslc at build time.\n#pragma once\n#include <cstdint>\n#include <span>\nnamespace broadphase::shaders {\n${decls}}\n")
+    "// Generated: SPIR-V of every shaders/*.comp, compiled by glslc at build time.\n#pragma once\n#include <cstdint>\n#include <span>\nnamespace broadphase::shaders {\n${decls}\n/// An embedded kernel: its name (NAME or NAME_split) and its SPIR-V.\nstruct EmbeddedKernel {\n    const char* name;\n    std::span<const std::uint32_t> spirv;\n};\n/// Every embedded kernel, in the order of the declarations above (filled before main: not for\n/// use by other static initializers).\nextern const std::span<const EmbeddedKernel> all_kernels;\n}\n")
   configure_file(${gen_dir}/shaders.hpp.in ${gen_dir}/shaders.hpp COPYONLY)
+  # The registry: spans copied from the other generated files (initialized at start-up).
+  set(registry ${gen_dir}/all_kernels.cpp)
+  file(WRITE ${registry}.in
+    "#include \"shaders.hpp\"\nnamespace broadphase::shaders {\nstatic const EmbeddedKernel k_all_kernels[] = {\n${entries}};\nconst std::span<const EmbeddedKernel> all_kernels{k_all_kernels};\n}\n")
+  configure_file(${registry}.in ${registry} COPYONLY)
+  list(APPEND sources ${registry})
   set(${out_var} ${sources} PARENT_SCOPE)
 endfunction()

@@ -12,24 +12,23 @@
 
 namespace broadphase::gpu {
 
-Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_t> spirv,
-                                                    std::uint32_t bindings, const char* name,
-                                                    std::uint32_t arrayed) {
-    std::lock_guard lock(kernels_mutex);
-    if (auto it = kernels.find(spirv.data()); it != kernels.end()) {
-        assert(it->second.bindings == bindings && "one SPIR-V module, one binding count");
-        return &it->second;
-    }
+void destroy_kernel(VkDevice device, CompiledKernel& k) {
+    if (k.pipeline) vkDestroyPipeline(device, k.pipeline, nullptr);
+    if (k.layout) vkDestroyPipelineLayout(device, k.layout, nullptr);
+    if (k.set_layout) vkDestroyDescriptorSetLayout(device, k.set_layout, nullptr);
+    k = {};
+}
+
+Result<CompiledKernel> compile_kernel(const ContextImpl& context,
+                                      std::span<const std::uint32_t> spirv, std::uint32_t bindings,
+                                      const char* name, std::uint32_t arrayed) {
+    const VkDevice device = context.device;
     // Built in a local and destroyed by it unless complete, so that a failed compile leaves
     // nothing behind (the next request tries again).
     struct Building {
         VkDevice device;
         CompiledKernel k;
-        ~Building() {
-            if (k.pipeline) vkDestroyPipeline(device, k.pipeline, nullptr);
-            if (k.layout) vkDestroyPipelineLayout(device, k.layout, nullptr);
-            if (k.set_layout) vkDestroyDescriptorSetLayout(device, k.set_layout, nullptr);
-        }
+        ~Building() { destroy_kernel(device, k); }
     } b{device, {}};
     b.k.bindings = bindings;
     const std::string what = std::string(" for kernel ") + name;
@@ -70,16 +69,28 @@ Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_
     pipeline_info.stage.module = module;
     pipeline_info.stage.pName = "main";
     pipeline_info.layout = b.k.layout;
-    VkResult r =
-        vkCreateComputePipelines(device, pipeline_cache, 1, &pipeline_info, nullptr, &b.k.pipeline);
+    VkResult r = vkCreateComputePipelines(device, context.pipeline_cache, 1, &pipeline_info,
+                                          nullptr, &b.k.pipeline);
     vkDestroyShaderModule(device, module, nullptr);
     if (r != VK_SUCCESS) {
         b.k.pipeline = VK_NULL_HANDLE;
         return vk_error(r, "vkCreateComputePipelines" + what);
     }
+    return std::exchange(b.k, {});
+}
+
+Result<const CompiledKernel*> Context::Impl::kernel(std::span<const std::uint32_t> spirv,
+                                                    std::uint32_t bindings, const char* name,
+                                                    std::uint32_t arrayed) {
+    std::lock_guard lock(kernels_mutex);
+    if (auto it = kernels.find(spirv.data()); it != kernels.end()) {
+        assert(it->second.bindings == bindings && "one SPIR-V module, one binding count");
+        return &it->second;
+    }
+    auto compiled = compile_kernel(*this, spirv, bindings, name, arrayed);
+    if (!compiled) return compiled.error();
     ++pipelines_created;
-    const CompiledKernel* stored =
-        &kernels.emplace(spirv.data(), std::exchange(b.k, {})).first->second;
+    const CompiledKernel* stored = &kernels.emplace(spirv.data(), compiled.value()).first->second;
     return stored;
 }
 

@@ -624,6 +624,44 @@ EventsCommand add_events_command(Commands& k, Args& a) {
     return e;
 }
 
+/// What check_devices needs of the devices command once parsed.
+struct DevicesCommand {
+    CLI::App* app = nullptr;
+    CLI::Option* kernels = nullptr;
+    std::vector<const CLI::Option*> kernels_only;
+};
+
+DevicesCommand add_devices_command(Commands& k, Args& a) {
+    DevicesCommand d;
+    CLI::App* c = k.add("devices", "show the Vulkan device that would be used", &run_devices);
+    add_device(*c, a);
+    add_validation(*c, a);
+    d.kernels = c->add_flag(
+        "--kernels", a.kernels,
+        "then each kernel's cold first use, costliest first: pipeline creation and one dispatch "
+        "of one workgroup over zeros, in ms, and the sum (the shader caches of the driver and "
+        "the library off: MESA_SHADER_CACHE_DISABLE=true, __GL_SHADER_DISK_CACHE=0, "
+        "BROADPHASE_PIPELINE_CACHE=off)");
+    d.kernels_only = {
+        c->add_option("--kernels-filter", a.kernels_filter,
+                      "with --kernels: only the kernels whose name contains TEXT (an error when "
+                      "none does)")
+            ->type_name("TEXT"),
+        c->add_flag("--warm", a.warm,
+                    "with --kernels: the caches as they are, not turned off (warm figures where "
+                    "an earlier run filled them)")};
+    d.app = c;
+    return d;
+}
+
+/// The options that go with --kernels only.
+void check_devices(const DevicesCommand& d) {
+    if (d.kernels->count() > 0) return;
+    for (const CLI::Option* o : d.kernels_only) {
+        if (o->count() > 0) throw CLI::ValidationError(o->get_name() + " goes with --kernels");
+    }
+}
+
 }  // namespace
 
 CommandLine read_command_line(int argc, char** argv) {
@@ -658,9 +696,7 @@ CommandLine read_command_line(int argc, char** argv) {
     add_scene(*c, a)->required();
     add_out(*c, a);
 
-    c = k.add("devices", "show the Vulkan device that would be used", &run_devices);
-    add_device(*c, a);
-    add_validation(*c, a);
+    const DevicesCommand devices = add_devices_command(k, a);
 
     CLI::App* version = k.add("version", "print the version", nullptr);
     CLI::App* help = k.add("help", "print this help, or a command's", nullptr);
@@ -687,6 +723,7 @@ CommandLine read_command_line(int argc, char** argv) {
             a.command = chosen->app->get_name();
         if (chosen->app == events.app)
             check_events(events.scenes, events.script, events.scenes_only);
+        if (chosen->app == devices.app) check_devices(devices);
         for (const CLI::Option* o : chosen->app->get_options())
             if (o->count() > 0 && !o->get_lnames().empty()) a.given.insert(o->get_lnames().front());
         if (chosen->app == version) {

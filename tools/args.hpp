@@ -52,6 +52,9 @@ struct Args {
     std::uint32_t pair_stack = 0;  ///< bench: the all-pairs traversal's stack entries (0: default)
     std::string sort_path = "automatic";  ///< bench: automatic, onesweep or reduce_then_scan
     bool json = false;                    ///< bench: one JSON object instead of the table
+    bool kernels = false;                 ///< devices: each kernel's first-use cost
+    std::string kernels_filter;  ///< devices --kernels: only kernels whose name contains it
+    bool warm = false;           ///< devices --kernels: with the caches as they are (not cold)
 
     // Culling.
     Camera camera{};              ///< valid when has("camera")

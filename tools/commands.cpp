@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -609,8 +610,67 @@ int run_scene(const Args& args) {
     return 0;
 }
 
+#ifdef BROADPHASE_HAS_GPU
+namespace {
+
+/// devices --kernels: each kernel's first use (gpu::measure_kernel_costs), costliest first, and
+/// the sum. A failure ends the process at once: a dispatch that did not finish still runs, and
+/// destroying the Context would wait for it.
+int print_kernel_costs(const Args& args, gpu::Context& context) {
+    if (args.warm) {
+        std::printf(
+            "kernels: first use with the caches as they are (--warm: warm where an "
+            "earlier run filled them)\n");
+    } else {
+        const bool cache_off = context.pipeline_cache_info().state == gpu::PipelineCacheState::off;
+        std::printf(
+            "kernels: cold first use (driver shader caches off: "
+            "MESA_SHADER_CACHE_DISABLE=true, __GL_SHADER_DISK_CACHE=0; pipeline cache "
+            "%s)\n",
+            cache_off ? "off" : "on, so not cold");
+    }
+    std::fflush(stdout);
+    auto costs = gpu::measure_kernel_costs(context, args.kernels_filter);
+    if (!costs) {
+        fail(costs.error(), "devices");
+        std::fflush(nullptr);
+        std::_Exit(kExitUsage);
+    }
+    if (costs->empty())
+        return fail("no kernel's name contains '" + args.kernels_filter + "' (--kernels-filter)",
+                    "devices");
+    std::stable_sort(costs->begin(), costs->end(),
+                     [](const auto& a, const auto& b) { return a.total_ms() > b.total_ms(); });
+    std::printf("  %-28s %12s %12s %12s\n", "kernel", "create ms", "dispatch ms", "total ms");
+    double create = 0, dispatch = 0;
+    for (const gpu::KernelCost& k : *costs) {
+        std::printf("  %-28s %12.2f %12.2f %12.2f\n", k.name.c_str(), k.create_ms, k.dispatch_ms,
+                    k.total_ms());
+        create += k.create_ms;
+        dispatch += k.dispatch_ms;
+    }
+    const std::string sum =
+        "sum (" + std::to_string(costs->size()) + (costs->size() == 1 ? " kernel)" : " kernels)");
+    std::printf("  %-28s %12.2f %12.2f %12.2f\n", sum.c_str(), create, dispatch, create + dispatch);
+    if (context.validation_errors() > 0)
+        return fail(std::to_string(context.validation_errors()) +
+                        " Vulkan validation errors (printed above)",
+                    "devices");
+    return 0;
+}
+
+}  // namespace
+#endif
+
 int run_devices(const Args& args) {
 #ifdef BROADPHASE_HAS_GPU
+    if (args.kernels && !args.warm) {
+        // Cold figures: no cache of the driver's or the library's may hold a kernel. Read when
+        // the instance and device are created, so set before.
+        ::setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
+        ::setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+        ::setenv("BROADPHASE_PIPELINE_CACHE", "off", 1);
+    }
     auto g = open_gpu(args);
     if (!g) return fail(g.error());
     const gpu::DeviceInfo& info = g->context->info();
@@ -627,6 +687,7 @@ int run_devices(const Args& args) {
         static_cast<unsigned long long>(info.max_buffer_size), gpu::sort_path_name(info.sort_path),
         info.sort_window, info.sort_subgroup_rank ? "with subgroup ballots" : "in shared memory",
         info.traversal_budget, info.tree_parts);
+    if (args.kernels) return print_kernel_costs(args, *g->context);
     return 0;
 #else
     (void)args;
