@@ -52,9 +52,13 @@ shared uint s_tile_start[kSortBuckets];
 
 // One stable 4-bit split: item k of invocation t has nibble nib[k]; returns in pos[k] its
 // position in the tile ordered by (nibble, t, k). s_rank is free on entry and on return.
+// The walks over an invocation's 16 cells stay loops ([[dont_unroll]]): unrolled, they made
+// most of the code lavapipe's LLVM compiles at a kernel's first dispatch (issue "Light to start
+// and to test": 2 s at most cold); the loops over items index per-item arrays and
+// stay unrollable, so that a GPU keeps the items in registers.
 void split_pass(uint nib[kSortItemsPerThread], out uint pos[kSortItemsPerThread]) {
     uint t = gl_LocalInvocationID.x;
-    for (uint d = 0u; d < 16u; ++d) s_rank[rank_cell(d * kWorkgroupSize + t)] = 0u;
+    [[dont_unroll]] for (uint d = 0u; d < 16u; ++d) s_rank[rank_cell(d * kWorkgroupSize + t)] = 0u;
     barrier();
     for (uint k = 0u; k < kSortItemsPerThread; ++k)
         s_rank[rank_cell(nib[k] * kWorkgroupSize + t)] += 1u;
@@ -62,10 +66,10 @@ void split_pass(uint nib[kSortItemsPerThread], out uint pos[kSortItemsPerThread]
     // Exclusive scan of the 4096 cells in digit-major order: invocation t owns cells
     // [t * 16, t * 16 + 16).
     uint sum = 0u;
-    for (uint k = 0u; k < 16u; ++k) sum += s_rank[rank_cell(t * 16u + k)];
+    [[dont_unroll]] for (uint k = 0u; k < 16u; ++k) sum += s_rank[rank_cell(t * 16u + k)];
     uint total;
     uint prefix = workgroup_exclusive_scan(sum, total);
-    for (uint k = 0u; k < 16u; ++k) {
+    [[dont_unroll]] for (uint k = 0u; k < 16u; ++k) {
         uint c = s_rank[rank_cell(t * 16u + k)];
         s_rank[rank_cell(t * 16u + k)] = prefix;
         prefix += c;
@@ -186,26 +190,28 @@ void rank_tile(uint digit[kSortItemsPerThread], uint valid) {
     }
 #endif
     uint t = gl_LocalInvocationID.x;
-    uint nib[kSortItemsPerThread];
-    uint pos[kSortItemsPerThread];
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) nib[k] = digit[k] & 15u;
-    split_pass(nib, pos);
-    for (uint k = 0u; k < kSortItemsPerThread; ++k)
-        s_rank[rank_cell(pos[k])] = digit[k] << 16 | (t * kSortItemsPerThread + k);
-    barrier();
-    uint item[kSortItemsPerThread];
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) {
-        item[k] = s_rank[rank_cell(t * kSortItemsPerThread + k)];
-        nib[k] = item[k] >> 20;
-    }
-    barrier();
-    split_pass(nib, pos);
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) s_rank[rank_cell(pos[k])] = item[k];
     s_tile_count[t] = 0u;  // kSortBuckets == kWorkgroupSize: one digit per invocation
     s_tile_start[t] = 0u;
-    barrier();
+    uint item[kSortItemsPerThread];
+    for (uint k = 0u; k < kSortItemsPerThread; ++k)
+        item[k] = digit[k] << 16 | (t * kSortItemsPerThread + k);
+    // Low nibble, then high nibble: one loop, not two inlined copies of the split (lavapipe's
+    // LLVM compiles it once; a GPU runs the same instructions and barriers).
+    [[dont_unroll]] for (uint shift = 16u; shift < 24u; shift += 4u) {
+        if (shift != 16u) {  // uniform: the tile as the first split ordered it
+            for (uint k = 0u; k < kSortItemsPerThread; ++k)
+                item[k] = s_rank[rank_cell(t * kSortItemsPerThread + k)];
+            barrier();
+        }
+        uint nib[kSortItemsPerThread];
+        uint pos[kSortItemsPerThread];
+        for (uint k = 0u; k < kSortItemsPerThread; ++k) nib[k] = (item[k] >> shift) & 15u;
+        split_pass(nib, pos);
+        for (uint k = 0u; k < kSortItemsPerThread; ++k) s_rank[rank_cell(pos[k])] = item[k];
+        barrier();
+    }
     // Digit boundaries among the valid sorted positions give each digit's start and count.
-    for (uint k = 0u; k < kSortItemsPerThread; ++k) {
+    [[dont_unroll]] for (uint k = 0u; k < kSortItemsPerThread; ++k) {
         uint p = t * kSortItemsPerThread + k;
         if (p < valid) {
             uint d = s_rank[rank_cell(p)] >> 16;
