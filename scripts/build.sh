@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
 # Configures and builds broadphase (Release, compiler warnings as errors) into build/.
 #
-#   bash scripts/build.sh          # everything: libraries, tool, tests, examples, Python module
-#   bash scripts/build.sh --tool   # the libraries and build/broadphase only (scripts/run.sh)
+#   bash scripts/build.sh             # everything: libraries, tool, tests, examples, Python module
+#   bash scripts/build.sh --tool      # the libraries and build/broadphase only (scripts/run.sh)
+#   bash scripts/build.sh --no-tests  # the libraries, the tool and the Python module, with the
+#                                     # tests configured: the Release stage of scripts/test.sh,
+#                                     # whose tests build what they use themselves
 #
 # Each way states its options, so that one after the other in the same build/ works: --tool
-# turns the tests, examples and Python module off, the full build restores their defaults.
+# turns the tests, examples and Python module off, the others restore their defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = --tool ]; then
-  parts=(-DBROADPHASE_BUILD_TESTS=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF -DBROADPHASE_BUILD_PYTHON=OFF)
-  targets=(--target broadphase)
-else
-  parts=(-U BROADPHASE_BUILD_TESTS -U BROADPHASE_BUILD_EXAMPLES -U BROADPHASE_BUILD_PYTHON)
-  targets=()
-fi
+parts=(-U BROADPHASE_BUILD_TESTS -U BROADPHASE_BUILD_EXAMPLES -U BROADPHASE_BUILD_PYTHON)
+targets=()
+case "${1:-}" in
+  --tool)
+    parts=(-DBROADPHASE_BUILD_TESTS=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF
+           -DBROADPHASE_BUILD_PYTHON=OFF)
+    targets=(--target broadphase)
+    ;;
+  --no-tests)
+    targets=(--target broadphase)
+    ;;
+  "") ;;
+  *) echo "build.sh: unknown option $1 (--tool, --no-tests)" >&2; exit 2 ;;
+esac
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON "${parts[@]}" >/dev/null
+if [ "${1:-}" = --no-tests ] && cmake --build build --target help | grep -q ' broadphase_python$'; then
+  targets+=(broadphase_python)
+fi
 cmake --build build -j "$(nproc)" "${targets[@]}"

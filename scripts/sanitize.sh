@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The sanitizer stage of scripts/test.sh (CI runs it after the Release tests):
-# 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g1, asserts on,
-#    examples off) of the CPU and GPU suites, the tool and the fuzz targets, then every ctest of
-#    it: any ASan or UBSan report, or a leak outside the Vulkan driver, fails the test it is in;
+# The first stage of scripts/test.sh, where every test runs once:
+# 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g1, warnings as
+#    errors, asserts on) of the libraries, the tool, the CPU and GPU suites, the tool's tests, the
+#    examples and the fuzz targets' stand-alone driver, then every ctest entry of it except those
+#    labelled `release` (the consumer projects and the Python module, which need an
+#    uninstrumented build: scripts/test.sh runs them next): any ASan or UBSan report, or a leak
+#    outside the Vulkan driver, fails the test it is in;
 # 2. a clang build of the fuzz targets against libFuzzer (also ASan + UBSan), each fuzzed for a
 #    bounded time from its seed corpus in tests/fuzz/corpus/.
 # Build folders: BROADPHASE_ASAN_DIR (default build-asan), BROADPHASE_FUZZ_DIR (build-fuzz).
@@ -14,9 +17,9 @@ jobs=$(nproc)
 # -g1: line tables only. Every report's stack still names function, file and line, and the
 # build takes about a third less time than with -g (structure_test.cpp: 49 -> 33 s).
 sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
-                -DBROADPHASE_SANITIZE=address,undefined -DBROADPHASE_BUILD_EXAMPLES=OFF)
+                -DBROADPHASE_SANITIZE=address,undefined)
 # The CPU suite as 6 processes, not one per test case (tests/CMakeLists.txt): the same cases.
-asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6)
+asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6 -DBROADPHASE_WERROR=ON)
 
 # halt at the first report, with its stack; leaks that lie in the Vulkan loader, lavapipe, LLVM
 # or the validation layer only are suppressed (the file says which), ours are not.
@@ -29,22 +32,23 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppress
 # test processes only; it exports nothing but its vk_icd* entry points, so nothing else changes.
 # (verify_asan_link_order=0: the preloaded driver comes before the ASan runtime in the library
 # list, harmless as it defines no malloc.)
+# The validation layer is unloaded the same way; tests/sanitizers/keep_layer_resident.c, also
+# preloaded, keeps it (with synchronization validation it keeps the most in its statics).
 lvp=$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -n 1)
-test_env=(ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0")
-[ -n "$lvp" ] && [ -e "$lvp" ] && test_env+=(LD_PRELOAD="$lvp")
+mkdir -p "$asan_dir"
+cc -O2 -shared -fPIC -o "$asan_dir/keep_layer_resident.so" tests/sanitizers/keep_layer_resident.c -ldl
+preload="$(cd "$asan_dir" && pwd)/keep_layer_resident.so"
+[ -n "$lvp" ] && [ -e "$lvp" ] && preload="$lvp $preload"
+test_env=(ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" LD_PRELOAD="$preload")
 
 echo "sanitize: address,undefined build in $asan_dir"
 cmake -S . -B "$asan_dir" "${sanitize_flags[@]}" "${asan_flags[@]}" >/dev/null
 cmake --build "$asan_dir" -j "$jobs"
-# The consumer projects build their own unsanitised copy: the Release stage runs them. The GPU
-# suites' second run on the other sort path is left to the Release stage: the radix sort tests
-# of the first run already record both paths' host code under the sanitizers.
-env "${test_env[@]}" ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE consumer \
-  -E '^broadphase_gpu_tests_onesweep$'
+env "${test_env[@]}" ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE release
 
 echo "sanitize: libFuzzer build in $fuzz_dir"
 cmake -S . -B "$fuzz_dir" "${sanitize_flags[@]}" -DCMAKE_CXX_COMPILER=clang++ \
-  -DBROADPHASE_LIBFUZZER=ON -DBROADPHASE_BUILD_GPU=OFF >/dev/null
+  -DBROADPHASE_LIBFUZZER=ON -DBROADPHASE_BUILD_GPU=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF >/dev/null
 fuzz_targets=()
 for name in scene_text obj scene_spec camera rays proxy_script; do fuzz_targets+=(--target "broadphase_fuzz_$name"); done
 cmake --build "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}"

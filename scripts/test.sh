@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (GPU tests run on whatever Vulkan device is found:
-# lavapipe on a machine without a GPU), with the Khronos validation layer on; then the
-# sanitizer stage, scripts/sanitize.sh: the same suites and the parsers' fuzz targets under
-# AddressSanitizer and UndefinedBehaviorSanitizer, and a bounded libFuzzer run of each parser.
-# BROADPHASE_SKIP_SANITIZE=1 skips that stage locally; CI (CI=true) always runs it.
+# Sets up, builds and runs every test once (docs/testing.md):
+# 1. scripts/sanitize.sh: the libraries, the tool, every test suite and the examples built with
+#    AddressSanitizer and UndefinedBehaviorSanitizer (-O1, warnings as errors), and every ctest
+#    entry of that build: the GPU suites on whatever Vulkan device is found (lavapipe on a
+#    machine without a GPU) with the Khronos validation layer and its synchronization
+#    validation on; then a bounded libFuzzer run of each parser;
+# 2. the Release build (scripts/build.sh --no-tests: -O2, warnings as errors) of the libraries,
+#    the tool and the Python module, and the entries that need an uninstrumented build (ctest
+#    label `release`): the Python module's tests and the consumer projects.
+#
+#   bash scripts/test.sh            # both stages (CI: .ci/run)
+#   bash scripts/test.sh --release  # every entry in the Release build instead, no sanitizers
+#                                   # (quicker on a developer's machine; CI never does this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)"
-if [ "${BROADPHASE_SKIP_SANITIZE:-0}" = 1 ] && [ "${CI:-}" != true ]; then
-  echo "test: sanitizer stage skipped (BROADPHASE_SKIP_SANITIZE=1)"
-else
-  bash scripts/sanitize.sh
+if [ "${1:-}" = --release ]; then
+  bash scripts/build.sh
+  ctest --test-dir build --output-on-failure -j "$(nproc)"
+  exit 0
 fi
+bash scripts/sanitize.sh
+echo "test: Release stage in build"
+bash scripts/build.sh --no-tests
+ctest --test-dir build --output-on-failure -j "$(nproc)" -L release
