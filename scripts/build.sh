@@ -26,7 +26,9 @@ case "${1:-}" in
   *) echo "build.sh: unknown option $1 (--tool, --no-tests)" >&2; exit 2 ;;
 esac
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON "${parts[@]}" >/dev/null
-if [ "${1:-}" = --no-tests ] && cmake --build build --target help | grep -q ' broadphase_python$'; then
-  targets+=(broadphase_python)
+# (the target list read whole first: grep -q would end the pipe early, a failure under pipefail)
+if [ "${1:-}" = --no-tests ]; then
+  listed=$(cmake --build build --target help)
+  grep -q ' broadphase_python$' <<<"$listed" && targets+=(broadphase_python)
 fi
 cmake --build build -j "$(nproc)" "${targets[@]}"
