@@ -7,7 +7,7 @@
 # times beside the current one. Both folders are ignored (.git/info/exclude) and travel with
 # the call's `carry`.
 #
-#   BASELINE=4a47c95 bash scripts/device_prepare.sh
+#   BASELINE=91f20f2 bash scripts/device_prepare.sh   # 91f20f2: the last unrolled climb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exclude=$(git rev-parse --git-path info/exclude)
