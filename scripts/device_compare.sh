@@ -11,17 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?give an output folder (\$OUT)}
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f "$icd" ]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  export VK_DRIVER_FILES=$icd
-fi
-export BROADPHASE_PIPELINE_CACHE=/tmp/bp-pipelines
-mkdir -p build/tests
-cp .devcarry/broadphase build/
-cp .devcarry/broadphase_gpu_tests build/tests/
-chmod +x build/broadphase build/tests/broadphase_gpu_tests
+source scripts/device_env.sh
 prev=.devcarry/broadphase_prev
 [ -f "$prev" ] && chmod +x "$prev"
 logs=$out/logs

@@ -22,19 +22,7 @@ for a in "$@"; do
 done
 [ -n "$out" ] || { echo "device_run: give an output folder (\$OUT)" >&2; exit 2; }
 [ -x .devcarry/broadphase ] || { echo "device_run: no .devcarry/broadphase (run scripts/device_prepare.sh here, carry .devcarry)" >&2; exit 2; }
-# NVIDIA's driver is mounted under /usr/local/nvidia there; elsewhere (a check of this script
-# on lavapipe, with --quick) nothing is unpacked into /.
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f "$icd" ]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  export VK_DRIVER_FILES=$icd
-fi
-export BROADPHASE_PIPELINE_CACHE=/tmp/broadphase-pipelines
-mkdir -p build/tests
-cp .devcarry/broadphase build/broadphase
-[ -f .devcarry/broadphase_gpu_tests ] && cp .devcarry/broadphase_gpu_tests build/tests/
-chmod +x build/broadphase build/tests/broadphase_gpu_tests 2>/dev/null
+source scripts/device_env.sh
 [ -x .devcarry/broadphase_base ] && export BENCH_BASELINE=.devcarry/broadphase_base
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null
 logs=$(mktemp -d)
