@@ -11,7 +11,6 @@
 
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
-#include "brute_force.hpp"
 #include "bulk_rtree.hpp"
 #include "oracle_harness.hpp"
 
@@ -44,9 +43,7 @@ Cost self_pairs_cost(BulkLoad m, const std::vector<Box>& boxes) {
     tree.reset_stats();
     const std::vector<Pair> pairs = sorted_pairs(tree);
     const QueryStats stats = tree.stats();
-    BruteForce oracle;
-    EXPECT_TRUE(oracle.build(boxes).ok());
-    EXPECT_EQ(pairs, sorted_pairs(oracle));
+    EXPECT_EQ(pairs, testing::brute_pairs(boxes));
     const double n = double(boxes.size());
     return {double(stats.box_tests) / (n + double(pairs.size())),
             double(stats.nodes_visited + stats.leaves_visited) / n};

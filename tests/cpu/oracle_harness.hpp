@@ -2,7 +2,8 @@
 // points and rays plus queries made from the boxes themselves: exact boxes, corners, degenerate
 // regions, axis- and plane-parallel rays, edge-grazing rays, rays starting on a box), the
 // comparison of every query type of a built Structure with the BruteForce oracle (pairs, region
-// queries, point picks, closest-hit rays exactly, k nearest), and the driver of seeded random
+// queries, point picks, closest-hit rays exactly, k nearest; brute force's answers computed once
+// per process for each scene and query set), and the driver of seeded random
 // insert/remove/move sequences mirrored into a BruteForce with validate() after every step; and
 // the hand-made degenerate scenes the per-structure tests share.
 #pragma once
@@ -10,15 +11,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -38,13 +44,6 @@ inline std::vector<std::uint32_t> iota_ids(std::size_t n, std::uint32_t first = 
     std::vector<std::uint32_t> ids(n);
     for (std::size_t i = 0; i < n; ++i) ids[i] = first + static_cast<std::uint32_t>(i);
     return ids;
-}
-
-/// Brute force's sorted pairs over `boxes`.
-inline std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
-    BruteForce oracle;
-    EXPECT_TRUE(oracle.build(boxes).ok());
-    return sorted_pairs(oracle);
 }
 
 /// Brute force's k nearest to p over `boxes` (ids = indices).
@@ -536,36 +535,141 @@ inline CompareOptions sampled_comparison(std::uint32_t seed, int query_count,
     return sampled_options<CompareOptions>(seed, query_count, nearest_stride);
 }
 
-/// Compares every answer of `s` with `oracle` (which holds the same ids and boxes) on
+// ---- brute force's answers, computed once per process -----------------------------------------
+//
+// The typed suite compares every configuration of every structure with brute force on the same
+// scenes and the same seeded queries, and the dynamic sequences reach the same seeded states in
+// every dynamic structure: brute force's answers (O(n^2) pairs, linear queries) would be
+// recomputed each time. They are kept here instead, for the life of the test process (one gtest
+// shard), keyed by the scene, its ids and boxes (a hash of their bits, then both compared bit for
+// bit), and for the queries by what make_queries draws them from (seed, count, inverted regions),
+// for k nearest also by the point and k. This is safe: brute force's answer is a function of the
+// (id, box) set and the query alone (ties go to the smaller id, never to a slot order), and an
+// entry is only ever filled from a brute force that holds exactly that set. The tests run on one
+// thread; so does the cache.
+
+namespace detail {
+
+/// Brute force's answers to make_queries(boxes, seed, count, inverted regions).
+struct QueryAnswers {
+    Queries queries;
+    std::vector<std::vector<std::uint32_t>> regions, points;  ///< sorted ids
+    std::vector<std::optional<RayHit>> rays;
+    std::map<std::pair<std::size_t, std::size_t>, std::vector<Neighbor>> nearest;  ///< (point, k)
+};
+
+/// What make_queries draws a query set from.
+struct QueryKey {
+    std::uint32_t seed = 0;
+    int count = 0;
+    bool inverted_regions = true;
+    friend auto operator<=>(const QueryKey&, const QueryKey&) = default;
+};
+
+/// Brute force's answers over the scene that holds boxes[k] under ids[k].
+struct OracleEntry {
+    std::vector<std::uint32_t> ids;
+    std::vector<Box> boxes;
+    std::optional<std::vector<Pair>> pairs;  ///< sorted
+    std::map<QueryKey, QueryAnswers> answers;
+};
+
+static_assert(sizeof(Box) == 6 * sizeof(float), "boxes are compared bit for bit");
+
+/// The cache entry of the scene that holds boxes[k] under ids[k] (made empty when new).
+inline OracleEntry& oracle_entry(std::span<const std::uint32_t> ids, std::span<const Box> boxes) {
+    static std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<OracleEntry>>> cache;
+    std::uint64_t hash = 14695981039346656037ull ^ boxes.size();  // FNV-1a over 32-bit words
+    const auto mix = [&hash](std::uint32_t word) { hash = (hash ^ word) * 1099511628211ull; };
+    for (const std::uint32_t id : ids) mix(id);
+    for (const Box& b : boxes) {
+        for (const float f : {b.min.x, b.min.y, b.min.z, b.max.x, b.max.y, b.max.z})
+            mix(std::bit_cast<std::uint32_t>(f));
+    }
+    std::vector<std::unique_ptr<OracleEntry>>& bucket = cache[hash];
+    for (const std::unique_ptr<OracleEntry>& e : bucket) {
+        if (std::ranges::equal(e->ids, ids) && e->boxes.size() == boxes.size() &&
+            (boxes.empty() || std::memcmp(e->boxes.data(), boxes.data(), boxes.size_bytes()) == 0))
+            return *e;
+    }
+    bucket.push_back(std::make_unique<OracleEntry>());
+    bucket.back()->ids.assign(ids.begin(), ids.end());
+    bucket.back()->boxes.assign(boxes.begin(), boxes.end());
+    return *bucket.back();
+}
+
+/// Brute force's answers to the queries `o` draws over `boxes`, from `oracle` (which holds
+/// boxes[k] under ids[k]) the first time; k nearest are filled by expect_same_answers.
+inline QueryAnswers& query_answers(OracleEntry& entry, const Structure& oracle,
+                                   const CompareOptions& o) {
+    const auto [it, is_new] =
+        entry.answers.try_emplace(QueryKey{o.seed, o.query_count, o.inverted_regions});
+    QueryAnswers& a = it->second;
+    if (!is_new) return a;
+    a.queries = make_queries(entry.boxes, o.seed, o.query_count, o.inverted_regions);
+    for (const Box& region : a.queries.regions) {
+        oracle.query_box(region, a.regions.emplace_back());
+        std::sort(a.regions.back().begin(), a.regions.back().end());
+    }
+    for (const Vec3& p : a.queries.points) {
+        oracle.query_point(p, a.points.emplace_back());
+        std::sort(a.points.back().begin(), a.points.back().end());
+    }
+    for (const Ray& ray : a.queries.rays) a.rays.push_back(oracle.ray_cast(ray));
+    return a;
+}
+
+}  // namespace detail
+
+/// Brute force's sorted pairs over `boxes` (ids = indices); computed once per process for each
+/// scene (see above).
+inline std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
+    detail::OracleEntry& entry = detail::oracle_entry(iota_ids(boxes.size()), boxes);
+    if (!entry.pairs) {
+        BruteForce oracle;
+        const bool built = oracle.build(boxes).ok();
+        EXPECT_TRUE(built);
+        if (!built) return {};
+        entry.pairs = sorted_pairs(oracle);
+    }
+    return *entry.pairs;
+}
+
+/// Compares every answer of `s` with `oracle` (which holds boxes[k] under ids[k]) on
 /// make_queries(boxes): sorted pairs (each i < j), regions and points as sets, rays exactly
-/// (id and t), k nearest in order. `boxes` only seeds the queries.
+/// (id and t), k nearest in order. Brute force's answers come from the cache above when this
+/// scene and these queries were compared before in this process.
 inline void expect_same_answers(const Structure& s, const Structure& oracle,
-                                std::span<const Box> boxes, const CompareOptions& o = {}) {
+                                std::span<const std::uint32_t> ids, std::span<const Box> boxes,
+                                const CompareOptions& o = {}) {
     ASSERT_EQ(s.size(), oracle.size());
+    ASSERT_EQ(oracle.size(), boxes.size());
+    ASSERT_EQ(ids.size(), boxes.size());
+    detail::OracleEntry& entry = detail::oracle_entry(ids, boxes);
     if (o.pairs) {
-        std::vector<Pair> raw;
-        s.self_pairs(raw);
-        for (const Pair& p : raw) ASSERT_LT(p.i, p.j);
-        const std::vector<Pair> want = sorted_pairs(oracle);
-        const std::vector<Pair> have = sorted_pairs(s);
+        std::vector<Pair> have;
+        s.self_pairs(have);
+        for (const Pair& p : have) ASSERT_LT(p.i, p.j);
+        std::sort(have.begin(), have.end());
+        if (!entry.pairs) entry.pairs = sorted_pairs(oracle);
+        const std::vector<Pair>& want = *entry.pairs;
         ASSERT_EQ(have.size(), want.size());
         ASSERT_TRUE(have == want);
     }
-    const Queries q = make_queries(boxes, o.seed, o.query_count, o.inverted_regions);
+    detail::QueryAnswers& answers = detail::query_answers(entry, oracle, o);
+    const Queries& q = answers.queries;
     for (std::size_t i = 0; i < q.regions.size(); ++i) {
-        std::vector<std::uint32_t> want, have;
-        oracle.query_box(q.regions[i], want);
+        std::vector<std::uint32_t> have;
         s.query_box(q.regions[i], have);
-        ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "region query " << i;
+        ASSERT_EQ(sorted_ids(have), answers.regions[i]) << "region query " << i;
     }
     for (std::size_t i = 0; i < q.points.size(); ++i) {
-        std::vector<std::uint32_t> want, have;
-        oracle.query_point(q.points[i], want);
+        std::vector<std::uint32_t> have;
         s.query_point(q.points[i], have);
-        ASSERT_EQ(sorted_ids(have), sorted_ids(want)) << "point pick " << i;
+        ASSERT_EQ(sorted_ids(have), answers.points[i]) << "point pick " << i;
     }
     for (std::size_t i = 0; i < q.rays.size(); ++i) {
-        const auto want = oracle.ray_cast(q.rays[i]);
+        const std::optional<RayHit>& want = answers.rays[i];
         const auto have = s.ray_cast(q.rays[i]);
         ASSERT_EQ(have.has_value(), want.has_value()) << "ray " << i;
         if (want) {
@@ -578,8 +682,14 @@ inline void expect_same_answers(const Structure& s, const Structure& oracle,
     for (std::size_t i = 0; i < q.points.size(); i += o.nearest_stride) {
         const Vec3& p = q.points[i];
         for (const std::size_t k : ks) {
-            std::vector<Neighbor> want, have = {Neighbor{12345, -1.0f}};  // replaced, not appended
-            ASSERT_TRUE(oracle.nearest(p, k, want).ok());
+            auto it = answers.nearest.find({i, k});
+            if (it == answers.nearest.end()) {
+                std::vector<Neighbor> found;
+                ASSERT_TRUE(oracle.nearest(p, k, found).ok());
+                it = answers.nearest.emplace(std::pair{i, k}, std::move(found)).first;
+            }
+            const std::vector<Neighbor>& want = it->second;
+            std::vector<Neighbor> have = {Neighbor{12345, -1.0f}};  // replaced, not appended
             const Status status = s.nearest(p, k, have);
             if (!status.ok()) {
                 ASSERT_TRUE(o.nearest_may_be_unsupported)
@@ -601,7 +711,7 @@ inline void expect_matches_brute_force(const Structure& s, std::span<const Box> 
     ASSERT_EQ(s.size(), boxes.size());
     BruteForce oracle;
     ASSERT_TRUE(oracle.build(boxes).ok());
-    expect_same_answers(s, oracle, boxes, o);
+    expect_same_answers(s, oracle, iota_ids(boxes.size()), boxes, o);
 }
 
 /// Builds `s` over `boxes`, then expect_matches_brute_force.
@@ -620,12 +730,14 @@ inline void expect_matches_live(const Structure& s, const std::map<std::uint32_t
     ASSERT_TRUE(valid.ok()) << valid.error().message;
     BruteForce oracle;
     ASSERT_TRUE(oracle.build({}).ok());
+    std::vector<std::uint32_t> ids;
     std::vector<Box> boxes;
     for (const auto& [id, b] : live) {
         ASSERT_TRUE(oracle.insert(id, b).ok());
+        ids.push_back(id);
         boxes.push_back(b);
     }
-    expect_same_answers(s, oracle, boxes, o);
+    expect_same_answers(s, oracle, ids, boxes, o);
 }
 
 /// `s` holds boxes[k] under ids[k] (distinct): validates and answers everything as brute force
@@ -815,14 +927,15 @@ inline std::map<std::uint32_t, Box> run_dynamic_sequence(Structure& s, const Seq
         EXPECT_EQ(s.size(), live.size());
         if (!valid.ok() || s.size() != live.size()) return live;
         if (step % o.compare_every == o.compare_every - 1 || step == o.steps - 1) {
+            std::vector<std::uint32_t> ids;
             std::vector<Box> boxes;
-            for (const auto& [id, b] : live) boxes.push_back(b);
+            for (const auto& [id, b] : live) ids.push_back(id), boxes.push_back(b);
             CompareOptions c;
             c.seed = o.seed + 1000u + std::uint32_t(step);
             c.query_count = o.query_count;
             c.nearest_stride = o.nearest_stride;
             c.nearest_all = o.nearest_all;
-            expect_same_answers(s, oracle, boxes, c);
+            expect_same_answers(s, oracle, ids, boxes, c);
             if (::testing::Test::HasFailure()) return live;
         }
     }
