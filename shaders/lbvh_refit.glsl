@@ -61,30 +61,6 @@ TREE_ARRAY(, 3, Wide, LbvhWideNode, wide, WIDE_SHIFT)
     wide_
 #endif
 
-// One step of the climb: arrive at `node`; the second arrival merges and moves to the parent.
-#define CLIMB_STEP                                                                        \
-    {                                                                                     \
-        uint arrived = atomicXor(flags[node], 1u, gl_ScopeQueueFamily,                    \
-                                 gl_StorageSemanticsBuffer,                               \
-                                 gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | \
-                                     gl_SemanticsMakeVisible);                            \
-        if (arrived == 0u) {                                                              \
-            climbing = false;                                               \
-        } else {                                                            \
-            uvec4 link;                                                     \
-            AT_NODE(node, link = PART_REF(nodes).link);                     \
-            vec3 llo, lhi, rlo, rhi;                                        \
-            READ_BOUNDS(link.x, llo, lhi)                                   \
-            READ_BOUNDS(link.y, rlo, rhi)                                   \
-            WRITE_BOUNDS(node, min(llo, rlo), max(lhi, rhi),                \
-                         AT_WIDE(node, PART_REF(wide).a = vec4(llo, lhi.x); \
-                                 PART_REF(wide).b = vec4(lhi.yz, rlo.xy);   \
-                                 PART_REF(wide).c = vec4(rlo.z, rhi)))      \
-            node = link.z;                                                  \
-            climbing = node != kInvalidNode;                                \
-        }                                                                   \
-    }
-
 void main() {
     uint p = linear_thread();
     uint n = pc.count;
@@ -94,7 +70,27 @@ void main() {
     AT_NODE(leaf, id = PART_REF(nodes).link.x; node = PART_REF(nodes).link.z);
     WRITE_BOUNDS(leaf, boxes[id].lo.xyz, boxes[id].hi.xyz, )
     bool climbing = n >= 2u && node != kInvalidNode;
-    // The tree is at most kTraversalStack = 96 levels deep (gpu_layout.h); the bound keeps the
-    // loop finite whatever the links say.
-    for (uint step = 0u; climbing && step < kTraversalStack; ++step) CLIMB_STEP
+    // Each step arrives at `node`; the second arrival merges and moves to the parent. The tree is
+    // at most kTraversalStack = 96 levels deep (gpu_layout.h); the bound keeps the loop finite
+    // whatever the links say.
+    for (uint step = 0u; climbing && step < kTraversalStack; ++step) {
+        uint arrived = atomicXor(
+            flags[node], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer,
+            gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
+        if (arrived == 0u) {
+            climbing = false;
+        } else {
+            uvec4 link;
+            AT_NODE(node, link = PART_REF(nodes).link);
+            vec3 llo, lhi, rlo, rhi;
+            READ_BOUNDS(link.x, llo, lhi)
+            READ_BOUNDS(link.y, rlo, rhi)
+            WRITE_BOUNDS(node, min(llo, rlo), max(lhi, rhi),
+                         AT_WIDE(node, PART_REF(wide).a = vec4(llo, lhi.x);
+                                 PART_REF(wide).b = vec4(lhi.yz, rlo.xy);
+                                 PART_REF(wide).c = vec4(rlo.z, rhi)))
+            node = link.z;
+            climbing = node != kInvalidNode;
+        }
+    }
 }

@@ -7,18 +7,29 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push {
     uint n;      // leaves
     uint steps;  // runtime trip count (variant f_runtime96)
-} pc;
+}
+pc;
 #ifndef VAL_QUAL
 #define VAL_QUAL coherent
 #endif
 #ifndef FLAG_QUAL
 #define FLAG_QUAL coherent
 #endif
-layout(std430, binding = 0) readonly buffer Parent { uint parent[]; };   // 2n-1, root: kNone
-layout(std430, binding = 1) readonly buffer Child { uvec2 child[]; };    // n-1 (left, right)
-layout(std430, binding = 2) FLAG_QUAL buffer Flags { uint flags[]; };   // n-1
-layout(std430, binding = 3) VAL_QUAL buffer Vals { uvec2 val[]; };      // 2n-1
-layout(std430, binding = 4) readonly buffer Leaf { uint leafval[]; };    // n
+layout(std430, binding = 0) readonly buffer Parent {
+    uint parent[];
+};  // 2n-1, root: kNone
+layout(std430, binding = 1) readonly buffer Child {
+    uvec2 child[];
+};  // n-1 (left, right)
+layout(std430, binding = 2) FLAG_QUAL buffer Flags {
+    uint flags[];
+};  // n-1
+layout(std430, binding = 3) VAL_QUAL buffer Vals {
+    uvec2 val[];
+};  // 2n-1
+layout(std430, binding = 4) readonly buffer Leaf {
+    uint leafval[];
+};  // n
 const uint kNone = 0xffffffffu;
 
 // The arrival at an internal node: returns 0 for the first arrival, non-zero for the second.

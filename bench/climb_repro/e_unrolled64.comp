@@ -1,18 +1,18 @@
 // e: the control: 64 straight-line steps (no loop), as the project's CLIMB_96.
 #version 450
 #include "climb_common.glsl"
-#define STEP                                    \
-    if (climbing) {                             \
-        memoryBarrierBuffer();                  \
-        uint prev = ARRIVE(node);               \
-        memoryBarrierBuffer();                  \
-        if (prev == 0u) {                       \
-            climbing = false;                   \
-        } else {                                \
-            val[node] = merge(node);            \
-            node = parent[node];                \
-            climbing = node != kNone;           \
-        }                                       \
+#define STEP                          \
+    if (climbing) {                   \
+        memoryBarrierBuffer();        \
+        uint prev = ARRIVE(node);     \
+        memoryBarrierBuffer();        \
+        if (prev == 0u) {             \
+            climbing = false;         \
+        } else {                      \
+            val[node] = merge(node);  \
+            node = parent[node];      \
+            climbing = node != kNone; \
+        }                             \
     }
 #define STEP8 STEP STEP STEP STEP STEP STEP STEP STEP
 void main() {
