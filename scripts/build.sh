@@ -3,9 +3,9 @@
 #
 #   bash scripts/build.sh             # everything: libraries, tool, tests, examples, Python module
 #   bash scripts/build.sh --tool      # the libraries and build/broadphase only (scripts/run.sh)
-#   bash scripts/build.sh --no-tests  # the libraries, the tool and the Python module, with the
-#                                     # tests configured: the Release stage of scripts/test.sh,
-#                                     # whose tests build what they use themselves
+#   bash scripts/build.sh --no-tests  # the libraries, the tool, the Python module and the engine
+#                                     # adapters, with the tests configured: the Release stage of
+#                                     # scripts/test.sh, whose tests build what they use themselves
 #
 # Each way states its options, so that one after the other in the same build/ works: --tool
 # turns the tests, examples and Python module off, the others restore their defaults.
@@ -29,6 +29,10 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON "${parts[@
 # (the target list read whole first: grep -q would end the pipe early, a failure under pipefail)
 if [ "${1:-}" = --no-tests ]; then
   listed=$(cmake --build build --target help)
-  grep -q ' broadphase_python$' <<<"$listed" && targets+=(broadphase_python)
+  # what the Release stage's tests use ready-made: the Python module, and the engine adapters
+  # that consumer_package installs
+  for t in broadphase_python broadphase_bullet broadphase_fcl; do
+    if grep -q " $t\$" <<<"$listed"; then targets+=("$t"); fi
+  done
 fi
 cmake --build build -j "$(nproc)" "${targets[@]}"

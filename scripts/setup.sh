@@ -2,7 +2,8 @@
 # Installs the Debian packages broadphase needs (idempotent: installs only what is missing).
 # Needs root, or sudo.
 #
-#   bash scripts/setup.sh          # everything: build, tests, sanitizers, Python, docs, examples
+#   bash scripts/setup.sh          # everything: build, tests, sanitizers, Python, docs, examples,
+#                                  # the Bullet and FCL adapters
 #   bash scripts/setup.sh --tool   # only what the library and the tool need (scripts/run.sh)
 set -euo pipefail
 
@@ -23,6 +24,7 @@ packages=(
   python3-pytest python3-matplotlib                  # its tests and example plot
   doxygen                   # API reference from the /// comments (the docs target)
   libcgal-demo              # its data archive holds the Stanford bunny (renderer showcase)
+  libbullet-dev libfcl-dev  # the engine adapters broadphase::bullet and broadphase::fcl
 )
 
 missing=()

@@ -11,7 +11,7 @@
 #                 tree moved elsewhere (the package must be relocatable), and then consumed
 #                 through find_package(broadphase CONFIG) and through its pkg-config file, and
 #                 the installed tool is run.
-# Run as: cmake -DSOURCE=... -DWORK=... -DMODE=... [-DGENERATOR=...] [-DBUILD_TREE=...]
+# Run as: cmake -DSOURCE=... -DWORK=... -DMODE=... [-DGENERATOR=...] [-DBUILD_TREE=...] [-DENGINES=ON]
 #         -P consumer_test.cmake
 include(ProcessorCount)
 ProcessorCount(jobs)
@@ -43,7 +43,16 @@ if(MODE STREQUAL "package")
 elseif(MODE STREQUAL "subdirectory")
   set(extra -DCMAKE_UNITY_BUILD=ON)
 elseif(MODE STREQUAL "fetchcontent")
-  set(extra -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+  # The engine adapters as a subproject are the subdirectory mode's: here they are left out,
+  # which also checks that a subproject builds without them.
+  set(extra -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0
+            -DBROADPHASE_BUILD_BULLET=OFF -DBROADPHASE_BUILD_FCL=OFF)
+endif()
+# ENGINES (the build tree has the Bullet and FCL adapters): the consumer builds and runs
+# engines.cpp too, in the package and subdirectory modes.
+if(ENGINES AND NOT MODE STREQUAL "fetchcontent")
+  list(APPEND extra -DCONSUMER_ENGINES=ON)
+  set(run_engines TRUE)
 endif()
 
 set(bin ${WORK}/consumer-build)
@@ -51,6 +60,9 @@ step("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer -B ${
      -G "${GENERATOR}" -DBROADPHASE_SOURCE=${SOURCE} -DCONSUMER_MODE=${MODE} ${extra})
 step("build the consumer" ${CMAKE_COMMAND} --build ${bin} -j ${jobs})
 step("run the consumer" ${bin}/consumer)
+if(run_engines)
+  step("run the engines' consumer" ${bin}/engines)
+endif()
 
 if(MODE STREQUAL "package")
   # The same program compiled by hand with the flags of the installed pkg-config file.
