@@ -1,0 +1,925 @@
+// broadphase::bullet (broadphase/bullet.hpp): a btBroadphaseInterface over any method of the
+// library. The proxies live in slots (a LIFO free list, as Box2D's proxies); a slot's box and
+// filter are kept by the adapter, and each structure (an Index) follows the slots lazily,
+// through a list of the slots changed since it last caught up: a dynamic structure inserts,
+// removes and moves them, a static one is rebuilt over the live slots. gpu_lbvh keeps the
+// slots in a gpu::ProxyScene for the pairs and in a CPU Index for Bullet's queries.
+//
+// calculateOverlappingPairs takes the full set of overlapping, filter-accepted pairs (Bullet's
+// group/mask rule, mapped onto Filter as category = group, mask = mask, group = 0) and syncs
+// the pair cache against it as btDbvtBroadphase::performDeferredRemoval does against its
+// trees: every cache pair not in the set is removed, every pair of the set not in the cache
+// is added through addOverlappingPair. The set is bucketed by its smaller slot (a CSR table,
+// each bucket sorted), so that both directions of the comparison cost O(1) per pair.
+//
+// rayTest: the Structure interface has only a closest-hit ray cast, and Bullet wants every
+// box along the ray in order. The ray is cut into segments a few typical box sizes long, each
+// segment's bounding box is queried, the candidates are tested exactly (ray_box_slabs against
+// the box grown by the cast shape's box, as btDbvt::rayTestInternal grows it) and called back
+// segment by segment in increasing entry distance.
+#include "broadphase/bullet.hpp"
+
+#include <BulletCollision/BroadphaseCollision/btOverlappingPairCache.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broadphase/structure.hpp"
+
+#if BROADPHASE_HAS_GPU
+#include "broadphase/gpu.hpp"
+#include "broadphase/gpu_proxies.hpp"
+#endif
+
+namespace broadphase::bullet {
+namespace {
+
+constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+/// The proxy the adapter hands out: Bullet's, plus the slot it lives in.
+struct Proxy final : btBroadphaseProxy {
+    Proxy(const btVector3& aabb_min, const btVector3& aabb_max, void* user, int group, int mask,
+          std::uint32_t proxy_slot)
+        : btBroadphaseProxy(aabb_min, aabb_max, user, group, mask), slot(proxy_slot) {}
+    std::uint32_t slot;
+};
+
+std::uint32_t slot_of(const btBroadphaseProxy* proxy) {
+    return static_cast<const Proxy*>(proxy)->slot;
+}
+
+Box to_box(const btVector3& lo, const btVector3& hi) {
+    return {{static_cast<float>(lo.x()), static_cast<float>(lo.y()), static_cast<float>(lo.z())},
+            {static_cast<float>(hi.x()), static_cast<float>(hi.y()), static_cast<float>(hi.z())}};
+}
+
+bool is_valid(const Box& b) {
+    for (int axis = 0; axis < 3; ++axis) {
+        if (!std::isfinite(b.min[axis]) || !std::isfinite(b.max[axis])) return false;
+        if (!(b.min[axis] <= b.max[axis])) return false;
+    }
+    return true;
+}
+
+/// Bullet's collision filter as a Filter: should_collide then is (g0 & m1) && (g1 & m0).
+Filter to_filter(int group, int mask) {
+    return {static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(mask), 0};
+}
+
+/// One proxy slot: free when `proxy` is null.
+struct Slot {
+    Proxy* proxy = nullptr;
+    Box box;             // the box as given (may be invalid)
+    bool valid = false;  // box is valid: the slot belongs in the structures
+    Filter filter;       // the proxy's group and mask as last read
+};
+
+Status out_of_memory(const char* what) {
+    return Error{ErrorCode::out_of_memory, std::string("broadphase::bullet: out of memory in ") +
+                                               what};
+}
+
+/// fn() with running out of memory turned into an error (no exception leaves the adapter,
+/// whose callers are Bullet's virtual calls).
+template <class Fn>
+Status guarded(const char* what, Fn&& fn) {
+    try {
+        return fn();
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    return out_of_memory(what);
+}
+
+/// A Structure that follows the slots: `touch` records a changed slot, `catch_up` applies
+/// the changes (dynamic structures: insert, remove, move by slot; static ones: a rebuild over
+/// the live slots, whose ids are then compact and mapped back through slot_of).
+class Index {
+public:
+    Status init(std::string_view method) {
+        auto made = make_structure(method);
+        if (!made) return made.error();
+        structure_ = std::move(made.value());
+        dynamic_ = structure_->is_dynamic();
+        held_.clear();
+        dirty_flag_.clear();
+        dirty_.clear();
+        slot_of_.clear();
+        id_of_.clear();
+        stale_ = !dynamic_;
+        return Status::success();
+    }
+
+    /// Slot `slot` changed (its box, its proxy, or it was freed).
+    void touch(std::uint32_t slot) {
+        if (!dynamic_) {
+            stale_ = true;
+            return;
+        }
+        if (slot >= dirty_flag_.size()) dirty_flag_.resize(slot + 1, 0);
+        if (!dirty_flag_[slot]) {
+            dirty_flag_[slot] = 1;
+            dirty_.push_back(slot);
+        }
+    }
+
+    /// True when catch_up has work to do.
+    bool behind() const { return dynamic_ ? !dirty_.empty() : stale_; }
+
+    /// Applies the changes. Filters are set when `filtered` (the pair index), from the slots'.
+    Status catch_up(const std::vector<Slot>& slots, bool filtered) {
+        if (dynamic_) {
+            if (held_.size() < slots.size()) held_.resize(slots.size(), 0);
+            Status status = Status::success();
+            for (const std::uint32_t s : dirty_) {
+                dirty_flag_[s] = 0;
+                const Slot& slot = slots[s];
+                const bool want = slot.proxy && slot.valid;
+                Status done = Status::success();
+                if (want && held_[s]) {
+                    done = structure_->move(s, slot.box);
+                } else if (want) {
+                    done = structure_->insert(s, slot.box);
+                    if (done) held_[s] = 1;
+                } else if (held_[s]) {
+                    done = structure_->remove(s);
+                    if (done) held_[s] = 0;
+                }
+                if (want && filtered) structure_->set_filter(s, slot.filter);
+                if (!done) status = done;
+            }
+            dirty_.clear();
+            return status;
+        }
+        if (!stale_) return Status::success();
+        std::vector<Box> boxes;
+        slot_of_.clear();
+        id_of_.assign(slots.size(), kNone);
+        for (std::uint32_t s = 0; s < slots.size(); ++s) {
+            if (!slots[s].proxy || !slots[s].valid) continue;
+            id_of_[s] = static_cast<std::uint32_t>(slot_of_.size());
+            slot_of_.push_back(s);
+            boxes.push_back(slots[s].box);
+        }
+        Status built = build_structure(*structure_, boxes);
+        ++rebuilds_;
+        structure_->clear_filters();
+        if (!built) {
+            slot_of_.clear();
+            id_of_.assign(slots.size(), kNone);
+            (void)structure_->build({});
+            return built;
+        }
+        if (filtered)
+            for (std::uint32_t id = 0; id < slot_of_.size(); ++id)
+                structure_->set_filter(id, slots[slot_of_[id]].filter);
+        stale_ = false;
+        return Status::success();
+    }
+
+    /// The filter of a held slot changed (call after catch_up; a stale static index sets its
+    /// filters at its rebuild).
+    void set_filter(std::uint32_t slot, const Filter& filter) {
+        const std::uint32_t id = id_of(slot);
+        if (id != kNone) structure_->set_filter(id, filter);
+    }
+
+    /// Every filter again: the slots' own when `filtered`, else none.
+    void reset_filters(const std::vector<Slot>& slots, bool filtered) {
+        structure_->clear_filters();
+        if (!filtered) return;
+        for (std::uint32_t s = 0; s < slots.size(); ++s) set_filter(s, slots[s].filter);
+    }
+
+    /// The structure's id of a slot it holds, else kNone.
+    std::uint32_t id_of(std::uint32_t slot) const {
+        if (dynamic_) return slot < held_.size() && held_[slot] ? slot : kNone;
+        return !stale_ && slot < id_of_.size() ? id_of_[slot] : kNone;
+    }
+    /// The slot of a structure id.
+    std::uint32_t slot(std::uint32_t id) const { return dynamic_ ? id : slot_of_[id]; }
+
+    /// Every held slot overlapping `region`, appended to `out` (after catch_up).
+    void query(const Box& region, std::vector<std::uint32_t>& scratch,
+               std::vector<std::uint32_t>& out) const {
+        scratch.clear();
+        structure_->query_box(region, scratch);
+        for (const std::uint32_t id : scratch) out.push_back(slot(id));
+    }
+
+    /// Every overlapping pair the filters allow, as slots (smaller first), into `out`.
+    void pairs(std::vector<Pair>& scratch, std::vector<Pair>& out) const {
+        scratch.clear();
+        structure_->self_pairs(scratch);
+        out.clear();
+        out.reserve(scratch.size());
+        for (const Pair& p : scratch) {
+            const std::uint32_t a = slot(p.i), b = slot(p.j);
+            out.push_back(a < b ? Pair{a, b} : Pair{b, a});
+        }
+    }
+
+    /// Checks that the structure holds exactly the live, valid slots, with their boxes, and
+    /// its own invariants (after catch_up).
+    Status validate(const std::vector<Slot>& slots) const {
+        if (Status s = structure_->validate(); !s) return s;
+        std::size_t expected = 0;
+        std::vector<std::uint32_t> found;
+        for (std::uint32_t s = 0; s < slots.size(); ++s) {
+            const bool want = slots[s].proxy && slots[s].valid;
+            const std::uint32_t id = id_of(s);
+            if (want != (id != kNone))
+                return Error{ErrorCode::invariant_violated,
+                             "broadphase::bullet: slot " + std::to_string(s) +
+                                 (want ? " is missing from " : " should not be in ") +
+                                 std::string(structure_->name()),
+                             s};
+            if (!want) continue;
+            ++expected;
+            found.clear();
+            structure_->query_box(slots[s].box, found);
+            if (std::find(found.begin(), found.end(), id) == found.end())
+                return Error{ErrorCode::invariant_violated,
+                             "broadphase::bullet: " + std::string(structure_->name()) +
+                                 " does not find slot " + std::to_string(s) + " at its box",
+                             s};
+        }
+        if (structure_->size() != expected)
+            return Error{ErrorCode::invariant_violated,
+                         "broadphase::bullet: " + std::string(structure_->name()) + " holds " +
+                             std::to_string(structure_->size()) + " boxes, the slots " +
+                             std::to_string(expected)};
+        return Status::success();
+    }
+
+    std::string_view name() const { return structure_->name(); }
+    std::uint64_t rebuilds() const { return rebuilds_; }
+
+private:
+    std::unique_ptr<Structure> structure_;
+    bool dynamic_ = true;
+    std::vector<std::uint8_t> held_;        // dynamic: slot is in the structure
+    std::vector<std::uint8_t> dirty_flag_;  // dynamic: slot is in dirty_
+    std::vector<std::uint32_t> dirty_;      // dynamic: slots changed since catch_up
+    bool stale_ = false;                    // static: a rebuild is due
+    std::vector<std::uint32_t> slot_of_;    // static: structure id -> slot
+    std::vector<std::uint32_t> id_of_;      // static: slot -> structure id or kNone
+    std::uint64_t rebuilds_ = 0;
+};
+
+#if BROADPHASE_HAS_GPU
+/// gpu_lbvh's side: the slots in a gpu::ProxyScene (every body dynamic, so that static ones
+/// meet each other too where their filters allow it), applied at calculateOverlappingPairs.
+struct GpuSide {
+    std::unique_ptr<gpu::Context> own_context;
+    gpu::Context* context = nullptr;
+    std::unique_ptr<gpu::ProxyScene> scene;
+    std::vector<std::uint32_t> handle_of;        // slot -> handle or kNone
+    std::vector<Filter> applied;                 // slot -> filter the scene has
+    std::vector<std::uint32_t> slot_of_handle;   // handle -> slot
+    std::vector<std::uint8_t> dirty_flag;
+    std::vector<std::uint32_t> dirty;
+
+    void touch(std::uint32_t slot) {
+        if (slot >= dirty_flag.size()) dirty_flag.resize(slot + 1, 0);
+        if (!dirty_flag[slot]) {
+            dirty_flag[slot] = 1;
+            dirty.push_back(slot);
+        }
+    }
+
+    /// Adds, removes and moves the changed slots in the scene, with `effective(s)` filters.
+    template <class Effective>
+    Status catch_up(const std::vector<Slot>& slots, Effective&& effective) {
+        if (handle_of.size() < slots.size()) {
+            handle_of.resize(slots.size(), kNone);
+            applied.resize(slots.size());
+        }
+        for (const std::uint32_t s : dirty) {
+            dirty_flag[s] = 0;
+            const Slot& slot = slots[s];
+            const bool want = slot.proxy && slot.valid;
+            if (want && handle_of[s] != kNone) {
+                if (Status st = scene->move(handle_of[s], slot.box); !st) return st;
+                if (Status st = set_filter(s, effective(s)); !st) return st;
+            } else if (want) {
+                const Filter f = effective(s);
+                auto handle = scene->add(slot.box, f);
+                if (!handle) return handle.error();
+                handle_of[s] = handle.value();
+                applied[s] = f;
+                if (slot_of_handle.size() <= handle.value())
+                    slot_of_handle.resize(handle.value() + 1, kNone);
+                slot_of_handle[handle.value()] = s;
+            } else if (handle_of[s] != kNone) {
+                if (Status st = scene->remove(handle_of[s]); !st) return st;
+                slot_of_handle[handle_of[s]] = kNone;
+                handle_of[s] = kNone;
+            }
+        }
+        dirty.clear();
+        return Status::success();
+    }
+
+    Status set_filter(std::uint32_t slot, const Filter& filter) {
+        if (slot >= handle_of.size() || handle_of[slot] == kNone || applied[slot] == filter)
+            return Status::success();
+        applied[slot] = filter;
+        return scene->set_filter(handle_of[slot], filter);
+    }
+};
+#endif
+
+}  // namespace
+
+struct Broadphase::Impl {
+    std::string method;
+    Index index;  // the pairs' structure (CPU methods) or the queries' mirror (gpu_lbvh)
+    bool gpu = false;
+#if BROADPHASE_HAS_GPU
+    GpuSide gpu_side;
+#endif
+    std::unique_ptr<btHashedOverlappingPairCache> own_cache;
+    btOverlappingPairCache* cache = nullptr;
+
+    std::vector<Slot> slots;
+    std::vector<std::uint32_t> free_slots;  // LIFO
+    std::uint32_t live = 0;
+    std::uint32_t invalid = 0;  // live proxies with an invalid box
+    int next_uid = 0;
+    bool warned_invalid = false;
+    bool callback_mode = false;  // the cache has an overlap filter callback: no filters here
+    bool changed = true;         // the pairs must be found again
+
+    // The current pairs (slots, smaller first) as a CSR table by the smaller slot.
+    std::vector<Pair> pairs;
+    std::vector<Pair> scratch_pairs;
+    std::vector<std::uint32_t> bucket_start;  // slots.size() + 1
+    std::vector<std::uint32_t> partner;       // per pair, bucketed and sorted
+    std::vector<std::uint8_t> present;        // per pair: found in the cache
+
+    // Queries.
+    std::vector<std::uint32_t> query_scratch, found;
+    std::vector<std::uint32_t> ray_stamp;  // by slot: the rayTest that processed it
+    std::uint32_t ray_count = 0;
+
+    Stats stats;
+    Status status = Status::success();
+
+    void fail(const Status& s) {
+        if (s) return;
+        status = s;
+    }
+
+    /// The filter the pair structure applies to a slot: none in callback mode (the callback
+    /// decides), else the proxy's group and mask.
+    Filter effective(std::uint32_t s) const { return callback_mode ? Filter{} : slots[s].filter; }
+
+    void touch(std::uint32_t s) {
+        index.touch(s);
+#if BROADPHASE_HAS_GPU
+        if (gpu) gpu_side.touch(s);
+#endif
+        changed = true;
+    }
+
+    void note_box(std::uint32_t s, const Box& box) {
+        Slot& slot = slots[s];
+        const bool was_valid = slot.valid;
+        slot.box = box;
+        slot.valid = is_valid(box);
+        if (was_valid && !slot.valid) ++invalid;
+        if (!was_valid && slot.valid) --invalid;
+        if (!slot.valid && !warned_invalid) {
+            warned_invalid = true;
+            std::fprintf(stderr,
+                         "broadphase::bullet: proxy %d has an invalid box (NaN, infinity or "
+                         "min > max); it is kept out of pairs and queries until a setAabb gives "
+                         "it a valid one (reported once)\n",
+                         slot.proxy->m_uniqueId);
+        }
+    }
+
+    /// The index the queries read, caught up.
+    Index& query_index() {
+        if (index.behind()) fail(guarded("a query", [&] {
+            return index.catch_up(slots, !gpu && !callback_mode);
+        }));
+        return index;
+    }
+
+    /// Finds the pairs now, into `pairs` (slots, smaller first). False on a failure.
+    bool find_pairs() {
+        if (!gpu) {
+            Status s = guarded("calculateOverlappingPairs", [&] {
+                if (Status c = index.catch_up(slots, !callback_mode); !c) return c;
+                index.pairs(scratch_pairs, pairs);
+                return Status::success();
+            });
+            fail(s);
+            return s.ok();
+        }
+#if BROADPHASE_HAS_GPU
+        Status s = guarded("calculateOverlappingPairs", [&]() -> Status {
+            auto effective_of = [&](std::uint32_t slot) { return effective(slot); };
+            if (Status c = gpu_side.catch_up(slots, effective_of); !c) return c;
+            auto frame = gpu_side.scene->step();
+            if (!frame) return frame.error();
+            pairs.clear();
+            pairs.reserve(frame->pairs.size());
+            for (const Pair& p : frame->pairs) {
+                const std::uint32_t a = gpu_side.slot_of_handle[p.i];
+                const std::uint32_t b = gpu_side.slot_of_handle[p.j];
+                pairs.push_back(a < b ? Pair{a, b} : Pair{b, a});
+            }
+            return Status::success();
+        });
+        if (!s && status.ok())  // the first failure; later ones are only kept in status
+            std::fprintf(stderr, "broadphase::bullet: gpu_lbvh: %s\n", s.error().message.c_str());
+        fail(s);
+        return s.ok();
+#else
+        return false;
+#endif
+    }
+
+    /// Buckets `pairs` by the smaller slot, each bucket's partners sorted.
+    void bucket_pairs() {
+        const std::size_t n = slots.size();
+        bucket_start.assign(n + 1, 0);
+        for (const Pair& p : pairs) ++bucket_start[p.i + 1];
+        for (std::size_t s = 0; s < n; ++s) bucket_start[s + 1] += bucket_start[s];
+        partner.resize(pairs.size());
+        std::vector<std::uint32_t> fill(bucket_start.begin(), bucket_start.end() - 1);
+        for (const Pair& p : pairs) partner[fill[p.i]++] = p.j;
+        for (std::size_t s = 0; s < n; ++s)
+            std::sort(partner.begin() + std::ptrdiff_t(bucket_start[s]),
+                      partner.begin() + std::ptrdiff_t(bucket_start[s + 1]));
+    }
+
+    /// The index of pair (a, b), a < b, in `partner`, or kNone.
+    std::uint32_t find(std::uint32_t a, std::uint32_t b) const {
+        if (a + 1 >= bucket_start.size()) return kNone;
+        const auto first = partner.begin() + std::ptrdiff_t(bucket_start[a]);
+        const auto last = partner.begin() + std::ptrdiff_t(bucket_start[a + 1]);
+        const auto it = std::lower_bound(first, last, b);
+        if (it == last || *it != b) return kNone;
+        return static_cast<std::uint32_t>(it - partner.begin());
+    }
+
+    /// Removes pair k of the cache's array (iterated backwards by the caller).
+    void remove_cached(btBroadphasePairArray& array, int k, bool direct, btDispatcher* dispatcher) {
+        btBroadphasePair& pair = array[k];
+        if (direct || !pair.m_pProxy0 || !pair.m_pProxy1) {
+            cache->cleanOverlappingPair(pair, dispatcher);
+            array.swap(k, array.size() - 1);
+            array.pop_back();
+        } else {
+            cache->removeOverlappingPair(pair.m_pProxy0, pair.m_pProxy1, dispatcher);
+        }
+        ++stats.pairs_removed;
+    }
+
+    /// Makes the cache hold exactly `pairs` that its needsBroadphaseCollision accepts.
+    void sync_cache(btDispatcher* dispatcher) {
+        present.assign(pairs.size(), 0);
+        btBroadphasePairArray& array = cache->getOverlappingPairArray();
+        const bool deferred = cache->hasDeferredRemoval();
+        for (int k = array.size() - 1; k >= 0; --k) {
+            if (k >= array.size()) continue;
+            btBroadphasePair& pair = array[k];
+            if (!pair.m_pProxy0 || !pair.m_pProxy1) {
+                remove_cached(array, k, true, dispatcher);
+                continue;
+            }
+            std::uint32_t a = slot_of(pair.m_pProxy0), b = slot_of(pair.m_pProxy1);
+            if (a > b) std::swap(a, b);
+            const std::uint32_t at = find(a, b);
+            if (at != kNone && present[at]) {
+                remove_cached(array, k, true, dispatcher);  // a duplicate
+                continue;
+            }
+            const bool keep =
+                at != kNone &&
+                (!callback_mode || cache->needsBroadphaseCollision(pair.m_pProxy0, pair.m_pProxy1));
+            if (keep) {
+                present[at] = 1;
+            } else {
+                remove_cached(array, k, deferred, dispatcher);
+            }
+        }
+        for (std::uint32_t a = 0; a + 1 < bucket_start.size(); ++a) {
+            for (std::uint32_t k = bucket_start[a]; k < bucket_start[a + 1]; ++k) {
+                if (present[k]) continue;
+                Proxy* pa = slots[a].proxy;
+                Proxy* pb = slots[partner[k]].proxy;
+                if (pa->m_uniqueId > pb->m_uniqueId) std::swap(pa, pb);
+                if (cache->addOverlappingPair(pa, pb)) ++stats.pairs_added;
+            }
+        }
+    }
+
+    void calculate(btDispatcher* dispatcher) {
+        ++stats.calls;
+        stats.pairs_added = 0;
+        stats.pairs_removed = 0;
+        const bool mode = cache->getOverlapFilterCallback() != nullptr;
+        const bool mode_changed = mode != callback_mode;
+        callback_mode = mode;
+        // Filters changed on the proxies (btCollisionWorld and users write them directly).
+        bool filters_changed = false;
+        for (std::uint32_t s = 0; s < slots.size(); ++s) {
+            Slot& slot = slots[s];
+            if (!slot.proxy) continue;
+            const Filter f =
+                to_filter(slot.proxy->m_collisionFilterGroup, slot.proxy->m_collisionFilterMask);
+            if (f == slot.filter) continue;
+            slot.filter = f;
+            filters_changed = true;
+            if (callback_mode) continue;
+            if (!gpu) {
+                index.set_filter(s, f);
+            }
+#if BROADPHASE_HAS_GPU
+            else {
+                fail(gpu_side.set_filter(s, f));
+            }
+#endif
+        }
+        if (mode_changed) {
+            if (!gpu) index.reset_filters(slots, !callback_mode);
+#if BROADPHASE_HAS_GPU
+            else
+                for (std::uint32_t s = 0; s < slots.size(); ++s) fail(gpu_side.set_filter(s, effective(s)));
+#endif
+        }
+        if (changed || filters_changed || mode_changed) {
+            if (!find_pairs()) return;  // the cache stays as it was
+            bucket_pairs();
+            changed = false;
+        }
+        stats.pairs = pairs.size();
+        sync_cache(dispatcher);
+    }
+};
+
+Broadphase::Broadphase(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Broadphase::~Broadphase() {
+    for (Slot& slot : impl_->slots) delete slot.proxy;
+}
+
+Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
+                                                       const Options& options) {
+    try {
+        auto impl = std::make_unique<Impl>();
+        impl->method = std::string(method);
+        impl->gpu = method == "gpu_lbvh";
+        if (!impl->gpu) {
+            if (Status s = impl->index.init(method); !s) return s.error();
+        } else {
+#if BROADPHASE_HAS_GPU
+            if (Status s = impl->index.init(options.query_method); !s)
+                return Error{ErrorCode::invalid_argument,
+                             "gpu_lbvh: query_method: " + s.error().message};
+            GpuSide& side = impl->gpu_side;
+            side.context = options.context;
+            if (!side.context) {
+                auto context = gpu::Context::create();
+                if (!context) return context.error();
+                side.own_context = std::move(context.value());
+                side.context = side.own_context.get();
+            }
+            auto scene = gpu::ProxyScene::create(*side.context);
+            if (!scene) return scene.error();
+            side.scene = std::move(scene.value());
+#else
+            return Error{ErrorCode::unsupported,
+                         "gpu_lbvh: broadphase::bullet was built without the GPU part"};
+#endif
+        }
+        if (options.pair_cache) {
+            impl->cache = options.pair_cache;
+        } else {
+            impl->own_cache = std::make_unique<btHashedOverlappingPairCache>();
+            impl->cache = impl->own_cache.get();
+        }
+        return std::unique_ptr<Broadphase>(new Broadphase(std::move(impl)));
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::out_of_memory,
+                     "broadphase::bullet: out of memory creating " + std::string(method)};
+    }
+}
+
+btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabb_min, const btVector3& aabb_max,
+                                           int shape_type, void* user_ptr,
+                                           int collision_filter_group, int collision_filter_mask,
+                                           btDispatcher* dispatcher) {
+    (void)shape_type, (void)dispatcher;
+    Impl& m = *impl_;
+    std::uint32_t s = 0;
+    if (!m.free_slots.empty()) {
+        s = m.free_slots.back();
+        m.free_slots.pop_back();
+    } else {
+        s = static_cast<std::uint32_t>(m.slots.size());
+        m.slots.emplace_back();
+    }
+    auto* proxy = new Proxy(aabb_min, aabb_max, user_ptr, collision_filter_group,
+                            collision_filter_mask, s);
+    proxy->m_uniqueId = ++m.next_uid;
+    Slot& slot = m.slots[s];
+    slot.proxy = proxy;
+    slot.valid = true;  // note_box counts it invalid if it is
+    slot.filter = to_filter(collision_filter_group, collision_filter_mask);
+    ++m.live;
+    m.note_box(s, to_box(aabb_min, aabb_max));
+    m.touch(s);
+    return proxy;
+}
+
+void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) {
+    Impl& m = *impl_;
+    m.cache->removeOverlappingPairsContainingProxy(proxy, dispatcher);
+    const std::uint32_t s = slot_of(proxy);
+    Slot& slot = m.slots[s];
+    if (!slot.valid) --m.invalid;
+    delete slot.proxy;
+    slot = Slot{};
+    --m.live;
+    m.free_slots.push_back(s);
+    m.touch(s);
+}
+
+void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
+                         const btVector3& aabb_max, btDispatcher* dispatcher) {
+    (void)dispatcher;
+    Impl& m = *impl_;
+    proxy->m_aabbMin = aabb_min;
+    proxy->m_aabbMax = aabb_max;
+    const std::uint32_t s = slot_of(proxy);
+    const Box box = to_box(aabb_min, aabb_max);
+    if (m.slots[s].valid && box == m.slots[s].box) return;
+    m.note_box(s, box);
+    m.touch(s);
+}
+
+void Broadphase::getAabb(btBroadphaseProxy* proxy, btVector3& aabb_min,
+                         btVector3& aabb_max) const {
+    aabb_min = proxy->m_aabbMin;
+    aabb_max = proxy->m_aabbMax;
+}
+
+namespace {
+
+/// The median of the largest axis extent of up to 64 valid boxes spread over the slots: the
+/// length that rayTest's segments are measured in (a world-sized ground cannot move it).
+double typical_extent(const std::vector<Slot>& slots) {
+    std::vector<double> extents;
+    const std::size_t stride = std::max<std::size_t>(1, slots.size() / 64);
+    for (std::size_t s = 0; s < slots.size(); s += stride) {
+        if (!slots[s].proxy || !slots[s].valid) continue;
+        const Box& b = slots[s].box;
+        extents.push_back(std::max({double(b.max.x) - b.min.x, double(b.max.y) - b.min.y,
+                                    double(b.max.z) - b.min.z}));
+    }
+    if (extents.empty()) return 0;
+    std::nth_element(extents.begin(), extents.begin() + std::ptrdiff_t(extents.size() / 2),
+                     extents.end());
+    return extents[extents.size() / 2];
+}
+
+/// A double box as a float box that contains it (rounded outwards, clamped to the floats).
+Box outward(const double lo[3], const double hi[3]) {
+    Box b;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double l = std::clamp(lo[axis], -double(FLT_MAX), double(FLT_MAX));
+        const double h = std::clamp(hi[axis], -double(FLT_MAX), double(FLT_MAX));
+        float fl = static_cast<float>(l);
+        float fh = static_cast<float>(h);
+        if (double(fl) > l) fl = std::nextafter(fl, -FLT_MAX);
+        if (double(fh) < h) fh = std::nextafter(fh, FLT_MAX);
+        b.min[axis] = fl;
+        b.max[axis] = fh;
+    }
+    return b;
+}
+
+struct RayCandidate {
+    float t;
+    int uid;
+    Proxy* proxy;
+};
+
+}  // namespace
+
+void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
+                         btBroadphaseRayCallback& callback, const btVector3& aabb_min,
+                         const btVector3& aabb_max) {
+    Impl& m = *impl_;
+    const Index& index = m.query_index();
+    const double lambda = callback.m_lambda_max;
+    if (!(lambda >= 0) && !std::isnan(lambda)) return;  // negative: nothing
+    double origin[3], dir[3], grow_lo[3], grow_hi[3], length2 = 0;
+    for (int axis = 0; axis < 3; ++axis) {
+        origin[axis] = ray_from[axis];
+        dir[axis] = double(ray_to[axis]) - double(ray_from[axis]);
+        length2 += dir[axis] * dir[axis];
+        grow_lo[axis] = std::min<double>(aabb_min[axis], aabb_max[axis]);
+        grow_hi[axis] = std::max<double>(aabb_min[axis], aabb_max[axis]);
+        if (!std::isfinite(origin[axis]) || !std::isfinite(dir[axis]) ||
+            !std::isfinite(grow_lo[axis]) || !std::isfinite(grow_hi[axis]))
+            return;
+    }
+    const double length = std::sqrt(length2);
+    double t_end = 0;
+    Ray ray;
+    ray.origin = {float(origin[0]), float(origin[1]), float(origin[2])};
+    if (length > 0) {
+        if (std::isnan(lambda)) return;
+        t_end = lambda;
+        for (int axis = 0; axis < 3; ++axis) {
+            dir[axis] /= length;
+            ray.dir[axis] = float(dir[axis]);
+            // Keep the ray's points within the floats: no box lies beyond.
+            if (dir[axis] > 0) t_end = std::min(t_end, (FLT_MAX - origin[axis]) / dir[axis]);
+            if (dir[axis] < 0) t_end = std::min(t_end, (-FLT_MAX - origin[axis]) / dir[axis]);
+        }
+    } else {
+        for (double& d : dir) d = 0;
+    }
+    const double extent = typical_extent(m.slots);
+    int segments = 1;
+    if (extent > 0 && t_end > 0)
+        segments = int(std::clamp(std::ceil(t_end / (4 * extent)), 1.0, 256.0));
+
+    if (++m.ray_count == 0) {  // the stamps wrapped around: start them again
+        std::fill(m.ray_stamp.begin(), m.ray_stamp.end(), 0u);
+        m.ray_count = 1;
+    }
+    if (m.ray_stamp.size() < m.slots.size()) m.ray_stamp.resize(m.slots.size(), 0);
+    std::vector<RayCandidate> hits;
+    for (int k = 0; k < segments; ++k) {
+        const double t0 = t_end * k / segments;
+        const double t1 = k + 1 == segments ? t_end : t_end * (k + 1) / segments;
+        if (t0 > callback.m_lambda_max && length > 0) return;
+        double lo[3], hi[3];
+        for (int axis = 0; axis < 3; ++axis) {
+            const double a = origin[axis] + dir[axis] * t0;
+            const double b = origin[axis] + dir[axis] * t1;
+            // Rounding slack: the exact test below runs in float.
+            const double pad = 1e-6 * (std::abs(a) + std::abs(b) + grow_hi[axis] - grow_lo[axis]) +
+                               1e-30;
+            lo[axis] = std::min(a, b) + grow_lo[axis] - pad;
+            hi[axis] = std::max(a, b) + grow_hi[axis] + pad;
+        }
+        m.found.clear();
+        index.query(outward(lo, hi), m.query_scratch, m.found);
+        hits.clear();
+        const bool last = k + 1 == segments;
+        for (const std::uint32_t s : m.found) {
+            if (m.ray_stamp[s] == m.ray_count) continue;
+            const Slot& slot = m.slots[s];
+            // The box grown by the cast shape's, as btDbvt::rayTestInternal grows its nodes.
+            Box grown = slot.box;
+            for (int axis = 0; axis < 3; ++axis) {
+                grown.min[axis] -= float(aabb_max[axis]);
+                grown.max[axis] -= float(aabb_min[axis]);
+            }
+            float t_near = 0;
+            float t_far = length > 0 ? float(t_end) : 0.0f;
+            if (!ray_box_slabs(ray, grown, t_near, t_far) || !(t_near <= t_far)) continue;
+            if (!last && double(t_near) > t1) continue;  // a later segment's
+            m.ray_stamp[s] = m.ray_count;
+            hits.push_back({t_near, slot.proxy->m_uniqueId, slot.proxy});
+        }
+        std::sort(hits.begin(), hits.end(), [](const RayCandidate& a, const RayCandidate& b) {
+            return a.t < b.t || (a.t == b.t && a.uid < b.uid);
+        });
+        for (const RayCandidate& hit : hits) {
+            if (length > 0 && hit.t > callback.m_lambda_max) return;
+            callback.process(hit.proxy);
+        }
+    }
+}
+
+void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
+                          btBroadphaseAabbCallback& callback) {
+    Impl& m = *impl_;
+    const Index& index = m.query_index();
+    double lo[3], hi[3];
+    for (int axis = 0; axis < 3; ++axis) {
+        lo[axis] = aabb_min[axis];
+        hi[axis] = aabb_max[axis];
+        if (std::isnan(lo[axis]) || std::isnan(hi[axis]) || !(lo[axis] <= hi[axis])) return;
+    }
+    m.found.clear();
+    index.query(outward(lo, hi), m.query_scratch, m.found);
+    std::vector<Proxy*> hits;
+    hits.reserve(m.found.size());
+    for (const std::uint32_t s : m.found) hits.push_back(m.slots[s].proxy);
+    std::sort(hits.begin(), hits.end(),
+              [](const Proxy* a, const Proxy* b) { return a->m_uniqueId < b->m_uniqueId; });
+    for (Proxy* proxy : hits) callback.process(proxy);
+}
+
+void Broadphase::calculateOverlappingPairs(btDispatcher* dispatcher) { impl_->calculate(dispatcher); }
+
+btOverlappingPairCache* Broadphase::getOverlappingPairCache() { return impl_->cache; }
+
+const btOverlappingPairCache* Broadphase::getOverlappingPairCache() const { return impl_->cache; }
+
+void Broadphase::getBroadphaseAabb(btVector3& aabb_min, btVector3& aabb_max) const {
+    bool any = false;
+    Box bounds{};
+    for (const Slot& slot : impl_->slots) {
+        if (!slot.proxy || !slot.valid) continue;
+        bounds = any ? merge(bounds, slot.box) : slot.box;
+        any = true;
+    }
+    aabb_min.setValue(bounds.min.x, bounds.min.y, bounds.min.z);
+    aabb_max.setValue(bounds.max.x, bounds.max.y, bounds.max.z);
+}
+
+void Broadphase::resetPool(btDispatcher* dispatcher) {
+    (void)dispatcher;
+    Impl& m = *impl_;
+    if (m.live != 0) return;
+#if BROADPHASE_HAS_GPU
+    if (m.gpu) {
+        auto effective_of = [&](std::uint32_t s) { return m.effective(s); };
+        m.fail(m.gpu_side.catch_up(m.slots, effective_of));  // removes the bodies left
+        m.gpu_side.handle_of.clear();
+        m.gpu_side.applied.clear();
+    }
+    const std::string query_method(m.gpu ? m.index.name() : m.method);
+#else
+    const std::string query_method(m.method);
+#endif
+    m.fail(m.index.init(query_method));
+    m.slots.clear();
+    m.free_slots.clear();
+    m.pairs.clear();
+    m.bucket_start.clear();
+    m.partner.clear();
+    m.ray_stamp.clear();
+    m.ray_count = 0;
+    m.next_uid = 0;
+    m.changed = true;
+}
+
+void Broadphase::printStats() {
+    const Stats s = stats();
+    std::printf(
+        "broadphase::bullet %s: %u proxies (%u invalid), %llu pairs (+%llu -%llu at the last "
+        "call), %llu calls, %llu rebuilds%s\n",
+        impl_->method.c_str(), s.proxies, s.invalid_proxies,
+        static_cast<unsigned long long>(s.pairs), static_cast<unsigned long long>(s.pairs_added),
+        static_cast<unsigned long long>(s.pairs_removed), static_cast<unsigned long long>(s.calls),
+        static_cast<unsigned long long>(s.rebuilds), impl_->status.ok() ? "" : ", failed");
+}
+
+std::string_view Broadphase::method() const { return impl_->method; }
+
+Stats Broadphase::stats() const {
+    Stats s = impl_->stats;
+    s.proxies = impl_->live;
+    s.invalid_proxies = impl_->invalid;
+    s.rebuilds = impl_->index.rebuilds();
+    return s;
+}
+
+const Status& Broadphase::status() const { return impl_->status; }
+
+Status Broadphase::validate() {
+    Impl& m = *impl_;
+    std::uint32_t live = 0, invalid = 0;
+    for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
+        const Slot& slot = m.slots[s];
+        if (!slot.proxy) continue;
+        ++live;
+        if (!slot.valid) ++invalid;
+        if (slot.proxy->slot != s)
+            return Error{ErrorCode::invariant_violated,
+                         "broadphase::bullet: the proxy in slot " + std::to_string(s) +
+                             " names slot " + std::to_string(slot.proxy->slot),
+                         s};
+    }
+    if (live != m.live || invalid != m.invalid)
+        return Error{ErrorCode::invariant_violated,
+                     "broadphase::bullet: proxy counts disagree with the slots"};
+    if (live + m.free_slots.size() != m.slots.size())
+        return Error{ErrorCode::invariant_violated,
+                     "broadphase::bullet: the free list and the live slots do not add up"};
+    return m.query_index().validate(m.slots);
+}
+
+}  // namespace broadphase::bullet
