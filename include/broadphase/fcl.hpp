@@ -1,0 +1,170 @@
+// broadphase::fcl: any broadphase method of this library as an FCL (0.7) broadphase, a
+// ::fcl::BroadPhaseCollisionManager<S> that takes the place of
+// ::fcl::DynamicAABBTreeCollisionManager<S> or ::fcl::NaiveCollisionManager<S> (docs/fcl.md):
+//
+//     auto manager = broadphase::fcl::CollisionManager<double>::create("sweep_and_prune").value();
+//     manager->registerObjects(objects);
+//     manager->setup();
+//     manager->collide(&data, ::fcl::DefaultCollisionFunction<double>);
+//
+// Every CPU method (cpu_method_names()) sits behind it, the dynamic ones kept up to date by
+// insert, remove and move, the static ones rebuilt when something changed; "gpu_lbvh" finds the
+// self-collide pairs through gpu::ProxyScene and answers every other query from a CPU mirror.
+//
+// The structures hold float boxes: each object's AABB is rounded outward to float (a bound that
+// the cast rounded inward is moved one float further out, values past the float range clamp to
+// +-FLT_MAX, NaN bounds open to the whole range), so no overlapping pair is ever lost. The
+// candidates are then tested against the objects' AABBs in S, so that the callback sees exactly
+// the pairs NaiveCollisionManager<S> would give it.
+//
+// The callbacks follow FCL's protocol: a collision callback returning true stops the search; a
+// distance callback writes the smallest distance found so far into its S& argument, which
+// prunes what follows (it is called only for pairs whose AABB distance, in S, is below that
+// value, as FCL's managers do), and returning true stops.
+//
+// The implementation is adapters/fcl.cpp, instantiated there for float and double.
+#pragma once
+
+#include <fcl/broadphase/broadphase_collision_manager.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "broadphase/types.hpp"
+
+namespace broadphase::gpu {
+class Context;
+}
+
+namespace broadphase::fcl {
+
+/// How CollisionManager::create sets the adapter up.
+struct Options {
+    /// gpu_lbvh only: the device, which must outlive the manager. Null: the adapter creates its
+    /// own Context (gpu::ContextOptions' defaults: the first GPU, else lavapipe; validation when
+    /// BROADPHASE_VALIDATION=1).
+    gpu::Context* context = nullptr;
+    /// gpu_lbvh only: the CPU method of the mirror that answers collide(object), collide(other
+    /// manager) and every distance query (a name of cpu_method_names()).
+    std::string_view query_method = "dynamic_aabb_tree";
+};
+
+/// What the adapter has done so far, for tests and benches.
+struct Stats {
+    std::uint64_t builds = 0;      ///< builds of the structure over every object (setup, rebuilds)
+    std::uint64_t gpu_steps = 0;   ///< gpu_lbvh: ProxyScene frames run (one per self collide
+                                   ///< after changes)
+    std::uint64_t candidates = 0;  ///< last query: pairs whose float boxes overlap (or are near
+                                   ///< enough, for distance), before the test in S
+    std::uint64_t callbacks = 0;   ///< last query: calls of the callback
+};
+
+/// The BroadPhaseCollisionManager<S> over one broadphase method, for S float or double. Objects
+/// are the caller's (never owned or deleted); the manager keeps each one's AABB as it was at
+/// registerObject or the last update that named it, as FCL's tree managers do. Not
+/// thread-safe, and a const query may update the structure (a static method's rebuild after
+/// changes): one thread at a time.
+///
+/// Where it differs from FCL's managers: queries need no setup() first (a structure out of
+/// date is brought up to date by the next query); registering an object twice, or
+/// unregistering or updating one that is not registered, changes nothing; a failure of the
+/// method itself (a Vulkan error, memory) is kept in status() and the query is answered from a
+/// linear scan or from the CPU mirror, so that no pair is lost.
+template <class S>
+class CollisionManager final : public ::fcl::BroadPhaseCollisionManager<S> {
+public:
+    using Object = ::fcl::CollisionObject<S>;
+    using Base = ::fcl::BroadPhaseCollisionManager<S>;
+
+    /// A manager of `method`: a name of cpu_method_names() or "gpu_lbvh" (when the GPU part is
+    /// built; method_names() lists them). An invalid_argument error names an unknown method or
+    /// a bad query_method; gpu_lbvh returns the errors of creating the Context or the
+    /// ProxyScene.
+    static Result<std::unique_ptr<CollisionManager>> create(
+        std::string_view method = "dynamic_aabb_tree", const Options& options = {});
+    /// The methods create() knows: cpu_method_names(), then "gpu_lbvh" when the GPU part is
+    /// built.
+    static std::vector<std::string_view> method_names();
+
+    ~CollisionManager() override;
+    CollisionManager(const CollisionManager&) = delete;
+    CollisionManager& operator=(const CollisionManager&) = delete;
+
+    /// Adds the objects (each with its AABB computed: CollisionObject::computeAABB). A batch
+    /// as large as the manager already is rebuilds the structure in bulk at the next query.
+    void registerObjects(const std::vector<Object*>& other_objs) override;
+    /// Adds one object (its AABB computed). Null and already registered objects are ignored.
+    void registerObject(Object* obj) override;
+    /// Removes one object; one that is not registered is ignored.
+    void unregisterObject(Object* obj) override;
+    /// Brings the structure up to date (a static method's build) before the queries.
+    void setup() override;
+    /// Reads every object's AABB again (after setTransform + computeAABB) and brings the
+    /// structure up to date: dynamic methods move the boxes that changed, static ones rebuild
+    /// when any did.
+    void update() override;
+    /// Reads one object's AABB again; a static method rebuilds at the next query or setup().
+    void update(Object* updated_obj) override;
+    /// Reads these objects' AABBs again and brings the structure up to date, as update().
+    void update(const std::vector<Object*>& updated_objs) override;
+    /// Removes every object.
+    void clear() override;
+    /// Replaces `objs` with the registered objects, in no particular order.
+    void getObjects(std::vector<Object*>& objs) const override;
+
+    /// Calls callback(obj, o, cdata) for every registered o whose AABB overlaps obj's (obj
+    /// itself too when registered), until the callback returns true.
+    void collide(Object* obj, void* cdata, ::fcl::CollisionCallBack<S> callback) const override;
+    /// The distance from obj to the registered objects: calls callback(obj, o, cdata, d) for
+    /// the objects whose AABB distance to obj's is below d, the value the callback wrote last
+    /// (the largest S at first), overlapping ones first, until it returns true.
+    void distance(Object* obj, void* cdata, ::fcl::DistanceCallBack<S> callback) const override;
+    /// Calls callback(a, b, cdata) once for every pair of registered objects whose AABBs
+    /// overlap (a registered before b), until the callback returns true.
+    void collide(void* cdata, ::fcl::CollisionCallBack<S> callback) const override;
+    /// The smallest distance between registered objects, pruned as distance(obj): overlapping
+    /// pairs first, then per object a box query of its AABB grown by the running minimum.
+    void distance(void* cdata, ::fcl::DistanceCallBack<S> callback) const override;
+    /// Calls callback(a, b, cdata) for every a of this manager and b of `other_manager` (any
+    /// FCL manager; itself: the self collide) whose AABBs overlap, until it returns true.
+    void collide(Base* other_manager, void* cdata,
+                 ::fcl::CollisionCallBack<S> callback) const override;
+    /// The smallest distance between an object of this manager (the callback's first) and one
+    /// of `other_manager` (any FCL manager; itself: the self distance), pruned as distance(obj).
+    void distance(Base* other_manager, void* cdata,
+                  ::fcl::DistanceCallBack<S> callback) const override;
+
+    /// True when no object is registered.
+    bool empty() const override;
+    /// Number of registered objects.
+    std::size_t size() const override;
+
+    /// The method given to create().
+    std::string_view method() const;
+    /// The first failure of the method since create() (success when none): a query that met
+    /// it was answered by a linear scan or by the CPU mirror instead.
+    Status status() const;
+    /// What the adapter has done so far.
+    const Stats& stats() const;
+    /// Checks the adapter's invariants (every object once, its float box the outward rounding
+    /// of its AABB) and the structure's validate(), after bringing it up to date.
+    Status validate() const;
+
+private:
+    struct Impl;
+    explicit CollisionManager(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+extern template class CollisionManager<float>;
+extern template class CollisionManager<double>;
+
+/// The float box that contains the AABB [lo, hi]: each bound cast to float and moved one float
+/// outward where the cast rounded it inward, clamped to +-FLT_MAX; a NaN bound opens to the
+/// float range. Overlapping AABBs always give overlapping boxes.
+Box outward_box(const double lo[3], const double hi[3]);
+
+}  // namespace broadphase::fcl
