@@ -138,6 +138,10 @@ public:
     Status catch_up(const std::vector<Slot>& slots, bool filtered) {
         if (dynamic_) {
             if (held_.size() < slots.size()) held_.resize(slots.size(), 0);
+            if (structure_->size() == 0 && dirty_.size() == slots.size() && slots.size() > 1 &&
+                std::all_of(slots.begin(), slots.end(),
+                            [](const Slot& slot) { return slot.proxy && slot.valid; }))
+                return bulk_build(slots, filtered);
             Status status = Status::success();
             for (const std::uint32_t s : dirty_) {
                 dirty_flag_[s] = 0;
@@ -182,6 +186,26 @@ public:
             for (std::uint32_t id = 0; id < slot_of_.size(); ++id)
                 structure_->set_filter(id, slots[slot_of_[id]].filter);
         stale_ = false;
+        return Status::success();
+    }
+
+    /// An empty dynamic structure whose slots are all live, valid and changed (a world filled
+    /// before its first step) is built in one go, ids = slots, instead of by inserts.
+    Status bulk_build(const std::vector<Slot>& slots, bool filtered) {
+        std::vector<Box> boxes;
+        boxes.reserve(slots.size());
+        for (const Slot& slot : slots) boxes.push_back(slot.box);
+        for (const std::uint32_t s : dirty_) dirty_flag_[s] = 0;
+        dirty_.clear();
+        structure_->clear_filters();
+        if (Status built = build_structure(*structure_, boxes); !built) {
+            (void)structure_->build({});
+            return built;
+        }
+        std::fill(held_.begin(), held_.begin() + std::ptrdiff_t(slots.size()), 1);
+        if (filtered)
+            for (std::uint32_t s = 0; s < slots.size(); ++s)
+                structure_->set_filter(s, slots[s].filter);
         return Status::success();
     }
 
