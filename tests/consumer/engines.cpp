@@ -8,7 +8,7 @@
 #include <broadphase/fcl.hpp>
 
 #include <btBulletDynamicsCommon.h>
-#include <fcl/broadphase/broadphase_naive.h>
+#include <fcl/broadphase/broadphase_bruteforce.h>
 #include <fcl/geometry/shape/box.h>
 
 #include <algorithm>
