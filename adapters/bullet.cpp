@@ -286,6 +286,8 @@ public:
 
     std::string_view name() const { return structure_->name(); }
     std::uint64_t rebuilds() const { return rebuilds_; }
+    bool dynamic() const { return dynamic_; }
+    const Structure& structure() const { return *structure_; }
 
 private:
     std::unique_ptr<Structure> structure_;
@@ -382,6 +384,10 @@ struct Broadphase::Impl {
     bool warned_invalid = false;
     bool callback_mode = false;  // the cache has an overlap filter callback: no filters here
     bool changed = true;         // the pairs must be found again
+    bool full = true;            // ... by self_pairs, not by updating the last ones
+    // Slots changed since the pairs were last found (box, proxy or filter).
+    std::vector<std::uint8_t> moved_flag;
+    std::vector<std::uint32_t> moved;
 
     // The current pairs (slots, smaller first) as a CSR table by the smaller slot.
     std::vector<Pair> pairs;
@@ -409,10 +415,45 @@ struct Broadphase::Impl {
 
     void touch(std::uint32_t s) {
         index.touch(s);
+        note_moved(s);
 #if BROADPHASE_HAS_GPU
         if (gpu) gpu_side.touch(s);
 #endif
         changed = true;
+    }
+
+    void note_moved(std::uint32_t s) {
+        if (s >= moved_flag.size()) moved_flag.resize(s + 1, 0);
+        if (!moved_flag[s]) {
+            moved_flag[s] = 1;
+            moved.push_back(s);
+        }
+    }
+
+    void clear_moved() {
+        for (const std::uint32_t s : moved) moved_flag[s] = 0;
+        moved.clear();
+    }
+
+    /// The pairs of a dynamic structure updated from the last ones, as btDbvtBroadphase
+    /// collides only the proxies that moved: the pairs of unchanged slots are kept, and each
+    /// changed slot's box is queried for its new partners (a pair of two changed slots is
+    /// taken from the smaller one).
+    void update_pairs() {
+        const Structure& structure = index.structure();
+        std::size_t kept = 0;
+        for (const Pair& p : pairs)
+            if (!moved_flag[p.i] && !moved_flag[p.j]) pairs[kept++] = p;
+        pairs.resize(kept);
+        for (const std::uint32_t s : moved) {
+            if (!slots[s].proxy || !slots[s].valid) continue;
+            found.clear();
+            structure.query_box(slots[s].box, found);
+            for (const std::uint32_t t : found) {
+                if (t == s || (moved_flag[t] && t < s) || !structure.collides(s, t)) continue;
+                pairs.push_back(s < t ? Pair{s, t} : Pair{t, s});
+            }
+        }
     }
 
     void note_box(std::uint32_t s, const Box& box) {
@@ -444,10 +485,21 @@ struct Broadphase::Impl {
     bool find_pairs() {
         if (!gpu) {
             Status s = guarded("calculateOverlappingPairs", [&] {
+                const bool was_empty = index.structure().size() == 0;
                 if (Status c = index.catch_up(slots, !callback_mode); !c) return c;
-                index.pairs(scratch_pairs, pairs);
+                if (moved_flag.size() < slots.size()) moved_flag.resize(slots.size(), 0);
+                // Querying every changed box costs about what self_pairs does once a quarter
+                // of the proxies changed.
+                if (full || was_empty || !index.dynamic() || 4 * moved.size() > live) {
+                    index.pairs(scratch_pairs, pairs);
+                } else {
+                    update_pairs();
+                    ++stats.updates;
+                }
                 return Status::success();
             });
+            clear_moved();
+            full = !s.ok();  // a failure may leave the pairs half updated
             fail(s);
             return s.ok();
         }
@@ -455,6 +507,7 @@ struct Broadphase::Impl {
         Status s = guarded("calculateOverlappingPairs", [&]() -> Status {
             auto effective_of = [&](std::uint32_t slot) { return effective(slot); };
             if (Status c = gpu_side.catch_up(slots, effective_of); !c) return c;
+            clear_moved();  // the scene finds every pair itself
             auto frame = gpu_side.scene->step();
             if (!frame) return frame.error();
             pairs.clear();
@@ -568,6 +621,7 @@ struct Broadphase::Impl {
             if (f == slot.filter) continue;
             slot.filter = f;
             filters_changed = true;
+            note_moved(s);
             if (callback_mode) continue;
             if (!gpu) {
                 index.set_filter(s, f);
@@ -579,6 +633,7 @@ struct Broadphase::Impl {
 #endif
         }
         if (mode_changed) {
+            full = true;
             if (!gpu) index.reset_filters(slots, !callback_mode);
 #if BROADPHASE_HAS_GPU
             else
@@ -898,6 +953,8 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     m.ray_count = 0;
     m.next_uid = 0;
     m.changed = true;
+    m.full = true;
+    m.clear_moved();
 }
 
 void Broadphase::printStats() {

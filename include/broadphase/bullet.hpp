@@ -55,6 +55,9 @@ struct Stats {
     std::uint64_t pairs_removed = 0;    ///< stale pairs removed from the cache at the last call
     std::uint64_t rebuilds = 0;         ///< static structures' rebuilds (all calls)
     std::uint64_t calls = 0;            ///< calculateOverlappingPairs calls
+    /// calls of a dynamic CPU method that updated the last pairs (queries of the changed
+    /// proxies, when fewer than a quarter changed) instead of finding them all (self_pairs)
+    std::uint64_t updates = 0;
 };
 
 /// The btBroadphaseInterface over one broadphase method. Proxies are btBroadphaseProxy

@@ -259,10 +259,11 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
         ASSERT_TRUE(bp->validate()) << bp->validate().error().message;
         EXPECT_EQ(bp->stats().pairs, std::uint64_t(cache.getNumOverlappingPairs()));
         EXPECT_TRUE(bp->status());
-        // Moves, some far (teleports), some not at all.
+        // Moves, some far (teleports), some not at all; on odd frames few enough that a
+        // dynamic structure updates the last pairs instead of finding them all.
         for (btBroadphaseProxy* p : scene.proxies) {
             const int what = scene.pick(0, 9);
-            if (what < 5) continue;
+            if (what < (frame % 2 ? 9 : 5)) continue;
             Box b = box_of(p);
             const Vec3 d = what == 9 ? Vec3{scene.uniform(-8, 8), scene.uniform(-8, 8), 0}
                                      : Vec3{scene.uniform(-0.3f, 0.3f), 0, scene.uniform(-0.3f, 0.3f)};
@@ -292,6 +293,10 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
                 btBroadphasePair& pair = cache.getOverlappingPairArray()[k];
                 cache.removeOverlappingPair(pair.m_pProxy0, pair.m_pProxy1, nullptr);
             }
+    }
+    auto structure = make_structure(GetParam());  // fails for gpu_lbvh
+    if (structure && structure.value()->is_dynamic()) {
+        EXPECT_GE(bp->stats().updates, 5u);
     }
     // A call with nothing changed leaves the cache as it is.
     bp->calculateOverlappingPairs(nullptr);
