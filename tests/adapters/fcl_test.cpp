@@ -1,0 +1,672 @@
+// broadphase::fcl against FCL's NaiveCollisionManager, the oracle: every entry point of the
+// BroadPhaseCollisionManager, for float and double, on random boxes, spheres and meshes
+// (BVHModel<OBBRSS>), on each method (the main CPU ones and gpu_lbvh). Collide must show the
+// callback exactly the pairs the naive manager shows it (and DefaultCollisionFunction the same
+// result); distance must end at the naive manager's minimum (DefaultDistanceFunction) while
+// calling the callback on fewer pairs.
+#include "broadphase/fcl.hpp"
+
+// FCL 0.7 leaves `S depth` uninitialised in ShapeIntersectLibccdImpl::run
+// (narrowphase/detail/gjk_solver_libccd-inl.h) when GJK finds no contact, and copies it into a
+// ContactPoint anyway; GCC's -O3 sees it in the float instantiations this file makes (the
+// double ones come compiled from libfcl) and -Werror would stop the build in FCL's header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <fcl/broadphase/broadphase_bruteforce.h>
+#include <fcl/broadphase/default_broadphase_callbacks.h>
+#include <fcl/geometry/bvh/BVH_model.h>
+#include <fcl/geometry/shape/box.h>
+#include <fcl/geometry/shape/sphere.h>
+#include <fcl/math/bv/OBBRSS.h>
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broadphase/structure.hpp"
+
+#if BROADPHASE_HAS_GPU
+#include "broadphase/gpu.hpp"
+#endif
+
+namespace {
+
+using broadphase::fcl::CollisionManager;
+
+template <class S>
+using Object = ::fcl::CollisionObject<S>;
+template <class S>
+using Vec = ::fcl::Vector3<S>;
+using Key = std::pair<const void*, const void*>;
+
+// The methods every test runs: every CPU structure and, when built, the GPU LBVH.
+std::vector<std::string> methods() {
+    std::vector<std::string> names;
+    for (std::string_view name : CollisionManager<double>::method_names()) names.emplace_back(name);
+    return names;
+}
+
+#if BROADPHASE_HAS_GPU
+// One device for the process (validation when BROADPHASE_VALIDATION=1).
+broadphase::gpu::Context& gpu_context() {
+    static std::unique_ptr<broadphase::gpu::Context> context = [] {
+        auto made = broadphase::gpu::Context::create();
+        EXPECT_TRUE(made) << made.error().message;
+        return made ? std::move(*made) : nullptr;
+    }();
+    return *context;
+}
+#endif
+
+template <class S>
+std::unique_ptr<CollisionManager<S>> make_manager(const std::string& method) {
+    broadphase::fcl::Options options;
+#if BROADPHASE_HAS_GPU
+    if (method == "gpu_lbvh") options.context = &gpu_context();
+#endif
+    auto made = CollisionManager<S>::create(method, options);
+    EXPECT_TRUE(made) << made.error().message;
+    return made ? std::move(*made) : nullptr;
+}
+
+// Objects of three kinds (box, sphere, octahedron mesh), randomly placed and turned in
+// [0, extent]^3, about `size` across.
+template <class S>
+struct Scene {
+    std::vector<std::unique_ptr<Object<S>>> objects;
+
+    std::vector<Object<S>*> pointers() const {
+        std::vector<Object<S>*> out;
+        for (const auto& o : objects) out.push_back(o.get());
+        return out;
+    }
+};
+
+template <class S>
+std::shared_ptr<::fcl::CollisionGeometry<S>> octahedron(S r) {
+    auto mesh = std::make_shared<::fcl::BVHModel<::fcl::OBBRSS<S>>>();
+    const std::vector<Vec<S>> v = {{r, 0, 0}, {-r, 0, 0}, {0, r, 0},
+                                   {0, -r, 0}, {0, 0, r}, {0, 0, -r}};
+    const std::vector<::fcl::Triangle> t = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4},
+                                            {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
+    mesh->beginModel();
+    mesh->addSubModel(v, t);
+    mesh->endModel();
+    return mesh;
+}
+
+template <class S>
+void place(Object<S>& o, std::mt19937& rng, S extent) {
+    std::uniform_real_distribution<S> pos(0, extent), angle(0, S(6.28));
+    const Vec<S> axis = Vec<S>(pos(rng) + S(0.1), pos(rng), pos(rng)).normalized();
+    o.setTransform(::fcl::Transform3<S>(::fcl::AngleAxis<S>(angle(rng), axis)));
+    o.setTranslation(Vec<S>(pos(rng), pos(rng), pos(rng)));
+    o.computeAABB();
+}
+
+template <class S>
+Scene<S> make_scene(unsigned seed, int n, S extent, S size) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<S> scale(S(0.5), S(1.5));
+    Scene<S> scene;
+    for (int i = 0; i < n; ++i) {
+        std::shared_ptr<::fcl::CollisionGeometry<S>> g;
+        const S s = size * scale(rng);
+        if (i % 3 == 0) g = std::make_shared<::fcl::Box<S>>(s, s * scale(rng), s * scale(rng));
+        if (i % 3 == 1) g = std::make_shared<::fcl::Sphere<S>>(s / 2);
+        if (i % 3 == 2) g = octahedron<S>(s / 2);
+        scene.objects.push_back(std::make_unique<Object<S>>(g));
+        place(*scene.objects.back(), rng, extent);
+    }
+    return scene;
+}
+
+// What a callback saw, and after how many calls it asks to stop.
+template <class S>
+struct Recorder {
+    std::vector<Key> calls;
+    std::size_t stop_after = std::numeric_limits<std::size_t>::max();
+};
+
+template <class S>
+bool record(Object<S>* a, Object<S>* b, void* data) {
+    auto* r = static_cast<Recorder<S>*>(data);
+    r->calls.emplace_back(a, b);
+    return r->calls.size() >= r->stop_after;
+}
+
+// Records without lowering the distance: the manager must then offer every pair (none is
+// pruned by a minimum that never drops).
+template <class S>
+bool record_distance(Object<S>* a, Object<S>* b, void* data, S&) {
+    return record<S>(a, b, data);
+}
+
+std::set<Key> unordered(const std::vector<Key>& calls) {
+    std::set<Key> out;
+    for (auto [a, b] : calls) out.insert(a < b ? Key{a, b} : Key{b, a});
+    return out;
+}
+
+// The calls whose objects' AABBs overlap (NaiveCollisionManager's collide(obj) offers every
+// object; the tree managers offer the overlapping ones).
+template <class S>
+std::vector<Key> overlapping(const std::vector<Key>& calls) {
+    std::vector<Key> out;
+    for (Key k : calls) {
+        const auto* a = static_cast<const Object<S>*>(k.first);
+        const auto* b = static_cast<const Object<S>*>(k.second);
+        if (a->getAABB().overlap(b->getAABB())) out.push_back(k);
+    }
+    return out;
+}
+
+template <class S>
+std::size_t default_contacts(const ::fcl::BroadPhaseCollisionManager<S>& m,
+                             std::size_t max_contacts) {
+    ::fcl::DefaultCollisionData<S> data;
+    data.request.num_max_contacts = max_contacts;
+    m.collide(&data, ::fcl::DefaultCollisionFunction<S>);
+    return data.result.numContacts();
+}
+
+template <class S>
+S default_distance(const ::fcl::BroadPhaseCollisionManager<S>& m) {
+    ::fcl::DefaultDistanceData<S> data;
+    m.distance(&data, ::fcl::DefaultDistanceFunction<S>);
+    return data.result.min_distance;
+}
+
+// The minimum distances of two managers with DefaultDistanceFunction: equal when positive (the
+// gap of the nearest pair); when objects collide, both at or below 0. FCL's distance of a
+// colliding pair is not a penetration depth to compare (-1 from GJK, the overlap for sphere
+// pairs, 0 or rounding noise for others) and the callback stops at the first one, so the value
+// depends on which colliding pair a manager meets first.
+template <class S>
+void expect_same_min_distance(S ours, S naive) {
+    if (naive > 0) {
+        EXPECT_EQ(ours, naive);
+    } else {
+        EXPECT_LE(ours, S(0)) << "the naive manager found a collision (" << naive << ")";
+    }
+}
+
+template <class S>
+void expect_valid(const CollisionManager<S>& m) {
+    const broadphase::Status v = m.validate();
+    EXPECT_TRUE(v) << v.error().message;
+    EXPECT_TRUE(m.status()) << m.status().error().message;
+}
+
+// The self collide of `m` against the naive manager's: the same unordered pairs, each once,
+// the earlier registered object first, and the same DefaultCollisionFunction results.
+template <class S>
+void expect_self_collide_as_naive(const CollisionManager<S>& m,
+                                  const ::fcl::NaiveCollisionManager<S>& naive) {
+    Recorder<S> ours, theirs;
+    m.collide(&ours, record<S>);
+    naive.collide(&theirs, record<S>);
+    EXPECT_EQ(unordered(ours.calls).size(), ours.calls.size()) << "a pair was reported twice";
+    EXPECT_EQ(unordered(ours.calls), unordered(theirs.calls));
+    EXPECT_EQ(default_contacts(m, 1), default_contacts(naive, 1));
+    EXPECT_EQ(default_contacts(m, 100000), default_contacts(naive, 100000));
+}
+
+template <class S>
+class FclManager : public ::testing::Test {
+protected:
+    void SetUp() override {
+#if BROADPHASE_HAS_GPU
+        errors_before_ = gpu_context().validation_errors();
+#endif
+    }
+    void TearDown() override {
+#if BROADPHASE_HAS_GPU
+        EXPECT_EQ(gpu_context().validation_errors(), errors_before_)
+            << "the Vulkan validation layer reported errors during this test (see stderr)";
+#endif
+    }
+
+private:
+    std::uint64_t errors_before_ = 0;
+};
+
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(FclManager, Scalars);
+
+// Test 1: self collide on 300 objects (about 3 overlaps each) and on degenerate sets (none,
+// one, one object twice, every object at one place): the pairs and contacts of the naive
+// manager, registered one by one and in a batch.
+TYPED_TEST(FclManager, SelfCollideSeesTheNaivePairs) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(1, 300, S(20), S(2));
+    ::fcl::NaiveCollisionManager<S> naive;
+    naive.registerObjects(scene.pointers());
+    naive.setup();
+    Recorder<S> all;
+    naive.collide(&all, record<S>);
+    ASSERT_GT(all.calls.size(), 100u) << "the scene should have many overlapping pairs";
+    ASSERT_GT(default_contacts(naive, 100000), 10u);
+
+    const Scene<S> stacked = make_scene<S>(2, 40, S(0), S(1));  // all at the origin
+    ::fcl::NaiveCollisionManager<S> naive_stacked;
+    naive_stacked.registerObjects(stacked.pointers());
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto batch = make_manager<S>(method);
+        ASSERT_TRUE(batch);
+        Recorder<S> none;
+        batch->collide(&none, record<S>);
+        EXPECT_TRUE(none.calls.empty());
+
+        batch->registerObjects(scene.pointers());
+        batch->setup();
+        expect_self_collide_as_naive(*batch, naive);
+        expect_valid(*batch);
+        EXPECT_GT(batch->stats().candidates, 0u);
+        if (method == "gpu_lbvh") {
+            EXPECT_EQ(batch->stats().gpu_steps, 2u);  // empty, then all: pairs from the GPU
+        }
+
+        auto single = make_manager<S>(method);
+        for (Object<S>* o : scene.pointers()) single->registerObject(o);
+        single->registerObject(scene.objects[0].get());  // twice: ignored
+        single->registerObject(nullptr);
+        EXPECT_EQ(single->size(), scene.objects.size());
+        expect_self_collide_as_naive(*single, naive);  // no setup(): the query brings it up
+        expect_valid(*single);
+
+        auto one = make_manager<S>(method);
+        one->registerObject(scene.objects[0].get());
+        Recorder<S> alone;
+        one->collide(&alone, record<S>);
+        EXPECT_TRUE(alone.calls.empty());
+
+        auto same = make_manager<S>(method);
+        same->registerObjects(stacked.pointers());
+        expect_self_collide_as_naive(*same, naive_stacked);
+    }
+}
+
+// Test 2: collide and distance against one object, registered or not: the overlapping pairs
+// the naive manager offers (it offers every object), the object first; the same contacts and
+// the same minimum distance.
+TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(3, 200, S(20), S(2));
+    const Scene<S> probes = make_scene<S>(4, 6, S(20), S(4));
+    ::fcl::NaiveCollisionManager<S> naive;
+    naive.registerObjects(scene.pointers());
+    std::vector<Object<S>*> queries = probes.pointers();
+    queries.push_back(scene.objects[7].get());  // a registered one: it meets itself too
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        m->setup();
+        for (Object<S>* q : queries) {
+            Recorder<S> ours, theirs;
+            m->collide(q, &ours, record<S>);
+            naive.collide(q, &theirs, record<S>);
+            EXPECT_EQ(ours.calls, overlapping<S>(ours.calls)) << "a pair that does not overlap";
+            const std::vector<Key> expected = overlapping<S>(theirs.calls);
+            EXPECT_EQ(std::set<Key>(ours.calls.begin(), ours.calls.end()),
+                      std::set<Key>(expected.begin(), expected.end()));
+            EXPECT_EQ(ours.calls.size(), expected.size());
+            for (Key k : ours.calls) EXPECT_EQ(k.first, q);
+
+            ::fcl::DefaultCollisionData<S> a, b;
+            a.request.num_max_contacts = b.request.num_max_contacts = 1000;
+            m->collide(q, &a, ::fcl::DefaultCollisionFunction<S>);
+            naive.collide(q, &b, ::fcl::DefaultCollisionFunction<S>);
+            EXPECT_EQ(a.result.numContacts(), b.result.numContacts());
+
+            ::fcl::DefaultDistanceData<S> da, db;
+            m->distance(q, &da, ::fcl::DefaultDistanceFunction<S>);
+            naive.distance(q, &db, ::fcl::DefaultDistanceFunction<S>);
+            expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+        }
+        // Far from everything: the distance still finds the nearest object.
+        Object<S> far(std::make_shared<::fcl::Sphere<S>>(S(1)));
+        far.setTranslation(Vec<S>(S(100), S(-50), S(30)));
+        far.computeAABB();
+        ::fcl::DefaultDistanceData<S> da, db;
+        m->distance(&far, &da, ::fcl::DefaultDistanceFunction<S>);
+        naive.distance(&far, &db, ::fcl::DefaultDistanceFunction<S>);
+        EXPECT_GT(db.result.min_distance, S(50));
+        expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+        EXPECT_LT(m->stats().callbacks, scene.objects.size() / 4) << "distance did not prune";
+    }
+}
+
+// Test 3: collide and distance with another manager: a naive one, and one of ours (smaller
+// and larger than this one, so both sides get queried); the pairs of naive x naive, this
+// manager's object first.
+TYPED_TEST(FclManager, CollideAndDistanceWithAnotherManager) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(5, 150, S(20), S(2));
+    const Scene<S> small = make_scene<S>(6, 40, S(20), S(2));
+    const Scene<S> large = make_scene<S>(7, 250, S(20), S(2));
+    ::fcl::NaiveCollisionManager<S> naive, naive_small, naive_large;
+    naive.registerObjects(scene.pointers());
+    naive_small.registerObjects(small.pointers());
+    naive_large.registerObjects(large.pointers());
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        auto m_small = make_manager<S>(method);
+        m_small->registerObjects(small.pointers());
+        auto m_large = make_manager<S>("dynamic_aabb_tree");
+        m_large->registerObjects(large.pointers());
+
+        const std::vector<std::pair<::fcl::BroadPhaseCollisionManager<S>*,
+                                    ::fcl::NaiveCollisionManager<S>*>>
+            others = {{&naive_small, &naive_small},
+                      {m_small.get(), &naive_small},
+                      {m_large.get(), &naive_large}};
+        for (auto [other, naive_other] : others) {
+            Recorder<S> ours, theirs;
+            m->collide(other, &ours, record<S>);
+            naive.collide(naive_other, &theirs, record<S>);
+            ASSERT_GT(theirs.calls.size(), 5u);
+            EXPECT_EQ(std::set<Key>(ours.calls.begin(), ours.calls.end()),
+                      std::set<Key>(theirs.calls.begin(), theirs.calls.end()));
+            EXPECT_EQ(ours.calls.size(), theirs.calls.size());
+
+            ::fcl::DefaultCollisionData<S> a, b;
+            a.request.num_max_contacts = b.request.num_max_contacts = 100000;
+            m->collide(other, &a, ::fcl::DefaultCollisionFunction<S>);
+            naive.collide(naive_other, &b, ::fcl::DefaultCollisionFunction<S>);
+            EXPECT_EQ(a.result.numContacts(), b.result.numContacts());
+
+            ::fcl::DefaultDistanceData<S> da, db;
+            m->distance(other, &da, ::fcl::DefaultDistanceFunction<S>);
+            naive.distance(naive_other, &db, ::fcl::DefaultDistanceFunction<S>);
+            expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+        }
+        // Itself as the other: the self collide.
+        Recorder<S> self, theirs;
+        m->collide(m.get(), &self, record<S>);
+        naive.collide(&theirs, record<S>);
+        EXPECT_EQ(unordered(self.calls), unordered(theirs.calls));
+    }
+}
+
+// Test 4: a callback returning true stops the search at once, in every entry point.
+TYPED_TEST(FclManager, CallbackReturningTrueStops) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(8, 200, S(10), S(2));
+    const Scene<S> other = make_scene<S>(9, 50, S(10), S(2));
+    ::fcl::NaiveCollisionManager<S> naive_other;
+    naive_other.registerObjects(other.pointers());
+    Object<S> big(std::make_shared<::fcl::Box<S>>(S(8), S(8), S(8)));
+    big.setTranslation(Vec<S>(S(5), S(5), S(5)));
+    big.computeAABB();
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        for (std::size_t stop : {std::size_t(1), std::size_t(7)}) {
+            Recorder<S> self, one, cross, dist_self, dist_one, dist_cross;
+            for (Recorder<S>* r : {&self, &one, &cross, &dist_self, &dist_one, &dist_cross})
+                r->stop_after = stop;
+            m->collide(&self, record<S>);
+            m->collide(&big, &one, record<S>);
+            m->collide(&naive_other, &cross, record<S>);
+            m->distance(&dist_self, record_distance<S>);
+            m->distance(&big, &dist_one, record_distance<S>);
+            m->distance(&naive_other, &dist_cross, record_distance<S>);
+            for (Recorder<S>* r : {&self, &one, &cross, &dist_self, &dist_one, &dist_cross})
+                EXPECT_EQ(r->calls.size(), stop);
+        }
+        // A distance callback that never lowers the minimum is offered every pair once.
+        Recorder<S> every;
+        m->distance(&every, record_distance<S>);
+        EXPECT_EQ(every.calls.size(), scene.objects.size() * (scene.objects.size() - 1) / 2);
+        EXPECT_EQ(unordered(every.calls).size(), every.calls.size());
+    }
+}
+
+// Test 5: the self distance on a sparse scene (no overlaps: the minimum is a gap) and a dense
+// one (overlaps: the minimum is a penetration) ends at the naive manager's minimum, offering
+// the callback far fewer pairs than all of them.
+TYPED_TEST(FclManager, SelfDistanceEqualsNaive) {
+    using S = TypeParam;
+    for (auto [seed, extent] : {std::pair{10u, S(80)}, std::pair{11u, S(15)}}) {
+        const Scene<S> scene = make_scene<S>(seed, 250, extent, S(1));
+        ::fcl::NaiveCollisionManager<S> naive;
+        naive.registerObjects(scene.pointers());
+        const S expected = default_distance(naive);
+        for (const std::string& method : methods()) {
+            SCOPED_TRACE(method + " extent " + std::to_string(double(extent)));
+            auto m = make_manager<S>(method);
+            m->registerObjects(scene.pointers());
+            m->setup();
+            expect_same_min_distance(default_distance(*m), expected);
+            EXPECT_LT(m->stats().callbacks, scene.objects.size() * 2);
+        }
+        // Moved and updated: the new minimum.
+        std::mt19937 rng(seed);
+        for (const std::string& method : methods()) {
+            SCOPED_TRACE(method + " moved, extent " + std::to_string(double(extent)));
+            auto m = make_manager<S>(method);
+            m->registerObjects(scene.pointers());
+            m->setup();
+            for (auto& o : scene.objects) place(*o, rng, extent);
+            m->update();
+            naive.update();
+            expect_same_min_distance(default_distance(*m), default_distance(naive));
+        }
+    }
+}
+
+// Test 6: register, unregister and update (the three forms) after moving objects
+// (setTranslation + computeAABB), with self collide and distance checked after each change.
+TYPED_TEST(FclManager, RegisterUnregisterUpdate) {
+    using S = TypeParam;
+    Scene<S> scene = make_scene<S>(12, 240, S(20), S(2));
+    std::mt19937 rng(13);
+    std::uniform_real_distribution<S> step(S(-0.5), S(0.5));
+    const auto nudge = [&](Object<S>& o) {
+        o.setTranslation(o.getTranslation() + Vec<S>(step(rng), step(rng), step(rng)));
+        o.computeAABB();
+    };
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        ::fcl::NaiveCollisionManager<S> naive;
+        std::vector<Object<S>*> all = scene.pointers();
+        const std::vector<Object<S>*> first(all.begin(), all.begin() + 200);
+        m->registerObjects(first);
+        naive.registerObjects(first);
+        m->setup();
+        expect_self_collide_as_naive(*m, naive);
+
+        // Unregister every third, register the rest one by one.
+        for (std::size_t i = 0; i < 200; i += 3) {
+            m->unregisterObject(all[i]);
+            naive.unregisterObject(all[i]);
+        }
+        m->unregisterObject(all[0]);  // gone already: ignored
+        for (std::size_t i = 200; i < all.size(); ++i) {
+            m->registerObject(all[i]);
+            naive.registerObject(all[i]);
+        }
+        EXPECT_EQ(m->size(), naive.size());
+        expect_valid(*m);
+        expect_self_collide_as_naive(*m, naive);
+
+        // update(): everything moves.
+        for (Object<S>* o : all) nudge(*o);
+        m->update();
+        expect_valid(*m);
+        expect_self_collide_as_naive(*m, naive);
+        expect_same_min_distance(default_distance(*m), default_distance(naive));
+
+        // update(obj): a few move.
+        for (std::size_t i = 1; i < all.size(); i += 17) {
+            nudge(*all[i]);
+            m->update(all[i]);
+        }
+        expect_valid(*m);
+        expect_self_collide_as_naive(*m, naive);
+
+        // update(vector): half move.
+        std::vector<Object<S>*> moved;
+        for (std::size_t i = 0; i < all.size(); i += 2) {
+            nudge(*all[i]);
+            moved.push_back(all[i]);
+        }
+        m->update(moved);
+        expect_valid(*m);
+        expect_self_collide_as_naive(*m, naive);
+        expect_same_min_distance(default_distance(*m), default_distance(naive));
+    }
+}
+
+// Test 7: clear, empty, size and getObjects.
+TYPED_TEST(FclManager, ClearEmptySizeObjects) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(14, 60, S(10), S(2));
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        EXPECT_TRUE(m->empty());
+        EXPECT_EQ(m->size(), 0u);
+        EXPECT_EQ(m->method(), method);
+        m->registerObjects(scene.pointers());
+        EXPECT_FALSE(m->empty());
+        EXPECT_EQ(m->size(), scene.objects.size());
+        std::vector<Object<S>*> got = {nullptr};  // replaced, not appended to
+        m->getObjects(got);
+        const std::vector<Object<S>*> want = scene.pointers();
+        EXPECT_EQ(std::set<Object<S>*>(got.begin(), got.end()),
+                  std::set<Object<S>*>(want.begin(), want.end()));
+        EXPECT_EQ(got.size(), want.size());
+        Recorder<S> before;
+        m->collide(&before, record<S>);
+        EXPECT_FALSE(before.calls.empty());
+
+        m->clear();
+        EXPECT_TRUE(m->empty());
+        EXPECT_EQ(m->size(), 0u);
+        m->getObjects(got);
+        EXPECT_TRUE(got.empty());
+        Recorder<S> after;
+        m->collide(&after, record<S>);
+        m->distance(&after, record_distance<S>);
+        EXPECT_TRUE(after.calls.empty());
+        expect_valid(*m);
+
+        m->registerObjects(scene.pointers());  // usable again
+        Recorder<S> again;
+        m->collide(&again, record<S>);
+        EXPECT_EQ(unordered(again.calls), unordered(before.calls));
+    }
+}
+
+// Test 8: method_names lists every CPU method (and gpu_lbvh); unknown names are refused.
+TEST(FclManagerCreate, MethodsAndErrors) {
+    const std::vector<std::string_view> names = CollisionManager<double>::method_names();
+    EXPECT_EQ(names.size(), broadphase::cpu_method_names().size() + (BROADPHASE_HAS_GPU ? 1 : 0));
+    for (std::string_view name : broadphase::cpu_method_names()) {
+        auto m = CollisionManager<float>::create(name);
+        EXPECT_TRUE(m) << name;
+    }
+    EXPECT_FALSE(CollisionManager<double>::create("no_such_method"));
+#if BROADPHASE_HAS_GPU
+    broadphase::fcl::Options bad;
+    bad.context = &gpu_context();
+    bad.query_method = "no_such_method";
+    auto refused = CollisionManager<double>::create("gpu_lbvh", bad);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("query_method"), std::string::npos);
+#endif
+}
+
+// Test 9: outward_box contains the double box, at most one float from it, and keeps the
+// pairs a double scene has: bounds not representable in float, past the float range,
+// infinite, NaN and inverted.
+TEST(FclOutwardBox, ContainsTheDoubleBox) {
+    std::mt19937 rng(15);
+    std::uniform_real_distribution<double> coord(-1e3, 1e3);
+    for (int i = 0; i < 1000; ++i) {
+        double lo[3], hi[3];
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = coord(rng);
+            hi[k] = lo[k] + std::abs(coord(rng)) * 1e-3;
+        }
+        const broadphase::Box b = broadphase::fcl::outward_box(lo, hi);
+        for (int k = 0; k < 3; ++k) {
+            EXPECT_LE(double(b.min[k]), lo[k]);
+            EXPECT_GE(double(b.max[k]), hi[k]);
+            EXPECT_GT(double(std::nextafter(b.min[k], 1e30f)), lo[k]);
+            EXPECT_LT(double(std::nextafter(b.max[k], -1e30f)), hi[k]);
+        }
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double lo[3] = {-1e300, nan, 5};
+    const double hi[3] = {inf, 1, 4};  // z inverted
+    const broadphase::Box b = broadphase::fcl::outward_box(lo, hi);
+    EXPECT_EQ(b.min.x, -FLT_MAX);
+    EXPECT_EQ(b.max.x, FLT_MAX);
+    EXPECT_EQ(b.min.y, -FLT_MAX);
+    EXPECT_GE(b.max.y, 1.0f);
+    EXPECT_EQ(b.min.z, 4.0f);
+    EXPECT_EQ(b.max.z, 5.0f);
+}
+
+// Test 10: double boxes meeting at values float cannot hold pair as in the naive manager: a
+// row of boxes each touching the next at 0.1 * k, pairs past the float range, and boxes
+// 1e-12 apart (one float box after rounding, no pair in double: a candidate the test in S
+// rejects).
+TEST(FclManagerDouble, RoundingKeepsExactlyTheDoublePairs) {
+    using S = double;
+    // An object whose AABB is given exactly (computeAABB would round centre +- half size).
+    struct Exact : Object<S> {
+        Exact(Vec<S> lo, Vec<S> hi) : Object<S>(std::make_shared<::fcl::Box<S>>(hi - lo)) {
+            this->aabb.min_ = lo;
+            this->aabb.max_ = hi;
+        }
+    };
+    std::vector<std::unique_ptr<Object<S>>> objects;
+    const auto add = [&](Vec<S> lo, Vec<S> hi) { objects.push_back(std::make_unique<Exact>(lo, hi)); };
+    for (int k = 0; k < 8; ++k) add({0.1 * k, 0, 0}, {0.1 * (k + 1), 1, 1});  // touching
+    add({10, 0, 0}, {10.3, 1, 1});
+    add({std::nextafter(10.3, 11.0) + 1e-12, 0, 0}, {11, 1, 1});  // 1e-12 apart: no pair
+    add({1e39, 0, 0}, {2e39, 1, 1});                              // past FLT_MAX
+    add({1.5e39, 0, 0}, {3e39, 1, 1});
+    add({4e39, 0, 0}, {5e39, 1, 1});  // beyond them: no pair, one float box
+
+    ::fcl::NaiveCollisionManager<S> naive;
+    for (auto& o : objects) naive.registerObject(o.get());
+    Recorder<S> theirs;
+    naive.collide(&theirs, record<S>);
+    ASSERT_EQ(theirs.calls.size(), 8u);  // 7 touching + 1 past the float range
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        for (auto& o : objects) m->registerObject(o.get());
+        Recorder<S> ours;
+        m->collide(&ours, record<S>);
+        EXPECT_EQ(unordered(ours.calls), unordered(theirs.calls));
+        EXPECT_GT(m->stats().candidates, ours.calls.size()) << "rounding should join some boxes";
+        expect_valid(*m);
+    }
+}
+
+}  // namespace
