@@ -48,6 +48,15 @@ Box widen_one_float(Box b) {
     return b;
 }
 
+// AABB<S>::overlap (closed boxes), inline: libfcl compiles the double one out of line, a call
+// per candidate pair.
+template <class S>
+bool aabb_overlap(const ::fcl::AABB<S>& a, const ::fcl::AABB<S>& b) {
+    for (int k = 0; k < 3; ++k)
+        if (a.min_[k] > b.max_[k] || a.max_[k] < b.min_[k]) return false;
+    return true;
+}
+
 template <class S>
 Box box_of(const ::fcl::AABB<S>& a) {
     const double lo[3] = {double(a.min_[0]), double(a.min_[1]), double(a.min_[2])};
@@ -213,24 +222,40 @@ struct CollisionManager<S>::Impl {
         boxes.pop_back();
     }
 
-    // Reads the AABB of object `id` again and moves its box where it changed.
-    void refresh(std::uint32_t id) {
+    // Reads the AABB of object `id` again; true when its float box changed.
+    bool reread(std::uint32_t id) {
         Record& r = records[id];
         r.aabb = r.object->getAABB();
         const Box box = box_of(r.aabb);
-        if (box == boxes[id]) return;
+        if (box == boxes[id]) return false;
         boxes[id] = box;
-        if (built && dynamic) {
-            if (Status s = structure->move(id, box); !s) {
-                fail(s);
-                built = false;
+        return true;
+    }
+
+    // Moves the boxes of `moved` (reread) in the structure and the GPU scene. When they are
+    // most of the objects and `rebuild_if_most`, a dynamic structure is rebuilt instead: one
+    // build costs less than that many moves.
+    void apply_moves(const std::vector<std::uint32_t>& moved, bool rebuild_if_most) {
+        if (moved.empty()) return;
+        if (built && dynamic && !(rebuild_if_most && moved.size() * 2 > records.size())) {
+            for (std::uint32_t id : moved) {
+                if (Status s = structure->move(id, boxes[id]); !s) {
+                    fail(s);
+                    built = false;
+                    break;
+                }
             }
         } else {
             built = false;
         }
 #if BROADPHASE_HAS_GPU
         if (scene) {
-            if (Status s = scene->move(r.handle, box); !s) scene_failed(s.error());
+            for (std::uint32_t id : moved) {
+                if (Status s = scene->move(records[id].handle, boxes[id]); !s) {
+                    scene_failed(s.error());
+                    break;
+                }
+            }
             scene_dirty = true;
         }
 #endif
@@ -333,7 +358,7 @@ struct CollisionManager<S>::Impl {
         self_candidates(pairs, true);
         stats.candidates = pairs.size();
         for (const Pair& p : pairs) {
-            if (!records[p.i].aabb.overlap(records[p.j].aabb)) continue;
+            if (!aabb_overlap(records[p.i].aabb, records[p.j].aabb)) continue;
             ++stats.callbacks;
             if (callback(first_of(p.i, p.j), second_of(p.i, p.j), cdata)) return;
         }
@@ -407,7 +432,7 @@ struct CollisionManager<S>::Impl {
             box_candidates(item.box, ids);
             stats.candidates += ids.size();
             for (std::uint32_t j : ids) {
-                if (!item.aabb.overlap(records[j].aabb)) continue;
+                if (!aabb_overlap(item.aabb, records[j].aabb)) continue;
                 ++stats.callbacks;
                 Object* ours = records[j].object;
                 if (items_first ? callback(item.object, ours, cdata)
@@ -567,19 +592,29 @@ void CollisionManager<S>::setup() {
 
 template <class S>
 void CollisionManager<S>::update() {
-    for (std::uint32_t i = 0; i < impl_->count(); ++i) impl_->refresh(i);
+    std::vector<std::uint32_t> moved;
+    for (std::uint32_t i = 0; i < impl_->count(); ++i)
+        if (impl_->reread(i)) moved.push_back(i);
+    impl_->apply_moves(moved, true);
     impl_->sync();
 }
 
 template <class S>
 void CollisionManager<S>::update(Object* updated_obj) {
     const auto it = impl_->index_of.find(updated_obj);
-    if (it != impl_->index_of.end()) impl_->refresh(it->second);
+    if (it != impl_->index_of.end() && impl_->reread(it->second))
+        impl_->apply_moves({it->second}, false);
 }
 
 template <class S>
 void CollisionManager<S>::update(const std::vector<Object*>& updated_objs) {
-    for (Object* obj : updated_objs) update(obj);
+    std::vector<std::uint32_t> moved;
+    for (Object* obj : updated_objs) {
+        const auto it = impl_->index_of.find(obj);
+        if (it != impl_->index_of.end() && impl_->reread(it->second)) moved.push_back(it->second);
+    }
+    // An object named twice is moved twice, to the same box.
+    impl_->apply_moves(moved, true);
     impl_->sync();
 }
 
