@@ -368,6 +368,7 @@ struct GpuSide {
 
 struct Broadphase::Impl {
     std::string method;
+    std::string query_method;  // gpu_lbvh: the mirror's method
     Index index;  // the pairs' structure (CPU methods) or the queries' mirror (gpu_lbvh)
     bool gpu = false;
 #if BROADPHASE_HAS_GPU
@@ -666,6 +667,7 @@ Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
             if (Status s = impl->index.init(method); !s) return s.error();
         } else {
 #if BROADPHASE_HAS_GPU
+            impl->query_method = std::string(options.query_method);
             if (Status s = impl->index.init(options.query_method); !s)
                 return Error{ErrorCode::invalid_argument,
                              "gpu_lbvh: query_method: " + s.error().message};
@@ -832,6 +834,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             if (dir[axis] > 0) t_end = std::min(t_end, (FLT_MAX - origin[axis]) / dir[axis]);
             if (dir[axis] < 0) t_end = std::min(t_end, (-FLT_MAX - origin[axis]) / dir[axis]);
         }
+        t_end = std::min(t_end, double(FLT_MAX));  // a float below
     } else {
         for (double& d : dir) d = 0;
     }
@@ -939,11 +942,8 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
         m.gpu_side.handle_of.clear();
         m.gpu_side.applied.clear();
     }
-    const std::string query_method(m.gpu ? m.index.name() : m.method);
-#else
-    const std::string query_method(m.method);
 #endif
-    m.fail(m.index.init(query_method));
+    m.fail(m.index.init(m.gpu ? m.query_method : m.method));
     m.slots.clear();
     m.free_slots.clear();
     m.pairs.clear();
