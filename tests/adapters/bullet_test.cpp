@@ -5,6 +5,7 @@
 // after every step of a btDiscreteDynamicsWorld whose bodies come and go, the world's ray
 // tests against btCollisionWorld::rayTestSingle over every object, and falling boxes that must
 // come to rest where they rest on btDbvtBroadphase.
+#include <BulletCollision/CollisionDispatch/btGhostObject.h>
 #include <btBulletDynamicsCommon.h>
 #include <gtest/gtest.h>
 
@@ -298,6 +299,14 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
     if (structure && structure.value()->is_dynamic()) {
         EXPECT_GE(bp->stats().updates, 5u);
     }
+    // Pairs removed from the cache come back at a call with nothing else changed.
+    bp->calculateOverlappingPairs(nullptr);
+    ASSERT_GT(cache.getNumOverlappingPairs(), 2);
+    btBroadphasePair& gone = cache.getOverlappingPairArray()[1];
+    cache.removeOverlappingPair(gone.m_pProxy0, gone.m_pProxy1, nullptr);
+    bp->calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(bp->stats().pairs_added, 1u);
+    EXPECT_EQ(cache_pairs(cache), brute_pairs(scene.proxies));
     // A call with nothing changed leaves the cache as it is.
     bp->calculateOverlappingPairs(nullptr);
     const auto before = cache_pairs(cache);
@@ -677,12 +686,44 @@ TEST_P(BulletWorld, PairCacheEqualsBruteForceEveryStep) {
         return w.add(kind < 3 ? static_cast<btCollisionShape*>(&cube) : &ball, at, turn);
     };
     for (int i = 0; i < 60; ++i) drop();
-    std::size_t max_pairs = 0;
+    // A second static body overlapping the ground: static bodies (group StaticFilter, mask
+    // without it) never pair with each other.
+    btBoxShape wall_shape(btVector3(0.5f, 3, 6));
+    btRigidBody::btRigidBodyConstructionInfo wall_info(0, nullptr, &wall_shape);
+    wall_info.m_startWorldTransform.setOrigin(btVector3(5, 1, 0));
+    btRigidBody wall(wall_info);
+    w.world->addRigidBody(&wall);
+    // A ghost object told of its pairs by the cache's ghost pair callback.
+    btGhostPairCallback ghost_callback;
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(&ghost_callback);
+    btBoxShape ghost_shape(btVector3(3, 2, 3));
+    btPairCachingGhostObject ghost;
+    ghost.setCollisionShape(&ghost_shape);
+    ghost.getWorldTransform().setOrigin(btVector3(0, 2, 0));
+    ghost.setCollisionFlags(btCollisionObject::CF_NO_CONTACT_RESPONSE);
+    w.world->addCollisionObject(&ghost, btBroadphaseProxy::SensorTrigger,
+                                btBroadphaseProxy::AllFilter);
+    std::size_t max_pairs = 0, max_ghost = 0;
     for (int step = 0; step < 90; ++step) {
         w.world->stepSimulation(1.0f / 60, 0);
         const auto expected = brute_pairs(w.proxies());
         ASSERT_EQ(cache_pairs(*w.broadphase->getOverlappingPairCache()), expected)
             << "step " << step;
+        EXPECT_EQ(std::count(expected.begin(), expected.end(),
+                             uid_pair(wall.getBroadphaseHandle(), w.ground->getBroadphaseHandle())),
+                  0);
+        std::vector<int> ghost_expected, ghost_got;
+        const int ghost_uid = ghost.getBroadphaseHandle()->m_uniqueId;
+        for (const UidPair& p : expected) {
+            if (p.first == ghost_uid) ghost_expected.push_back(p.second);
+            if (p.second == ghost_uid) ghost_expected.push_back(p.first);
+        }
+        for (int k = 0; k < ghost.getNumOverlappingObjects(); ++k)
+            ghost_got.push_back(ghost.getOverlappingObject(k)->getBroadphaseHandle()->m_uniqueId);
+        std::sort(ghost_expected.begin(), ghost_expected.end());
+        std::sort(ghost_got.begin(), ghost_got.end());
+        ASSERT_EQ(ghost_got, ghost_expected) << "step " << step;
+        max_ghost = std::max(max_ghost, ghost_got.size());
         max_pairs = std::max(max_pairs, expected.size());
         if (step % 10 == 5) {
             for (int k = 0; k < 4; ++k) {
@@ -701,10 +742,14 @@ TEST_P(BulletWorld, PairCacheEqualsBruteForceEveryStep) {
         }
     }
     EXPECT_GT(max_pairs, 60u);  // the bodies did land on the ground and on each other
+    EXPECT_GT(max_ghost, 5u);
     auto* ours = dynamic_cast<Broadphase*>(w.broadphase.get());
     ASSERT_TRUE(ours);
     EXPECT_TRUE(ours->validate()) << ours->validate().error().message;
     EXPECT_TRUE(ours->status());
+    w.world->removeCollisionObject(&ghost);
+    w.world->removeRigidBody(&wall);
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(nullptr);
 }
 
 /// Every object's hits of one ray, as rayTestSingle finds them object by object: the oracle of
@@ -772,6 +817,48 @@ TEST_P(BulletWorld, RayTestsEqualRayTestSingle) {
     EXPECT_GT(total, 40u);
 }
 
+// Test 12: btCollisionWorld::convexSweepTest (rayTest with the cast shape's box) finds the
+// closest hit objectQuerySingle finds over every object.
+TEST_P(BulletWorld, ConvexSweepsEqualObjectQuerySingle) {
+    auto bp = make(GetParam());
+    ASSERT_TRUE(bp);
+    World w(std::move(bp));
+    btBoxShape cube(btVector3(0.5f, 0.5f, 0.5f));
+    Scene scene(41);
+    for (int i = 0; i < 60; ++i)
+        w.add(&cube, btVector3(scene.uniform(-6, 6), scene.uniform(0.5f, 6), scene.uniform(-6, 6)),
+              btQuaternion(scene.uniform(0, 3), scene.uniform(0, 1), 0));
+    w.world->stepSimulation(1.0f / 60, 0);
+    btSphereShape probe(0.4f);
+    btBoxShape slab(btVector3(1.5f, 0.2f, 0.8f));
+    int hits = 0;
+    for (int r = 0; r < 30; ++r) {
+        btTransform from, to;
+        from.setIdentity();
+        to.setIdentity();
+        from.setOrigin(btVector3(scene.uniform(-8, 8), 9, scene.uniform(-8, 8)));
+        to.setOrigin(btVector3(scene.uniform(-8, 8), 1, scene.uniform(-8, 8)));
+        from.setRotation(btQuaternion(scene.uniform(0, 3), 0, 0));
+        to.setRotation(btQuaternion(scene.uniform(0, 3), 0.3f, 0));
+        const btConvexShape* shape = r % 2 ? static_cast<btConvexShape*>(&probe) : &slab;
+        btCollisionWorld::ClosestConvexResultCallback got(from.getOrigin(), to.getOrigin());
+        btCollisionWorld::ClosestConvexResultCallback expected(from.getOrigin(), to.getOrigin());
+        w.world->convexSweepTest(shape, from, to, got);
+        const btCollisionObjectArray& objects = w.world->getCollisionObjectArray();
+        for (int k = 0; k < objects.size(); ++k) {
+            btCollisionObject* object = objects[k];
+            if (!expected.needsCollision(object->getBroadphaseHandle())) continue;
+            btCollisionWorld::objectQuerySingle(shape, from, to, object,
+                                                object->getCollisionShape(),
+                                                object->getWorldTransform(), expected, 0);
+        }
+        EXPECT_EQ(got.m_hitCollisionObject, expected.m_hitCollisionObject) << "sweep " << r;
+        EXPECT_EQ(got.m_closestHitFraction, expected.m_closestHitFraction) << "sweep " << r;
+        hits += expected.hasHit() && expected.m_hitCollisionObject != w.ground.get() ? 1 : 0;
+    }
+    EXPECT_GT(hits, 5);  // some sweeps hit a body before the ground
+}
+
 /// Drops a grid of boxes, each turned a little, onto the ground of `w` and steps until all
 /// sleep (at most `max_steps`); returns the steps taken.
 int drop_and_settle(World& w, btBoxShape& cube, int max_steps) {
@@ -791,7 +878,7 @@ int drop_and_settle(World& w, btBoxShape& cube, int max_steps) {
     return max_steps + 1;
 }
 
-// Test 12: falling boxes come to rest on our broadphase where they rest on btDbvtBroadphase:
+// Test 13: falling boxes come to rest on our broadphase where they rest on btDbvtBroadphase:
 // every body asleep, lying on the ground, within a small distance of its Dbvt twin.
 TEST_P(BulletWorld, FallingBoxesRestAsOnDbvt) {
     auto bp = make(GetParam());
