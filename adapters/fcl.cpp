@@ -495,8 +495,6 @@ struct CollisionManager<S>::Impl {
             if (!(boxes[i] == box_of(records[i].aabb)))
                 return Error{ErrorCode::invariant_violated,
                              "fcl: box is not the outward rounding of the AABB", i};
-            if (i > 0 && records[i].order == records[0].order)
-                return Error{ErrorCode::invariant_violated, "fcl: registration order repeats", i};
 #if BROADPHASE_HAS_GPU
             if (scene && record_of_handle[records[i].handle] != i)
                 return Error{ErrorCode::invariant_violated, "fcl: GPU handle map is stale", i};
@@ -613,7 +611,6 @@ void CollisionManager<S>::update(const std::vector<Object*>& updated_objs) {
         const auto it = impl_->index_of.find(obj);
         if (it != impl_->index_of.end() && impl_->reread(it->second)) moved.push_back(it->second);
     }
-    // An object named twice is moved twice, to the same box.
     impl_->apply_moves(moved, true);
     impl_->sync();
 }
