@@ -125,6 +125,9 @@ struct CollisionManager<S>::Impl {
     std::unique_ptr<gpu::Context> own_context;  // declared before the scene: destroyed after it
     gpu::Context* context = nullptr;
     std::unique_ptr<gpu::ProxyScene> scene;  // null unless gpu_lbvh and working
+    // The scene holds the objects: filled by the first self collide, sized for them, so that
+    // a scene registered in one go does not grow frame by frame; followed call by call after.
+    bool scene_filled = false;
     std::vector<std::uint32_t> record_of_handle;
     bool scene_dirty = true;
     std::vector<Pair> scene_pairs;  // handles, as of the last step
@@ -148,18 +151,33 @@ struct CollisionManager<S>::Impl {
     }
 
 #if BROADPHASE_HAS_GPU
+    // The scene when it holds the objects, else null.
+    gpu::ProxyScene* filled() const { return scene_filled ? scene.get() : nullptr; }
     // The scene is dropped at its first failure; the mirror answers from then on.
     void scene_failed(const Error& error) {
         fail(error);
         scene.reset();
     }
     void scene_add(std::uint32_t id) {
-        if (!scene) return;
+        if (!filled()) return;
         Result<ProxyHandle> h = scene->add(boxes[id]);
         if (!h) return scene_failed(h.error());
         records[id].handle = *h;
         if (record_of_handle.size() <= *h) record_of_handle.resize(std::size_t(*h) + 1);
         record_of_handle[*h] = id;
+        scene_dirty = true;
+    }
+    // A fresh scene sized for the objects (a quarter more, for those to come), holding them.
+    void fill_scene() {
+        gpu::ProxySceneOptions options;
+        const std::uint32_t capacity = std::max(1024u, count() + count() / 4);
+        options.initial_dynamic_capacity = options.initial_handle_capacity = capacity;
+        Result<std::unique_ptr<gpu::ProxyScene>> fresh = gpu::ProxyScene::create(*context, options);
+        if (!fresh) return scene_failed(fresh.error());
+        scene = std::move(*fresh);
+        scene_filled = true;
+        record_of_handle.assign(count(), 0);
+        for (std::uint32_t id = 0; id < count() && scene; ++id) scene_add(id);
         scene_dirty = true;
     }
 #endif
@@ -194,7 +212,7 @@ struct CollisionManager<S>::Impl {
         const std::uint32_t last = count() - 1;
         index_of.erase(it);
 #if BROADPHASE_HAS_GPU
-        if (scene) {
+        if (filled()) {
             if (Status s = scene->remove(records[id].handle); !s) scene_failed(s.error());
             scene_dirty = true;
         }
@@ -215,7 +233,7 @@ struct CollisionManager<S>::Impl {
             boxes[id] = boxes[last];
             index_of[records[id].object] = id;
 #if BROADPHASE_HAS_GPU
-            if (scene) record_of_handle[records[id].handle] = id;
+            if (filled()) record_of_handle[records[id].handle] = id;
 #endif
         }
         records.pop_back();
@@ -249,7 +267,7 @@ struct CollisionManager<S>::Impl {
             built = false;
         }
 #if BROADPHASE_HAS_GPU
-        if (scene) {
+        if (filled()) {
             for (std::uint32_t id : moved) {
                 if (Status s = scene->move(records[id].handle, boxes[id]); !s) {
                     scene_failed(s.error());
@@ -267,14 +285,9 @@ struct CollisionManager<S>::Impl {
         index_of.clear();
         built = false;
 #if BROADPHASE_HAS_GPU
-        if (scene) {
-            Result<std::unique_ptr<gpu::ProxyScene>> fresh = gpu::ProxyScene::create(*context);
-            if (!fresh) return scene_failed(fresh.error());
-            scene = std::move(*fresh);
-            record_of_handle.clear();
-            scene_pairs.clear();
-            scene_dirty = true;
-        }
+        scene_filled = false;  // the next self collide starts a fresh scene
+        record_of_handle.clear();
+        scene_pairs.clear();
 #endif
     }
 
@@ -295,7 +308,8 @@ struct CollisionManager<S>::Impl {
     void self_candidates(std::vector<Pair>& out, bool use_gpu) {
         out.clear();
 #if BROADPHASE_HAS_GPU
-        if (use_gpu && scene) {
+        if (use_gpu && scene && !scene_filled) fill_scene();
+        if (use_gpu && filled()) {
             if (scene_dirty) {
                 Result<ProxyFrame> frame = scene->step();
                 if (frame) {
@@ -496,7 +510,7 @@ struct CollisionManager<S>::Impl {
                 return Error{ErrorCode::invariant_violated,
                              "fcl: box is not the outward rounding of the AABB", i};
 #if BROADPHASE_HAS_GPU
-            if (scene && record_of_handle[records[i].handle] != i)
+            if (filled() && record_of_handle[records[i].handle] != i)
                 return Error{ErrorCode::invariant_violated, "fcl: GPU handle map is stale", i};
 #endif
         }
