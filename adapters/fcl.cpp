@@ -97,8 +97,8 @@ struct CollisionManager<S>::Impl {
 
     struct Record {
         Object* object = nullptr;
-        Aabb aabb;               // as read at register or the last update naming it
-        std::uint64_t order = 0; // registration sequence: a pair's earlier object comes first
+        Aabb aabb;                // as read at register or the last update naming it
+        std::uint64_t order = 0;  // registration sequence: a pair's earlier object comes first
 #if BROADPHASE_HAS_GPU
         ProxyHandle handle = 0;
 #endif
@@ -133,7 +133,9 @@ struct CollisionManager<S>::Impl {
     std::vector<Pair> scene_pairs;  // handles, as of the last step
 #endif
 
-    std::uint32_t count() const { return static_cast<std::uint32_t>(records.size()); }
+    std::uint32_t count() const {
+        return static_cast<std::uint32_t>(records.size());
+    }
 
     void fail(const Error& error) {
         if (status) status = error;
@@ -152,7 +154,9 @@ struct CollisionManager<S>::Impl {
 
 #if BROADPHASE_HAS_GPU
     // The scene when it holds the objects, else null.
-    gpu::ProxyScene* filled() const { return scene_filled ? scene.get() : nullptr; }
+    gpu::ProxyScene* filled() const {
+        return scene_filled ? scene.get() : nullptr;
+    }
     // The scene is dropped at its first failure; the mirror answers from then on.
     void scene_failed(const Error& error) {
         fail(error);
@@ -434,7 +438,9 @@ struct CollisionManager<S>::Impl {
         for (Object* obj : objs) items.push_back({obj, obj->getAABB(), box_of(obj->getAABB())});
         return items;
     }
-    static Item item_of(Object* obj) { return {obj, obj->getAABB(), box_of(obj->getAABB())}; }
+    static Item item_of(Object* obj) {
+        return {obj, obj->getAABB(), box_of(obj->getAABB())};
+    }
 
     // The calls of a collide between `items` and this manager's objects: callback(item, ours)
     // when items_first, else callback(ours, item).
@@ -545,7 +551,7 @@ std::vector<std::string_view> CollisionManager<S>::method_names() {
 
 template <class S>
 Result<std::unique_ptr<CollisionManager<S>>> CollisionManager<S>::create(std::string_view method,
-                                                                          const Options& options) {
+                                                                         const Options& options) {
     auto impl = std::make_unique<Impl>();
     impl->method = std::string(method);
     if (method == "gpu_lbvh") {

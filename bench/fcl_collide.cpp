@@ -3,9 +3,9 @@
 // IntervalTreeCollisionManager, and broadphase::fcl::CollisionManager on CPU methods and
 // gpu_lbvh. Per manager: setup (registerObjects + setup), the first collide with a counting
 // callback (no narrowphase; it includes what a manager leaves to its first query: gpu_lbvh's
-// GPU frame), the best of two more ("again": what a manager caches shows here), optionally collide with DefaultCollisionFunction (every
-// pair through FCL's narrowphase), and a frame: every object moved slightly
-// (setTranslation + computeAABB), update(), collide (the mean of a few frames).
+// GPU frame), the best of two more ("again": what a manager caches shows here), optionally collide
+// with DefaultCollisionFunction (every pair through FCL's narrowphase), and a frame: every object
+// moved slightly (setTranslation + computeAABB), update(), collide (the mean of a few frames).
 //
 //     fcl_collide N [names] [--narrowphase] [--frames F]
 //         names: comma-separated, of fcl_dynamic_tree, fcl_dynamic_tree_array, fcl_sap,
@@ -130,8 +130,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::size_t n = std::strtoull(argv[1], nullptr, 10);
-    std::vector<std::string> names = {"fcl_dynamic_tree", "fcl_dynamic_tree_array", "fcl_sap",
-                                      "dynamic_aabb_tree", "sweep_and_prune", "lbvh",
+    std::vector<std::string> names = {"fcl_dynamic_tree", "fcl_dynamic_tree_array",
+                                      "fcl_sap",          "dynamic_aabb_tree",
+                                      "sweep_and_prune",  "lbvh",
                                       "kd_tree"};
 #if BROADPHASE_HAS_GPU
     names.push_back("gpu_lbvh");
@@ -217,9 +218,8 @@ int main(int argc, char** argv) {
         }
         frame_ms /= frames;
 
-        std::printf("| %s | %.1f | %.1f | %.1f | %llu | %.1f |", name.c_str(), setup_ms,
-                    collide_ms, again_ms, static_cast<unsigned long long>(counter.pairs),
-                    frame_ms);
+        std::printf("| %s | %.1f | %.1f | %.1f | %llu | %.1f |", name.c_str(), setup_ms, collide_ms,
+                    again_ms, static_cast<unsigned long long>(counter.pairs), frame_ms);
         if (narrowphase) std::printf(" %.1f | %zu |", narrow_ms, contacts);
         std::printf("\n");
         std::fflush(stdout);
