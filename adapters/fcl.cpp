@@ -295,6 +295,13 @@ struct CollisionManager<S>::Impl {
 #endif
     }
 
+    // What setup() and update() do: a CPU method's structure is brought up to date; gpu_lbvh's
+    // mirror is left for the first query that needs it (a program that only self-collides never
+    // pays for it), and its scene for the next self collide.
+    void prepare() {
+        if (!gpu_method()) sync();
+    }
+
     // Builds the structure over the boxes when it is out of date; false when that failed (the
     // queries then scan the boxes).
     bool sync() {
@@ -605,7 +612,7 @@ void CollisionManager<S>::unregisterObject(Object* obj) {
 
 template <class S>
 void CollisionManager<S>::setup() {
-    impl_->sync();
+    impl_->prepare();
 }
 
 template <class S>
@@ -614,7 +621,7 @@ void CollisionManager<S>::update() {
     for (std::uint32_t i = 0; i < impl_->count(); ++i)
         if (impl_->reread(i)) moved.push_back(i);
     impl_->apply_moves(moved, true);
-    impl_->sync();
+    impl_->prepare();
 }
 
 template <class S>
@@ -632,7 +639,7 @@ void CollisionManager<S>::update(const std::vector<Object*>& updated_objs) {
         if (it != impl_->index_of.end() && impl_->reread(it->second)) moved.push_back(it->second);
     }
     impl_->apply_moves(moved, true);
-    impl_->sync();
+    impl_->prepare();
 }
 
 template <class S>

@@ -100,11 +100,12 @@ public:
     void registerObject(Object* obj) override;
     /// Removes one object; one that is not registered is ignored.
     void unregisterObject(Object* obj) override;
-    /// Brings the structure up to date (a static method's build) before the queries.
+    /// Brings the structure up to date (a static method's build) before the queries. gpu_lbvh
+    /// leaves its GPU frame to the next self collide and its mirror to the next other query.
     void setup() override;
     /// Reads every object's AABB again (after setTransform + computeAABB) and brings the
-    /// structure up to date: dynamic methods move the boxes that changed, static ones rebuild
-    /// when any did.
+    /// structure up to date, as setup(): dynamic methods move the boxes that changed (or
+    /// rebuild when most did), static ones rebuild when any did.
     void update() override;
     /// Reads one object's AABB again; a static method rebuilds at the next query or setup().
     void update(Object* updated_obj) override;
