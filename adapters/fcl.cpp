@@ -114,6 +114,8 @@ struct CollisionManager<S>::Impl {
     std::unique_ptr<Structure> structure;  // the method's own, or gpu_lbvh's query mirror
     bool dynamic = false;
     bool built = false;  // the structure holds exactly `boxes`, ids = indices
+    // The last build failed and nothing changed since: the queries scan instead of retrying.
+    bool build_failed = false;
     std::vector<Record> records;
     std::vector<Box> boxes;  // outward float box of records[i].aabb
     std::unordered_map<const Object*, std::uint32_t> index_of;
@@ -199,10 +201,10 @@ struct CollisionManager<S>::Impl {
         if (built && dynamic) {
             if (Status s = structure->insert(id, boxes[id]); !s) {
                 fail(s);
-                built = false;
+                stale();
             }
         } else {
-            built = false;
+            stale();
         }
 #if BROADPHASE_HAS_GPU
         scene_add(id);
@@ -227,10 +229,10 @@ struct CollisionManager<S>::Impl {
             if (s && id != last) s = structure->move(id, boxes[last]);
             if (!s) {
                 fail(s);
-                built = false;
+                stale();
             }
         } else {
-            built = false;
+            stale();
         }
         if (id != last) {
             records[id] = records[last];
@@ -263,12 +265,12 @@ struct CollisionManager<S>::Impl {
             for (std::uint32_t id : moved) {
                 if (Status s = structure->move(id, boxes[id]); !s) {
                     fail(s);
-                    built = false;
+                    stale();
                     break;
                 }
             }
         } else {
-            built = false;
+            stale();
         }
 #if BROADPHASE_HAS_GPU
         if (filled()) {
@@ -287,7 +289,7 @@ struct CollisionManager<S>::Impl {
         records.clear();
         boxes.clear();
         index_of.clear();
-        built = false;
+        stale();
 #if BROADPHASE_HAS_GPU
         scene_filled = false;  // the next self collide starts a fresh scene
         record_of_handle.clear();
@@ -302,12 +304,20 @@ struct CollisionManager<S>::Impl {
         if (!gpu_method()) sync();
     }
 
-    // Builds the structure over the boxes when it is out of date; false when that failed (the
-    // queries then scan the boxes).
+    // The structure no longer holds the boxes: the next sync() builds it.
+    void stale() {
+        built = false;
+        build_failed = false;
+    }
+
+    // Builds the structure over the boxes when it is out of date; false when that failed, now or
+    // since the last change (the queries then scan the boxes).
     bool sync() {
         if (built) return true;
+        if (build_failed) return false;
         if (Status s = build_structure(*structure, boxes); !s) {
             fail(s);
+            build_failed = true;
             return false;
         }
         built = true;
@@ -594,7 +604,7 @@ template <class S>
 void CollisionManager<S>::registerObjects(const std::vector<Object*>& other_objs) {
     Impl& m = *impl_;
     // A batch as large as what is there is cheaper to build over than to insert one by one.
-    if (other_objs.size() >= m.records.size()) m.built = false;
+    if (other_objs.size() >= m.records.size()) m.stale();
     m.records.reserve(m.records.size() + other_objs.size());
     m.boxes.reserve(m.boxes.size() + other_objs.size());
     for (Object* obj : other_objs) m.add(obj);
