@@ -1,9 +1,10 @@
 // broadphase::fcl against FCL's NaiveCollisionManager, the oracle: every entry point of the
 // BroadPhaseCollisionManager, for float and double, on random boxes, spheres and meshes
-// (BVHModel<OBBRSS>), on each method (the main CPU ones and gpu_lbvh). Collide must show the
-// callback exactly the pairs the naive manager shows it (and DefaultCollisionFunction the same
-// result); distance must end at the naive manager's minimum (DefaultDistanceFunction) while
-// calling the callback on fewer pairs.
+// (BVHModel<OBBRSS>), on every method (each CPU structure, and gpu_lbvh on the process's one
+// Vulkan device, with no validation error allowed). Collide must show the callback exactly the
+// pairs the naive manager shows it (and DefaultCollisionFunction the same result); distance must
+// end at the naive manager's minimum (DefaultDistanceFunction) while calling the callback on
+// fewer pairs.
 #include "broadphase/fcl.hpp"
 
 // FCL 0.7 leaves `S depth` uninitialised in ShapeIntersectLibccdImpl::run
