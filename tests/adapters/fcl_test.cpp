@@ -2,16 +2,11 @@
 // BroadPhaseCollisionManager, for float and double, on random boxes, spheres and meshes
 // (BVHModel<OBBRSS>), on every method (each CPU structure, and gpu_lbvh on the process's one
 // Vulkan device, with no validation error allowed). Collide must show the callback exactly the
-// pairs the naive manager shows it (and DefaultCollisionFunction the same result); distance must
-// end at the naive manager's minimum (DefaultDistanceFunction) while calling the callback on
-// fewer pairs.
+// pairs the naive manager shows it (and the narrowphase callback the same result); distance must
+// end at the naive manager's minimum while calling the callback on fewer pairs. The
+// narrowphase callbacks are FCL's DefaultCollisionFunction and DefaultDistanceFunction for
+// double, and callbacks of the same protocol over the objects' AABBs for float (Narrowphase).
 #include "broadphase/fcl.hpp"
-
-// FCL 0.7 leaves `S depth` uninitialised in ShapeIntersectLibccdImpl::run
-// (narrowphase/detail/gjk_solver_libccd-inl.h) when GJK finds no contact, and copies it into a
-// ContactPoint anyway; GCC's -O3 sees it in the float instantiations this file makes (the
-// double ones come compiled from libfcl) and -Werror would stop the build in FCL's header.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <fcl/broadphase/broadphase_bruteforce.h>
 #include <fcl/broadphase/default_broadphase_callbacks.h>
@@ -172,20 +167,79 @@ std::vector<Key> overlapping(const std::vector<Key>& calls) {
     return out;
 }
 
+// The callbacks that stand for a narrowphase: for double, FCL's DefaultCollisionFunction and
+// DefaultDistanceFunction, which libfcl compiles once (its extern templates). For float they
+// would instantiate the whole of FCL's narrowphase in this file: 6 minutes and 5 GB of compiler
+// under AddressSanitizer, for what FCL's float narrowphase computes and not what the manager
+// does. Float's stand-ins follow the same protocol over the objects' AABBs: collide counts the
+// overlapping pairs and is done at max contacts; distance keeps the smallest AABB gap, writes
+// it into its S& argument (which prunes what follows) and is done at 0.
+template <class S>
+struct Narrowphase;
+
+template <>
+struct Narrowphase<double> {
+    struct Collision {
+        explicit Collision(std::size_t max_contacts) {
+            data.request.num_max_contacts = max_contacts;
+        }
+        std::size_t contacts() const { return data.result.numContacts(); }
+        ::fcl::DefaultCollisionData<double> data;
+    };
+    struct Distance {
+        double min_distance() const { return data.result.min_distance; }
+        ::fcl::DefaultDistanceData<double> data;
+    };
+    static bool collide(Object<double>* a, Object<double>* b, void* c) {
+        return ::fcl::DefaultCollisionFunction<double>(a, b, &static_cast<Collision*>(c)->data);
+    }
+    static bool distance(Object<double>* a, Object<double>* b, void* d, double& dist) {
+        return ::fcl::DefaultDistanceFunction<double>(a, b, &static_cast<Distance*>(d)->data, dist);
+    }
+};
+
+template <>
+struct Narrowphase<float> {
+    struct Collision {
+        explicit Collision(std::size_t max_contacts) : max(max_contacts) {}
+        std::size_t contacts() const { return count; }
+        std::size_t max = 1, count = 0;
+        bool done = false;
+    };
+    struct Distance {
+        float min_distance() const { return min; }
+        float min = std::numeric_limits<float>::max();
+        bool done = false;
+    };
+    static bool collide(Object<float>* a, Object<float>* b, void* data) {
+        Collision& c = *static_cast<Collision*>(data);
+        if (c.done) return true;
+        if (a->getAABB().overlap(b->getAABB())) ++c.count;
+        c.done = c.count >= c.max;
+        return c.done;
+    }
+    static bool distance(Object<float>* a, Object<float>* b, void* data, float& dist) {
+        Distance& d = *static_cast<Distance*>(data);
+        if (!d.done) d.min = std::min(d.min, a->getAABB().distance(b->getAABB()));
+        dist = d.min;
+        d.done = d.done || d.min <= 0;
+        return d.done;
+    }
+};
+
 template <class S>
 std::size_t default_contacts(const ::fcl::BroadPhaseCollisionManager<S>& m,
                              std::size_t max_contacts) {
-    ::fcl::DefaultCollisionData<S> data;
-    data.request.num_max_contacts = max_contacts;
-    m.collide(&data, ::fcl::DefaultCollisionFunction<S>);
-    return data.result.numContacts();
+    typename Narrowphase<S>::Collision data(max_contacts);
+    m.collide(&data, Narrowphase<S>::collide);
+    return data.contacts();
 }
 
 template <class S>
 S default_distance(const ::fcl::BroadPhaseCollisionManager<S>& m) {
-    ::fcl::DefaultDistanceData<S> data;
-    m.distance(&data, ::fcl::DefaultDistanceFunction<S>);
-    return data.result.min_distance;
+    typename Narrowphase<S>::Distance data;
+    m.distance(&data, Narrowphase<S>::distance);
+    return data.min_distance();
 }
 
 // The minimum distances of two managers with DefaultDistanceFunction: equal when positive (the
@@ -330,26 +384,25 @@ TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
             EXPECT_EQ(ours.calls.size(), expected.size());
             for (Key k : ours.calls) EXPECT_EQ(k.first, q);
 
-            ::fcl::DefaultCollisionData<S> a, b;
-            a.request.num_max_contacts = b.request.num_max_contacts = 1000;
-            m->collide(q, &a, ::fcl::DefaultCollisionFunction<S>);
-            naive.collide(q, &b, ::fcl::DefaultCollisionFunction<S>);
-            EXPECT_EQ(a.result.numContacts(), b.result.numContacts());
+            typename Narrowphase<S>::Collision a(1000), b(1000);
+            m->collide(q, &a, Narrowphase<S>::collide);
+            naive.collide(q, &b, Narrowphase<S>::collide);
+            EXPECT_EQ(a.contacts(), b.contacts());
 
-            ::fcl::DefaultDistanceData<S> da, db;
-            m->distance(q, &da, ::fcl::DefaultDistanceFunction<S>);
-            naive.distance(q, &db, ::fcl::DefaultDistanceFunction<S>);
-            expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+            typename Narrowphase<S>::Distance da, db;
+            m->distance(q, &da, Narrowphase<S>::distance);
+            naive.distance(q, &db, Narrowphase<S>::distance);
+            expect_same_min_distance(da.min_distance(), db.min_distance());
         }
         // Far from everything: the distance still finds the nearest object.
         Object<S> far(std::make_shared<::fcl::Sphere<S>>(S(1)));
         far.setTranslation(Vec<S>(S(100), S(-50), S(30)));
         far.computeAABB();
-        ::fcl::DefaultDistanceData<S> da, db;
-        m->distance(&far, &da, ::fcl::DefaultDistanceFunction<S>);
-        naive.distance(&far, &db, ::fcl::DefaultDistanceFunction<S>);
-        EXPECT_GT(db.result.min_distance, S(50));
-        expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+        typename Narrowphase<S>::Distance da, db;
+        m->distance(&far, &da, Narrowphase<S>::distance);
+        naive.distance(&far, &db, Narrowphase<S>::distance);
+        EXPECT_GT(db.min_distance(), S(50));
+        expect_same_min_distance(da.min_distance(), db.min_distance());
         EXPECT_LT(m->stats().callbacks, scene.objects.size() / 4) << "distance did not prune";
     }
 }
@@ -390,16 +443,15 @@ TYPED_TEST(FclManager, CollideAndDistanceWithAnotherManager) {
                       std::set<Key>(theirs.calls.begin(), theirs.calls.end()));
             EXPECT_EQ(ours.calls.size(), theirs.calls.size());
 
-            ::fcl::DefaultCollisionData<S> a, b;
-            a.request.num_max_contacts = b.request.num_max_contacts = 100000;
-            m->collide(other, &a, ::fcl::DefaultCollisionFunction<S>);
-            naive.collide(naive_other, &b, ::fcl::DefaultCollisionFunction<S>);
-            EXPECT_EQ(a.result.numContacts(), b.result.numContacts());
+            typename Narrowphase<S>::Collision a(100000), b(100000);
+            m->collide(other, &a, Narrowphase<S>::collide);
+            naive.collide(naive_other, &b, Narrowphase<S>::collide);
+            EXPECT_EQ(a.contacts(), b.contacts());
 
-            ::fcl::DefaultDistanceData<S> da, db;
-            m->distance(other, &da, ::fcl::DefaultDistanceFunction<S>);
-            naive.distance(naive_other, &db, ::fcl::DefaultDistanceFunction<S>);
-            expect_same_min_distance(da.result.min_distance, db.result.min_distance);
+            typename Narrowphase<S>::Distance da, db;
+            m->distance(other, &da, Narrowphase<S>::distance);
+            naive.distance(naive_other, &db, Narrowphase<S>::distance);
+            expect_same_min_distance(da.min_distance(), db.min_distance());
         }
         // Itself as the other: the self collide.
         Recorder<S> self, theirs;
