@@ -62,7 +62,7 @@ struct Stats {
     std::uint64_t callbacks = 0;   ///< last query: calls of the callback
 };
 
-/// The BroadPhaseCollisionManager<S> over one broadphase method, for S float or double. Objects
+/// The `BroadPhaseCollisionManager<S>` over one broadphase method, for S float or double. Objects
 /// are the caller's (never owned or deleted); the manager keeps each one's AABB as it was at
 /// registerObject or the last update that named it, as FCL's tree managers do. Not
 /// thread-safe, and a const query may update the structure (a static method's rebuild after
