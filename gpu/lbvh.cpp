@@ -298,7 +298,7 @@ struct Lbvh::Impl {
         StageReport sorted;
         sorted.name = "pair sort";
         sorted.dispatches = static_cast<std::uint32_t>(sort_marks[1] - sort_marks[0]);
-        if (last_pairs >= 2) {
+        if (last_pairs >= 2 && options.sorted_pairs) {
             const Traffic t =
                 RadixSort::traffic(static_cast<std::uint32_t>(last_pairs), 2,
                                    2 * pair_key_bits(last_n), true, sort.path(), &sorted.passes);
@@ -782,7 +782,7 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         return pairs;
     }
     const auto count = static_cast<std::uint32_t>(found);
-    if (count >= 2) {
+    if (count >= 2 && im.options.sorted_pairs) {
         if (Status e = im.sort_pair_keys(count, keyed.key_bits); !e) return e.error();
     }
     im.has_report = true;

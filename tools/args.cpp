@@ -220,6 +220,11 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         c.add_flag("--no-refine", a.no_refine,
                    "default mode: codes not adapted to the scene (no second sort of long runs)")
             ->group(kGpu);
+    CLI::Option* unsorted_pairs =
+        c.add_flag("--unsorted-pairs", a.unsorted_pairs,
+                   "default mode: the pairs as the traversal appended them, without the pair "
+                   "sort (LbvhOptions::sorted_pairs false)")
+            ->group(kGpu);
     CLI::Option* pair_append =
         add_choice(c, "--pair-append", a.pair_append,
                    "default mode: how the all-pairs pass reserves output slots (subgroup: one "
@@ -375,8 +380,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, pair_append, pair_stack, traversal_budget, warm_up,
-          sort_path, json, device, validation},
+         {scene, repeat, code, no_refine, unsorted_pairs, pair_append, pair_stack,
+          traversal_budget, warm_up, sort_path, json, device, validation},
          true},
         {"--cull",
          cull,

@@ -46,6 +46,7 @@ struct Args {
     std::string device;             ///< INDEX or NAME (empty: BROADPHASE_DEVICE or the first)
     bool validation = false;
     bool no_refine = false;                 ///< bench: codes not adapted to the scene
+    bool unsorted_pairs = false;            ///< bench: find_pairs without the pair sort
     std::string pair_append = "automatic";  ///< bench: automatic, subgroup or atomic
     double warm_up_ms = 0;  ///< bench: GPU warm-up before each run (--warm-up; default by device)
     std::uint32_t traversal_budget = 0;  ///< bench: nodes per invocation per round (0: device's)

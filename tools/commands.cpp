@@ -231,6 +231,7 @@ Result<Gpu> open_gpu(const Args& args) {
                           : args.pair_append == "atomic" ? gpu::PairAppend::atomic
                                                          : gpu::PairAppend::automatic;
     options.pair_stack = args.pair_stack;
+    options.sorted_pairs = !args.unsorted_pairs;
     auto lbvh = gpu::Lbvh::create(*context.value(), options);
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
@@ -545,10 +546,11 @@ int run_bench(const Args& args) {
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
             "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"sort_path\": \"%s\", "
-            "\"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, ",
+            "\"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, \"pairs_sorted\": %s, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
-            gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count);
+            gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count,
+            args.unsorted_pairs ? "false" : "true");
         print_stages_json(stages, *copy);
         return 0;
     }
@@ -571,9 +573,10 @@ int run_bench(const Args& args) {
     }
     std::printf("  %-18s %10.3f ms\n", "build total", build);
     std::printf("  %-18s %10.3f ms\n", "gpu total", total);
-    std::printf("pairs: %zu (appended %s)\n", pair_count,
+    std::printf("pairs: %zu (appended %s%s)\n", pair_count,
                 std::string_view(append) == "subgroup" ? "one atomic per subgroup (ballot)"
-                                                       : "one atomic per pair");
+                                                       : "one atomic per pair",
+                args.unsorted_pairs ? "; not sorted: --unsorted-pairs" : "");
     if (refined == "off") {
         std::printf("adaptive codes: %s\n",
                     args.no_refine ? "off (--no-refine)" : "not applied to morton63");

@@ -342,6 +342,11 @@ struct LbvhOptions {
     /// 1 .. kPairStack). A tuning knob: the pairs and the visit count are the same for every
     /// value; a smaller stack holds less per invocation and queues more work items.
     std::uint32_t pair_stack = 0;
+    /// find_pairs: sort the pairs on the GPU, as (i, j) ascending (a radix sort of i << b | j,
+    /// the "pair sort" stage). False: each pair once, i < j, in the order the traversal
+    /// appended them, which varies from run to run; the pair sort is skipped (0 dispatches), for
+    /// callers that hash, count or re-sort the pairs themselves.
+    bool sorted_pairs = true;
 };
 
 /// GPU time of each stage of the last host-array call, from timestamp queries (ms).

@@ -396,6 +396,50 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     EXPECT_EQ(all.value(), expected);
 }
 
+// Pairs without the pair sort (LbvhOptions::sorted_pairs false): each pair once, i < j, the
+// same set as brute force, on a uniform scene and on one box over all the others (whose pairs
+// come from many traversal rounds); the report's pair sort stage records no dispatch and
+// models no traffic, where the sorted run of the same Lbvh options records its passes.
+TEST_F(LbvhTest, UnsortedPairsAreTheSameSetWithoutThePairSort) {
+    gpu::Context& ctx = gpu_context();
+    gpu::LbvhOptions unsorted_options;
+    unsorted_options.sorted_pairs = false;
+    auto unsorted = gpu::Lbvh::create(ctx, unsorted_options);
+    auto sorted = gpu::Lbvh::create(ctx);
+    ASSERT_TRUE(unsorted && sorted);
+    auto uniform = generate_scene("uniform", 4000);
+    auto level = generate_scene("level", 3000);
+    ASSERT_TRUE(uniform && level);
+    for (const Scene* scene : {&uniform.value(), &level.value()}) {
+        SCOPED_TRACE(scene->name);
+        const std::vector<Pair> expected = brute_pairs(scene->boxes);
+        ASSERT_GT(expected.size(), 1000u);
+        auto pairs = (*unsorted)->find_pairs(scene->boxes);
+        ASSERT_TRUE(pairs) << pairs.error().message;
+        for (const Pair& p : pairs.value()) ASSERT_LT(p.i, p.j);
+        std::vector<Pair> got = pairs.value();
+        EXPECT_FALSE(std::is_sorted(got.begin(), got.end()))
+            << "the appended order was sorted already: the test shows nothing";
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, expected);
+        EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end()) << "a pair twice";
+
+        auto report = (*unsorted)->last_report();
+        ASSERT_TRUE(report);
+        ASSERT_EQ(report->back().name, "pair sort");
+        EXPECT_EQ(report->back().dispatches, 0u);
+        EXPECT_EQ(report->back().passes, 0u);
+        EXPECT_EQ(report->back().bytes_read + report->back().bytes_written, 0u);
+
+        auto with_sort = (*sorted)->find_pairs(scene->boxes);
+        ASSERT_TRUE(with_sort);
+        EXPECT_EQ(with_sort.value(), expected);
+        auto sorted_report = (*sorted)->last_report();
+        ASSERT_TRUE(sorted_report);
+        EXPECT_GT(sorted_report->back().dispatches, 0u);
+    }
+}
+
 // Both ways of appending pairs (LbvhOptions::pair_append): one atomic per subgroup's appends
 // (where the device has subgroup ballot: lavapipe has) and one per pair store the same sorted
 // pairs as brute force, on crowded and degenerate scenes; with a capacity below the count,
