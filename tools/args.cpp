@@ -380,8 +380,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, unsorted_pairs, pair_append, pair_stack,
-          traversal_budget, warm_up, sort_path, json, device, validation},
+         {scene, repeat, code, no_refine, unsorted_pairs, pair_append, pair_stack, traversal_budget,
+          warm_up, sort_path, json, device, validation},
          true},
         {"--cull",
          cull,
