@@ -9,9 +9,8 @@
 #
 # --essential runs only the figures no session has measured yet, most wanted first, for a
 # session whose device time is short (a lent machine gives 15 minutes in all, its start
-# included): after run e of 2026-11-27 (docs/performance.md), the adversarial scenes with the
-# climb in a loop (level, degenerate, multiscale at 1M and 10M, each beside BENCH_BASELINE when
-# given), then 1M and 10M uniform again.
+# included): after run f of 2026-11-28 (docs/performance.md), find_pairs with and without the
+# pair sort (--unsorted-pairs) at 1M and 10M uniform.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
 # docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
@@ -63,19 +62,14 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  for scene in level degenerate multiscale; do
-    for m in "$m1" "$m10"; do
-      size=1m
-      [ "$m" = "$m10" ] && size=10m
-      run "pairs_${size}_$scene" "$tool" bench --scene "${m/uniform/$scene}" --repeat "$repeat"
-      if [ -n "${BENCH_BASELINE:-}" ]; then
-        run "baseline_pairs_${size}_$scene" "$BENCH_BASELINE" bench --scene "${m/uniform/$scene}" \
-          --repeat "$repeat"
-      fi
-    done
+  # (The loop climb on the adversarial scenes was measured in run f, 2026-11-28.) Unmeasured:
+  # the pairs without the pair sort (LbvhOptions::sorted_pairs), beside the sorted ones.
+  for m in "$m1" "$m10"; do
+    size=1m
+    [ "$m" = "$m10" ] && size=10m
+    run "pairs_$size" "$tool" bench --scene "$m" --repeat "$repeat"
+    run "pairs_${size}_unsorted" "$tool" bench --scene "$m" --repeat "$repeat" --unsorted-pairs
   done
-  run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
-  run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
   echo "logs in $out/"
   exit "$failed"
 fi
