@@ -83,8 +83,8 @@ struct Slot {
 };
 
 Status out_of_memory(const char* what) {
-    return Error{ErrorCode::out_of_memory, std::string("broadphase::bullet: out of memory in ") +
-                                               what};
+    return Error{ErrorCode::out_of_memory,
+                 std::string("broadphase::bullet: out of memory in ") + what};
 }
 
 /// fn() with running out of memory turned into an error (no exception leaves the adapter,
@@ -308,9 +308,9 @@ struct GpuSide {
     std::unique_ptr<gpu::Context> own_context;
     gpu::Context* context = nullptr;
     std::unique_ptr<gpu::ProxyScene> scene;
-    std::vector<std::uint32_t> handle_of;        // slot -> handle or kNone
-    std::vector<Filter> applied;                 // slot -> filter the scene has
-    std::vector<std::uint32_t> slot_of_handle;   // handle -> slot
+    std::vector<std::uint32_t> handle_of;       // slot -> handle or kNone
+    std::vector<Filter> applied;                // slot -> filter the scene has
+    std::vector<std::uint32_t> slot_of_handle;  // handle -> slot
     std::vector<std::uint8_t> dirty_flag;
     std::vector<std::uint32_t> dirty;
 
@@ -412,7 +412,9 @@ struct Broadphase::Impl {
 
     /// The filter the pair structure applies to a slot: none in callback mode (the callback
     /// decides), else the proxy's group and mask.
-    Filter effective(std::uint32_t s) const { return callback_mode ? Filter{} : slots[s].filter; }
+    Filter effective(std::uint32_t s) const {
+        return callback_mode ? Filter{} : slots[s].filter;
+    }
 
     void touch(std::uint32_t s) {
         index.touch(s);
@@ -476,9 +478,8 @@ struct Broadphase::Impl {
 
     /// The index the queries read, caught up.
     Index& query_index() {
-        if (index.behind()) fail(guarded("a query", [&] {
-            return index.catch_up(slots, !gpu && !callback_mode);
-        }));
+        if (index.behind())
+            fail(guarded("a query", [&] { return index.catch_up(slots, !gpu && !callback_mode); }));
         return index;
     }
 
@@ -638,7 +639,8 @@ struct Broadphase::Impl {
             if (!gpu) index.reset_filters(slots, !callback_mode);
 #if BROADPHASE_HAS_GPU
             else
-                for (std::uint32_t s = 0; s < slots.size(); ++s) fail(gpu_side.set_filter(s, effective(s)));
+                for (std::uint32_t s = 0; s < slots.size(); ++s)
+                    fail(gpu_side.set_filter(s, effective(s)));
 #endif
         }
         if (changed || filters_changed || mode_changed) {
@@ -714,8 +716,8 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabb_min, const btVe
         s = static_cast<std::uint32_t>(m.slots.size());
         m.slots.emplace_back();
     }
-    auto* proxy = new Proxy(aabb_min, aabb_max, user_ptr, collision_filter_group,
-                            collision_filter_mask, s);
+    auto* proxy =
+        new Proxy(aabb_min, aabb_max, user_ptr, collision_filter_group, collision_filter_mask, s);
     proxy->m_uniqueId = ++m.next_uid;
     Slot& slot = m.slots[s];
     slot.proxy = proxy;
@@ -753,8 +755,7 @@ void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
     m.touch(s);
 }
 
-void Broadphase::getAabb(btBroadphaseProxy* proxy, btVector3& aabb_min,
-                         btVector3& aabb_max) const {
+void Broadphase::getAabb(btBroadphaseProxy* proxy, btVector3& aabb_min, btVector3& aabb_max) const {
     aabb_min = proxy->m_aabbMin;
     aabb_max = proxy->m_aabbMax;
 }
@@ -769,8 +770,8 @@ double typical_extent(const std::vector<Slot>& slots) {
     for (std::size_t s = 0; s < slots.size(); s += stride) {
         if (!slots[s].proxy || !slots[s].valid) continue;
         const Box& b = slots[s].box;
-        extents.push_back(std::max({double(b.max.x) - b.min.x, double(b.max.y) - b.min.y,
-                                    double(b.max.z) - b.min.z}));
+        extents.push_back(std::max(
+            {double(b.max.x) - b.min.x, double(b.max.y) - b.min.y, double(b.max.z) - b.min.z}));
     }
     if (extents.empty()) return 0;
     std::nth_element(extents.begin(), extents.begin() + std::ptrdiff_t(extents.size() / 2),
@@ -858,8 +859,8 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             const double a = origin[axis] + dir[axis] * t0;
             const double b = origin[axis] + dir[axis] * t1;
             // Rounding slack: the exact test below runs in float.
-            const double pad = 1e-6 * (std::abs(a) + std::abs(b) + grow_hi[axis] - grow_lo[axis]) +
-                               1e-30;
+            const double pad =
+                1e-6 * (std::abs(a) + std::abs(b) + grow_hi[axis] - grow_lo[axis]) + 1e-30;
             lo[axis] = std::min(a, b) + grow_lo[axis] - pad;
             hi[axis] = std::max(a, b) + grow_hi[axis] + pad;
         }
@@ -913,11 +914,17 @@ void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
     for (Proxy* proxy : hits) callback.process(proxy);
 }
 
-void Broadphase::calculateOverlappingPairs(btDispatcher* dispatcher) { impl_->calculate(dispatcher); }
+void Broadphase::calculateOverlappingPairs(btDispatcher* dispatcher) {
+    impl_->calculate(dispatcher);
+}
 
-btOverlappingPairCache* Broadphase::getOverlappingPairCache() { return impl_->cache; }
+btOverlappingPairCache* Broadphase::getOverlappingPairCache() {
+    return impl_->cache;
+}
 
-const btOverlappingPairCache* Broadphase::getOverlappingPairCache() const { return impl_->cache; }
+const btOverlappingPairCache* Broadphase::getOverlappingPairCache() const {
+    return impl_->cache;
+}
 
 void Broadphase::getBroadphaseAabb(btVector3& aabb_min, btVector3& aabb_max) const {
     bool any = false;
@@ -968,7 +975,9 @@ void Broadphase::printStats() {
         static_cast<unsigned long long>(s.rebuilds), impl_->status.ok() ? "" : ", failed");
 }
 
-std::string_view Broadphase::method() const { return impl_->method; }
+std::string_view Broadphase::method() const {
+    return impl_->method;
+}
 
 Stats Broadphase::stats() const {
     Stats s = impl_->stats;
@@ -978,7 +987,9 @@ Stats Broadphase::stats() const {
     return s;
 }
 
-const Status& Broadphase::status() const { return impl_->status; }
+const Status& Broadphase::status() const {
+    return impl_->status;
+}
 
 Status Broadphase::validate() {
     Impl& m = *impl_;

@@ -38,9 +38,8 @@ class Timed final : public btBroadphaseInterface {
 public:
     explicit Timed(btBroadphaseInterface* inner) : inner_(inner) {}
 
-    btBroadphaseProxy* createProxy(const btVector3& lo, const btVector3& hi, int shape,
-                                   void* user, int group, int mask,
-                                   btDispatcher* dispatcher) override {
+    btBroadphaseProxy* createProxy(const btVector3& lo, const btVector3& hi, int shape, void* user,
+                                   int group, int mask, btDispatcher* dispatcher) override {
         return inner_->createProxy(lo, hi, shape, user, group, mask, dispatcher);
     }
     void destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override {
@@ -116,9 +115,9 @@ Row run(btBroadphaseInterface& broadphase, int n, int steps) {
     cube.calculateLocalInertia(1, inertia);
     for (int i = 0; i < n; ++i) {
         btRigidBody::btRigidBodyConstructionInfo info(1, nullptr, &cube, inertia);
-        info.m_startWorldTransform.setOrigin(btVector3(1.3f * float(i % side) - 0.65f * float(side),
-                                                       height(rng),
-                                                       1.3f * float(i / side) - 0.65f * float(side)));
+        info.m_startWorldTransform.setOrigin(
+            btVector3(1.3f * float(i % side) - 0.65f * float(side), height(rng),
+                      1.3f * float(i / side) - 0.65f * float(side)));
         info.m_startWorldTransform.setRotation(btQuaternion(angle(rng), angle(rng), angle(rng)));
         bodies.push_back(std::make_unique<btRigidBody>(info));
     }

@@ -93,8 +93,7 @@ std::vector<UidPair> brute_pairs(const std::vector<btBroadphaseProxy*>& proxies,
     std::vector<UidPair> out;
     for (std::size_t i = 0; i < proxies.size(); ++i)
         for (std::size_t j = i + 1; j < proxies.size(); ++j)
-            if (overlaps(box_of(proxies[i]), box_of(proxies[j])) &&
-                accept(proxies[i], proxies[j]))
+            if (overlaps(box_of(proxies[i]), box_of(proxies[j])) && accept(proxies[i], proxies[j]))
                 out.push_back(uid_pair(proxies[i], proxies[j]));
     std::sort(out.begin(), out.end());
     return out;
@@ -114,13 +113,17 @@ std::vector<UidPair> cache_pairs(btOverlappingPairCache& cache) {
     return out;
 }
 
-btVector3 bt(const Vec3& v) { return {v.x, v.y, v.z}; }
+btVector3 bt(const Vec3& v) {
+    return {v.x, v.y, v.z};
+}
 
 class Scene {
 public:
     explicit Scene(unsigned seed) : rng_(seed) {}
 
-    float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng_); }
+    float uniform(float lo, float hi) {
+        return std::uniform_real_distribution<float>(lo, hi)(rng_);
+    }
     int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
     Box random_box(float world, float size) {
@@ -136,9 +139,8 @@ public:
 
     btBroadphaseProxy* add(Broadphase& bp, const Box& box) {
         const auto [group, mask] = random_filter();
-        btBroadphaseProxy* p =
-            bp.createProxy(bt(box.min), bt(box.max), BOX_SHAPE_PROXYTYPE, nullptr, group, mask,
-                           nullptr);
+        btBroadphaseProxy* p = bp.createProxy(bt(box.min), bt(box.max), BOX_SHAPE_PROXYTYPE,
+                                              nullptr, group, mask, nullptr);
         proxies.push_back(p);
         return p;
     }
@@ -266,8 +268,9 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
             const int what = scene.pick(0, 9);
             if (what < (frame % 2 ? 9 : 5)) continue;
             Box b = box_of(p);
-            const Vec3 d = what == 9 ? Vec3{scene.uniform(-8, 8), scene.uniform(-8, 8), 0}
-                                     : Vec3{scene.uniform(-0.3f, 0.3f), 0, scene.uniform(-0.3f, 0.3f)};
+            const Vec3 d = what == 9
+                               ? Vec3{scene.uniform(-8, 8), scene.uniform(-8, 8), 0}
+                               : Vec3{scene.uniform(-0.3f, 0.3f), 0, scene.uniform(-0.3f, 0.3f)};
             b.min = {b.min.x + d.x, b.min.y + d.y, b.min.z + d.z};
             b.max = {b.max.x + d.x, b.max.y + d.y, b.max.z + d.z};
             bp->setAabb(p, bt(b.min), bt(b.max), nullptr);
@@ -378,7 +381,7 @@ TEST_P(BulletEntryPoints, AabbTestEqualsBruteForce) {
     Scene scene(17);
     for (int i = 0; i < 200; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
     scene.add(*bp, {{30, 30, 30}, {31, 31, 31}});
-    std::vector<Box> regions = {{{31, 31, 31}, {32, 32, 32}},    // touches a corner
+    std::vector<Box> regions = {{{31, 31, 31}, {32, 32, 32}},         // touches a corner
                                 {{29, 30.5f, 30.5f}, {30, 32, 32}}};  // touches a face
     for (int q = 0; q < 40; ++q) regions.push_back(scene.random_box(10, 3));
     for (const Box& region : regions) {
@@ -411,8 +414,9 @@ std::vector<std::pair<int, float>> brute_ray(const std::vector<btBroadphaseProxy
     std::vector<std::pair<int, float>> out;
     for (const btBroadphaseProxy* p : proxies)
         if (const auto t = ray_box_entry(ray, box_of(p))) out.push_back({p->m_uniqueId, *t});
-    std::sort(out.begin(), out.end(),
-              [](const auto& a, const auto& b) { return std::tie(a.second, a.first) < std::tie(b.second, b.first); });
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second, a.first) < std::tie(b.second, b.first);
+    });
     return out;
 }
 
@@ -425,10 +429,10 @@ TEST_P(BulletEntryPoints, RayTestEqualsBruteForce) {
     for (int i = 0; i < 300; ++i) scene.add(*bp, scene.random_box(10, 2));
     scene.add(*bp, {{40, 40, 40}, {41, 41, 41}});
     std::vector<std::pair<btVector3, btVector3>> rays = {
-        {{35, 40, 40.5f}, {45, 40, 40.5f}},      // along the face y = 40
-        {{40.5f, 40.5f, 40.5f}, {50, 50, 50}},   // from inside
-        {{41, 41, 30}, {41, 41, 50}},            // along an edge
-        {{-5, -5, -5}, {15, 15, 15}}};           // the whole scene's diagonal
+        {{35, 40, 40.5f}, {45, 40, 40.5f}},     // along the face y = 40
+        {{40.5f, 40.5f, 40.5f}, {50, 50, 50}},  // from inside
+        {{41, 41, 30}, {41, 41, 50}},           // along an edge
+        {{-5, -5, -5}, {15, 15, 15}}};          // the whole scene's diagonal
     for (int r = 0; r < 40; ++r) {
         const btVector3 from(scene.uniform(-3, 13), scene.uniform(-3, 13), scene.uniform(-3, 13));
         const btVector3 to(scene.uniform(-3, 13), scene.uniform(-3, 13), scene.uniform(-3, 13));
@@ -439,7 +443,8 @@ TEST_P(BulletEntryPoints, RayTestEqualsBruteForce) {
         RayCollect got(from, to);
         bp->rayTest(from, to, got);
         const auto expected = brute_ray(scene.proxies, from, to);
-        ASSERT_EQ(got.entries.size(), expected.size()) << "ray from " << from.x() << " " << from.y();
+        ASSERT_EQ(got.entries.size(), expected.size())
+            << "ray from " << from.x() << " " << from.y();
         for (std::size_t k = 0; k < expected.size(); ++k) {
             EXPECT_EQ(got.entries[k].first, expected[k].first);
             EXPECT_EQ(got.entries[k].second, expected[k].second);
@@ -561,8 +566,7 @@ TEST_P(BulletEntryPoints, InvalidBoxesKeptOut) {
     bp->destroyProxy(good, nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, BulletEntryPoints, ::testing::ValuesIn(methods()),
-                         method_name);
+INSTANTIATE_TEST_SUITE_P(Methods, BulletEntryPoints, ::testing::ValuesIn(methods()), method_name);
 
 TEST(BulletAdapter, CreateRejectsUnknownMethods) {
     auto unknown = Broadphase::create("no_such_method");
@@ -627,8 +631,8 @@ struct World {
     }
 
     /// A dynamic body of `shape` at `origin` turned by `rotation`; returns its index.
-    std::size_t add(btCollisionShape* shape, const btVector3& origin,
-                    const btQuaternion& rotation, int group = 0, int mask = 0) {
+    std::size_t add(btCollisionShape* shape, const btVector3& origin, const btQuaternion& rotation,
+                    int group = 0, int mask = 0) {
         btVector3 inertia(0, 0, 0);
         shape->calculateLocalInertia(1, inertia);
         btRigidBody::btRigidBodyConstructionInfo info(1, nullptr, shape, inertia);
@@ -866,7 +870,8 @@ int drop_and_settle(World& w, btBoxShape& cube, int max_steps) {
     std::uniform_real_distribution<float> angle(-0.4f, 0.4f);
     for (int x = 0; x < 5; ++x)
         for (int z = 0; z < 5; ++z)
-            w.add(&cube, btVector3(3.0f * float(x) - 6, 1.5f + 0.25f * float(x + z), 3.0f * float(z) - 6),
+            w.add(&cube,
+                  btVector3(3.0f * float(x) - 6, 1.5f + 0.25f * float(x + z), 3.0f * float(z) - 6),
                   btQuaternion(angle(rng), angle(rng), angle(rng)));
     for (int step = 1; step <= max_steps; ++step) {
         w.world->stepSimulation(1.0f / 60, 0);
@@ -903,8 +908,7 @@ TEST_P(BulletWorld, FallingBoxesRestAsOnDbvt) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, BulletWorld, ::testing::ValuesIn(methods()),
-                         method_name);
+INSTANTIATE_TEST_SUITE_P(Methods, BulletWorld, ::testing::ValuesIn(methods()), method_name);
 
 }  // namespace
 }  // namespace broadphase::testing

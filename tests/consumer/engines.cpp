@@ -58,8 +58,9 @@ bool bullet_world(const char* method) {
     };
     add_body(&ground_shape, 0, btVector3(0, -1, 0));
     for (int i = 0; i < 64; ++i)
-        add_body(&box_shape, 1, btVector3(float(i % 8) * 1.5f - 5, 2.0f + float(i / 8) * 1.2f,
-                                          float(i % 3) * 0.4f));
+        add_body(
+            &box_shape, 1,
+            btVector3(float(i % 8) * 1.5f - 5, 2.0f + float(i / 8) * 1.2f, float(i % 3) * 0.4f));
 
     bool same = true;
     for (int step = 0; step < 240 && same; ++step) {
@@ -73,12 +74,10 @@ bool bullet_world(const char* method) {
             for (std::size_t j = i + 1; j < bodies.size(); ++j) {
                 const btBroadphaseProxy* a = bodies[i]->getBroadphaseHandle();
                 const btBroadphaseProxy* b = bodies[j]->getBroadphaseHandle();
-                const bool overlap = a->m_aabbMin.x() <= b->m_aabbMax.x() &&
-                                     b->m_aabbMin.x() <= a->m_aabbMax.x() &&
-                                     a->m_aabbMin.y() <= b->m_aabbMax.y() &&
-                                     b->m_aabbMin.y() <= a->m_aabbMax.y() &&
-                                     a->m_aabbMin.z() <= b->m_aabbMax.z() &&
-                                     b->m_aabbMin.z() <= a->m_aabbMax.z();
+                const bool overlap =
+                    a->m_aabbMin.x() <= b->m_aabbMax.x() && b->m_aabbMin.x() <= a->m_aabbMax.x() &&
+                    a->m_aabbMin.y() <= b->m_aabbMax.y() && b->m_aabbMin.y() <= a->m_aabbMax.y() &&
+                    a->m_aabbMin.z() <= b->m_aabbMax.z() && b->m_aabbMin.z() <= a->m_aabbMax.z();
                 if (overlap && (a->m_collisionFilterGroup & b->m_collisionFilterMask) &&
                     (b->m_collisionFilterGroup & a->m_collisionFilterMask))
                     expected.insert(ordered(a, b));
