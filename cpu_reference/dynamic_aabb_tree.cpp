@@ -169,7 +169,6 @@ void DynamicAabbTree::clear() {
     margin_chosen_ = false;
     sampling_margin_ = false;
     margin_sample_.clear();
-    reinserts_since_build_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,40 +195,18 @@ Status DynamicAabbTree::build(std::span<const Box> boxes) {
             items[i].centre[a] = 0.5f * boxes[i].min[a] + 0.5f * boxes[i].max[a];
         }
         items[i].id = i;
-        items[i].box = boxes[i];
     }
-    root_ = build_top_down(items, kNull);
+    root_ = build_top_down(boxes, items, kNull);
     return Status::success();
-}
-
-void DynamicAabbTree::rebuild() {
-    std::vector<BuildItem> items;
-    items.reserve(leaf_of_.size());
-    for (const auto& [id, leaf] : leaf_of_) {
-        BuildItem item{};
-        item.id = id;
-        item.box = nodes_[leaf].tight;
-        for (int a = 0; a < 3; ++a)
-            item.centre[a] = 0.5f * item.box.min[a] + 0.5f * item.box.max[a];
-        items.push_back(item);
-    }
-    // The same tree whatever the hash map's order: build_top_down breaks ties by id.
-    std::sort(items.begin(), items.end(),
-              [](const BuildItem& x, const BuildItem& y) { return x.id < y.id; });
-    nodes_.clear();
-    free_list_ = kNull;
-    leaf_of_.clear();
-    nodes_.reserve(2 * items.size() - 1);
-    root_ = build_top_down(items, kNull);
-    reinserts_since_build_ = 0;
-    ++rebuilds_;
 }
 
 // Splits `items` at the median centroid along the longest axis of their centroid bounds;
 // nodes are allocated in pre-order, so a subtree is contiguous in memory.
-std::int32_t DynamicAabbTree::build_top_down(std::span<BuildItem> items, std::int32_t parent) {
+std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
+                                             std::int32_t parent) {
     if (items.size() == 1) {
-        const std::int32_t leaf = make_leaf(items[0].id, items[0].box);
+        const std::uint32_t id = items[0].id;
+        const std::int32_t leaf = make_leaf(id, boxes[id]);
         nodes_[leaf].parent = parent;
         return leaf;
     }
@@ -253,8 +230,8 @@ std::int32_t DynamicAabbTree::build_top_down(std::span<BuildItem> items, std::in
                          return x.centre[axis] < y.centre[axis] ||
                                 (x.centre[axis] == y.centre[axis] && x.id < y.id);
                      });
-    const std::int32_t c1 = build_top_down(items.first(mid), index);
-    const std::int32_t c2 = build_top_down(items.subspan(mid), index);
+    const std::int32_t c1 = build_top_down(boxes, items.first(mid), index);
+    const std::int32_t c2 = build_top_down(boxes, items.subspan(mid), index);
     nodes_[index].child1 = c1;
     nodes_[index].child2 = c2;
     refit(index);
@@ -424,10 +401,6 @@ Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     nodes_[leaf].fat = fatten(box);
     insert_leaf(leaf);
     ++reinserts_;
-    if (config_.bulk_build && config_.rebuild_after_moves &&
-        ++reinserts_since_build_ >= std::max<std::size_t>(leaf_of_.size() / 2, 64)) {
-        rebuild();
-    }
     return Status::success();
 }
 

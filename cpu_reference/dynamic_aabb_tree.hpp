@@ -46,14 +46,6 @@ public:
         bool rotations = true;
         /// build() by top-down median splits (true) or by inserting the boxes one by one.
         bool bulk_build = true;
-        /// With bulk_build: once move() has re-inserted half as many leaves as the tree holds
-        /// (at least 64) since the last build, the tree is rebuilt by median splits over the
-        /// leaves' boxes, ids and margin kept. Re-insertion one leaf at a time lets a tree whose
-        /// every box moves degrade: in a Bullet world of 10,000 falling boxes the self-pairs walk
-        /// visited 5.8x the nodes of a fresh build after 40 steps (Box2D v3 rebuilds its
-        /// moved subtrees every step for the same reason). Amortised, a rebuild costs O(log n)
-        /// per re-insertion, as the re-insertion itself does.
-        bool rebuild_after_moves = true;
     };
 
     DynamicAabbTree() = default;
@@ -76,8 +68,6 @@ public:
     int height() const;
     /// Leaves re-inserted by move() since construction (a move inside the fat box is free).
     std::uint64_t reinsert_count() const { return reinserts_; }
-    /// Rebuilds by Config::rebuild_after_moves since construction.
-    std::uint64_t rebuild_count() const { return rebuilds_; }
     /// The margin in scene units now applied to new fat boxes (relative margins: the most a
     /// box is grown by on an axis; on an axis where config().margin times the box's extent is
     /// smaller, it is grown by that).
@@ -107,11 +97,9 @@ private:
     struct BuildItem {
         float centre[3];
         std::uint32_t id;
-        Box box;
     };
-    /// Rebuilds the tree over its leaves by median splits (Config::rebuild_after_moves).
-    void rebuild();
-    std::int32_t build_top_down(std::span<BuildItem> items, std::int32_t parent);
+    std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
+                                std::int32_t parent);
     void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
     void insert_leaf(std::int32_t leaf);
     void remove_leaf(std::int32_t leaf);
@@ -131,8 +119,6 @@ private:
     std::int32_t free_list_ = kNull;
     std::unordered_map<std::uint32_t, std::int32_t> leaf_of_;  ///< id -> leaf node
     std::uint64_t reinserts_ = 0;
-    std::uint64_t reinserts_since_build_ = 0;  ///< move()'s re-insertions since the last build
-    std::uint64_t rebuilds_ = 0;
 };
 
 }  // namespace broadphase
