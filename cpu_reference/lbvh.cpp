@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -468,22 +469,74 @@ void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes) {
     }
 }
 
+namespace {
+
+// lbvh_pairs.glsl far_apart, bit for bit: the gap between the boxes along some axis exceeds
+// the larger of their sizes.
+bool far_apart(const Box& run, const Box& b) {
+    float gap = -std::numeric_limits<float>::infinity(), size = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        gap = std::max(gap, std::max(run.min[k] - b.max[k], b.min[k] - run.max[k]));
+        size = std::max({size, run.max[k] - run.min[k], b.max[k] - b.min[k]});
+    }
+    return gap > size;
+}
+
+}  // namespace
+
 void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
                 QueryStats* stats, const Structure* filters) {
     QueryStats local;
     QueryStats& st = stats ? *stats : local;
     const auto n = static_cast<std::uint32_t>(boxes.size());
     if (n < 2) return;
-    for (std::uint32_t p = 0; p < n; ++p) {
-        const std::uint32_t id = nodes[n - 1 + p].link.x;
-        const Box& query = boxes[id];
-        traverse(
-            nodes, st,
-            [&](const LbvhNode& nd) { return nd.link.w > p && overlaps(query, node_box(nd)); },
-            [&](std::uint32_t other) {
-                if (!filters || filters->collides(id, other))
-                    out.push_back(Pair{std::min(id, other), std::max(id, other)});
-            });
+    const std::uint32_t leaf_base = n - 1;
+    auto emit = [&](std::uint32_t a, std::uint32_t b) {
+        if (!filters || filters->collides(a, b))
+            out.push_back(Pair{std::min(a, b), std::max(a, b)});
+    };
+    std::array<std::uint32_t, gpu_layout::kPairGroup> ids{};
+    std::array<std::uint32_t, kStackSize> stack;
+    for (std::uint32_t first = 0; first < n; first += gpu_layout::kPairGroup) {
+        // The group's members: sorted positions first .. last.
+        const std::uint32_t last = std::min(first + gpu_layout::kPairGroup, n) - 1;
+        const std::uint32_t count = last - first + 1;
+        for (std::uint32_t k = 0; k < count; ++k) ids[k] = nodes[leaf_base + first + k].link.x;
+        for (std::uint32_t a = 0; a < count; ++a)
+            for (std::uint32_t b = a + 1; b < count; ++b) {
+                ++st.box_tests;
+                if (overlaps(boxes[ids[a]], boxes[ids[b]])) emit(ids[a], ids[b]);
+            }
+        // Its runs, each walked from the root with the union of its boxes as the shader does:
+        // every internal node a walk expands counts (the root once per run); children whose
+        // last sorted position is <= last are skipped.
+        for (std::uint32_t begin = 0; begin < count;) {
+            Box run = boxes[ids[begin]];
+            std::uint32_t end = begin + 1;
+            for (; end < count && !far_apart(run, boxes[ids[end]]); ++end)
+                run = merge(run, boxes[ids[end]]);
+            std::size_t top = 0;
+            stack[top++] = 0;
+            while (top > 0) {
+                const std::uint32_t node = stack[--top];
+                ++st.nodes_visited;
+                const LbvhNode& nd = nodes[node];
+                for (const std::uint32_t child : {nd.link.y, nd.link.x}) {  // left popped first
+                    const LbvhNode& c = nodes[child];
+                    if (c.link.w <= last || !overlaps(run, node_box(c))) continue;
+                    if (!is_leaf(child, n)) {
+                        stack[top++] = child;
+                        continue;
+                    }
+                    ++st.leaves_visited;
+                    for (std::uint32_t k = begin; k < end; ++k) {
+                        ++st.box_tests;
+                        if (overlaps(boxes[ids[k]], boxes[c.link.x])) emit(ids[k], c.link.x);
+                    }
+                }
+            }
+            begin = end;
+        }
     }
 }
 

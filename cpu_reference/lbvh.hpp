@@ -127,9 +127,14 @@ std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_code
 /// lbvh_refit.comp write beside the nodes.
 std::vector<gpu_layout::LbvhWideNode> wide_nodes(std::span<const LbvhNode> nodes);
 
-/// Self-pairs traversal as the GPU does it: one query per sorted position p, skipping subtrees
-/// whose last sorted position is <= p, so each pair is found once (by its earlier leaf).
-/// Appends (min id, max id) pairs in no particular order; with `filters`, only the pairs its
+/// Self-pairs traversal as the GPU does it (shaders/lbvh_pairs.glsl): the sorted positions in
+/// groups of gpu_layout::kPairGroup, each group's members tested against each other, then its
+/// runs (a member farther from the run before it than either is wide begins the next) each
+/// walked from the root with the union of their boxes, skipping subtrees whose last sorted
+/// position is <= the group's last, each leaf reached tested against the run's members; so
+/// each pair is found once (by the group of its earlier leaf). stats->nodes_visited counts the
+/// internal nodes the walks expand, the root once per run: the GPU's visit count. Appends
+/// (min id, max id) pairs in no particular order; with `filters`, only the pairs its
 /// collides() allows (tested where each pair is found).
 void self_pairs(std::span<const LbvhNode> nodes, std::span<const Box> boxes, std::vector<Pair>& out,
                 QueryStats* stats = nullptr, const Structure* filters = nullptr);

@@ -62,9 +62,7 @@ TraversalWork pair_traversal_work(std::span<const LbvhNode> nodes, std::span<con
     std::vector<Pair> pairs;
     QueryStats stats;
     self_pairs(nodes, boxes, pairs, &stats);
-    // self_pairs enters the root for every position but the last (the last one's range ends
-    // at the root's); the shader expands it for every position: one more.
-    work.visits = stats.nodes_visited + 1;
+    work.visits = stats.nodes_visited;  // counted as the shader counts them
     work.pairs = pairs.size();
     return work;
 }

@@ -110,11 +110,14 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 sibling's id and writes the 48 B of each node into three arrays, no wide
 //                 record; lbvh_assemble then reads each node's 48 B and, per internal node, its
 //                 children's (96 B), and writes every node (48 B) and wide record (64 B).
-//   all pairs     lbvh_pairs reads each query's leaf (48 B), and per expanded node its
-//                 LbvhWideNode (64 B: before the wide records, its link and both children's
-//                 nodes, 16 + 96 B); writes 8 B per stored pair (find_pairs: its 64-bit sort
-//                 key i << b | j). The work queue's items (8 B each way, only past an
-//                 invocation's budget) are not counted.
+//   all pairs     lbvh_pairs reads each leaf once as a member of its group (48 B), and per
+//                 expanded node its LbvhWideNode (64 B: before the wide records, its link and
+//                 both children's nodes, 16 + 96 B; before the groups, one walk per leaf
+//                 expanded 2.2 times as many at uniform:100000); each queued item a later round
+//                 resumes loads its group's kPairGroup leaves again (48 B each; the last,
+//                 shorter group counted whole); writes 8 B per stored pair (find_pairs: its
+//                 64-bit sort key i << b | j). The work queue's items themselves (8 B each way,
+//                 only past an invocation's budget) are not counted.
 //                 find_pairs counts every attempt (a pass that overflowed its pair
 //                 buffer, work queue or rounds runs again): 48 B per query leaf each time,
 //                 the attempts' expanded nodes and stored pairs summed.
@@ -122,7 +125,8 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 bits, keys only).
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
                                                 bool refined, bool soa, SortPath sort_path,
-                                                std::uint64_t visits, std::uint64_t stored_pairs,
+                                                std::uint64_t visits, std::uint64_t resumed,
+                                                std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
     passes.fill(0);
@@ -158,11 +162,16 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
                 48 * (2 * m - 1) + 4 * (m - 1)};
         t[3] += {48 * (2 * m - 1) + 96 * (m - 1), 48 * (2 * m - 1) + 64 * (m - 1)};
     }
-    t[4] = {48 * m + 64 * visits, 8 * stored_pairs};
+    t[4] = pairs_traffic(m, visits, resumed, stored_pairs);
     return t;
 }
 
 }  // namespace
+
+Traffic pairs_traffic(std::uint64_t n, std::uint64_t visits, std::uint64_t resumed,
+                      std::uint64_t stored) {
+    return {48 * n + 64 * visits + 48ull * kPairGroup * resumed, 8 * stored};
+}
 
 LbvhRequirements lbvh_requirements(std::uint32_t n, CodeKind code, bool refine, bool soa) {
     return {n * VkDeviceSize(sizeof(GpuBox)), lbvh_tree_bytes(n),
@@ -199,7 +208,7 @@ struct Lbvh::Impl {
     // (stage k's dispatches are marks[k + 1] - marks[k]), and the last find_pairs' expanded
     // nodes and pairs, from which last_report() models the traffic.
     std::array<std::uint64_t, kQueries> marks{};
-    std::uint64_t last_visits = 0, last_pairs = 0;
+    std::uint64_t last_visits = 0, last_resumed = 0, last_pairs = 0;
     // Every attempt of the last find_pairs' pairs pass counts in its report (a pass that
     // overflowed its buffers or rounds runs again): the attempts, their expanded nodes and
     // stored pairs summed, and the dispatches of the attempts after the first (timed into
@@ -277,7 +286,7 @@ struct Lbvh::Impl {
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
         auto traffic = stage_traffic(last_n, options.code, options.refine, refined, soa(last_n),
-                                     sort.path(), last_visits, stored_pairs, passes);
+                                     sort.path(), last_visits, last_resumed, stored_pairs, passes);
         if (pair_attempts > 1) traffic[4].read += 48ull * last_n * (pair_attempts - 1);
         const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
                                          times.pairs};
@@ -581,7 +590,7 @@ Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint
     const LbvhImpl& im = impl_of(lbvh);
     std::array<std::uint32_t, kQueries - 1> stage_passes{};
     const auto t = stage_traffic(n, im.options.code, im.options.refine, refined, im.soa(n),
-                                 im.sort.path(), 0, 0, stage_passes);
+                                 im.sort.path(), 0, 0, 0, stage_passes);
     Traffic sum;
     for (std::size_t k = 0; k + 1 < t.size(); ++k) sum += t[k];
     if (passes) *passes = stage_passes[2];
@@ -685,7 +694,9 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
         return st;
     if (Status st = im.ready_pairs(std::max(n, m)); !st) return st;
     const BufferRange status = first_bytes(out.status, sizeof(TraversalStatus));
-    if (proxy.append) {
+    if (proxy.first_round > 0) {
+        // A continuation: the status and queue are the pass's, as its first rounds left them.
+    } else if (proxy.append) {
         // Continue the counters (pairs, flags, visits) of the passes before; clear the queues,
         // the rounds and the arguments (words 4 to 11).
         fill(cmd, {status.buffer, status.offset + 16, 32}, 0u);
@@ -717,7 +728,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     im.rounds.record_kernel(
         cmd, status, out.traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
-        workgroups(n));
+        workgroups(div_up(n, kPairGroup)), proxy.first_round);  // one invocation per group
     return {};
 }
 
@@ -732,7 +743,10 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
         if (Status s = im.ensure(im.pair_buffer, im.pair_capacity * 8ull); !s) return s.error();
     }
     bool first = true;
-    std::uint32_t rounds = kTraversalRounds;
+    // Each attempt records round 0 and the finish alone, and continuations with later rounds
+    // only while its status says items are queued: a pass whose first round finishes costs
+    // two dispatches.
+    std::uint32_t rounds = kTraversalMaxRounds;
     std::uint64_t found = 0;
     // The pairs pass stores each pair as its key i << b | j, which the GPU sorts after it (the
     // keys of a few million pairs sort in well under a millisecond there; std::sort of the
@@ -742,37 +756,54 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     im.pair_attempts = 0;
     im.stored_pairs = 0;
     im.rerun_dispatches = 0;
-    std::uint64_t visits_all = 0;
+    std::uint64_t visits_all = 0, resumed_all = 0;
     while (true) {
         const std::uint32_t capacity = im.pair_capacity;
         LbvhPairBuffers out{whole(im.pair_buffer),
                             im.pair_capacity,
                             whole(im.status),
-                            {whole(im.work), im.work_capacity, rounds}};
-        Status recorded;
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            recorded = im.record_attempt(*this, cmd, n, out, keyed, first);
-        });
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        if (first) {
-            im.read_times(true);
-        } else {
-            im.times.pairs += im.sort_stamps.ms(0, 1);
-            im.rerun_dispatches += im.sort_marks[1] - im.sort_marks[0];
-        }
-        first = false;
+                            {whole(im.work), im.work_capacity, 1}};
+        // An attempt, then (with first_round) its continuation; a rerun or continuation is
+        // timed on its own and added to the pairs stage.
+        auto submit = [&](const ProxyPairs& pass) -> Status {
+            Status recorded;
+            Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+                recorded = im.record_attempt(*this, cmd, n, out, pass, first);
+            });
+            if (!s) return s;
+            if (!recorded) return recorded;
+            if (first) {
+                im.read_times(true);
+            } else {
+                im.times.pairs += im.sort_stamps.ms(0, 1);
+                im.rerun_dispatches += im.sort_marks[1] - im.sort_marks[0];
+            }
+            first = false;
+            return Status::success();
+        };
+        if (Status s = submit(keyed); !s) return s.error();
         TraversalStatus st{};
         if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        // Nothing lost but items left: go on where the last round stopped, kTraversalRounds
+        // rounds at a time, up to kTraversalMaxRounds (which always finish).
+        while (st.flags == kTraversalIncomplete && st.rounds < kTraversalMaxRounds) {
+            ProxyPairs rest = keyed;
+            rest.first_round = st.rounds;
+            out.traversal.rounds = std::min(st.rounds + kTraversalRounds, kTraversalMaxRounds);
+            if (Status s = submit(rest); !s) return s.error();
+            if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        }
         found = pair_total(st);
         ++im.pair_attempts;
         visits_all += traversal_visits(st);
+        resumed_all += st.resumed;
         im.stored_pairs += std::min<std::uint64_t>(found, capacity);
         auto again = im.grow_for_rerun(st, found, rounds);
         if (!again) return again.error();
         if (!again.value()) break;
     }
     im.last_visits = visits_all;
+    im.last_resumed = resumed_all;
     im.last_pairs = found;
     im.times.pair_sort = 0;
     im.sort_marks = {};

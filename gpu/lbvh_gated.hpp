@@ -65,6 +65,10 @@ struct ProxyPairs {
     std::uint32_t key_bits = 0;
     LbvhTree other{};
     BufferRange other_slots{};
+    /// A continuation (Lbvh::find_pairs): the rounds from this one on, over the queue and
+    /// counters a pass recorded with fewer rounds left in the status (nothing filled, round 0
+    /// not recorded again); 0 records a whole pass.
+    std::uint32_t first_round = 0;
 };
 
 /// Lbvh::record_pairs with ProxyPairs (an empty ProxyPairs: record_pairs itself).
@@ -75,6 +79,10 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
 /// sort, hierarchy + bounds; `refined`: its codes were refined), and the sort's digit passes.
 /// The transfer fills of its scratch are not included (build_fill_traffic).
 Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes);
+/// Modelled traffic of one all-pairs pass over n boxes (gpu/lbvh.cpp, "all pairs") that
+/// expanded `visits` nodes, resumed `resumed` queued items and stored `stored` pairs.
+Traffic pairs_traffic(std::uint64_t n, std::uint64_t visits, std::uint64_t resumed,
+                      std::uint64_t stored);
 /// lbvh_bindings (gpu/scale.hpp) of this Lbvh's code kind and refine option: the buffers a
 /// build of n boxes binds whole, for the host paths' limit checks.
 std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);

@@ -244,6 +244,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     counts.previous =
         options.pairs && !last_first ? std::min(previous.count, recorded_capacity) : 0;
     counts.visits = options.pairs ? traversal_visits(current) : 0;
+    counts.resumed = options.pairs ? current.resumed : 0;
     counts.began = last_first || !options.pairs ? 0 : st.began;
     counts.ended = last_first || !options.pairs ? 0 : st.ended;
     counts.gate_words = static_cast<std::uint32_t>(gate.counts.size() * 3);
@@ -313,8 +314,9 @@ namespace {
 //                  with its scratch fills, lbvh_sah and the commit (reads the partials, writes
 //                  16 B of status), when the frame rebuilt; on a refit frame the rebuild's
 //                  dispatches are emptied (no traffic), but its transfer fills still run.
-//   all pairs      lbvh_pairs as in gpu/lbvh.cpp (48 B per query leaf, 64 B per expanded node,
-//                  8 B per stored pair) and its status fill (64 B). ProxyScene's appended
+//   all pairs      lbvh_pairs as in gpu/lbvh.cpp (pairs_traffic: 48 B per leaf, 64 B per
+//                  expanded node, 48 B per leaf of each resumed item's group, 8 B per stored
+//                  pair) and its status fill (64 B). ProxyScene's appended
 //                  passes (filters, handles, cross trees) count no visits and are not modelled.
 //   pair keys      the pairs pass writes the keys itself (kPairsKeys): what is left is the
 //                  copy of the count into the status (4, 4 B), the update of its capacity word
@@ -358,7 +360,8 @@ std::array<Traffic, kFrameStages> frame_traffic(const FrameCounts& c, const Lbvh
         t[1] += build_fill_traffic(lbvh, c.n);
     }
     if (!c.pairs) return t;
-    t[2] = {48 * n + 64 * c.visits, 64 + 8 * c.stored};
+    t[2] = pairs_traffic(n, c.visits, c.resumed, c.stored);
+    t[2].written += 64;
     t[3] = {4 + 4, 4 + 4 + 24};
     t[4] = RadixSort::traffic(static_cast<std::uint32_t>(c.stored), 2, 2 * c.key_bits, true, path,
                               sort_passes);

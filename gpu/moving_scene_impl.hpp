@@ -65,6 +65,7 @@ struct FrameCounts {
     std::uint64_t stored = 0;    // pairs stored (the count clamped to the capacity)
     std::uint64_t previous = 0;  // the previous frame's stored pairs
     std::uint64_t visits = 0;    // nodes the all-pairs traversal expanded
+    std::uint64_t resumed = 0;   // queued items its later rounds resumed
     std::uint64_t began = 0, ended = 0;
     std::uint32_t gate_words = 0;  // uints of the gated rebuild's argument table
 };

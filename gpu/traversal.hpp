@@ -26,16 +26,22 @@ public:
     /// visible to compute shaders. round(cmd, r, args) records round r: r == 0 a direct
     /// dispatch over the queries (args unused), r >= 1 Kernel::dispatch_indirect at `args`.
     /// Ends with the finish dispatch and a compute barrier (status and outputs visible to later
-    /// compute and transfer reads).
+    /// compute and transfer reads). With first_round > 0, a continuation: the status and queue
+    /// of a traversal recorded (and run) with first_round rounds, which left items queued, go
+    /// on with rounds first_round .. t.rounds - 1 (a host helper submits it only when the
+    /// status says kTraversalIncomplete, so that a traversal whose first round finishes costs
+    /// two dispatches).
     template <class Round>
     void record(VkCommandBuffer cmd, const BufferRange& status, const TraversalBuffers& t,
-                Round&& round) const {
+                Round&& round, std::uint32_t first_round = 0) const {
         const std::uint32_t rounds =
             std::clamp<std::uint32_t>(t.rounds, 1, gpu_layout::kTraversalMaxRounds);
         const BufferRange args{status.buffer, status.offset + 32, 12};
-        round(cmd, 0u, args);
-        compute_barrier(cmd);
-        for (std::uint32_t r = 1; r < rounds; ++r) {
+        if (first_round == 0) {
+            round(cmd, 0u, args);
+            compute_barrier(cmd);
+        }
+        for (std::uint32_t r = std::max(first_round, 1u); r < rounds; ++r) {
             record_args(cmd, status, t.capacity, r, false);
             indirect_barrier(cmd);
             round(cmd, r, args);
@@ -46,19 +52,23 @@ public:
     }
 
     /// record() with one kernel for every round: `kernel` over `bindings` with push constants
-    /// `pc` (pc.shift set to the round; left at the last one), round 0 in `groups` workgroups.
+    /// `pc` (pc.shift set to the round; left at the last one), round 0 in `groups` workgroups
+    /// (none when first_round > 0: a continuation, see record).
     void record_kernel(VkCommandBuffer cmd, const BufferRange& status, const TraversalBuffers& t,
                        const Kernel& kernel, std::initializer_list<BufferRange> bindings,
-                       gpu_layout::PushConstants& pc, std::uint32_t groups) const {
-        record(cmd, status, t,
-               [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
-                   pc.shift = round;
-                   pc.budget = budget(t);
-                   if (round == 0)
-                       kernel.dispatch(c, bindings, pc, groups);
-                   else
-                       kernel.dispatch_indirect(c, bindings, pc, args);
-               });
+                       gpu_layout::PushConstants& pc, std::uint32_t groups,
+                       std::uint32_t first_round = 0) const {
+        record(
+            cmd, status, t,
+            [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
+                pc.shift = round;
+                pc.budget = budget(t);
+                if (round == 0)
+                    kernel.dispatch(c, bindings, pc, groups);
+                else
+                    kernel.dispatch_indirect(c, bindings, pc, args);
+            },
+            first_round);
     }
 
     /// The budget a traversal with buffers `t` runs with: t.budget, else the device's.

@@ -1,3 +1,3 @@
-// All pairs by LBVH traversal, one atomic per appended pair: any device (lbvh_pairs.glsl).
+// All pairs by LBVH traversal, one atomic per step that found pairs: any device (lbvh_pairs.glsl).
 #version 450
 #include "lbvh_pairs.glsl"

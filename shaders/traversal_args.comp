@@ -31,6 +31,8 @@ void main() {
     }
     // After an overflow some reserved slots were never written: stop (the result is flagged).
     if ((tstatus.flags & kTraversalQueueOverflow) != 0u) items = 0u;
+    uint resumed = tstatus.resumed + items;
+    tstatus.resumed = resumed < items ? 0xffffffffu : resumed;
     uint groups = (items + kWorkgroupSize - 1u) / kWorkgroupSize;
     uint x = min(groups, pc.offset);
     tstatus.args = uvec4(x, x == 0u ? 0u : (groups + x - 1u) / x, 1u, 0u);

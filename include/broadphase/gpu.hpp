@@ -535,9 +535,11 @@ public:
     /// and returns an error when a range is too small or misaligned.
     Status record_pairs(VkCommandBuffer cmd, const LbvhTree& tree, const LbvhPairBuffers& out);
 
-    /// Host-array helper: uploads, builds, finds all pairs (growing the output and the work
-    /// queue, and recording kTraversalMaxRounds rounds, until every pair is found and fits),
-    /// downloads, and returns them sorted ascending. Rejects invalid boxes; more pairs than one
+    /// Host-array helper: uploads, builds, finds all pairs (the traversal's round 0 first; the
+    /// later rounds, up to kTraversalMaxRounds, in a second submission only when items were
+    /// queued; the output and the work queue grown and the pass run again until every pair is
+    /// found and fits), downloads, and returns them sorted ascending (with
+    /// LbvhOptions::sorted_pairs). Rejects invalid boxes; more pairs than one
     /// storage buffer holds is an error giving the exact count.
     Result<std::vector<Pair>> find_pairs(std::span<const Box> boxes);
 

@@ -593,6 +593,8 @@ TEST_F(MovingSceneTest, ScatteredRefitRebuildsByTraversalWork) {
 
     // The SAH rule alone (work ratio 0, the policy before the work rule) refits throughout,
     // and its trees cost several times the work of the rebuilt ones.
+    // The GPU decides each frame as the twin with the work rule does (frame f's decision,
+    // made on the GPU from frame f - 1's traversal, is c.rebuilt[f - 1]).
     lbvh::MovingTwin sah_only(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5,
                               0.0);
     lbvh::MovingTwin with_work(lbvh::CodeKind::morton30, lbvh::MovingTwin::Policy::by_ratio, 1.5);
@@ -602,7 +604,11 @@ TEST_F(MovingSceneTest, ScatteredRefitRebuildsByTraversalWork) {
         SCOPED_TRACE("frame " + std::to_string(frame));
         const std::vector<Box> boxes = scatter(scene->boxes, frame);
         EXPECT_FALSE(sah_only.step(boxes));
-        EXPECT_EQ(with_work.step(boxes), frame == 2);
+        const bool rebuilt = with_work.step(boxes);
+        EXPECT_EQ(rebuilt, c.rebuilt[frame - 1]);
+        if (frame <= 2) {
+            EXPECT_EQ(rebuilt, frame == 2);
+        }
         EXPECT_EQ(sah_only.traversal().pairs, with_work.traversal().pairs);
         // The frame the work rule rebuilt walks under half the nodes of the refitted tree.
         if (frame == 2) {
@@ -615,14 +621,14 @@ TEST_F(MovingSceneTest, ScatteredRefitRebuildsByTraversalWork) {
 // buffers. The repair grows the queue and keeps the pair capacity: it must never shrink it,
 // since the previous frame's kept keys fill the old capacity (a shrink copied them past the
 // end of the smaller buffer). Two boxes become world-sized in frame 1 and sort first in its
-// rebuilt tree: each walks the whole tree, past one invocation's budget, and queues more
-// subtrees than 16 items hold.
+// rebuilt tree: their group walks the whole tree, past one invocation's budget, and queues
+// more subtrees than 4 items hold.
 TEST_F(MovingSceneTest, WorkQueueOverflowRepairsWithoutShrinkingThePairBuffers) {
     auto scene = generate_scene("uniform", 6000);
     ASSERT_TRUE(scene);
     gpu::MovingSceneOptions options;
     options.initial_pair_capacity = 100000;
-    options.initial_work_capacity = 16;
+    options.initial_work_capacity = 4;
     options.policy = gpu::RefitPolicy::always_rebuild;
     auto moving = make_scene(options);
     ASSERT_TRUE(moving);
