@@ -725,8 +725,13 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const TreeBindings other = cross ? tree_bindings(proxy.other.nodes, m) : self;
     const BufferRange other_slots =
         cross ? first_bytes(proxy.other_slots, other_slot_bytes) : unused;
+    // Unless the caller set one, a group walks for kPairGroup leaves: kPairGroup times the
+    // device's budget (gpu_layout.h, kPairGroup), at most kTraversalBudget.
+    TraversalBuffers traversal = out.traversal;
+    if (traversal.budget == 0)
+        traversal.budget = std::min(im.rounds.budget(traversal) * kPairGroup, kTraversalBudget);
     im.rounds.record_kernel(
-        cmd, status, out.traversal, im.pairs,
+        cmd, status, traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
         workgroups(div_up(n, kPairGroup)), proxy.first_round);  // one invocation per group
     return {};

@@ -9,8 +9,10 @@
 #
 # --essential runs only the figures no session has measured yet, most wanted first, for a
 # session whose device time is short (a lent machine gives 15 minutes in all, its start
-# included): after run f of 2026-11-28 (docs/performance.md), find_pairs with and without the
-# pair sort (--unsorted-pairs) at 1M and 10M uniform.
+# included): the grouped all-pairs pass of 2026-11-28 (issue 35 item 2: 8 leaves a walk, the
+# budget 8 x 64 by default on GPUs) at 1M and 10M uniform, with and without the pair sort,
+# then on level (a box over half the scene) at several budgets, and the same with
+# BENCH_BASELINE (a build from before, e.g. 23ee828) for a before / after on the device.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
 # docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
@@ -62,14 +64,26 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  # (The loop climb on the adversarial scenes was measured in run f, 2026-11-28.) Unmeasured:
-  # the pairs without the pair sort (LbvhOptions::sorted_pairs), beside the sorted ones.
+  # Unmeasured: the grouped all-pairs pass, and the pairs without the pair sort.
   for m in "$m1" "$m10"; do
     size=1m
     [ "$m" = "$m10" ] && size=10m
     run "pairs_$size" "$tool" bench --scene "$m" --repeat "$repeat"
     run "pairs_${size}_unsorted" "$tool" bench --scene "$m" --repeat "$repeat" --unsorted-pairs
   done
+  # A box over half the scene: the default budget, then others (--traversal-budget sets the
+  # device's; the all-pairs pass takes 8 times it: 64, 128, 256 here, 512 by default).
+  run pairs_1m_level "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat"
+  for b in 8 16 32; do
+    run "pairs_1m_level_budget_$b" "$tool" bench --scene "${m1/uniform/level}" \
+      --repeat "$repeat" --traversal-budget "$b"
+  done
+  if [ -n "${BENCH_BASELINE:-}" ]; then
+    run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
+    run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
+    run baseline_pairs_1m_level "$BENCH_BASELINE" bench --scene "${m1/uniform/level}" \
+      --repeat "$repeat"
+  fi
   echo "logs in $out/"
   exit "$failed"
 fi

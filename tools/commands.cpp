@@ -545,17 +545,21 @@ int run_bench(const Args& args) {
         print_device_json(info);
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
-            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"sort_path\": \"%s\", "
-            "\"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, \"pairs_sorted\": %s, ",
+            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"pair_budget\": %u, "
+            "\"sort_path\": \"%s\", \"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, "
+            "\"pairs_sorted\": %s, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
+            std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget),
             gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count,
             args.unsorted_pairs ? "false" : "true");
         print_stages_json(stages, *copy);
         return 0;
     }
-    std::printf("device: %s (%s), subgroup size %u, traversal budget %u\n", info.name.c_str(),
-                info.driver.c_str(), info.subgroup_size, info.traversal_budget);
+    std::printf("device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u)\n",
+                info.name.c_str(), info.driver.c_str(), info.subgroup_size, info.traversal_budget,
+                std::min(info.traversal_budget * gpu_layout::kPairGroup,
+                         gpu_layout::kTraversalBudget));
     std::string sort = std::string(gpu::sort_path_name(info.sort_path)) + " (" +
                        (info.sort_subgroup_rank ? "subgroup" : "shared-memory") + " ranks";
     if (info.sort_path == gpu::SortPath::onesweep)

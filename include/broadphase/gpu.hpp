@@ -411,9 +411,12 @@ struct TraversalBuffers {
     BufferRange work;
     std::uint32_t capacity = 0;
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
-    /// Nodes one invocation expands per round (1 .. kTraversalBudget; larger is capped): 0
-    /// takes the Context's DeviceInfo::traversal_budget. The results are the same whatever it
-    /// is; a smaller one needs more rounds and queue items but balances a lopsided scene.
+    /// Steps one invocation takes per round (1 .. kTraversalBudget; larger is capped): nodes
+    /// expanded, and in the all-pairs pass also the iterations that store its pairs. 0 takes
+    /// the Context's DeviceInfo::traversal_budget, times gpu_layout::kPairGroup for the
+    /// all-pairs pass (each of its invocations walks for that many leaves), at most
+    /// kTraversalBudget. The results are the same whatever it is; a smaller one needs more
+    /// rounds and queue items but balances a lopsided scene.
     std::uint32_t budget = 0;
 };
 /// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte

@@ -90,7 +90,9 @@ BP_CONST kPairStack = 16u;
 // than one box does, and the nodes from the root down to the run are read once for all of them;
 // a new run begins where the next box lies farther from the run than either is wide (where the
 // curve jumps across the scene). At uniform:100000 the walks read 10.1 wide nodes per box
-// instead of 25.5 (one walk per box). CPU twin: lbvh::self_pairs.
+// instead of 25.5 (one walk per box). Its default budget ("Bounded traversal") is kPairGroup
+// times the device's, at most kTraversalBudget: a group's steps serve kPairGroup leaves.
+// CPU twin: lbvh::self_pairs.
 BP_CONST kPairGroup = 8u;
 // Sentinel for "no node" (the root's parent, an empty child).
 BP_CONST kInvalidNode = 0xffffffffu;
