@@ -556,10 +556,10 @@ int run_bench(const Args& args) {
         print_stages_json(stages, *copy);
         return 0;
     }
-    std::printf("device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u)\n",
-                info.name.c_str(), info.driver.c_str(), info.subgroup_size, info.traversal_budget,
-                std::min(info.traversal_budget * gpu_layout::kPairGroup,
-                         gpu_layout::kTraversalBudget));
+    std::printf(
+        "device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u)\n",
+        info.name.c_str(), info.driver.c_str(), info.subgroup_size, info.traversal_budget,
+        std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget));
     std::string sort = std::string(gpu::sort_path_name(info.sort_path)) + " (" +
                        (info.sort_subgroup_rank ? "subgroup" : "shared-memory") + " ranks";
     if (info.sort_path == gpu::SortPath::onesweep)
