@@ -316,8 +316,9 @@ namespace {
 //                  dispatches are emptied (no traffic), but its transfer fills still run.
 //   all pairs      lbvh_pairs as in gpu/lbvh.cpp (pairs_traffic: 48 B per leaf, 64 B per
 //                  expanded node, 48 B per leaf of each resumed item's group, 8 B per stored
-//                  pair) and its status fill (64 B). ProxyScene's appended
-//                  passes (filters, handles, cross trees) count no visits and are not modelled.
+//                  pair) and its status fill (64 B). ProxyScene's appended passes (filters,
+//                  handles, cross trees) count no visits and are not modelled, but the
+//                  status's resumed items include theirs.
 //   pair keys      the pairs pass writes the keys itself (kPairsKeys): what is left is the
 //                  copy of the count into the status (4, 4 B), the update of its capacity word
 //                  (4 B written), and count_args (reads the count, writes two dispatch slots:

@@ -267,7 +267,10 @@ void main() {
         node = item.y;
     }
     // The members, `live` those that exist and are not empty slots, and their runs: a member
-    // far_apart from the union of the run before it begins the next (bits of `starts`).
+    // far_apart from the union of the run before it begins the next (bits of `starts`). One
+    // leaf read in a loop, each member's registers assigned by a select: code for a read per
+    // member (for a split tree, each a switch over the parts) cost a CPU device twice the
+    // compiling, and ran no faster there.
     uint first = group * kPairGroup;
     uint last = min(first + kPairGroup, n) - 1u;  // the group's last sorted position
     uint live = 0u, starts = 0u;
@@ -276,12 +279,15 @@ void main() {
         member_ids[k] = 0u;
         member_lo[k] = vec3(0.0);
         member_hi[k] = vec3(0.0);
-        if (first + k > last) continue;
+    }
+    for (uint k = 0u; k <= last - first; ++k) {
         LbvhNode leaf = NODE(n - 1u + first + k);
         if (box_empty(leaf.lo, leaf.hi)) continue;
-        member_ids[k] = leaf.link.x;
-        member_lo[k] = leaf.lo.xyz;
-        member_hi[k] = leaf.hi.xyz;
+        [[unroll]] for (uint j = 0u; j < kPairGroup; ++j) {
+            member_ids[j] = j == k ? leaf.link.x : member_ids[j];
+            member_lo[j] = j == k ? leaf.lo.xyz : member_lo[j];
+            member_hi[j] = j == k ? leaf.hi.xyz : member_hi[j];
+        }
         bool begins = live == 0u || far_apart(lo, hi, leaf.lo.xyz, leaf.hi.xyz);
         lo = begins ? leaf.lo.xyz : min(lo, leaf.lo.xyz);
         hi = begins ? leaf.hi.xyz : max(hi, leaf.hi.xyz);
