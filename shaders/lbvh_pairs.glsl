@@ -168,8 +168,9 @@ vec3 member_hi_at(uint k) {
 // The bit mask of the `live` members whose boxes overlap lo, hi.
 uint members_hit(uint live, vec3 lo, vec3 hi) {
     uint hits = 0u;
-    [[unroll]] for (uint k = 0u; k < kPairGroup; ++k)
+    [[unroll]] for (uint k = 0u; k < kPairGroup; ++k) {
         if (boxes_overlap(member_lo[k], member_hi[k], lo, hi)) hits |= 1u << k;
+    }
     return hits & live;
 }
 
@@ -250,7 +251,7 @@ void main() {
     if (cross ? (n == 0u || m == 0u) : n < 2u) return;
     uint leaf_base = m - 1u;
     uint group;
-    uint node = 0u;  // root: internal when m >= 2, the only leaf when m == 1
+    uint node = 0u;           // root: internal when m >= 2, the only leaf when m == 1
     uint start = kPairGroup;  // the run's first member (round 0: the first run's)
     bool follow = true;
     bool root_round = traversal_root_round();
