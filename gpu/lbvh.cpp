@@ -750,7 +750,8 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
     bool first = true;
     // Each attempt records round 0 and the finish alone, and continuations with later rounds
     // only while its status says items are queued: a pass whose first round finishes costs
-    // two dispatches.
+    // two dispatches. The continuations reach kTraversalMaxRounds, so for grow_for_rerun work
+    // left after them is an error, not a reason to record more rounds.
     std::uint32_t rounds = kTraversalMaxRounds;
     std::uint64_t found = 0;
     // The pairs pass stores each pair as its key i << b | j, which the GPU sorts after it (the

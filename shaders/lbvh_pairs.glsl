@@ -154,15 +154,18 @@ uint member_id(uint k) {
     [[unroll]] for (uint j = 0u; j < kPairGroup; ++j) id = j == k ? member_ids[j] : id;
     return id;
 }
-vec3 member_lo_at(uint k) {
-    vec3 v = vec3(0.0);
-    [[unroll]] for (uint j = 0u; j < kPairGroup; ++j) v = j == k ? member_lo[j] : v;
-    return v;
+void member_box(uint k, out vec3 lo, out vec3 hi) {
+    lo = vec3(0.0);
+    hi = vec3(0.0);
+    [[unroll]] for (uint j = 0u; j < kPairGroup; ++j) {
+        lo = j == k ? member_lo[j] : lo;
+        hi = j == k ? member_hi[j] : hi;
+    }
 }
-vec3 member_hi_at(uint k) {
-    vec3 v = vec3(0.0);
-    [[unroll]] for (uint j = 0u; j < kPairGroup; ++j) v = j == k ? member_hi[j] : v;
-    return v;
+
+// The bits of `mask` above bit k (the members after member k).
+uint bits_after(uint mask, uint k) {
+    return mask & ~((2u << k) - 1u);
 }
 
 // The bit mask of the `live` members whose boxes overlap lo, hi.
@@ -233,7 +236,7 @@ void members_union(uint mask, out vec3 lo, out vec3 hi) {
 
 // The members of the run that begins at member `start`: the live ones from it to the next run's.
 uint run_members(uint live, uint starts, uint start) {
-    uint later = starts & ~((2u << start) - 1u);
+    uint later = bits_after(starts, start);
     uint end = later == 0u ? kPairGroup : uint(findLSB(later));
     return live & ((1u << end) - 1u) & ~((1u << start) - 1u);
 }
@@ -298,7 +301,9 @@ void main() {
     if (live == 0u) return;
     if (root_round && !cross) {  // the pairs within the group: member a with each later one
         for (uint a = 0u; a + 1u < kPairGroup; ++a) {
-            uint later = members_hit(live & ~((2u << a) - 1u), member_lo_at(a), member_hi_at(a));
+            vec3 alo, ahi;
+            member_box(a, alo, ahi);
+            uint later = members_hit(bits_after(live, a), alo, ahi);
             emit_hits((live >> a & 1u) != 0u ? later : 0u, uvec2(member_id(a)));
         }
     }
@@ -345,13 +350,12 @@ void main() {
             }
         }
         used += emit_hits(hits, uvec2(wide_aux(w, 0u), wide_aux(w, 1u)));  // leaf aux: box id
-        uint next = starts & ~((2u << start) - 1u);  // the runs after this one
         if (descend != kInvalidNode) {
             node = descend;
         } else if (top > 0u) {
             node = stack[--top];
-        } else if (follow && next != 0u) {  // the next run's walk, from the root
-            start = uint(findLSB(next));
+        } else if (follow && bits_after(starts, start) != 0u) {  // the next run, from the root
+            start = uint(findLSB(bits_after(starts, start)));
             run = run_members(live, starts, start);
             members_union(run, lo, hi);
             node = 0u;
@@ -368,7 +372,7 @@ void main() {
     for (uint k = 0u; k < top; ++k)
         if (traversal_reserve(1u, slot))
             traversal_put(slot, pair_item(group, start, false), stack[k]);
-    uint next = starts & ~((2u << start) - 1u);
+    uint next = bits_after(starts, start);
     if (follow && next != 0u && traversal_reserve(1u, slot))
         traversal_put(slot, pair_item(group, uint(findLSB(next)), true), 0u);
 }
