@@ -45,12 +45,11 @@ fi
 failed=0
 # Each command is stopped after BENCH_TIMEOUT seconds (default 120), so that one hang (a
 # driver that never signals a fence, say) costs a lent device minutes, not the whole lease.
-limit=${BENCH_TIMEOUT:-120}
 run() {  # run NAME COMMAND...: logs to $out/NAME.txt, keeps going on failure
   local name=$1
   shift
   echo "== $name: $*"
-  if timeout "$limit" "$@" >"$out/$name.txt" 2>&1; then
+  if timeout "${BENCH_TIMEOUT:-120}" "$@" >"$out/$name.txt" 2>&1; then
     tail -n 25 "$out/$name.txt"
   else
     echo "   FAILED (exit $?), see $out/$name.txt"
@@ -78,11 +77,24 @@ if [ "$essential" = 1 ]; then
     run "pairs_1m_level_budget_$b" "$tool" bench --scene "${m1/uniform/level}" \
       --repeat "$repeat" --traversal-budget "$b"
   done
+  # The other adversarial scenes, then the sizes and the frames no device has run the grouped
+  # pass at: 100M boxes, and the moving scene (refit, pairs, step()'s host wall) at 1M and 10M.
+  for s in degenerate multiscale clustered; do
+    run "pairs_1m_$s" "$tool" bench --scene "${m1/uniform/$s}" --repeat "$repeat"
+  done
+  run pairs_10m_level "$tool" bench --scene "${m10/uniform/level}" --repeat "$repeat"
+  run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
+  if [ "$quick" = 0 ]; then
+    BENCH_TIMEOUT=${BENCH_TIMEOUT_100M:-200} run pairs_100m "$tool" bench --scene "$m100" --repeat 2
+  fi
+  run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
+  run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
     run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
     run baseline_pairs_1m_level "$BENCH_BASELINE" bench --scene "${m1/uniform/level}" \
       --repeat "$repeat"
+    run baseline_frames_1m "$BENCH_BASELINE" bench --frames "$frames" --scene "$m1"
   fi
   echo "logs in $out/"
   exit "$failed"
