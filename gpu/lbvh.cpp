@@ -426,6 +426,11 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
     impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 7, "lbvh_build_soa");
     impl->assemble = assemble_kernel(context);
+    if (options.pair_budget > kTraversalBudget)
+        return Error{ErrorCode::invalid_argument,
+                     "LbvhOptions::pair_budget " + std::to_string(options.pair_budget) +
+                         " is above gpu_layout::kTraversalBudget = " +
+                         std::to_string(kTraversalBudget)};
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -725,15 +730,24 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const TreeBindings other = cross ? tree_bindings(proxy.other.nodes, m) : self;
     const BufferRange other_slots =
         cross ? first_bytes(proxy.other_slots, other_slot_bytes) : unused;
-    // Unless the caller set one, a group walks for kPairGroup leaves: kPairGroup times the
-    // device's budget (gpu_layout.h, kPairGroup), at most kTraversalBudget.
+    // Unless the caller set one, the first round's groups walk for kPairGroup leaves each:
+    // LbvhOptions::pair_budget, by default kPairGroup times the device's budget (gpu_layout.h,
+    // kPairGroup), at most kTraversalBudget. Later rounds, only for walks that round left
+    // unfinished (a box over half the scene, say), take the device's budget: on an H200 a
+    // level:1000000 pass took 5.44 ms with 512 steps in every round and 2.16 ms with 64.
     TraversalBuffers traversal = out.traversal;
-    if (traversal.budget == 0)
-        traversal.budget = std::min(im.rounds.budget(traversal) * kPairGroup, kTraversalBudget);
+    std::uint32_t later_budget = 0;
+    if (traversal.budget == 0) {
+        later_budget = im.rounds.budget(traversal);
+        traversal.budget = im.options.pair_budget != 0
+                               ? im.options.pair_budget
+                               : std::min(later_budget * kPairGroup, kTraversalBudget);
+    }
     im.rounds.record_kernel(
         cmd, status, traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
-        workgroups(div_up(n, kPairGroup)), proxy.first_round);  // one invocation per group
+        workgroups(div_up(n, kPairGroup)), proxy.first_round,  // one invocation per group
+        later_budget);
     return {};
 }
 

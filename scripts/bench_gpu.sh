@@ -9,10 +9,9 @@
 #
 # --essential runs only the figures no session has measured yet, most wanted first, for a
 # session whose device time is short (a lent machine gives 15 minutes in all, its start
-# included): the grouped all-pairs pass of 2026-11-28 (issue 35 item 2: 8 leaves a walk, the
-# budget 8 x 64 by default on GPUs) at 1M and 10M uniform, with and without the pair sort,
-# then on level (a box over half the scene) at several budgets, and the same with
-# BENCH_BASELINE (a build from before, e.g. 23ee828) for a before / after on the device.
+# included): the all-pairs pass's first-round and later-round budgets of 2026-11-28 on the
+# adversarial scenes at 1M and 10M, and with BENCH_BASELINE (a build from before, e.g.
+# 75b3d1e) the same scenes on it for a before / after on the device.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
 # docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
@@ -63,38 +62,34 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  # Unmeasured: the grouped all-pairs pass, and the pairs without the pair sort.
-  for m in "$m1" "$m10"; do
-    size=1m
-    [ "$m" = "$m10" ] && size=10m
-    run "pairs_$size" "$tool" bench --scene "$m" --repeat "$repeat"
-    run "pairs_${size}_unsorted" "$tool" bench --scene "$m" --repeat "$repeat" --unsorted-pairs
-  done
-  # A box over half the scene: the default budget, then others (--traversal-budget sets the
-  # device's; the all-pairs pass takes 8 times it: 64, 128, 256 here, 512 by default).
-  run pairs_1m_level "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat"
-  for b in 8 16 32; do
-    run "pairs_1m_level_budget_$b" "$tool" bench --scene "${m1/uniform/level}" \
-      --repeat "$repeat" --traversal-budget "$b"
-  done
-  # The other adversarial scenes, then the sizes and the frames no device has run the grouped
-  # pass at: 100M boxes, and the moving scene (refit, pairs, step()'s host wall) at 1M and 10M.
-  for s in degenerate multiscale clustered; do
+  # The all-pairs pass's budgets (2026-11-28, run h): the first round takes kPairGroup times the
+  # device's budget (512 on GPUs), later rounds the device's (64); --pair-budget sets the first
+  # round's. A box over half the scene (level) and big boxes (degenerate) need later rounds;
+  # uniform and multiscale finish in the first.
+  run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
+  run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
+  for s in level degenerate clustered multiscale; do
     run "pairs_1m_$s" "$tool" bench --scene "${m1/uniform/$s}" --repeat "$repeat"
   done
-  run pairs_10m_level "$tool" bench --scene "${m10/uniform/level}" --repeat "$repeat"
-  run pairs_1m_json "$tool" bench --scene "$m1" --repeat "$repeat" --json
-  if [ "$quick" = 0 ]; then
-    BENCH_TIMEOUT=${BENCH_TIMEOUT_100M:-200} run pairs_100m "$tool" bench --scene "$m100" --repeat 2
-  fi
+  for s in level degenerate; do
+    run "pairs_10m_$s" "$tool" bench --scene "${m10/uniform/$s}" --repeat "$repeat"
+  done
+  for b in 64 128 256 1024; do
+    run "pairs_1m_level_pair_budget_$b" "$tool" bench --scene "${m1/uniform/level}" \
+      --repeat "$repeat" --pair-budget "$b"
+  done
+  for s in degenerate clustered uniform; do
+    for b in 64 256; do
+      run "pairs_1m_${s}_pair_budget_$b" "$tool" bench --scene "${m1/uniform/$s}" \
+        --repeat "$repeat" --pair-budget "$b"
+    done
+  done
   run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
-  run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
   if [ -n "${BENCH_BASELINE:-}" ]; then
-    run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
-    run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
-    run baseline_pairs_1m_level "$BENCH_BASELINE" bench --scene "${m1/uniform/level}" \
-      --repeat "$repeat"
-    run baseline_frames_1m "$BENCH_BASELINE" bench --frames "$frames" --scene "$m1"
+    for s in level degenerate clustered; do
+      run "baseline_pairs_1m_$s" "$BENCH_BASELINE" bench --scene "${m1/uniform/$s}" \
+        --repeat "$repeat"
+    done
   fi
   echo "logs in $out/"
   exit "$failed"

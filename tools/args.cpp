@@ -241,6 +241,16 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->type_name("N")
             ->transform(integer_in(1, gpu_layout::kPairStack))
             ->group(kGpu);
+    CLI::Option* pair_budget =
+        c.add_option("--pair-budget", a.pair_budget,
+                     "default mode: steps one invocation of the all-pairs traversal takes in its "
+                     "first round (1.." +
+                         std::to_string(gpu_layout::kTraversalBudget) +
+                         "; default " + std::to_string(gpu_layout::kPairGroup) +
+                         " times the traversal budget); later rounds take the traversal budget")
+            ->type_name("N")
+            ->transform(integer_in(1, gpu_layout::kTraversalBudget))
+            ->group(kGpu);
     CLI::Option* warm_up =
         c.add_option("--warm-up", a.warm_up_ms,
                      "GPU modes: milliseconds of copy kernels submitted before each timed run, "
@@ -380,8 +390,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     return {
         {"",
          nullptr,
-         {scene, repeat, code, no_refine, unsorted_pairs, pair_append, pair_stack, traversal_budget,
-          warm_up, sort_path, json, device, validation},
+         {scene, repeat, code, no_refine, unsorted_pairs, pair_append, pair_stack, pair_budget,
+          traversal_budget, warm_up, sort_path, json, device, validation},
          true},
         {"--cull",
          cull,

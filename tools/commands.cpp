@@ -231,6 +231,7 @@ Result<Gpu> open_gpu(const Args& args) {
                           : args.pair_append == "atomic" ? gpu::PairAppend::atomic
                                                          : gpu::PairAppend::automatic;
     options.pair_stack = args.pair_stack;
+    options.pair_budget = args.pair_budget;
     options.sorted_pairs = !args.unsorted_pairs;
     auto lbvh = gpu::Lbvh::create(*context.value(), options);
     if (!lbvh) return lbvh.error();
@@ -541,6 +542,10 @@ int run_bench(const Args& args) {
     const char* append =
         g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
     if (args.code == "morton63" || args.no_refine) refined = "off";
+    const std::uint32_t pair_budget =
+        args.pair_budget != 0
+            ? args.pair_budget
+            : std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget);
     if (args.json) {
         print_device_json(info);
         std::printf(
@@ -550,16 +555,16 @@ int run_bench(const Args& args) {
             "\"pairs_sorted\": %s, ",
             json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
             refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
-            std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget),
-            gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count,
+            pair_budget, gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count,
             args.unsorted_pairs ? "false" : "true");
         print_stages_json(stages, *copy);
         return 0;
     }
     std::printf(
-        "device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u)\n",
+        "device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u in the first "
+        "round)\n",
         info.name.c_str(), info.driver.c_str(), info.subgroup_size, info.traversal_budget,
-        std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget));
+        pair_budget);
     std::string sort = std::string(gpu::sort_path_name(info.sort_path)) + " (" +
                        (info.sort_subgroup_rank ? "subgroup" : "shared-memory") + " ranks";
     if (info.sort_path == gpu::SortPath::onesweep)

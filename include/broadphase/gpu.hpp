@@ -342,6 +342,14 @@ struct LbvhOptions {
     /// 1 .. kPairStack). A tuning knob: the pairs and the visit count are the same for every
     /// value; a smaller stack holds less per invocation and queues more work items.
     std::uint32_t pair_stack = 0;
+    /// Steps one invocation of the all-pairs traversal takes in its first round (1 ..
+    /// gpu_layout::kTraversalBudget), when the pass's TraversalBuffers::budget is 0. 0:
+    /// kPairGroup times the device's DeviceInfo::traversal_budget, at most kTraversalBudget
+    /// (each invocation walks for kPairGroup leaves). Later rounds, which run only for walks
+    /// the first round left unfinished, take the device's budget: a walk over half the scene
+    /// fans out into many short items instead of a few long ones. A tuning knob: the pairs
+    /// and the visit count are the same for every value.
+    std::uint32_t pair_budget = 0;
     /// find_pairs: sort the pairs on the GPU, as (i, j) ascending (a radix sort of i << b | j,
     /// the "pair sort" stage). False: each pair once, i < j, in the order the traversal
     /// appended them, which varies from run to run; the pair sort is skipped (0 dispatches), for
@@ -413,10 +421,11 @@ struct TraversalBuffers {
     std::uint32_t rounds = gpu_layout::kTraversalRounds;
     /// Steps one invocation takes per round (1 .. kTraversalBudget; larger is capped): nodes
     /// expanded, and in the all-pairs pass also the iterations that store its pairs. 0 takes
-    /// the Context's DeviceInfo::traversal_budget, times gpu_layout::kPairGroup for the
-    /// all-pairs pass (each of its invocations walks for that many leaves), at most
-    /// kTraversalBudget. The results are the same whatever it is; a smaller one needs more
-    /// rounds and queue items but balances a lopsided scene.
+    /// the Context's DeviceInfo::traversal_budget, except in the all-pairs pass's first round,
+    /// which takes LbvhOptions::pair_budget (by default gpu_layout::kPairGroup times the
+    /// device's: each of its invocations walks for that many leaves). The results are the
+    /// same whatever it is; a smaller one needs more rounds and queue items but balances a
+    /// lopsided scene.
     std::uint32_t budget = 0;
 };
 /// Bytes of a TraversalBuffers::work buffer of `capacity` items per queue (two queues of 8-byte

@@ -662,6 +662,61 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
     EXPECT_EQ(again.value()[4].bytes_written, 8 * all);
 }
 
+// LbvhOptions::pair_budget is the first round's budget of the all-pairs pass; later rounds take
+// the device's (DeviceInfo::traversal_budget). On a context whose budget is 4 steps:
+// - uniform: the default first round (4 x kPairGroup = 32 steps) leaves walks unfinished, so
+//   find_pairs submits continuations (more than 2 dispatches), while a first round of
+//   kTraversalBudget steps finishes in round 0 (2 dispatches);
+// - level (one box over half the scene), with a first round of 64 steps on both: later rounds
+//   of 4 steps queue and resume more items (more bytes read: each resumed item reloads its
+//   group's members) than the same pass where the device's budget, so its later rounds', is
+//   kTraversalBudget.
+// Every pass gives brute force's pairs. A budget over kTraversalBudget is refused.
+TEST_F(LbvhTest, PairBudgetIsTheFirstRoundsLaterRoundsTakeTheDevices) {
+    gpu::ContextOptions small_options;
+    small_options.traversal_budget = 4;
+    auto small = own_context(small_options);
+    ASSERT_TRUE(small);
+    ASSERT_EQ(small->info().traversal_budget, 4u);
+    gpu::ContextOptions large_options;
+    large_options.traversal_budget = gpu_layout::kTraversalBudget;
+    auto large = own_context(large_options);
+    ASSERT_TRUE(large);
+    // The pairs, checked against brute force, and the all-pairs stage's report.
+    auto run = [](gpu::Context& ctx, std::uint32_t pair_budget,
+                  const std::vector<Box>& boxes) -> gpu::StageReport {
+        gpu::LbvhOptions options;
+        options.pair_budget = pair_budget;
+        auto lbvh = gpu::Lbvh::create(ctx, options);
+        EXPECT_TRUE(lbvh);
+        if (!lbvh) return {};
+        auto pairs = lbvh.value()->find_pairs(boxes);
+        EXPECT_TRUE(pairs) << pairs.error().message;
+        auto expected = find_pairs_cpu("brute_force", boxes);
+        EXPECT_TRUE(expected);
+        if (!pairs || !expected) return {};
+        EXPECT_EQ(pairs.value(), expected.value());
+        auto report = lbvh.value()->last_report();
+        EXPECT_TRUE(report);
+        return report ? report.value()[4] : gpu::StageReport{};
+    };
+    auto uniform = generate_scene("uniform", 3000);
+    ASSERT_TRUE(uniform);
+    EXPECT_GT(run(*small, 0, uniform->boxes).dispatches, 2u);
+    EXPECT_EQ(run(*small, gpu_layout::kTraversalBudget, uniform->boxes).dispatches, 2u);
+    auto level = generate_scene("level", 3000);
+    ASSERT_TRUE(level);
+    const gpu::StageReport short_later = run(*small, 64, level->boxes);
+    const gpu::StageReport long_later = run(*large, 64, level->boxes);
+    EXPECT_GT(long_later.dispatches, 2u);  // round 0 leaves the big box's walk unfinished
+    EXPECT_GT(short_later.bytes_read, long_later.bytes_read);
+    gpu::LbvhOptions over;
+    over.pair_budget = gpu_layout::kTraversalBudget + 1;
+    auto refused = gpu::Lbvh::create(gpu_context(), over);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("pair_budget"), std::string::npos);
+}
+
 // The copy kernel the instruments measure against moves what it says, in measurable time.
 TEST_F(LbvhTest, CopyBandwidthIsMeasured) {
     auto copy = gpu::measure_copy_bandwidth(gpu_context(), 1 << 20, 1);
