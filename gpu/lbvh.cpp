@@ -92,12 +92,17 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 writes a key (4 B per key word) and a value (4 B) per box.
 //   sort          RadixSort::traffic of the keys and values (on the Context's SortPath);
 //                 with adaptive codes (30-bit kinds with refine on) the first sort is of one
-//                 key word, then code_runs reads the keys and writes a run start per position
-//                 (4 + 4 B), run_bounds and refine_codes read the run starts, ids and boxes
-//                 (40 B) and the run bounds (24 B) only when the keys are refined, refine_codes
-//                 reads the first keys and writes 64-bit keys (4 + 8 B), and the second sort
-//                 (64-bit keys) runs only when refined (launched empty: RadixSort::empty_traffic).
-//   hierarchy + bounds  lbvh_build reads each sorted key, id and box; each internal node,
+//                 key word, then code_runs reads the keys (4 B per position: its neighbours'
+//                 are the same lines; the seeds of long runs' heads, 36 B read and 24 B
+//                 written each, at most n / kRefineRun of them and only when the keys are
+//                 refined, are not counted). Only when refined: run_bounds reads each key, id
+//                 and box (4 + 36 B) and writes a run start (4 B); refine_codes reads the run
+//                 start, key, id, box and run bounds (4 + 4 + 36 + 24 B; a short run's boxes
+//                 are read by each of its few members, counted once) and writes the 64-bit key
+//                 (8 B); the second sort (64-bit keys). Else the second sort is launched empty
+//                 (RadixSort::empty_traffic) and the refinement's other steps launch nothing.
+//   hierarchy + bounds  lbvh_build reads each sorted key (the refined 64-bit one when the
+//                 codes were refined), id and box; each internal node,
 //                 completed once by its second child's invocation, takes its split's flag
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
 //                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
@@ -141,17 +146,17 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
         t[2] = RadixSort::traffic(n, words, key_bits(code), false, sort_path, &sort_passes);
     } else {
         t[2] = RadixSort::traffic(n, 1, key_bits(code), false, sort_path, &sort_passes);
-        t[2] += {4 * m, 4 * m};  // code_runs
-        t[2] += {4 * m, 8 * m};  // refine_codes: first keys in, 64-bit keys out
+        t[2] += {4 * m, 0};  // code_runs
         if (refined) {
-            t[2] += {(40 + 40 + 24) * m, 0};  // run_bounds, refine_codes' runs
+            t[2] += {(4 + 36) * m, 4 * m};           // run_bounds
+            t[2] += {(4 + 4 + 36 + 24) * m, 8 * m};  // refine_codes
             std::uint32_t second = 0;
             t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
             sort_passes += second;
+            hierarchy_words = 2;
         } else {
             t[2] += RadixSort::empty_traffic(n, 64, sort_path);
         }
-        hierarchy_words = 2;
     }
     passes[2] = sort_passes;
     if (!soa) {
@@ -238,8 +243,7 @@ struct Lbvh::Impl {
             return s;
         if (Status s = sort.ready_sort(); !s) return s;
         if (!refinable(options.code) || !options.refine) return {};
-        if (Status s = ready({&code_runs, &run_bounds, &refine_codes}); !s) return s;
-        return sort.ready_count_args();
+        return ready({&code_runs, &run_bounds, &refine_codes});
     }
 
     // The all-pairs traversal's kernels, compiled on the first pairs pass (the split variant
@@ -421,16 +425,16 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->bounds = Kernel(context, shaders::scene_bounds, 2, "scene_bounds");
     impl->codes = Kernel(context, shaders::morton_codes, 4, "morton_codes");
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
-    impl->run_bounds = Kernel(context, shaders::run_bounds, 5, "run_bounds");
+    impl->run_bounds = Kernel(context, shaders::run_bounds, 6, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->build = Kernel(context, shaders::lbvh_build, 6, "lbvh_build");
-    impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 7, "lbvh_build_soa");
+    impl->build = Kernel(context, shaders::lbvh_build, 8, "lbvh_build");
+    impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 9, "lbvh_build_soa");
     impl->assemble = assemble_kernel(context);
     if (options.pair_budget > kTraversalBudget)
-        return Error{ErrorCode::invalid_argument,
-                     "LbvhOptions::pair_budget " + std::to_string(options.pair_budget) +
-                         " is above gpu_layout::kTraversalBudget = " +
-                         std::to_string(kTraversalBudget)};
+        return Error{
+            ErrorCode::invalid_argument,
+            "LbvhOptions::pair_budget " + std::to_string(options.pair_budget) +
+                " is above gpu_layout::kTraversalBudget = " + std::to_string(kTraversalBudget)};
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +
@@ -520,7 +524,9 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     const std::uint32_t code_kind = pc.key_word;
     pc.key_word = 0;
     mark(2);
-    BufferRange sorted_keys = s.keys;
+    // With adaptive codes the hierarchy reads the first codes, or the refined 64-bit keys when
+    // the refine word says they were made (kBuildRefinable).
+    BufferRange refine_word = first_bytes(s.keys, 4), refined_keys = first_bytes(s.keys, 4);
     // With empty slots, one more bit puts the empty code above every real code.
     const std::uint32_t sort_bits = key_bits(code) + (im.options.empty_slots ? 1 : 0);
     if (!refinable(code) || !im.options.refine) {
@@ -528,53 +534,68 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                        key_words(code), sort_bits, gate);
     } else {
         // First codes, then (when a run of equal codes is long) second codes in each run's
-        // bounds and a second, stable sort of the 64-bit keys (lbvh::refine_codes).
+        // bounds and a second, stable sort of the 64-bit keys (lbvh::refine_codes). code_runs
+        // decides: it writes the refine word and the indirect arguments of the later steps,
+        // which launch no workgroup on a scene without a long run (gated, they run and return).
         const BufferRange first_keys = first_words(s.keys, n);
         im.sort.record(cmd,
                        {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort}, n,
                        1, sort_bits, gate);
         fill(cmd, s.refine, 0u);
+        fill(cmd, s.refine_args, 0u);
         compute_barrier(cmd);
-        im.code_runs.dispatch(cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine},
+        pc.offset = std::max<std::uint32_t>(im.context->info().max_workgroup_count_x, 1);
+        im.code_runs.dispatch(cmd,
+                              {first_keys, s.values, boxes, s.run_bounds, s.refine, s.refine_args},
                               pc, workgroups(n), gate);
+        pc.offset = 0;
         compute_barrier(cmd);
-        im.run_bounds.dispatch(cmd, {s.flags, s.values, boxes, s.run_bounds, s.refine}, pc,
-                               workgroups(n), gate);
-        compute_barrier(cmd);
+        const BufferRange& elements = s.refine_args;  // slot kArgsElements
+        auto refine_step = [&](const Kernel& kernel, std::initializer_list<BufferRange> bindings) {
+            if (gate)
+                kernel.dispatch(cmd, bindings, pc, workgroups(n), gate);
+            else
+                kernel.dispatch_indirect(cmd, bindings, pc, elements);
+            compute_barrier(cmd);
+        };
+        if (!gate) indirect_barrier(cmd);
+        refine_step(im.run_bounds, {first_keys, s.flags, s.values, boxes, s.run_bounds, s.refine});
         pc.key_word = code_kind;
-        im.refine_codes.dispatch(
-            cmd, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine, s.keys_tmp}, pc,
-            workgroups(n), gate);
+        refine_step(im.refine_codes,
+                    {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine, s.keys_tmp});
         pc.key_word = 0;
-        compute_barrier(cmd);
         // The refine word is n or 0: the sort orders all keys or none (64 bits: an even
-        // number of passes, so nothing is copied back when it sorts none).
+        // number of passes, so the refined keys end in keys_tmp).
         SortBuffers second{s.keys_tmp, s.values, s.keys, s.values_tmp, s.sort};
         second.count = s.refine;
         if (!gate) {
-            im.sort.record_count_args(cmd, s.refine, n, s.refine_args);
             second.args = s.refine_args;
             second.all_or_nothing = true;
         }
         im.sort.record(cmd, second, n, 2, 64, gate);
-        sorted_keys = s.keys_tmp;
-        pc.key_words = 2;
+        refine_word = s.refine;
+        refined_keys = first_bytes(s.keys_tmp, 8ull * n);
+        pc.flags = kBuildRefinable;
     }
     mark(3);
     // Hierarchy and bounds in one pass; its split slots start empty (0).
     if (n > 1) fill(cmd, s.flags, 0u);
     compute_barrier(cmd);
     if (!soa) {
-        im.build.dispatch(cmd, {sorted_keys, s.values, boxes, tree.nodes, s.flags, tree.wide}, pc,
-                          workgroups(n), gate);
+        im.build.dispatch(
+            cmd,
+            {s.keys, s.values, boxes, tree.nodes, s.flags, tree.wide, refine_word, refined_keys},
+            pc, workgroups(n), gate);
     } else {
-        im.build_soa.dispatch(
-            cmd, {sorted_keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link}, pc,
-            workgroups(n), gate);
+        im.build_soa.dispatch(cmd,
+                              {s.keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link,
+                               refine_word, refined_keys},
+                              pc, workgroups(n), gate);
         compute_barrier(cmd);
         record_assemble(im.assemble, cmd, {s.node_lo, s.node_hi, s.node_link}, tree, n, false,
                         gate);
     }
+    pc.flags = 0;
     mark(4);
     return {};
 }

@@ -1,11 +1,15 @@
-// Adaptive codes, step 1 of 3 (CPU twin: lbvh::refine_codes). Runs of equal first codes in
-// the sorted keys: invocation p finds the start s of its run (galloping backwards, then
-// bisecting: O(log(p - s)) reads) and writes it to run_start[p]. The run's first position
-// (p == s) seeds the run's centroid bounds with its own centroid, and when the run holds
-// kRefineRun boxes or more (the key kRefineRun - 1 places on is still equal: the keys are
-// sorted) it raises the refine word to the box count. The refine word, filled with 0 before,
-// is then n when the keys are to be refined and 0 otherwise: run_bounds.comp and
-// refine_codes.comp test it, and the second sort takes it as its element count.
+// Adaptive codes, step 1 of 3 (CPU twin: lbvh::refine_codes): whether the sorted first codes
+// hold a run of kRefineRun or more equal codes, found where one begins (p is a run's first
+// position and the key kRefineRun - 1 places on is still equal: three reads per position, no
+// write on a scene without such a run). Each long run's first position seeds the run's
+// centroid bounds with its own centroid (run_bounds.comp merges the others into them). A
+// workgroup that found one raises the refine word, filled with 0 before, to the box count, and
+// the indirect arguments of the refinement's later steps (filled with 0 before) to those of n
+// elements: slot kArgsElements (run_bounds.comp, refine_codes.comp: n elements at
+// kWorkgroupSize per workgroup) and kArgsSortTiles (the second sort's tiles), folded into
+// x * y with x <= pc.offset (maxComputeWorkGroupCount[0]) as Kernel::dispatch folds them. So a
+// scene without long runs launches none of those steps' workgroups, and the hierarchy reads the
+// first codes (refine word 0); with one, every box is re-coded and sorted again.
 #version 450
 #include "common.glsl"
 
@@ -19,55 +23,45 @@ layout(std430, binding = 1) readonly buffer Ids {
 layout(std430, binding = 2) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 3) writeonly buffer RunStart {
-    uint run_start[];
-};
-layout(std430, binding = 4) writeonly buffer RunBounds {
+layout(std430, binding = 3) writeonly buffer RunBounds {
     uint run_bounds[];
-};  // per run start s: ordered lo xyz at 6s, hi xyz at 6s + 3
-layout(std430, binding = 5) buffer Refine {
+};  // per long run's start s: ordered lo xyz at 6s, hi xyz at 6s + 3
+layout(std430, binding = 4) buffer Refine {
     uint refine;
 };
+layout(std430, binding = 5) buffer Args {
+    uint args[];
+};  // kArgsSlots VkDispatchIndirectCommand
 
-// First position in [0, p] whose key equals keys[p].
-uint run_first(uint p) {
-    uint key = keys[p];
-    uint hi = p;  // keys[hi] == key throughout
-    uint step = 1u;
-    while (hi > 0u) {
-        uint probe = hi > step ? hi - step : 0u;
-        if (keys[probe] != key) {
-            uint lo = probe;  // keys[lo] != key: the first equal key is in (lo, hi]
-            while (hi - lo > 1u) {
-                uint mid = lo + (hi - lo) / 2u;
-                if (keys[mid] == key)
-                    hi = mid;
-                else
-                    lo = mid;
-            }
-            return hi;
-        }
-        hi = probe;
-        step *= 2u;
-    }
-    return 0u;
+#include "code_runs.glsl"
+
+shared uint s_found;
+
+void raise_slot(uint slot, uint groups) {
+    uint x = min(groups, pc.offset);
+    atomicMax(args[3u * slot], x);
+    atomicMax(args[3u * slot + 1u], (groups + x - 1u) / x);
+    atomicMax(args[3u * slot + 2u], 1u);
 }
 
 void main() {
     uint p = linear_thread();
     uint n = pc.count;
-    if (p >= n) return;
-    uint s = run_first(p);
-    run_start[p] = s;
-    if (p != s) return;
-    GpuBox b = boxes[ids[p]];
-    precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
-    uvec3 o = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
-    for (uint a = 0u; a < 3u; ++a) {
-        run_bounds[6u * s + a] = o[a];
-        run_bounds[6u * s + 3u + a] = o[a];
+    if (gl_LocalInvocationID.x == 0u) s_found = 0u;
+    barrier();
+    if (p < n && (p == 0u || keys[p - 1u] != keys[p]) && long_run(p, n)) {
+        GpuBox b = boxes[ids[p]];
+        precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
+        uvec3 o = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
+        for (uint a = 0u; a < 3u; ++a) {
+            run_bounds[6u * p + a] = o[a];
+            run_bounds[6u * p + 3u + a] = o[a];
+        }
+        s_found = 1u;  // any of them: a benign race on one value
     }
-    uint last = s + kRefineRun - 1u;
-    // The empty slots' run (sorted last) is never refined.
-    if (last < n && keys[last] == keys[s] && keys[s] != kEmptyCode30) atomicMax(refine, n);
+    barrier();
+    if (gl_LocalInvocationID.x != 0u || s_found == 0u) return;
+    atomicMax(refine, n);
+    raise_slot(kArgsElements, (n + kWorkgroupSize - 1u) / kWorkgroupSize);
+    raise_slot(kArgsSortTiles, (n + kSortTile - 1u) / kSortTile);
 }

@@ -1,8 +1,11 @@
-// Adaptive codes, step 3 of 3 (CPU twin: lbvh::refine_codes): the 64-bit sort keys
-// (low word first) code << 32 | second, where `second` is 0 unless the refine word is set,
-// and then the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
+// Adaptive codes, step 3 of 3 (CPU twin: lbvh::refine_codes), launched only when code_runs.comp
+// found a run of kRefineRun or more equal first codes (indirect, or gated and then returning at
+// once on refine word 0): the 64-bit sort keys (low word first) code << 32 | second, where
+// `second` is the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
 // box's centroid quantised at 10 bits per axis in its run's centroid bounds, exactly as the
-// first code was quantised in the scene's (codes.glsl).
+// first code was quantised in the scene's (codes.glsl). A long run's bounds come from
+// run_bounds.comp; a shorter run's (fewer than kRefineRun boxes) from its boxes here, with the
+// same order-preserving min and max.
 #version 450
 #include "codes.glsl"
 #include "common.glsl"
@@ -32,16 +35,29 @@ layout(std430, binding = 6) writeonly buffer Refined {
 
 void main() {
     uint p = linear_thread();
-    if (p >= pc.count) return;
+    uint n = pc.count;
+    if (p >= n || refine == 0u) return;
     uint second = 0u;
-    if (refine != 0u && keys[p] != kEmptyCode30) {
+    if (keys[p] != kEmptyCode30) {
         uint s = run_start[p];
-        vec3 lo =
-            vec3(ordered_to_float(run_bounds[6u * s]), ordered_to_float(run_bounds[6u * s + 1u]),
-                 ordered_to_float(run_bounds[6u * s + 2u]));
-        vec3 hi = vec3(ordered_to_float(run_bounds[6u * s + 3u]),
-                       ordered_to_float(run_bounds[6u * s + 4u]),
-                       ordered_to_float(run_bounds[6u * s + 5u]));
+        uvec3 olo, ohi;
+        if (s + kRefineRun - 1u < n && keys[s + kRefineRun - 1u] == keys[s]) {
+            olo = uvec3(run_bounds[6u * s], run_bounds[6u * s + 1u], run_bounds[6u * s + 2u]);
+            ohi = uvec3(run_bounds[6u * s + 3u], run_bounds[6u * s + 4u], run_bounds[6u * s + 5u]);
+        } else {
+            olo = uvec3(0xffffffffu);
+            ohi = uvec3(0u);
+            for (uint q = s; q < n && q < s + kRefineRun - 1u && keys[q] == keys[s]; ++q) {
+                GpuBox m = boxes[ids[q]];
+                precise vec3 mc = (m.lo.xyz + m.hi.xyz) * 0.5;
+                uvec3 o =
+                    uvec3(float_to_ordered(mc.x), float_to_ordered(mc.y), float_to_ordered(mc.z));
+                olo = min(olo, o);
+                ohi = max(ohi, o);
+            }
+        }
+        vec3 lo = vec3(ordered_to_float(olo.x), ordered_to_float(olo.y), ordered_to_float(olo.z));
+        vec3 hi = vec3(ordered_to_float(ohi.x), ordered_to_float(ohi.y), ordered_to_float(ohi.z));
         GpuBox b = boxes[ids[p]];
         precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
         float scale = common_scale(lo, hi, 10u);

@@ -1,29 +1,37 @@
-// Adaptive codes, step 2 of 3 (CPU twin: lbvh::refine_codes): the centroid bounds of every
-// run of equal first codes, when the refine word says the keys are to be refined (else every
-// workgroup returns at once). Within a workgroup the positions of one run are contiguous: a
-// segmented suffix reduction in shared memory (Hillis-Steele steps that stop at the run's
-// end) leaves at the first position of each run's stretch the min and max of its centroids,
-// and that invocation merges them into the run's bounds with one atomicMin / atomicMax per
-// axis on order-preserving uints (seeded by code_runs.comp with the run head's centroid).
+// Adaptive codes, step 2 of 3 (CPU twin: lbvh::refine_codes), launched only when code_runs.comp
+// found a run of kRefineRun or more equal first codes (indirect, or gated and then returning at
+// once on refine word 0): every position's run start s (run_first) into run_start[p], and the
+// centroid bounds of every long run. Within a workgroup the positions of one run are
+// contiguous: a segmented suffix reduction in shared memory (Hillis-Steele steps that stop at
+// the run's end) leaves at the first position of each run's stretch the min and max of its
+// centroids, and that invocation merges them into the run's bounds with one atomicMin /
+// atomicMax per axis on order-preserving uints (seeded by code_runs.comp with the run head's
+// centroid). Short runs' bounds are not stored: refine_codes.comp takes them from their few
+// boxes.
 #version 450
 #include "common.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
-layout(std430, binding = 0) readonly buffer RunStart {
+layout(std430, binding = 0) readonly buffer Keys {
+    uint keys[];
+};  // sorted first codes, one uint each
+layout(std430, binding = 1) writeonly buffer RunStart {
     uint run_start[];
 };
-layout(std430, binding = 1) readonly buffer Ids {
+layout(std430, binding = 2) readonly buffer Ids {
     uint ids[];
 };
-layout(std430, binding = 2) readonly buffer Boxes {
+layout(std430, binding = 3) readonly buffer Boxes {
     GpuBox boxes[];
 };
-layout(std430, binding = 3) buffer RunBounds {
+layout(std430, binding = 4) buffer RunBounds {
     uint run_bounds[];
-};  // per run start s: ordered lo xyz at 6s, hi xyz at 6s + 3
-layout(std430, binding = 4) readonly buffer Refine {
+};  // per long run's start s: ordered lo xyz at 6s, hi xyz at 6s + 3
+layout(std430, binding = 5) readonly buffer Refine {
     uint refine;
 };
+
+#include "code_runs.glsl"
 
 shared uint s_run[kWorkgroupSize];
 shared uvec3 s_lo[kWorkgroupSize];
@@ -35,9 +43,12 @@ void main() {
     uint t = gl_LocalInvocationID.x;
     uint n = pc.count;
     uint run = 0xffffffffu;
+    bool merge = false;
     uvec3 lo = uvec3(0xffffffffu), hi = uvec3(0u);
     if (p < n) {
-        run = run_start[p];
+        run = run_first(p);
+        run_start[p] = run;
+        merge = long_run(run, n);
         GpuBox b = boxes[ids[p]];
         precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
         lo = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
@@ -59,8 +70,8 @@ void main() {
         s_hi[t] = hi;
         barrier();
     }
-    // The first position of each run's stretch in this workgroup merges the stretch.
-    bool first = p < n && (t == 0u || s_run[t - 1u] != run);
+    // The first position of each long run's stretch in this workgroup merges the stretch.
+    bool first = merge && (t == 0u || s_run[t - 1u] != run);
     if (!first) return;
     for (uint a = 0u; a < 3u; ++a) {
         atomicMin(run_bounds[6u * run + a], lo[a]);

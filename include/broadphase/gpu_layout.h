@@ -140,6 +140,9 @@ BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis 
 // centroid bounds of its run and the 64-bit keys (code << 32 | second) are sorted again.
 // Shorter runs cost at most a few extra leaves per query and are left in index order.
 BP_CONST kRefineRun = 8u;
+// lbvh_build push constant `flags`: the keys may have been refined (its refine word and refined
+// keys are bound; the refine word says whether they were).
+BP_CONST kBuildRefinable = 1u;
 
 // Empty slots (gpu::ProxyScene): a box whose lo.x > hi.x (the library writes lo = +inf,
 // hi = -inf) is a leaf that overlaps nothing. Scene bounds skip it, its code is the empty code

@@ -540,29 +540,30 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_EQ(report[1].bytes_written, 8 * n);
     // The sort as the test context runs it (BROADPHASE_SORT_PATH, else the device's rule).
     // First sort: 30-bit codes, 4 passes of 8 bits, one tile of 4096 (256 digit counts); then
-    // code_runs, run_bounds, refine_codes and count_args; the second sort's 8 passes recorded
-    // (indirect) but empty. reduce_then_scan per pass: histogram, scan_local, scatter (3
-    // dispatches; bytes read 12000 + 1024 + 25024, written 1024 + 1028 + 24000). onesweep: the
-    // histogram (reads 12000 + 4 * 1024, writes 4096) and one dispatch per pass (reads and
-    // writes 4 + 24000 + 1024; the state's fill writes 4 * (64 + 2048 + 4 * 256)). Then
-    // code_runs (12000, 12000) and refine_codes (12000, 24000).
+    // code_runs, and run_bounds, refine_codes and the second sort's 8 passes recorded
+    // (indirect) but launched empty (no long run: code_runs wrote no arguments).
+    // reduce_then_scan per pass: histogram, scan_local, scatter (3 dispatches; bytes read
+    // 12000 + 1024 + 25024, written 1024 + 1028 + 24000). onesweep: the histogram (reads
+    // 12000 + 4 * 1024, writes 4096) and one dispatch per pass (reads and writes 4 + 24000 +
+    // 1024; the state's fill writes 4 * (64 + 2048 + 4 * 256)). Then code_runs reads the keys
+    // (12000) and writes nothing.
     const bool onesweep = gpu_context().info().sort_path == gpu::SortPath::onesweep;
-    EXPECT_EQ(report[2].dispatches, onesweep ? (1 + 4) + 4 + (1 + 8) : 4 * 3 + 4 + 8 * 3);
+    EXPECT_EQ(report[2].dispatches, onesweep ? (1 + 4) + 3 + (1 + 8) : 4 * 3 + 3 + 8 * 3);
     EXPECT_EQ(report[2].passes, 4u);
     // The empty second sort: on onesweep the fill of its state (4 * (64 + 2048 + 8 * 256)
     // bytes), on reduce_then_scan the scans of its zero counts (8 x (1024, 1028)).
     if (onesweep) {
-        EXPECT_EQ(report[2].bytes_read, 16096u + 4u * 25028 + 24000);
-        EXPECT_EQ(report[2].bytes_written, 12544u + 4096u + 4u * 25028 + 36000 + 16640);
+        EXPECT_EQ(report[2].bytes_read, 16096u + 4u * 25028 + 12000);
+        EXPECT_EQ(report[2].bytes_written, 12544u + 4096u + 4u * 25028 + 16640);
     } else {
-        EXPECT_EQ(report[2].bytes_read, 4u * (12000 + 1024 + 25024) + 24000 + 8 * 1024);
-        EXPECT_EQ(report[2].bytes_written, 4u * (1024 + 1028 + 24000) + 36000 + 8 * 1028);
+        EXPECT_EQ(report[2].bytes_read, 4u * (12000 + 1024 + 25024) + 12000 + 8 * 1024);
+        EXPECT_EQ(report[2].bytes_written, 4u * (1024 + 1028 + 24000) + 8 * 1028);
     }
-    // Hierarchy and bounds in one dispatch (the two-kernel build took two): 2-word keys, ids
-    // and boxes, a flag and the first child's bounds per internal node; every node written
-    // once and every flag.
+    // Hierarchy and bounds in one dispatch (the two-kernel build took two): the first codes
+    // (not refined: 1 word each), ids and boxes, a flag and the first child's bounds per
+    // internal node; every node written once and every flag.
     EXPECT_EQ(report[3].dispatches, 1u);
-    EXPECT_EQ(report[3].bytes_read, (8 + 4 + 32) * n + (36 + 4) * (n - 1));
+    EXPECT_EQ(report[3].bytes_read, (4 + 4 + 32) * n + (36 + 4) * (n - 1));
     EXPECT_EQ(report[3].bytes_written, 48 * (2 * n - 1) + (4 + 64) * (n - 1));
     // The whole build: one dispatch each for bounds, codes and the tree, and the sort's.
     std::uint32_t build_dispatches = 0;

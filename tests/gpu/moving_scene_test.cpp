@@ -702,8 +702,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
     const auto& rebuild = reports[1];
     const gpu::SortPath path = gpu_context().info().sort_path;
 
-    // The Lbvh's own build of frame 1's boxes: its dispatches (an ungated build also records
-    // the refinement's count_args, which the gate replaces by its table) and traffic.
+    // The Lbvh's own build of frame 1's boxes: its dispatches (the refinement's steps are
+    // indirect there and gated here, as many) and traffic.
     auto lbvh = gpu::Lbvh::create(gpu_context(), {});
     ASSERT_TRUE(lbvh);
     ASSERT_TRUE(lbvh.value()->find_pairs(frame1));
@@ -722,8 +722,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
         const auto& r = reports[k];
         // Refit (leaves and node bounds in one pass), SAH cost, decision.
         EXPECT_EQ(r[0].dispatches, 3u);
-        // The build (less count_args), its SAH cost and commit, gated: the same both ways.
-        EXPECT_EQ(r[1].dispatches, build_dispatches - 1 + 2);
+        // The build, its SAH cost and commit, gated: the same both ways.
+        EXPECT_EQ(r[1].dispatches, build_dispatches + 2);
         // Round 0, the later rounds (indirect), one traversal_args per round and finish.
         EXPECT_EQ(r[2].dispatches, 2 * gpu_layout::kTraversalRounds);
         EXPECT_EQ(r[2].bytes_written, 64 + 8 * now.size());

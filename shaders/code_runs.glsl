@@ -1,0 +1,39 @@
+// Runs of equal first codes in the sorted keys (adaptive codes, lbvh::refine_codes), for
+// code_runs.comp, run_bounds.comp and refine_codes.comp; the includer declares keys[] (one
+// uint per sorted position) before including it.
+#ifndef BROADPHASE_CODE_RUNS_GLSL
+#define BROADPHASE_CODE_RUNS_GLSL
+
+// First position in [0, p] whose key equals keys[p]: galloping backwards, then bisecting
+// (O(log(p - s)) reads).
+uint run_first(uint p) {
+    uint key = keys[p];
+    uint hi = p;  // keys[hi] == key throughout
+    uint step = 1u;
+    while (hi > 0u) {
+        uint probe = hi > step ? hi - step : 0u;
+        if (keys[probe] != key) {
+            uint lo = probe;  // keys[lo] != key: the first equal key is in (lo, hi]
+            while (hi - lo > 1u) {
+                uint mid = lo + (hi - lo) / 2u;
+                if (keys[mid] == key)
+                    hi = mid;
+                else
+                    lo = mid;
+            }
+            return hi;
+        }
+        hi = probe;
+        step *= 2u;
+    }
+    return 0u;
+}
+
+// Whether the run that starts at s holds kRefineRun boxes or more (the keys are sorted, so the
+// key kRefineRun - 1 places on is still equal). The empty slots' run (sorted last) never is.
+bool long_run(uint s, uint n) {
+    uint last = s + kRefineRun - 1u;
+    return last < n && keys[last] == keys[s] && keys[s] != kEmptyCode30;
+}
+
+#endif
