@@ -60,8 +60,8 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKi
     VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * (refined ? 2 : key_words(code));
     s.bounds = arena.take(sizeof(GpuBounds));
     s.keys = arena.take(key_bytes);
+    s.keys_tmp = arena.take(key_bytes);  // just after keys: the hierarchy binds both at once
     s.values = arena.take(n * 4ull);
-    s.keys_tmp = arena.take(key_bytes);
     s.values_tmp = arena.take(n * 4ull);
     s.flags = arena.take(std::max<std::uint32_t>(n, 1) * 4ull);
     s.sort = arena.take(RadixSort::scratch_size(n));
@@ -187,13 +187,16 @@ std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refi
     const ScratchLayout s = scratch_layout({}, n, code, refine, false);
     const bool refined = refinable(code) && refine;
     // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), wide nodes 64 B (n - 1 of 64), keys 4 or
-    // 8 B, run bounds 24 B, the sort's state about 2 B (RadixSort::scratch_size: one-sweep
-    // look-back rows of 8 passes), and a split tree's link, lo and hi arrays 32 B (2n - 1 of 16).
+    // 16 B (refinable: both 8-byte arrays), run bounds 24 B, the sort's state about 2 B
+    // (RadixSort::scratch_size: one-sweep look-back rows of 8 passes), and a split tree's link, lo
+    // and hi arrays 32 B (2n - 1 of 16).
     return {
         {"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
         {"the node buffer", lbvh_nodes_bytes(n), sizeof(LbvhNode)},
         {"the wide node buffer", lbvh_wide_bytes(n), sizeof(LbvhWideNode)},
-        {"the sort-key buffer", s.keys.size},
+        // Refined, the hierarchy binds both key arrays as one range.
+        {"the sort-key buffer",
+         refined ? s.keys_tmp.offset + s.keys_tmp.size - s.keys.offset : s.keys.size},
         {"the run bounds buffer", refined ? s.run_bounds.size : 0},
         {"the sort scratch", s.sort.size},
         {"the node bounds the build writes before assembling a split tree", soa_array_bytes(n)}};
@@ -427,8 +430,8 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 6, "run_bounds");
     impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
-    impl->build = Kernel(context, shaders::lbvh_build, 8, "lbvh_build");
-    impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 9, "lbvh_build_soa");
+    impl->build = Kernel(context, shaders::lbvh_build, 7, "lbvh_build");
+    impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 8, "lbvh_build_soa");
     impl->assemble = assemble_kernel(context);
     if (options.pair_budget > kTraversalBudget)
         return Error{
@@ -524,9 +527,10 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     const std::uint32_t code_kind = pc.key_word;
     pc.key_word = 0;
     mark(2);
-    // With adaptive codes the hierarchy reads the first codes, or the refined 64-bit keys when
-    // the refine word says they were made (kBuildRefinable).
-    BufferRange refine_word = first_bytes(s.keys, 4), refined_keys = first_bytes(s.keys, 4);
+    // With adaptive codes the hierarchy binds keys and keys_tmp as one range and reads the first
+    // codes, or (the refine word says they were made) the refined 64-bit keys in keys_tmp
+    // (kBuildRefinable, their first word in pc.offset).
+    BufferRange build_keys = s.keys, refine_word = first_bytes(s.keys, 4);
     // With empty slots, one more bit puts the empty code above every real code.
     const std::uint32_t sort_bits = key_bits(code) + (im.options.empty_slots ? 1 : 0);
     if (!refinable(code) || !im.options.refine) {
@@ -574,7 +578,8 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         }
         im.sort.record(cmd, second, n, 2, 64, gate);
         refine_word = s.refine;
-        refined_keys = first_bytes(s.keys_tmp, 8ull * n);
+        build_keys.size = s.keys_tmp.offset + s.keys_tmp.size - s.keys.offset;
+        pc.offset = static_cast<std::uint32_t>((s.keys_tmp.offset - s.keys.offset) / 4);
         pc.flags = kBuildRefinable;
     }
     mark(3);
@@ -583,19 +588,19 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     compute_barrier(cmd);
     if (!soa) {
         im.build.dispatch(
-            cmd,
-            {s.keys, s.values, boxes, tree.nodes, s.flags, tree.wide, refine_word, refined_keys},
-            pc, workgroups(n), gate);
+            cmd, {build_keys, s.values, boxes, tree.nodes, s.flags, tree.wide, refine_word}, pc,
+            workgroups(n), gate);
     } else {
-        im.build_soa.dispatch(cmd,
-                              {s.keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link,
-                               refine_word, refined_keys},
-                              pc, workgroups(n), gate);
+        im.build_soa.dispatch(
+            cmd,
+            {build_keys, s.values, boxes, s.node_lo, s.flags, s.node_hi, s.node_link, refine_word},
+            pc, workgroups(n), gate);
         compute_barrier(cmd);
         record_assemble(im.assemble, cmd, {s.node_lo, s.node_hi, s.node_link}, tree, n, false,
                         gate);
     }
     pc.flags = 0;
+    pc.offset = 0;
     mark(4);
     return {};
 }

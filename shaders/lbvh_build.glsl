@@ -84,30 +84,27 @@ layout(std430, binding = 5) buffer Wide {
 #define WRITE_WIDE(i, record) wide[i] = record;
 #endif
 
-// Adaptive codes (pc.flags & kBuildRefinable; lbvh::refine_codes): the refine word, non-zero
-// when the refinement re-coded and sorted the keys again, and then the 64-bit refined keys
-// (low word first) the hierarchy reads instead of the first codes (binding 0, one word each).
+// Adaptive codes (pc.flags & kBuildRefinable; lbvh::refine_codes): binding 0 spans the first
+// codes (one word each) and, pc.offset words on, the refined 64-bit keys (low word first); the
+// refine word, non-zero when the refinement re-coded and sorted the keys again, picks which
+// the hierarchy reads. Chosen once per invocation, so each key read is the same two loads
+// either way (no branch in the climb).
 #ifdef BUILD_SOA
 #define REFINE_BINDING 7
-#define REFINED_BINDING 8
 #else
 #define REFINE_BINDING 6
-#define REFINED_BINDING 7
 #endif
 layout(std430, binding = REFINE_BINDING) readonly buffer Refine {
     uint refine;
 };
-layout(std430, binding = REFINED_BINDING) readonly buffer Refined {
-    uint refined[];
-};
-bool g_refined = false;  // read once per invocation: uniform
+uint g_key_base = 0u;   // first word of the keys the hierarchy reads
+uint g_key_words = 1u;  // words per key: pc.key_words, or 2 when refined
 
-// Branch-free (selects, clamped indices) but for the uniform choice of the key array. 1-word
-// keys read their word twice and take hi word 0.
+// Branch-free (selects, clamped indices). 1-word keys read their word twice and take hi word 0.
 uvec2 key_at(int i) {
-    if (g_refined) return uvec2(refined[2u * uint(i)], refined[2u * uint(i) + 1u]);
-    uint w = pc.key_words;
-    uint first = keys[w * uint(i)], last = keys[w * uint(i) + w - 1u];
+    uint w = g_key_words;
+    uint at = g_key_base + w * uint(i);
+    uint first = keys[at], last = keys[at + w - 1u];
     return uvec2(first, w == 2u ? last : 0u);
 }
 
@@ -123,7 +120,11 @@ void main() {
     uint p = linear_thread();
     uint n = pc.count;
     if (p >= n) return;
-    g_refined = (pc.flags & kBuildRefinable) != 0u && refine != 0u;
+    g_key_words = pc.key_words;
+    if ((pc.flags & kBuildRefinable) != 0u && refine != 0u) {
+        g_key_base = pc.offset;
+        g_key_words = 2u;
+    }
 
     // Leaf of sorted position p; its parent field is written by whoever completes the parent.
     uint leaf = n - 1u + p;
