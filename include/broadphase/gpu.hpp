@@ -342,8 +342,8 @@ struct LbvhOptions {
     /// 1 .. kPairStack). A tuning knob: the pairs and the visit count are the same for every
     /// value; a smaller stack holds less per invocation and queues more work items.
     std::uint32_t pair_stack = 0;
-    /// Steps one invocation of the all-pairs traversal takes in its first round (1 ..
-    /// gpu_layout::kTraversalBudget), when the pass's TraversalBuffers::budget is 0. 0:
+    /// Steps one invocation of the all-pairs traversal takes in its first round, from 1 to
+    /// gpu_layout::kTraversalBudget, when the pass's TraversalBuffers::budget is 0; 0 takes
     /// kPairGroup times the device's DeviceInfo::traversal_budget, at most kTraversalBudget
     /// (each invocation walks for kPairGroup leaves). Later rounds, which run only for walks
     /// the first round left unfinished, take the device's budget: a walk over half the scene
