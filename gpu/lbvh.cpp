@@ -760,7 +760,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     // LbvhOptions::pair_budget, by default kPairGroup times the device's budget (gpu_layout.h,
     // kPairGroup), at most kTraversalBudget. Later rounds, only for walks that round left
     // unfinished (a box over half the scene, say), take the device's budget: on an H200 a
-    // level:1000000 pass took 5.44 ms with 512 steps in every round and 2.16 ms with 64.
+    // level:1000000 pass took 5.44 ms with 512 steps in every round, 2.16 ms with 64 in every
+    // round and 1.93 ms with 512 then 64 (docs/performance.md, run h).
     TraversalBuffers traversal = out.traversal;
     std::uint32_t later_budget = 0;
     if (traversal.budget == 0) {
