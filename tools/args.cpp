@@ -245,8 +245,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
         c.add_option("--pair-budget", a.pair_budget,
                      "default mode: steps one invocation of the all-pairs traversal takes in its "
                      "first round (1.." +
-                         std::to_string(gpu_layout::kTraversalBudget) +
-                         "; default " + std::to_string(gpu_layout::kPairGroup) +
+                         std::to_string(gpu_layout::kTraversalBudget) + "; default " +
+                         std::to_string(gpu_layout::kPairGroup) +
                          " times the traversal budget); later rounds take the traversal budget")
             ->type_name("N")
             ->transform(integer_in(1, gpu_layout::kTraversalBudget))
