@@ -50,7 +50,7 @@ struct Args {
     std::string pair_append = "automatic";  ///< bench: automatic, subgroup or atomic
     double warm_up_ms = 0;  ///< bench: GPU warm-up before each run (--warm-up; default by device)
     std::uint32_t traversal_budget = 0;  ///< bench: nodes per invocation per round (0: device's)
-    std::uint32_t pair_stack = 0;  ///< bench: the all-pairs traversal's stack entries (0: default)
+    std::uint32_t pair_stack = 0;   ///< bench: the all-pairs traversal's stack entries (0: default)
     std::uint32_t pair_budget = 0;  ///< bench: the all-pairs pass's first-round budget (0: default)
     std::string sort_path = "automatic";  ///< bench: automatic, onesweep or reduce_then_scan
     bool json = false;                    ///< bench: one JSON object instead of the table
