@@ -542,10 +542,10 @@ int run_bench(const Args& args) {
     const char* append =
         g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
     if (args.code == "morton63" || args.no_refine) refined = "off";
-    const std::uint32_t pair_budget =
-        args.pair_budget != 0
-            ? args.pair_budget
-            : std::min(info.traversal_budget * gpu_layout::kPairGroup, gpu_layout::kTraversalBudget);
+    const std::uint32_t pair_budget = args.pair_budget != 0
+                                          ? args.pair_budget
+                                          : std::min(info.traversal_budget * gpu_layout::kPairGroup,
+                                                     gpu_layout::kTraversalBudget);
     if (args.json) {
         print_device_json(info);
         std::printf(
