@@ -1,10 +1,11 @@
 // GPU frustum cull of an LBVH (shaders/lbvh_cull.comp -> scan -> lbvh_cull_compact.comp ->
-// [32-bit radix sort of near-child-first ranks (approx) or 64-bit radix sort of (distance, id)
-// (exact)] -> lbvh_cull_emit.comp) and its host helper, which builds the tree, grows the output
-// until every visible id fits and reads per-stage GPU timestamps. With per-instance meshes and
-// levels of detail (CullLods), the compaction keeps sorted positions, an optional grouping per
-// mesh (lbvh_cull_group.comp -> stable radix sort by mesh -> lbvh_cull_group_bounds.comp)
-// follows the order sort, and lbvh_cull_emit_lods.comp writes each draw with its LOD.
+// [radix sort of near-child-first ranks (approx) or of (distance key, id) packed in 32 +
+// bit_width(n - 1) bits (exact)] -> lbvh_cull_emit.comp) and its host helper, which builds the
+// tree, grows the output until every visible id fits and reads per-stage GPU timestamps. With
+// per-instance meshes and levels of detail (CullLods), the compaction keeps sorted positions, an
+// optional grouping per mesh (lbvh_cull_group.comp -> stable radix sort by mesh ->
+// lbvh_cull_group_bounds.comp) follows the order sort, and lbvh_cull_emit_lods.comp writes each
+// draw with its LOD.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -113,10 +114,35 @@ struct LastCull {
     std::uint32_t pyramid_width = 0, pyramid_height = 0;  // Kind::occluded
 };
 
-// The order sort of the visible keys only, compacted to the front of s.keys / s.values: their
-// count (offsets[chunks], the compaction's total) is copied where the sort reads its dynamic
-// count, and only the tiles it fills are launched. Exact: 64-bit (distance, id) keys;
-// approximate: the ranks' bits. Ends with a compute barrier.
+// Bits of a box id among n (at least 1): the approximate order's rank bits, and the id bits
+// under the distance key of the exact order's keys (cull_distance.glsl, cull_order_key).
+std::uint32_t id_bits(std::uint32_t n) {
+    return std::max<std::uint32_t>(1, std::bit_width(n - 1));
+}
+
+// The order sort's key bits: exact, the distance key above the id's bits (32 + id_bits(n): 7
+// passes of 8 bits up to 2^24 boxes, not 8); approximate, the ranks' bits.
+std::uint32_t order_key_bits(std::uint32_t n, bool exact) {
+    return exact ? 32 + id_bits(n) : id_bits(n);
+}
+
+// Whether the order sort takes an odd number of passes: then the compaction writes its keys
+// and values into keys_tmp / values_tmp, and the sort, its ping-pong buffers swapped, ends in
+// keys / values with no copy back of all n elements (SortBuffers::copy_back).
+bool order_sort_odd(std::uint32_t n, bool exact) {
+    return n > 1 && (RadixSort::passes(order_key_bits(n, exact)) & 1) != 0;
+}
+
+// Where the compaction writes the keys and values the order sort reads.
+std::pair<BufferRange, BufferRange> compacted(const CullScratch& s, std::uint32_t n, bool exact) {
+    if (order_sort_odd(n, exact)) return {s.keys_tmp, s.values_tmp};
+    return {s.keys, s.values};
+}
+
+// The order sort of the visible keys only, compacted to the front of compacted(s, n, exact):
+// their count (offsets[chunks], the compaction's total) is copied where the sort reads its
+// dynamic count, and only the tiles it fills are launched; the result ends in s.keys /
+// s.values. Ends with a compute barrier.
 void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullScratch& s,
                          const BufferRange& offsets, std::uint32_t chunks, std::uint32_t n,
                          bool exact) {
@@ -124,11 +150,13 @@ void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullS
     vkCmdCopyBuffer(cmd, offsets.buffer, s.visible.buffer, 1, &total);
     compute_barrier(cmd);
     sort.record_count_args(cmd, s.visible, n, s.args);
-    const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(n - 1));
-    SortBuffers buffers{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+    SortBuffers buffers = order_sort_odd(n, exact)
+                              ? SortBuffers{s.keys_tmp, s.values_tmp, s.keys, s.values, s.work}
+                              : SortBuffers{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
     buffers.count = s.visible;
     buffers.args = s.args;
-    sort.record(cmd, buffers, n, exact ? 2 : 1, exact ? 64 : rank_bits);
+    buffers.copy_back = false;
+    sort.record(cmd, buffers, n, exact ? 2 : 1, order_key_bits(n, exact));
     compute_barrier(cmd);
 }
 
@@ -394,7 +422,8 @@ void record_lods(CullerImpl& im, VkCommandBuffer cmd, const LbvhTree& tree, cons
     const BufferRange mesh_ids = first_bytes(lods.mesh_ids, n * 4ull);
     const BufferRange table = first_bytes(lods.mesh_table, mesh_count * sizeof(CullMesh));
     pc.offset = mesh_count;
-    // Exact: the sorted (id, distance key) pairs give both, no leaf node is read; approx: the
+    pc.key_words = id_bits(n);  // the exact keys' id bits
+    // Exact: the sorted keys (distance key, id) give both, no leaf node is read; approx: the
     // compaction left sorted positions in values.
     pc.flags = (lods.draw_lods.buffer != VK_NULL_HANDLE ? kCullFlagDrawLods : 0u) |
                (exact ? kCullFlagSortedKeys : 0u);
@@ -617,8 +646,10 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         compute_barrier(cmd);
         pc.flags =
             (exact ? kCullFlagKeys : kCullFlagRank) | (lods && !exact ? kCullFlagPositions : 0u);
-        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, s.keys, s.values, s.ranks},
-                            pc, workgroups(n));
+        pc.key_words = id_bits(n);  // the exact keys' id bits
+        const auto [keys, values] = compacted(s, n, exact);
+        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, keys, values, s.ranks}, pc,
+                            workgroups(n));
         compute_barrier(cmd);
         pc.flags = 0;
     }
@@ -660,7 +691,9 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
 //             key (exact 8 B, approx 4 B).
 //   order sort  the copy of the visible total (4, 4 B), count_args (4, 24 B: two dispatch
 //             slots) and RadixSort::count_traffic of the visible keys in a sort of capacity n
-//             (exact: 64-bit keys; approx: bit_width(n - 1)-bit ranks; with values).
+//             (exact: 2-word keys of 32 + id_bits(n) bits, the distance key above the id;
+//             approx: id_bits(n)-bit ranks; with values; an odd number of passes ends in the
+//             compaction's arrays, swapped, with no copy back).
 //   emit      lbvh_cull_emit reads the params, the total (4 B) and each stored value (4 B);
 //             writes each stored id (4 B) and draw command (20 B) and the draw count (8 B).
 //   emit (LODs), flat: lbvh_cull_emit_lods reads the params, the total, per stored draw its
@@ -668,14 +701,14 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
 //             leaf's id and bounds, 4 + 4 + 32 B), its mesh id (4 B) and its mesh's CullMesh
 //             (144 B, counted whole); writes the id, command and LOD (4 + 20 + 4 B per stored
 //             draw) and the draw count (8 B). Grouped, before the emit: lbvh_cull_group reads
-//             the total and per visible box its element (exact: the id of its sorted key, 4 B;
-//             approx: position and leaf id, 4 + 4 B) and mesh id (4 B), writes its mesh key
-//             and value (4 + 4 B); RadixSort::count_traffic of the keys on bit_width(M) bits;
-//             lbvh_cull_group_bounds reads the total and each key (4 B; its neighbours cached),
-//             writes (first, end) of each run present (8 B); then the emit reads per visible
-//             box its key and run start (4 + 4 B) and per stored draw what the flat emit
-//             reads except the mesh id, and per mesh its run bounds and record (8 + 16 B);
-//             writes per stored draw as the flat emit, 2M + 1 group counts (4 B each), the
+//             the total and per visible box its element (exact: its sorted key, whose low
+//             bits are the id, 8 B; approx: position and leaf id, 4 + 4 B) and mesh id (4 B),
+//             writes its mesh key and value (4 + 4 B); RadixSort::count_traffic of the keys on
+//             bit_width(M) bits; lbvh_cull_group_bounds reads the total and each key (4 B; its
+//             neighbours cached), writes (first, end) of each run present (8 B); then the emit
+//             reads per visible box its key and run start (4 + 4 B) and per stored draw what the
+//             flat emit reads except the mesh id, and per mesh its run bounds and record (8 + 16
+//             B); writes per stored draw as the flat emit, 2M + 1 group counts (4 B each), the
 //             visible total (4 B) and the stored count by one atomic per mesh (4, 4 B).
 std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, std::uint64_t visits,
                                     SortPath path, std::uint32_t* sort_passes) {
@@ -696,10 +729,9 @@ std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, st
     t[1] = RadixSort::scan_traffic(static_cast<std::uint32_t>(chunks + 1));
     t[1] += {4 * (chunks + 1) + seen * (8 + (exact ? 32 : 4)) + (exact ? params : 0),
              seen * (4 + (exact ? 8 : 4))};
-    const std::uint32_t rank_bits = std::max<std::uint32_t>(1, std::bit_width(c.n - 1));
     t[2] = {4 + 4, 4 + 4 + 24};
-    t[2] += RadixSort::count_traffic(c.n, visible, exact ? 2 : 1, exact ? 64 : rank_bits, false,
-                                     path, sort_passes);
+    t[2] += RadixSort::count_traffic(c.n, visible, exact ? 2 : 1, order_key_bits(c.n, exact), false,
+                                     path, sort_passes, false);
     if (c.kind != LastCull::Kind::lods) {
         t[3] = {params + 4 + 4 * stored, 24 * stored + 8};
         return t;
@@ -711,7 +743,7 @@ std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, st
         return t;
     }
     const std::uint64_t meshes = c.mesh_count;
-    t[3] = {4 + seen * ((exact ? 4 : 8) + 4), 8 * seen};  // lbvh_cull_group
+    t[3] = {4 + seen * (8 + 4), 8 * seen};  // lbvh_cull_group
     t[3] += RadixSort::count_traffic(
         c.n, visible, 1, std::max<std::uint32_t>(1, std::bit_width(c.mesh_count)), false, path);
     t[3] += {4 + 4 * seen, 8ull * c.runs};  // lbvh_cull_group_bounds
@@ -911,7 +943,9 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
             im.sort.record_scan(cmd, offsets, chunks + 1, s.work);
             compute_barrier(cmd);
             pc.flags = kCullFlagKeys;
-            im.compact.dispatch(cmd, {nodes, params, slots, offsets, s.keys, s.values, s.ranks}, pc,
+            pc.key_words = id_bits(n);  // the exact keys' id bits
+            const auto [keys, values] = compacted(s, n, exact);
+            im.compact.dispatch(cmd, {nodes, params, slots, offsets, keys, values, s.ranks}, pc,
                                 workgroups(n));
             compute_barrier(cmd);
             pc.flags = 0;

@@ -103,7 +103,7 @@ Traffic RadixSort::empty_traffic(std::uint32_t n, std::uint32_t key_bits, SortPa
 
 Traffic RadixSort::count_traffic(std::uint32_t n, std::uint32_t count, std::uint32_t key_words,
                                  std::uint32_t key_bits, bool keys_only, SortPath path,
-                                 std::uint32_t* passes_out) {
+                                 std::uint32_t* passes_out, bool copy_back) {
     const std::uint32_t passes = sort_passes(key_bits);
     if (passes_out) *passes_out = n > 1 ? passes : 0;
     Traffic t;
@@ -130,7 +130,7 @@ Traffic RadixSort::count_traffic(std::uint32_t n, std::uint32_t count, std::uint
             t += {element * count + 4 * written, element * count};  // radix_scatter
         }
     }
-    if (passes & 1) t += {element * n, element * n};  // the copy back, of the capacity
+    if ((passes & 1) && copy_back) t += {element * n, element * n};  // of the capacity
     return t;
 }
 
@@ -244,6 +244,10 @@ void RadixSort::record_scan(VkCommandBuffer cmd, const BufferRange& data, std::u
     }
 }
 
+std::uint32_t RadixSort::passes(std::uint32_t key_bits) {
+    return sort_passes(key_bits);
+}
+
 void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t n,
                        std::uint32_t key_words, std::uint32_t key_bits, DispatchGate* gate) const {
     const std::uint32_t passes = sort_passes(key_bits);
@@ -256,7 +260,7 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
         record_onesweep(cmd, b, n, key_words, key_bits, gate);
     else
         record_reduce_then_scan(cmd, b, n, key_words, key_bits, gate);
-    if (passes & 1) {  // not gated: gated recordings sort on an even number of passes
+    if ((passes & 1) && b.copy_back) {  // not gated: gated recordings take even passes
         const bool keys_only = b.values.buffer == VK_NULL_HANDLE;
         VkBufferCopy key_copy{b.keys_tmp.offset, b.keys.offset, n * 4ull * key_words};
         vkCmdCopyBuffer(cmd, b.keys_tmp.buffer, b.keys.buffer, 1, &key_copy);

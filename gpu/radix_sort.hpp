@@ -35,6 +35,9 @@ struct SortBuffers {
     /// The dynamic count is either 0 or n: every tile runs or none does, so the histograms
     /// need no clearing before each pass (saves a fill and a barrier per pass).
     bool all_or_nothing = false;
+    /// False: an odd number of passes leaves the result in keys_tmp / values_tmp instead of
+    /// copying all n elements back (the caller binds those; the Culler's order sort).
+    bool copy_back = true;
 };
 
 /// How a sort ranks its tiles (radix_rank.glsl): the Context's choice
@@ -113,10 +116,13 @@ public:
     /// parts recorded for the capacity touch all of its tiles: on reduce_then_scan each pass's
     /// fill of the histograms (4 B per count of n's tiles) and the scan of all of them
     /// (scan_traffic); on onesweep the fill of the state of n's tiles; and an odd number of
-    /// passes copies n elements back. `passes` as traffic(n)'s.
+    /// passes copies n elements back unless `copy_back` is false (SortBuffers::copy_back).
+    /// `passes` as traffic(n)'s.
     static Traffic count_traffic(std::uint32_t n, std::uint32_t count, std::uint32_t key_words,
                                  std::uint32_t key_bits, bool keys_only, SortPath path,
-                                 std::uint32_t* passes = nullptr);
+                                 std::uint32_t* passes = nullptr, bool copy_back = true);
+    /// Digit passes of a sort on key_bits bits (ceil(key_bits / kSortDigitBits)).
+    static std::uint32_t passes(std::uint32_t key_bits);
     /// Memory traffic of an exclusive scan of n uints: each level's scan_local reads and
     /// writes its elements and writes one sum per tile; scan_add reads and writes the elements
     /// of every level below the top one and reads their tile sums.

@@ -26,4 +26,18 @@ uint cull_distance_key(vec3 e, vec3 lo, vec3 hi) {
     return (uint(int(bits >> 23) + 2 * k + 126) << 23) | (bits & 0x7fffffu);
 }
 
+// The exact order's 64-bit sort key (lbvh_cull_compact.comp; low word first): the distance key
+// above the box id's b bits (pc.key_words: bit_width(n - 1), at least 1, at most 30), so that
+// the sort orders by distance, ties by id, over 32 + b bits (7 passes of 8 bits up to 2^24
+// boxes, not 8), and the id and distance key read back exactly.
+uvec2 cull_order_key(uint distance_key, uint id, uint b) {
+    return uvec2((distance_key << b) | id, distance_key >> (32u - b));
+}
+uint cull_order_id(uvec2 key, uint b) {
+    return key.x & ((1u << b) - 1u);
+}
+uint cull_order_distance(uvec2 key, uint b) {
+    return (key.y << (32u - b)) | (key.x >> b);
+}
+
 #endif

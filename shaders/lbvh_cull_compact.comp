@@ -1,7 +1,8 @@
 // Compaction of the cull's per-chunk slots (lbvh_cull.comp) into one dense array, after an
 // exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
-// (values) and, with kCullFlagKeys, the 64-bit exact-order key (low word id, high word
-// cull_distance_key: the squared distance from the eye, overflow-free) or, with kCullFlagRank,
+// (values) and, with kCullFlagKeys, the 64-bit exact-order key (cull_order_key: the
+// cull_distance_key, the squared distance from the eye, overflow-free, above the id's
+// pc.key_words bits) or, with kCullFlagRank,
 // the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot; with
 // kCullFlagPositions the values are the sorted positions instead of the ids (the LOD emit reads
 // each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull
@@ -46,9 +47,11 @@ void main() {
     uint id = NODE(leaf).link.x;
     values[dst] = (pc.flags & kCullFlagPositions) != 0u ? slots[s] : id;
     if ((pc.flags & kCullFlagKeys) != 0u) {
-        keys[2u * dst] = id;
-        keys[2u * dst + 1u] =
-            cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz);
+        uvec2 key =
+            cull_order_key(cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz),
+                           id, pc.key_words);
+        keys[2u * dst] = key.x;
+        keys[2u * dst + 1u] = key.y;
     } else if ((pc.flags & kCullFlagRank) != 0u) {
         keys[dst] = ranks[s];
     }

@@ -63,7 +63,7 @@ layout(std430, binding = 12) writeonly buffer DrawLods {
 };
 layout(std430, binding = 13) readonly buffer SortedKeys {
     uint sorted_keys[];
-};  // kCullFlagSortedKeys: the exact order's 64-bit keys (id, distance key)
+};  // kCullFlagSortedKeys: the exact order's 64-bit keys (cull_order_key, pc.key_words id bits)
 
 // The LOD of mesh m for a box with distance key `key` (twin: lbvh::select_lod).
 uint select_lod(uint m, uint key) {
@@ -84,12 +84,15 @@ uint group_room(uint m) {
 // Element e of the order: an index into the sorted keys (kCullFlagSortedKeys) or a sorted
 // position (its leaf node holds the id and box).
 uint element_id(uint e) {
-    if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e];
+    if ((pc.flags & kCullFlagSortedKeys) != 0u)
+        return cull_order_id(uvec2(sorted_keys[2u * e], sorted_keys[2u * e + 1u]), pc.key_words);
     return NODE(pc.count - 1u + e).link.x;
 }
 
 uint element_key(uint e) {
-    if ((pc.flags & kCullFlagSortedKeys) != 0u) return sorted_keys[2u * e + 1u];
+    if ((pc.flags & kCullFlagSortedKeys) != 0u)
+        return cull_order_distance(uvec2(sorted_keys[2u * e], sorted_keys[2u * e + 1u]),
+                                   pc.key_words);
     uint leaf = pc.count - 1u + e;
     return cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz);
 }

@@ -2,11 +2,12 @@
 // for each ordered element i (below the visible count offsets[pc.tiles]), its mesh as the key
 // of a stable radix sort (mesh ids at or past the mesh count all become the key mesh_count, a
 // group of their own after the last mesh) and as the value its sorted position (approx) or,
-// with kCullFlagSortedKeys (exact), i itself, the id read from the sorted keys. The stable
-// sort then leaves each mesh's elements contiguous and in the cull's order.
-// CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
+// with kCullFlagSortedKeys (exact), i itself, the id read from the sorted keys (cull_order_id). The
+// stable sort then leaves each mesh's elements contiguous and in the cull's order. CPU twin:
+// lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
+#include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 #include "tree_parts.glsl"
 
@@ -29,7 +30,7 @@ layout(std430, binding = 5) writeonly buffer Values {
 };
 layout(std430, binding = 6) readonly buffer SortedKeys {
     uint sorted_keys[];
-};  // exact: the order's 64-bit keys (low word the id)
+};  // exact: the order's 64-bit keys (cull_order_key, pc.key_words id bits)
 
 void main() {
     uint i = linear_thread();
@@ -37,7 +38,9 @@ void main() {
     if (n == 0u || i >= offsets[pc.tiles]) return;
     bool sorted = (pc.flags & kCullFlagSortedKeys) != 0u;
     uint e = sorted ? i : ordered[i];
-    uint id = sorted ? sorted_keys[2u * i] : NODE(n - 1u + e).link.x;
+    uint id =
+        sorted ? cull_order_id(uvec2(sorted_keys[2u * i], sorted_keys[2u * i + 1u]), pc.key_words)
+               : NODE(n - 1u + e).link.x;
     keys[i] = min(mesh_ids[id], pc.offset);  // pc.offset: the mesh count
     values[i] = e;
 }
