@@ -3,7 +3,8 @@
 // exclusive scan (no atomics, deterministic), then either a 32-bit radix sort of near-child-first
 // depth-first ranks (approx; the front-to-back traversal order of P. Väänänen's "Sort a sphere
 // BVH with split planes", docs/references.md, each leaf's rank carried down the chunked
-// traversal) or a 64-bit radix sort of (distance, id) keys (exact), and the draw commands.
+// traversal) or a radix sort of the distance key and the id packed in 32 + bit_width(n - 1)
+// bits (exact: by distance, ties by id), and the draw commands.
 // Optionally per-instance meshes and levels of detail (CullLods: each draw its mesh's LOD for
 // the view, flat or grouped per mesh by a stable radix sort on the mesh id), and several views
 // in one traversal with a view mask (record_views).
