@@ -50,9 +50,7 @@ void main() {
     if (gl_LocalInvocationID.x == 0u) s_found = 0u;
     barrier();
     if (p < n && (p == 0u || keys[p - 1u] != keys[p]) && long_run(p, n)) {
-        GpuBox b = boxes[ids[p]];
-        precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
-        uvec3 o = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
+        uvec3 o = ordered_centroid(boxes[ids[p]]);
         for (uint a = 0u; a < 3u; ++a) {
             run_bounds[6u * p + a] = o[a];
             run_bounds[6u * p + 3u + a] = o[a];

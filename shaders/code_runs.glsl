@@ -1,6 +1,6 @@
-// Runs of equal first codes in the sorted keys (adaptive codes, lbvh::refine_codes), for
-// code_runs.comp, run_bounds.comp and refine_codes.comp; the includer declares keys[] (one
-// uint per sorted position) before including it.
+// Runs of equal first codes in the sorted keys (adaptive codes, lbvh::refine_codes), and the
+// centroids their bounds hold, for code_runs.comp, run_bounds.comp and refine_codes.comp; the
+// includer declares keys[] (one uint per sorted position) before including it.
 #ifndef BROADPHASE_CODE_RUNS_GLSL
 #define BROADPHASE_CODE_RUNS_GLSL
 
@@ -27,6 +27,13 @@ uint run_first(uint p) {
         step *= 2u;
     }
     return 0u;
+}
+
+// A box's centroid as order-preserving uints (float_to_ordered): how the runs' centroid bounds
+// hold it, so that min and max order it as floats.
+uvec3 ordered_centroid(GpuBox b) {
+    precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
+    return uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
 }
 
 // Whether the run that starts at s holds kRefineRun boxes or more (the keys are sorted, so the

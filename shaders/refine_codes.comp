@@ -33,6 +33,8 @@ layout(std430, binding = 6) writeonly buffer Refined {
     uint refined[];
 };  // 2 uints per position: second code, first code
 
+#include "code_runs.glsl"
+
 void main() {
     uint p = linear_thread();
     uint n = pc.count;
@@ -41,17 +43,14 @@ void main() {
     if (keys[p] != kEmptyCode30) {
         uint s = run_start[p];
         uvec3 olo, ohi;
-        if (s + kRefineRun - 1u < n && keys[s + kRefineRun - 1u] == keys[s]) {
+        if (long_run(s, n)) {
             olo = uvec3(run_bounds[6u * s], run_bounds[6u * s + 1u], run_bounds[6u * s + 2u]);
             ohi = uvec3(run_bounds[6u * s + 3u], run_bounds[6u * s + 4u], run_bounds[6u * s + 5u]);
         } else {
             olo = uvec3(0xffffffffu);
             ohi = uvec3(0u);
             for (uint q = s; q < n && q < s + kRefineRun - 1u && keys[q] == keys[s]; ++q) {
-                GpuBox m = boxes[ids[q]];
-                precise vec3 mc = (m.lo.xyz + m.hi.xyz) * 0.5;
-                uvec3 o =
-                    uvec3(float_to_ordered(mc.x), float_to_ordered(mc.y), float_to_ordered(mc.z));
+                uvec3 o = ordered_centroid(boxes[ids[q]]);
                 olo = min(olo, o);
                 ohi = max(ohi, o);
             }

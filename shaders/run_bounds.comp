@@ -49,9 +49,7 @@ void main() {
         run = run_first(p);
         run_start[p] = run;
         merge = long_run(run, n);
-        GpuBox b = boxes[ids[p]];
-        precise vec3 c = (b.lo.xyz + b.hi.xyz) * 0.5;
-        lo = uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
+        lo = ordered_centroid(boxes[ids[p]]);
         hi = lo;
     }
     s_run[t] = run;
