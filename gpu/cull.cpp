@@ -141,8 +141,9 @@ std::pair<BufferRange, BufferRange> compacted(const CullScratch& s, std::uint32_
 
 // The order sort of the visible keys only, compacted to the front of compacted(s, n, exact):
 // their count (offsets[chunks], the compaction's total) is copied where the sort reads its
-// dynamic count, and only the tiles it fills are launched; the result ends in s.keys /
-// s.values. Ends with a compute barrier.
+// dynamic count, and only the tiles it fills are launched; the result ends in s.keys (exact:
+// the keys alone, each holding its id) or s.keys / s.values (approx: ranks and ids). Ends with
+// a compute barrier.
 void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullScratch& s,
                          const BufferRange& offsets, std::uint32_t chunks, std::uint32_t n,
                          bool exact) {
@@ -150,14 +151,26 @@ void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullS
     vkCmdCopyBuffer(cmd, offsets.buffer, s.visible.buffer, 1, &total);
     compute_barrier(cmd);
     sort.record_count_args(cmd, s.visible, n, s.args);
+    // Exact keys hold the id (cull_order_id): the sort moves them alone.
+    const BufferRange values = exact ? BufferRange{} : s.values;
+    const BufferRange values_tmp = exact ? BufferRange{} : s.values_tmp;
     SortBuffers buffers = order_sort_odd(n, exact)
-                              ? SortBuffers{s.keys_tmp, s.values_tmp, s.keys, s.values, s.work}
-                              : SortBuffers{s.keys, s.values, s.keys_tmp, s.values_tmp, s.work};
+                              ? SortBuffers{s.keys_tmp, values_tmp, s.keys, values, s.work}
+                              : SortBuffers{s.keys, values, s.keys_tmp, values_tmp, s.work};
     buffers.count = s.visible;
     buffers.args = s.args;
     buffers.copy_back = false;
     sort.record(cmd, buffers, n, exact ? 2 : 1, order_key_bits(n, exact));
     compute_barrier(cmd);
+}
+
+// What the plain emit (lbvh_cull_emit.comp) reads the ordered ids from after
+// record_visible_sort: exact, the sorted keys (kCullFlagSortedKeys, pc.key_words their id
+// bits), else the sorted values. Sets pc's flags and key_words.
+BufferRange emit_order(const CullScratch& s, std::uint32_t n, bool exact, PushConstants& pc) {
+    pc.flags = exact ? kCullFlagSortedKeys : 0u;
+    pc.key_words = id_bits(n);
+    return exact ? s.keys : s.values;
 }
 
 }  // namespace
@@ -664,9 +677,10 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
         mark(4);
         return {};
     }
+    const BufferRange ordered = emit_order(s, n, exact, pc);
     im.emit.dispatch(
         cmd,
-        {s.params, s.offsets, s.values, first_bytes(out.visible_ids, c.id_bytes),
+        {s.params, s.offsets, ordered, first_bytes(out.visible_ids, c.id_bytes),
          first_bytes(out.draw_commands, c.command_bytes), first_bytes(out.draw_count, 8)},
         pc, workgroups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
     mark(4);
@@ -687,15 +701,17 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
 //   compact   the exclusive scan of the chunk + 1 counts (RadixSort::scan_traffic);
 //             lbvh_cull_compact reads the scanned counts (4 B per chunk + 1) and per visible
 //             position its slot and leaf's id (4 + 4 B), exact: the leaf's bounds (32 B) and
-//             the params, approx: its rank (4 B); writes per visible box its value (4 B) and
-//             key (exact 8 B, approx 4 B).
+//             the params, approx: its rank (4 B); writes per visible box, exact, its key alone
+//             (8 B, the id in its low bits), approx, its value and key (4 + 4 B).
 //   order sort  the copy of the visible total (4, 4 B), count_args (4, 24 B: two dispatch
 //             slots) and RadixSort::count_traffic of the visible keys in a sort of capacity n
 //             (exact: 2-word keys of 32 + id_bits(n) bits, the distance key above the id;
-//             approx: id_bits(n)-bit ranks; with values; an odd number of passes ends in the
-//             compaction's arrays, swapped, with no copy back).
-//   emit      lbvh_cull_emit reads the params, the total (4 B) and each stored value (4 B);
-//             writes each stored id (4 B) and draw command (20 B) and the draw count (8 B).
+//             keys only; approx: id_bits(n)-bit ranks with the ids as values; an odd number of
+//             passes ends in the compaction's arrays, swapped, with no copy back).
+//   emit      lbvh_cull_emit reads the params, the total (4 B) and each stored value (approx,
+//             4 B) or key (exact: only its low word, the id, is read, but the 8 B lie in the
+//             same sectors, so 8 B are counted); writes each stored id (4 B) and draw command
+//             (20 B) and the draw count (8 B).
 //   emit (LODs), flat: lbvh_cull_emit_lods reads the params, the total, per stored draw its
 //             element (exact: the sorted 64-bit key, 8 B; approx: its sorted position and
 //             leaf's id and bounds, 4 + 4 + 32 B), its mesh id (4 B) and its mesh's CullMesh
@@ -727,13 +743,12 @@ std::array<Traffic, 4> view_traffic(const LastCull& c, std::uint32_t visible, st
             4 * seen + (exact ? 0 : 4 * seen) + 4 * (chunks + 1) + 4 * chunks};
     if (c.kind == LastCull::Kind::occluded) t[0].read += sizeof(CullOcclusionParams);
     t[1] = RadixSort::scan_traffic(static_cast<std::uint32_t>(chunks + 1));
-    t[1] += {4 * (chunks + 1) + seen * (8 + (exact ? 32 : 4)) + (exact ? params : 0),
-             seen * (4 + (exact ? 8 : 4))};
+    t[1] += {4 * (chunks + 1) + seen * (8 + (exact ? 32 : 4)) + (exact ? params : 0), seen * 8};
     t[2] = {4 + 4, 4 + 4 + 24};
-    t[2] += RadixSort::count_traffic(c.n, visible, exact ? 2 : 1, order_key_bits(c.n, exact), false,
+    t[2] += RadixSort::count_traffic(c.n, visible, exact ? 2 : 1, order_key_bits(c.n, exact), exact,
                                      path, sort_passes, false);
     if (c.kind != LastCull::Kind::lods) {
-        t[3] = {params + 4 + 4 * stored, 24 * stored + 8};
+        t[3] = {params + 4 + (exact ? 8 : 4) * stored, 24 * stored + 8};
         return t;
     }
     const std::uint64_t element = exact ? 8 : 4 + 4 + 32;
@@ -954,8 +969,9 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         const CullOutput& out = outs[v];
         const auto [ids, commands] = cull_output_bytes(out);
         pc.capacity = out.capacity;
+        const BufferRange ordered = emit_order(s, n, exact, pc);
         im.emit.dispatch(cmd,
-                         {params, offsets, s.values, first_bytes(out.visible_ids, ids),
+                         {params, offsets, ordered, first_bytes(out.visible_ids, ids),
                           first_bytes(out.draw_commands, commands), first_bytes(out.draw_count, 8)},
                          pc, workgroups(std::max<std::uint32_t>(1, std::min(n, out.capacity))));
         // The next view's scan, compaction and sort reuse the work arrays the emit reads.

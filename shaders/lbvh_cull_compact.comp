@@ -1,12 +1,12 @@
 // Compaction of the cull's per-chunk slots (lbvh_cull.comp) into one dense array, after an
-// exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, as the box id
-// (values) and, with kCullFlagKeys, the 64-bit exact-order key (cull_order_key: the
-// cull_distance_key, the squared distance from the eye, overflow-free, above the id's
-// pc.key_words bits) or, with kCullFlagRank,
-// the 32-bit near-child-first rank lbvh_cull.comp wrote beside the slot; with
-// kCullFlagPositions the values are the sorted positions instead of the ids (the LOD emit reads
-// each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin: lbvh::cull
-// (cpu_reference/lbvh_cull.hpp).
+// exclusive scan of the chunk counts: slot j of chunk c goes to offsets[c] + j, with
+// kCullFlagKeys as the 64-bit exact-order key alone (cull_order_key: the cull_distance_key, the
+// squared distance from the eye, overflow-free, above the id's pc.key_words bits; the order
+// sort moves these keys only, and the emits read the id from them), else as the box id (values)
+// and, with kCullFlagRank, the 32-bit near-child-first rank lbvh_cull.comp wrote beside the
+// slot; with kCullFlagPositions the values are the sorted positions instead of the ids (the LOD
+// emit reads each leaf's box). Order-preserving: the dense array is in LBVH leaf order. CPU twin:
+// lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"
@@ -45,14 +45,14 @@ void main() {
     uint dst = begin + j;
     uint leaf = n - 1u + slots[s];
     uint id = NODE(leaf).link.x;
-    values[dst] = (pc.flags & kCullFlagPositions) != 0u ? slots[s] : id;
     if ((pc.flags & kCullFlagKeys) != 0u) {
         uvec2 key =
             cull_order_key(cull_distance_key(params.eye.xyz, NODE(leaf).lo.xyz, NODE(leaf).hi.xyz),
                            id, pc.key_words);
         keys[2u * dst] = key.x;
         keys[2u * dst + 1u] = key.y;
-    } else if ((pc.flags & kCullFlagRank) != 0u) {
-        keys[dst] = ranks[s];
+        return;
     }
+    values[dst] = (pc.flags & kCullFlagPositions) != 0u ? slots[s] : id;
+    if ((pc.flags & kCullFlagRank) != 0u) keys[dst] = ranks[s];
 }

@@ -1,8 +1,11 @@
 // Last step of the cull: copies the first min(total, capacity) ordered ids to the caller's
 // visible_ids and writes one VkDrawIndexedIndirectCommand per id (instanceCount 1,
-// firstInstance = id), plus the draw count min(total, capacity) and the exact total.
+// firstInstance = id), plus the draw count min(total, capacity) and the exact total. The ordered
+// ids are the sorted values, or with kCullFlagSortedKeys (exact order) the low pc.key_words bits
+// of the sorted 64-bit keys (cull_order_id).
 #version 450
 #include "common.glsl"
+#include "cull_distance.glsl"
 #include "gpu_layout_cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -12,9 +15,9 @@ layout(std430, binding = 0) readonly buffer Params {
 layout(std430, binding = 1) readonly buffer Offsets {
     uint offsets[];
 };  // offsets[pc.tiles] is the number of visible boxes
-layout(std430, binding = 2) readonly buffer Values {
-    uint values[];
-};
+layout(std430, binding = 2) readonly buffer Ordered {
+    uint ordered[];
+};  // the sorted values (one uint each) or keys (two: low word first)
 layout(std430, binding = 3) writeonly buffer Visible {
     uint visible_ids[];
 };
@@ -34,7 +37,9 @@ void main() {
         draw_count[1] = total;
     }
     if (i >= stored) return;
-    uint id = values[i];
+    uint id = (pc.flags & kCullFlagSortedKeys) != 0u
+                  ? cull_order_id(uvec2(ordered[2u * i], 0u), pc.key_words)
+                  : ordered[i];
     visible_ids[i] = id;
     uint w = i * kDrawCommandWords;
     commands[w + 0u] = params.draw.x;

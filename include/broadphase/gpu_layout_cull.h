@@ -13,8 +13,8 @@ BP_CONST kCullChunk = 32u;
 // uints per VkDrawIndexedIndirectCommand (indexCount, instanceCount, firstIndex, vertexOffset,
 // firstInstance).
 BP_CONST kDrawCommandWords = 5u;
-// Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys (exact order): high word
-// the eye-to-box distance key (shaders/cull_distance.glsl), low word the id.
+// Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys alone (exact order): the
+// eye-to-box distance key above the id's bits (cull_order_key, shaders/cull_distance.glsl).
 BP_CONST kCullFlagKeys = 1u;
 // Push constant `flags` of lbvh_cull (carry and write 32-bit near-child-first DFS ranks) and
 // lbvh_cull_compact (use them as the sort keys): approximate front-to-back order.
@@ -27,9 +27,10 @@ BP_CONST kCullFlagPositions = 4u;
 BP_CONST kCullFlagGrouped = 8u;
 // Push constant `flags` of lbvh_cull_emit_lods: also write each stored draw's LOD index.
 BP_CONST kCullFlagDrawLods = 16u;
-// Push constant `flags` of lbvh_cull_group and lbvh_cull_emit_lods (exact order): read each
-// ordered instance's id and distance key from the sorted 64-bit keys (low word id, high word
-// distance key) instead of its leaf node; the elements are then indices into the order.
+// Push constant `flags` of lbvh_cull_emit, lbvh_cull_group and lbvh_cull_emit_lods (exact
+// order): read each ordered instance's id (and distance key) from the sorted 64-bit keys
+// (cull_order_id, cull_order_distance) instead of a sorted value or its leaf node; the elements
+// are then indices into the order.
 BP_CONST kCullFlagSortedKeys = 64u;
 
 // Occlusion phases of lbvh_cull_occlusion.comp (gpu::OcclusionPhase, CullOcclusionParams
