@@ -135,7 +135,28 @@ struct LbvhQueries::Impl {
 
     LbvhTree tree() const { return {whole(nodes), n}; }
 
-    TraversalBuffers traversal() const { return {whole(work), work_capacity, traversal_rounds}; }
+    TraversalBuffers traversal(std::uint32_t round_count) const {
+        return {whole(work), work_capacity, round_count};
+    }
+
+    // Whether the last batch of region queries (of ray casts) queued items past round 0. Until
+    // one does, a batch records round 0 alone before it reads its statuses (a pass whose first
+    // round finishes costs two dispatches, not 2 * traversal_rounds), and goes on only when
+    // items are left: ray casts continue from the queue; region queries run again with every
+    // round (their scan and fill used the partial counts). After one that did, batches record
+    // traversal_rounds at once, until a batch's later rounds resume nothing again.
+    bool region_queued = false, ray_queued = false;
+    std::uint32_t first_rounds(bool queued) const { return queued ? traversal_rounds : 1; }
+    static bool queued(const TraversalStatus& st) {
+        return (st.flags & kTraversalIncomplete) != 0 || st.resumed != 0;
+    }
+    // Whether statuses after `first` rounds say only that items were left (nothing overflowed)
+    // while more rounds could run.
+    bool short_of_rounds(std::uint32_t first, std::span<const TraversalStatus> statuses) const {
+        std::uint32_t flags = 0;
+        for (const TraversalStatus& st : statuses) flags |= st.flags;
+        return first < traversal_rounds && flags == kTraversalIncomplete;
+    }
 
     VkDeviceSize status_stride() const {
         return align_up(sizeof(TraversalStatus), context->info().range_alignment);
@@ -167,9 +188,9 @@ struct LbvhQueries::Impl {
         Traffic count, scan, fill;
     };
 
-    RegionQueryBuffers region_buffers() const {
+    RegionQueryBuffers region_buffers(std::uint32_t round_count) const {
         return {whole(queries),      whole(offsets),  whole(ids),      ids_capacity,
-                whole(scan_scratch), status_range(0), status_range(1), traversal()};
+                whole(scan_scratch), status_range(0), status_range(1), traversal(round_count)};
     }
     // The count and fill passes' statuses, read back.
     Status read_region_status(TraversalStatus (&st)[2]) {
@@ -180,9 +201,12 @@ struct LbvhQueries::Impl {
         return {};
     }
     Status prepare_regions(LbvhQueries& self, std::span<const GpuBox> input);
-    Status run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a);
+    Status run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a,
+                             std::uint32_t& recorded_rounds);
     Status refill_regions(LbvhQueries& self, std::uint32_t q, std::uint32_t total,
-                          RegionAttempts& a);
+                          std::uint32_t round_count, RegionAttempts& a);
+    Status record_rays(VkCommandBuffer cmd, const LbvhTree& tree, const RayQueryBuffers& b,
+                       std::uint32_t ray_count, std::uint32_t first_round);
     Result<QueryHits> run_regions(LbvhQueries& self, std::span<const GpuBox> input);
 };
 
@@ -311,29 +335,41 @@ Status LbvhQueries::record_ray_cast(VkCommandBuffer cmd, const LbvhTree& tree,
         return st;
     if (Status st = impl_->raycast.ready_for_tree(tree.n); !st) return st;
     if (Status st = impl_->rounds.ready(); !st) return st;
-    const BufferRange status = first_bytes(b.status, sizeof(TraversalStatus));
-    fill(cmd, status, 0u);
-    compute_barrier(cmd);
+    return impl_->record_rays(cmd, tree, b, rays, 0);
+}
+
+// record_ray_cast's recording, or with first_round > 0 a continuation of one whose status says
+// items were left after first_round rounds (TraversalRounds::record): rounds first_round to
+// b.traversal.rounds - 1, the finish and the resolve pass again (which resolves only a
+// finished traversal: lbvh_raycast.comp).
+Status LbvhQueries::Impl::record_rays(VkCommandBuffer cmd, const LbvhTree& tree,
+                                      const RayQueryBuffers& b, std::uint32_t ray_count,
+                                      std::uint32_t first_round) {
+    const BufferRange st = first_bytes(b.status, sizeof(TraversalStatus));
+    if (first_round == 0) {
+        fill(cmd, st, 0u);
+        compute_barrier(cmd);
+    }
     PushConstants pc{};
-    pc.count = rays;
+    pc.count = ray_count;
     pc.offset = tree.n;
     pc.tiles = b.traversal.capacity;
     const TreeBindings t = tree_bindings(tree.nodes, tree.n);
     const std::initializer_list<BufferRange> bindings = {
         t.nodes,
-        first_bytes(b.rays, rays * sizeof(GpuRay)),
-        first_bytes(b.hits, rays * sizeof(GpuRayHit)),
-        status,
-        first_bytes(b.traversal.work, work_bytes),
+        first_bytes(b.rays, ray_count * sizeof(GpuRay)),
+        first_bytes(b.hits, ray_count * sizeof(GpuRayHit)),
+        st,
+        first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         t.wide};
-    const Kernel& raycast = impl_->raycast;
-    impl_->rounds.record_kernel(cmd, status, b.traversal, raycast, bindings, pc, workgroups(rays));
-    if (impl_->timing) impl_->stamp(cmd, 7);
+    this->rounds.record_kernel(cmd, st, b.traversal, raycast, bindings, pc, workgroups(ray_count),
+                               first_round);
+    if (timing) stamp(cmd, 7);
     // The finish step left the arguments of one invocation per candidate.
     indirect_barrier(cmd);
     pc.shift = 0;
     pc.flags = kRayResolve;
-    raycast.dispatch_indirect(cmd, bindings, pc, {status.buffer, status.offset + 32, 12});
+    raycast.dispatch_indirect(cmd, bindings, pc, {st.buffer, st.offset + 32, 12});
     return {};
 }
 
@@ -397,18 +433,24 @@ Status LbvhQueries::Impl::prepare_regions(LbvhQueries& self, std::span<const Gpu
 }
 
 // Both passes; again with a larger work queue or more rounds while a traversal did not finish
-// (each retry changes one of them, and the most of both always finishes). An attempt that runs
-// again stored, by the model, its counted total (offsets[Q]) up to the capacity.
-Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a) {
+// (each retry changes one of them, and the most of both always finishes), or with every round
+// when only the first_rounds were recorded and items were left. An attempt that runs again
+// stored, by the model, its counted total (offsets[Q]) up to the capacity. `recorded_rounds`
+// receives the rounds the last attempt recorded.
+Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, RegionAttempts& a,
+                                            std::uint32_t& recorded_rounds) {
     while (true) {
+        const std::uint32_t first = first_rounds(region_queued);
+        recorded_rounds = first;
         timing = true;
         Status recorded;
         Status s = context->submit_and_wait([&](VkCommandBuffer cmd) {
             timestamps.reset(cmd, 0, 5);
             compute_barrier(cmd);  // make the staged upload visible to the shaders
-            if (!(recorded = self.record_region_count(cmd, tree(), region_buffers(), q))) return;
+            if (!(recorded = self.record_region_count(cmd, tree(), region_buffers(first), q)))
+                return;
             stamp(cmd, 3);
-            recorded = self.record_region_fill(cmd, tree(), region_buffers(), q);
+            recorded = self.record_region_fill(cmd, tree(), region_buffers(first), q);
             compute_barrier(cmd);
             stamp(cmd, 4);
         });
@@ -425,9 +467,14 @@ Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, 
         a.count += region_count_traffic(n, q, traversal_visits(a.st[0]));
         a.scan += RadixSort::scan_traffic(q + 1);
         const std::uint32_t capacity = ids_capacity;
-        auto again = retry_traversal(a.st, "region queries");
-        if (!again) return again.error();
-        if (!again.value()) return {};
+        region_queued = queued(a.st[0]) || queued(a.st[1]);
+        // Items left after round 0 alone: the counts are partial, so the scan and fill over
+        // them are redone with every round (the count cannot go on: the scan replaced it).
+        if (!short_of_rounds(first, a.st)) {
+            auto again = retry_traversal(a.st, "region queries");
+            if (!again) return again.error();
+            if (!again.value()) return {};
+        }
         std::uint32_t counted = 0;
         if (Status d = context->download(offsets, &counted, 4, q * 4ull); !d) return d;
         a.fill += region_fill_traffic(n, q, traversal_visits(a.st[1]), std::min(counted, capacity));
@@ -437,7 +484,7 @@ Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, 
 // The ids buffer grown for `total` hits (with headroom for the next batch), and the fill pass
 // run again.
 Status LbvhQueries::Impl::refill_regions(LbvhQueries& self, std::uint32_t q, std::uint32_t total,
-                                         RegionAttempts& a) {
+                                         std::uint32_t round_count, RegionAttempts& a) {
     const VkDeviceSize max_ids = context->info().max_storage_buffer_range / 4;
     if (total > max_ids)
         return Error{ErrorCode::limit_exceeded,
@@ -452,7 +499,7 @@ Status LbvhQueries::Impl::refill_regions(LbvhQueries& self, std::uint32_t q, std
         timestamps.reset(cmd, 3, 2);
         compute_barrier(cmd);
         stamp(cmd, 3);
-        recorded = self.record_region_fill(cmd, tree(), region_buffers(), q);
+        recorded = self.record_region_fill(cmd, tree(), region_buffers(round_count), q);
         compute_barrier(cmd);
         stamp(cmd, 4);
     });
@@ -474,7 +521,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     // with its own visit counts.
     times = {};
     RegionAttempts a;
-    if (Status s = run_region_passes(self, q, a); !s) return s.error();
+    std::uint32_t round_count = 0;
+    if (Status s = run_region_passes(self, q, a, round_count); !s) return s.error();
     QueryHits result;
     result.offsets.resize(q + 1ull);
     if (Status d = context->download(offsets, result.offsets.data(), (q + 1ull) * 4); !d)
@@ -491,7 +539,8 @@ Result<QueryHits> LbvhQueries::Impl::run_regions(LbvhQueries& self, std::span<co
     // The fill pass's traffic, twice when ids grew and it ran again.
     a.fill += region_fill_traffic(n, q, traversal_visits(a.st[1]), std::min(total, ids_capacity));
     if (total > ids_capacity) {
-        if (Status s = refill_regions(self, q, total, a); !s) return s.error();
+        // With the rounds the count finished in: the fill walks the same nodes.
+        if (Status s = refill_regions(self, q, total, round_count, a); !s) return s.error();
     }
     report = {stage("region count", a.dispatches[0], a.count, times.count),
               stage("region scan", a.dispatches[1], a.scan, times.scan),
@@ -569,28 +618,40 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
     Traffic cast_traffic, resolve_traffic;
     double cast_ms = 0, resolve_ms = 0;
     while (true) {
-        im.timing = true;
-        Status recorded;
-        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-            im.timestamps.reset(cmd, 5, 3);
-            compute_barrier(cmd);
-            im.stamp(cmd, 5);
-            recorded = record_ray_cast(
-                cmd, im.tree(),
-                {whole(im.rays), whole(im.hits), im.status_range(0), im.traversal()}, r);
-            compute_barrier(cmd);
-            im.stamp(cmd, 6);
-        });
-        im.timing = false;
-        if (!s) return s.error();
-        if (!recorded) return recorded.error();
-        if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        // Round 0 alone first unless the last batch queued items (first_rounds); then, while
+        // only items are left, the other rounds from the queue, in a continuation.
+        const std::uint32_t first = im.first_rounds(im.ray_queued);
+        std::uint32_t from = 0;
+        do {
+            const TraversalBuffers traversal =
+                im.traversal(from == 0 ? first : im.traversal_rounds);
+            im.timing = true;
+            Status recorded;
+            Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+                im.timestamps.reset(cmd, 5, 3);
+                compute_barrier(cmd);
+                im.stamp(cmd, 5);
+                const RayQueryBuffers buffers{whole(im.rays), whole(im.hits), im.status_range(0),
+                                              traversal};
+                recorded = from == 0 ? record_ray_cast(cmd, im.tree(), buffers, r)
+                                     : im.record_rays(cmd, im.tree(), buffers, r, from);
+                compute_barrier(cmd);
+                im.stamp(cmd, 6);
+            });
+            im.timing = false;
+            if (!s) return s.error();
+            if (!recorded) return recorded.error();
+            if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+            im.times.ray_cast += im.timestamps.ms(5, 6);
+            cast_ms += im.timestamps.ms(5, 7);
+            resolve_ms += im.timestamps.ms(7, 6);
+            cast_dispatches += im.dispatches(5, 7);
+            resolve_dispatches += im.dispatches(7, 6);
+            from = st.rounds;
+        } while (im.short_of_rounds(from, {&st, 1}));
+        im.ray_queued = Impl::queued(st);
+        // The status counts over the attempt's submissions (a continuation keeps it).
         const std::uint32_t candidates = std::min(st.candidates, im.work_capacity);
-        im.times.ray_cast += im.timestamps.ms(5, 6);
-        cast_ms += im.timestamps.ms(5, 7);
-        resolve_ms += im.timestamps.ms(7, 6);
-        cast_dispatches += im.dispatches(5, 7);
-        resolve_dispatches += im.dispatches(7, 6);
         cast_traffic += ray_cast_traffic(im.n, r, traversal_visits(st), candidates);
         resolve_traffic += ray_resolve_traffic(candidates);
         auto again = im.retry_traversal({&st, 1}, "ray casts");

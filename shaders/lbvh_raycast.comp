@@ -11,9 +11,9 @@
 // pruning) queues its pending subtrees as (ray, node) items. Such a ray's hits[r] becomes a
 // shared minimum: t_bits (t >= 0, so its bits order as the floats) lowered with atomicMin by
 // every item that finds a hit, which also appends its own best (ray, t bits, id) as a
-// candidate; after the last round the resolve pass (kRayResolve) takes, among the candidates
-// whose t equals the final minimum, the smallest id (hits[r].id starts at kInvalidNode, the
-// largest uint).
+// candidate; after the last round, when no item is left, the resolve pass (kRayResolve) takes,
+// among the candidates whose t equals the final minimum, the smallest id (hits[r].id starts at
+// kInvalidNode, the largest uint).
 // Each step reads one 64-byte LbvhWideNode of the node it expands (both children's bounds and
 // links; a leaf child's box id is its aux), never the children's LbvhNode records (a link and
 // two child nodes were 112 B). The LbvhNode array is read only for the start node's own box
@@ -103,6 +103,9 @@ void add_candidate(uint r, float t, uint id) {
 }
 
 void resolve() {
+    // Only a finished traversal is resolved: with items left (a host helper records round 0
+    // alone first, then continues) later items may still lower a ray's minimum.
+    if ((tstatus.flags & kTraversalIncomplete) != 0u) return;
     uint c = linear_thread();
     if (c >= min(tstatus.candidates, pc.tiles)) return;
     uint base = 4u * pc.tiles + 4u * c;

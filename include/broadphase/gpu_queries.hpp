@@ -124,6 +124,14 @@ public:
 
     /// Host helper: every box overlapping each closed region, ids ascending per query.
     /// Rejects invalid regions (NaN, infinity, min > max), naming the query.
+    ///
+    /// Rounds of the host helpers (query_boxes, query_points, ray_cast): until a batch queues
+    /// items past round 0, a batch records round 0 and the traversal's finish alone (two
+    /// dispatches per pass, not 2 * kTraversalRounds) and reads its statuses; more rounds run
+    /// only when items were left: a ray cast continues from its queue in a second submission,
+    /// region queries run again with every round (their scan and fill took the partial
+    /// counts). After a batch that queued items, batches record every round at once until one
+    /// resumes nothing past round 0.
     Result<QueryHits> query_boxes(std::span<const Box> regions);
     /// Host helper: every box containing each point, ids ascending per query. Points must be
     /// finite.
