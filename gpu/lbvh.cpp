@@ -438,6 +438,11 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
             ErrorCode::invalid_argument,
             "LbvhOptions::pair_budget " + std::to_string(options.pair_budget) +
                 " is above gpu_layout::kTraversalBudget = " + std::to_string(kTraversalBudget)};
+    if (options.query_budget > kTraversalBudget)
+        return Error{
+            ErrorCode::invalid_argument,
+            "LbvhOptions::query_budget " + std::to_string(options.query_budget) +
+                " is above gpu_layout::kTraversalBudget = " + std::to_string(kTraversalBudget)};
     if (options.pair_stack > kPairStack)
         return Error{ErrorCode::invalid_argument,
                      "LbvhOptions::pair_stack " + std::to_string(options.pair_stack) +

@@ -97,6 +97,7 @@ struct LbvhQueries::Impl {
     TraversalRounds rounds;
     Kernel query, raycast;
     std::uint32_t n = 0;
+    std::uint32_t query_budget = 0;  ///< LbvhOptions::query_budget
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, build_scratch, queries, offsets, ids, scan_scratch, rays, hits;
     std::uint32_t ids_capacity = 0;
@@ -220,6 +221,7 @@ Result<std::unique_ptr<LbvhQueries>> LbvhQueries::create(Context& context,
     auto lbvh = Lbvh::create(context, options);
     if (!lbvh) return lbvh.error();
     impl->lbvh = std::move(lbvh.value());
+    impl->query_budget = options.query_budget;
     // Nothing is compiled here: each kernel on the first call that records it (Kernel).
     impl->scan = RadixSort(context);
     impl->rounds = TraversalRounds(context);
@@ -255,10 +257,26 @@ Status check_region_ranges(const ContextImpl& context, const char* recorder,
          {"work", b.traversal.work, work_range_bytes(b.traversal)}});
 }
 
+// The traversal buffers and later rounds' budget of a region or ray pass over `t`: unless the
+// caller set t.budget, round 0 takes LbvhOptions::query_budget (`query_budget`), by default
+// kQueryFirstRound times the device's budget (at most kTraversalBudget), and later rounds, which
+// run only for queries round 0 left unfinished, the device's (gpu_layout.h, kQueryFirstRound).
+std::pair<TraversalBuffers, std::uint32_t> query_rounds(const TraversalRounds& rounds,
+                                                        TraversalBuffers t,
+                                                        std::uint32_t query_budget) {
+    std::uint32_t later = 0;
+    if (t.budget == 0) {
+        later = rounds.budget(t);
+        t.budget =
+            query_budget != 0 ? query_budget : std::min(later * kQueryFirstRound, kTraversalBudget);
+    }
+    return {t, later};
+}
+
 // Records one bounded traversal of the region query kernel (count or fill pass).
 void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkCommandBuffer cmd,
                         const LbvhTree& tree, const RegionQueryBuffers& b, std::uint32_t queries,
-                        std::uint32_t pass) {
+                        std::uint32_t pass, std::uint32_t query_budget) {
     const BufferRange status =
         first_bytes(pass == kQueryCount ? b.count_status : b.fill_status, sizeof(TraversalStatus));
     fill(cmd, status, 0u);
@@ -279,7 +297,9 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         first_bytes(b.scratch, queries * 4ull),
         t.wide};
-    rounds.record_kernel(cmd, status, b.traversal, kernel, bindings, pc, workgroups(queries));
+    const auto [traversal, later_budget] = query_rounds(rounds, b.traversal, query_budget);
+    rounds.record_kernel(cmd, status, traversal, kernel, bindings, pc, workgroups(queries), 0,
+                         later_budget);
 }
 
 }  // namespace
@@ -299,7 +319,8 @@ Status LbvhQueries::record_region_count(VkCommandBuffer cmd, const LbvhTree& tre
     fill(cmd, {b.offsets.buffer, b.offsets.offset + queries * 4ull, 4}, 0u);
     compute_barrier(cmd);
     if (timing) impl_->stamp(cmd, 0);
-    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryCount);
+    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryCount,
+                       impl_->query_budget);
     if (timing) impl_->stamp(cmd, 1);
     const BufferRange offsets = first_bytes(b.offsets, (queries + 1ull) * 4);
     impl_->scan.record_scan(cmd, offsets, queries + 1,
@@ -317,7 +338,8 @@ Status LbvhQueries::record_region_fill(VkCommandBuffer cmd, const LbvhTree& tree
         return st;
     if (Status st = impl_->query.ready_for_tree(tree.n); !st) return st;
     if (Status st = impl_->rounds.ready(); !st) return st;
-    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill);
+    record_region_pass(impl_->query, impl_->rounds, cmd, tree, b, queries, kQueryFill,
+                       impl_->query_budget);
     return {};
 }
 
@@ -362,8 +384,9 @@ Status LbvhQueries::Impl::record_rays(VkCommandBuffer cmd, const LbvhTree& tree,
         st,
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         t.wide};
-    this->rounds.record_kernel(cmd, st, b.traversal, raycast, bindings, pc, workgroups(ray_count),
-                               first_round);
+    const auto [traversal, later_budget] = query_rounds(this->rounds, b.traversal, query_budget);
+    this->rounds.record_kernel(cmd, st, traversal, raycast, bindings, pc, workgroups(ray_count),
+                               first_round, later_budget);
     if (timing) stamp(cmd, 7);
     // The finish step left the arguments of one invocation per candidate.
     indirect_barrier(cmd);

@@ -386,6 +386,16 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                             ->type_name("X")
                             ->transform(integer_in(0, 4294967295))
                             ->group(kRays);
+    CLI::Option* query_budget =
+        c.add_option("--query-budget", a.query_budget,
+                     "steps one invocation of a ray cast or region query takes in its first "
+                     "round (1.." +
+                         std::to_string(gpu_layout::kTraversalBudget) + "; default " +
+                         std::to_string(gpu_layout::kQueryFirstRound) +
+                         " times the traversal budget); later rounds take the traversal budget")
+            ->type_name("N")
+            ->transform(integer_in(1, gpu_layout::kTraversalBudget))
+            ->group(kRays);
 
     return {
         {"",
@@ -406,8 +416,8 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
          true},
         {"--rays",
          rays,
-         {scene, repeat, seed, code, traversal_budget, warm_up, sort_path, json, device,
-          validation},
+         {scene, repeat, seed, code, traversal_budget, query_budget, warm_up, sort_path, json,
+          device, validation},
          true},
     };
 }

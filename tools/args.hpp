@@ -52,6 +52,7 @@ struct Args {
     std::uint32_t traversal_budget = 0;  ///< bench: nodes per invocation per round (0: device's)
     std::uint32_t pair_stack = 0;   ///< bench: the all-pairs traversal's stack entries (0: default)
     std::uint32_t pair_budget = 0;  ///< bench: the all-pairs pass's first-round budget (0: default)
+    std::uint32_t query_budget = 0;  ///< bench --rays: the queries' first-round budget (0: default)
     std::string sort_path = "automatic";  ///< bench: automatic, onesweep or reduce_then_scan
     bool json = false;                    ///< bench: one JSON object instead of the table
     bool kernels = false;                 ///< devices: each kernel's first-use cost

@@ -437,14 +437,21 @@ int run_ray_bench(const Args& args) {
     auto context = open_context(args);
     if (!context) return fail(context.error().message, "bench");
     const bool json = args.json;  // one JSON object on stdout, nothing else
+    const std::uint32_t query_budget =
+        args.query_budget != 0
+            ? args.query_budget
+            : std::min(context.value()->info().traversal_budget * gpu_layout::kQueryFirstRound,
+                       gpu_layout::kTraversalBudget);
     if (!json) {
         print_device(*context.value());
         std::printf(
             "scene: %s, %zu boxes, %lld rays and %lld region queries (seed %u), %d runs, "
-            "median\n",
-            spec.c_str(), scene->boxes.size(), count, count, seed, repeat);
+            "median; %u steps in a query's first round\n",
+            spec.c_str(), scene->boxes.size(), count, count, seed, repeat, query_budget);
     }
-    auto queries = gpu::LbvhQueries::create(*context.value(), {code_kind(args)});
+    gpu::LbvhOptions options{code_kind(args)};
+    options.query_budget = args.query_budget;
+    auto queries = gpu::LbvhQueries::create(*context.value(), options);
     if (!queries) return fail(queries.error().message, "bench");
     gpu::LbvhQueries& q = *queries.value();
     if (Status s = q.build(scene->boxes); !s) return fail(s.error().message, "bench");
@@ -486,9 +493,10 @@ int run_ray_bench(const Args& args) {
         print_device_json(context.value()->info());
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"rays\": %lld, \"regions\": %lld, "
-            "\"seed\": %u, \"runs\": %d, \"hits\": %zu, \"region_hits\": %zu, ",
-            json_escape(spec).c_str(), scene->boxes.size(), count, count, seed, repeat, hits,
-            region_hits);
+            "\"seed\": %u, \"query_budget\": %u, \"runs\": %d, \"hits\": %zu, "
+            "\"region_hits\": %zu, ",
+            json_escape(spec).c_str(), scene->boxes.size(), count, count, seed, query_budget,
+            repeat, hits, region_hits);
         print_stages_json(stages, copy.value());
         return validation_check(*context.value());
     }

@@ -350,6 +350,13 @@ struct LbvhOptions {
     /// fans out into many short items instead of a few long ones. A tuning knob: the pairs
     /// and the visit count are the same for every value.
     std::uint32_t pair_budget = 0;
+    /// Steps one invocation of a region query or ray cast (LbvhQueries) takes in its first
+    /// round, from 1 to gpu_layout::kTraversalBudget, when the pass's TraversalBuffers::budget
+    /// is 0; 0 takes gpu_layout::kQueryFirstRound times the device's
+    /// DeviceInfo::traversal_budget, at most kTraversalBudget. Later rounds take the device's
+    /// budget, as the pairs pass's do. A tuning knob: the ids, hits and region visit counts are
+    /// the same for every value.
+    std::uint32_t query_budget = 0;
     /// find_pairs: sort the pairs on the GPU, as (i, j) ascending (a radix sort of i << b | j,
     /// the "pair sort" stage). False: each pair once, i < j, in the order the traversal
     /// appended them, which varies from run to run; the pair sort is skipped (0 dispatches), for
@@ -423,7 +430,8 @@ struct TraversalBuffers {
     /// expanded, and in the all-pairs pass also the iterations that store its pairs. 0 takes
     /// the Context's DeviceInfo::traversal_budget, except in the all-pairs pass's first round,
     /// which takes LbvhOptions::pair_budget (by default gpu_layout::kPairGroup times the
-    /// device's: each of its invocations walks for that many leaves). The results are the
+    /// device's: each of its invocations walks for that many leaves), and in the first round of
+    /// region queries and ray casts, which takes LbvhOptions::query_budget. The results are the
     /// same whatever it is; a smaller one needs more rounds and queue items but balances a
     /// lopsided scene.
     std::uint32_t budget = 0;

@@ -121,6 +121,15 @@ BP_CONST kTraversalBudget = 4096u;
 // scene): 33 ms at 4096, 4.2 at 128, 3.1 at 64, 2.6 at 32; of uniform:1M: 1.52 ms at 4096 to
 // 64 (+2%), 1.74 at 32 (+14%, the rounds' cost).
 BP_CONST kGpuTraversalBudget = 64u;
+// The first round of region queries and ray casts (LbvhOptions::query_budget) takes
+// kQueryFirstRound times the device's budget by default, at most kTraversalBudget; later rounds
+// the device's. The CPU twin's expanded nodes of `bench --rays`'s rays and regions at 1M boxes
+// (uniform, clustered; the other standard scenes expand under 10): medians 5 to 37, p99 56 to
+// 105, at most 98 to 168 (0.4 to 7% over 64, none over 256), so that 512 steps finish them in
+// round 0 and the pass costs two dispatches; with 64, a few queries of every batch go on into
+// later rounds. Not yet measured on a GPU: the pairs pass's first round (kPairGroup times the
+// device's) was best there.
+BP_CONST kQueryFirstRound = 8u;
 BP_CONST kTraversalRounds = 16u;
 BP_CONST kTraversalMaxRounds = kTraversalStack + 1u;
 // TraversalStatus flags.

@@ -345,6 +345,81 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     EXPECT_EQ(ctx->validation_errors(), 0u);
 }
 
+// Test 3b: LbvhOptions::query_budget is the first round's. On a context whose traversals expand
+// 4 nodes per round, a region query and a ray the twin walks in 5 to 32 steps finish in round 0
+// by default (kQueryFirstRound x 4 = 32 steps: each pass is round 0 and the finish), and go on
+// into later rounds with a first round of 4; the ids and hits equal the twin's either way. A
+// budget over kTraversalBudget is refused.
+TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
+    static_assert(gpu_layout::kQueryFirstRound * 4 == 32);
+    gpu::ContextOptions options;
+    options.traversal_budget = 4;
+    auto ctx = own_context(options);
+    ASSERT_TRUE(ctx);
+    auto scene = generate_scene("uniform", 3000);
+    ASSERT_TRUE(scene) << scene.error().message;
+    const std::vector<Box>& boxes = scene->boxes;
+    auto nodes = g_lbvh->build_nodes(boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    // The first region and ray of the standard batches whose walks take 5 to 32 steps.
+    std::vector<Box> region;
+    for (const Box& b : regions_of(boxes)) {
+        std::vector<std::uint32_t> ids;
+        std::uint64_t visits = 0;
+        lbvh::query_region(nodes.value(), b, ids, &visits);
+        if (visits > 4 && visits <= 32) {
+            region.push_back(b);
+            break;
+        }
+    }
+    std::vector<Ray> ray;
+    for (const Ray& r : rays_of(boxes)) {
+        std::uint64_t visits = 0;
+        lbvh::ray_cast_nodes(nodes.value(), r, &visits);
+        if (visits > 4 && visits <= 32) {
+            ray.push_back(r);
+            break;
+        }
+    }
+    ASSERT_EQ(region.size(), 1u);
+    ASSERT_EQ(ray.size(), 1u);
+    std::vector<std::uint32_t> twin_ids;
+    lbvh::query_region(nodes.value(), region[0], twin_ids);
+    std::sort(twin_ids.begin(), twin_ids.end());
+    const auto twin_hit = lbvh::ray_cast_nodes(nodes.value(), ray[0]);
+    for (std::uint32_t first : {0u, 4u}) {
+        SCOPED_TRACE("query_budget " + std::to_string(first));
+        gpu::LbvhOptions lbvh_options;
+        lbvh_options.query_budget = first;
+        auto made = gpu::LbvhQueries::create(*ctx, lbvh_options);
+        ASSERT_TRUE(made);
+        gpu::LbvhQueries& queries = *made.value();
+        ASSERT_TRUE(queries.build(boxes));
+        auto hits = queries.query_boxes(region);
+        ASSERT_TRUE(hits) << hits.error().message;
+        EXPECT_EQ(hits->ids, twin_ids);
+        const std::uint32_t count_dispatches = queries.last_report()[0].dispatches;
+        auto cast = queries.ray_cast(ray);
+        ASSERT_TRUE(cast) << cast.error().message;
+        ASSERT_EQ((*cast)[0].has_value(), twin_hit.has_value());
+        if (twin_hit) {
+            EXPECT_EQ((*cast)[0]->id, twin_hit->id);
+        }
+        const std::uint32_t cast_dispatches = queries.last_report()[0].dispatches;
+        if (first == 0) {
+            EXPECT_EQ(count_dispatches, kRoundZero);
+            EXPECT_EQ(cast_dispatches, kRoundZero);
+        } else {
+            EXPECT_GT(count_dispatches, kRoundZero);
+            EXPECT_GT(cast_dispatches, kRoundZero);
+        }
+    }
+    gpu::LbvhOptions too_many;
+    too_many.query_budget = gpu_layout::kTraversalBudget + 1;
+    EXPECT_FALSE(gpu::LbvhQueries::create(*ctx, too_many));
+    EXPECT_EQ(ctx->validation_errors(), 0u);
+}
+
 // Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
 // a one-box tree reads the single leaf instead of wide records.
 TEST_F(QueryReportTest, EmptyFailedAndOneBoxBatches) {
