@@ -9,9 +9,9 @@
 #
 # --essential runs only the figures no session has measured yet, most wanted first, for a
 # session whose device time is short (a lent machine gives 15 minutes in all, its start
-# included): the all-pairs pass's first-round and later-round budgets of 2026-11-28 on the
-# adversarial scenes at 1M and 10M, and with BENCH_BASELINE (a build from before, e.g.
-# 75b3d1e) the same scenes on it for a before / after on the device.
+# included): the cull's keys-only exact order sort and the queries' first round of
+# 2026-11-28 (issue 35), and with BENCH_BASELINE (a build from before, 841f330) the same on it
+# for a before / after on the device.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
 # docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
@@ -62,34 +62,31 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  # The all-pairs pass's budgets (2026-11-28, run h): the first round takes kPairGroup times the
-  # device's budget (512 on GPUs), later rounds the device's (64); --pair-budget sets the first
-  # round's. A box over half the scene (level) and big boxes (degenerate) need later rounds;
-  # uniform and multiscale finish in the first.
-  run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
-  run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
-  for s in level degenerate clustered multiscale; do
-    run "pairs_1m_$s" "$tool" bench --scene "${m1/uniform/$s}" --repeat "$repeat"
+  # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md, "Cull keys alone
+  # and queries in round 0"), most wanted first:
+  # 1. the cull's exact order sort of the 64-bit keys alone, 7 passes (run j: 0.411 ms with 8
+  #    passes and the ids as values; the target is 0.3 ms);
+  run cull_exact_1m "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
+  run cull_approx_1m "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
+  # 2. region queries and ray casts with their first round at 8 times the device's budget and
+  #    round 0 alone recorded (2 dispatches per pass instead of 32), against first rounds of
+  #    64 (the old budget) and 256;
+  run rays_1m "$tool" bench --rays "$rays" --scene "$m1"
+  run rays_10m "$tool" bench --rays "$rays" --scene "$m10"
+  for b in 64 256; do
+    run "rays_1m_query_budget_$b" "$tool" bench --rays "$rays" --scene "$m1" --query-budget "$b"
   done
-  for s in level degenerate; do
-    run "pairs_10m_$s" "$tool" bench --scene "${m10/uniform/$s}" --repeat "$repeat"
+  for s in clustered level; do
+    run "rays_1m_$s" "$tool" bench --rays "$rays" --scene "${m1/uniform/$s}"
   done
-  for b in 64 128 256 1024; do
-    run "pairs_1m_level_pair_budget_$b" "$tool" bench --scene "${m1/uniform/level}" \
-      --repeat "$repeat" --pair-budget "$b"
-  done
-  for s in degenerate clustered uniform; do
-    for b in 64 256; do
-      run "pairs_1m_${s}_pair_budget_$b" "$tool" bench --scene "${m1/uniform/$s}" \
-        --repeat "$repeat" --pair-budget "$b"
-    done
-  done
-  run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
+  # 3. with BENCH_BASELINE (a build of 841f330, before both), the same on the old code.
   if [ -n "${BENCH_BASELINE:-}" ]; then
-    for s in level degenerate clustered; do
-      run "baseline_pairs_1m_$s" "$BENCH_BASELINE" bench --scene "${m1/uniform/$s}" \
-        --repeat "$repeat"
-    done
+    run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
+      --repeat "$repeat"
+    run baseline_rays_1m "$BENCH_BASELINE" bench --rays "$rays" --scene "$m1"
+    run baseline_rays_10m "$BENCH_BASELINE" bench --rays "$rays" --scene "$m10"
+    run baseline_rays_1m_clustered "$BENCH_BASELINE" bench --rays "$rays" \
+      --scene "${m1/uniform/clustered}"
   fi
   echo "logs in $out/"
   exit "$failed"
