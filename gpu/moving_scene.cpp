@@ -123,16 +123,24 @@ Status MovingScene::Impl::record_frame(VkCommandBuffer cmd, const BufferRange& b
         for (std::uint32_t q = 3; q < 7; ++q) stamp(cmd, timed, q);
         return {};
     }
+    // Timed is a host step (frame()), whose status is read and repaired after it.
+    frame_rounds = timed && !pairs_queued ? 1 : rounds;
     return record_pair_stages(cmd, first, timed, 3);
 }
 
 // Grows the pair buffers to the frame's count and records the frame's pair stages again.
 Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& traversal) {
-    // A traversal that did not finish: more rounds (kTraversalMaxRounds always finish) or a
-    // larger work queue, kept for the frames after this one.
+    // A traversal that did not finish: more rounds (a host step's round 0 alone: `rounds`;
+    // else kTraversalMaxRounds, which always finish, kept for the frames after this one) or a
+    // larger work queue.
     if (traversal.flags & kTraversalIncomplete) {
-        if (rounds >= kTraversalMaxRounds) return traversal_outcome(traversal, "all pairs").error();
-        rounds = kTraversalMaxRounds;
+        if (frame_rounds < rounds) {
+            frame_rounds = rounds;
+        } else {
+            if (rounds >= kTraversalMaxRounds)
+                return traversal_outcome(traversal, "all pairs").error();
+            rounds = frame_rounds = kTraversalMaxRounds;
+        }
     }
     if (traversal.flags & kTraversalQueueOverflow) {
         const std::uint32_t most =
@@ -142,11 +150,15 @@ Status MovingScene::Impl::repair(const FrameStatus& st, const TraversalStatus& t
             static_cast<std::uint32_t>(std::min<std::uint64_t>(4ull * work_capacity, most));
         if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
     }
-    // The exact total, also past 2^32 (st.pairs is the count saturated at 2^32 - 1).
-    if (Status s = check_pair_total(device_limits(context->info()), "all pairs of the frame",
-                                    pair_total(traversal));
-        !s)
-        return s;
+    // The exact total, also past 2^32 (st.pairs is the count saturated at 2^32 - 1), once the
+    // traversal finished: one short of rounds counted only part of its pairs (the run with
+    // more rounds is checked in its turn).
+    if ((traversal.flags & kTraversalIncomplete) == 0) {
+        if (Status s = check_pair_total(device_limits(context->info()), "all pairs of the frame",
+                                        pair_total(traversal));
+            !s)
+            return s;
+    }
     // Never below the present capacity: a repair for the traversal's sake (rounds, queue) may
     // come with fewer pairs than the buffers hold, and the kept keys must still fit.
     const std::uint32_t grown =
@@ -202,7 +214,8 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     if (regrown) {
         // Repairs until the frame finishes with its pairs stored: a queue that overflowed again
         // grows again (4x each time; a small traversal budget queues many items), a traversal
-        // short of rounds gets kTraversalMaxRounds, pairs over the capacity grow it. repair()
+        // short of rounds gets more (a host step's round 0 alone: kTraversalRounds; then
+        // kTraversalMaxRounds), pairs over the capacity grow it. repair()
         // refuses what cannot grow; a frame still unfinished after that is an error.
         for (int attempt = 0;; ++attempt) {
             if (Status s = repair(st, current); !s) return s.error();
@@ -220,6 +233,10 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
                              " pairs still exceed the pair capacity of " +
                              std::to_string(st.pair_capacity) + " after its repairs"};
     }
+    // Whether this frame's pairs pass queued work past round 0: then the next host steps
+    // record every round at once (frame_rounds).
+    if (options.pairs)
+        pairs_queued = (current.flags & kTraversalIncomplete) != 0 || current.resumed != 0;
     if (previous_incomplete)
         return Error{ErrorCode::limit_exceeded,
                      "the frame before this one " +

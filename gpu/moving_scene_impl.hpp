@@ -123,6 +123,13 @@ struct MovingScene::Impl {
     Buffer work;
     std::uint32_t work_capacity = 0;
     std::uint32_t rounds = kTraversalRounds;
+    // The rounds the last recorded frame's pairs pass took: `rounds` in the frames of
+    // record_step, which the caller submits with no host check; a host step (frame(): its
+    // status is read and a frame short of rounds repaired) records round 0 alone, two
+    // dispatches, until a frame queues work past it (pairs_queued), then `rounds` until a
+    // frame resumes nothing past round 0 again.
+    std::uint32_t frame_rounds = kTraversalRounds;
+    bool pairs_queued = false;
     Buffer keys_tmp, sort_scratch, began, ended;
     // The sizes of the began and ended differences and their dispatch arguments.
     Buffer event_count[2], event_args[2];
@@ -338,7 +345,7 @@ struct MovingScene::Impl {
         const LbvhPairBuffers out{whole(keys[cur]),
                                   capacity,
                                   whole(pair_count[cur]),
-                                  {whole(work), work_capacity, rounds}};
+                                  {whole(work), work_capacity, frame_rounds}};
         const LbvhTree tree{whole(nodes), n};
         if (!first)
             for (const Buffer& count : event_count) fill(cmd, prefix(count, 4), 0u);

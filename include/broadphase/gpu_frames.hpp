@@ -13,7 +13,10 @@
 // (pairs, began, ended) stays on the GPU, read by the kernels that need it. record_step puts
 // the frame into the caller's command buffer; the host reads results only when it wants them
 // (read_step), and the only host round trip left is growing the pair buffers when a frame
-// finds more pairs than they hold (reported in the status, never silently dropped).
+// finds more pairs than they hold (reported in the status, never silently dropped). A host
+// step (step()) records its pairs pass's round 0 alone (two dispatches) until a frame queues
+// work past it, and repairs a frame left short with every round (then kept until a frame
+// resumes nothing past round 0); record_step's frames record every round.
 #pragma once
 
 #include <cstdint>
@@ -80,8 +83,10 @@ struct FrameResult {
     /// traversal after the last build (1 until measured, and when the policy is
     /// always_rebuild); by_ratio rebuilds when it passes rebuild_work_ratio.
     double work_ratio = 1;
-    /// The frame found more pairs than the pair buffers held: they were grown and the frame's
-    /// pairs, sort and differences redone (one host round trip; the results are exact).
+    /// The frame found more pairs than the pair buffers held, or its pairs pass needed more
+    /// rounds or a larger work queue than it was recorded with: they were grown and the
+    /// frame's pairs, sort and differences redone (one host round trip; the results are
+    /// exact).
     bool regrown = false;
 };
 
