@@ -62,8 +62,9 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md, "Cull keys alone
-  # and queries in round 0"), most wanted first:
+  # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md: "Keys alone in
+  # the exact order sort", "Queries in round 0", "A host step's pairs pass in round 0 alone"),
+  # most wanted first:
   # 1. the cull's exact order sort of the 64-bit keys alone, 7 passes (run j: 0.411 ms with 8
   #    passes and the ids as values; the target is 0.3 ms);
   run cull_exact_1m "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
@@ -79,7 +80,11 @@ if [ "$essential" = 1 ]; then
   for s in clustered level; do
     run "rays_1m_$s" "$tool" bench --rays "$rays" --scene "${m1/uniform/$s}"
   done
-  # 3. with BENCH_BASELINE (a build of 841f330, before both), the same on the old code.
+  # 3. a moving scene's host step, its pairs pass in round 0 alone (49 dispatches per frame on
+  #    the onesweep path instead of 79);
+  run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
+  run frames_10m "$tool" bench --frames "$frames" --scene "$m10"
+  # 4. with BENCH_BASELINE (a build of 841f330, before all three), the same on the old code.
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
       --repeat "$repeat"
@@ -87,6 +92,7 @@ if [ "$essential" = 1 ]; then
     run baseline_rays_10m "$BENCH_BASELINE" bench --rays "$rays" --scene "$m10"
     run baseline_rays_1m_clustered "$BENCH_BASELINE" bench --rays "$rays" \
       --scene "${m1/uniform/clustered}"
+    run baseline_frames_1m "$BENCH_BASELINE" bench --frames "$frames" --scene "$m1"
   fi
   echo "logs in $out/"
   exit "$failed"
