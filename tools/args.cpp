@@ -209,6 +209,22 @@ struct BenchMode {
     bool needs_scene;
 };
 
+// A first-round budget of a bounded traversal (--pair-budget, --query-budget): steps one
+// invocation of `what` takes in its first round, by default `scale` times the traversal budget.
+CLI::Option* add_first_round_budget(CLI::App& c, const std::string& name, std::uint32_t& value,
+                                    const std::string& what, std::uint32_t scale,
+                                    const std::string& group) {
+    return c
+        .add_option(name, value,
+                    what + " takes in its first round (1.." +
+                        std::to_string(gpu_layout::kTraversalBudget) + "; default " +
+                        std::to_string(scale) +
+                        " times the traversal budget); later rounds take the traversal budget")
+        ->type_name("N")
+        ->transform(integer_in(1, gpu_layout::kTraversalBudget))
+        ->group(group);
+}
+
 std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
     const char* kGpu = "GPU modes (all but --cpu)";
     CLI::Option* scene = add_scene(c, a)->group(kGpu);
@@ -242,15 +258,9 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
             ->transform(integer_in(1, gpu_layout::kPairStack))
             ->group(kGpu);
     CLI::Option* pair_budget =
-        c.add_option("--pair-budget", a.pair_budget,
-                     "default mode: steps one invocation of the all-pairs traversal takes in its "
-                     "first round (1.." +
-                         std::to_string(gpu_layout::kTraversalBudget) + "; default " +
-                         std::to_string(gpu_layout::kPairGroup) +
-                         " times the traversal budget); later rounds take the traversal budget")
-            ->type_name("N")
-            ->transform(integer_in(1, gpu_layout::kTraversalBudget))
-            ->group(kGpu);
+        add_first_round_budget(c, "--pair-budget", a.pair_budget,
+                               "default mode: steps one invocation of the all-pairs traversal",
+                               gpu_layout::kPairGroup, kGpu);
     CLI::Option* warm_up =
         c.add_option("--warm-up", a.warm_up_ms,
                      "GPU modes: milliseconds of copy kernels submitted before each timed run, "
@@ -386,16 +396,9 @@ std::vector<BenchMode> add_bench_options(CLI::App& c, Args& a) {
                             ->type_name("X")
                             ->transform(integer_in(0, 4294967295))
                             ->group(kRays);
-    CLI::Option* query_budget =
-        c.add_option("--query-budget", a.query_budget,
-                     "steps one invocation of a ray cast or region query takes in its first "
-                     "round (1.." +
-                         std::to_string(gpu_layout::kTraversalBudget) + "; default " +
-                         std::to_string(gpu_layout::kQueryFirstRound) +
-                         " times the traversal budget); later rounds take the traversal budget")
-            ->type_name("N")
-            ->transform(integer_in(1, gpu_layout::kTraversalBudget))
-            ->group(kRays);
+    CLI::Option* query_budget = add_first_round_budget(
+        c, "--query-budget", a.query_budget, "steps one invocation of a ray cast or region query",
+        gpu_layout::kQueryFirstRound, kRays);
 
     return {
         {"",

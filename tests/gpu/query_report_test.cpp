@@ -142,6 +142,26 @@ void expect_stage(const StageReport* s, std::uint32_t dispatches, const gpu::Tra
     EXPECT_EQ(s->passes, 0u) << what;
 }
 
+// A context whose traversals expand `budget` nodes per round, and a scene of 3000 boxes with
+// the tree the twins walk (g_lbvh's build).
+struct BudgetScene {
+    std::unique_ptr<gpu::Context> ctx;
+    std::vector<Box> boxes;
+    std::vector<gpu_layout::LbvhNode> nodes;
+};
+void open_budget_scene(std::uint32_t budget, const char* scene, BudgetScene& out) {
+    gpu::ContextOptions options;
+    options.traversal_budget = budget;
+    out.ctx = own_context(options);
+    ASSERT_TRUE(out.ctx);
+    auto made = generate_scene(scene, 3000);
+    ASSERT_TRUE(made) << made.error().message;
+    out.boxes = std::move(made->boxes);
+    auto nodes = g_lbvh->build_nodes(out.boxes);
+    ASSERT_TRUE(nodes) << nodes.error().message;
+    out.nodes = std::move(nodes.value());
+}
+
 class QueryReportSceneTest : public QueryReportTest,
                              public ::testing::WithParamInterface<const char*> {};
 
@@ -276,22 +296,18 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
 // ray casts of a second fresh LbvhQueries record round 0, go on to kTraversalRounds in a
 // continuation (resolving again), then run again with the most rounds.
 TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
-    gpu::ContextOptions options;
-    options.traversal_budget = 1;
-    auto ctx = own_context(options);
-    ASSERT_TRUE(ctx);
-    auto scene = generate_scene("clustered", 3000);
-    ASSERT_TRUE(scene) << scene.error().message;
-    const std::vector<Box>& boxes = scene->boxes;
-    auto nodes = g_lbvh->build_nodes(boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
+    BudgetScene s;
+    ASSERT_NO_FATAL_FAILURE(open_budget_scene(1, "clustered", s));
+    const std::vector<Box>& boxes = s.boxes;
+    const std::vector<gpu_layout::LbvhNode>& nodes = s.nodes;
+    gpu::Context* ctx = s.ctx.get();
     // Every 20th box itself: the hits fit the first ids buffer (no fill rerun).
     std::vector<Box> regions;
     for (std::size_t i = 0; i < boxes.size(); i += 20) regions.push_back(boxes[i]);
     const std::vector<Ray> rays = rays_of(boxes);
     const auto q = static_cast<std::uint64_t>(regions.size());
     const auto r = static_cast<std::uint64_t>(rays.size());
-    const auto [twin_visits, twin_hits] = twin_regions(nodes.value(), regions);
+    const auto [twin_visits, twin_hits] = twin_regions(nodes, regions);
     ASSERT_LT(twin_hits, std::max<std::uint64_t>(4 * q, 1024));
     const std::uint32_t first = traversal_dispatches(gpu_layout::kTraversalRounds);
     const std::uint32_t most = traversal_dispatches(gpu_layout::kTraversalMaxRounds);
@@ -330,7 +346,7 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     auto cast = queries.ray_cast(rays);
     ASSERT_TRUE(cast) << cast.error().message;
     for (std::size_t i = 0; i < rays.size(); ++i) {
-        const auto twin = lbvh::ray_cast_nodes(nodes.value(), rays[i]);
+        const auto twin = lbvh::ray_cast_nodes(nodes, rays[i]);
         ASSERT_EQ((*cast)[i].has_value(), twin.has_value()) << "ray " << i;
         if (twin) {
             EXPECT_EQ((*cast)[i]->id, twin->id) << "ray " << i;
@@ -352,30 +368,23 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
 // budget over kTraversalBudget is refused.
 TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
     static_assert(gpu_layout::kQueryFirstRound * 4 == 32);
-    gpu::ContextOptions options;
-    options.traversal_budget = 4;
-    auto ctx = own_context(options);
-    ASSERT_TRUE(ctx);
-    auto scene = generate_scene("uniform", 3000);
-    ASSERT_TRUE(scene) << scene.error().message;
-    const std::vector<Box>& boxes = scene->boxes;
-    auto nodes = g_lbvh->build_nodes(boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
+    BudgetScene s;
+    ASSERT_NO_FATAL_FAILURE(open_budget_scene(4, "uniform", s));
     // The first region and ray of the standard batches whose walks take 5 to 32 steps.
     std::vector<Box> region;
-    for (const Box& b : regions_of(boxes)) {
+    for (const Box& b : regions_of(s.boxes)) {
         std::vector<std::uint32_t> ids;
         std::uint64_t visits = 0;
-        lbvh::query_region(nodes.value(), b, ids, &visits);
+        lbvh::query_region(s.nodes, b, ids, &visits);
         if (visits > 4 && visits <= 32) {
             region.push_back(b);
             break;
         }
     }
     std::vector<Ray> ray;
-    for (const Ray& r : rays_of(boxes)) {
+    for (const Ray& r : rays_of(s.boxes)) {
         std::uint64_t visits = 0;
-        lbvh::ray_cast_nodes(nodes.value(), r, &visits);
+        lbvh::ray_cast_nodes(s.nodes, r, &visits);
         if (visits > 4 && visits <= 32) {
             ray.push_back(r);
             break;
@@ -384,17 +393,17 @@ TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
     ASSERT_EQ(region.size(), 1u);
     ASSERT_EQ(ray.size(), 1u);
     std::vector<std::uint32_t> twin_ids;
-    lbvh::query_region(nodes.value(), region[0], twin_ids);
+    lbvh::query_region(s.nodes, region[0], twin_ids);
     std::sort(twin_ids.begin(), twin_ids.end());
-    const auto twin_hit = lbvh::ray_cast_nodes(nodes.value(), ray[0]);
+    const auto twin_hit = lbvh::ray_cast_nodes(s.nodes, ray[0]);
     for (std::uint32_t first : {0u, 4u}) {
         SCOPED_TRACE("query_budget " + std::to_string(first));
         gpu::LbvhOptions lbvh_options;
         lbvh_options.query_budget = first;
-        auto made = gpu::LbvhQueries::create(*ctx, lbvh_options);
+        auto made = gpu::LbvhQueries::create(*s.ctx, lbvh_options);
         ASSERT_TRUE(made);
         gpu::LbvhQueries& queries = *made.value();
-        ASSERT_TRUE(queries.build(boxes));
+        ASSERT_TRUE(queries.build(s.boxes));
         auto hits = queries.query_boxes(region);
         ASSERT_TRUE(hits) << hits.error().message;
         EXPECT_EQ(hits->ids, twin_ids);
@@ -416,8 +425,8 @@ TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
     }
     gpu::LbvhOptions too_many;
     too_many.query_budget = gpu_layout::kTraversalBudget + 1;
-    EXPECT_FALSE(gpu::LbvhQueries::create(*ctx, too_many));
-    EXPECT_EQ(ctx->validation_errors(), 0u);
+    EXPECT_FALSE(gpu::LbvhQueries::create(*s.ctx, too_many));
+    EXPECT_EQ(s.ctx->validation_errors(), 0u);
 }
 
 // Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
