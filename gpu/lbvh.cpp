@@ -100,7 +100,9 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 start, key, id, box and run bounds (4 + 4 + 36 + 24 B; a short run's boxes
 //                 are read by each of its few members, counted once) and writes the 64-bit key
 //                 (8 B); the second sort (64-bit keys). Else the second sort is launched empty
-//                 (RadixSort::empty_traffic) and the refinement's other steps launch nothing.
+//                 (RadixSort::empty_traffic) and the refinement's other steps launch nothing;
+//                 a build that did not record them (`recorded` false: the host helpers'
+//                 refinement on demand, LbvhOptions::refine_on_demand) has neither.
 //   hierarchy + bounds  lbvh_build reads each sorted key (the refined 64-bit one when the
 //                 codes were refined), id and box; each internal node,
 //                 completed once by its second child's invocation, takes its split's flag
@@ -129,9 +131,9 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //   pair sort     find_pairs only: RadixSort::traffic of the stored keys (2 words, 2b key
 //                 bits, keys only).
 std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, bool refine,
-                                                bool refined, bool soa, SortPath sort_path,
-                                                std::uint64_t visits, std::uint64_t resumed,
-                                                std::uint64_t stored_pairs,
+                                                bool recorded, bool refined, bool soa,
+                                                SortPath sort_path, std::uint64_t visits,
+                                                std::uint64_t resumed, std::uint64_t stored_pairs,
                                                 std::array<std::uint32_t, kQueries - 1>& passes) {
     std::array<Traffic, kQueries - 1> t{};
     passes.fill(0);
@@ -154,7 +156,7 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
             t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
             sort_passes += second;
             hierarchy_words = 2;
-        } else {
+        } else if (recorded) {
             t[2] += RadixSort::empty_traffic(n, 64, sort_path);
         }
     }
@@ -202,6 +204,12 @@ std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refi
         {"the node bounds the build writes before assembling a split tree", soa_array_bytes(n)}};
 }
 
+namespace {
+Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
+                           std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
+                           DispatchGate* gate, bool refinement = true);
+}  // namespace
+
 struct Lbvh::Impl {
     Context* context = nullptr;
     LbvhOptions options;
@@ -227,6 +235,11 @@ struct Lbvh::Impl {
     Timestamps sort_stamps;
     std::array<std::uint64_t, 2> sort_marks{};
     bool has_report = false;
+    // Refinement on demand (LbvhOptions::refine_on_demand): whether the host helpers' next
+    // build records the refinement's steps (a build of this Lbvh found a run of kRefineRun
+    // equal codes, and none since has found none), and whether the last timed build did.
+    bool refine_expected = false;
+    bool built_refinement = true;
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, scratch, pair_buffer, status, work, keys_tmp, sort_scratch;
     std::uint32_t pair_capacity = 0;
@@ -238,14 +251,16 @@ struct Lbvh::Impl {
     bool soa(std::uint64_t n) const { return assemble.needs_split(n); }
 
     // The build's kernels for this code kind and refine option (the refinement's only when it
-    // runs), compiled on the first build; for a tree of n boxes too large for one descriptor,
-    // build_soa and assemble's split variant instead of build.
-    Status ready_build(std::uint64_t n) const {
+    // runs; run_bounds and refine_codes only when recorded: `refinement`), compiled on the
+    // first build; for a tree of n boxes too large for one descriptor, build_soa and
+    // assemble's split variant instead of build.
+    Status ready_build(std::uint64_t n, bool refinement = true) const {
         if (Status s = ready({&bounds, &codes}); !s) return s;
         if (Status s = soa(n) ? ready_for_tree(n, {&build_soa, &assemble}) : build.ready(); !s)
             return s;
         if (Status s = sort.ready_sort(); !s) return s;
         if (!refinable(options.code) || !options.refine) return {};
+        if (!refinement) return code_runs.ready();
         return ready({&code_runs, &run_bounds, &refine_codes});
     }
 
@@ -274,7 +289,8 @@ struct Lbvh::Impl {
         if (Status s = ensure(boxes, req.boxes); !s) return s;
         if (Status s = ensure(nodes, req.nodes); !s) return s;
         if (Status s = ensure(scratch, req.scratch); !s) return s;
-        if (Status s = ensure(status, sizeof(TraversalStatus)); !s) return s;
+        // The status, and after it the build's refine word (find_pairs copies it there).
+        if (Status s = ensure(status, sizeof(TraversalStatus) + 4); !s) return s;
         if (work_capacity == 0) {
             work_capacity = default_traversal_capacity(n, context->info().max_storage_buffer_range);
             if (Status s = ensure(work, traversal_work_bytes(work_capacity)); !s) return s;
@@ -292,8 +308,9 @@ struct Lbvh::Impl {
     // whether its build refined the codes.
     std::vector<StageReport> make_report(bool refined) const {
         std::array<std::uint32_t, kQueries - 1> passes{};
-        auto traffic = stage_traffic(last_n, options.code, options.refine, refined, soa(last_n),
-                                     sort.path(), last_visits, last_resumed, stored_pairs, passes);
+        auto traffic = stage_traffic(last_n, options.code, options.refine, built_refinement,
+                                     refined, soa(last_n), sort.path(), last_visits, last_resumed,
+                                     stored_pairs, passes);
         if (pair_attempts > 1) traffic[4].read += 48ull * last_n * (pair_attempts - 1);
         const double ms[kQueries - 1] = {times.bounds, times.codes, times.sort, times.hierarchy,
                                          times.pairs};
@@ -326,6 +343,48 @@ struct Lbvh::Impl {
         return report;
     }
 
+    // Whether the host helpers may build without recording the refinement's steps
+    // (LbvhOptions::refine_on_demand), and whether the next build records them.
+    bool on_demand() const {
+        return refinable(options.code) && options.refine && options.refine_on_demand;
+    }
+    bool refinement_next() const { return !on_demand() || refine_expected; }
+
+    // The host helpers' build into the helper buffers, timed with `stamps`, recording the
+    // refinement's steps or not (refinement_next()); with refinement on demand, the build's
+    // refine word then goes to the status buffer after the TraversalStatus.
+    Status record_helper_build(VkCommandBuffer cmd, std::uint32_t n) {
+        built_refinement = refinement_next();
+        if (Status s = record_build_stages(*this, cmd, build_buffers(), n, stamps.handle(), 0,
+                                           nullptr, built_refinement);
+            !s)
+            return s;
+        if (on_demand() && n > 0) {
+            compute_barrier(cmd);
+            const ScratchLayout s = scratch_layout({}, n, options.code, options.refine, soa(n));
+            const VkBufferCopy word{s.refine.offset, sizeof(TraversalStatus), 4};
+            vkCmdCopyBuffer(cmd, scratch.handle(), status.handle(), 1, &word);
+        }
+        return {};
+    }
+
+    // After a host helper's build, given its refine word: whether it must be built again with
+    // the refinement's steps (refinement on demand guessed wrong: the codes needed refining;
+    // the tree built from the first codes is exact but not the twin's, and slow to walk).
+    // Notes for the next build whether the codes needed refining.
+    bool rebuild_refined(std::uint32_t refine_word) {
+        if (!on_demand()) return false;
+        refine_expected = refine_word != 0;
+        return refine_expected && !built_refinement;
+    }
+    Result<std::uint32_t> read_helper_refine_word() {
+        std::uint32_t word = 0;
+        if (!on_demand()) return word;
+        if (Status d = context->download(status, &word, 4, sizeof(TraversalStatus)); !d)
+            return d.error();
+        return word;
+    }
+
     // One attempt of find_pairs' pairs pass, recorded into cmd: the first also builds the tree
     // and is timed with it; a rerun (after growing) is timed on its own and added to the pairs.
     Status record_attempt(Lbvh& self, VkCommandBuffer cmd, std::uint32_t n,
@@ -333,8 +392,7 @@ struct Lbvh::Impl {
         compute_barrier(cmd);  // make the staged upload visible to the shaders
         if (first) {
             stamps.reset(cmd, 0, kQueries);
-            if (Status s = self.record_build(cmd, build_buffers(), n, stamps.handle(), 0); !s)
-                return s;
+            if (Status s = record_helper_build(cmd, n); !s) return s;
         }
         compute_barrier(cmd);
         if (!first) {
@@ -482,10 +540,12 @@ LbvhRequirements Lbvh::requirements(std::uint32_t n) const {
 namespace {
 
 // Lbvh::record_build, optionally with its dispatches gated (DispatchGate): checks the ranges,
-// then records.
+// then records. Without `refinement` (the host helpers' refinement on demand) code_runs still
+// writes the refine word but the refinement's later steps are not recorded, and the hierarchy
+// reads the first codes.
 Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                            std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
-                           DispatchGate* gate) {
+                           DispatchGate* gate, bool refinement) {
     if (n >= (1u << 31))
         return Error{ErrorCode::limit_exceeded,
                      "Lbvh::record_build: at most 2^31 - 1 boxes per LBVH; nothing was recorded"};
@@ -502,7 +562,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                                    lbvh_bindings(n, im.options.code, im.options.refine));
         !st)
         return st;
-    if (Status st = im.ready_build(n); !st) return st;
+    if (Status st = im.ready_build(n, refinement); !st) return st;
     CodeKind code = im.options.code;
     const bool soa = im.soa(n);
     ScratchLayout s = scratch_layout(buffers.scratch, n, code, im.options.refine, soa);
@@ -559,6 +619,9 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                               pc, workgroups(n), gate);
         pc.offset = 0;
         compute_barrier(cmd);
+    }
+    if (refinable(code) && im.options.refine && refinement) {
+        const BufferRange first_keys = first_words(s.keys, n);
         const BufferRange& elements = s.refine_args;  // slot kArgsElements
         auto refine_step = [&](const Kernel& kernel, std::initializer_list<BufferRange> bindings) {
             if (gate)
@@ -625,7 +688,7 @@ Status record_gated_build(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhBuildBuffer
 Traffic build_traffic(const Lbvh& lbvh, std::uint32_t n, bool refined, std::uint32_t* passes) {
     const LbvhImpl& im = impl_of(lbvh);
     std::array<std::uint32_t, kQueries - 1> stage_passes{};
-    const auto t = stage_traffic(n, im.options.code, im.options.refine, refined, im.soa(n),
+    const auto t = stage_traffic(n, im.options.code, im.options.refine, true, refined, im.soa(n),
                                  im.sort.path(), 0, 0, 0, stage_passes);
     Traffic sum;
     for (std::size_t k = 0; k + 1 < t.size(); ++k) sum += t[k];
@@ -833,9 +896,29 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             first = false;
             return Status::success();
         };
+        const bool built = first;
         if (Status s = submit(keyed); !s) return s.error();
-        TraversalStatus st{};
-        if (Status d = im.context->download(im.status, &st, sizeof(st)); !d) return d.error();
+        // The status, and with refinement on demand the build's refine word after it.
+        struct {
+            TraversalStatus st;
+            std::uint32_t refine_word;
+        } read{};
+        static_assert(sizeof(read) == sizeof(TraversalStatus) + 4);
+        if (Status d = im.context->download(
+                im.status, &read, built && im.on_demand() ? sizeof(read) : sizeof(TraversalStatus));
+            !d)
+            return d.error();
+        TraversalStatus st = read.st;
+        if (built && im.rebuild_refined(read.refine_word)) {
+            // The build left out the refinement and the codes needed it: from the start,
+            // recording it (the report covers this run alone).
+            first = true;
+            im.pair_attempts = 0;
+            im.stored_pairs = 0;
+            im.rerun_dispatches = 0;
+            visits_all = resumed_all = 0;
+            continue;
+        }
         // Nothing lost but items left: go on where the last round stopped, kTraversalRounds
         // rounds at a time, up to kTraversalMaxRounds (which always finish).
         while (st.flags == kTraversalIncomplete && st.rounds < kTraversalMaxRounds) {
@@ -882,16 +965,23 @@ Result<std::vector<LbvhNode>> Lbvh::build_nodes(std::span<const Box> input) {
     if (Status s = im.prepare(input); !s) return s.error();
     auto n = static_cast<std::uint32_t>(input.size());
     if (n == 0) return std::vector<LbvhNode>{};
-    Status recorded;
-    Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
-        compute_barrier(cmd);
-        im.stamps.reset(cmd, 0, kQueries);
-        recorded = record_build(cmd, im.build_buffers(), n, im.stamps.handle(), 0);
-        compute_barrier(cmd);
-    });
-    if (!s) return s.error();
-    if (!recorded) return recorded.error();
-    im.read_times(false);
+    // Again with the refinement's steps when refinement on demand left them out and the codes
+    // needed them (Impl::rebuild_refined).
+    for (;;) {
+        Status recorded;
+        Status s = im.context->submit_and_wait([&](VkCommandBuffer cmd) {
+            compute_barrier(cmd);
+            im.stamps.reset(cmd, 0, kQueries);
+            recorded = im.record_helper_build(cmd, n);
+            compute_barrier(cmd);
+        });
+        if (!s) return s.error();
+        if (!recorded) return recorded.error();
+        im.read_times(false);
+        auto word = im.read_helper_refine_word();
+        if (!word) return word.error();
+        if (!im.rebuild_refined(word.value())) break;
+    }
     std::vector<LbvhNode> nodes(2 * n - 1);
     if (Status d = im.context->download(im.nodes, nodes.data(), nodes.size() * sizeof(LbvhNode));
         !d)

@@ -63,7 +63,8 @@ if [ "$tests" = 1 ]; then
 fi
 if [ "$essential" = 1 ]; then
   # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md: "Keys alone in
-  # the exact order sort", "Queries in round 0", "A host step's pairs pass in round 0 alone"),
+  # the exact order sort", "Queries in round 0", "The refinement recorded only when needed",
+  # "A host step's pairs pass in round 0 alone"),
   # most wanted first:
   # 1. the cull's exact order sort of the 64-bit keys alone, 7 passes (run j: 0.411 ms with 8
   #    passes and the ids as values; the target is 0.3 ms);
@@ -80,11 +81,16 @@ if [ "$essential" = 1 ]; then
   for s in clustered level; do
     run "rays_1m_$s" "$tool" bench --rays "$rays" --scene "${m1/uniform/$s}"
   done
-  # 3. a moving scene's host step, its pairs pass in round 0 alone (49 dispatches per frame on
+  # 3. the build with the refinement's steps recorded only when needed (the sort stage in 6
+  #    dispatches instead of 17 on uniform; level is refined, as before);
+  run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
+  run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
+  run pairs_1m_level "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat"
+  # 4. a moving scene's host step, its pairs pass in round 0 alone (49 dispatches per frame on
   #    the onesweep path instead of 79);
   run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
   run frames_10m "$tool" bench --frames "$frames" --scene "$m10"
-  # 4. with BENCH_BASELINE (a build of 841f330, before all three), the same on the old code.
+  # 5. with BENCH_BASELINE (a build of 841f330, before all four), the same on the old code.
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
       --repeat "$repeat"
@@ -93,6 +99,8 @@ if [ "$essential" = 1 ]; then
     run baseline_rays_1m_clustered "$BENCH_BASELINE" bench --rays "$rays" \
       --scene "${m1/uniform/clustered}"
     run baseline_frames_1m "$BENCH_BASELINE" bench --frames "$frames" --scene "$m1"
+    run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
+    run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
   fi
   echo "logs in $out/"
   exit "$failed"

@@ -152,7 +152,9 @@ TEST_P(CullReportSceneTest, BuildMatchesLbvhAndRunsRepeat) {
         EXPECT_EQ((*first)[k].bytes_written, (*second)[k].bytes_written) << (*first)[k].name;
         EXPECT_EQ((*first)[k].passes, (*second)[k].passes) << (*first)[k].name;
     }
-    auto lbvh = gpu::Lbvh::create(gpu_context());
+    gpu::LbvhOptions recorded;  // every build records the refinement's steps, as the cull's
+    recorded.refine_on_demand = false;
+    auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
     ASSERT_TRUE(lbvh);
     ASSERT_TRUE(lbvh.value()->find_pairs(boxes));
     auto pairs = lbvh.value()->last_report();

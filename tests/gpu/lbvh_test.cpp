@@ -540,24 +540,23 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     EXPECT_EQ(report[1].bytes_written, 8 * n);
     // The sort as the test context runs it (BROADPHASE_SORT_PATH, else the device's rule).
     // First sort: 30-bit codes, 4 passes of 8 bits, one tile of 4096 (256 digit counts); then
-    // code_runs, and run_bounds, refine_codes and the second sort's 8 passes recorded
-    // (indirect) but launched empty (no long run: code_runs wrote no arguments).
+    // code_runs. Refinement on demand: a fresh Lbvh's build records the refinement's later
+    // steps only after a build found a long run, and this scene has none
+    // (RefinementOnDemand).
     // reduce_then_scan per pass: histogram, scan_local, scatter (3 dispatches; bytes read
     // 12000 + 1024 + 25024, written 1024 + 1028 + 24000). onesweep: the histogram (reads
     // 12000 + 4 * 1024, writes 4096) and one dispatch per pass (reads and writes 4 + 24000 +
     // 1024; the state's fill writes 4 * (64 + 2048 + 4 * 256)). Then code_runs reads the keys
     // (12000) and writes nothing.
     const bool onesweep = gpu_context().info().sort_path == gpu::SortPath::onesweep;
-    EXPECT_EQ(report[2].dispatches, onesweep ? (1 + 4) + 3 + (1 + 8) : 4 * 3 + 3 + 8 * 3);
+    EXPECT_EQ(report[2].dispatches, onesweep ? (1 + 4) + 1 : 4 * 3 + 1);
     EXPECT_EQ(report[2].passes, 4u);
-    // The empty second sort: on onesweep the fill of its state (4 * (64 + 2048 + 8 * 256)
-    // bytes), on reduce_then_scan the scans of its zero counts (8 x (1024, 1028)).
     if (onesweep) {
         EXPECT_EQ(report[2].bytes_read, 16096u + 4u * 25028 + 12000);
-        EXPECT_EQ(report[2].bytes_written, 12544u + 4096u + 4u * 25028 + 16640);
+        EXPECT_EQ(report[2].bytes_written, 12544u + 4096u + 4u * 25028);
     } else {
-        EXPECT_EQ(report[2].bytes_read, 4u * (12000 + 1024 + 25024) + 12000 + 8 * 1024);
-        EXPECT_EQ(report[2].bytes_written, 4u * (1024 + 1028 + 24000) + 8 * 1028);
+        EXPECT_EQ(report[2].bytes_read, 4u * (12000 + 1024 + 25024) + 12000);
+        EXPECT_EQ(report[2].bytes_written, 4u * (1024 + 1028 + 24000));
     }
     // Hierarchy and bounds in one dispatch (the two-kernel build took two): the first codes
     // (not refined: 1 word each), ids and boxes, a flag and the first child's bounds per
@@ -661,6 +660,62 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
     EXPECT_EQ(2 * again.value()[4].dispatches, traversal.dispatches);
     EXPECT_EQ(2 * again.value()[4].bytes_read, traversal.bytes_read);
     EXPECT_EQ(again.value()[4].bytes_written, 8 * all);
+}
+
+// Refinement on demand (LbvhOptions::refine_on_demand): a fresh Lbvh's find_pairs over a scene
+// without a long run records the refinement's check alone (the sort stage: the first sort and
+// code_runs); over `level` (one run of nearly every box) after it, the check finds the run and
+// the build runs again with the refinement (the report is that run's: the refined sort
+// stage, 12 passes); the next level build records the refinement at once; the uniform build
+// after it too (its check finds no run), and the one after that the check alone again. Every
+// pass gives brute force's pairs, and build_nodes' trees equal the twin's (refined on
+// level), first call or not. With refine_on_demand false every build records the refinement.
+TEST_F(LbvhTest, RefinementOnDemand) {
+    auto uniform = generate_scene("uniform", 3000);
+    auto level = generate_scene("level", 3000);
+    ASSERT_TRUE(uniform && level);
+    const bool onesweep = gpu_context().info().sort_path == gpu::SortPath::onesweep;
+    // The sort stage's dispatches: the first sort and code_runs; with the refinement recorded,
+    // run_bounds, refine_codes and the second sort (8 passes of 64-bit keys) too.
+    const std::uint32_t check = onesweep ? (1 + 4) + 1 : 4 * 3 + 1;
+    const std::uint32_t refined = check + 2 + (onesweep ? 1 + 8 : 8 * 3);
+    struct Step {
+        const std::vector<Box>* boxes;
+        std::uint32_t sort_dispatches;
+        std::uint32_t passes;  // 4, or 12 when the codes were refined
+    };
+    const Step steps[] = {{&uniform->boxes, check, 4},
+                          {&level->boxes, refined, 12},
+                          {&level->boxes, refined, 12},
+                          {&uniform->boxes, refined, 4},
+                          {&uniform->boxes, check, 4}};
+    for (bool on_demand : {true, false}) {
+        SCOPED_TRACE(on_demand ? "on demand" : "always recorded");
+        gpu::LbvhOptions options;
+        options.refine_on_demand = on_demand;
+        auto made = gpu::Lbvh::create(gpu_context(), options);
+        ASSERT_TRUE(made);
+        gpu::Lbvh& lbvh = *made.value();
+        int k = 0;
+        for (const Step& step : steps) {
+            SCOPED_TRACE("step " + std::to_string(++k));
+            auto pairs = lbvh.find_pairs(*step.boxes);
+            ASSERT_TRUE(pairs) << pairs.error().message;
+            EXPECT_EQ(pairs.value(), brute_pairs(*step.boxes));
+            auto report = lbvh.last_report();
+            ASSERT_TRUE(report) << report.error().message;
+            EXPECT_EQ((*report)[2].dispatches, on_demand ? step.sort_dispatches : refined);
+            EXPECT_EQ((*report)[2].passes, step.passes);
+        }
+        // build_nodes on a fresh Lbvh: level's first build is run again, refined.
+        auto fresh = gpu::Lbvh::create(gpu_context(), options);
+        ASSERT_TRUE(fresh);
+        for (const auto* boxes : {&level->boxes, &uniform->boxes, &level->boxes}) {
+            auto nodes = fresh.value()->build_nodes(*boxes);
+            ASSERT_TRUE(nodes) << nodes.error().message;
+            expect_same_nodes(nodes.value(), cpu_tree(*boxes, gpu::CodeKind::morton30));
+        }
+    }
 }
 
 // LbvhOptions::pair_budget is the first round's budget of the all-pairs pass; later rounds take

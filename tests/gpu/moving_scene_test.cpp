@@ -750,7 +750,9 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
 
     // The Lbvh's own build of frame 1's boxes: its dispatches (the refinement's steps are
     // indirect there and gated here, as many) and traffic.
-    auto lbvh = gpu::Lbvh::create(gpu_context(), {});
+    gpu::LbvhOptions recorded;  // every build records the refinement's steps, as the frame's
+    recorded.refine_on_demand = false;
+    auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
     ASSERT_TRUE(lbvh);
     ASSERT_TRUE(lbvh.value()->find_pairs(frame1));
     auto build = lbvh.value()->last_report();

@@ -225,7 +225,9 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
     EXPECT_EQ((*report)[0].name, "batch + trees");
     EXPECT_EQ((*report)[1].name, "refit + cost + decision");
     EXPECT_EQ((*report)[6].name, "differences");
-    auto lbvh = gpu::Lbvh::create(gpu_context(), {});
+    gpu::LbvhOptions recorded;  // every build records the refinement's steps, as the scene's
+    recorded.refine_on_demand = false;
+    auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
     ASSERT_TRUE(lbvh);
     std::vector<Box> eight;
     for (int i = 0; i < 8; ++i) eight.push_back({{float(2 * i), 0, 0}, {float(2 * i) + 1, 1, 1}});
