@@ -242,13 +242,16 @@ foreach(order exact approx)
   string(JSON emit_written GET "${json}" stages 4 bytes_written)
   # exact: the distance key above the 11 id bits of 2000 leaves, 43 bits, 6 passes of 8 bits;
   # approx: 11-bit ranks, 2 passes.
+  # The plain emit reads each id from the sorted key (exact: 8 B counted) or value (approx).
   if(order STREQUAL "exact")
     set(passes 6)
+    set(element 8)
   else()
     set(passes 2)
+    set(element 4)
   endif()
   math(EXPR want_cull "128 + 36 * 63 + 64 * ${visits}")
-  math(EXPR want_emit_read "132 + 4 * ${visible}")
+  math(EXPR want_emit_read "132 + ${element} * ${visible}")
   math(EXPR want_emit_written "8 + 24 * ${visible}")
   if(NOT sort_name STREQUAL "order sort" OR NOT sort_passes EQUAL passes OR NOT cull_read EQUAL want_cull
      OR NOT emit_read EQUAL want_emit_read OR NOT emit_written EQUAL want_emit_written)
@@ -448,19 +451,33 @@ foreach(stage "ray cast \\(GPU\\)" "rays/s" "region count" "region scan" "region
   endif()
 endforeach()
 # bench --rays' instruments: the pairs bench's table (copy kernel, a row per stage with its
-# dispatches: 16 rounds of a bounded traversal are 32, the scan of 1001 counts one tile), and
+# dispatches: a bounded traversal whose first round finishes is 2, round 0 and the finish, the
+# scan of 1001 counts one tile; the first round takes 8 times the traversal budget, at most
+# 4096 steps, or --query-budget), and
 # with --json one object of five stages whose bytes follow gpu/queries.cpp's model: 4 B per
 # query written by the count pass, 4 B per hit by the fill pass, which reads 4 B per query
 # more than the count pass (offsets[q]) over the same nodes (64 B each).
 run_tool(ray_bench TRUE bench --rays 1000 --scene uniform:3000 --repeat 1)
 foreach(stage "ray cast \\(GPU\\): .* rays/s, [1-9][0-9]* hits" "region queries \\(GPU\\): .* queries/s, [1-9][0-9]* hits"
         "copy kernel: .* GB/s" "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
-        "\n  ray cast +[0-9.]+ +32 " "\n  ray resolve +[0-9.]+ +1 " "\n  region count +[0-9.]+ +32 "
-        "\n  region scan +[0-9.]+ +1 " "\n  region fill +[0-9.]+ +32 ")
+        "\n  ray cast +[0-9.]+ +2 " "\n  ray resolve +[0-9.]+ +1 " "\n  region count +[0-9.]+ +2 "
+        "\n  region scan +[0-9.]+ +1 " "\n  region fill +[0-9.]+ +2 ")
   if(NOT ray_bench MATCHES "${stage}")
     message(FATAL_ERROR "bench --rays lacks '${stage}':\n${ray_bench}")
   endif()
 endforeach()
+string(REGEX MATCH "traversal budget ([0-9]+)" ignored "${ray_bench}")
+math(EXPR first_round "8 * ${CMAKE_MATCH_1}")
+if(first_round GREATER 4096)
+  set(first_round 4096)
+endif()
+if(NOT ray_bench MATCHES "; ${first_round} steps in a query's first round")
+  message(FATAL_ERROR "bench --rays does not say its first round of ${first_round} steps:\n${ray_bench}")
+endif()
+run_tool(budget_bench TRUE bench --rays 100 --scene uniform:3000 --repeat 1 --query-budget 7)
+if(NOT budget_bench MATCHES "; 7 steps in a query's first round")
+  message(FATAL_ERROR "bench --rays --query-budget 7 does not say so:\n${budget_bench}")
+endif()
 string(REGEX MATCH "rays/s, ([0-9]+) hits" ignored "${ray_bench}")
 set(text_hits ${CMAKE_MATCH_1})
 string(REGEX MATCH "queries/s, ([0-9]+) hits" ignored "${ray_bench}")
