@@ -94,7 +94,7 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 with adaptive codes (30-bit kinds with refine on) the first sort is of one
 //                 key word, then code_runs reads the keys (4 B per position: its neighbours'
 //                 are the same lines; the seeds of long runs' heads, 36 B read and 24 B
-//                 written each, at most n / kRefineRun of them and only when the keys are
+//                 written each, at most n / kRefineBoundsRun of them and only when the keys are
 //                 refined, are not counted). Only when refined: run_bounds reads each key, id
 //                 and box (4 + 36 B) and writes a run start (4 B); refine_codes reads the run
 //                 start, key, id, box and run bounds (4 + 4 + 36 + 24 B; a short run's boxes

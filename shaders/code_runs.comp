@@ -1,8 +1,9 @@
 // Adaptive codes, step 1 of 3 (CPU twin: lbvh::refine_codes): whether the sorted first codes
 // hold a run of kRefineRun or more equal codes, found where one begins (p is a run's first
-// position and the key kRefineRun - 1 places on is still equal: three reads per position, no
-// write on a scene without such a run). Each long run's first position seeds the run's
-// centroid bounds with its own centroid (run_bounds.comp merges the others into them). A
+// position and the key kRefineRun - 1 places on is still equal: at most four reads per
+// position, no write on a scene without a run of kRefineBoundsRun). Each such long run's first
+// position seeds the run's centroid bounds with its own centroid (run_bounds.comp merges the
+// others into them). A
 // workgroup that found one raises the refine word, filled with 0 before, to the box count, and
 // the indirect arguments of the refinement's later steps (filled with 0 before) to those of n
 // elements: slot kArgsElements (run_bounds.comp, refine_codes.comp: n elements at
@@ -55,7 +56,8 @@ void main() {
             run_bounds[6u * p + a] = o[a];
             run_bounds[6u * p + 3u + a] = o[a];
         }
-        s_found = 1u;  // any of them: a benign race on one value
+        // Any of them: a benign race on one value.
+        if (run_holds(p, n, kRefineRun)) s_found = 1u;
     }
     barrier();
     if (gl_LocalInvocationID.x != 0u || s_found == 0u) return;

@@ -36,11 +36,15 @@ uvec3 ordered_centroid(GpuBox b) {
     return uvec3(float_to_ordered(c.x), float_to_ordered(c.y), float_to_ordered(c.z));
 }
 
-// Whether the run that starts at s holds kRefineRun boxes or more (the keys are sorted, so the
-// key kRefineRun - 1 places on is still equal). The empty slots' run (sorted last) never is.
-bool long_run(uint s, uint n) {
-    uint last = s + kRefineRun - 1u;
+// Whether the run that starts at s holds `length` boxes or more (the keys are sorted, so the
+// key length - 1 places on is still equal). The empty slots' run (sorted last) never does.
+bool run_holds(uint s, uint n, uint length) {
+    uint last = s + length - 1u;
     return last < n && keys[last] == keys[s] && keys[s] != kEmptyCode30;
+}
+// A run whose centroid bounds run_bounds.comp reduces (kRefineBoundsRun boxes or more).
+bool long_run(uint s, uint n) {
+    return run_holds(s, n, kRefineBoundsRun);
 }
 
 #endif

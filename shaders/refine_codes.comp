@@ -4,8 +4,8 @@
 // `second` is the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
 // box's centroid quantised at 10 bits per axis in its run's centroid bounds, exactly as the
 // first code was quantised in the scene's (codes.glsl). A long run's bounds come from
-// run_bounds.comp; a shorter run's (fewer than kRefineRun boxes) from its boxes here, with the
-// same order-preserving min and max.
+// run_bounds.comp; a shorter run's (fewer than kRefineBoundsRun boxes) from its boxes here, with
+// the same order-preserving min and max.
 #version 450
 #include "codes.glsl"
 #include "common.glsl"
@@ -49,7 +49,7 @@ void main() {
         } else {
             olo = uvec3(0xffffffffu);
             ohi = uvec3(0u);
-            for (uint q = s; q < n && q < s + kRefineRun - 1u && keys[q] == keys[s]; ++q) {
+            for (uint q = s; q < n && q < s + kRefineBoundsRun - 1u && keys[q] == keys[s]; ++q) {
                 uvec3 o = ordered_centroid(boxes[ids[q]]);
                 olo = min(olo, o);
                 ohi = max(ohi, o);

@@ -147,8 +147,17 @@ BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis 
 // Adaptive codes (lbvh::refine_codes): when the longest run of equal 30-bit codes after the
 // first sort holds kRefineRun boxes or more, every box gets a second 30-bit code in the
 // centroid bounds of its run and the 64-bit keys (code << 32 | second) are sorted again.
-// Shorter runs cost at most a few extra leaves per query and are left in index order.
-BP_CONST kRefineRun = 8u;
+// Shorter runs cost at most kRefineRun - 1 leaves per query that reaches their cell, and are
+// left in index order: the refinement re-codes and sorts every box again (12 sort passes
+// instead of 4), which is worth it for a scene that the grid collapses into a few cells
+// (`level`, `degenerate`, `multiscale`: runs of 10^4 to 10^7 boxes), not for a few runs of
+// about 8 among millions (`clustered` at 10M: two runs of 8 made its build 6.9 ms on an H200
+// against 3.7 for `uniform`, which refines nothing). It was 8 until 2026-11-28.
+BP_CONST kRefineRun = 32u;
+// The GPU's split of the runs' centroid bounds (shaders/code_runs.glsl): a run of
+// kRefineBoundsRun boxes or more has its bounds reduced by run_bounds.comp, a shorter one's are
+// taken from its few boxes by each of them in refine_codes.comp. The same bounds either way.
+BP_CONST kRefineBoundsRun = 8u;
 // lbvh_build push constant `flags`: the keys may have been refined (its refine word and refined
 // keys are bound; the refine word says whether they were).
 BP_CONST kBuildRefinable = 1u;

@@ -197,6 +197,26 @@ TEST_F(LbvhTest, OnePassBuildEqualsTwoStepTwinOnEdgeCases) {
         ASSERT_TRUE(scene);
         scenes.push_back({g, scene->boxes});
     }
+    // Runs of 3 to kRefineRun - 1 equal codes (from kRefineBoundsRun on, the GPU reduces their
+    // bounds in run_bounds) refine nothing; one more run of kRefineRun refines them all, the
+    // shorter runs' bounds then taken from their boxes.
+    for (bool trigger : {false, true}) {
+        std::vector<Box> boxes;
+        const std::uint32_t sizes[] = {3, gpu_layout::kRefineBoundsRun, 20,
+                                       gpu_layout::kRefineRun - 1, gpu_layout::kRefineRun};
+        int group = 0;
+        for (std::uint32_t size : sizes) {
+            if (size == gpu_layout::kRefineRun && !trigger) continue;
+            for (std::uint32_t i = 0; i < size; ++i) {
+                const float x = 1000.0f * float(group) + 0.25f + 0.001f * float(i);
+                const float y = 0.25f + 0.002f * float((i * 7) % size);
+                boxes.push_back({{x, y, 0.25f}, {x + 0.01f, y + 0.01f, 0.26f}});
+            }
+            ++group;
+        }
+        EXPECT_EQ(lbvh::sorted_keys(boxes, gpu::CodeKind::morton30).refined, trigger);
+        scenes.push_back({trigger ? "runs up to kRefineRun" : "runs under kRefineRun", boxes});
+    }
     bool saw_refined = false;
     for (const auto& [name, boxes] : scenes) {
         for (gpu::CodeKind code :
