@@ -896,7 +896,8 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             first = false;
             return Status::success();
         };
-        const bool built = first;
+        // Whether this submission built a tree whose refine word came back (none for no box).
+        const bool built = first && n > 0;
         if (Status s = submit(keyed); !s) return s.error();
         // The status, and with refinement on demand the build's refine word after it.
         struct {

@@ -63,9 +63,9 @@ if [ "$tests" = 1 ]; then
 fi
 if [ "$essential" = 1 ]; then
   # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md: "Keys alone in
-  # the exact order sort", "Queries in round 0", "The refinement recorded only when needed",
-  # "A host step's pairs pass in round 0 alone"),
-  # most wanted first:
+  # the exact order sort", "Queries in round 0", "Refine from runs of 32, not 8", "The
+  # refinement recorded only when needed", "A host step's pairs pass in round 0 alone"), most
+  # wanted first:
   # 1. the cull's exact order sort of the 64-bit keys alone, 7 passes (run j: 0.411 ms with 8
   #    passes and the ids as values; the target is 0.3 ms);
   run cull_exact_1m "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
@@ -86,6 +86,8 @@ if [ "$essential" = 1 ]; then
   run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
   run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
   run pairs_1m_level "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat"
+  #    and kRefineRun 32: clustered at 10M (two runs of 8) is no longer refined;
+  run pairs_10m_clustered "$tool" bench --scene "${m10/uniform/clustered}" --repeat "$repeat"
   # 4. a moving scene's host step, its pairs pass in round 0 alone (49 dispatches per frame on
   #    the onesweep path instead of 79);
   run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
@@ -101,6 +103,8 @@ if [ "$essential" = 1 ]; then
     run baseline_frames_1m "$BENCH_BASELINE" bench --frames "$frames" --scene "$m1"
     run baseline_pairs_1m "$BENCH_BASELINE" bench --scene "$m1" --repeat "$repeat"
     run baseline_pairs_10m "$BENCH_BASELINE" bench --scene "$m10" --repeat "$repeat"
+    run baseline_pairs_10m_clustered "$BENCH_BASELINE" bench --scene "${m10/uniform/clustered}" \
+      --repeat "$repeat"
   fi
   echo "logs in $out/"
   exit "$failed"

@@ -323,13 +323,15 @@ struct LbvhOptions {
     /// one grid over far-spread centroids puts into a few cells), every box gets a second code in
     /// its run's own centroid bounds and the 64-bit keys are sorted again, so that the
     /// hierarchy splits such runs by position instead of by index. Decided on the GPU: a scene
-    /// without long runs pays one pass over the codes and launches of empty sort passes.
+    /// without long runs pays one pass over the codes (and, in a build that records the
+    /// refinement's steps, their launches with no workgroup: refine_on_demand).
     bool refine = true;
     /// Refinement on demand, in the host helpers (find_pairs, build_nodes): until a build of
     /// this Lbvh finds a run of kRefineRun equal codes, a build records the check of the
     /// codes alone, not the refinement's later steps (11 dispatches, launched empty on such a
     /// scene); a build whose check finds one is run again with them (the tree is then the
-    /// CPU twin's), and later builds record them until one finds no long run again. The
+    /// CPU twin's; find_pairs' report and times cover that second run), and later builds
+    /// record them until one finds no long run again. The
     /// recorders (record_build) always record them. False: every build records them.
     bool refine_on_demand = true;
     /// Some boxes may be empty slots: lo.x > hi.x, written as lo = +inf, hi = -inf

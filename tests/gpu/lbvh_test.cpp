@@ -727,6 +727,11 @@ TEST_F(LbvhTest, RefinementOnDemand) {
             EXPECT_EQ((*report)[2].dispatches, on_demand ? step.sort_dispatches : refined);
             EXPECT_EQ((*report)[2].passes, step.passes);
         }
+        // No box after a refined build: no pair, and no refine word to read (or go on from).
+        ASSERT_TRUE(lbvh.find_pairs(*steps[1].boxes));
+        auto none = lbvh.find_pairs(std::vector<Box>{});
+        ASSERT_TRUE(none) << none.error().message;
+        EXPECT_TRUE(none->empty());
         // build_nodes on a fresh Lbvh: level's first build is run again, refined.
         auto fresh = gpu::Lbvh::create(gpu_context(), options);
         ASSERT_TRUE(fresh);
