@@ -830,14 +830,8 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     // unfinished (a box over half the scene, say), take the device's budget: on an H200 a
     // level:1000000 pass took 5.44 ms with 512 steps in every round, 2.16 ms with 64 in every
     // round and 1.93 ms with 512 then 64 (docs/performance.md, run h).
-    TraversalBuffers traversal = out.traversal;
-    std::uint32_t later_budget = 0;
-    if (traversal.budget == 0) {
-        later_budget = im.rounds.budget(traversal);
-        traversal.budget = im.options.pair_budget != 0
-                               ? im.options.pair_budget
-                               : std::min(later_budget * kPairGroup, kTraversalBudget);
-    }
+    const auto [traversal, later_budget] =
+        im.rounds.with_first_round(out.traversal, im.options.pair_budget, kPairGroup);
     im.rounds.record_kernel(
         cmd, status, traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,

@@ -235,8 +235,7 @@ Result<FrameResult> MovingScene::Impl::read_step(bool status_copied) {
     }
     // Whether this frame's pairs pass queued work past round 0: then the next host steps
     // record every round at once (frame_rounds).
-    if (options.pairs)
-        pairs_queued = (current.flags & kTraversalIncomplete) != 0 || current.resumed != 0;
+    if (options.pairs) pairs_queued = traversal_queued(current);
     if (previous_incomplete)
         return Error{ErrorCode::limit_exceeded,
                      "the frame before this one " +

@@ -23,6 +23,7 @@
 #include "range_check.hpp"
 #include "scale.hpp"
 #include "timestamps.hpp"
+#include "traversal.hpp"
 
 namespace broadphase::gpu {
 

@@ -148,9 +148,6 @@ struct LbvhQueries::Impl {
     // traversal_rounds at once, until a batch's later rounds resume nothing again.
     bool region_queued = false, ray_queued = false;
     std::uint32_t first_rounds(bool queued) const { return queued ? traversal_rounds : 1; }
-    static bool queued(const TraversalStatus& st) {
-        return (st.flags & kTraversalIncomplete) != 0 || st.resumed != 0;
-    }
     // Whether statuses after `first` rounds say only that items were left (nothing overflowed)
     // while more rounds could run.
     bool short_of_rounds(std::uint32_t first, std::span<const TraversalStatus> statuses) const {
@@ -257,22 +254,6 @@ Status check_region_ranges(const ContextImpl& context, const char* recorder,
          {"work", b.traversal.work, work_range_bytes(b.traversal)}});
 }
 
-// The traversal buffers and later rounds' budget of a region or ray pass over `t`: unless the
-// caller set t.budget, round 0 takes LbvhOptions::query_budget (`query_budget`), by default
-// kQueryFirstRound times the device's budget (at most kTraversalBudget), and later rounds, which
-// run only for queries round 0 left unfinished, the device's (gpu_layout.h, kQueryFirstRound).
-std::pair<TraversalBuffers, std::uint32_t> query_rounds(const TraversalRounds& rounds,
-                                                        TraversalBuffers t,
-                                                        std::uint32_t query_budget) {
-    std::uint32_t later = 0;
-    if (t.budget == 0) {
-        later = rounds.budget(t);
-        t.budget =
-            query_budget != 0 ? query_budget : std::min(later * kQueryFirstRound, kTraversalBudget);
-    }
-    return {t, later};
-}
-
 // Records one bounded traversal of the region query kernel (count or fill pass).
 void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkCommandBuffer cmd,
                         const LbvhTree& tree, const RegionQueryBuffers& b, std::uint32_t queries,
@@ -297,7 +278,9 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         first_bytes(b.scratch, queries * 4ull),
         t.wide};
-    const auto [traversal, later_budget] = query_rounds(rounds, b.traversal, query_budget);
+    // Round 0 takes LbvhOptions::query_budget (gpu_layout.h, kQueryFirstRound).
+    const auto [traversal, later_budget] =
+        rounds.with_first_round(b.traversal, query_budget, kQueryFirstRound);
     rounds.record_kernel(cmd, status, traversal, kernel, bindings, pc, workgroups(queries), 0,
                          later_budget);
 }
@@ -384,7 +367,8 @@ Status LbvhQueries::Impl::record_rays(VkCommandBuffer cmd, const LbvhTree& tree,
         st,
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         t.wide};
-    const auto [traversal, later_budget] = query_rounds(this->rounds, b.traversal, query_budget);
+    const auto [traversal, later_budget] =
+        this->rounds.with_first_round(b.traversal, query_budget, kQueryFirstRound);
     this->rounds.record_kernel(cmd, st, traversal, raycast, bindings, pc, workgroups(ray_count),
                                first_round, later_budget);
     if (timing) stamp(cmd, 7);
@@ -490,7 +474,7 @@ Status LbvhQueries::Impl::run_region_passes(LbvhQueries& self, std::uint32_t q, 
         a.count += region_count_traffic(n, q, traversal_visits(a.st[0]));
         a.scan += RadixSort::scan_traffic(q + 1);
         const std::uint32_t capacity = ids_capacity;
-        region_queued = queued(a.st[0]) || queued(a.st[1]);
+        region_queued = traversal_queued(a.st[0]) || traversal_queued(a.st[1]);
         // Items left after round 0 alone: the counts are partial, so the scan and fill over
         // them are redone with every round (the count cannot go on: the scan replaced it).
         if (!short_of_rounds(first, a.st)) {
@@ -672,7 +656,7 @@ Result<std::vector<std::optional<RayHit>>> LbvhQueries::ray_cast(std::span<const
             resolve_dispatches += im.dispatches(7, 6);
             from = st.rounds;
         } while (im.short_of_rounds(from, {&st, 1}));
-        im.ray_queued = Impl::queued(st);
+        im.ray_queued = traversal_queued(st);
         // The status counts over the attempt's submissions (a continuation keeps it).
         const std::uint32_t candidates = std::min(st.candidates, im.work_capacity);
         cast_traffic += ray_cast_traffic(im.n, r, traversal_visits(st), candidates);

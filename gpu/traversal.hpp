@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 
 #include "broadphase/gpu.hpp"
 #include "kernels.hpp"
@@ -74,6 +75,21 @@ public:
             first_round);
     }
 
+    /// A pass whose first round takes more steps than its later ones (the pairs pass, region
+    /// queries, ray casts): unless the caller set t.budget, round 0 takes `first` steps (0:
+    /// `scale` times the device's budget, at most kTraversalBudget) and later rounds, which
+    /// run only for walks round 0 left unfinished, the device's. Returns the buffers to record
+    /// with and the later rounds' budget for record_kernel (0: every round takes t.budget).
+    std::pair<TraversalBuffers, std::uint32_t> with_first_round(TraversalBuffers t,
+                                                                std::uint32_t first,
+                                                                std::uint32_t scale) const {
+        std::uint32_t later = 0;
+        if (t.budget == 0) {
+            later = budget(t);
+            t.budget = first != 0 ? first : std::min(later * scale, gpu_layout::kTraversalBudget);
+        }
+        return {t, later};
+    }
     /// The budget a traversal with buffers `t` runs with: t.budget, else the device's.
     std::uint32_t budget(const TraversalBuffers& t) const {
         return std::min(t.budget != 0 ? t.budget : default_budget_, gpu_layout::kTraversalBudget);
@@ -98,6 +114,12 @@ Result<bool> grow_traversal(Context& context, Buffer& work, std::uint32_t& work_
                             std::uint32_t& rounds,
                             std::span<const gpu_layout::TraversalStatus> statuses,
                             const char* what);
+
+/// Whether a traversal with this status queued work past round 0: items left after its last
+/// round, or items its later rounds resumed.
+inline bool traversal_queued(const gpu_layout::TraversalStatus& st) {
+    return (st.flags & gpu_layout::kTraversalIncomplete) != 0 || st.resumed != 0;
+}
 
 /// Bytes of `t.work` a traversal binds (at least 4).
 inline VkDeviceSize work_range_bytes(const TraversalBuffers& t) {
