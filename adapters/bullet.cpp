@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "broadphase/pair_tracker.hpp"
+#include "outward.hpp"
 #include "broadphase/structure.hpp"
 
 #if BROADPHASE_HAS_GPU
@@ -56,9 +58,20 @@ std::uint32_t slot_of(const btBroadphaseProxy* proxy) {
     return static_cast<const Proxy*>(proxy)->slot;
 }
 
+/// A proxy's box as a float box: rounded outward (adapters/outward.hpp) when it is valid in
+/// btScalar (a double in BT_USE_DOUBLE_PRECISION builds), so that no pair is lost to rounding;
+/// an invalid one (NaN, infinity, min > max) stays invalid.
 Box to_box(const btVector3& lo, const btVector3& hi) {
-    return {{static_cast<float>(lo.x()), static_cast<float>(lo.y()), static_cast<float>(lo.z())},
-            {static_cast<float>(hi.x()), static_cast<float>(hi.y()), static_cast<float>(hi.z())}};
+    double l[3], h[3];
+    bool valid = true;
+    for (int axis = 0; axis < 3; ++axis) {
+        l[axis] = double(lo[axis]);
+        h[axis] = double(hi[axis]);
+        valid = valid && std::isfinite(l[axis]) && std::isfinite(h[axis]) && l[axis] <= h[axis];
+    }
+    if (valid) return adapters::round_outward(l, h);
+    return {{static_cast<float>(l[0]), static_cast<float>(l[1]), static_cast<float>(l[2])},
+            {static_cast<float>(h[0]), static_cast<float>(h[1]), static_cast<float>(h[2])}};
 }
 
 bool is_valid(const Box& b) {
@@ -366,15 +379,89 @@ struct GpuSide {
 
 }  // namespace
 
+/// The pair cache the adapter owns (Options::pair_cache null): Bullet's hashed cache, which
+/// brings the pairs up to date (Broadphase::Impl::flush) before anything reads or changes it,
+/// so that the changes of a step can be applied together at the first look instead of one by
+/// one at each setAabb, and still every reader sees what btDbvtBroadphase would show it.
+class FlushingPairCache final : public btHashedOverlappingPairCache {
+public:
+    explicit FlushingPairCache(Broadphase::Impl* owner) : owner_(owner) {}
+    /// True when a ghost pair callback is set: ghost objects keep pair caches of their own,
+    /// which are read without a look at this one, so their pairs are applied at once.
+    bool has_ghost_callback() const { return m_ghostPairCallback != nullptr; }
+
+    btBroadphasePair* addOverlappingPair(btBroadphaseProxy* a, btBroadphaseProxy* b) override {
+        flush();
+        return btHashedOverlappingPairCache::addOverlappingPair(a, b);
+    }
+    void* removeOverlappingPair(btBroadphaseProxy* a, btBroadphaseProxy* b,
+                                btDispatcher* dispatcher) override {
+        flush();
+        return btHashedOverlappingPairCache::removeOverlappingPair(a, b, dispatcher);
+    }
+    void removeOverlappingPairsContainingProxy(btBroadphaseProxy* proxy,
+                                               btDispatcher* dispatcher) override {
+        flush();
+        btHashedOverlappingPairCache::removeOverlappingPairsContainingProxy(proxy, dispatcher);
+    }
+    void cleanProxyFromPairs(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override {
+        flush();
+        btHashedOverlappingPairCache::cleanProxyFromPairs(proxy, dispatcher);
+    }
+    void processAllOverlappingPairs(btOverlapCallback* callback, btDispatcher* dispatcher) override {
+        flush();
+        btHashedOverlappingPairCache::processAllOverlappingPairs(callback, dispatcher);
+    }
+    void processAllOverlappingPairs(btOverlapCallback* callback, btDispatcher* dispatcher,
+                                    const btDispatcherInfo& info) override {
+        flush();
+        btHashedOverlappingPairCache::processAllOverlappingPairs(callback, dispatcher, info);
+    }
+    btBroadphasePair* getOverlappingPairArrayPtr() override {
+        flush();
+        return btHashedOverlappingPairCache::getOverlappingPairArrayPtr();
+    }
+    const btBroadphasePair* getOverlappingPairArrayPtr() const override {
+        flush();
+        return btHashedOverlappingPairCache::getOverlappingPairArrayPtr();
+    }
+    btBroadphasePairArray& getOverlappingPairArray() override {
+        flush();
+        return btHashedOverlappingPairCache::getOverlappingPairArray();
+    }
+    int getNumOverlappingPairs() const override {
+        flush();
+        return btHashedOverlappingPairCache::getNumOverlappingPairs();
+    }
+    btBroadphasePair* findPair(btBroadphaseProxy* a, btBroadphaseProxy* b) override {
+        flush();
+        return btHashedOverlappingPairCache::findPair(a, b);
+    }
+
+private:
+    void flush() const;
+    Broadphase::Impl* owner_;
+};
+
 struct Broadphase::Impl {
     std::string method;
     std::string query_method;  // gpu_lbvh: the mirror's method
-    Index index;  // the pairs' structure (CPU methods) or the queries' mirror (gpu_lbvh)
+    // CPU methods: the live, valid slots, their pairs kept up to date slot by slot (each
+    // createProxy, setAabb and destroyProxy applies its slot at once, as btDbvtBroadphase
+    // collides a moved leaf at once).
+    std::unique_ptr<PairTracker> tracker;
+    std::vector<Pair> began, ended;  // one update's events
+    std::uint64_t cached = 0;        // pairs this adapter put in the cache and did not remove
+    std::uint64_t window_added = 0, window_removed = 0;  // since the last call
+    bool resync = true;  // the cache must be synced against every pair at the next call
+    btDispatcher* last_dispatcher = nullptr;  // the one given with the changes recorded
+    Index index;  // gpu_lbvh: the queries' mirror
     bool gpu = false;
 #if BROADPHASE_HAS_GPU
     GpuSide gpu_side;
 #endif
-    std::unique_ptr<btHashedOverlappingPairCache> own_cache;
+    std::unique_ptr<FlushingPairCache> own_cache;
+    bool flushing = false;  // inside flush(): the cache's own calls do not flush again
     btOverlappingPairCache* cache = nullptr;
 
     std::vector<Slot> slots;
@@ -416,13 +503,106 @@ struct Broadphase::Impl {
         return callback_mode ? Filter{} : slots[s].filter;
     }
 
-    void touch(std::uint32_t s) {
+    /// CPU methods: whether changes wait for the next look at the cache (the adapter's own
+    /// cache, with no ghost objects about) or are applied one by one at once.
+    bool batched() const { return own_cache && !own_cache->has_ghost_callback(); }
+
+    void touch(std::uint32_t s, btDispatcher* dispatcher) {
+        if (!gpu) {
+            if (!batched()) return track(s, dispatcher);
+            fail(guarded("a change", [&] { return record(s); }));
+            last_dispatcher = dispatcher;
+            return;
+        }
         index.touch(s);
         note_moved(s);
 #if BROADPHASE_HAS_GPU
-        if (gpu) gpu_side.touch(s);
+        gpu_side.touch(s);
 #endif
         changed = true;
+    }
+
+    /// CPU methods: slot s's box, filter and life into the tracker, its pairs updated now and
+    /// their changes applied to the cache.
+    /// Slot s's box, filter and life, given to the tracker (applied at its next update).
+    Status record(std::uint32_t s) {
+        const Slot& slot = slots[s];
+        const bool want = slot.proxy && slot.valid;
+        const bool held = tracker->contains(s);
+        if (want && held) {
+            if (Status m = tracker->move(s, slot.box); !m) return m;
+            return tracker->set_filter(s, effective(s));
+        }
+        if (want) return tracker->insert(s, slot.box, effective(s));
+        if (held) return tracker->remove(s);
+        return Status::success();
+    }
+
+    /// CPU methods: every change recorded since the last look applied now, its pairs' changes
+    /// made in the cache (FlushingPairCache calls it before each read).
+    void flush() {
+        if (flushing || gpu || !tracker->pending()) return;
+        flushing = true;
+        Status st = guarded("a pair update", [&]() -> Status {
+            began.clear();
+            ended.clear();
+            if (Status u = tracker->update(began, ended); !u) return u;
+            apply_events(last_dispatcher);
+            return Status::success();
+        });
+        flushing = false;
+        if (!st) {
+            fail(st);
+            resync = true;
+        }
+    }
+
+    void track(std::uint32_t s, btDispatcher* dispatcher) {
+        flush();  // the changes recorded before (a ghost callback set since)
+        Status st = guarded("a pair update", [&]() -> Status {
+            if (Status r = record(s); !r) return r;
+            began.clear();
+            ended.clear();
+            if (Status u = tracker->update(s, began, ended); !u) return u;
+            apply_events(dispatcher);
+            return Status::success();
+        });
+        if (!st) {
+            fail(st);
+            resync = true;
+        }
+    }
+
+    /// The tracker's began and ended pairs into the cache: added through addOverlappingPair
+    /// (which consults the filter callback and tells a ghost pair callback), removed with the
+    /// dispatcher. A cache with deferred removal (btSortedOverlappingPairCache) has its ended
+    /// pairs removed at the next call's sync instead.
+    void apply_events(btDispatcher* dispatcher) {
+        // (A pair the cache held already, or one it never took, makes `cached` disagree with
+        // the cache's count, and the next call syncs.)
+        for (const Pair& p : ended) {
+            Proxy* pa = slots[p.i].proxy;
+            Proxy* pb = slots[p.j].proxy;
+            if (!pa || !pb) continue;  // destroyProxy removed its pairs itself
+            if (cache->hasDeferredRemoval()) {
+                resync = true;
+                continue;
+            }
+            // A filter callback may have refused the pair when it began.
+            if (callback_mode && !cache->findPair(pa, pb)) continue;
+            cache->removeOverlappingPair(pa, pb, dispatcher);
+            --cached;
+            ++window_removed;
+        }
+        for (const Pair& p : began) {
+            Proxy* pa = slots[p.i].proxy;
+            Proxy* pb = slots[p.j].proxy;
+            if (pa->m_uniqueId > pb->m_uniqueId) std::swap(pa, pb);
+            if (cache->addOverlappingPair(pa, pb)) {
+                ++cached;
+                ++window_added;
+            }
+        }
     }
 
     void note_moved(std::uint32_t s) {
@@ -436,27 +616,6 @@ struct Broadphase::Impl {
     void clear_moved() {
         for (const std::uint32_t s : moved) moved_flag[s] = 0;
         moved.clear();
-    }
-
-    /// The pairs of a dynamic structure updated from the last ones, as btDbvtBroadphase
-    /// collides only the proxies that moved: the pairs of unchanged slots are kept, and each
-    /// changed slot's box is queried for its new partners (a pair of two changed slots is
-    /// taken from the smaller one).
-    void update_pairs() {
-        const Structure& structure = index.structure();
-        std::size_t kept = 0;
-        for (const Pair& p : pairs)
-            if (!moved_flag[p.i] && !moved_flag[p.j]) pairs[kept++] = p;
-        pairs.resize(kept);
-        for (const std::uint32_t s : moved) {
-            if (!slots[s].proxy || !slots[s].valid) continue;
-            found.clear();
-            structure.query_box(slots[s].box, found);
-            for (const std::uint32_t t : found) {
-                if (t == s || (moved_flag[t] && t < s) || !structure.collides(s, t)) continue;
-                pairs.push_back(s < t ? Pair{s, t} : Pair{t, s});
-            }
-        }
     }
 
     void note_box(std::uint32_t s, const Box& box) {
@@ -483,27 +642,23 @@ struct Broadphase::Impl {
         return index;
     }
 
+    /// Every slot whose box overlaps `region`, appended to `out`: the tracker's (CPU
+    /// methods), or the mirror's brought up to date (gpu_lbvh).
+    void query(const Box& region, std::vector<std::uint32_t>& scratch,
+               std::vector<std::uint32_t>& out) {
+        if (!gpu) {
+            flush();
+            return tracker->query_box(region, out);
+        }
+        query_index().query(region, scratch, out);
+    }
+
     /// Finds the pairs now, into `pairs` (slots, smaller first). False on a failure.
     bool find_pairs() {
         if (!gpu) {
-            Status s = guarded("calculateOverlappingPairs", [&] {
-                const bool was_empty = index.structure().size() == 0;
-                if (Status c = index.catch_up(slots, !callback_mode); !c) return c;
-                if (moved_flag.size() < slots.size()) moved_flag.resize(slots.size(), 0);
-                // Querying every changed box costs about what self_pairs does once a quarter
-                // of the proxies changed.
-                if (full || was_empty || !index.dynamic() || 4 * moved.size() > live) {
-                    index.pairs(scratch_pairs, pairs);
-                } else {
-                    update_pairs();
-                    ++stats.updates;
-                }
-                return Status::success();
-            });
-            clear_moved();
-            full = !s.ok();  // a failure may leave the pairs half updated
-            fail(s);
-            return s.ok();
+            const std::span<const Pair> now = tracker->pairs();
+            pairs.assign(now.begin(), now.end());
+            return true;
         }
 #if BROADPHASE_HAS_GPU
         Status s = guarded("calculateOverlappingPairs", [&]() -> Status {
@@ -557,7 +712,7 @@ struct Broadphase::Impl {
     /// Removes pair k of the cache's array (iterated backwards by the caller).
     void remove_cached(btBroadphasePairArray& array, int k, bool direct, btDispatcher* dispatcher) {
         btBroadphasePair& pair = array[k];
-        if (direct || !pair.m_pProxy0 || !pair.m_pProxy1) {
+        if ((direct && cache->hasDeferredRemoval()) || !pair.m_pProxy0 || !pair.m_pProxy1) {
             cache->cleanOverlappingPair(pair, dispatcher);
             array.swap(k, array.size() - 1);
             array.pop_back();
@@ -606,8 +761,75 @@ struct Broadphase::Impl {
         }
     }
 
+    /// CPU methods: a filter callback set on the cache or taken off since the last look
+    /// changes every slot's effective filter (the callback decides alone, as in Bullet), and
+    /// every pair is offered to the cache again at the next call.
+    void check_mode(btDispatcher* dispatcher) {
+        const bool mode = cache->getOverlapFilterCallback() != nullptr;
+        if (mode == callback_mode) return;
+        callback_mode = mode;
+        Status st = guarded("a change of the filter callback", [&]() -> Status {
+            for (std::uint32_t s = 0; s < slots.size(); ++s)
+                if (tracker->contains(s))
+                    if (Status f = tracker->set_filter(s, effective(s)); !f) return f;
+            began.clear();
+            ended.clear();
+            if (Status u = tracker->update(began, ended); !u) return u;
+            apply_events(dispatcher);
+            return Status::success();
+        });
+        fail(st);
+        resync = true;
+    }
+
+    /// A proxy's group and mask as written on it (btCollisionWorld and users write them
+    /// directly): read at createProxy and setAabb, which a btCollisionWorld calls for every
+    /// object it updates each step.
+    bool reread_filter(std::uint32_t s) {
+        Slot& slot = slots[s];
+        const Filter f =
+            to_filter(slot.proxy->m_collisionFilterGroup, slot.proxy->m_collisionFilterMask);
+        if (f == slot.filter) return false;
+        slot.filter = f;
+        return true;
+    }
+
+    /// CPU methods: the pairs are up to date already (each change was applied at once); the
+    /// cache is synced against all of them only when it may have drifted: a filter callback
+    /// set or removed, a failure, ended pairs of a cache with deferred removal, or a cache
+    /// whose pair count is not what this adapter left in it (pairs removed by someone else).
+    void calculate_cpu(btDispatcher* dispatcher) {
+        last_dispatcher = dispatcher;
+        flush();
+        check_mode(dispatcher);
+        if (resync || std::uint64_t(cache->getNumOverlappingPairs()) != cached) {
+            const std::uint64_t added = stats.pairs_added, removed = stats.pairs_removed;
+            stats.pairs_added = stats.pairs_removed = 0;
+            Status st = guarded("calculateOverlappingPairs", [&]() -> Status {
+                find_pairs();
+                bucket_pairs();
+                sync_cache(dispatcher);
+                return Status::success();
+            });
+            fail(st);
+            window_added += stats.pairs_added;
+            window_removed += stats.pairs_removed;
+            stats.pairs_added = added;
+            stats.pairs_removed = removed;
+            cached = std::uint64_t(cache->getNumOverlappingPairs());
+            resync = !st.ok();
+        } else {
+            ++stats.updates;
+        }
+        stats.pairs = tracker->pairs().size();
+        stats.pairs_added = window_added;
+        stats.pairs_removed = window_removed;
+        window_added = window_removed = 0;
+    }
+
     void calculate(btDispatcher* dispatcher) {
         ++stats.calls;
+        if (!gpu) return calculate_cpu(dispatcher);
         stats.pairs_added = 0;
         stats.pairs_removed = 0;
         const bool mode = cache->getOverlapFilterCallback() != nullptr;
@@ -625,22 +847,15 @@ struct Broadphase::Impl {
             filters_changed = true;
             note_moved(s);
             if (callback_mode) continue;
-            if (!gpu) {
-                index.set_filter(s, f);
-            }
 #if BROADPHASE_HAS_GPU
-            else {
-                fail(gpu_side.set_filter(s, f));
-            }
+            fail(gpu_side.set_filter(s, f));
 #endif
         }
         if (mode_changed) {
             full = true;
-            if (!gpu) index.reset_filters(slots, !callback_mode);
 #if BROADPHASE_HAS_GPU
-            else
-                for (std::uint32_t s = 0; s < slots.size(); ++s)
-                    fail(gpu_side.set_filter(s, effective(s)));
+            for (std::uint32_t s = 0; s < slots.size(); ++s)
+                fail(gpu_side.set_filter(s, effective(s)));
 #endif
         }
         if (changed || filters_changed || mode_changed) {
@@ -652,6 +867,10 @@ struct Broadphase::Impl {
         sync_cache(dispatcher);
     }
 };
+
+void FlushingPairCache::flush() const {
+    owner_->flush();
+}
 
 Broadphase::Broadphase(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -666,7 +885,11 @@ Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
         impl->method = std::string(method);
         impl->gpu = method == "gpu_lbvh";
         if (!impl->gpu) {
-            if (Status s = impl->index.init(method); !s) return s.error();
+            PairTracker::Config config;
+            config.method = std::string(method);
+            auto tracker = PairTracker::create(config);
+            if (!tracker) return tracker.error();
+            impl->tracker = std::move(tracker.value());
         } else {
 #if BROADPHASE_HAS_GPU
             impl->query_method = std::string(options.query_method);
@@ -692,7 +915,7 @@ Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
         if (options.pair_cache) {
             impl->cache = options.pair_cache;
         } else {
-            impl->own_cache = std::make_unique<btHashedOverlappingPairCache>();
+            impl->own_cache = std::make_unique<FlushingPairCache>(impl.get());
             impl->cache = impl->own_cache.get();
         }
         return std::unique_ptr<Broadphase>(new Broadphase(std::move(impl)));
@@ -706,7 +929,7 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabb_min, const btVe
                                            int shape_type, void* user_ptr,
                                            int collision_filter_group, int collision_filter_mask,
                                            btDispatcher* dispatcher) {
-    (void)shape_type, (void)dispatcher;
+    (void)shape_type;
     Impl& m = *impl_;
     std::uint32_t s = 0;
     if (!m.free_slots.empty()) {
@@ -725,13 +948,17 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabb_min, const btVe
     slot.filter = to_filter(collision_filter_group, collision_filter_mask);
     ++m.live;
     m.note_box(s, to_box(aabb_min, aabb_max));
-    m.touch(s);
+    if (!m.gpu) m.check_mode(dispatcher);
+    m.touch(s, dispatcher);
     return proxy;
 }
 
 void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) {
     Impl& m = *impl_;
+    const int before = m.cache->getNumOverlappingPairs();
     m.cache->removeOverlappingPairsContainingProxy(proxy, dispatcher);
+    const int removed = before - m.cache->getNumOverlappingPairs();
+    if (!m.gpu && removed > 0 && std::uint64_t(removed) <= m.cached) m.cached -= removed;
     const std::uint32_t s = slot_of(proxy);
     Slot& slot = m.slots[s];
     if (!slot.valid) --m.invalid;
@@ -739,20 +966,26 @@ void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher
     slot = Slot{};
     --m.live;
     m.free_slots.push_back(s);
-    m.touch(s);
+    if (m.gpu) return m.touch(s, dispatcher);
+    m.track(s, dispatcher);  // the slot may be taken again before the next look
 }
 
 void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
                          const btVector3& aabb_max, btDispatcher* dispatcher) {
-    (void)dispatcher;
     Impl& m = *impl_;
     proxy->m_aabbMin = aabb_min;
     proxy->m_aabbMax = aabb_max;
     const std::uint32_t s = slot_of(proxy);
     const Box box = to_box(aabb_min, aabb_max);
-    if (m.slots[s].valid && box == m.slots[s].box) return;
+    if (!m.gpu) {
+        m.check_mode(dispatcher);
+        const bool filter_changed = m.reread_filter(s);
+        if (!filter_changed && m.slots[s].valid && box == m.slots[s].box) return;
+    } else if (m.slots[s].valid && box == m.slots[s].box) {
+        return;
+    }
     m.note_box(s, box);
-    m.touch(s);
+    m.touch(s, dispatcher);
 }
 
 void Broadphase::getAabb(btBroadphaseProxy* proxy, btVector3& aabb_min, btVector3& aabb_max) const {
@@ -781,18 +1014,7 @@ double typical_extent(const std::vector<Slot>& slots) {
 
 /// A double box as a float box that contains it (rounded outwards, clamped to the floats).
 Box outward(const double lo[3], const double hi[3]) {
-    Box b;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double l = std::clamp(lo[axis], -double(FLT_MAX), double(FLT_MAX));
-        const double h = std::clamp(hi[axis], -double(FLT_MAX), double(FLT_MAX));
-        float fl = static_cast<float>(l);
-        float fh = static_cast<float>(h);
-        if (double(fl) > l) fl = std::nextafter(fl, -FLT_MAX);
-        if (double(fh) < h) fh = std::nextafter(fh, FLT_MAX);
-        b.min[axis] = fl;
-        b.max[axis] = fh;
-    }
-    return b;
+    return adapters::round_outward(lo, hi);
 }
 
 struct RayCandidate {
@@ -807,7 +1029,6 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
                          btBroadphaseRayCallback& callback, const btVector3& aabb_min,
                          const btVector3& aabb_max) {
     Impl& m = *impl_;
-    const Index& index = m.query_index();
     const double lambda = callback.m_lambda_max;
     if (!(lambda >= 0) && !std::isnan(lambda)) return;  // negative: nothing
     double origin[3], dir[3], grow_lo[3], grow_hi[3], length2 = 0;
@@ -865,7 +1086,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             hi[axis] = std::max(a, b) + grow_hi[axis] + pad;
         }
         m.found.clear();
-        index.query(outward(lo, hi), m.query_scratch, m.found);
+        m.query(outward(lo, hi), m.query_scratch, m.found);
         hits.clear();
         const bool last = k + 1 == segments;
         for (const std::uint32_t s : m.found) {
@@ -897,7 +1118,6 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
 void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
                           btBroadphaseAabbCallback& callback) {
     Impl& m = *impl_;
-    const Index& index = m.query_index();
     double lo[3], hi[3];
     for (int axis = 0; axis < 3; ++axis) {
         lo[axis] = aabb_min[axis];
@@ -905,7 +1125,7 @@ void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
         if (std::isnan(lo[axis]) || std::isnan(hi[axis]) || !(lo[axis] <= hi[axis])) return;
     }
     m.found.clear();
-    index.query(outward(lo, hi), m.query_scratch, m.found);
+    m.query(outward(lo, hi), m.query_scratch, m.found);
     std::vector<Proxy*> hits;
     hits.reserve(m.found.size());
     for (const std::uint32_t s : m.found) hits.push_back(m.slots[s].proxy);
@@ -950,7 +1170,13 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
         m.gpu_side.applied.clear();
     }
 #endif
-    m.fail(m.index.init(m.gpu ? m.query_method : m.method));
+    if (m.gpu) {
+        m.fail(m.index.init(m.query_method));
+    } else {
+        m.tracker->clear();
+        m.cached = 0;
+        m.resync = true;
+    }
     m.slots.clear();
     m.free_slots.clear();
     m.pairs.clear();
@@ -983,7 +1209,7 @@ Stats Broadphase::stats() const {
     Stats s = impl_->stats;
     s.proxies = impl_->live;
     s.invalid_proxies = impl_->invalid;
-    s.rebuilds = impl_->index.rebuilds();
+    s.rebuilds = impl_->gpu ? impl_->index.rebuilds() : impl_->tracker->stats().rebuilds;
     return s;
 }
 
@@ -993,6 +1219,7 @@ const Status& Broadphase::status() const {
 
 Status Broadphase::validate() {
     Impl& m = *impl_;
+    if (!m.gpu) m.flush();
     std::uint32_t live = 0, invalid = 0;
     for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
         const Slot& slot = m.slots[s];
@@ -1011,7 +1238,17 @@ Status Broadphase::validate() {
     if (live + m.free_slots.size() != m.slots.size())
         return Error{ErrorCode::invariant_violated,
                      "broadphase::bullet: the free list and the live slots do not add up"};
-    return m.query_index().validate(m.slots);
+    if (m.gpu) return m.query_index().validate(m.slots);
+    for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
+        const bool want = m.slots[s].proxy && m.slots[s].valid;
+        if (want != m.tracker->contains(s) || (want && m.tracker->box(s) != m.slots[s].box))
+            return Error{ErrorCode::invariant_violated,
+                         "broadphase::bullet: slot " + std::to_string(s) +
+                             (want ? " is not in the pair tracker with its box"
+                                   : " should not be in the pair tracker"),
+                         s};
+    }
+    return m.tracker->validate();
 }
 
 }  // namespace broadphase::bullet

@@ -1,6 +1,7 @@
 // Dynamic AABB tree, after Ming-Lun "Allen" Chou's article "Game Physics: Broadphase -
 // Dynamic AABB Tree" (the article below) and Box2D's b2DynamicTree (E. Catto; GDC 2019, "Dynamic
-// Bounding Volume Hierarchies", on insertion cost and tree rotations).
+// Bounding Volume Hierarchies", on insertion cost and tree rotations; the rotations are those of
+// Box2D v3's src/dynamic_tree.c, b2RotateNodes).
 //
 // - Fat boxes: each leaf stores the caller's tight box and a fat box grown by a margin; move()
 //   re-inserts a leaf only when its tight box leaves its fat box (the article's "AABB Update").
@@ -21,8 +22,19 @@
 //   are still placed by position rather than all down one branch. Both in double, so that
 //   far coordinates (1e7) and world-sized boxes neither cancel nor overflow.
 // - Rotations: the article's comments note that a sorted insertion order degenerates into a list
-//   and suggest AVL-like rotations; balance() is Box2D's b2DynamicTree::Balance, applied on the
-//   path to the root after every insert and remove.
+//   and suggest AVL-like rotations. Box2D v2's b2DynamicTree::Balance did that: it rotated
+//   wherever one child was two levels taller than the other, whatever the boxes. In a tree
+//   built by median splits inserts make such skews high up, and those rotations swap subtrees
+//   across far groups of boxes: on `degenerate` (a sixth of its 50,000 boxes 1e6 away) the
+//   first frame of motion after build(), which re-inserts its points, cost 43 times the
+//   self-pairs nodes of a fresh tree, and the frames after it up to 6 times.
+//   rotate() is Box2D v3's b2RotateNodes instead (Catto, GDC 2019): at each ancestor A of the
+//   changed leaf, on the path to the root after every insert and remove, each rotation swaps
+//   one child of A with a grandchild under A's other child. A's box is unchanged (it covers the
+//   same leaves) and so is every node but the child that takes the swapped-in subtree, so the
+//   rotation's gain is that child's area before less after; the largest positive gain is
+//   applied. Identical boxes make every gain 0, and then a rotation that lowers A's height is
+//   taken, as the AVL rotation would, so that copies inserted one by one stay balanced.
 // - Self-pairs: the article's ComputePairsHelper tests boxes only at leaves, so (as a comment
 //   points out) it visits every pair of leaves. Here a dual-tree traversal prunes every pair of
 //   nodes whose fat boxes are disjoint, and a node's two children are crossed only when their
@@ -37,6 +49,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "best_first.hpp"
 #include "broadphase/scene.hpp"
@@ -60,7 +73,10 @@ struct Cost {
     friend bool operator<(const Cost& a, const Cost& b) {
         return a.area < b.area || (a.area == b.area && a.length < b.length);
     }
+    friend bool operator==(const Cost&, const Cost&) = default;
 };
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 Cost measure(const Box& b) {
     const double dx = double(b.max.x) - b.min.x;
@@ -157,8 +173,47 @@ std::int32_t DynamicAabbTree::make_leaf(std::uint32_t id, const Box& box) {
     node.fat = fatten(box);
     node.id = id;
     node.height = 0;
-    leaf_of_[id] = index;
+    map_id(id, index);
+    ++leaf_count_;
     return index;
+}
+
+std::int32_t DynamicAabbTree::leaf_of(std::uint32_t id) const {
+    if (id < leaf_of_.size()) return leaf_of_[id];
+    const auto it = far_leaf_of_.find(id);
+    return it == far_leaf_of_.end() ? kNull : it->second;
+}
+
+// The table grows (at least doubling, so that the ids moved over from the hash map are moved
+// O(log n) times) to take an id below 2 * size() + kTableSlack; larger ids are hashed.
+void DynamicAabbTree::map_id(std::uint32_t id, std::int32_t leaf) {
+    const std::size_t reach = 2 * (leaf_count_ + 1) + kTableSlack;
+    if (id >= leaf_of_.size() && id < reach) {
+        const std::size_t size =
+            std::max(std::size_t{id} + 1, std::min(reach, 2 * leaf_of_.size()));
+        leaf_of_.resize(size, kNull);
+        for (auto it = far_leaf_of_.begin(); it != far_leaf_of_.end();) {
+            if (it->first >= size) {
+                ++it;
+                continue;
+            }
+            leaf_of_[it->first] = it->second;
+            it = far_leaf_of_.erase(it);
+        }
+    }
+    if (id < leaf_of_.size()) {
+        leaf_of_[id] = leaf;
+    } else {
+        far_leaf_of_[id] = leaf;
+    }
+}
+
+void DynamicAabbTree::unmap_id(std::uint32_t id) {
+    if (id < leaf_of_.size()) {
+        leaf_of_[id] = kNull;
+    } else {
+        far_leaf_of_.erase(id);
+    }
 }
 
 void DynamicAabbTree::clear() {
@@ -166,6 +221,8 @@ void DynamicAabbTree::clear() {
     root_ = kNull;
     free_list_ = kNull;
     leaf_of_.clear();
+    far_leaf_of_.clear();
+    leaf_count_ = 0;
     margin_chosen_ = false;
     sampling_margin_ = false;
     margin_sample_.clear();
@@ -182,13 +239,13 @@ Status DynamicAabbTree::build(std::span<const Box> boxes) {
         return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes"};
     }
     const auto n = static_cast<std::uint32_t>(boxes.size());
+    leaf_of_.assign(n, kNull);
     if (!config_.bulk_build) {
         for (std::uint32_t i = 0; i < n; ++i) insert_leaf(make_leaf(i, boxes[i]));
         return Status::success();
     }
     if (n == 0) return Status::success();
     nodes_.reserve(2 * std::size_t{n} - 1);
-    leaf_of_.reserve(n);
     std::vector<BuildItem> items(n);
     for (std::uint32_t i = 0; i < n; ++i) {
         for (int a = 0; a < 3; ++a) {
@@ -234,7 +291,7 @@ std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::sp
     const std::int32_t c2 = build_top_down(boxes, items.subspan(mid), index);
     nodes_[index].child1 = c1;
     nodes_[index].child2 = c2;
-    refit(index);
+    refit_node(index);
     return index;
 }
 
@@ -252,49 +309,95 @@ void DynamicAabbTree::relink(std::int32_t parent, std::int32_t from, std::int32_
     (p.child1 == from ? p.child1 : p.child2) = to;
 }
 
+// Box2D v3's b2FindBestSibling (see the file comment): the node whose new parent with `box`
+// adds the least surface area to the tree (the parent's area plus every ancestor's growth),
+// by a greedy descent that stops where no node below can beat the best cost found so far.
+std::int32_t DynamicAabbTree::find_best_sibling(const Box& box) const {
+    const Cost area_d = measure(box);
+    std::int32_t index = root_;
+    Cost area = measure(nodes_[root_].fat);
+    Cost direct = measure(merge(nodes_[root_].fat, box));  // the new parent's area
+    Cost inherited;  // the growth of the ancestors of `index`
+    std::int32_t best = root_;
+    Cost best_cost = direct;
+    while (!nodes_[index].leaf()) {
+        const Node& node = nodes_[index];
+        if (direct + inherited < best_cost) {
+            best = index;
+            best_cost = direct + inherited;
+        }
+        inherited = inherited + (direct - area);
+        // For each child: its direct cost, and a lower bound of the cost of any sibling
+        // below it (its parent grows by its direct cost less its area; the new parent is no
+        // smaller than `box`).
+        struct Option {
+            std::int32_t index;
+            Cost area, direct, lower;
+            bool leaf;
+        };
+        Option options[2];
+        for (int k = 0; k < 2; ++k) {
+            const std::int32_t child = k == 0 ? node.child1 : node.child2;
+            const Node& c = nodes_[child];
+            Option& o = options[k];
+            o.index = child;
+            o.leaf = c.leaf();
+            o.direct = measure(merge(c.fat, box));
+            o.lower = Cost{kInfinity, kInfinity};
+            if (o.leaf) {
+                if (o.direct + inherited < best_cost) {
+                    best = child;
+                    best_cost = o.direct + inherited;
+                }
+                continue;
+            }
+            o.area = measure(c.fat);
+            const Cost shrink = area_d - o.area;
+            o.lower = inherited + o.direct +
+                      Cost{std::min(shrink.area, 0.0), std::min(shrink.length, 0.0)};
+        }
+        if (options[0].leaf && options[1].leaf) break;
+        if (!(options[0].lower < best_cost) && !(options[1].lower < best_cost)) break;
+        double key1 = 0, key2 = 0;
+        bool first = options[0].lower < options[1].lower;
+        if (options[0].lower == options[1].lower) {
+            // Both hold the box, say: the nearer centre decides.
+            const Vec3 c = centroid(box), c1 = centroid(nodes_[node.child1].fat),
+                       c2 = centroid(nodes_[node.child2].fat);
+            for (int a = 0; a < 3; ++a) {
+                key1 += (double(c1[a]) - c[a]) * (double(c1[a]) - c[a]);
+                key2 += (double(c2[a]) - c[a]) * (double(c2[a]) - c[a]);
+            }
+            first = key1 < key2;
+        }
+        const Option& next = options[first && !options[0].leaf ? 0 : 1];
+        index = next.index;
+        area = next.area;
+        direct = next.direct;
+    }
+    return best;
+}
+
 void DynamicAabbTree::insert_leaf(std::int32_t leaf) {
     if (root_ == kNull) {
         root_ = leaf;
         nodes_[leaf].parent = kNull;
         return;
     }
-    // Find the best sibling (Box2D's branch cost, surface area instead of volume).
-    const Box leaf_box = nodes_[leaf].fat;
-    std::int32_t index = root_;
-    while (!nodes_[index].leaf()) {
-        const Node& node = nodes_[index];
-        const Cost area = measure(node.fat);
-        const Cost combined_area = measure(merge(node.fat, leaf_box));
-        // Cost of making a new parent of this node and the leaf.
-        const Cost cost = 2 * combined_area;
-        // Cost of pushing the leaf further down: every ancestor grows.
-        const Cost inheritance = 2 * (combined_area - area);
-        const auto descend_cost = [&](std::int32_t child) {
-            const Node& c = nodes_[child];
-            const Cost grown = measure(merge(leaf_box, c.fat));
-            return (c.leaf() ? grown : grown - measure(c.fat)) + inheritance;
-        };
-        const Cost cost1 = descend_cost(node.child1);
-        const Cost cost2 = descend_cost(node.child2);
-        if (cost < cost1 && cost < cost2) break;
-        index = cost1 < cost2 ? node.child1 : node.child2;
-    }
-
+    const std::int32_t index = find_best_sibling(nodes_[leaf].fat);
     const std::int32_t sibling = index;
     const std::int32_t old_parent = nodes_[sibling].parent;
     const std::int32_t new_parent = allocate_node();
     {
         Node& p = nodes_[new_parent];
         p.parent = old_parent;
-        p.fat = merge(leaf_box, nodes_[sibling].fat);
-        p.height = nodes_[sibling].height + 1;
         p.child1 = sibling;
         p.child2 = leaf;
     }
     relink(old_parent, sibling, new_parent);
     nodes_[sibling].parent = new_parent;
     nodes_[leaf].parent = new_parent;
-    refit_upwards(old_parent);
+    refit_upwards(new_parent);
 }
 
 void DynamicAabbTree::remove_leaf(std::int32_t leaf) {
@@ -315,55 +418,68 @@ void DynamicAabbTree::remove_leaf(std::int32_t leaf) {
 }
 
 // An internal node's fat box and height from its two children.
-void DynamicAabbTree::refit(std::int32_t index) {
+void DynamicAabbTree::refit_node(std::int32_t index) {
     Node& node = nodes_[index];
     node.fat = merge(nodes_[node.child1].fat, nodes_[node.child2].fat);
     node.height = 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height);
 }
 
-// Rotates (if enabled) and recomputes fat boxes and heights from `index` to the root.
+// Recomputes fat boxes and heights from `index` to the root, rotating (if enabled) at each
+// node once its children are up to date.
 void DynamicAabbTree::refit_upwards(std::int32_t index) {
     while (index != kNull) {
-        if (config_.rotations) index = balance(index);
-        refit(index);
+        refit_node(index);
+        if (config_.rotations) rotate(index);
         index = nodes_[index].parent;
     }
 }
 
-// Box2D's b2DynamicTree::Balance: when one child of A is more than one level taller than the
-// other, that child X takes A's place, A becomes X's child, and X's shorter child moves to A
-// in X's old place. Returns the index now at A's position.
-std::int32_t DynamicAabbTree::balance(std::int32_t a) {
+// Box2D v3's b2RotateNodes at internal node A (see the file comment): of the swaps of a child
+// of A (`sunk`) with a grandchild under A's other child (`raised`, whose sibling `kept` stays),
+// applies the one whose changed node (the other child, which then holds `sunk` and `kept`)
+// shrinks the most, or, where none changes it at all, one that lowers A's height. A's box and
+// every other node's are unchanged.
+void DynamicAabbTree::rotate(std::int32_t a) {
     const Node& node_a = nodes_[a];
-    if (node_a.leaf() || node_a.height < 2) return a;
-    const std::int32_t b = node_a.child1, c = node_a.child2;
-    const std::int32_t skew = nodes_[c].height - nodes_[b].height;
-    if (skew >= -1 && skew <= 1) return a;
-    const std::int32_t x = skew > 1 ? c : b;  // the taller child rises
-    std::int32_t keep = nodes_[x].child1, give = nodes_[x].child2;
-    if (nodes_[keep].height < nodes_[give].height) std::swap(keep, give);
-
-    // X takes A's place under A's parent.
-    const std::int32_t parent = nodes_[a].parent;
-    nodes_[x].parent = parent;
-    relink(parent, a, x);
-    // A replaces its child X by X's shorter child; X's children become A and the taller one.
-    relink(a, x, give);
-    nodes_[a].parent = x;
-    nodes_[give].parent = a;
-    refit(a);
-    nodes_[x].child1 = a;
-    nodes_[x].child2 = keep;
-    refit(x);
-    return x;
+    if (node_a.height < 2) return;
+    std::int32_t best_sunk = kNull, best_raised = kNull;
+    Cost best_gain;
+    std::int32_t best_height = node_a.height;
+    for (const auto& [sunk, other] :
+         {std::pair{node_a.child1, node_a.child2}, std::pair{node_a.child2, node_a.child1}}) {
+        const Node& o = nodes_[other];
+        if (o.leaf()) continue;
+        const Cost before = measure(o.fat);
+        for (const auto& [raised, kept] :
+             {std::pair{o.child1, o.child2}, std::pair{o.child2, o.child1}}) {
+            const Cost gain = before - measure(merge(nodes_[sunk].fat, nodes_[kept].fat));
+            const std::int32_t other_height =
+                1 + std::max(nodes_[sunk].height, nodes_[kept].height);
+            const std::int32_t height = 1 + std::max(nodes_[raised].height, other_height);
+            if (best_gain < gain || (gain == best_gain && height < best_height)) {
+                best_gain = gain;
+                best_height = height;
+                best_sunk = sunk;
+                best_raised = raised;
+            }
+        }
+    }
+    if (best_sunk == kNull) return;
+    const std::int32_t other = nodes_[best_raised].parent;
+    relink(a, best_sunk, best_raised);
+    relink(other, best_raised, best_sunk);
+    nodes_[best_raised].parent = a;
+    nodes_[best_sunk].parent = other;
+    refit_node(other);
+    refit_node(a);
 }
 
 Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
-    if (leaf_of_.count(id) != 0) {
+    if (leaf_of(id) != kNull) {
         return invalid("insert of id " + std::to_string(id) + ", already present", id);
     }
-    if (leaf_of_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
+    if (leaf_count_ >= std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
         return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes", id};
     }
     if (!margin_chosen_) {
@@ -377,12 +493,10 @@ Status DynamicAabbTree::insert(std::uint32_t id, const Box& box) {
 }
 
 Status DynamicAabbTree::remove(std::uint32_t id) {
-    const auto it = leaf_of_.find(id);
-    if (it == leaf_of_.end()) {
-        return invalid("remove of id " + std::to_string(id) + ", not present", id);
-    }
-    const std::int32_t leaf = it->second;
-    leaf_of_.erase(it);
+    const std::int32_t leaf = leaf_of(id);
+    if (leaf == kNull) return invalid("remove of id " + std::to_string(id) + ", not present", id);
+    unmap_id(id);
+    --leaf_count_;
     remove_leaf(leaf);
     free_node(leaf);
     return Status::success();
@@ -390,17 +504,47 @@ Status DynamicAabbTree::remove(std::uint32_t id) {
 
 Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     if (Status s = validate_box(box, id); !s) return s;
-    const auto it = leaf_of_.find(id);
-    if (it == leaf_of_.end()) {
-        return invalid("move of id " + std::to_string(id) + ", not present", id);
-    }
-    const std::int32_t leaf = it->second;
+    const std::int32_t leaf = leaf_of(id);
+    if (leaf == kNull) return invalid("move of id " + std::to_string(id) + ", not present", id);
     nodes_[leaf].tight = box;
     if (contains_box(nodes_[leaf].fat, box)) return Status::success();
     remove_leaf(leaf);
     nodes_[leaf].fat = fatten(box);
     insert_leaf(leaf);
     ++reinserts_;
+    return Status::success();
+}
+
+Status DynamicAabbTree::refit_all(std::span<const Box> boxes) {
+    if (boxes.size() != leaf_count_) {
+        return invalid("refit_all of " + std::to_string(boxes.size()) + " boxes, but " +
+                       std::to_string(leaf_count_) + " are in the tree");
+    }
+    if (Status s = validate_boxes(boxes); !s) return s;
+    for (std::uint32_t id = 0; id < boxes.size(); ++id) {
+        if (leaf_of(id) == kNull) {
+            return invalid("refit_all: id " + std::to_string(id) + " is not in the tree", id);
+        }
+    }
+    if (root_ == kNull) return Status::success();
+    for (std::uint32_t id = 0; id < boxes.size(); ++id) {
+        Node& leaf = nodes_[leaf_of(id)];
+        leaf.tight = boxes[id];
+        leaf.fat = fatten(boxes[id]);
+    }
+    // Internal nodes in pre-order, then refitted in reverse: every child before its parent.
+    std::vector<std::int32_t> order;
+    order.reserve(leaf_count_);
+    std::vector<std::int32_t> stack{root_};
+    while (!stack.empty()) {
+        const std::int32_t i = stack.back();
+        stack.pop_back();
+        if (nodes_[i].leaf()) continue;
+        order.push_back(i);
+        stack.push_back(nodes_[i].child1);
+        stack.push_back(nodes_[i].child2);
+    }
+    for (auto i = order.rbegin(); i != order.rend(); ++i) refit_node(*i);
     return Status::success();
 }
 
@@ -510,7 +654,7 @@ int DynamicAabbTree::height() const {
 }
 
 std::size_t DynamicAabbTree::size() const {
-    return leaf_of_.size();
+    return leaf_count_;
 }
 
 Status DynamicAabbTree::validate() const {
@@ -522,8 +666,21 @@ Status DynamicAabbTree::validate() const {
     if (!free_count) return free_count.error();
     const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
     const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
+    for (const auto& entry : far_leaf_of_) {
+        if (entry.first < leaf_of_.size()) {
+            return broken("id " + std::to_string(entry.first) + " hashed but within the id table");
+        }
+    }
+    const std::size_t mapped =
+        far_leaf_of_.size() +
+        static_cast<std::size_t>(std::count_if(leaf_of_.begin(), leaf_of_.end(),
+                                               [](std::int32_t i) { return i != kNull; }));
+    if (mapped != leaf_count_) {
+        return broken(std::to_string(mapped) + " ids mapped but size " +
+                      std::to_string(leaf_count_));
+    }
     if (root_ == kNull) {
-        if (!leaf_of_.empty()) return broken("no root but ids are mapped");
+        if (mapped != 0) return broken("no root but ids are mapped");
         if (*free_count != total) return broken("empty tree with nodes in use");
         return Status::success();
     }
@@ -542,8 +699,7 @@ Status DynamicAabbTree::validate() const {
                 return broken("fat box of id " + std::to_string(node.id) +
                               " does not contain its box");
             }
-            const auto it = leaf_of_.find(node.id);
-            if (it == leaf_of_.end() || it->second != i) {
+            if (leaf_of(node.id) != i) {
                 return broken("id " + std::to_string(node.id) + " not mapped to " + node_name(i));
             }
             ++leaves;
@@ -565,9 +721,8 @@ Status DynamicAabbTree::validate() const {
         return Status::success();
     };
     if (Status s = walk_pool(root_, total, *free_count, is_free, check); !s) return s;
-    if (leaves == leaf_of_.size()) return Status::success();
-    return broken(std::to_string(leaves) + " leaves but " + std::to_string(leaf_of_.size()) +
-                  " ids mapped");
+    if (leaves == mapped) return Status::success();
+    return broken(std::to_string(leaves) + " leaves but " + std::to_string(mapped) + " ids mapped");
 }
 
 }  // namespace broadphase

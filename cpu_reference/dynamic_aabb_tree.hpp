@@ -3,8 +3,9 @@
 // described in Ming-Lun "Allen" Chou's article "Game Physics: Broadphase - Dynamic AABB
 // Tree", with what its comment section asks for: self-pairs that prune at every level of a
 // dual-tree traversal (not only at leaves) and rotations so that degenerate insertion orders
-// stay balanced. The insertion cost and the rotations follow Box2D's b2DynamicTree
-// (E. Catto; see also his GDC 2019 talk "Dynamic Bounding Volume Hierarchies").
+// stay balanced. The insertion cost follows Box2D's b2DynamicTree (E. Catto; see also his GDC
+// 2019 talk "Dynamic Bounding Volume Hierarchies"); the rotations are Box2D v3's
+// b2RotateNodes, which swap subtrees only where that shrinks the tree's surface area.
 //
 // Box2D grows every box by one absolute margin. Here the default margin is relative (see
 // Config::margin): a fraction of the typical box extent (a lower median, which outliers such as
@@ -12,7 +13,9 @@
 // own extent there, so that no fat box is much larger than its box on any axis. Together with
 // the surface-area insertion cost, the median-split bulk build and the rotations, this keeps
 // self-pairs and queries within a small factor of a uniform scene's cost per box on level,
-// multiscale, degenerate, line-shaped and long-thin scenes (tests/cpu/robustness_test.cpp).
+// multiscale, degenerate, line-shaped and long-thin scenes (tests/cpu/robustness_test.cpp), and
+// a tree kept up to date by move() through 200 frames of motion within twice the cost of one
+// built afresh (tests/cpu/tree_quality_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -41,8 +44,12 @@ public:
         /// box re-inserts it).
         float margin = 0.1f;
         bool margin_is_relative = true;
-        /// AVL-style rotations on the path to the root after every insert and remove
-        /// (Box2D's b2DynamicTree::Balance), so that sorted insertions stay O(log n) high.
+        /// Tree rotations on the path to the root after every insert and remove (Box2D v3's
+        /// b2RotateNodes): at each ancestor, the swap of a child with a grandchild on the other
+        /// side that most reduces the surface area of the node it changes, if one does; where
+        /// no swap changes the area (identical boxes), one that lowers the ancestor's height.
+        /// Sorted insertions stay O(log n) high, and since no swap grows a node, none hangs a
+        /// far group of boxes under a node of another, as height-only (AVL) rotations did.
         bool rotations = true;
         /// build() by top-down median splits (true) or by inserting the boxes one by one.
         bool bulk_build = true;
@@ -58,9 +65,19 @@ public:
     // - validate checks parent/child links, heights, fat boxes containing children and tight
     //   boxes, the id map, the free list, and leaf count equal to size().
     // - insert adds a new leaf by least surface-area cost (Box2D's branch cost), then rotates.
+    //   Ids below about twice the number of boxes held (slot indices, as the engine adapters
+    //   use, always are) index a table; others, however large, go to a hash map.
     // - move updates the tight box; it re-inserts the leaf only when the box escapes its fat box.
+    //   O(1) when it stays inside, O(log n) for a balanced tree when it escapes.
     BROADPHASE_STRUCTURE_OVERRIDES;
     BROADPHASE_DYNAMIC_OVERRIDES;
+    /// O(n), keeping the topology: every leaf takes its new box and a fat box fattened afresh
+    /// from it (centred again, with the current margin(), as build() would make it; no leaf is
+    /// re-inserted), then every internal box is recomputed bottom-up. Rejects (and leaves the
+    /// tree as it was) a count other than size(), an id in 0 .. size()-1 the tree does not
+    /// hold, and invalid boxes. Quality decays as boxes move away from where the tree was built
+    /// (FCL's refit does the same); build() restores it.
+    Status refit_all(std::span<const Box> boxes) override;
     /// Best-first search over fat boxes; `out` is replaced by the k nearest, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 
@@ -101,11 +118,15 @@ private:
     std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
                                 std::int32_t parent);
     void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
+    std::int32_t find_best_sibling(const Box& box) const;
     void insert_leaf(std::int32_t leaf);
     void remove_leaf(std::int32_t leaf);
-    void refit(std::int32_t index);
+    void refit_node(std::int32_t index);
     void refit_upwards(std::int32_t index);
-    std::int32_t balance(std::int32_t a);
+    void rotate(std::int32_t a);
+    std::int32_t leaf_of(std::uint32_t id) const;
+    void map_id(std::uint32_t id, std::int32_t leaf);
+    void unmap_id(std::uint32_t id);
     void clear();
 
     Config config_;
@@ -117,7 +138,12 @@ private:
     std::vector<Node> nodes_;
     std::int32_t root_ = kNull;
     std::int32_t free_list_ = kNull;
-    std::unordered_map<std::uint32_t, std::int32_t> leaf_of_;  ///< id -> leaf node
+    /// id -> leaf node for ids below its size (kNull: not in the tree). It grows only to take
+    /// an id below 2 * size() + kTableSlack, so that a huge id (4e9) costs no memory.
+    std::vector<std::int32_t> leaf_of_;
+    static constexpr std::size_t kTableSlack = 1024;
+    std::unordered_map<std::uint32_t, std::int32_t> far_leaf_of_;  ///< ids past leaf_of_
+    std::size_t leaf_count_ = 0;
     std::uint64_t reinserts_ = 0;
 };
 

@@ -55,8 +55,10 @@ struct Stats {
     std::uint64_t pairs_removed = 0;    ///< stale pairs removed from the cache at the last call
     std::uint64_t rebuilds = 0;         ///< static structures' rebuilds (all calls)
     std::uint64_t calls = 0;            ///< calculateOverlappingPairs calls
-    /// calls of a dynamic CPU method that updated the last pairs (queries of the changed
-    /// proxies, when fewer than a quarter changed) instead of finding them all (self_pairs)
+    /// CPU methods: calls that found the cache as the adapter had left it, with every change
+    /// already applied at its createProxy, setAabb or destroyProxy, so that the call cost
+    /// nothing (the others synced the cache against every pair: a filter callback set or
+    /// removed, pairs removed from the cache by someone else, a cache with deferred removal)
     std::uint64_t updates = 0;
 };
 

@@ -83,6 +83,13 @@ public:
         return unsupported("move");
     }
 
+    /// Replaces box i by boxes[i] for every id the structure holds (boxes.size() == size(), the
+    /// ids of build: 0 .. size()-1), keeping a tree's topology and recomputing its bounds
+    /// bottom-up in O(n), as FCL's update() does; structures without a cheaper way rebuild (this
+    /// default calls build(boxes)). A refitted tree decays when boxes move far from where it
+    /// was built.
+    virtual Status refit_all(std::span<const Box> boxes) { return build(boxes); }
+
     /// Sets the collision filter of id `id` (the default Filter until set). Filters belong to
     /// ids, not to boxes: build, insert and remove leave them as they are. self_pairs reports
     /// a pair only when should_collide(filter(i), filter(j)), tested where the pair is found,

@@ -1,0 +1,734 @@
+// PairTracker (broadphase/pair_tracker.hpp): the pairs of a changing world from its changed
+// bodies alone, after Box2D v3's broadphase (E. Catto: fat boxes, a move buffer whose bodies
+// query the tree, contacts that live while their fat boxes overlap) and btDbvtBroadphase's
+// collideTV (a leaf that left its volume is collided with the tree at once).
+//
+// An update runs in three phases, so that each body's work is done once however many of its
+// neighbours changed too:
+// 1. apply: each changed body takes its new box and filter; a body that left its fat box (or
+//    is new, or changed its filter) gets a new fat box, which the structure takes;
+// 2. requery: each body with a new fat box queries the structure with it; its candidates
+//    become exactly the bodies found there whose filters allow the pair (new ones are made,
+//    the others dropped, ending their pair);
+// 3. test: each candidate of a changed body is tested once on the tight boxes.
+// Candidates live in a pool, each linked from both bodies' lists by position (removal is a
+// swap with the list's last); the current pairs are a dense array, each candidate knowing its
+// slot there, so that pairs() is a span and a pair begins or ends in O(1).
+#include "broadphase/pair_tracker.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <iterator>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "broadphase/structure.hpp"
+#include "dynamic_aabb_tree.hpp"
+
+namespace broadphase {
+namespace {
+
+constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+constexpr std::size_t kMarginSample = 1024;
+
+/// One body by id. `filter` is that of its last update (its box is in Impl::boxes, apart, for
+/// the candidate tests' locality), `next_*` the pending ones.
+struct Body {
+    Box next_box, fat;
+    Filter filter, next_filter;
+    bool present = false;      // inserted and not removed (pending or not)
+    bool in_structure = false;  // applied: the structure holds its fat box
+    bool is_static = false, next_static = false;
+    bool changed = false;      // in the pending list
+    bool reborn = false;       // removed and inserted again since the last update
+    bool filter_changed = false;
+};
+
+/// A pair of bodies whose fat boxes overlap, linked from both bodies' candidate lists.
+struct Candidate {
+    std::uint32_t a = kNone, b = kNone;  // a < b
+    std::uint32_t pos_a = 0, pos_b = 0;  // positions in a's and b's lists
+    std::uint32_t pair = kNone;          // slot in the pair array while the boxes touch
+};
+
+/// One entry of a body's candidate list: the other body and the candidate, whose top bit
+/// mirrors whether the pair is current, so that testing a candidate whose state does not
+/// change reads the list and the other body's box alone.
+struct Link {
+    std::uint32_t other;
+    std::uint32_t cand;  // kPairBit | index while the pair is current
+};
+constexpr std::uint32_t kPairBit = 0x80000000u;
+
+Box clamp_to_floats(double lo[3], double hi[3]) {
+    Box b;
+    for (int axis = 0; axis < 3; ++axis) {
+        b.min[axis] = float(std::clamp(lo[axis], -double(FLT_MAX), double(FLT_MAX)));
+        b.max[axis] = float(std::clamp(hi[axis], -double(FLT_MAX), double(FLT_MAX)));
+    }
+    return b;
+}
+
+bool valid_box(const Box& b) {
+    for (int axis = 0; axis < 3; ++axis)
+        if (!std::isfinite(b.min[axis]) || !std::isfinite(b.max[axis]) ||
+            !(b.min[axis] <= b.max[axis]))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+struct PairTracker::Impl {
+    Config config;
+    std::unique_ptr<Structure> structure;
+    bool dynamic = true;
+
+    std::vector<Body> bodies;
+    std::vector<Box> boxes;  // by id: the box of the body's last update
+    std::size_t present = 0;
+    std::vector<std::uint32_t> pending;  // ids with `changed` set (stale entries skipped)
+    std::size_t pending_count = 0;       // ids with `changed` set
+
+    std::vector<Candidate> cands;
+    std::vector<std::uint32_t> free_cands;
+    std::vector<std::vector<Link>> adj;  // by id: its candidates
+    std::vector<Pair> pairs;
+    std::vector<std::uint32_t> pair_cand;  // by pair slot: its candidate
+
+    // Requery marks, by id: 2e = a partner of the body being requeried, 2e + 1 = found again.
+    std::vector<std::uint32_t> mark;
+    std::uint32_t epoch = 0;
+    std::vector<std::uint32_t> found, requery, scratch;
+
+    // Static structures: structure id -> body id, body id -> structure id; the side list holds
+    // the bodies whose fat box changed since the build (the structure's box is stale).
+    std::vector<std::uint32_t> id_of_built, built_of;
+    std::vector<std::uint32_t> side, side_pos;
+    bool rebuild_due = false;
+
+    // The typical extent: the lower median of the first kMarginSample boxes' mean extents.
+    std::vector<float> sample;
+    float typical = 0;
+
+    PairTrackerStats stats;
+
+    Error invalid(const std::string& what, std::optional<std::size_t> id = std::nullopt) const {
+        return Error{ErrorCode::invalid_argument, "pair tracker: " + what, id};
+    }
+
+    void grow(std::uint32_t id) {
+        if (id < bodies.size()) return;
+        const std::size_t n = std::max<std::size_t>(id + 1, bodies.size() * 3 / 2);
+        bodies.resize(n);
+        boxes.resize(n);
+        adj.resize(n);
+        mark.resize(n, 0);
+        if (!dynamic) {
+            built_of.resize(n, kNone);
+            side_pos.resize(n, kNone);
+        }
+    }
+
+    void note_change(std::uint32_t id) {
+        Body& b = bodies[id];
+        if (b.changed) return;
+        b.changed = true;
+        ++pending_count;
+        pending.push_back(id);
+    }
+
+    void sample_extent(const Box& box) {
+        if (sample.size() >= kMarginSample) return;
+        sample.push_back(((box.max.x - box.min.x) + (box.max.y - box.min.y) +
+                          (box.max.z - box.min.z)) / 3);
+        const std::size_t n = sample.size();
+        if ((n & (n - 1)) != 0 && n != kMarginSample) return;  // re-estimated at 1, 2, 4, ...
+        std::vector<float> sorted = sample;
+        std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t((n - 1) / 2),
+                         sorted.end());
+        typical = sorted[(n - 1) / 2];
+    }
+
+    /// The fat box of `box` after a displacement `d` (centre to centre).
+    Box fatten(const Box& box, const double d[3]) const {
+        double lo[3], hi[3];
+        const double reach = 4.0 * typical;
+        for (int axis = 0; axis < 3; ++axis) {
+            const double extent = double(box.max[axis]) - double(box.min[axis]);
+            double m = config.margin * std::min(extent, double(typical));
+            m = std::max(m, 0.5 * double(config.hysteresis));
+            lo[axis] = double(box.min[axis]) - m;
+            hi[axis] = double(box.max[axis]) + m;
+            const double s = std::clamp(config.prediction * d[axis], -reach, reach);
+            if (s < 0) lo[axis] += s;
+            if (s > 0) hi[axis] += s;
+        }
+        return clamp_to_floats(lo, hi);
+    }
+
+    bool allowed(std::uint32_t i, std::uint32_t j) const {
+        const Body& a = bodies[i];
+        const Body& b = bodies[j];
+        if (a.is_static && b.is_static) return false;
+        return should_collide(a.filter, b.filter);
+    }
+
+    /// Whether bodies i and j are a pair now: their boxes overlap, or, with hysteresis and a
+    /// pair already (`current`), are at most h apart on every axis.
+    bool touching(std::uint32_t i, std::uint32_t j, bool current) const {
+        const Box& a = boxes[i];
+        const Box& b = boxes[j];
+        if (!current || config.hysteresis <= 0) return overlaps(a, b);
+        const float h = config.hysteresis;
+        for (int axis = 0; axis < 3; ++axis)
+            if (b.min[axis] - a.max[axis] > h || a.min[axis] - b.max[axis] > h) return false;
+        return true;
+    }
+
+    // ---- candidates and pairs ----
+
+    /// Sets the pair bit of candidate c in both its links.
+    void mark_links(std::uint32_t c, bool current) {
+        const Candidate& cand = cands[c];
+        const std::uint32_t value = current ? (c | kPairBit) : c;
+        adj[cand.a][cand.pos_a].cand = value;
+        adj[cand.b][cand.pos_b].cand = value;
+    }
+
+    void begin_pair(std::uint32_t c, std::vector<Pair>& began) {
+        Candidate& cand = cands[c];
+        cand.pair = static_cast<std::uint32_t>(pairs.size());
+        pairs.push_back({cand.a, cand.b});
+        pair_cand.push_back(c);
+        mark_links(c, true);
+        began.push_back({cand.a, cand.b});
+    }
+
+    void end_pair(std::uint32_t c, std::vector<Pair>& ended) {
+        Candidate& cand = cands[c];
+        const std::uint32_t slot = cand.pair;
+        const std::uint32_t last = static_cast<std::uint32_t>(pairs.size() - 1);
+        if (slot != last) {
+            pairs[slot] = pairs[last];
+            pair_cand[slot] = pair_cand[last];
+            cands[pair_cand[slot]].pair = slot;
+        }
+        pairs.pop_back();
+        pair_cand.pop_back();
+        cand.pair = kNone;
+        mark_links(c, false);
+        ended.push_back({cand.a, cand.b});
+    }
+
+    void make_candidate(std::uint32_t i, std::uint32_t j) {
+        std::uint32_t c;
+        if (!free_cands.empty()) {
+            c = free_cands.back();
+            free_cands.pop_back();
+        } else {
+            c = static_cast<std::uint32_t>(cands.size());
+            if (c >= kPairBit) throw std::length_error("pair tracker: too many candidates");
+            cands.emplace_back();
+        }
+        Candidate& cand = cands[c];
+        cand.a = std::min(i, j);
+        cand.b = std::max(i, j);
+        cand.pair = kNone;
+        cand.pos_a = static_cast<std::uint32_t>(adj[cand.a].size());
+        adj[cand.a].push_back({cand.b, c});
+        cand.pos_b = static_cast<std::uint32_t>(adj[cand.b].size());
+        adj[cand.b].push_back({cand.a, c});
+    }
+
+    void unlink(std::uint32_t id, std::uint32_t pos) {
+        std::vector<Link>& list = adj[id];
+        const Link moved = list.back();
+        list[pos] = moved;
+        list.pop_back();
+        if (pos < list.size()) {
+            Candidate& m = cands[moved.cand & ~kPairBit];
+            (m.a == id ? m.pos_a : m.pos_b) = pos;
+        }
+    }
+
+    void drop_candidate(std::uint32_t c, std::vector<Pair>& ended) {
+        if (cands[c].pair != kNone) end_pair(c, ended);
+        const Candidate cand = cands[c];
+        unlink(cand.a, cand.pos_a);
+        unlink(cand.b, cand.pos_b);
+        cands[c].a = cands[c].b = kNone;
+        free_cands.push_back(c);
+    }
+
+    void drop_all(std::uint32_t id, std::vector<Pair>& ended) {
+        while (!adj[id].empty()) drop_candidate(adj[id].back().cand & ~kPairBit, ended);
+    }
+
+    // ---- the structure ----
+
+    /// The structure takes body id's (new) fat box.
+    Status put(std::uint32_t id, bool was_in) {
+        const Body& b = bodies[id];
+        if (dynamic) return was_in ? structure->move(id, b.fat) : structure->insert(id, b.fat);
+        if (side_pos[id] == kNone) {
+            side_pos[id] = static_cast<std::uint32_t>(side.size());
+            side.push_back(id);
+        }
+        return Status::success();
+    }
+
+    Status take_out(std::uint32_t id) {
+        if (dynamic) return structure->remove(id);
+        if (side_pos[id] != kNone) {
+            const std::uint32_t last = side.back();
+            side[side_pos[id]] = last;
+            side_pos[last] = side_pos[id];
+            side.pop_back();
+            side_pos[id] = kNone;
+        }
+        if (built_of[id] != kNone) {
+            id_of_built[built_of[id]] = kNone;  // a removed body's stale box
+            built_of[id] = kNone;
+        }
+        return Status::success();
+    }
+
+    /// A static structure is built over every applied body's fat box when its side list has
+    /// grown past a few percent of the bodies (or `force`).
+    Status rebuild_if_due(bool force) {
+        if (dynamic || side.empty()) return Status::success();
+        if (!force && side.size() <= 32 + present / 32) return Status::success();
+        std::vector<Box> fat_boxes;
+        id_of_built.clear();
+        for (std::uint32_t id = 0; id < bodies.size(); ++id) {
+            built_of[id] = kNone;
+            if (!bodies[id].in_structure) continue;
+            built_of[id] = static_cast<std::uint32_t>(id_of_built.size());
+            id_of_built.push_back(id);
+            fat_boxes.push_back(bodies[id].fat);
+        }
+        for (const std::uint32_t id : side) side_pos[id] = kNone;
+        side.clear();
+        ++stats.rebuilds;
+        return build_structure(*structure, fat_boxes);
+    }
+
+    /// Appends the bodies whose fat box overlaps `region` (each once).
+    void query_fat(const Box& region, std::vector<std::uint32_t>& out) {
+        if (dynamic) {
+            structure->query_box(region, out);
+            return;
+        }
+        scratch.clear();
+        structure->query_box(region, scratch);
+        for (const std::uint32_t k : scratch) {
+            const std::uint32_t id = id_of_built[k];
+            if (id != kNone && side_pos[id] == kNone) out.push_back(id);
+        }
+        for (const std::uint32_t id : side)
+            if (overlaps(bodies[id].fat, region)) out.push_back(id);
+    }
+
+    // ---- the three phases ----
+
+    /// Phase 1 for one changed body. Returns whether it needs a requery.
+    Result<bool> apply(std::uint32_t id, std::vector<Pair>& ended) {
+        Body& b = bodies[id];
+        b.changed = false;
+        --pending_count;
+        if (!b.present || b.reborn) {
+            if (b.in_structure) {
+                drop_all(id, ended);
+                if (Status s = take_out(id); !s) return s.error();
+                b.in_structure = false;
+            }
+            b.reborn = false;
+            if (!b.present) return false;
+        }
+        const bool was_in = b.in_structure;
+        const bool escaped = !was_in || b.filter_changed || b.is_static != b.next_static ||
+                             !contains_box(b.fat, b.next_box);
+        double d[3] = {0, 0, 0};
+        if (was_in) {
+            const Vec3 from = centroid(boxes[id]), to = centroid(b.next_box);
+            for (int axis = 0; axis < 3; ++axis) d[axis] = double(to[axis]) - double(from[axis]);
+        }
+        boxes[id] = b.next_box;
+        b.filter = b.next_filter;
+        b.is_static = b.next_static;
+        b.filter_changed = false;
+        if (!escaped) return false;
+        b.fat = fatten(boxes[id], d);
+        if (Status s = put(id, was_in); !s) return s.error();
+        b.in_structure = true;
+        return true;
+    }
+
+    /// Phase 2 for one body with a new fat box.
+    void requery_one(std::uint32_t id, std::vector<Pair>& ended) {
+        ++stats.requeries;
+        if (++epoch >= 0x7FFFFFFFu) {  // the marks wrapped: start them again
+            std::fill(mark.begin(), mark.end(), 0u);
+            epoch = 1;
+        }
+        const std::uint32_t partner_mark = 2 * epoch, seen_mark = 2 * epoch + 1;
+        for (const Link& link : adj[id]) mark[link.other] = partner_mark;
+        mark[id] = seen_mark;  // never its own candidate
+        found.clear();
+        query_fat(bodies[id].fat, found);
+        for (const std::uint32_t t : found) {
+            if (mark[t] == seen_mark) continue;
+            if (mark[t] == partner_mark) {
+                mark[t] = seen_mark;
+                continue;
+            }
+            if (!allowed(id, t)) continue;
+            mark[t] = seen_mark;
+            make_candidate(id, t);
+        }
+        std::vector<Link>& list = adj[id];
+        for (std::size_t k = list.size(); k-- > 0;) {
+            const Link link = list[k];
+            if (mark[link.other] != seen_mark || !allowed(id, link.other))
+                drop_candidate(link.cand & ~kPairBit, ended);
+        }
+    }
+
+    /// Phase 3 for one changed body: each of its candidates tested on the boxes (a pair of
+    /// two changed bodies is tested from both; the second finds nothing to do).
+    void test_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended) {
+        std::vector<Link>& list = adj[id];
+        stats.candidate_tests += list.size();
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            const Link link = list[k];
+            const bool current = (link.cand & kPairBit) != 0;
+            if (touching(id, link.other, current) == current) continue;
+            const std::uint32_t c = link.cand & ~kPairBit;
+            if (current) {
+                end_pair(c, ended);
+            } else {
+                begin_pair(c, began);
+            }
+        }
+    }
+
+    /// A pair that ended and began within one update (a body removed and inserted again under
+    /// its id) is reported in neither list.
+    static void cancel_repeats(std::size_t began_from, std::size_t ended_from,
+                               std::vector<Pair>& began, std::vector<Pair>& ended) {
+        std::sort(began.begin() + std::ptrdiff_t(began_from), began.end());
+        std::sort(ended.begin() + std::ptrdiff_t(ended_from), ended.end());
+        std::vector<Pair> b2, e2;
+        std::set_difference(began.begin() + std::ptrdiff_t(began_from), began.end(),
+                            ended.begin() + std::ptrdiff_t(ended_from), ended.end(),
+                            std::back_inserter(b2));
+        std::set_difference(ended.begin() + std::ptrdiff_t(ended_from), ended.end(),
+                            began.begin() + std::ptrdiff_t(began_from), began.end(),
+                            std::back_inserter(e2));
+        began.resize(began_from);
+        began.insert(began.end(), b2.begin(), b2.end());
+        ended.resize(ended_from);
+        ended.insert(ended.end(), e2.begin(), e2.end());
+    }
+
+    Status update_all(std::vector<Pair>& began, std::vector<Pair>& ended) {
+        ++stats.updates;
+        const std::size_t began_from = began.size(), ended_from = ended.size();
+        bool reborn = false;
+        requery.clear();
+        std::size_t live = 0;
+        for (std::size_t k = 0; k < pending.size(); ++k) {
+            const std::uint32_t id = pending[k];
+            if (!bodies[id].changed) continue;
+            reborn |= bodies[id].reborn;
+            auto needs = apply(id, ended);
+            if (!needs) return needs.error();
+            if (needs.value()) requery.push_back(id);
+            pending[live++] = id;  // kept for the test phase
+        }
+        pending.resize(live);
+        stats.changed += live;
+        if (Status s = rebuild_if_due(!requery.empty() && requery.size() * 8 > present); !s)
+            return s;
+        for (const std::uint32_t id : requery) requery_one(id, ended);
+        for (const std::uint32_t id : pending)
+            if (bodies[id].present) test_one(id, began, ended);
+        pending.clear();
+        if (reborn) cancel_repeats(began_from, ended_from, began, ended);
+        return Status::success();
+    }
+
+    Status update_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended) {
+        if (id >= bodies.size() || !bodies[id].changed) return Status::success();
+        ++stats.updates;
+        ++stats.changed;
+        const std::size_t began_from = began.size(), ended_from = ended.size();
+        const bool reborn = bodies[id].reborn;
+        auto needs = apply(id, ended);
+        if (!needs) return needs.error();
+        // Its entry in `pending` is stale now: dropped at once when last (a change applied
+        // right after it was made), else skipped and dropped by the next update of all.
+        if (pending.back() == id) pending.pop_back();
+        if (pending_count == 0) pending.clear();
+        if (needs.value()) {
+            if (Status s = rebuild_if_due(false); !s) return s;
+            requery_one(id, ended);
+        }
+        if (bodies[id].present) test_one(id, began, ended);
+        if (reborn) cancel_repeats(began_from, ended_from, began, ended);
+        return Status::success();
+    }
+};
+
+PairTracker::PairTracker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PairTracker::~PairTracker() = default;
+
+Result<std::unique_ptr<PairTracker>> PairTracker::create(const Config& config) {
+    try {
+        auto impl = std::make_unique<Impl>();
+        impl->config = config;
+        if (!(config.margin >= 0) || !std::isfinite(config.margin))
+            return impl->invalid("margin must be finite and >= 0");
+        if (!(config.prediction >= 0) || !std::isfinite(config.prediction))
+            return impl->invalid("prediction must be finite and >= 0");
+        if (!(config.hysteresis >= 0) || !std::isfinite(config.hysteresis))
+            return impl->invalid("hysteresis must be finite and >= 0");
+        if (config.method == "dynamic_aabb_tree") {
+            // The tracker's fat boxes are the tree's boxes: no second margin.
+            DynamicAabbTree::Config tree;
+            tree.margin = 0;
+            impl->structure = std::make_unique<DynamicAabbTree>(tree);
+        } else {
+            auto made = make_structure(config.method);
+            if (!made) return made.error();
+            impl->structure = std::move(made.value());
+        }
+        impl->dynamic = impl->structure->is_dynamic();
+        if (!impl->dynamic) (void)impl->structure->build({});
+        return std::unique_ptr<PairTracker>(new PairTracker(std::move(impl)));
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::out_of_memory, "pair tracker: out of memory creating " +
+                                                   config.method};
+    }
+}
+
+Status PairTracker::insert(std::uint32_t id, const Box& box, const Filter& filter,
+                           bool is_static) {
+    Impl& m = *impl_;
+    if (id == kNone) return m.invalid("id 4294967295 is reserved", id);
+    if (!valid_box(box))
+        return Error{ErrorCode::invalid_box,
+                     "pair tracker: box " + std::to_string(id) +
+                         " has a NaN, an infinity or min > max",
+                     id};
+    try {
+        m.grow(id);
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::out_of_memory, "pair tracker: out of memory adding a body", id};
+    }
+    Body& b = m.bodies[id];
+    if (b.present) return m.invalid("body " + std::to_string(id) + " is already present", id);
+    b.present = true;
+    b.reborn = b.in_structure;  // removed and inserted again before an update
+    b.next_box = box;
+    b.next_filter = filter;
+    b.next_static = is_static;
+    b.filter_changed = true;
+    ++m.present;
+    m.sample_extent(box);
+    m.note_change(id);
+    return Status::success();
+}
+
+Status PairTracker::remove(std::uint32_t id) {
+    Impl& m = *impl_;
+    if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
+    m.bodies[id].present = false;
+    m.bodies[id].reborn = false;
+    --m.present;
+    m.note_change(id);
+    return Status::success();
+}
+
+Status PairTracker::move(std::uint32_t id, const Box& box) {
+    Impl& m = *impl_;
+    if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
+    if (!valid_box(box))
+        return Error{ErrorCode::invalid_box,
+                     "pair tracker: box " + std::to_string(id) +
+                         " has a NaN, an infinity or min > max",
+                     id};
+    Body& b = m.bodies[id];
+    if (b.next_box == box) return Status::success();
+    b.next_box = box;
+    m.note_change(id);
+    return Status::success();
+}
+
+Status PairTracker::set_filter(std::uint32_t id, const Filter& filter) {
+    Impl& m = *impl_;
+    if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
+    Body& b = m.bodies[id];
+    if (b.next_filter == filter) return Status::success();
+    b.next_filter = filter;
+    b.filter_changed = true;
+    m.note_change(id);
+    return Status::success();
+}
+
+Status PairTracker::update(std::vector<Pair>& began, std::vector<Pair>& ended) {
+    try {
+        return impl_->update_all(began, ended);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    return Error{ErrorCode::out_of_memory, "pair tracker: out of memory in an update"};
+}
+
+Status PairTracker::update(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended) {
+    try {
+        return impl_->update_one(id, began, ended);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    return Error{ErrorCode::out_of_memory, "pair tracker: out of memory in an update"};
+}
+
+std::span<const Pair> PairTracker::pairs() const {
+    return impl_->pairs;
+}
+
+void PairTracker::partners(std::uint32_t id, std::vector<std::uint32_t>& out) const {
+    const Impl& m = *impl_;
+    if (id >= m.adj.size()) return;
+    for (const Link& link : m.adj[id])
+        if (link.cand & kPairBit) out.push_back(link.other);
+}
+
+void PairTracker::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
+    const Impl& m = *impl_;
+    std::vector<std::uint32_t> hits;
+    if (m.dynamic) {
+        m.structure->query_box(region, hits);
+    } else {
+        std::vector<std::uint32_t> built;
+        m.structure->query_box(region, built);
+        for (const std::uint32_t k : built) {
+            const std::uint32_t id = m.id_of_built[k];
+            if (id != kNone && m.side_pos[id] == kNone) hits.push_back(id);
+        }
+        for (const std::uint32_t id : m.side)
+            if (overlaps(m.bodies[id].fat, region)) hits.push_back(id);
+    }
+    for (const std::uint32_t id : hits)
+        if (overlaps(m.boxes[id], region)) out.push_back(id);
+}
+
+bool PairTracker::contains(std::uint32_t id) const {
+    return id < impl_->bodies.size() && impl_->bodies[id].present;
+}
+
+const Box& PairTracker::box(std::uint32_t id) const {
+    return impl_->boxes[id];
+}
+
+std::size_t PairTracker::size() const {
+    return impl_->present;
+}
+
+bool PairTracker::pending() const {
+    return impl_->pending_count != 0;
+}
+
+void PairTracker::clear() {
+    Impl& m = *impl_;
+    m.bodies.clear();
+    m.boxes.clear();
+    m.adj.clear();
+    m.mark.clear();
+    m.cands.clear();
+    m.free_cands.clear();
+    m.pairs.clear();
+    m.pair_cand.clear();
+    m.pending.clear();
+    m.pending_count = 0;
+    m.present = 0;
+    m.id_of_built.clear();
+    m.built_of.clear();
+    m.side.clear();
+    m.side_pos.clear();
+    m.sample.clear();
+    m.typical = 0;
+    (void)m.structure->build({});
+}
+
+std::string_view PairTracker::method() const {
+    return impl_->config.method;
+}
+
+PairTrackerStats PairTracker::stats() const {
+    PairTrackerStats s = impl_->stats;
+    s.candidates = impl_->cands.size() - impl_->free_cands.size();
+    s.pairs = impl_->pairs.size();
+    return s;
+}
+
+Status PairTracker::validate() const {
+    const Impl& m = *impl_;
+    auto broken = [](const std::string& what, std::optional<std::size_t> id = std::nullopt) {
+        return Error{ErrorCode::invariant_violated, "pair tracker: " + what, id};
+    };
+    if (Status s = m.structure->validate(); !s) return s;
+    std::size_t held = 0;
+    for (std::uint32_t id = 0; id < m.bodies.size(); ++id) {
+        const Body& b = m.bodies[id];
+        if (!b.in_structure) {
+            if (!m.adj[id].empty()) return broken("a body outside has candidates", id);
+            continue;
+        }
+        ++held;
+        if (!contains_box(b.fat, m.boxes[id]))
+            return broken("body " + std::to_string(id) + "'s fat box does not hold its box", id);
+        for (std::uint32_t k = 0; k < m.adj[id].size(); ++k) {
+            const Link link = m.adj[id][k];
+            const Candidate& c = m.cands[link.cand & ~kPairBit];
+            if ((c.a == id ? c.pos_a : c.pos_b) != k || (c.a != id && c.b != id) ||
+                link.other != (c.a == id ? c.b : c.a) ||
+                ((link.cand & kPairBit) != 0) != (c.pair != kNone))
+                return broken("candidate links of body " + std::to_string(id) + " disagree", id);
+        }
+    }
+    if (m.dynamic && m.structure->size() != held)
+        return broken("the structure holds " + std::to_string(m.structure->size()) +
+                      " boxes, the tracker " + std::to_string(held));
+    // The pairs against brute force over the applied bodies (exact without hysteresis;
+    // with it, every overlapping pair must be there and none more than h apart).
+    std::vector<Pair> expected, got(m.pairs.begin(), m.pairs.end());
+    for (std::uint32_t i = 0; i < m.bodies.size(); ++i) {
+        if (!m.bodies[i].in_structure) continue;
+        for (std::uint32_t j = i + 1; j < m.bodies.size(); ++j) {
+            if (!m.bodies[j].in_structure || !m.allowed(i, j)) continue;
+            if (overlaps(m.boxes[i], m.boxes[j])) expected.push_back({i, j});
+        }
+    }
+    std::sort(got.begin(), got.end());
+    if (std::adjacent_find(got.begin(), got.end()) != got.end())
+        return broken("a pair is held twice");
+    for (std::uint32_t s = 0; s < m.pairs.size(); ++s)
+        if (m.cands[m.pair_cand[s]].pair != s) return broken("pair slots disagree");
+    if (m.config.hysteresis <= 0) {
+        if (got != expected)
+            return broken("holds " + std::to_string(got.size()) + " pairs, brute force finds " +
+                          std::to_string(expected.size()));
+    } else if (!std::includes(got.begin(), got.end(), expected.begin(), expected.end())) {
+        return broken("an overlapping pair is missing");
+    }
+    return Status::success();
+}
+
+}  // namespace broadphase
