@@ -6,6 +6,7 @@
 // tests against btCollisionWorld::rayTestSingle over every object, and falling boxes that must
 // come to rest where they rest on btDbvtBroadphase.
 #include <BulletCollision/CollisionDispatch/btGhostObject.h>
+#include <BulletDynamics/Character/btKinematicCharacterController.h>
 #include <btBulletDynamicsCommon.h>
 #include <gtest/gtest.h>
 
@@ -927,6 +928,146 @@ TEST_P(BulletWorld, FallingBoxesRestAsOnDbvt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, BulletWorld, ::testing::ValuesIn(methods()), method_name);
+
+// ---- Ghost objects and a character controller: pairs at setAabb ----
+
+/// The CPU methods (gpu_lbvh finds its pairs at calculateOverlappingPairs: docs/bullet.md).
+std::vector<std::string> cpu_methods() {
+    return {"dynamic_aabb_tree", "sweep_and_prune", "kd_tree", "brute_force"};
+}
+
+class BulletGhosts : public ::testing::TestWithParam<std::string> {};
+
+/// The objects of `world` whose broadphase boxes overlap `proxy`'s and whose filters meet its
+/// (Bullet's group/mask rule), by uid: what a ghost's own pair cache must hold.
+std::set<int> overlapping_uids(btCollisionWorld& world, btBroadphaseProxy* proxy) {
+    std::set<int> out;
+    const btCollisionObjectArray& objects = world.getCollisionObjectArray();
+    for (int k = 0; k < objects.size(); ++k) {
+        btBroadphaseProxy* other = objects[k]->getBroadphaseHandle();
+        if (other == proxy || !bullet_rule(proxy, other)) continue;
+        if (overlaps(box_of(proxy), box_of(other))) out.insert(other->m_uniqueId);
+    }
+    return out;
+}
+
+std::set<int> ghost_uids(btPairCachingGhostObject& ghost) {
+    std::set<int> out;
+    btBroadphasePairArray& pairs = ghost.getOverlappingPairCache()->getOverlappingPairArray();
+    for (int k = 0; k < pairs.size(); ++k) {
+        const btBroadphaseProxy* other = pairs[k].m_pProxy0->m_clientObject == &ghost
+                                             ? pairs[k].m_pProxy1
+                                             : pairs[k].m_pProxy0;
+        out.insert(other->m_uniqueId);
+    }
+    return out;
+}
+
+// Test 14: a btPairCachingGhostObject's own pair cache holds its overlaps right after its
+// setAabb, and right after another body's setAabb, with no calculateOverlappingPairs between,
+// as on btDbvtBroadphase (whose fat boxes may add more).
+TEST_P(BulletGhosts, GhostPairsAtSetAabb) {
+    // Declared before the world, which they outlive (it destroys the ghost's proxy).
+    btGhostPairCallback ghost_callback;
+    btCapsuleShape capsule(0.4f, 1.0f);
+    btPairCachingGhostObject ghost;
+    btBoxShape cube(btVector3(0.5f, 0.5f, 0.5f));
+    auto bp = make(GetParam());
+    ASSERT_TRUE(bp);
+    World w(std::move(bp));
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(&ghost_callback);
+    for (int i = 0; i < 25; ++i)
+        w.add(&cube, btVector3(float(i % 5) * 1.5f - 3, 0.5f, float(i / 5) * 1.5f - 3),
+              btQuaternion::getIdentity());
+    w.world->stepSimulation(1.0f / 60, 0);
+    ghost.setCollisionShape(&capsule);
+    ghost.setCollisionFlags(btCollisionObject::CF_NO_CONTACT_RESPONSE);
+    btTransform at = btTransform::getIdentity();
+    at.setOrigin(btVector3(-10, 1, -10));
+    ghost.setWorldTransform(at);
+    w.world->addCollisionObject(&ghost, btBroadphaseProxy::SensorTrigger,
+                                btBroadphaseProxy::AllFilter & ~btBroadphaseProxy::SensorTrigger);
+    btBroadphaseProxy* proxy = ghost.getBroadphaseHandle();
+    btBroadphaseInterface* broadphase = w.world->getBroadphase();
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> pos(-4, 4);
+    int seen = 0;
+    for (int k = 0; k < 40; ++k) {
+        at.setOrigin(btVector3(pos(rng), 0.8f, pos(rng)));
+        ghost.setWorldTransform(at);
+        btVector3 lo, hi;
+        capsule.getAabb(at, lo, hi);
+        broadphase->setAabb(proxy, lo, hi, w.world->getDispatcher());
+        const std::set<int> expected = overlapping_uids(*w.world, proxy);
+        ASSERT_EQ(ghost_uids(ghost), expected) << "after the ghost's setAabb " << k;
+        seen += int(expected.size());
+        // A body moved onto the ghost: in the ghost's cache at once.
+        btRigidBody* body = w.bodies[std::size_t(k % 25)].get();
+        btVector3 blo, bhi;
+        body->getCollisionShape()->getAabb(at, blo, bhi);
+        broadphase->setAabb(body->getBroadphaseHandle(), blo, bhi, w.world->getDispatcher());
+        ASSERT_TRUE(ghost_uids(ghost).count(body->getBroadphaseHandle()->m_uniqueId))
+            << "after a body's setAabb " << k;
+        ASSERT_EQ(ghost_uids(ghost), overlapping_uids(*w.world, proxy)) << k;
+    }
+    EXPECT_GT(seen, 20);  // the ghost did meet the boxes
+    auto* ours = dynamic_cast<Broadphase*>(w.broadphase.get());
+    ASSERT_TRUE(ours);
+    EXPECT_TRUE(ours->validate()) << ours->validate().error().message;
+    w.world->removeCollisionObject(&ghost);
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(nullptr);
+}
+
+/// Walks a btKinematicCharacterController into a wall for `steps` steps on `broadphase`;
+/// returns where it ends.
+btVector3 walk_into_wall(std::unique_ptr<btBroadphaseInterface> broadphase, int steps) {
+    // Declared before the world, which they outlive.
+    btGhostPairCallback ghost_callback;
+    btBoxShape wall_shape(btVector3(0.2f, 2, 4));
+    btRigidBody::btRigidBodyConstructionInfo info(0, nullptr, &wall_shape);
+    info.m_startWorldTransform.setOrigin(btVector3(3, 2, 0));
+    btRigidBody wall(info);
+    btBoxShape crate(btVector3(0.5f, 0.5f, 0.5f));  // boxes beside the way
+    btCapsuleShape capsule(0.4f, 1.0f);
+    btPairCachingGhostObject ghost;
+    World w(std::move(broadphase));
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(&ghost_callback);
+    w.world->addRigidBody(&wall);
+    for (int i = 0; i < 6; ++i)
+        w.add(&crate, btVector3(-2.0f + float(i), 0.5f, 2.5f), btQuaternion::getIdentity());
+    btTransform start = btTransform::getIdentity();
+    start.setOrigin(btVector3(-2, 1.0f, 0));
+    ghost.setWorldTransform(start);
+    ghost.setCollisionShape(&capsule);
+    ghost.setCollisionFlags(btCollisionObject::CF_CHARACTER_OBJECT);
+    btKinematicCharacterController character(&ghost, &capsule, 0.35f);
+    w.world->addCollisionObject(&ghost, btBroadphaseProxy::CharacterFilter,
+                                btBroadphaseProxy::StaticFilter | btBroadphaseProxy::DefaultFilter);
+    w.world->addAction(&character);
+    character.setWalkDirection(btVector3(0.1f, 0, 0));  // 6 units a second, towards the wall
+    for (int step = 0; step < steps; ++step) w.world->stepSimulation(1.0f / 60, 0);
+    const btVector3 end = ghost.getWorldTransform().getOrigin();
+    w.world->removeAction(&character);
+    w.world->removeCollisionObject(&ghost);
+    w.world->removeRigidBody(&wall);
+    w.broadphase->getOverlappingPairCache()->setInternalGhostPairCallback(nullptr);
+    return end;
+}
+
+// Test 15: a btKinematicCharacterController walking into a wall stops where it stops on
+// btDbvtBroadphase: its recoverFromPenetration calls setAabb on its ghost and reads the ghost's
+// pair cache at once, so pairs that appeared only at the next step would let it sink into the
+// wall.
+TEST_P(BulletGhosts, CharacterControllerStopsAtTheWall) {
+    const btVector3 dbvt = walk_into_wall(std::make_unique<btDbvtBroadphase>(), 90);
+    const btVector3 ours = walk_into_wall(make(GetParam()), 90);
+    EXPECT_LT(dbvt.x(), 3 - 0.2f - 0.4f + 0.05f);  // stopped at the wall's face, not through it
+    EXPECT_NEAR(ours.x(), dbvt.x(), 0.02f);
+    EXPECT_NEAR(ours.y(), dbvt.y(), 0.02f);
+    EXPECT_NEAR(ours.z(), dbvt.z(), 0.02f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, BulletGhosts, ::testing::ValuesIn(cpu_methods()), method_name);
 
 }  // namespace
 }  // namespace broadphase::testing
