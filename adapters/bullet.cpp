@@ -380,16 +380,37 @@ struct GpuSide {
 }  // namespace
 
 /// The pair cache the adapter owns (Options::pair_cache null): Bullet's hashed cache, which
-/// brings the pairs up to date (Broadphase::Impl::flush) before anything reads or changes it,
-/// so that the changes of a step can be applied together at the first look instead of one by
-/// one at each setAabb, and still every reader sees what btDbvtBroadphase would show it.
+/// brings the pairs up to date (Broadphase::Impl::flush) before anything reads it or adds or
+/// removes a pair, so that the changes of a step can be applied together at the first look
+/// instead of one by one at each setAabb, and still every reader sees what btDbvtBroadphase
+/// would show it. Cleaning or removing one proxy's pairs (btCollisionWorld's removal of an
+/// object, destroyProxy) does not flush: the pairs the waiting changes will add for it are
+/// new ones, with nothing to clean, and a removed proxy's waiting changes end with it.
 class FlushingPairCache final : public btHashedOverlappingPairCache {
 public:
     explicit FlushingPairCache(Broadphase::Impl* owner) : owner_(owner) {}
     /// True when a ghost pair callback is set: ghost objects keep pair caches of their own,
     /// which are read without a look at this one, so their pairs are applied at once.
     bool has_ghost_callback() const { return m_ghostPairCallback != nullptr; }
+    /// destroyProxy's removal of a proxy's pairs, without applying the changes that wait
+    /// (its own removal among them); returns how many pairs it removed.
+    int remove_pairs_unflushed(btBroadphaseProxy* proxy, btDispatcher* dispatcher) {
+        const int before = btHashedOverlappingPairCache::getNumOverlappingPairs();
+        removeOverlappingPairsContainingProxy(proxy, dispatcher);
+        return before - btHashedOverlappingPairCache::getNumOverlappingPairs();
+    }
 
+    void removeOverlappingPairsContainingProxy(btBroadphaseProxy* proxy,
+                                               btDispatcher* dispatcher) override {
+        ++quiet_;  // (Bullet's own runs processAllOverlappingPairs, which would flush)
+        btHashedOverlappingPairCache::removeOverlappingPairsContainingProxy(proxy, dispatcher);
+        --quiet_;
+    }
+    void cleanProxyFromPairs(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override {
+        ++quiet_;
+        btHashedOverlappingPairCache::cleanProxyFromPairs(proxy, dispatcher);
+        --quiet_;
+    }
     btBroadphasePair* addOverlappingPair(btBroadphaseProxy* a, btBroadphaseProxy* b) override {
         flush();
         return btHashedOverlappingPairCache::addOverlappingPair(a, b);
@@ -398,15 +419,6 @@ public:
                                 btDispatcher* dispatcher) override {
         flush();
         return btHashedOverlappingPairCache::removeOverlappingPair(a, b, dispatcher);
-    }
-    void removeOverlappingPairsContainingProxy(btBroadphaseProxy* proxy,
-                                               btDispatcher* dispatcher) override {
-        flush();
-        btHashedOverlappingPairCache::removeOverlappingPairsContainingProxy(proxy, dispatcher);
-    }
-    void cleanProxyFromPairs(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override {
-        flush();
-        btHashedOverlappingPairCache::cleanProxyFromPairs(proxy, dispatcher);
     }
     void processAllOverlappingPairs(btOverlapCallback* callback, btDispatcher* dispatcher) override {
         flush();
@@ -441,6 +453,7 @@ public:
 private:
     void flush() const;
     Broadphase::Impl* owner_;
+    int quiet_ = 0;  // inside a call that must not flush
 };
 
 struct Broadphase::Impl {
@@ -466,6 +479,9 @@ struct Broadphase::Impl {
 
     std::vector<Slot> slots;
     std::vector<std::uint32_t> free_slots;  // LIFO
+    // Slots of proxies destroyed while their removal waits for the next flush: free after it,
+    // so that no new proxy takes a slot whose old pairs the tracker still holds.
+    std::vector<std::uint32_t> released_slots;
     std::uint32_t live = 0;
     std::uint32_t invalid = 0;  // live proxies with an invalid box
     int next_uid = 0;
@@ -505,7 +521,10 @@ struct Broadphase::Impl {
 
     /// CPU methods: whether changes wait for the next look at the cache (the adapter's own
     /// cache, with no ghost objects about) or are applied one by one at once.
-    bool batched() const { return own_cache && !own_cache->has_ghost_callback(); }
+    /// A static method rebuilds at every update: its changes always wait (docs/bullet.md).
+    bool batched() const {
+        return tracker->rebuilds() || (own_cache && !own_cache->has_ghost_callback());
+    }
 
     void touch(std::uint32_t s, btDispatcher* dispatcher) {
         if (!gpu) {
@@ -541,7 +560,12 @@ struct Broadphase::Impl {
     /// CPU methods: every change recorded since the last look applied now, its pairs' changes
     /// made in the cache (FlushingPairCache calls it before each read).
     void flush() {
-        if (flushing || gpu || !tracker->pending()) return;
+        if (flushing || gpu) return;
+        if (!tracker->pending()) {
+            free_slots.insert(free_slots.end(), released_slots.begin(), released_slots.end());
+            released_slots.clear();
+            return;
+        }
         flushing = true;
         Status st = guarded("a pair update", [&]() -> Status {
             began.clear();
@@ -551,6 +575,8 @@ struct Broadphase::Impl {
             return Status::success();
         });
         flushing = false;
+        free_slots.insert(free_slots.end(), released_slots.begin(), released_slots.end());
+        released_slots.clear();
         if (!st) {
             fail(st);
             resync = true;
@@ -869,7 +895,7 @@ struct Broadphase::Impl {
 };
 
 void FlushingPairCache::flush() const {
-    owner_->flush();
+    if (quiet_ == 0) owner_->flush();
 }
 
 Broadphase::Broadphase(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -955,9 +981,14 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabb_min, const btVe
 
 void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) {
     Impl& m = *impl_;
-    const int before = m.cache->getNumOverlappingPairs();
-    m.cache->removeOverlappingPairsContainingProxy(proxy, dispatcher);
-    const int removed = before - m.cache->getNumOverlappingPairs();
+    int removed = 0;
+    if (m.own_cache && !m.gpu) {
+        removed = m.own_cache->remove_pairs_unflushed(proxy, dispatcher);
+    } else {
+        const int before = m.cache->getNumOverlappingPairs();
+        m.cache->removeOverlappingPairsContainingProxy(proxy, dispatcher);
+        removed = before - m.cache->getNumOverlappingPairs();
+    }
     if (!m.gpu && removed > 0 && std::uint64_t(removed) <= m.cached) m.cached -= removed;
     const std::uint32_t s = slot_of(proxy);
     Slot& slot = m.slots[s];
@@ -965,9 +996,17 @@ void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher
     delete slot.proxy;
     slot = Slot{};
     --m.live;
+    if (m.gpu) {
+        m.free_slots.push_back(s);
+        return m.touch(s, dispatcher);
+    }
+    if (m.batched()) {  // its pairs left the cache above; the tracker drops them at the flush
+        m.fail(guarded("destroyProxy", [&] { return m.record(s); }));
+        m.released_slots.push_back(s);
+        return;
+    }
     m.free_slots.push_back(s);
-    if (m.gpu) return m.touch(s, dispatcher);
-    m.track(s, dispatcher);  // the slot may be taken again before the next look
+    m.track(s, dispatcher);
 }
 
 void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
@@ -1092,6 +1131,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
         for (const std::uint32_t s : m.found) {
             if (m.ray_stamp[s] == m.ray_count) continue;
             const Slot& slot = m.slots[s];
+            if (!slot.proxy) continue;
             // The box grown by the cast shape's, as btDbvt::rayTestInternal grows its nodes.
             Box grown = slot.box;
             for (int axis = 0; axis < 3; ++axis) {
@@ -1128,7 +1168,8 @@ void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
     m.query(outward(lo, hi), m.query_scratch, m.found);
     std::vector<Proxy*> hits;
     hits.reserve(m.found.size());
-    for (const std::uint32_t s : m.found) hits.push_back(m.slots[s].proxy);
+    for (const std::uint32_t s : m.found)
+        if (m.slots[s].proxy) hits.push_back(m.slots[s].proxy);
     std::sort(hits.begin(), hits.end(),
               [](const Proxy* a, const Proxy* b) { return a->m_uniqueId < b->m_uniqueId; });
     for (Proxy* proxy : hits) callback.process(proxy);
@@ -1179,6 +1220,7 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     }
     m.slots.clear();
     m.free_slots.clear();
+    m.released_slots.clear();
     m.pairs.clear();
     m.bucket_start.clear();
     m.partner.clear();
@@ -1235,7 +1277,7 @@ Status Broadphase::validate() {
     if (live != m.live || invalid != m.invalid)
         return Error{ErrorCode::invariant_violated,
                      "broadphase::bullet: proxy counts disagree with the slots"};
-    if (live + m.free_slots.size() != m.slots.size())
+    if (live + m.free_slots.size() + m.released_slots.size() != m.slots.size())
         return Error{ErrorCode::invariant_violated,
                      "broadphase::bullet: the free list and the live slots do not add up"};
     if (m.gpu) return m.query_index().validate(m.slots);

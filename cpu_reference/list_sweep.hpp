@@ -103,7 +103,7 @@ int spread_axis(const Entries& entries) {
 /// Emits every overlapping pair (a.id, b.id) of `entries` (elements with `box` and `id`) for
 /// which accept(a, b) holds; counts each box test in `box_tests`. `order` is scratch.
 template <class Entries, class Accept, class Emit>
-void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order, std::uint64_t& box_tests,
+void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order, WorkCounter& box_tests,
                 Accept&& accept, Emit&& emit) {
     const std::size_t n = entries.size();
     const int axis = spread_axis(entries);
@@ -127,7 +127,7 @@ void sweep_list(const Entries& entries, std::vector<std::uint32_t>& order, std::
 /// accept(a, b) holds: by sort and sweep when the list is crowded, else all against all (each
 /// of the n(n-1)/2 tests counted in `box_tests`). `order` is scratch.
 template <class Entries, class Accept, class Emit>
-void list_pairs(const Entries& entries, std::vector<std::uint32_t>& order, std::uint64_t& box_tests,
+void list_pairs(const Entries& entries, std::vector<std::uint32_t>& order, WorkCounter& box_tests,
                 Accept&& accept, Emit&& emit) {
     const std::size_t n = entries.size();
     if (n > kCrowded) {
@@ -266,7 +266,7 @@ void erase_by_id(std::vector<Entry>& list, std::uint32_t id) {
 /// (one box test each), then the tree (against_tree(a)); so every pair with an outside box is
 /// found once.
 template <class Entry, class Emit, class AgainstTree>
-void outside_pairs(const std::vector<Entry>& outside, std::uint64_t& box_tests, Emit&& emit,
+void outside_pairs(const std::vector<Entry>& outside, WorkCounter& box_tests, Emit&& emit,
                    AgainstTree&& against_tree) {
     for (std::size_t i = 0; i < outside.size(); ++i) {
         const Entry& a = outside[i];
@@ -365,7 +365,7 @@ inline double slack(double scale) {
 // First run position whose min is >= v (binary search; counts its steps as box tests).
 template <class Entries>
 std::size_t first_at_least(const Entries& entries, const SweepIndex& index, double v,
-                           std::uint64_t& box_tests) {
+                           WorkCounter& box_tests) {
     const int axis = index.axis;
     box_tests += std::bit_width(std::uint64_t(index.sorted));
     return std::size_t(
@@ -380,7 +380,7 @@ std::size_t first_at_least(const Entries& entries, const SweepIndex& index, doub
 /// an unindexed list), counting each one in `box_tests`.
 template <class Entries, class Visit>
 void for_each_meeting(const Entries& entries, const SweepIndex& index, float lo, float hi,
-                      std::uint64_t& box_tests, Visit&& visit) {
+                      WorkCounter& box_tests, Visit&& visit) {
     if (!index.active()) {
         box_tests += entries.size();
         for (const auto& e : entries) visit(e);
@@ -406,7 +406,7 @@ void for_each_meeting(const Entries& entries, const SweepIndex& index, float lo,
 /// all against all. Counts each box test and search step in `box_tests`.
 template <class A, class B, class Emit>
 void cross_pairs(const A& a, const SweepIndex& a_index, const Box& a_bound, const B& b,
-                 const SweepIndex& b_index, const Box& b_bound, std::uint64_t& box_tests,
+                 const SweepIndex& b_index, const Box& b_bound, WorkCounter& box_tests,
                  Emit&& emit) {
     const auto look_up = [&box_tests, &emit](const auto& from, const Box& into_bound,
                                              const auto& into, const SweepIndex& into_index) {
@@ -440,7 +440,7 @@ void cross_pairs(const A& a, const SweepIndex& a_index, const Box& a_bound, cons
 /// of the ray inside both the cell and the run's bounds.
 template <class Entries, class Consider, class Bound>
 void ray_scan(const Entries& entries, const SweepIndex& index, const Ray& ray, float t_enter,
-              const Box& cell, std::uint64_t& box_tests, Consider&& consider, Bound&& bound) {
+              const Box& cell, WorkCounter& box_tests, Consider&& consider, Bound&& bound) {
     box_tests += entries.size() - (index.active() ? index.sorted : 0);
     for (std::size_t i = index.active() ? index.sorted : 0; i < entries.size(); ++i) {
         consider(entries[i]);
@@ -520,7 +520,7 @@ void ray_scan(const Entries& entries, const SweepIndex& index, const Ray& ray, f
 /// ray_scan keeping the closest hit in `best` (bounded by it, or by the ray's tmax).
 template <class Entries>
 void ray_scan_closest(const Entries& entries, const SweepIndex& index, const Ray& ray,
-                      float t_enter, const Box& cell, std::uint64_t& box_tests,
+                      float t_enter, const Box& cell, WorkCounter& box_tests,
                       std::optional<RayHit>& best) {
     ray_scan(
         entries, index, ray, t_enter, cell, box_tests,
@@ -559,7 +559,7 @@ float cursor_key(const Entries& entries, const SweepIndex& index, const Vec3& p,
 template <class Entries>
 void knn_open(const Entries& entries, const SweepIndex& index, const Vec3& p, std::uint32_t list,
               std::vector<Cursor>& cursors, std::uint32_t base, best_first::Queue& queue,
-              std::uint64_t& box_tests) {
+              WorkCounter& box_tests) {
     const std::size_t from = index.active() ? index.sorted : 0;
     box_tests += entries.size() - from;
     for (std::size_t i = from; i < entries.size(); ++i) {
@@ -582,7 +582,7 @@ void knn_open(const Entries& entries, const SweepIndex& index, const Vec3& p, st
 template <class Entries>
 void knn_step(const Entries& entries, const SweepIndex& index, const Vec3& p,
               std::vector<Cursor>& cursors, std::uint32_t slot, std::uint32_t base,
-              best_first::Queue& queue, std::uint64_t& box_tests) {
+              best_first::Queue& queue, WorkCounter& box_tests) {
     Cursor& c = cursors[slot];
     ++box_tests;
     queue.push_box(point_box_distance(p, entries[c.pos].box), entries[c.pos].id);
@@ -597,7 +597,7 @@ void knn_step(const Entries& entries, const SweepIndex& index, const Vec3& p,
 template <class Nodes>
 class ListKnn {
 public:
-    ListKnn(const Nodes& nodes, const Vec3& p, std::uint64_t& box_tests)
+    ListKnn(const Nodes& nodes, const Vec3& p, WorkCounter& box_tests)
         : nodes_(nodes),
           p_(p),
           box_tests_(box_tests),
@@ -639,7 +639,7 @@ public:
 private:
     const Nodes& nodes_;
     const Vec3& p_;
-    std::uint64_t& box_tests_;
+    WorkCounter& box_tests_;
     std::uint32_t base_;
     std::vector<Cursor> cursors_;
 };

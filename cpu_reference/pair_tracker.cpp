@@ -105,11 +105,10 @@ struct PairTracker::Impl {
     std::uint32_t epoch = 0;
     std::vector<std::uint32_t> found, requery, scratch;
 
-    // Static structures: structure id -> body id, body id -> structure id; the side list holds
-    // the bodies whose fat box changed since the build (the structure's box is stale).
-    std::vector<std::uint32_t> id_of_built, built_of;
-    std::vector<std::uint32_t> side, side_pos;
-    bool rebuild_due = false;
+    // Static structures: built over the boxes (not fat ones) at each update with changes,
+    // their pairs found whole and compared with the last ones; structure id -> body id.
+    std::vector<std::uint32_t> id_of_built;
+    std::vector<Pair> found_pairs, next_pairs, diff_began, diff_ended;
 
     // The typical extent: the lower median of the first kMarginSample boxes' mean extents.
     std::vector<float> sample;
@@ -128,10 +127,6 @@ struct PairTracker::Impl {
         boxes.resize(n);
         adj.resize(n);
         mark.resize(n, 0);
-        if (!dynamic) {
-            built_of.resize(n, kNone);
-            side_pos.resize(n, kNone);
-        }
     }
 
     void note_change(std::uint32_t id) {
@@ -274,64 +269,72 @@ struct PairTracker::Impl {
     /// The structure takes body id's (new) fat box.
     Status put(std::uint32_t id, bool was_in) {
         const Body& b = bodies[id];
-        if (dynamic) return was_in ? structure->move(id, b.fat) : structure->insert(id, b.fat);
-        if (side_pos[id] == kNone) {
-            side_pos[id] = static_cast<std::uint32_t>(side.size());
-            side.push_back(id);
-        }
-        return Status::success();
+        return was_in ? structure->move(id, b.fat) : structure->insert(id, b.fat);
     }
 
-    Status take_out(std::uint32_t id) {
-        if (dynamic) return structure->remove(id);
-        if (side_pos[id] != kNone) {
-            const std::uint32_t last = side.back();
-            side[side_pos[id]] = last;
-            side_pos[last] = side_pos[id];
-            side.pop_back();
-            side_pos[id] = kNone;
-        }
-        if (built_of[id] != kNone) {
-            id_of_built[built_of[id]] = kNone;  // a removed body's stale box
-            built_of[id] = kNone;
-        }
-        return Status::success();
-    }
+    // ---- static structures: rebuilt, their pairs found whole ----
 
-    /// A static structure is built over every applied body's fat box when its side list has
-    /// grown past a few percent of the bodies (or `force`).
-    Status rebuild_if_due(bool force) {
-        if (dynamic || side.empty()) return Status::success();
-        if (!force && side.size() <= 32 + present / 32) return Status::success();
-        std::vector<Box> fat_boxes;
+    /// Applies every change, builds the structure over the boxes and compares its pairs with
+    /// the last ones.
+    Status update_rebuild(std::vector<Pair>& began, std::vector<Pair>& ended) {
+        ++stats.updates;
+        for (const std::uint32_t id : pending) {
+            Body& b = bodies[id];
+            if (!b.changed) continue;
+            b.changed = false;
+            ++stats.changed;
+            b.reborn = false;
+            b.filter_changed = false;
+            b.in_structure = b.present;
+            if (!b.present) continue;
+            boxes[id] = b.next_box;
+            b.filter = b.next_filter;
+            b.is_static = b.next_static;
+        }
+        pending.clear();
+        pending_count = 0;
+        std::vector<Box> built;
         id_of_built.clear();
+        bool filtered = false;
         for (std::uint32_t id = 0; id < bodies.size(); ++id) {
-            built_of[id] = kNone;
             if (!bodies[id].in_structure) continue;
-            built_of[id] = static_cast<std::uint32_t>(id_of_built.size());
             id_of_built.push_back(id);
-            fat_boxes.push_back(bodies[id].fat);
+            built.push_back(boxes[id]);
+            filtered |= !(bodies[id].filter == Filter{});
         }
-        for (const std::uint32_t id : side) side_pos[id] = kNone;
-        side.clear();
         ++stats.rebuilds;
-        return build_structure(*structure, fat_boxes);
+        if (Status s = build_structure(*structure, built); !s) return s;
+        structure->clear_filters();
+        if (filtered)
+            for (std::uint32_t k = 0; k < id_of_built.size(); ++k)
+                structure->set_filter(k, bodies[id_of_built[k]].filter);
+        found_pairs.clear();
+        structure->self_pairs(found_pairs);
+        next_pairs.clear();
+        for (const Pair& p : found_pairs) {
+            const std::uint32_t i = id_of_built[p.i], j = id_of_built[p.j];
+            if (bodies[i].is_static && bodies[j].is_static) continue;
+            next_pairs.push_back(i < j ? Pair{i, j} : Pair{j, i});
+        }
+        std::sort(next_pairs.begin(), next_pairs.end());
+        stats.candidate_tests += next_pairs.size();
+        diff_sorted(pairs, next_pairs, began, ended);
+        pairs.swap(next_pairs);
+        return Status::success();
     }
 
-    /// Appends the bodies whose fat box overlaps `region` (each once).
+    /// Appends now \ before to `began` and before \ now to `ended` (both lists sorted).
+    static void diff_sorted(const std::vector<Pair>& before, const std::vector<Pair>& now,
+                            std::vector<Pair>& began, std::vector<Pair>& ended) {
+        std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
+                            std::back_inserter(began));
+        std::set_difference(before.begin(), before.end(), now.begin(), now.end(),
+                            std::back_inserter(ended));
+    }
+
+    /// Appends the bodies whose fat box overlaps `region` (dynamic structures).
     void query_fat(const Box& region, std::vector<std::uint32_t>& out) {
-        if (dynamic) {
-            structure->query_box(region, out);
-            return;
-        }
-        scratch.clear();
-        structure->query_box(region, scratch);
-        for (const std::uint32_t k : scratch) {
-            const std::uint32_t id = id_of_built[k];
-            if (id != kNone && side_pos[id] == kNone) out.push_back(id);
-        }
-        for (const std::uint32_t id : side)
-            if (overlaps(bodies[id].fat, region)) out.push_back(id);
+        structure->query_box(region, out);
     }
 
     // ---- the three phases ----
@@ -344,7 +347,7 @@ struct PairTracker::Impl {
         if (!b.present || b.reborn) {
             if (b.in_structure) {
                 drop_all(id, ended);
-                if (Status s = take_out(id); !s) return s.error();
+                if (Status s = structure->remove(id); !s) return s.error();
                 b.in_structure = false;
             }
             b.reborn = false;
@@ -437,6 +440,7 @@ struct PairTracker::Impl {
     }
 
     Status update_all(std::vector<Pair>& began, std::vector<Pair>& ended) {
+        if (!dynamic) return update_rebuild(began, ended);
         ++stats.updates;
         const std::size_t began_from = began.size(), ended_from = ended.size();
         bool reborn = false;
@@ -453,8 +457,6 @@ struct PairTracker::Impl {
         }
         pending.resize(live);
         stats.changed += live;
-        if (Status s = rebuild_if_due(!requery.empty() && requery.size() * 8 > present); !s)
-            return s;
         for (const std::uint32_t id : requery) requery_one(id, ended);
         for (const std::uint32_t id : pending)
             if (bodies[id].present) test_one(id, began, ended);
@@ -465,6 +467,7 @@ struct PairTracker::Impl {
 
     Status update_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended) {
         if (id >= bodies.size() || !bodies[id].changed) return Status::success();
+        if (!dynamic) return update_rebuild(began, ended);  // the others' changes with it
         ++stats.updates;
         ++stats.changed;
         const std::size_t began_from = began.size(), ended_from = ended.size();
@@ -475,10 +478,7 @@ struct PairTracker::Impl {
         // right after it was made), else skipped and dropped by the next update of all.
         if (pending.back() == id) pending.pop_back();
         if (pending_count == 0) pending.clear();
-        if (needs.value()) {
-            if (Status s = rebuild_if_due(false); !s) return s;
-            requery_one(id, ended);
-        }
+        if (needs.value()) requery_one(id, ended);
         if (bodies[id].present) test_one(id, began, ended);
         if (reborn) cancel_repeats(began_from, ended_from, began, ended);
         return Status::success();
@@ -510,6 +510,9 @@ Result<std::unique_ptr<PairTracker>> PairTracker::create(const Config& config) {
         }
         impl->dynamic = impl->structure->is_dynamic();
         if (!impl->dynamic) (void)impl->structure->build({});
+        if (!impl->dynamic && config.hysteresis > 0)
+            return impl->invalid("hysteresis needs a dynamic method; " + config.method +
+                                 " is rebuilt and its pairs found whole at each update");
         return std::unique_ptr<PairTracker>(new PairTracker(std::move(impl)));
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory, "pair tracker: out of memory creating " +
@@ -618,12 +621,7 @@ void PairTracker::query_box(const Box& region, std::vector<std::uint32_t>& out) 
     } else {
         std::vector<std::uint32_t> built;
         m.structure->query_box(region, built);
-        for (const std::uint32_t k : built) {
-            const std::uint32_t id = m.id_of_built[k];
-            if (id != kNone && m.side_pos[id] == kNone) hits.push_back(id);
-        }
-        for (const std::uint32_t id : m.side)
-            if (overlaps(m.bodies[id].fat, region)) hits.push_back(id);
+        for (const std::uint32_t k : built) hits.push_back(m.id_of_built[k]);
     }
     for (const std::uint32_t id : hits)
         if (overlaps(m.boxes[id], region)) out.push_back(id);
@@ -659,9 +657,6 @@ void PairTracker::clear() {
     m.pending_count = 0;
     m.present = 0;
     m.id_of_built.clear();
-    m.built_of.clear();
-    m.side.clear();
-    m.side_pos.clear();
     m.sample.clear();
     m.typical = 0;
     (void)m.structure->build({});
@@ -669,6 +664,10 @@ void PairTracker::clear() {
 
 std::string_view PairTracker::method() const {
     return impl_->config.method;
+}
+
+bool PairTracker::rebuilds() const {
+    return !impl_->dynamic;
 }
 
 PairTrackerStats PairTracker::stats() const {
@@ -692,7 +691,7 @@ Status PairTracker::validate() const {
             continue;
         }
         ++held;
-        if (!contains_box(b.fat, m.boxes[id]))
+        if (m.dynamic && !contains_box(b.fat, m.boxes[id]))
             return broken("body " + std::to_string(id) + "'s fat box does not hold its box", id);
         for (std::uint32_t k = 0; k < m.adj[id].size(); ++k) {
             const Link link = m.adj[id][k];
@@ -719,7 +718,7 @@ Status PairTracker::validate() const {
     std::sort(got.begin(), got.end());
     if (std::adjacent_find(got.begin(), got.end()) != got.end())
         return broken("a pair is held twice");
-    for (std::uint32_t s = 0; s < m.pairs.size(); ++s)
+    for (std::uint32_t s = 0; m.dynamic && s < m.pairs.size(); ++s)
         if (m.cands[m.pair_cand[s]].pair != s) return broken("pair slots disagree");
     if (m.config.hysteresis <= 0) {
         if (got != expected)

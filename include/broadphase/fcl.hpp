@@ -7,9 +7,11 @@
 //     manager->setup();
 //     manager->collide(&data, ::fcl::DefaultCollisionFunction<double>);
 //
-// Every CPU method (cpu_method_names()) sits behind it, the dynamic ones kept up to date by
-// insert, remove and move, the static ones rebuilt when something changed; "gpu_lbvh" finds the
-// self-collide pairs through gpu::ProxyScene and answers every other query from a CPU mirror.
+// Every CPU method (cpu_method_names()) sits behind a PairTracker (broadphase/pair_tracker.hpp),
+// which keeps the overlapping pairs from the objects that moved alone: each write (register,
+// unregister, update, setup) brings it up to date, the self collide walks its pairs. "gpu_lbvh"
+// finds the self-collide pairs through gpu::ProxyScene and answers every other query from a CPU
+// mirror.
 //
 // The structures hold float boxes: each object's AABB is rounded outward to float (a bound that
 // the cast rounded inward is moved one float further out, values past the float range clamp to
@@ -20,7 +22,10 @@
 // The callbacks follow FCL's protocol: a collision callback returning true stops the search; a
 // distance callback writes the smallest distance found so far into its S& argument, which
 // prunes what follows (it is called only for pairs whose AABB distance, in S, is below that
-// value, as FCL's managers do), and returning true stops.
+// value, as FCL's managers do), and returning true stops. The arguments come in
+// DynamicAABBTreeCollisionManager's order: collide(obj) and distance(obj) call
+// callback(registered, obj), collide(other) and distance(other) callback(this manager's object,
+// other's object).
 //
 // The implementation is adapters/fcl.cpp, instantiated there for float and double.
 #pragma once
@@ -33,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broadphase/pair_tracker.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::gpu {
@@ -50,29 +56,42 @@ struct Options {
     /// gpu_lbvh only: the CPU method of the mirror that answers collide(object), collide(other
     /// manager) and every distance query (a name of cpu_method_names()).
     std::string_view query_method = "dynamic_aabb_tree";
+    /// CPU methods: the pair tracker's fat-box margin and motion prediction
+    /// (PairTracker::Config, whose defaults these are; docs/fcl.md, "Costs", measures them).
+    float margin = PairTracker::Config{}.margin;
+    float prediction = PairTracker::Config{}.prediction;
 };
 
-/// What the adapter has done so far, for tests and benches.
+/// What the adapter has done so far, for tests and benches. The counts of the last query are
+/// those of the last one to finish: queries running at once on several threads each publish
+/// theirs at their end (atomics; no count is torn, one query's wins).
 struct Stats {
-    std::uint64_t builds = 0;      ///< builds of the structure over every object (setup, rebuilds)
+    std::uint64_t builds = 0;      ///< builds over every object: a static method's structure in
+                                   ///< the pair tracker, a tracker refilled after a failure,
+                                   ///< gpu_lbvh's mirror
     std::uint64_t gpu_steps = 0;   ///< gpu_lbvh: ProxyScene frames run (one per self collide
                                    ///< after changes)
     std::uint64_t candidates = 0;  ///< last query: pairs whose float boxes overlap (or are near
                                    ///< enough, for distance), before the test in S
     std::uint64_t callbacks = 0;   ///< last query: calls of the callback
+    PairTrackerStats tracker;      ///< CPU methods: the pair tracker's work since create()
 };
 
 /// The `BroadPhaseCollisionManager<S>` over one broadphase method, for S float or double. Objects
 /// are the caller's (never owned or deleted); the manager keeps each one's AABB as it was at
-/// registerObject or the last update that named it, as FCL's tree managers do. Not
-/// thread-safe, and a const query may update the structure (a static method's rebuild after
-/// changes): one thread at a time.
+/// registerObject or the last update that named it, as FCL's tree managers do.
 ///
-/// Where it differs from FCL's managers: queries need no setup() first (a structure out of
-/// date is brought up to date by the next query); registering an object twice, or
-/// unregistering or updating one that is not registered, changes nothing; a failure of the
-/// method itself (a Vulkan error, memory) is kept in status() and the query is answered from a
-/// linear scan or from the CPU mirror, so that no pair is lost.
+/// Threads: the writes (register, unregister, update, setup, clear) one at a time; the const
+/// queries (collide, distance, getObjects, empty, size, status, stats, validate) may run on
+/// several threads at once while no write runs. They read only (gpu_lbvh's self collide runs
+/// its GPU frame, and its first other query builds its mirror, under a mutex).
+///
+/// Where it differs from FCL's managers: queries need no setup() first (every write leaves
+/// the structure up to date); registering an object twice, or unregistering or updating one
+/// that is not registered, changes nothing; a failure of the method itself (a Vulkan error,
+/// memory: std::bad_alloc or std::length_error, the callbacks' included) is kept in status()
+/// and never thrown; a query that met it was answered from a linear scan or from the CPU
+/// mirror, so that no pair is lost, unless memory ran out within that query, which then stops.
 template <class S>
 class CollisionManager final : public ::fcl::BroadPhaseCollisionManager<S> {
 public:
@@ -93,38 +112,42 @@ public:
     CollisionManager(const CollisionManager&) = delete;
     CollisionManager& operator=(const CollisionManager&) = delete;
 
-    /// Adds the objects (each with its AABB computed: CollisionObject::computeAABB). A batch
-    /// as large as the manager already is rebuilds the structure in bulk at the next query.
+    /// Adds the objects (each with its AABB computed: CollisionObject::computeAABB), then
+    /// brings the pairs up to date once.
     void registerObjects(const std::vector<Object*>& other_objs) override;
-    /// Adds one object (its AABB computed). Null and already registered objects are ignored.
+    /// Adds one object (its AABB computed) and finds its pairs. Null and already registered
+    /// objects are ignored.
     void registerObject(Object* obj) override;
     /// Removes one object; one that is not registered is ignored.
     void unregisterObject(Object* obj) override;
-    /// Brings the structure up to date (a static method's build) before the queries. gpu_lbvh
-    /// leaves its GPU frame to the next self collide and its mirror to the next other query.
+    /// Nothing to do for CPU methods, whose writes keep them up to date (a tracker that a
+    /// failure emptied is refilled here). gpu_lbvh leaves its GPU frame to the next self collide
+    /// and its mirror to the next other query.
     void setup() override;
-    /// Reads every object's AABB again (after setTransform + computeAABB) and brings the
-    /// structure up to date, as setup(): dynamic methods move the boxes that changed (or
-    /// rebuild when most did), static ones rebuild when any did.
+    /// Reads every object's AABB again (after setTransform + computeAABB) and updates the pairs
+    /// from the objects whose box changed: a body that stays inside its fat box costs a box test
+    /// per candidate, one that leaves it a query (pair_tracker.hpp). gpu_lbvh moves the boxes of
+    /// its scene and its mirror.
     void update() override;
-    /// Reads one object's AABB again; a static method rebuilds at the next query or setup().
+    /// Reads one object's AABB again and updates its pairs.
     void update(Object* updated_obj) override;
-    /// Reads these objects' AABBs again and brings the structure up to date, as update().
+    /// Reads these objects' AABBs again, then as update().
     void update(const std::vector<Object*>& updated_objs) override;
     /// Removes every object.
     void clear() override;
     /// Replaces `objs` with the registered objects, in no particular order.
     void getObjects(std::vector<Object*>& objs) const override;
 
-    /// Calls callback(obj, o, cdata) for every registered o whose AABB overlaps obj's (obj
+    /// Calls callback(o, obj, cdata) for every registered o whose AABB overlaps obj's (obj
     /// itself too when registered), until the callback returns true.
     void collide(Object* obj, void* cdata, ::fcl::CollisionCallBack<S> callback) const override;
-    /// The distance from obj to the registered objects: calls callback(obj, o, cdata, d) for
+    /// The distance from obj to the registered objects: calls callback(o, obj, cdata, d) for
     /// the objects whose AABB distance to obj's is below d, the value the callback wrote last
     /// (the largest S at first), overlapping ones first, until it returns true.
     void distance(Object* obj, void* cdata, ::fcl::DistanceCallBack<S> callback) const override;
     /// Calls callback(a, b, cdata) once for every pair of registered objects whose AABBs
-    /// overlap (a registered before b), until the callback returns true.
+    /// overlap, a registered before b (NaiveCollisionManager's order; the dynamic tree's follows
+    /// its leaves and has none to keep), until the callback returns true.
     void collide(void* cdata, ::fcl::CollisionCallBack<S> callback) const override;
     /// The smallest distance between registered objects, pruned as distance(obj): overlapping
     /// pairs first, then per object a box query of its AABB grown by the running minimum.
@@ -149,9 +172,10 @@ public:
     /// it was answered by a linear scan or by the CPU mirror instead.
     Status status() const;
     /// What the adapter has done so far.
-    const Stats& stats() const;
+    Stats stats() const;
     /// Checks the adapter's invariants (every object once, its float box the outward rounding
-    /// of its AABB) and the structure's validate(), after bringing it up to date.
+    /// of its AABB, the tracker holding exactly these boxes) and the tracker's or mirror's
+    /// validate() (the tracker's compares its pairs with brute force: O(n^2), for tests).
     Status validate() const;
 
 private:

@@ -50,9 +50,11 @@ struct PairTrackerStats {
 class PairTracker {
 public:
     struct Config {
-        /// The CPU method that holds the fat boxes (make_structure's names). Dynamic structures
-        /// follow each fat box; static ones are rebuilt at an update when fat boxes changed, and
-        /// between builds (update of one id) hold the changed ones in a short side list.
+        /// The CPU method (make_structure's names). A dynamic structure holds the fat boxes
+        /// and follows the changes as described above. A static one is instead rebuilt over
+        /// the boxes at each update with changes and its pairs found whole (self_pairs) and
+        /// compared with the last ones: cheaper when most bodies move every step, but every
+        /// update costs O(n log n), an update of one id included.
         std::string method = "dynamic_aabb_tree";
         /// The fat box's margin on each axis: this fraction of the smaller of the box's extent
         /// there and the typical extent (the lower median of the first 1024 boxes' mean
@@ -61,9 +63,10 @@ public:
         /// The fat box is stretched along the last displacement (tight box centre to centre)
         /// times this, capped at 4 typical extents (a teleport does not make a huge fat box).
         float prediction = 3.0f;
-        /// 0: a pair lasts exactly while the closed tight boxes overlap. h > 0: a pair begins
-        /// when they overlap and ends when they are more than h apart on some axis (engines
-        /// like fewer pairs that come and go). The fat margin is at least h/2.
+        /// 0: a pair lasts exactly while the closed tight boxes overlap. h > 0 (dynamic methods
+        /// only): a pair begins when they overlap and ends when they are more than h apart on
+        /// some axis (engines like fewer pairs that come and go). The fat margin is at least
+        /// h/2.
         float hysteresis = 0;
     };
 
@@ -114,6 +117,8 @@ public:
     void clear();
 
     std::string_view method() const;
+    /// True for a static method: every update rebuilds it and finds its pairs whole.
+    bool rebuilds() const;
     PairTrackerStats stats() const;
     /// Checks the invariants: every present, updated body in the structure with its fat box
     /// around its box, candidates linked both ways, and the pairs equal to brute force over

@@ -2,6 +2,7 @@
 // oracle) included, and the factory that makes them by method name.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,11 +15,34 @@
 
 namespace broadphase {
 
+/// A work counter that concurrent queries may bump without a data race: a relaxed atomic load
+/// and store, as cheap as a plain increment; bumps that race may be lost, which costs a
+/// statistic, never memory safety. Reads as a std::uint64_t.
+class WorkCounter {
+public:
+    WorkCounter(std::uint64_t value = 0) : value_(value) {}
+    WorkCounter(const WorkCounter& other) : value_(other.get()) {}
+    WorkCounter& operator=(const WorkCounter& other) {
+        value_.store(other.get(), std::memory_order_relaxed);
+        return *this;
+    }
+    operator std::uint64_t() const { return get(); }
+    std::uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+    WorkCounter& operator++() { return *this += 1; }
+    WorkCounter& operator+=(std::uint64_t n) {
+        value_.store(get() + n, std::memory_order_relaxed);
+        return *this;
+    }
+
+private:
+    std::atomic<std::uint64_t> value_;
+};
+
 /// Work counters of the queries since the last reset_stats().
 struct QueryStats {
-    std::uint64_t nodes_visited = 0;   ///< internal nodes / cells entered
-    std::uint64_t leaves_visited = 0;  ///< leaves / buckets whose boxes were tested
-    std::uint64_t box_tests = 0;       ///< box-versus-box (or ray/point) tests on input boxes
+    WorkCounter nodes_visited = 0;   ///< internal nodes / cells entered
+    WorkCounter leaves_visited = 0;  ///< leaves / buckets whose boxes were tested
+    WorkCounter box_tests = 0;       ///< box-versus-box (or ray/point) tests on input boxes
 };
 
 /// One of the k nearest boxes to a point: distance from the point to the closed box (0 inside).

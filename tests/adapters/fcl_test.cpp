@@ -3,12 +3,14 @@
 // (BVHModel<OBBRSS>), on every method (each CPU structure, and gpu_lbvh on the process's one
 // Vulkan device, with no validation error allowed). Collide must show the callback exactly the
 // pairs the naive manager shows it (and the narrowphase callback the same result); distance must
-// end at the naive manager's minimum while calling the callback on fewer pairs. The
+// end at the naive manager's minimum while calling the callback on fewer pairs. The callbacks'
+// argument order is DynamicAABBTreeCollisionManager's, the manager ours replaces. The
 // narrowphase callbacks are FCL's DefaultCollisionFunction and DefaultDistanceFunction for
 // double, and callbacks of the same protocol over the objects' AABBs for float (Narrowphase).
 #include "broadphase/fcl.hpp"
 
 #include <fcl/broadphase/broadphase_bruteforce.h>
+#include <fcl/broadphase/broadphase_dynamic_AABB_tree.h>
 #include <fcl/broadphase/default_broadphase_callbacks.h>
 #include <fcl/geometry/bvh/BVH_model.h>
 #include <fcl/geometry/shape/box.h>
@@ -16,18 +18,24 @@
 #include <fcl/math/bv/OBBRSS.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <new>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "broadphase/structure.hpp"
 
+#ifndef BROADPHASE_HAS_GPU
+#define BROADPHASE_HAS_GPU 0  // a build without the GPU part (Test 8 counts the methods with it)
+#endif
 #if BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
 #endif
@@ -148,6 +156,11 @@ bool record_distance(Object<S>* a, Object<S>* b, void* data, S&) {
     return record<S>(a, b, data);
 }
 
+std::vector<Key> swapped(std::vector<Key> calls) {
+    for (Key& k : calls) std::swap(k.first, k.second);
+    return calls;
+}
+
 std::set<Key> unordered(const std::vector<Key>& calls) {
     std::set<Key> out;
     for (auto [a, b] : calls) out.insert(a < b ? Key{a, b} : Key{b, a});
@@ -226,6 +239,12 @@ struct Narrowphase<float> {
         return d.done;
     }
 };
+
+// Narrowphase<S>::distance with its objects turned around: (b, a) for the manager's (a, b).
+template <class S>
+bool distance_turned(Object<S>* a, Object<S>* b, void* data, S& dist) {
+    return Narrowphase<S>::distance(b, a, data, dist);
+}
 
 template <class S>
 std::size_t default_contacts(const ::fcl::BroadPhaseCollisionManager<S>& m,
@@ -357,7 +376,7 @@ TYPED_TEST(FclManager, SelfCollideSeesTheNaivePairs) {
 }
 
 // Test 2: collide and distance against one object, registered or not: the overlapping pairs
-// the naive manager offers (it offers every object), the object first; the same contacts and
+// the naive manager offers (it offers every object), the object second; the same contacts and
 // the same minimum distance.
 TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
     using S = TypeParam;
@@ -378,20 +397,23 @@ TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
             m->collide(q, &ours, record<S>);
             naive.collide(q, &theirs, record<S>);
             EXPECT_EQ(ours.calls, overlapping<S>(ours.calls)) << "a pair that does not overlap";
-            const std::vector<Key> expected = overlapping<S>(theirs.calls);
+            // The naive manager calls (q, o), the dynamic tree (o, q), as ours.
+            const std::vector<Key> expected = swapped(overlapping<S>(theirs.calls));
             EXPECT_EQ(std::set<Key>(ours.calls.begin(), ours.calls.end()),
                       std::set<Key>(expected.begin(), expected.end()));
             EXPECT_EQ(ours.calls.size(), expected.size());
-            for (Key k : ours.calls) EXPECT_EQ(k.first, q);
+            for (Key k : ours.calls) EXPECT_EQ(k.second, q);
 
             typename Narrowphase<S>::Collision a(1000), b(1000);
             m->collide(q, &a, Narrowphase<S>::collide);
             naive.collide(q, &b, Narrowphase<S>::collide);
             EXPECT_EQ(a.contacts(), b.contacts());
 
+            // FCL's distance of a pair depends on its argument order in the last bits: the
+            // naive manager's calls are turned around to compare exactly.
             typename Narrowphase<S>::Distance da, db;
             m->distance(q, &da, Narrowphase<S>::distance);
-            naive.distance(q, &db, Narrowphase<S>::distance);
+            naive.distance(q, &db, distance_turned<S>);
             expect_same_min_distance(da.min_distance(), db.min_distance());
         }
         // Far from everything: the distance still finds the nearest object.
@@ -400,7 +422,7 @@ TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
         far.computeAABB();
         typename Narrowphase<S>::Distance da, db;
         m->distance(&far, &da, Narrowphase<S>::distance);
-        naive.distance(&far, &db, Narrowphase<S>::distance);
+        naive.distance(&far, &db, distance_turned<S>);
         EXPECT_GT(db.min_distance(), S(50));
         expect_same_min_distance(da.min_distance(), db.min_distance());
         EXPECT_LT(m->stats().callbacks, scene.objects.size() / 4) << "distance did not prune";
@@ -635,7 +657,8 @@ TYPED_TEST(FclManager, ClearEmptySizeObjects) {
     }
 }
 
-// Test 8: method_names lists every CPU method (and gpu_lbvh); unknown names are refused.
+// Test 8: method_names lists every CPU method (and gpu_lbvh); unknown names and bad tracker
+// settings are refused.
 TEST(FclManagerCreate, MethodsAndErrors) {
     const std::vector<std::string_view> names = CollisionManager<double>::method_names();
     EXPECT_EQ(names.size(), broadphase::cpu_method_names().size() + (BROADPHASE_HAS_GPU ? 1 : 0));
@@ -644,6 +667,12 @@ TEST(FclManagerCreate, MethodsAndErrors) {
         EXPECT_TRUE(m) << name;
     }
     EXPECT_FALSE(CollisionManager<double>::create("no_such_method"));
+    broadphase::fcl::Options bad_margin;
+    bad_margin.margin = -1;
+    auto refused_margin = CollisionManager<double>::create("dynamic_aabb_tree", bad_margin);
+    ASSERT_FALSE(refused_margin);
+    EXPECT_EQ(refused_margin.error().code, broadphase::ErrorCode::invalid_argument);
+    EXPECT_NE(refused_margin.error().message.find("margin"), std::string::npos);
 #if BROADPHASE_HAS_GPU
     ASSERT_NE(gpu_context(), nullptr);
     broadphase::fcl::Options bad;
@@ -727,6 +756,286 @@ TEST(FclManagerDouble, RoundingKeepsExactlyTheDoublePairs) {
         EXPECT_EQ(unordered(ours.calls), unordered(theirs.calls));
         EXPECT_GT(m->stats().candidates, ours.calls.size()) << "rounding should join some boxes";
         expect_valid(*m);
+    }
+}
+
+// Test 11: the callbacks' arguments in DynamicAABBTreeCollisionManager's order, the manager ours
+// replaces: collide(obj) and distance(obj) call (registered, obj), collide(other) and
+// distance(other) (this manager's object, the other's). The self collide gives each pair once,
+// as the tree does; the tree's order follows its leaves, ours the registration (the earlier
+// object first), which is the tree's too for two objects registered one by one.
+TYPED_TEST(FclManager, CallbackOrderIsTheDynamicTrees) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(16, 150, S(15), S(2));
+    const Scene<S> probes = make_scene<S>(17, 6, S(15), S(4));
+    const Scene<S> other = make_scene<S>(18, 40, S(15), S(2));
+    ::fcl::DynamicAABBTreeCollisionManager<S> tree, tree_other;
+    tree.registerObjects(scene.pointers());
+    tree.setup();
+    tree_other.registerObjects(other.pointers());
+    tree_other.setup();
+    const auto ordered = [](const std::vector<Key>& calls) {
+        return std::set<Key>(calls.begin(), calls.end());
+    };
+    const auto rank = [&](const void* o) {
+        for (std::size_t i = 0; i < scene.objects.size(); ++i)
+            if (scene.objects[i].get() == o) return i;
+        return scene.objects.size();
+    };
+    const Scene<S> two = make_scene<S>(19, 2, S(0), S(1));  // both at the origin: one pair
+
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        m->setup();
+        std::size_t with_probes = 0;
+        for (Object<S>* q : probes.pointers()) {
+            Recorder<S> ours, theirs;
+            m->collide(q, &ours, record<S>);
+            tree.collide(q, &theirs, record<S>);
+            with_probes += theirs.calls.size();
+            EXPECT_EQ(ordered(ours.calls), ordered(theirs.calls));
+            for (Key k : theirs.calls) EXPECT_EQ(k.second, q) << "the tree's order changed";
+            // A distance callback that never lowers the minimum is offered every object.
+            Recorder<S> ours_d, theirs_d;
+            m->distance(q, &ours_d, record_distance<S>);
+            tree.distance(q, &theirs_d, record_distance<S>);
+            EXPECT_EQ(theirs_d.calls.size(), scene.objects.size());
+            EXPECT_EQ(ordered(ours_d.calls), ordered(theirs_d.calls));
+        }
+        EXPECT_GT(with_probes, 10u);
+
+        // Another manager: FCL's tree, or one of ours (the larger side is queried then).
+        auto ours_other = make_manager<S>(method);
+        ours_other->registerObjects(other.pointers());
+        auto ours_larger = make_manager<S>(method);
+        ours_larger->registerObjects(scene.pointers());
+        Recorder<S> theirs;
+        tree.collide(&tree_other, &theirs, record<S>);
+        ASSERT_GT(theirs.calls.size(), 5u);
+        for (::fcl::BroadPhaseCollisionManager<S>* o :
+             {static_cast<::fcl::BroadPhaseCollisionManager<S>*>(&tree_other),
+              static_cast<::fcl::BroadPhaseCollisionManager<S>*>(ours_other.get())}) {
+            Recorder<S> ours;
+            m->collide(o, &ours, record<S>);
+            EXPECT_EQ(ordered(ours.calls), ordered(theirs.calls));
+            Recorder<S> ours_d, theirs_d;
+            m->distance(o, &ours_d, record_distance<S>);
+            tree.distance(&tree_other, &theirs_d, record_distance<S>);
+            EXPECT_EQ(theirs_d.calls.size(), scene.objects.size() * other.objects.size());
+            EXPECT_EQ(ordered(ours_d.calls), ordered(theirs_d.calls));
+        }
+        // This (smaller) manager with a larger one of ours: still this one's object first.
+        Recorder<S> ours_first, tree_first;
+        ours_other->collide(ours_larger.get(), &ours_first, record<S>);
+        tree_other.collide(&tree, &tree_first, record<S>);
+        EXPECT_EQ(ordered(ours_first.calls), ordered(tree_first.calls));
+
+        // Self collide: the tree's pairs, each once, the earlier registered object first.
+        Recorder<S> self, tree_self;
+        m->collide(&self, record<S>);
+        tree.collide(&tree_self, record<S>);
+        EXPECT_EQ(unordered(self.calls), unordered(tree_self.calls));
+        EXPECT_EQ(unordered(self.calls).size(), self.calls.size());
+        for (Key k : self.calls) EXPECT_LT(rank(k.first), rank(k.second));
+
+        ::fcl::DynamicAABBTreeCollisionManager<S> tree_two;
+        auto m_two = make_manager<S>(method);
+        for (Object<S>* o : two.pointers()) {
+            tree_two.registerObject(o);
+            m_two->registerObject(o);
+        }
+        Recorder<S> two_ours, two_tree;
+        m_two->collide(&two_ours, record<S>);
+        tree_two.collide(&two_tree, record<S>);
+        ASSERT_EQ(two_tree.calls.size(), 1u);
+        EXPECT_EQ(two_ours.calls, two_tree.calls);
+        EXPECT_EQ(two_tree.calls[0], Key(two.objects[0].get(), two.objects[1].get()));
+    }
+}
+
+// Test 12: a world, frame after frame: most objects move a little (setTranslation +
+// computeAABB), a few jump across it, some are unregistered and others registered (taking the
+// freed slots), and the update takes its three forms in turn; every frame's self collide shows
+// the naive manager's pairs, and validate() (the tracker's brute-force check included) holds.
+TYPED_TEST(FclManager, FramesFollowTheNaivePairs) {
+    using S = TypeParam;
+    Scene<S> scene = make_scene<S>(20, 260, S(18), S(2));
+    const std::vector<Object<S>*> all = scene.pointers();
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        ::fcl::NaiveCollisionManager<S> naive;  // reads every AABB at the query
+        std::vector<bool> in(all.size(), false);
+        std::vector<Object<S>*> first(all.begin(), all.begin() + 200);
+        m->registerObjects(first);
+        naive.registerObjects(first);
+        std::fill(in.begin(), in.begin() + 200, true);
+        std::mt19937 rng(21);
+        std::uniform_real_distribution<S> step(S(-0.3), S(0.3));
+        std::uniform_int_distribution<std::size_t> pick(0, all.size() - 1);
+        std::uniform_real_distribution<double> coin(0, 1);
+        for (int frame = 0; frame < 30; ++frame) {
+            SCOPED_TRACE("frame " + std::to_string(frame));
+            std::vector<Object<S>*> moved;
+            for (std::size_t i = 0; i < all.size(); ++i) {
+                const double c = coin(rng);
+                if (c < 0.02) {
+                    place(*all[i], rng, S(18));  // a jump
+                } else if (c < 0.9) {
+                    all[i]->setTranslation(all[i]->getTranslation() +
+                                           Vec<S>(step(rng), step(rng), step(rng)));
+                    all[i]->computeAABB();
+                } else {
+                    continue;
+                }
+                if (in[i]) moved.push_back(all[i]);
+            }
+            switch (frame % 3) {
+                case 0:
+                    m->update();
+                    break;
+                case 1:
+                    m->update(moved);
+                    break;
+                default:
+                    for (Object<S>* o : moved) m->update(o);
+                    break;
+            }
+            for (int k = 0; k < 4; ++k) {
+                const std::size_t i = pick(rng);
+                if (in[i]) {
+                    m->unregisterObject(all[i]);
+                    naive.unregisterObject(all[i]);
+                } else {
+                    m->registerObject(all[i]);
+                    naive.registerObject(all[i]);
+                }
+                in[i] = !in[i];
+            }
+            ASSERT_EQ(m->size(), naive.size());
+            expect_valid(*m);
+            Recorder<S> ours, theirs;
+            m->collide(&ours, record<S>);
+            naive.collide(&theirs, record<S>);
+            EXPECT_EQ(unordered(ours.calls).size(), ours.calls.size());
+            ASSERT_EQ(unordered(ours.calls), unordered(theirs.calls));
+        }
+        expect_self_collide_as_naive(*m, naive);
+    }
+}
+
+// What one thread's queries answer, for Test 13.
+template <class S>
+struct Answers {
+    std::set<Key> self, cross;
+    std::vector<std::vector<Key>> with_object;
+    std::vector<S> distance_to_object;
+    S self_distance = 0, cross_distance = 0;
+    std::size_t objects = 0;
+    bool operator==(const Answers&) const = default;
+};
+
+template <class S>
+Answers<S> ask(const CollisionManager<S>& m, const std::vector<Object<S>*>& probes,
+               ::fcl::BroadPhaseCollisionManager<S>& other) {
+    Answers<S> a;
+    Recorder<S> self, cross;
+    m.collide(&self, record<S>);
+    a.self = unordered(self.calls);
+    m.collide(&other, &cross, record<S>);
+    a.cross = std::set<Key>(cross.calls.begin(), cross.calls.end());
+    for (Object<S>* q : probes) {
+        Recorder<S> r;
+        m.collide(q, &r, record<S>);
+        std::sort(r.calls.begin(), r.calls.end());
+        a.with_object.push_back(r.calls);
+        typename Narrowphase<S>::Distance d;
+        m.distance(q, &d, Narrowphase<S>::distance);
+        a.distance_to_object.push_back(d.min_distance());
+    }
+    a.self_distance = default_distance(m);
+    typename Narrowphase<S>::Distance d;
+    m.distance(&other, &d, Narrowphase<S>::distance);
+    a.cross_distance = d.min_distance();
+    std::vector<Object<S>*> objs;
+    m.getObjects(objs);
+    a.objects = objs.size();
+    return a;
+}
+
+// Test 13: the const queries from 4 threads at once over one manager, no write meanwhile, give
+// what one thread gets: self collide and distance, collide and distance with objects and with
+// another manager, getObjects. (Under ThreadSanitizer it also looks for races.)
+TYPED_TEST(FclManager, ConcurrentConstQueriesAgree) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(22, 200, S(15), S(2));
+    const Scene<S> probes = make_scene<S>(23, 6, S(15), S(3));
+    const Scene<S> other = make_scene<S>(24, 30, S(15), S(2));
+    ::fcl::NaiveCollisionManager<S> naive_other;
+    naive_other.registerObjects(other.pointers());
+    constexpr int kThreads = 4;
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        const Answers<S> one = ask(*m, probes.pointers(), naive_other);
+        EXPECT_FALSE(one.self.empty());
+        EXPECT_FALSE(one.cross.empty());
+        // A fresh manager, so that gpu_lbvh's lazy work (its frame, its mirror) races too.
+        auto fresh = make_manager<S>(method);
+        fresh->registerObjects(scene.pointers());
+        for (const CollisionManager<S>* shared : {m.get(), fresh.get()}) {
+            std::vector<Answers<S>> got(kThreads * 3);
+            std::vector<std::thread> threads;
+            for (int t = 0; t < kThreads; ++t) {
+                threads.emplace_back([&, t] {
+                    for (int round = 0; round < 3; ++round)
+                        got[t * 3 + round] = ask(*shared, probes.pointers(), naive_other);
+                });
+            }
+            for (std::thread& t : threads) t.join();
+            for (const Answers<S>& a : got) EXPECT_TRUE(a == one);
+            expect_valid(*shared);
+        }
+    }
+}
+
+template <class S>
+bool throw_bad_alloc(Object<S>*, Object<S>*, void*) {
+    throw std::bad_alloc();
+}
+template <class S>
+bool throw_length_error(Object<S>*, Object<S>*, void*, S&) {
+    throw std::length_error("too long");
+}
+
+// Test 14: memory running out inside a query (here the callback's std::bad_alloc and
+// std::length_error) is kept in status() as out_of_memory, not thrown; the manager answers as
+// before afterwards.
+TYPED_TEST(FclManager, MemoryFailuresGoToStatus) {
+    using S = TypeParam;
+    const Scene<S> scene = make_scene<S>(25, 80, S(10), S(2));
+    ::fcl::NaiveCollisionManager<S> naive;
+    naive.registerObjects(scene.pointers());
+    for (const std::string& method : methods()) {
+        SCOPED_TRACE(method);
+        auto m = make_manager<S>(method);
+        m->registerObjects(scene.pointers());
+        EXPECT_TRUE(m->status());
+        EXPECT_NO_THROW(m->collide(nullptr, throw_bad_alloc<S>));
+        ASSERT_FALSE(m->status());
+        EXPECT_EQ(m->status().error().code, broadphase::ErrorCode::out_of_memory);
+        EXPECT_NE(m->status().error().message.find("collide"), std::string::npos);
+        EXPECT_NO_THROW(m->distance(scene.objects[0].get(), nullptr, throw_length_error<S>));
+        EXPECT_NO_THROW(m->collide(&naive, nullptr, throw_bad_alloc<S>));
+        const broadphase::Status v = m->validate();
+        EXPECT_TRUE(v) << v.error().message;
+        Recorder<S> ours, theirs;
+        m->collide(&ours, record<S>);
+        naive.collide(&theirs, record<S>);
+        EXPECT_EQ(unordered(ours.calls), unordered(theirs.calls));
     }
 }
 
