@@ -102,6 +102,8 @@ struct PairTracker::Impl {
 
     // Requery marks, by id: 2e = a partner of the body being requeried, 2e + 1 = found again.
     std::vector<std::uint32_t> mark;
+    std::vector<std::uint32_t> changed_in;  // by id: the last update of all that changed it
+    std::uint32_t update_epoch = 0;
     std::uint32_t epoch = 0;
     std::vector<std::uint32_t> found, requery, scratch;
 
@@ -127,6 +129,7 @@ struct PairTracker::Impl {
         boxes.resize(n);
         adj.resize(n);
         mark.resize(n, 0);
+        changed_in.resize(n, 0);
     }
 
     void note_change(std::uint32_t id) {
@@ -155,7 +158,9 @@ struct PairTracker::Impl {
         const double reach = 4.0 * typical;
         for (int axis = 0; axis < 3; ++axis) {
             const double extent = double(box.max[axis]) - double(box.min[axis]);
-            double m = config.margin * std::min(extent, double(typical));
+            // Between a quarter and all of the typical extent: a small box moving as fast as
+            // the others does not leave its fat box at every step.
+            double m = config.margin * std::clamp(extent, 0.25 * double(typical), double(typical));
             m = std::max(m, 0.5 * double(config.hysteresis));
             lo[axis] = double(box.min[axis]) - m;
             hi[axis] = double(box.max[axis]) + m;
@@ -404,11 +409,17 @@ struct PairTracker::Impl {
 
     /// Phase 3 for one changed body: each of its candidates tested on the boxes (a pair of
     /// two changed bodies is tested from both; the second finds nothing to do).
-    void test_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended) {
+    /// With `skip_epoch`, a candidate whose other body changed in the same update (changed_in)
+    /// and has the smaller id was tested from that body already.
+    void test_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended,
+                  std::uint32_t skip_epoch = 0) {
         std::vector<Link>& list = adj[id];
-        stats.candidate_tests += list.size();
+        std::uint64_t tests = 0;
         for (std::size_t k = 0; k < list.size(); ++k) {
             const Link link = list[k];
+            if (skip_epoch != 0 && link.other < id && changed_in[link.other] == skip_epoch)
+                continue;
+            ++tests;
             const bool current = (link.cand & kPairBit) != 0;
             if (touching(id, link.other, current) == current) continue;
             const std::uint32_t c = link.cand & ~kPairBit;
@@ -418,6 +429,7 @@ struct PairTracker::Impl {
                 begin_pair(c, began);
             }
         }
+        stats.candidate_tests += tests;
     }
 
     /// A pair that ended and began within one update (a body removed and inserted again under
@@ -458,8 +470,13 @@ struct PairTracker::Impl {
         pending.resize(live);
         stats.changed += live;
         for (const std::uint32_t id : requery) requery_one(id, ended);
+        if (++update_epoch == 0) {  // wrapped: start the marks again
+            std::fill(changed_in.begin(), changed_in.end(), 0u);
+            update_epoch = 1;
+        }
+        for (const std::uint32_t id : pending) changed_in[id] = update_epoch;
         for (const std::uint32_t id : pending)
-            if (bodies[id].present) test_one(id, began, ended);
+            if (bodies[id].present) test_one(id, began, ended, update_epoch);
         pending.clear();
         if (reborn) cancel_repeats(began_from, ended_from, began, ended);
         return Status::success();
@@ -649,6 +666,7 @@ void PairTracker::clear() {
     m.boxes.clear();
     m.adj.clear();
     m.mark.clear();
+    m.changed_in.clear();
     m.cands.clear();
     m.free_cands.clear();
     m.pairs.clear();
