@@ -501,9 +501,6 @@ struct Broadphase::Impl {
     std::vector<std::uint8_t> present;        // per pair: found in the cache
 
     // Queries.
-    std::vector<std::uint32_t> query_scratch, found;
-    std::vector<std::uint32_t> ray_stamp;  // by slot: the rayTest that processed it
-    std::uint32_t ray_count = 0;
 
     Stats stats;
     Status status = Status::success();
@@ -562,8 +559,10 @@ struct Broadphase::Impl {
     void flush() {
         if (flushing || gpu) return;
         if (!tracker->pending()) {
-            free_slots.insert(free_slots.end(), released_slots.begin(), released_slots.end());
-            released_slots.clear();
+            if (!released_slots.empty()) {
+                free_slots.insert(free_slots.end(), released_slots.begin(), released_slots.end());
+                released_slots.clear();
+            }
             return;
         }
         flushing = true;
@@ -1056,6 +1055,19 @@ Box outward(const double lo[3], const double hi[3]) {
     return adapters::round_outward(lo, hi);
 }
 
+/// A thread's scratch for rayTest and aabbTest (any Broadphase: the ray stamps count up across
+/// them, each ray's own).
+struct QueryScratch {
+    std::vector<std::uint32_t> scratch, found;
+    std::vector<std::uint32_t> ray_stamp;  // by slot: the ray that processed it
+    std::uint32_t ray_count = 0;
+};
+
+QueryScratch& query_scratch() {
+    thread_local QueryScratch scratch;
+    return scratch;
+}
+
 struct RayCandidate {
     float t;
     int uid;
@@ -1104,11 +1116,16 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
     if (extent > 0 && t_end > 0)
         segments = int(std::clamp(std::ceil(t_end / (4 * extent)), 1.0, 256.0));
 
-    if (++m.ray_count == 0) {  // the stamps wrapped around: start them again
-        std::fill(m.ray_stamp.begin(), m.ray_stamp.end(), 0u);
-        m.ray_count = 1;
+    // Per thread, so that rays may be cast from several threads at once (once the pairs are
+    // up to date: a query first applies the changes that wait, a write).
+    QueryScratch& q = query_scratch();
+    std::uint32_t& ray_count = q.ray_count;
+    std::vector<std::uint32_t>& ray_stamp = q.ray_stamp;
+    if (++ray_count == 0) {  // the stamps wrapped around: start them again
+        std::fill(ray_stamp.begin(), ray_stamp.end(), 0u);
+        ray_count = 1;
     }
-    if (m.ray_stamp.size() < m.slots.size()) m.ray_stamp.resize(m.slots.size(), 0);
+    if (ray_stamp.size() < m.slots.size()) ray_stamp.resize(m.slots.size(), 0);
     std::vector<RayCandidate> hits;
     for (int k = 0; k < segments; ++k) {
         const double t0 = t_end * k / segments;
@@ -1124,12 +1141,12 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             lo[axis] = std::min(a, b) + grow_lo[axis] - pad;
             hi[axis] = std::max(a, b) + grow_hi[axis] + pad;
         }
-        m.found.clear();
-        m.query(outward(lo, hi), m.query_scratch, m.found);
+        q.found.clear();
+        m.query(outward(lo, hi), q.scratch, q.found);
         hits.clear();
         const bool last = k + 1 == segments;
-        for (const std::uint32_t s : m.found) {
-            if (m.ray_stamp[s] == m.ray_count) continue;
+        for (const std::uint32_t s : q.found) {
+            if (ray_stamp[s] == ray_count) continue;
             const Slot& slot = m.slots[s];
             if (!slot.proxy) continue;
             // The box grown by the cast shape's, as btDbvt::rayTestInternal grows its nodes.
@@ -1142,7 +1159,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             float t_far = length > 0 ? float(t_end) : 0.0f;
             if (!ray_box_slabs(ray, grown, t_near, t_far) || !(t_near <= t_far)) continue;
             if (!last && double(t_near) > t1) continue;  // a later segment's
-            m.ray_stamp[s] = m.ray_count;
+            ray_stamp[s] = ray_count;
             hits.push_back({t_near, slot.proxy->m_uniqueId, slot.proxy});
         }
         std::sort(hits.begin(), hits.end(), [](const RayCandidate& a, const RayCandidate& b) {
@@ -1164,11 +1181,12 @@ void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
         hi[axis] = aabb_max[axis];
         if (std::isnan(lo[axis]) || std::isnan(hi[axis]) || !(lo[axis] <= hi[axis])) return;
     }
-    m.found.clear();
-    m.query(outward(lo, hi), m.query_scratch, m.found);
+    QueryScratch& q = query_scratch();
+    q.found.clear();
+    m.query(outward(lo, hi), q.scratch, q.found);
     std::vector<Proxy*> hits;
-    hits.reserve(m.found.size());
-    for (const std::uint32_t s : m.found)
+    hits.reserve(q.found.size());
+    for (const std::uint32_t s : q.found)
         if (m.slots[s].proxy) hits.push_back(m.slots[s].proxy);
     std::sort(hits.begin(), hits.end(),
               [](const Proxy* a, const Proxy* b) { return a->m_uniqueId < b->m_uniqueId; });
@@ -1224,8 +1242,6 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     m.pairs.clear();
     m.bucket_start.clear();
     m.partner.clear();
-    m.ray_stamp.clear();
-    m.ray_count = 0;
     m.next_uid = 0;
     m.changed = true;
     m.full = true;

@@ -3,9 +3,12 @@
 // described in Ming-Lun "Allen" Chou's article "Game Physics: Broadphase - Dynamic AABB
 // Tree", with what its comment section asks for: self-pairs that prune at every level of a
 // dual-tree traversal (not only at leaves) and rotations so that degenerate insertion orders
-// stay balanced. The insertion cost follows Box2D's b2DynamicTree (E. Catto; see also his GDC
-// 2019 talk "Dynamic Bounding Volume Hierarchies"); the rotations are Box2D v3's
-// b2RotateNodes, which swap subtrees only where that shrinks the tree's surface area.
+// stay balanced. Insertion and moves follow Box2D v3's b2DynamicTree (E. Catto, src/
+// dynamic_tree.c; see also his GDC 2019 talk "Dynamic Bounding Volume Hierarchies"): the best
+// sibling by surface-area cost through a branch-and-bound descent (b2FindBestSibling), rotations
+// that swap subtrees only where that shrinks the tree's surface area (b2RotateNodes), and a move
+// that removes and re-inserts the leaf with no rotation after the removal (b2DynamicTree_
+// MoveProxy), searching only below the lowest ancestor whose box holds the new fat box.
 //
 // Box2D grows every box by one absolute margin. Here the default margin is relative (see
 // Config::margin): a fraction of the typical box extent (a lower median, which outliers such as
@@ -44,12 +47,14 @@ public:
         /// box re-inserts it).
         float margin = 0.1f;
         bool margin_is_relative = true;
-        /// Tree rotations on the path to the root after every insert and remove (Box2D v3's
-        /// b2RotateNodes): at each ancestor, the swap of a child with a grandchild on the other
-        /// side that most reduces the surface area of the node it changes, if one does; where
-        /// no swap changes the area (identical boxes), one that lowers the ancestor's height.
-        /// Sorted insertions stay O(log n) high, and since no swap grows a node, none hangs a
-        /// far group of boxes under a node of another, as height-only (AVL) rotations did.
+        /// Tree rotations on the path up from every inserted leaf (insert(), and move()'s
+        /// re-insertions), to the first ancestor that neither changed nor rotated (Box2D v3's
+        /// b2RotateNodes; none after a removal, as there): at each ancestor, the swap of a child
+        /// with a grandchild on the other side that most reduces the surface area of the node
+        /// it changes, if one does; where no swap changes the area (identical boxes), one that
+        /// lowers the ancestor's height. Sorted insertions stay O(log n) high, and since no swap
+        /// grows a node, none hangs a far group of boxes under a node of another, as
+        /// height-only (AVL) rotations did.
         bool rotations = true;
         /// build() by top-down median splits (true) or by inserting the boxes one by one.
         bool bulk_build = true;
@@ -64,11 +69,14 @@ public:
     //   empty.
     // - validate checks parent/child links, heights, fat boxes containing children and tight
     //   boxes, the id map, the free list, and leaf count equal to size().
-    // - insert adds a new leaf by least surface-area cost (Box2D's branch cost), then rotates.
+    // - insert adds a new leaf by least surface-area cost (Box2D v3's sibling search), then
+    //   rotates.
     //   Ids below about twice the number of boxes held (slot indices, as the engine adapters
     //   use, always are) index a table; others, however large, go to a hash map.
-    // - move updates the tight box; it re-inserts the leaf only when the box escapes its fat box.
-    //   O(1) when it stays inside, O(log n) for a balanced tree when it escapes.
+    // - move updates the tight box, O(1) while it stays inside its fat box. A box that escapes
+    //   gets a new fat box: kept in place when the leaf's parent box holds it, else the leaf is
+    //   re-inserted below the lowest ancestor that holds it (or the root), O(log n) for a
+    //   balanced tree.
     BROADPHASE_STRUCTURE_OVERRIDES;
     BROADPHASE_DYNAMIC_OVERRIDES;
     /// O(n), keeping the topology: every leaf takes its new box and a fat box fattened afresh
@@ -83,7 +91,8 @@ public:
 
     /// Height of the tree: 0 when empty or a single leaf, else 1 + the taller child's height.
     int height() const;
-    /// Leaves re-inserted by move() since construction (a move inside the fat box is free).
+    /// Moves that left their fat box since construction: each gave the leaf a new fat box and
+    /// re-inserted it, unless the new one lay in its parent's box. A move inside is free.
     std::uint64_t reinsert_count() const { return reinserts_; }
     /// The margin in scene units now applied to new fat boxes (relative margins: the most a
     /// box is grown by on an axis; on an axis where config().margin times the box's extent is
@@ -94,15 +103,20 @@ public:
 private:
     static constexpr std::int32_t kNull = -1;
 
+    /// The links and fat boxes that every descent reads (40 bytes); a leaf's own data is apart
+    /// (LeafData, same index), read only at the leaves a query reaches.
     struct Node {
-        Box fat;    ///< leaf: tight box grown by the margin; internal: union of the children
-        Box tight;  ///< leaf only: the caller's box
-        std::int32_t parent = kNull;  ///< or the next free node while on the free list
+        Box fat;  ///< leaf: tight box grown by the margin; internal: union of the children
         std::int32_t child1 = kNull;  ///< kNull for a leaf
         std::int32_t child2 = kNull;
-        std::int32_t height = 0;  ///< 0 for a leaf, -1 on the free list
-        std::uint32_t id = 0;     ///< leaf only
+        std::int32_t parent = kNull;  ///< or the next free node while on the free list
+        std::int32_t height = 0;      ///< 0 for a leaf, -1 on the free list
         bool leaf() const { return child1 == kNull; }
+    };
+    static_assert(sizeof(Node) == 40);
+    struct LeafData {
+        Box tight;  ///< the caller's box
+        std::uint32_t id = 0;
     };
 
     std::int32_t allocate_node();
@@ -118,12 +132,12 @@ private:
     std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
                                 std::int32_t parent);
     void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
-    std::int32_t find_best_sibling(const Box& box) const;
-    void insert_leaf(std::int32_t leaf);
+    std::int32_t find_best_sibling(const Box& box, std::int32_t top) const;
+    void insert_leaf(std::int32_t leaf, bool rotations, std::int32_t top = kNull);
     void remove_leaf(std::int32_t leaf);
     void refit_node(std::int32_t index);
-    void refit_upwards(std::int32_t index);
-    void rotate(std::int32_t a);
+    void refit_upwards(std::int32_t index, bool rotations);
+    bool rotate(std::int32_t a);
     std::int32_t leaf_of(std::uint32_t id) const;
     void map_id(std::uint32_t id, std::int32_t leaf);
     void unmap_id(std::uint32_t id);
@@ -136,6 +150,7 @@ private:
     bool sampling_margin_ = false;    ///< insert() is still estimating the typical extent
     std::vector<Box> margin_sample_;  ///< the first boxes inserted, while sampling
     std::vector<Node> nodes_;
+    std::vector<LeafData> leaf_data_;  ///< by node index; meaningful at leaves
     std::int32_t root_ = kNull;
     std::int32_t free_list_ = kNull;
     /// id -> leaf node for ids below its size (kNull: not in the tree). It grows only to take

@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -625,6 +626,51 @@ TEST(BulletAdapter, EveryCpuMethodEqualsBruteForce) {
             scene.remove(*bp, std::size_t(scene.pick(0, 60)));
             scene.add(*bp, scene.random_box(6, 1.5f));
         }
+    }
+}
+
+// Rays and box queries cast from 4 threads at once over one broadphase, once its pairs are up
+// to date, answer as from one thread (run under ThreadSanitizer by scripts/sanitize.sh).
+TEST(BulletAdapter, ConcurrentQueriesAgree) {
+    for (const std::string method : {"dynamic_aabb_tree", "sweep_and_prune"}) {
+        SCOPED_TRACE(method);
+        auto bp = make(method);
+        ASSERT_TRUE(bp);
+        Scene scene(41);
+        for (int i = 0; i < 400; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+        bp->calculateOverlappingPairs(nullptr);
+        std::vector<std::pair<btVector3, btVector3>> rays;
+        std::vector<Box> regions;
+        for (int r = 0; r < 60; ++r) {
+            rays.push_back({{scene.uniform(-1, 11), scene.uniform(-1, 11), scene.uniform(-1, 11)},
+                            {scene.uniform(-1, 11), scene.uniform(-1, 11), scene.uniform(-1, 11)}});
+            regions.push_back(scene.random_box(10, 3));
+        }
+        auto answer = [&] {
+            std::vector<std::vector<int>> out;
+            for (const auto& [from, to] : rays) {
+                RayCollect got(from, to);
+                bp->rayTest(from, to, got);
+                out.emplace_back();
+                for (const auto& e : got.entries) out.back().push_back(e.first);
+            }
+            for (const Box& region : regions) {
+                Collect got;
+                bp->aabbTest(bt(region.min), bt(region.max), got);
+                out.push_back(got.uids);
+            }
+            return out;
+        };
+        const auto expected = answer();
+        constexpr int kThreads = 4;
+        std::vector<std::vector<std::vector<int>>> got(kThreads);
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&, t] {
+                for (int round = 0; round < 5; ++round) got[std::size_t(t)] = answer();
+            });
+        for (std::thread& thread : threads) thread.join();
+        for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[std::size_t(t)], expected) << t;
     }
 }
 

@@ -1,7 +1,8 @@
 // Tests of the dynamic AABB tree (cpu_reference/dynamic_aabb_tree.*; M.-L. Chou, "Game
 // Physics: Broadphase - Dynamic AABB Tree", with the insertion cost of E. Catto's Box2D
-// b2DynamicTree and the rotations of Box2D v3's b2RotateNodes) that are its own: moves re-insert
-// only when a box escapes its fat box, sorted insertions stay balanced with rotations, the bulk
+// b2DynamicTree and the sibling search, rotations and moves of Box2D v3) that are its own: moves
+// re-insert only when a box escapes its fat box, and then near its old place, sorted insertions
+// stay balanced with rotations (and query alike when too tall for a short stack), the bulk
 // build's height, self-pairs prune above the leaves (what the article's comments ask for), the
 // relative margin's rules (a median that outliers cannot move, a per-axis cap), and the id table
 // beside the hash map for huge ids. Every query against brute force under several
@@ -99,6 +100,10 @@ TEST(DynamicAabbTree, Scenario09_SortedInsertionsStayBalanced) {
     ASSERT_TRUE(unbalanced.validate().ok());
     EXPECT_LE(balanced.height(), bound);
     EXPECT_GT(unbalanced.height(), bound);  // the rotations are what keep it low
+    // Too tall for query_box's stack on the call stack (64): the shared descent answers.
+    EXPECT_GT(unbalanced.height(), 64);
+    testing::expect_matches_ids(unbalanced, boxes, testing::iota_ids(kCount), 4, 50,
+                                kNearestStride);
     // Removing every other box keeps it balanced too.
     for (std::uint32_t i = 0; i < kCount; i += 2) ASSERT_TRUE(balanced.remove(i).ok());
     ASSERT_TRUE(balanced.validate().ok());
@@ -183,6 +188,42 @@ TEST(DynamicAabbTree, Scenario12_MoveReinsertsOnlyOnEscape) {
     std::vector<Box> boxes = {Box{{0, 0, 0}, {2, 2, 2}}, Box{{5, 5, 5}, {9, 9, 9}}};
     ASSERT_TRUE(relative.build(boxes).ok());
     EXPECT_FLOAT_EQ(relative.margin(), 0.2f);
+}
+
+// Scenario 13: a box that leaves its fat box (margin 0: any move) but stays inside its parent's
+// box keeps its place, and the parent shrinks around it; one that leaves the parent's box too is
+// re-inserted below the lowest ancestor that holds it, beside its new neighbour.
+TEST(DynamicAabbTree, Scenario13_MovesStayNearTheirAncestors) {
+    Config tight;
+    tight.margin = 0;
+    DynamicAabbTree tree(tight);
+    // a (0) and b (1) under one parent, c (2) far along x: root(parent(a, b), c).
+    std::vector<Box> boxes = {Box{{0, 0, 0}, {1, 1, 1}}, Box{{10, 0, 0}, {11, 1, 1}},
+                              Box{{100, 0, 0}, {101, 1, 1}}};
+    for (std::uint32_t id = 0; id < 3; ++id) ASSERT_TRUE(tree.insert(id, boxes[id]).ok());
+    EXPECT_EQ(tree.height(), 2);
+
+    boxes[0] = Box{{5, 0, 0}, {6, 1, 1}};  // inside the parent's box [0, 11]
+    ASSERT_TRUE(tree.move(0, boxes[0]).ok());
+    EXPECT_EQ(tree.reinsert_count(), 1u);
+    ASSERT_TRUE(tree.validate().ok());
+    EXPECT_EQ(tree.height(), 2);
+    // The root shrank to [5, 101]: a point at a's old place meets no node.
+    EXPECT_TRUE(testing::counted_query_point(tree, Vec3{0.5f, 0.5f, 0.5f}).empty());
+    EXPECT_EQ(tree.stats().nodes_visited, 0u);
+
+    boxes[0] = Box{{99, 0, 0}, {100, 1, 1}};  // out of the parent's box, in the root's: beside c
+    ASSERT_TRUE(tree.move(0, boxes[0]).ok());
+    EXPECT_EQ(tree.reinsert_count(), 2u);
+    ASSERT_TRUE(tree.validate().ok());
+    EXPECT_EQ(tree.height(), 2);
+    EXPECT_EQ(testing::counted_self_pairs(tree), (std::vector<Pair>{{0, 2}}));
+    // b, now the root's child, is not entered by a query at c.
+    std::vector<std::uint32_t> hits = testing::counted_query_box(tree, boxes[2]);
+    std::sort(hits.begin(), hits.end());
+    EXPECT_EQ(hits, (std::vector<std::uint32_t>{0, 2}));
+    EXPECT_EQ(tree.stats().leaves_visited, 2u);
+    testing::expect_matches_ids(tree, boxes, testing::iota_ids(3), 13, 20, kNearestStride);
 }
 
 // Scenario 14: one world-sized box does not inflate the relative margin (a median, not a mean),
