@@ -7,12 +7,16 @@
 #    uninstrumented build: scripts/test.sh runs them next): any ASan or UBSan report, or a leak
 #    outside the Vulkan driver, fails the test it is in;
 # 2. a clang build of the fuzz targets against libFuzzer (also ASan + UBSan), each fuzzed for a
-#    bounded time from its seed corpus in tests/fuzz/corpus/.
-# Build folders: BROADPHASE_ASAN_DIR (default build-asan), BROADPHASE_FUZZ_DIR (build-fuzz).
+#    bounded time from its seed corpus in tests/fuzz/corpus/;
+# 3. a ThreadSanitizer build (no GPU part) of the engine adapters' tests, running the ones that
+#    query one adapter from several threads at once: any data race fails them.
+# Build folders: BROADPHASE_ASAN_DIR (default build-asan), BROADPHASE_FUZZ_DIR (build-fuzz),
+# BROADPHASE_TSAN_DIR (build-tsan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan_dir=${BROADPHASE_ASAN_DIR:-build-asan}
 fuzz_dir=${BROADPHASE_FUZZ_DIR:-build-fuzz}
+tsan_dir=${BROADPHASE_TSAN_DIR:-build-tsan}
 jobs=$(nproc)
 # -g1: line tables only. Every report's stack still names function, file and line, and the
 # build takes about a third less time than with -g (structure_test.cpp: 49 -> 33 s).
@@ -53,3 +57,25 @@ fuzz_targets=()
 for name in scene_text obj scene_spec camera rays proxy_script; do fuzz_targets+=(--target "broadphase_fuzz_$name"); done
 cmake --build "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}"
 ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$jobs"
+
+echo "sanitize: thread build in $tsan_dir"
+cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DBROADPHASE_SANITIZE=thread -DBROADPHASE_BUILD_GPU=OFF -DBROADPHASE_BUILD_EXAMPLES=OFF \
+  -DBROADPHASE_WERROR=ON >/dev/null
+# (the target list read whole first: grep -q would end the pipe early, a failure under pipefail)
+listed=$(cmake --build "$tsan_dir" --target help)
+tsan_targets=()
+tsan_build=()
+for engine in bullet fcl; do
+  if grep -q " broadphase_${engine}_tests\$" <<<"$listed"; then
+    tsan_targets+=("broadphase_${engine}_tests")
+    tsan_build+=(--target "broadphase_${engine}_tests")
+  fi
+done
+if [ ${#tsan_targets[@]} -gt 0 ]; then
+  cmake --build "$tsan_dir" -j "$jobs" "${tsan_build[@]}"
+  for t in "${tsan_targets[@]}"; do
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$tsan_dir/tests/$t" \
+      --gtest_filter='*Concurrent*'
+  done
+fi
