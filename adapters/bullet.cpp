@@ -74,6 +74,10 @@ Box to_box(const btVector3& lo, const btVector3& hi) {
             {static_cast<float>(h[0]), static_cast<float>(h[1]), static_cast<float>(h[2])}};
 }
 
+bool same_xyz(const btVector3& a, const btVector3& b) {
+    return a.x() == b.x() && a.y() == b.y() && a.z() == b.z();
+}
+
 bool is_valid(const Box& b) {
     for (int axis = 0; axis < 3; ++axis) {
         if (!std::isfinite(b.min[axis]) || !std::isfinite(b.max[axis])) return false;
@@ -1011,9 +1015,16 @@ void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher
 void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
                          const btVector3& aabb_max, btDispatcher* dispatcher) {
     Impl& m = *impl_;
+    const std::uint32_t s = slot_of(proxy);
+    // The common call of a world step: the same box as before (a body at rest, asleep or
+    // static: btCollisionWorld::updateAabbs calls it for every object) and the same filter.
+    const Slot& slot = m.slots[s];
+    if (!m.gpu && slot.valid && same_xyz(proxy->m_aabbMin, aabb_min) &&
+        same_xyz(proxy->m_aabbMax, aabb_max) &&
+        slot.filter == to_filter(proxy->m_collisionFilterGroup, proxy->m_collisionFilterMask))
+        return;
     proxy->m_aabbMin = aabb_min;
     proxy->m_aabbMax = aabb_max;
-    const std::uint32_t s = slot_of(proxy);
     const Box box = to_box(aabb_min, aabb_max);
     if (!m.gpu) {
         m.check_mode(dispatcher);
