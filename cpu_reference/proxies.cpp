@@ -1,10 +1,9 @@
 // The CPU proxy world (broadphase/proxies.hpp): Box2D's proxies (b2DynamicTree's
 // CreateProxy/DestroyProxy/MoveProxy under handles from a LIFO free list) with b2Filter's
-// category, mask and group, in Bullet's btDbvtBroadphase arrangement of one structure for the
-// dynamic bodies and a second for the static world. Each step reports dynamic-dynamic pairs
-// from the dynamic structure's self_pairs (filtered where they are found) and dynamic-static
-// pairs by querying each dynamic body's box against the static structure; static bodies never
-// meet each other. The events are the sorted differences of consecutive frames' pairs.
+// category, mask and group. The bodies live in one PairTracker (broadphase/pair_tracker.hpp),
+// static ones flagged so that they never meet each other (btDbvtBroadphase's rule for its fixed
+// tree): each step applies the bodies changed since the last one and takes the pairs that began
+// and ended from them alone, so that bodies at rest cost nothing.
 #include "broadphase/proxies.hpp"
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "broadphase/pair_tracker.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 
@@ -76,7 +76,6 @@ struct Body {
     Box box;
     Filter filter;
     BodyKind kind = BodyKind::dynamic_body;
-    std::uint32_t slot = 0;  // index in Impl::dynamic_handles (dynamic bodies)
 };
 
 Error not_live(const char* what, ProxyHandle handle) {
@@ -122,36 +121,16 @@ Result<std::unique_ptr<Structure>> make_dynamic(std::string_view method, const c
 }  // namespace
 
 struct ProxyWorld::Impl {
-    std::unique_ptr<Structure> dynamic;  // dynamic bodies, ids = handles
-    std::unique_ptr<Structure> statics;  // static bodies, ids = handles
+    // Every live body, static ones flagged (never paired with each other), ids = handles: its
+    // pairs kept from the bodies changed since the last step alone.
+    std::unique_ptr<PairTracker> tracker;
+    std::string method;
     HandlePool pool;
-    std::vector<Body> bodies;                  // by handle; meaningful where pool.live()
-    std::vector<ProxyHandle> dynamic_handles;  // the live dynamic bodies, in no order
-    std::vector<Pair> previous;                // the last step's pairs
-    std::vector<std::uint32_t> hits;           // scratch of the static queries
+    std::vector<Body> bodies;  // by handle; meaningful where pool.live()
 
     Status check_live(const char* what, ProxyHandle handle) const {
         if (!pool.live(handle)) return not_live(what, handle);
         return Status::success();
-    }
-    Structure& home(const Body& body) const {
-        return body.kind == BodyKind::dynamic_body ? *dynamic : *statics;
-    }
-    void find_pairs(std::vector<Pair>& out) {
-        out.clear();
-        dynamic->self_pairs(out);
-        if (statics->size() > 0) {
-            for (const ProxyHandle d : dynamic_handles) {
-                const Body& body = bodies[d];
-                hits.clear();
-                statics->query_box(body.box, hits);
-                for (const std::uint32_t s : hits) {
-                    if (should_collide(body.filter, bodies[s].filter))
-                        out.push_back(d < s ? Pair{d, s} : Pair{s, d});
-                }
-            }
-        }
-        std::sort(out.begin(), out.end());
     }
 };
 
@@ -166,10 +145,12 @@ Result<std::unique_ptr<ProxyWorld>> ProxyWorld::create(std::string_view method,
         if (!dynamic) return dynamic.error();
         auto statics = make_dynamic(static_method.empty() ? method : static_method, "static");
         if (!statics) return statics.error();
-        impl->dynamic = std::move(dynamic.value());
-        impl->statics = std::move(statics.value());
-        if (Status s = impl->dynamic->build({}); !s) return s.error();
-        if (Status s = impl->statics->build({}); !s) return s.error();
+        PairTracker::Config config;
+        config.method = std::string(method);
+        auto tracker = PairTracker::create(config);
+        if (!tracker) return tracker.error();
+        impl->tracker = std::move(tracker.value());
+        impl->method = std::string(method);
         return std::unique_ptr<ProxyWorld>(new ProxyWorld(std::move(impl)));
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory,
@@ -183,19 +164,10 @@ Result<ProxyHandle> ProxyWorld::add(const Box& box, const Filter& filter, BodyKi
     try {
         const ProxyHandle handle = w.pool.acquire();
         if (handle >= w.bodies.size()) w.bodies.resize(std::size_t{handle} + 1);
-        Body& body = w.bodies[handle];
-        body = Body{box, filter, kind, 0};
-        Structure& home = w.home(body);
-        if (Status s = home.insert(handle, box); !s) {
+        w.bodies[handle] = Body{box, filter, kind};
+        if (Status s = w.tracker->insert(handle, box, filter, kind == BodyKind::static_body); !s) {
             w.pool.release(handle);
             return s.error();
-        }
-        // Filters belong to ids: a reused handle must not keep its last body's filter. Set
-        // after the insert, which may replace an empty structure whole (static_aabb_tree).
-        home.set_filter(handle, filter);
-        if (kind == BodyKind::dynamic_body) {
-            body.slot = static_cast<std::uint32_t>(w.dynamic_handles.size());
-            w.dynamic_handles.push_back(handle);
         }
         return handle;
     } catch (const std::bad_alloc&) {
@@ -208,14 +180,7 @@ Status ProxyWorld::remove(ProxyHandle handle) {
     Impl& w = *impl_;
     if (Status s = w.check_live("remove", handle); !s) return s;
     return guarded("remove", handle, [&] {
-        const Body& body = w.bodies[handle];
-        if (Status s = w.home(body).remove(handle); !s) return s;
-        if (body.kind == BodyKind::dynamic_body) {
-            const ProxyHandle last = w.dynamic_handles.back();
-            w.dynamic_handles[body.slot] = last;
-            w.bodies[last].slot = body.slot;
-            w.dynamic_handles.pop_back();
-        }
+        if (Status s = w.tracker->remove(handle); !s) return s;
         w.pool.release(handle);
         return Status::success();
     });
@@ -226,9 +191,8 @@ Status ProxyWorld::move(ProxyHandle handle, const Box& box) {
     if (Status s = w.check_live("move", handle); !s) return s;
     if (Status s = check_box(box, "move", handle); !s) return s;
     return guarded("move", handle, [&] {
-        Body& body = w.bodies[handle];
-        if (Status s = w.home(body).move(handle, box); !s) return s;
-        body.box = box;
+        if (Status s = w.tracker->move(handle, box); !s) return s;
+        w.bodies[handle].box = box;
         return Status::success();
     });
 }
@@ -237,9 +201,8 @@ Status ProxyWorld::set_filter(ProxyHandle handle, const Filter& filter) {
     Impl& w = *impl_;
     if (Status s = w.check_live("set_filter", handle); !s) return s;
     return guarded("set_filter", handle, [&] {
-        Body& body = w.bodies[handle];
-        w.home(body).set_filter(handle, filter);
-        body.filter = filter;
+        if (Status s = w.tracker->set_filter(handle, filter); !s) return s;
+        w.bodies[handle].filter = filter;
         return Status::success();
     });
 }
@@ -248,10 +211,13 @@ Result<ProxyFrame> ProxyWorld::step() {
     Impl& w = *impl_;
     try {
         ProxyFrame frame;
-        w.find_pairs(frame.pairs);
-        diff_sorted_pairs(w.previous, frame.pairs, frame.began, frame.ended);
+        if (Status s = w.tracker->update(frame.began, frame.ended); !s) return s.error();
+        std::sort(frame.began.begin(), frame.began.end());
+        std::sort(frame.ended.begin(), frame.ended.end());
+        const std::span<const Pair> pairs = w.tracker->pairs();
+        frame.pairs.assign(pairs.begin(), pairs.end());
+        std::sort(frame.pairs.begin(), frame.pairs.end());
         frame.pair_count = frame.pairs.size();
-        w.previous = frame.pairs;
         w.pool.end_frame();
         return frame;
     } catch (const std::bad_alloc&) {
@@ -259,7 +225,7 @@ Result<ProxyFrame> ProxyWorld::step() {
     }
     return Error{ErrorCode::out_of_memory, "out of memory finding the pairs of " +
                                                std::to_string(w.pool.count()) + " bodies in " +
-                                               std::string(w.dynamic->name())};
+                                               w.method};
 }
 
 std::uint32_t ProxyWorld::size() const {
@@ -271,35 +237,16 @@ Status ProxyWorld::validate() const {
     auto broken = [](const std::string& what, std::optional<std::size_t> handle = std::nullopt) {
         return Error{ErrorCode::invariant_violated, "proxy world: " + what, handle};
     };
-    std::size_t dynamic_count = 0;
-    std::vector<std::uint32_t> found;
     for (ProxyHandle h = 0; h < w.pool.extent(); ++h) {
         if (!w.pool.live(h)) continue;
-        const Body& body = w.bodies[h];
-        const std::string name = "handle " + std::to_string(h);
-        if (Status s = check_box(body.box, "validate", h); !s) return s;
-        if (body.kind == BodyKind::dynamic_body) {
-            ++dynamic_count;
-            if (body.slot >= w.dynamic_handles.size() || w.dynamic_handles[body.slot] != h)
-                return broken(name + " is missing from the dynamic bodies' list", h);
-        }
-        if (w.home(body).filter(h) != body.filter)
-            return broken(name + ": its structure holds another filter", h);
-        // The body is in its structure at its box: a query of the box finds it.
-        found.clear();
-        w.home(body).query_box(body.box, found);
-        if (std::find(found.begin(), found.end(), h) == found.end())
-            return broken(name + " is not found at its box in its structure", h);
+        if (Status s = check_box(w.bodies[h].box, "validate", h); !s) return s;
+        if (!w.tracker->contains(h))
+            return broken("handle " + std::to_string(h) + " is missing from the tracker", h);
     }
-    if (dynamic_count != w.dynamic_handles.size())
-        return broken("the dynamic bodies' list holds " + std::to_string(w.dynamic_handles.size()) +
-                      " handles, " + std::to_string(dynamic_count) + " bodies are dynamic");
-    if (w.dynamic->size() + w.statics->size() != w.pool.count())
-        return broken("the structures hold " +
-                      std::to_string(w.dynamic->size() + w.statics->size()) + " boxes, " +
-                      std::to_string(w.pool.count()) + " bodies are live");
-    if (Status s = w.dynamic->validate(); !s) return s;
-    return w.statics->validate();
+    if (w.tracker->size() != w.pool.count())
+        return broken("the tracker holds " + std::to_string(w.tracker->size()) + " bodies, " +
+                      std::to_string(w.pool.count()) + " are live");
+    return w.tracker->validate();
 }
 
 }  // namespace broadphase

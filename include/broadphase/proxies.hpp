@@ -67,13 +67,14 @@ struct ProxyFrame {
     std::uint64_t pair_count = 0;
 };
 
-/// The CPU reference proxy world: dynamic bodies in one dynamic CPU structure, static bodies
-/// in a second one, brute force as the oracle of both. Not thread-safe.
+/// The CPU reference proxy world: every body in one PairTracker over a dynamic CPU structure
+/// (static bodies never meet each other), each step's pairs kept from the bodies changed since
+/// the last one. Not thread-safe.
 class ProxyWorld {
 public:
-    /// A world whose dynamic bodies live in `method` and static bodies in `static_method`
-    /// (empty: the same method). Both must be dynamic structures (Structure::is_dynamic);
-    /// otherwise an invalid_argument error names the method.
+    /// A world over `method`, which must be a dynamic structure (Structure::is_dynamic);
+    /// otherwise an invalid_argument error names it. `static_method` (empty: the same) is
+    /// checked the same way but no longer used: static bodies share the tracker's structure.
     static Result<std::unique_ptr<ProxyWorld>> create(std::string_view method,
                                                       std::string_view static_method = {});
     ~ProxyWorld();
