@@ -1,22 +1,29 @@
 // broadphase::bullet (broadphase/bullet.hpp): a btBroadphaseInterface over any method of the
 // library. The proxies live in slots (a LIFO free list, as Box2D's proxies); a slot's box and
-// filter are kept by the adapter, and each structure (an Index) follows the slots lazily,
-// through a list of the slots changed since it last caught up: a dynamic structure inserts,
-// removes and moves them, a static one is rebuilt over the live slots. gpu_lbvh keeps the
-// slots in a gpu::ProxyScene for the pairs and in a CPU Index for Bullet's queries.
+// filter are kept by the adapter.
 //
-// calculateOverlappingPairs takes the full set of overlapping, filter-accepted pairs (Bullet's
-// group/mask rule, mapped onto Filter as category = group, mask = mask, group = 0) and syncs
-// the pair cache against it as btDbvtBroadphase::performDeferredRemoval does against its
-// trees: every cache pair not in the set is removed, every pair of the set not in the cache
-// is added through addOverlappingPair. The set is bucketed by its smaller slot (a CSR table,
-// each bucket sorted), so that both directions of the comparison cost O(1) per pair.
+// CPU methods: the live, valid slots are the bodies of a PairTracker (ids = slots; Bullet's
+// group/mask rule mapped onto Filter as category = group, mask = mask, group = 0), which keeps
+// the pairs from the changed slots alone and says which pairs began and ended; those go to the
+// pair cache through addOverlappingPair and removeOverlappingPair. The adapter's own cache
+// (FlushingPairCache) applies the recorded changes before anything reads it; with a ghost pair
+// callback or a caller's cache, each change is applied at its createProxy/setAabb, as
+// btDbvtBroadphase collides a moved leaf at once. calculateOverlappingPairs then has nothing to
+// do, unless the cache drifted (a filter callback set or removed, pairs removed by someone
+// else, deferred removal): then the cache is synced against the full pair set as
+// btDbvtBroadphase::performDeferredRemoval does against its trees, the set bucketed by its
+// smaller slot (a CSR table, each bucket sorted) so that both directions of the comparison cost
+// O(1) per pair.
 //
-// rayTest: the Structure interface has only a closest-hit ray cast, and Bullet wants every
-// box along the ray in order. The ray is cut into segments a few typical box sizes long, each
-// segment's bounding box is queried, the candidates are tested exactly (ray_box_slabs against
-// the box grown by the cast shape's box, as btDbvt::rayTestInternal grows it) and called back
-// segment by segment in increasing entry distance.
+// gpu_lbvh keeps the slots in a gpu::ProxyScene for the pairs, found whole at each
+// calculateOverlappingPairs with changes and synced as above, and in a CPU Index (a structure
+// that follows the slots lazily) for Bullet's queries.
+//
+// rayTest: Bullet wants every box along the ray, in order. CPU methods walk the tracker's
+// structure once along the ray (PairTracker::query_ray: the boxes grown by the cast shape's box,
+// as btDbvt::rayTestInternal grows its nodes), and call the hits back in increasing entry
+// distance. gpu_lbvh's CPU mirror cuts the ray into segments a few typical box sizes long and
+// queries each segment's bounding box.
 #include "broadphase/bullet.hpp"
 
 #include <BulletCollision/BroadphaseCollision/btOverlappingPairCache.h>
@@ -1066,24 +1073,30 @@ Box outward(const double lo[3], const double hi[3]) {
     return adapters::round_outward(lo, hi);
 }
 
+struct RayCandidate {
+    float t;
+    int uid;
+    Proxy* proxy;
+};
+
+bool by_entry(const RayCandidate& a, const RayCandidate& b) {
+    return a.t < b.t || (a.t == b.t && a.uid < b.uid);
+}
+
 /// A thread's scratch for rayTest and aabbTest (any Broadphase: the ray stamps count up across
-/// them, each ray's own).
+/// them, each ray's own), so that a query allocates only while its scratch grows.
 struct QueryScratch {
     std::vector<std::uint32_t> scratch, found;
-    std::vector<std::uint32_t> ray_stamp;  // by slot: the ray that processed it
+    std::vector<std::uint32_t> ray_stamp;  // gpu_lbvh's mirror, by slot: the ray that processed it
     std::uint32_t ray_count = 0;
+    std::vector<RayHit> ray_hits;
+    std::vector<RayCandidate> candidates;
 };
 
 QueryScratch& query_scratch() {
     thread_local QueryScratch scratch;
     return scratch;
 }
-
-struct RayCandidate {
-    float t;
-    int uid;
-    Proxy* proxy;
-};
 
 }  // namespace
 
@@ -1122,14 +1135,34 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
     } else {
         for (double& d : dir) d = 0;
     }
+    // Per thread, so that rays may be cast from several threads at once (once the pairs are
+    // up to date: a query first applies the changes that wait, a write).
+    QueryScratch& q = query_scratch();
+    if (!m.gpu) {  // one walk of the tracker's structure along the ray
+        m.flush();
+        Ray segment = ray;
+        segment.tmax = length > 0 ? float(t_end) : 0.0f;
+        const Vec3 lo{-float(aabb_max[0]), -float(aabb_max[1]), -float(aabb_max[2])};
+        const Vec3 hi{-float(aabb_min[0]), -float(aabb_min[1]), -float(aabb_min[2])};
+        q.ray_hits.clear();
+        m.tracker->query_ray(segment, lo, hi, q.ray_hits);
+        q.candidates.clear();
+        for (const RayHit& hit : q.ray_hits) {
+            Proxy* proxy = m.slots[hit.id].proxy;
+            if (proxy) q.candidates.push_back({hit.t, proxy->m_uniqueId, proxy});
+        }
+        std::sort(q.candidates.begin(), q.candidates.end(), by_entry);
+        for (const RayCandidate& hit : q.candidates) {
+            if (length > 0 && hit.t > callback.m_lambda_max) return;
+            callback.process(hit.proxy);
+        }
+        return;
+    }
     const double extent = typical_extent(m.slots);
     int segments = 1;
     if (extent > 0 && t_end > 0)
         segments = int(std::clamp(std::ceil(t_end / (4 * extent)), 1.0, 256.0));
 
-    // Per thread, so that rays may be cast from several threads at once (once the pairs are
-    // up to date: a query first applies the changes that wait, a write).
-    QueryScratch& q = query_scratch();
     std::uint32_t& ray_count = q.ray_count;
     std::vector<std::uint32_t>& ray_stamp = q.ray_stamp;
     if (++ray_count == 0) {  // the stamps wrapped around: start them again
@@ -1137,7 +1170,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
         ray_count = 1;
     }
     if (ray_stamp.size() < m.slots.size()) ray_stamp.resize(m.slots.size(), 0);
-    std::vector<RayCandidate> hits;
+    std::vector<RayCandidate>& hits = q.candidates;
     for (int k = 0; k < segments; ++k) {
         const double t0 = t_end * k / segments;
         const double t1 = k + 1 == segments ? t_end : t_end * (k + 1) / segments;
@@ -1173,9 +1206,7 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
             ray_stamp[s] = ray_count;
             hits.push_back({t_near, slot.proxy->m_uniqueId, slot.proxy});
         }
-        std::sort(hits.begin(), hits.end(), [](const RayCandidate& a, const RayCandidate& b) {
-            return a.t < b.t || (a.t == b.t && a.uid < b.uid);
-        });
+        std::sort(hits.begin(), hits.end(), by_entry);
         for (const RayCandidate& hit : hits) {
             if (length > 0 && hit.t > callback.m_lambda_max) return;
             callback.process(hit.proxy);

@@ -688,6 +688,33 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
         });
 }
 
+void DynamicAabbTree::query_ray_candidates(const Ray& ray, const Vec3& lo, const Vec3& hi,
+                                           std::vector<std::uint32_t>& out) const {
+    if (root_ == kNull) return;
+    auto touches = [&](const Box& b) {
+        const Box grown{{b.min.x + lo.x, b.min.y + lo.y, b.min.z + lo.z},
+                        {b.max.x + hi.x, b.max.y + hi.y, b.max.z + hi.z}};
+        float t_near = 0, t_far = ray.tmax;
+        return ray_box_slabs(ray, grown, t_near, t_far) && t_near <= t_far;
+    };
+    std::vector<std::int32_t> stack{root_};
+    while (!stack.empty()) {
+        const std::int32_t index = stack.back();
+        stack.pop_back();
+        const Node& node = nodes_[index];
+        if (!touches(node.fat)) continue;
+        if (node.leaf()) {
+            ++stats_.leaves_visited;
+            ++stats_.box_tests;
+            if (touches(leaf_data_[index].tight)) out.push_back(leaf_data_[index].id);
+            continue;
+        }
+        ++stats_.nodes_visited;
+        stack.push_back(node.child1);
+        stack.push_back(node.child2);
+    }
+}
+
 std::optional<RayHit> DynamicAabbTree::ray_cast(const Ray& ray) const {
     if (root_ == kNull) return std::nullopt;
     // Pruned by the fat boxes, which contain the tight ones.

@@ -86,6 +86,10 @@ public:
     /// hold, and invalid boxes. Quality decays as boxes move away from where the tree was built
     /// (FCL's refit does the same); build() restores it.
     Status refit_all(std::span<const Box> boxes) override;
+    /// One walk along the ray: a node is entered when the ray touches its fat box grown by
+    /// lo and hi; a leaf is reported when the ray touches its tight box grown so.
+    void query_ray_candidates(const Ray& ray, const Vec3& lo, const Vec3& hi,
+                              std::vector<std::uint32_t>& out) const override;
     /// Best-first search over fat boxes; `out` is replaced by the k nearest, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 

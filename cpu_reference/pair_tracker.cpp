@@ -644,6 +644,22 @@ void PairTracker::query_box(const Box& region, std::vector<std::uint32_t>& out) 
         if (overlaps(m.boxes[id], region)) out.push_back(id);
 }
 
+void PairTracker::query_ray(const Ray& ray, const Vec3& lo, const Vec3& hi,
+                            std::vector<RayHit>& out) const {
+    const Impl& m = *impl_;
+    std::vector<std::uint32_t> found;
+    m.structure->query_ray_candidates(ray, lo, hi, found);
+    for (std::uint32_t id : found) {
+        if (!m.dynamic) id = m.id_of_built[id];
+        const Box& b = m.boxes[id];
+        const Box grown{{b.min.x + lo.x, b.min.y + lo.y, b.min.z + lo.z},
+                        {b.max.x + hi.x, b.max.y + hi.y, b.max.z + hi.z}};
+        float t_near = 0, t_far = ray.tmax;
+        if (ray_box_slabs(ray, grown, t_near, t_far) && t_near <= t_far)
+            out.push_back({id, t_near});
+    }
+}
+
 bool PairTracker::contains(std::uint32_t id) const {
     return id < impl_->bodies.size() && impl_->bodies[id].present;
 }

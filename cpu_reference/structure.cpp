@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <new>
 #include <stdexcept>
@@ -141,6 +143,23 @@ std::vector<Pair> sorted_pairs(const Structure& structure) {
     structure.self_pairs(pairs);
     std::sort(pairs.begin(), pairs.end());
     return pairs;
+}
+
+void Structure::query_ray_candidates(const Ray& ray, const Vec3& lo, const Vec3& hi,
+                                     std::vector<std::uint32_t>& out) const {
+    Box region;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double a = double(ray.origin[axis]);
+        const double b = a + double(ray.dir[axis]) * double(ray.tmax);
+        const double low = std::min(a, b) - double(hi[axis]);
+        const double high = std::max(a, b) - double(lo[axis]);
+        region.min[axis] = float(std::clamp(low, -double(FLT_MAX), double(FLT_MAX)));
+        region.max[axis] = float(std::clamp(high, -double(FLT_MAX), double(FLT_MAX)));
+        // One float outward: the float rounding of the bounds must not cut a touching box.
+        region.min[axis] = std::nextafter(region.min[axis], -FLT_MAX);
+        region.max[axis] = std::nextafter(region.max[axis], FLT_MAX);
+    }
+    query_box(region, out);
 }
 
 Status build_structure(Structure& structure, std::span<const Box> boxes) {

@@ -104,6 +104,10 @@ public:
     void partners(std::uint32_t id, std::vector<std::uint32_t>& out) const;
     /// Appends every body whose box (as of its last update) overlaps the closed region.
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const;
+    /// Appends, for every body whose box grown to [min + lo, max + hi] the segment of `ray`
+    /// (t in [0, tmax], tmax finite) touches, its id and the entry t (ray_box_slabs in float),
+    /// in no particular order: one walk of the structure per ray.
+    void query_ray(const Ray& ray, const Vec3& lo, const Vec3& hi, std::vector<RayHit>& out) const;
 
     /// True when `id` is present (inserted and not removed, whether updated or not).
     bool contains(std::uint32_t id) const;

@@ -81,6 +81,14 @@ public:
     /// Closest hit along the ray: smallest entry t in [0, tmax], ties to the smallest id.
     virtual std::optional<RayHit> ray_cast(const Ray& ray) const = 0;
 
+    /// Appends a superset of the ids of the boxes that the segment of `ray` (t in [0, tmax],
+    /// tmax finite) touches once each box b is grown to [b.min + lo, b.max + hi] (lo <= 0 <=
+    /// hi: a swept shape's extent), each id once; the caller tests each candidate exactly.
+    /// By default the box query of the segment's bounds grown by -hi and -lo; the dynamic AABB
+    /// tree walks its nodes along the ray instead (one walk per ray, however long).
+    virtual void query_ray_candidates(const Ray& ray, const Vec3& lo, const Vec3& hi,
+                                      std::vector<std::uint32_t>& out) const;
+
     /// Replaces `out` with the k boxes nearest to p (point_box_distance), nearest first, ties
     /// to the smaller id; fewer when the structure holds fewer. Structures that cannot answer
     /// return ErrorCode::unsupported.
