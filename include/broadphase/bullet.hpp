@@ -9,11 +9,12 @@
 // insert, remove and move, the static ones rebuilt when something changed; "gpu_lbvh" runs
 // through gpu::ProxyScene, with a CPU mirror for Bullet's ray and box queries.
 //
-// calculateOverlappingPairs leaves in the pair cache exactly the pairs of proxies whose closed
-// boxes overlap and that the cache's needsBroadphaseCollision accepts (the group/mask rule
-// (g0 & m1) && (g1 & m0), or the cache's overlap filter callback where one is set). It syncs
-// the cache against that full set on every call, so filters changed on the proxies and pairs
-// removed from the cache by others are repaired at the next call.
+// The pair cache holds exactly the pairs of proxies whose closed boxes overlap and that the
+// cache's needsBroadphaseCollision accepts (the group/mask rule (g0 & m1) && (g1 & m0), or the
+// cache's overlap filter callback where one is set), kept from the changed proxies alone
+// (PairTracker): a proxy's pairs are there after its createProxy and setAabb, as on
+// btDbvtBroadphase. calculateOverlappingPairs syncs the cache against the full set only when it
+// drifted (pairs removed by someone else, a filter callback set or removed).
 #pragma once
 
 #include <BulletCollision/BroadphaseCollision/btBroadphaseInterface.h>
@@ -67,9 +68,9 @@ struct Stats {
 /// from 1 (as btDbvtBroadphase's). Not thread-safe: one thread at a time, as every Bullet
 /// broadphase.
 ///
-/// Where it differs from btDbvtBroadphase: pairs appear and disappear at
-/// calculateOverlappingPairs only (not inside createProxy or setAabb), are exact (no fat
-/// boxes, no lingering pairs), and a proxy whose box has a NaN, an infinity or min > max is
+/// Where it differs from btDbvtBroadphase: pairs are exact (no fat boxes, no lingering pairs);
+/// gpu_lbvh's appear at calculateOverlappingPairs only, and a static method's at the next look
+/// at the cache (docs/bullet.md); and a proxy whose box has a NaN, an infinity or min > max is
 /// stored (getAabb returns it) but kept out of the structure: it is in no pair and no query
 /// result until a setAabb gives it a valid box. The first such box is reported once on
 /// stderr; Stats::invalid_proxies counts them. A failure of the method itself (a Vulkan
@@ -85,16 +86,16 @@ public:
     Broadphase(const Broadphase&) = delete;
     Broadphase& operator=(const Broadphase&) = delete;
 
-    /// A proxy with this box and filter; enters the pairs at the next calculateOverlappingPairs.
-    /// `shape_type` and `dispatcher` are unused (as in btDbvtBroadphase).
+    /// A proxy with this box and filter; its pairs are in the cache from now on (see the class
+    /// comment). `shape_type` is unused (as in btDbvtBroadphase).
     btBroadphaseProxy* createProxy(const btVector3& aabb_min, const btVector3& aabb_max,
                                    int shape_type, void* user_ptr, int collision_filter_group,
                                    int collision_filter_mask, btDispatcher* dispatcher) override;
     /// Removes the proxy and, at once, every cache pair that holds it (its algorithms freed
     /// through `dispatcher`, which may be null); the proxy is freed.
     void destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override;
-    /// Stores the box in proxy->m_aabbMin and m_aabbMax; the structure follows at the next
-    /// query or calculateOverlappingPairs.
+    /// Stores the box in proxy->m_aabbMin and m_aabbMax and reads the proxy's group and mask
+    /// again; the pairs follow at once (see the class comment).
     void setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min, const btVector3& aabb_max,
                  btDispatcher* dispatcher) override;
     /// The box last given to createProxy or setAabb.
@@ -115,9 +116,10 @@ public:
     void aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
                   btBroadphaseAabbCallback& callback) override;
 
-    /// Brings the pair cache to exactly the current pairs (see the file comment): adds the
-    /// missing ones through addOverlappingPair, removes the stale ones with the dispatcher
-    /// (removeOverlappingPair; a cache with deferred removal has them cleaned and erased).
+    /// Makes sure the pair cache holds exactly the current pairs (see the file comment): O(1)
+    /// when it is as the adapter left it; otherwise the missing ones are added through
+    /// addOverlappingPair and the stale ones removed with the dispatcher (removeOverlappingPair;
+    /// a cache with deferred removal has them cleaned and erased).
     void calculateOverlappingPairs(btDispatcher* dispatcher) override;
     btOverlappingPairCache* getOverlappingPairCache() override;
     const btOverlappingPairCache* getOverlappingPairCache() const override;
