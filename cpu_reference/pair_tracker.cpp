@@ -32,12 +32,12 @@
 namespace broadphase {
 namespace {
 
-constexpr std::uint32_t kNone = 0xFFFFFFFFu;
-constexpr std::size_t kMarginSample = 1024;
+constexpr std::uint32_t kNoBody = 0xFFFFFFFFu;
+constexpr std::size_t kTrackerSample = 1024;
 
 /// One body by id. `filter` is that of its last update (its box is in Impl::boxes, apart, for
 /// the candidate tests' locality), `next_*` the pending ones.
-struct Body {
+struct TrackedBody {
     Box next_box, fat;
     Filter filter, next_filter;
     bool present = false;      // inserted and not removed (pending or not)
@@ -49,22 +49,22 @@ struct Body {
 };
 
 /// A pair of bodies whose fat boxes overlap, linked from both bodies' candidate lists.
-struct Candidate {
-    std::uint32_t a = kNone, b = kNone;  // a < b
+struct TrackedCandidate {
+    std::uint32_t a = kNoBody, b = kNoBody;  // a < b
     std::uint32_t pos_a = 0, pos_b = 0;  // positions in a's and b's lists
-    std::uint32_t pair = kNone;          // slot in the pair array while the boxes touch
+    std::uint32_t pair = kNoBody;          // slot in the pair array while the boxes touch
 };
 
 /// One entry of a body's candidate list: the other body and the candidate, whose top bit
 /// mirrors whether the pair is current, so that testing a candidate whose state does not
 /// change reads the list and the other body's box alone.
-struct Link {
+struct TrackedLink {
     std::uint32_t other;
-    std::uint32_t cand;  // kPairBit | index while the pair is current
+    std::uint32_t cand;  // kCurrentPair | index while the pair is current
 };
-constexpr std::uint32_t kPairBit = 0x80000000u;
+constexpr std::uint32_t kCurrentPair = 0x80000000u;
 
-Box clamp_to_floats(double lo[3], double hi[3]) {
+Box clamp_fat_box(double lo[3], double hi[3]) {
     Box b;
     for (int axis = 0; axis < 3; ++axis) {
         b.min[axis] = float(std::clamp(lo[axis], -double(FLT_MAX), double(FLT_MAX)));
@@ -73,7 +73,7 @@ Box clamp_to_floats(double lo[3], double hi[3]) {
     return b;
 }
 
-bool valid_box(const Box& b) {
+bool valid_tracked_box(const Box& b) {
     for (int axis = 0; axis < 3; ++axis)
         if (!std::isfinite(b.min[axis]) || !std::isfinite(b.max[axis]) ||
             !(b.min[axis] <= b.max[axis]))
@@ -88,15 +88,15 @@ struct PairTracker::Impl {
     std::unique_ptr<Structure> structure;
     bool dynamic = true;
 
-    std::vector<Body> bodies;
+    std::vector<TrackedBody> bodies;
     std::vector<Box> boxes;  // by id: the box of the body's last update
     std::size_t present = 0;
     std::vector<std::uint32_t> pending;  // ids with `changed` set (stale entries skipped)
     std::size_t pending_count = 0;       // ids with `changed` set
 
-    std::vector<Candidate> cands;
+    std::vector<TrackedCandidate> cands;
     std::vector<std::uint32_t> free_cands;
-    std::vector<std::vector<Link>> adj;  // by id: its candidates
+    std::vector<std::vector<TrackedLink>> adj;  // by id: its candidates
     std::vector<Pair> pairs;
     std::vector<std::uint32_t> pair_cand;  // by pair slot: its candidate
 
@@ -112,7 +112,7 @@ struct PairTracker::Impl {
     std::vector<std::uint32_t> id_of_built;
     std::vector<Pair> found_pairs, next_pairs, diff_began, diff_ended;
 
-    // The typical extent: the lower median of the first kMarginSample boxes' mean extents.
+    // The typical extent: the lower median of the first kTrackerSample boxes' mean extents.
     std::vector<float> sample;
     float typical = 0;
 
@@ -133,7 +133,7 @@ struct PairTracker::Impl {
     }
 
     void note_change(std::uint32_t id) {
-        Body& b = bodies[id];
+        TrackedBody& b = bodies[id];
         if (b.changed) return;
         b.changed = true;
         ++pending_count;
@@ -141,11 +141,11 @@ struct PairTracker::Impl {
     }
 
     void sample_extent(const Box& box) {
-        if (sample.size() >= kMarginSample) return;
+        if (sample.size() >= kTrackerSample) return;
         sample.push_back(((box.max.x - box.min.x) + (box.max.y - box.min.y) +
                           (box.max.z - box.min.z)) / 3);
         const std::size_t n = sample.size();
-        if ((n & (n - 1)) != 0 && n != kMarginSample) return;  // re-estimated at 1, 2, 4, ...
+        if ((n & (n - 1)) != 0 && n != kTrackerSample) return;  // re-estimated at 1, 2, 4, ...
         std::vector<float> sorted = sample;
         std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t((n - 1) / 2),
                          sorted.end());
@@ -168,12 +168,12 @@ struct PairTracker::Impl {
             if (s < 0) lo[axis] += s;
             if (s > 0) hi[axis] += s;
         }
-        return clamp_to_floats(lo, hi);
+        return clamp_fat_box(lo, hi);
     }
 
     bool allowed(std::uint32_t i, std::uint32_t j) const {
-        const Body& a = bodies[i];
-        const Body& b = bodies[j];
+        const TrackedBody& a = bodies[i];
+        const TrackedBody& b = bodies[j];
         if (a.is_static && b.is_static) return false;
         return should_collide(a.filter, b.filter);
     }
@@ -194,14 +194,14 @@ struct PairTracker::Impl {
 
     /// Sets the pair bit of candidate c in both its links.
     void mark_links(std::uint32_t c, bool current) {
-        const Candidate& cand = cands[c];
-        const std::uint32_t value = current ? (c | kPairBit) : c;
+        const TrackedCandidate& cand = cands[c];
+        const std::uint32_t value = current ? (c | kCurrentPair) : c;
         adj[cand.a][cand.pos_a].cand = value;
         adj[cand.b][cand.pos_b].cand = value;
     }
 
     void begin_pair(std::uint32_t c, std::vector<Pair>& began) {
-        Candidate& cand = cands[c];
+        TrackedCandidate& cand = cands[c];
         cand.pair = static_cast<std::uint32_t>(pairs.size());
         pairs.push_back({cand.a, cand.b});
         pair_cand.push_back(c);
@@ -210,7 +210,7 @@ struct PairTracker::Impl {
     }
 
     void end_pair(std::uint32_t c, std::vector<Pair>& ended) {
-        Candidate& cand = cands[c];
+        TrackedCandidate& cand = cands[c];
         const std::uint32_t slot = cand.pair;
         const std::uint32_t last = static_cast<std::uint32_t>(pairs.size() - 1);
         if (slot != last) {
@@ -220,7 +220,7 @@ struct PairTracker::Impl {
         }
         pairs.pop_back();
         pair_cand.pop_back();
-        cand.pair = kNone;
+        cand.pair = kNoBody;
         mark_links(c, false);
         ended.push_back({cand.a, cand.b});
     }
@@ -232,13 +232,13 @@ struct PairTracker::Impl {
             free_cands.pop_back();
         } else {
             c = static_cast<std::uint32_t>(cands.size());
-            if (c >= kPairBit) throw std::length_error("pair tracker: too many candidates");
+            if (c >= kCurrentPair) throw std::length_error("pair tracker: too many candidates");
             cands.emplace_back();
         }
-        Candidate& cand = cands[c];
+        TrackedCandidate& cand = cands[c];
         cand.a = std::min(i, j);
         cand.b = std::max(i, j);
-        cand.pair = kNone;
+        cand.pair = kNoBody;
         cand.pos_a = static_cast<std::uint32_t>(adj[cand.a].size());
         adj[cand.a].push_back({cand.b, c});
         cand.pos_b = static_cast<std::uint32_t>(adj[cand.b].size());
@@ -246,34 +246,34 @@ struct PairTracker::Impl {
     }
 
     void unlink(std::uint32_t id, std::uint32_t pos) {
-        std::vector<Link>& list = adj[id];
-        const Link moved = list.back();
+        std::vector<TrackedLink>& list = adj[id];
+        const TrackedLink moved = list.back();
         list[pos] = moved;
         list.pop_back();
         if (pos < list.size()) {
-            Candidate& m = cands[moved.cand & ~kPairBit];
+            TrackedCandidate& m = cands[moved.cand & ~kCurrentPair];
             (m.a == id ? m.pos_a : m.pos_b) = pos;
         }
     }
 
     void drop_candidate(std::uint32_t c, std::vector<Pair>& ended) {
-        if (cands[c].pair != kNone) end_pair(c, ended);
-        const Candidate cand = cands[c];
+        if (cands[c].pair != kNoBody) end_pair(c, ended);
+        const TrackedCandidate cand = cands[c];
         unlink(cand.a, cand.pos_a);
         unlink(cand.b, cand.pos_b);
-        cands[c].a = cands[c].b = kNone;
+        cands[c].a = cands[c].b = kNoBody;
         free_cands.push_back(c);
     }
 
     void drop_all(std::uint32_t id, std::vector<Pair>& ended) {
-        while (!adj[id].empty()) drop_candidate(adj[id].back().cand & ~kPairBit, ended);
+        while (!adj[id].empty()) drop_candidate(adj[id].back().cand & ~kCurrentPair, ended);
     }
 
     // ---- the structure ----
 
     /// The structure takes body id's (new) fat box.
     Status put(std::uint32_t id, bool was_in) {
-        const Body& b = bodies[id];
+        const TrackedBody& b = bodies[id];
         return was_in ? structure->move(id, b.fat) : structure->insert(id, b.fat);
     }
 
@@ -284,7 +284,7 @@ struct PairTracker::Impl {
     Status update_rebuild(std::vector<Pair>& began, std::vector<Pair>& ended) {
         ++stats.updates;
         for (const std::uint32_t id : pending) {
-            Body& b = bodies[id];
+            TrackedBody& b = bodies[id];
             if (!b.changed) continue;
             b.changed = false;
             ++stats.changed;
@@ -346,7 +346,7 @@ struct PairTracker::Impl {
 
     /// Phase 1 for one changed body. Returns whether it needs a requery.
     Result<bool> apply(std::uint32_t id, std::vector<Pair>& ended) {
-        Body& b = bodies[id];
+        TrackedBody& b = bodies[id];
         b.changed = false;
         --pending_count;
         if (!b.present || b.reborn) {
@@ -385,7 +385,7 @@ struct PairTracker::Impl {
             epoch = 1;
         }
         const std::uint32_t partner_mark = 2 * epoch, seen_mark = 2 * epoch + 1;
-        for (const Link& link : adj[id]) mark[link.other] = partner_mark;
+        for (const TrackedLink& link : adj[id]) mark[link.other] = partner_mark;
         mark[id] = seen_mark;  // never its own candidate
         found.clear();
         query_fat(bodies[id].fat, found);
@@ -399,11 +399,11 @@ struct PairTracker::Impl {
             mark[t] = seen_mark;
             make_candidate(id, t);
         }
-        std::vector<Link>& list = adj[id];
+        std::vector<TrackedLink>& list = adj[id];
         for (std::size_t k = list.size(); k-- > 0;) {
-            const Link link = list[k];
+            const TrackedLink link = list[k];
             if (mark[link.other] != seen_mark || !allowed(id, link.other))
-                drop_candidate(link.cand & ~kPairBit, ended);
+                drop_candidate(link.cand & ~kCurrentPair, ended);
         }
     }
 
@@ -413,16 +413,16 @@ struct PairTracker::Impl {
     /// and has the smaller id was tested from that body already.
     void test_one(std::uint32_t id, std::vector<Pair>& began, std::vector<Pair>& ended,
                   std::uint32_t skip_epoch = 0) {
-        std::vector<Link>& list = adj[id];
+        std::vector<TrackedLink>& list = adj[id];
         std::uint64_t tests = 0;
         for (std::size_t k = 0; k < list.size(); ++k) {
-            const Link link = list[k];
+            const TrackedLink link = list[k];
             if (skip_epoch != 0 && link.other < id && changed_in[link.other] == skip_epoch)
                 continue;
             ++tests;
-            const bool current = (link.cand & kPairBit) != 0;
+            const bool current = (link.cand & kCurrentPair) != 0;
             if (touching(id, link.other, current) == current) continue;
-            const std::uint32_t c = link.cand & ~kPairBit;
+            const std::uint32_t c = link.cand & ~kCurrentPair;
             if (current) {
                 end_pair(c, ended);
             } else {
@@ -540,8 +540,8 @@ Result<std::unique_ptr<PairTracker>> PairTracker::create(const Config& config) {
 Status PairTracker::insert(std::uint32_t id, const Box& box, const Filter& filter,
                            bool is_static) {
     Impl& m = *impl_;
-    if (id == kNone) return m.invalid("id 4294967295 is reserved", id);
-    if (!valid_box(box))
+    if (id == kNoBody) return m.invalid("id 4294967295 is reserved", id);
+    if (!valid_tracked_box(box))
         return Error{ErrorCode::invalid_box,
                      "pair tracker: box " + std::to_string(id) +
                          " has a NaN, an infinity or min > max",
@@ -551,7 +551,7 @@ Status PairTracker::insert(std::uint32_t id, const Box& box, const Filter& filte
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::out_of_memory, "pair tracker: out of memory adding a body", id};
     }
-    Body& b = m.bodies[id];
+    TrackedBody& b = m.bodies[id];
     if (b.present) return m.invalid("body " + std::to_string(id) + " is already present", id);
     b.present = true;
     b.reborn = b.in_structure;  // removed and inserted again before an update
@@ -578,12 +578,12 @@ Status PairTracker::remove(std::uint32_t id) {
 Status PairTracker::move(std::uint32_t id, const Box& box) {
     Impl& m = *impl_;
     if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
-    if (!valid_box(box))
+    if (!valid_tracked_box(box))
         return Error{ErrorCode::invalid_box,
                      "pair tracker: box " + std::to_string(id) +
                          " has a NaN, an infinity or min > max",
                      id};
-    Body& b = m.bodies[id];
+    TrackedBody& b = m.bodies[id];
     if (b.next_box == box) return Status::success();
     b.next_box = box;
     m.note_change(id);
@@ -593,7 +593,7 @@ Status PairTracker::move(std::uint32_t id, const Box& box) {
 Status PairTracker::set_filter(std::uint32_t id, const Filter& filter) {
     Impl& m = *impl_;
     if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
-    Body& b = m.bodies[id];
+    TrackedBody& b = m.bodies[id];
     if (b.next_filter == filter) return Status::success();
     b.next_filter = filter;
     b.filter_changed = true;
@@ -626,8 +626,8 @@ std::span<const Pair> PairTracker::pairs() const {
 void PairTracker::partners(std::uint32_t id, std::vector<std::uint32_t>& out) const {
     const Impl& m = *impl_;
     if (id >= m.adj.size()) return;
-    for (const Link& link : m.adj[id])
-        if (link.cand & kPairBit) out.push_back(link.other);
+    for (const TrackedLink& link : m.adj[id])
+        if (link.cand & kCurrentPair) out.push_back(link.other);
 }
 
 void PairTracker::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
@@ -719,7 +719,7 @@ Status PairTracker::validate() const {
     if (Status s = m.structure->validate(); !s) return s;
     std::size_t held = 0;
     for (std::uint32_t id = 0; id < m.bodies.size(); ++id) {
-        const Body& b = m.bodies[id];
+        const TrackedBody& b = m.bodies[id];
         if (!b.in_structure) {
             if (!m.adj[id].empty()) return broken("a body outside has candidates", id);
             continue;
@@ -728,11 +728,11 @@ Status PairTracker::validate() const {
         if (m.dynamic && !contains_box(b.fat, m.boxes[id]))
             return broken("body " + std::to_string(id) + "'s fat box does not hold its box", id);
         for (std::uint32_t k = 0; k < m.adj[id].size(); ++k) {
-            const Link link = m.adj[id][k];
-            const Candidate& c = m.cands[link.cand & ~kPairBit];
+            const TrackedLink link = m.adj[id][k];
+            const TrackedCandidate& c = m.cands[link.cand & ~kCurrentPair];
             if ((c.a == id ? c.pos_a : c.pos_b) != k || (c.a != id && c.b != id) ||
                 link.other != (c.a == id ? c.b : c.a) ||
-                ((link.cand & kPairBit) != 0) != (c.pair != kNone))
+                ((link.cand & kCurrentPair) != 0) != (c.pair != kNoBody))
                 return broken("candidate links of body " + std::to_string(id) + " disagree", id);
         }
     }
