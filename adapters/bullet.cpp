@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "broadphase/pair_tracker.hpp"
-#include "outward.hpp"
 #include "broadphase/structure.hpp"
+#include "outward.hpp"
 
 #if BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
@@ -431,7 +431,8 @@ public:
         flush();
         return btHashedOverlappingPairCache::removeOverlappingPair(a, b, dispatcher);
     }
-    void processAllOverlappingPairs(btOverlapCallback* callback, btDispatcher* dispatcher) override {
+    void processAllOverlappingPairs(btOverlapCallback* callback,
+                                    btDispatcher* dispatcher) override {
         flush();
         btHashedOverlappingPairCache::processAllOverlappingPairs(callback, dispatcher);
     }
@@ -479,7 +480,7 @@ struct Broadphase::Impl {
     std::uint64_t window_added = 0, window_removed = 0;  // since the last call
     bool resync = true;  // the cache must be synced against every pair at the next call
     btDispatcher* last_dispatcher = nullptr;  // the one given with the changes recorded
-    Index index;  // gpu_lbvh: the queries' mirror
+    Index index;                              // gpu_lbvh: the queries' mirror
     bool gpu = false;
 #if BROADPHASE_HAS_GPU
     GpuSide gpu_side;

@@ -40,19 +40,19 @@ constexpr std::size_t kTrackerSample = 1024;
 struct TrackedBody {
     Box next_box, fat;
     Filter filter, next_filter;
-    bool present = false;      // inserted and not removed (pending or not)
+    bool present = false;       // inserted and not removed (pending or not)
     bool in_structure = false;  // applied: the structure holds its fat box
     bool is_static = false, next_static = false;
-    bool changed = false;      // in the pending list
-    bool reborn = false;       // removed and inserted again since the last update
+    bool changed = false;  // in the pending list
+    bool reborn = false;   // removed and inserted again since the last update
     bool filter_changed = false;
 };
 
 /// A pair of bodies whose fat boxes overlap, linked from both bodies' candidate lists.
 struct TrackedCandidate {
     std::uint32_t a = kNoBody, b = kNoBody;  // a < b
-    std::uint32_t pos_a = 0, pos_b = 0;  // positions in a's and b's lists
-    std::uint32_t pair = kNoBody;          // slot in the pair array while the boxes touch
+    std::uint32_t pos_a = 0, pos_b = 0;      // positions in a's and b's lists
+    std::uint32_t pair = kNoBody;            // slot in the pair array while the boxes touch
 };
 
 /// One entry of a body's candidate list: the other body and the candidate, whose top bit
@@ -142,8 +142,8 @@ struct PairTracker::Impl {
 
     void sample_extent(const Box& box) {
         if (sample.size() >= kTrackerSample) return;
-        sample.push_back(((box.max.x - box.min.x) + (box.max.y - box.min.y) +
-                          (box.max.z - box.min.z)) / 3);
+        sample.push_back(
+            ((box.max.x - box.min.x) + (box.max.y - box.min.y) + (box.max.z - box.min.z)) / 3);
         const std::size_t n = sample.size();
         if ((n & (n - 1)) != 0 && n != kTrackerSample) return;  // re-estimated at 1, 2, 4, ...
         std::vector<float> sorted = sample;
@@ -532,20 +532,18 @@ Result<std::unique_ptr<PairTracker>> PairTracker::create(const Config& config) {
                                  " is rebuilt and its pairs found whole at each update");
         return std::unique_ptr<PairTracker>(new PairTracker(std::move(impl)));
     } catch (const std::bad_alloc&) {
-        return Error{ErrorCode::out_of_memory, "pair tracker: out of memory creating " +
-                                                   config.method};
+        return Error{ErrorCode::out_of_memory,
+                     "pair tracker: out of memory creating " + config.method};
     }
 }
 
-Status PairTracker::insert(std::uint32_t id, const Box& box, const Filter& filter,
-                           bool is_static) {
+Status PairTracker::insert(std::uint32_t id, const Box& box, const Filter& filter, bool is_static) {
     Impl& m = *impl_;
     if (id == kNoBody) return m.invalid("id 4294967295 is reserved", id);
     if (!valid_tracked_box(box))
-        return Error{ErrorCode::invalid_box,
-                     "pair tracker: box " + std::to_string(id) +
-                         " has a NaN, an infinity or min > max",
-                     id};
+        return Error{
+            ErrorCode::invalid_box,
+            "pair tracker: box " + std::to_string(id) + " has a NaN, an infinity or min > max", id};
     try {
         m.grow(id);
     } catch (const std::bad_alloc&) {
@@ -579,10 +577,9 @@ Status PairTracker::move(std::uint32_t id, const Box& box) {
     Impl& m = *impl_;
     if (!contains(id)) return m.invalid("body " + std::to_string(id) + " is not present", id);
     if (!valid_tracked_box(box))
-        return Error{ErrorCode::invalid_box,
-                     "pair tracker: box " + std::to_string(id) +
-                         " has a NaN, an infinity or min > max",
-                     id};
+        return Error{
+            ErrorCode::invalid_box,
+            "pair tracker: box " + std::to_string(id) + " has a NaN, an infinity or min > max", id};
     TrackedBody& b = m.bodies[id];
     if (b.next_box == box) return Status::success();
     b.next_box = box;

@@ -1002,9 +1002,8 @@ std::set<int> ghost_uids(btPairCachingGhostObject& ghost) {
     std::set<int> out;
     btBroadphasePairArray& pairs = ghost.getOverlappingPairCache()->getOverlappingPairArray();
     for (int k = 0; k < pairs.size(); ++k) {
-        const btBroadphaseProxy* other = pairs[k].m_pProxy0->m_clientObject == &ghost
-                                             ? pairs[k].m_pProxy1
-                                             : pairs[k].m_pProxy0;
+        const btBroadphaseProxy* other =
+            pairs[k].m_pProxy0->m_clientObject == &ghost ? pairs[k].m_pProxy1 : pairs[k].m_pProxy0;
         out.insert(other->m_uniqueId);
     }
     return out;

@@ -246,7 +246,7 @@ TEST(PairTracker, BadInputAndRebirth) {
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, ErrorCode::invalid_box);
     EXPECT_EQ(bad.error().box, std::size_t(3));
-    EXPECT_FALSE(tracker->move(9, {{0, 0, 0}, {1, 1, 1}}));  // not present
+    EXPECT_FALSE(tracker->move(9, {{0, 0, 0}, {1, 1, 1}}));    // not present
     EXPECT_FALSE(tracker->insert(1, {{2, 0, 0}, {1, 1, 1}}));  // min > max
     std::vector<Pair> began, ended;
     ASSERT_TRUE(tracker->insert(0, {{0, 0, 0}, {1, 1, 1}}));
