@@ -3,7 +3,7 @@
 // lavapipe when written as a loop? Builds a few tree shapes on the host, runs each kernel
 // variant (*.spv, see build.sh) several times, and counts the nodes whose value is wrong.
 //
-// Usage: ./climb_repro [-n LEAVES] [-r RUNS] [-w WG,WG..] [-s SHAPE,SHAPE..] [VARIANT..]
+// Usage: ./lavapipe_climb [-n LEAVES] [-r RUNS] [-w WG,WG..] [-s SHAPE,SHAPE..] [VARIANT..]
 //   shapes: balanced, random, skew, karras (default all); workgroup sizes default 64,256.
 //   CLIMB_DEVICE=i picks the physical device (default 0). MESA_SHADER_CACHE_DISABLE is set to
 //   true unless the environment sets it, so the compile timings are cold.
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
 
     // Instance and device.
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.pApplicationName = "climb_repro";
+    app.pApplicationName = "lavapipe_climb";
     app.apiVersion = VK_API_VERSION_1_3;
     VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     ici.pApplicationInfo = &app;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the climb kernels (SPIR-V next to this script) and the host (./climb_repro).
+# Builds the climb kernels (SPIR-V next to this script) and the host (./lavapipe_climb).
 set -e
 cd "$(dirname "$0")"
 G="glslc --target-env=vulkan1.3 -O"
@@ -23,4 +23,4 @@ $G -DCOH_FLAGS m_min.comp -o m_cohflags.spv
 $G -DBARRIER m_min.comp -o m_barrier.spv
 $G -DCOH_VAL -DCOH_FLAGS -DBARRIER m_min.comp -o m_all.spv
 for p in 0 1 2 3 4; do $G -DPROBE=$p p_probe.comp -o p_probe$p.spv; done
-g++ -std=c++20 -O1 -Wall -o climb_repro climb_repro.cpp -lvulkan
+g++ -std=c++20 -O1 -Wall -o lavapipe_climb lavapipe_climb.cpp -lvulkan

@@ -1,4 +1,4 @@
-// Shared declarations of the climb kernels (climb_repro.cpp binds them).
+// Shared declarations of the climb kernels (lavapipe_climb.cpp binds them).
 // Node numbering (Karras): internal nodes 0 .. n-2 (root 0), leaf i is node n-1+i.
 // Each node's value is uvec2(sum of its leaves' values, number of leaves); the host fills
 // val[] with 0xffffffff (never written) and flags[] with 0 before each run.
