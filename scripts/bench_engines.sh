@@ -4,7 +4,8 @@
 # command into OUT_DIR, the command on its first line: Bullet's btDbvtBroadphase and FCL's
 # DynamicAABBTreeCollisionManager against our methods at 10k and 100k bodies, a pile that
 # settles (per-interval rows) and a static level. With BENCH_GPU=1 gpu_lbvh runs too (a Vulkan
-# device; on a remote NVIDIA machine source scripts/device_env.sh first).
+# device; on a remote NVIDIA machine, in the copy that scripts/remote_prepare.sh --engines made,
+# source scripts/remote_env.sh first: it sets BENCH_BIN to the copied benches).
 #
 #   bash scripts/bench_engines.sh [OUT_DIR]     # default bench-logs/engines
 set -uo pipefail

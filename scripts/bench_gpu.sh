@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Runs every GPU benchmark of docs/performance.md on the Vulkan device found (the first
 # discrete GPU, or BROADPHASE_DEVICE), from an existing build, and writes one log per command
-# into OUT_DIR (default bench-logs/), so that a session lent an NVIDIA machine spends its time
-# measuring rather than typing. With --tests it first runs the GPU test suite there (needs the
-# Khronos validation layer on that machine).
+# into OUT_DIR (default bench-logs/). With --tests it first runs the GPU test suite there
+# (needs the Khronos validation layer on that machine). On a remote NVIDIA machine,
+# scripts/remote_run.sh runs it in the copy that scripts/remote_prepare.sh made.
 #
 #   bash scripts/bench_gpu.sh [--tests] [--quick] [--essential] [OUT_DIR]
 #
-# --essential runs only the figures no session has measured yet, most wanted first, for a
-# session whose device time is short (a lent machine gives 15 minutes in all, its start
-# included): the cull's keys-only exact order sort and the queries' first round of
-# 2026-11-28 (issue 35), and with BENCH_BASELINE (a build from before, 841f330) the same on it
-# for a before / after on the device.
+# --essential runs a short list, most wanted first, that fits a run of a few minutes: the
+# figures of the current-figures table that the latest changes move (the cull's exact order,
+# ray casts and region queries, the build and all pairs, a moving scene's frames), and with
+# BENCH_BASELINE the same on the older build, for a before / after on the device.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
 # docs/performance.md ask. BENCH_BASELINE=PATH (an older build's broadphase binary) also times
@@ -43,7 +42,7 @@ fi
 
 failed=0
 # Each command is stopped after BENCH_TIMEOUT seconds (default 120), so that one hang (a
-# driver that never signals a fence, say) costs a lent device minutes, not the whole lease.
+# driver that never signals a fence, say) costs minutes, not the whole run.
 run() {  # run NAME COMMAND...: logs to $out/NAME.txt, keeps going on failure
   local name=$1
   shift
@@ -62,17 +61,13 @@ if [ "$tests" = 1 ]; then
   run gpu_tests env BROADPHASE_VALIDATION=1 build/tests/broadphase_gpu_tests
 fi
 if [ "$essential" = 1 ]; then
-  # Unmeasured since the H200 runs g to k of 2026-11-28 (docs/performance.md: "Keys alone in
-  # the exact order sort", "Queries in round 0", "Refine from runs of 32, not 8", "The
-  # refinement recorded only when needed", "A host step's pairs pass in round 0 alone"), most
-  # wanted first:
-  # 1. the cull's exact order sort of the 64-bit keys alone, 7 passes (run j: 0.411 ms with 8
-  #    passes and the ids as values; the target is 0.3 ms);
+  # Most wanted first:
+  # 1. the cull's exact order (the order sort of the packed 64-bit keys alone) and the
+  #    approximate one (the target is a cull with exact order in 0.2 ms at 1M);
   run cull_exact_1m "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
   run cull_approx_1m "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
-  # 2. region queries and ray casts with their first round at 8 times the device's budget and
-  #    round 0 alone recorded (2 dispatches per pass instead of 32), against first rounds of
-  #    64 (the old budget) and 256;
+  # 2. region queries and ray casts (their first round at 8 times the device's budget, round 0
+  #    alone recorded), against first rounds of 64 and 256 (--query-budget);
   run rays_1m "$tool" bench --rays "$rays" --scene "$m1"
   run rays_10m "$tool" bench --rays "$rays" --scene "$m10"
   for b in 64 256; do
@@ -81,18 +76,17 @@ if [ "$essential" = 1 ]; then
   for s in clustered level; do
     run "rays_1m_$s" "$tool" bench --rays "$rays" --scene "${m1/uniform/$s}"
   done
-  # 3. the build with the refinement's steps recorded only when needed (the sort stage in 6
-  #    dispatches instead of 17 on uniform; level is refined, as before);
+  # 3. the build and all pairs (the refinement's steps recorded only when a scene needs them:
+  #    level does, uniform does not);
   run pairs_1m "$tool" bench --scene "$m1" --repeat "$repeat"
   run pairs_10m "$tool" bench --scene "$m10" --repeat "$repeat"
   run pairs_1m_level "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat"
-  #    and kRefineRun 32: clustered at 10M (two runs of 8) is no longer refined;
+  #    clustered at 10M (two runs of 8 equal codes, under kRefineRun: not refined);
   run pairs_10m_clustered "$tool" bench --scene "${m10/uniform/clustered}" --repeat "$repeat"
-  # 4. a moving scene's host step, its pairs pass in round 0 alone (49 dispatches per frame on
-  #    the onesweep path instead of 79);
+  # 4. a moving scene's host step (its pairs pass in round 0 alone while no frame queues more);
   run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
   run frames_10m "$tool" bench --frames "$frames" --scene "$m10"
-  # 5. with BENCH_BASELINE (a build of 841f330, before all four), the same on the old code.
+  # 5. with BENCH_BASELINE (an older build), the same on the old code.
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
       --repeat "$repeat"

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Builds the peer benchmark bench/peers/peers_bench.cu (ToruNiina/lbvh and CUB's
-# DeviceRadixSort, see bench/peers/README.md) with nvcc into .devcarry/peers_bench, for an
+# DeviceRadixSort, see bench/peers/README.md) with nvcc into .remote/peers_bench, for an
 # NVIDIA H200 (sm_90 SASS plus compute_90 PTX, static cudart). Needs the CUDA toolkit (nvcc,
 # its CCCL headers) but no GPU. The lbvh source is not part of this repository: it is read
 # from the git-ignored folder .peers/lbvh (a `git archive` of github.com/ToruNiina/lbvh),
 # whose commit is in .peers/lbvh.rev.
 #
-#   bash scripts/bench_peers.sh            # then, on the GPU machine:
-#   .devcarry/peers_bench 1000000 10
+#   bash scripts/bench_peers.sh            # here, beside scripts/remote_prepare.sh; then, on the
+#   .remote/peers_bench 1000000 10        # remote NVIDIA machine, in the copy of .remote/
 #
 # NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc) selects the compiler. The C++
 # runtime is linked statically too (-static-libstdc++), so the binary needs only glibc and
-# the NVIDIA driver's libcuda on the GPU machine.
+# the NVIDIA driver's libcuda on the remote NVIDIA machine.
 #
 # The lbvh commit of 2020 no longer compiles against CUDA 13's CCCL 3.0 as it is, so this
 # script patches the copy in .peers/lbvh (never anything in the repository), idempotently:
@@ -59,8 +59,8 @@ for want in '#include <thrust/unique.h>' \
 done
 
 # --- build --------------------------------------------------------------------------------
-mkdir -p .devcarry
-out=.devcarry/peers_bench
+mkdir -p .remote
+out=.remote/peers_bench
 echo "bench_peers: building $out (lbvh $rev) with $("$nvcc" --version | grep -o 'release [0-9.]*' || echo 'nvcc ?')"
 "$nvcc" -std=c++20 -O3 --extended-lambda \
   -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \

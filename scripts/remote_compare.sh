@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# There, on a lent NVIDIA machine, in one device call carrying .gl and .devcarry: the GPU suite
-# under validation (synchronization validation included), every kernel's cold first use, and
-# the build, pairs, cull and moving-scene stages of .devcarry/broadphase beside an older build
-# .devcarry/broadphase_prev (when present) in the same call, then 100M boxes. Logs come back
-# as OUT_DIR/logs.tar.gz, a summary on the standard output. Run e of docs/performance.md
-# (2026-11-27) is this script's output.
+# On a remote NVIDIA machine, in the copy made by scripts/remote_prepare.sh: a before / after
+# of the current build against an older one on the same device. Runs the GPU suite under the
+# validation layer (synchronization validation included), every kernel's cold first use, the
+# build, pairs, cull and moving-scene stages of .remote/broadphase beside .remote/broadphase_prev
+# (when present), then 100M boxes. The logs go into OUT_DIR/logs.tar.gz, a summary to the
+# standard output.
 #
-#   here:  bash scripts/device_prepare.sh; cp OLD_BUILD/broadphase .devcarry/broadphase_prev
-#   there: bash scripts/device_compare.sh $OUT      (carry [".gl", ".devcarry"])
+#   here:  bash scripts/remote_prepare.sh; cp OLD_BUILD/broadphase .remote/broadphase_prev
+#   there: bash scripts/remote_compare.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?give an output folder (\$OUT)}
-source scripts/device_env.sh
-prev=.devcarry/broadphase_prev
+out=${1:?give an output folder}
+source scripts/remote_env.sh
+prev=.remote/broadphase_prev
 [ -f "$prev" ] && chmod +x "$prev"
 logs=$out/logs
 mkdir -p "$logs"
