@@ -40,7 +40,7 @@
 
 #if BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #endif
 
 namespace broadphase::fcl {

@@ -32,7 +32,7 @@ function(broadphase_embed_shaders out_var split_names)
     add_custom_command(
       OUTPUT ${spv_inc}
       COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num ${defines}
-              -I ${PROJECT_SOURCE_DIR}/include/broadphase -I ${PROJECT_SOURCE_DIR}/shaders
+              -I ${PROJECT_SOURCE_DIR}/include -I ${PROJECT_SOURCE_DIR}/shaders
               -MD -MF ${spv_inc}.d -o ${spv_inc} ${shader}
       DEPENDS ${shader}
       DEPFILE ${spv_inc}.d

@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "broadphase/gpu_layout.h"
+#include "broadphase/gpu/layout/common.h"
 #include "broadphase/structure.hpp"
 
 namespace broadphase::lbvh {
@@ -28,7 +28,7 @@ using broadphase::CodeKind;  // broadphase/types.hpp, shared with gpu::Lbvh
 std::uint32_t float_to_ordered(float f);
 float ordered_to_float(std::uint32_t u);
 
-/// An empty slot (gpu_layout.h, "Empty slots"; gpu::ProxyScene's free slots): min.x > max.x,
+/// An empty slot (layout/common.h, "Empty slots"; gpu::ProxyScene's free slots): min.x > max.x,
 /// written as min = +inf, max = -inf. It overlaps nothing, has no centroid, gets the empty code
 /// (sorted after every real code) and is never refined; a node over empty slots alone has
 /// area 0. Every function of the twin accepts such boxes as the GPU's build does.
@@ -101,7 +101,7 @@ struct SortedKeys {
 SortedKeys sorted_keys(std::span<const Box> boxes, CodeKind kind, bool refine = true);
 
 /// Karras hierarchy over n sorted codes: fills links of all 2n-1 nodes (bounds left zero).
-/// Node layout as in gpu_layout.h. delta(i, j) = -1 outside [0, n), clz64(ci ^ cj) when the
+/// Node layout as in layout/common.h. delta(i, j) = -1 outside [0, n), clz64(ci ^ cj) when the
 /// codes differ, 64 + clz32(i ^ j) when they are equal. Split = last index with a longer common
 /// prefix than the node's whole range, found by binary search as in the paper.
 std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_codes,
@@ -121,7 +121,7 @@ std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_code
                                       std::span<const std::uint32_t> sorted_ids,
                                       std::span<const Box> boxes);
 
-/// The LbvhWideNode records of a built tree (gpu_layout.h): record i holds internal node i's
+/// The LbvhWideNode records of a built tree (layout/common.h): record i holds internal node i's
 /// children, their bounds copied bit for bit from their nodes and their aux (leaf: box id,
 /// internal: last sorted position). Empty for fewer than two leaves. What lbvh_build.comp and
 /// lbvh_refit.comp write beside the nodes.

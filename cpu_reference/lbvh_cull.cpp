@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 #include "lbvh.hpp"
 
 namespace broadphase::lbvh {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "broadphase/frustum.hpp"
-#include "broadphase/gpu_layout.h"
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/layout/common.h"
+#include "broadphase/gpu/layout/cull.h"
 #include "broadphase/occlusion.hpp"
 
 namespace broadphase::lbvh {

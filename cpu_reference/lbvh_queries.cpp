@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "broadphase/gpu_layout_queries.h"
+#include "broadphase/gpu/layout/queries.h"
 #include "lbvh.hpp"
 
 namespace broadphase::lbvh {

@@ -1,5 +1,5 @@
 // CPU twins of the batched GPU LBVH queries (shaders/lbvh_query.comp, lbvh_raycast.comp):
-// stack traversals of a Karras 2012 tree (the node layout of gpu_layout.h) doing the same
+// stack traversals of a Karras 2012 tree (the node layout of layout/common.h) doing the same
 // per-invocation logic as the shaders, in the same visiting order, so that tests compare GPU
 // output with these results exactly (region hits in the same order, ray hits by id and t).
 #pragma once
@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "broadphase/gpu_layout.h"
+#include "broadphase/gpu/layout/common.h"
 #include "broadphase/types.hpp"
 
 namespace broadphase::lbvh {

@@ -1,10 +1,11 @@
 // gpu::measure_copy_bandwidth: shaders/bandwidth_copy.comp over two device buffers, timed with
 // timestamp queries; gpu::WarmUp: the same kernel submitted without waiting, to keep the device
-// busy (and its clocks up) ahead of a measurement (see include/broadphase/gpu.hpp).
+// busy (and its clocks up) ahead of a measurement (see include/broadphase/gpu/instruments.hpp).
 #include <algorithm>
 #include <cmath>
 
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu/instruments.hpp"
 #include "kernels.hpp"
 #include "shaders.hpp"
 #include "timestamps.hpp"

@@ -36,7 +36,7 @@ struct Context::Impl {
     VkFence fence = VK_NULL_HANDLE;
     DeviceInfo info;
     // log2 of the LbvhNode and the LbvhWideNode per part of a split tree array (part_shift of
-    // info.max_storage_buffer_range; gpu_layout.h, "Split tree bindings").
+    // info.max_storage_buffer_range; layout/common.h, "Split tree bindings").
     std::uint32_t node_shift = 0, wide_shift = 0;
     VkPhysicalDeviceMemoryProperties memory{};
     PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;

@@ -15,8 +15,8 @@
 #include <span>
 #include <utility>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/layout/cull.h"
 #include "broadphase/scene.hpp"
 // The switch keys of the mesh table are the CPU twin's distance keys of the switch distances.
 #include "../cpu_reference/lbvh_cull.hpp"
@@ -1328,11 +1328,11 @@ Result<std::uint64_t> Culler::last_visits() {
     return std::uint64_t(words[1]) << 32 | words[0];
 }
 
-Result<std::vector<StageReport>> Culler::last_report() {
-    Impl& im = *impl_;
+Result<std::vector<StageReport>> last_report(Culler& culler) {
+    CullerImpl& im = impl_of(culler);
     const LastCull& c = im.last;
     if (c.kind == LastCull::Kind::none || c.visible.empty()) return std::vector<StageReport>{};
-    auto visits = last_visits();
+    auto visits = culler.last_visits();
     if (!visits) return visits.error();
     auto refined = read_build_refined(*im.lbvh, im.build_scratch, c.n);
     if (!refined) return refined.error();

@@ -5,10 +5,10 @@
 #pragma once
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_proxies.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 
 namespace broadphase::gpu {
 

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "broadphase/gpu.hpp"
+#include "broadphase/gpu/context.hpp"
+#include "broadphase/gpu/instruments.hpp"
 
 namespace broadphase::gpu {
 

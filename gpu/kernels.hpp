@@ -28,7 +28,7 @@ struct DispatchGate {
     std::uint32_t next = 0;                         ///< indirect: the next slot
 };
 
-/// A kernel's split variant (gpu_layout.h, "Split tree bindings"; shaders/tree_parts.glsl): the
+/// A kernel's split variant (layout/common.h, "Split tree bindings"; shaders/tree_parts.glsl): the
 /// same source compiled with -DTREE_SPLIT (shaders::NAME_split), and which of its bindings hold
 /// a tree's LbvhNode array and LbvhWideNode array (bit i: binding i). Each of those is then
 /// bound as kTreeParts descriptors: part k of an array of E-byte elements starts k * (E << s)

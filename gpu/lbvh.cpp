@@ -825,7 +825,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
     const BufferRange other_slots =
         cross ? first_bytes(proxy.other_slots, other_slot_bytes) : unused;
     // Unless the caller set one, the first round's groups walk for kPairGroup leaves each:
-    // LbvhOptions::pair_budget, by default kPairGroup times the device's budget (gpu_layout.h,
+    // LbvhOptions::pair_budget, by default kPairGroup times the device's budget (layout/common.h,
     // kPairGroup), at most kTraversalBudget. Later rounds, only for walks that round left
     // unfinished (a box over half the scene, say), take the device's budget: on an H200 a
     // level:1000000 pass took 5.44 ms with 512 steps in every round, 2.16 ms with 64 in every
@@ -988,11 +988,11 @@ const StageTimes& Lbvh::last_times() const {
     return impl_->times;
 }
 
-Result<std::vector<StageReport>> Lbvh::last_report() {
-    if (!impl_->has_report) return std::vector<StageReport>{};
-    auto refined = read_refined();
+Result<std::vector<StageReport>> last_report(Lbvh& lbvh) {
+    if (!impl_of(lbvh).has_report) return std::vector<StageReport>{};
+    auto refined = lbvh.read_refined();
     if (!refined) return refined.error();
-    return impl_->make_report(refined.value());
+    return impl_of(lbvh).make_report(refined.value());
 }
 
 Result<bool> Lbvh::read_refined() {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "kernels.hpp"
 #include "scale.hpp"
 #include "traffic.hpp"

@@ -1,4 +1,4 @@
-// Moving scenes on the GPU (include/broadphase/gpu_frames.hpp): per-frame LBVH refit
+// Moving scenes on the GPU (include/broadphase/gpu/moving_scene.hpp): per-frame LBVH refit
 // (shaders/lbvh_refit.comp, leaves and bottom-up bounds in one pass) or rebuild (the Lbvh build),
 // chosen on the GPU by the refitted tree's normalised SAH cost (shaders/lbvh_sah.comp,
 // shaders/frame_policy.comp; Kopta et al., I3D 2012) and by the previous frame's traversal work,
@@ -17,7 +17,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "moving_scene_impl.hpp"
 #include "shaders.hpp"
@@ -583,9 +583,10 @@ const FrameTimes& MovingScene::last_times() const {
     return impl_->times;
 }
 
-Result<std::vector<StageReport>> MovingScene::last_report() {
-    if (!impl_->ready) return Error{ErrorCode::invalid_argument, "last_report before reset"};
-    return impl_->report();
+Result<std::vector<StageReport>> last_report(MovingScene& scene) {
+    if (!impl_of(scene).ready)
+        return Error{ErrorCode::invalid_argument, "last_report before reset"};
+    return impl_of(scene).report();
 }
 
 std::uint32_t MovingScene::size() const {

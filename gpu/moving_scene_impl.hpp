@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "grow.hpp"
 #include "impl_access.hpp"
 #include "lbvh_gated.hpp"
@@ -119,7 +119,7 @@ struct MovingScene::Impl {
     std::uint32_t capacity = 0;
     // pair_count[k] is the all-pairs pass's TraversalStatus (its first word the pair count).
     Buffer pair_count[2], pair_args[2], keys[2];
-    // The all-pairs pass's work queues (gpu_layout.h, "Bounded traversal") and the rounds it
+    // The all-pairs pass's work queues (layout/common.h, "Bounded traversal") and the rounds it
     // records (kTraversalRounds; a repair of a frame that needed more records the maximum).
     Buffer work;
     std::uint32_t work_capacity = 0;
@@ -178,7 +178,7 @@ struct MovingScene::Impl {
 
     // A buffer never bound whole: a tree's node range (LbvhRequirements::nodes, bound as its
     // node and wide arrays, each split over several descriptors where the device allows:
-    // gpu_layout.h, "Split tree bindings") or a build's scratch (bound array by array); their
+    // layout/common.h, "Split tree bindings") or a build's scratch (bound array by array); their
     // bindings are what check_limits checked.
     Status ensure_unbound(Buffer& buffer, VkDeviceSize size) {
         return grow_buffer(*context, buffer, size);

@@ -1,4 +1,4 @@
-// gpu::ProxyScene (include/broadphase/gpu_proxies.hpp): bodies in slots with empty boxes for
+// gpu::ProxyScene (include/broadphase/gpu/proxy_scene.hpp): bodies in slots with empty boxes for
 // the free ones, a MovingScene frame over the dynamic slots (gpu/moving_scene_impl.hpp) whose
 // pairs pass filters by ProxySlot and writes handles, passes of the fresh and static trees
 // appended to it, and the frame's batch scattered on the GPU (shaders/proxy_update.comp).
@@ -8,7 +8,8 @@
 #include <functional>
 #include <limits>
 
-#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "impl_access.hpp"
 #include "moving_scene_impl.hpp"
@@ -594,12 +595,12 @@ const FrameTimes& ProxyScene::last_times() const {
 // ProxySlot (32 + 16 B); each tree the frame builds adds the build's model (gpu/lbvh.cpp,
 // refined or not, one word read back per tree) and its scratch fills. The batch's copy from
 // the staging buffer is a transfer, not counted.
-Result<std::vector<StageReport>> ProxyScene::last_report() {
-    Impl& im = *impl_;
+Result<std::vector<StageReport>> last_report(ProxyScene& scene) {
+    ProxySceneImpl& im = impl_of(scene);
     if (!im.started) return Error{ErrorCode::invalid_argument, "last_report before a step"};
     auto frames = im.frames->report();
     if (!frames) return frames.error();
-    const Impl::Batch& batch = im.last_batch;
+    const ProxySceneImpl::Batch& batch = im.last_batch;
     StageReport r;
     r.name = "batch + trees";
     r.dispatches =

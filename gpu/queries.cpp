@@ -7,7 +7,8 @@
 // dispatches between their timestamps, bytes modelled from the kernels' access patterns and
 // the traversals' GPU visit counts; the model is stated beside region_count_traffic and
 // ray_cast_traffic below).
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
 
 #include <algorithm>
 #include <array>
@@ -278,7 +279,7 @@ void record_region_pass(const Kernel& kernel, const TraversalRounds& rounds, VkC
         first_bytes(b.traversal.work, work_range_bytes(b.traversal)),
         first_bytes(b.scratch, queries * 4ull),
         t.wide};
-    // Round 0 takes LbvhOptions::query_budget (gpu_layout.h, kQueryFirstRound).
+    // Round 0 takes LbvhOptions::query_budget (layout/common.h, kQueryFirstRound).
     const auto [traversal, later_budget] =
         rounds.with_first_round(b.traversal, query_budget, kQueryFirstRound);
     rounds.record_kernel(cmd, status, traversal, kernel, bindings, pc, workgroups(queries), 0,
@@ -684,8 +685,8 @@ const QueryTimes& LbvhQueries::last_times() const {
     return impl_->times;
 }
 
-const std::vector<StageReport>& LbvhQueries::last_report() const {
-    return impl_->report;
+const std::vector<StageReport>& last_report(const LbvhQueries& queries) {
+    return impl_of(queries).report;
 }
 
 Result<std::vector<Pair>> LbvhQueries::find_pairs_against(std::span<const Box> a,

@@ -39,7 +39,7 @@ std::uint32_t digit_mask(std::uint32_t pass, std::uint32_t key_bits) {
     return (1u << width) - 1;
 }
 
-// Uints of the one-sweep state of `passes` passes over `tiles` tiles (gpu_layout.h).
+// Uints of the one-sweep state of `passes` passes over `tiles` tiles (layout/common.h).
 std::uint64_t onesweep_state_words(std::uint32_t passes, std::uint32_t tiles) {
     return kOnesweepLookback + std::uint64_t(passes) * tiles * kSortBuckets;
 }

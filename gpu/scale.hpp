@@ -64,7 +64,7 @@ inline DeviceLimits limits_of_range(VkDeviceSize range, std::uint32_t tree_parts
 }
 
 /// log2 of the elements of `element` bytes one part of a split tree array holds: the largest s
-/// <= 31 with element << s <= range (gpu_layout.h, "Split tree bindings").
+/// <= 31 with element << s <= range (layout/common.h, "Split tree bindings").
 std::uint32_t part_shift(VkDeviceSize range, VkDeviceSize element);
 /// The bytes of one part: element << part_shift(range, element).
 VkDeviceSize part_bytes(VkDeviceSize range, VkDeviceSize element);
@@ -125,7 +125,7 @@ VkDeviceSize soa_array_bytes(std::uint64_t n);
 /// A tree's node range (LbvhRequirements::nodes, LbvhTree::nodes) holds the 2n - 1 LbvhNode,
 /// then from this offset (lbvh_nodes_bytes rounded up to 256, the largest
 /// minStorageBufferOffsetAlignment Vulkan allows) the n - 1 LbvhWideNode of the internal nodes
-/// (gpu_layout.h), lbvh_wide_bytes of them (one record when n <= 1). The two are bound as two
+/// (layout/common.h), lbvh_wide_bytes of them (one record when n <= 1). The two are bound as two
 /// descriptors, each checked against maxStorageBufferRange on its own.
 VkDeviceSize lbvh_wide_offset(std::uint64_t n);
 VkDeviceSize lbvh_wide_bytes(std::uint64_t n);

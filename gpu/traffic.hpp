@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "broadphase/gpu/instruments.hpp"
+
 namespace broadphase::gpu {
 
 struct Traffic {

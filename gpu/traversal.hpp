@@ -1,4 +1,4 @@
-// Recording of bounded traversals (gpu_layout.h, "Bounded traversal"): round 0 dispatched
+// Recording of bounded traversals (layout/common.h, "Bounded traversal"): round 0 dispatched
 // directly over the queries, then each later round sized on the GPU by traversal_args.comp and
 // dispatched indirectly over the queued items, then the finishing status words. Shared by the
 // all-pairs pass (gpu/lbvh.cpp), region queries and ray casts (gpu/queries.cpp).

@@ -2,7 +2,7 @@
 #ifndef BROADPHASE_COMMON_GLSL
 #define BROADPHASE_COMMON_GLSL
 
-#include "gpu_layout.h"
+#include "broadphase/gpu/layout/common.h"
 
 layout(push_constant) uniform Push {
     PushConstants pc;
@@ -30,7 +30,7 @@ int clz32(uint x) {
     return x == 0u ? 32 : 31 - findMSB(x);
 }
 
-// An empty slot (gpu_layout.h, "Empty slots"); NaN-free boxes only.
+// An empty slot (layout/common.h, "Empty slots"); NaN-free boxes only.
 bool box_empty(vec4 lo, vec4 hi) {
     return lo.x > hi.x;
 }
@@ -46,7 +46,7 @@ bool boxes_overlap(vec3 alo, vec3 ahi, vec3 blo, vec3 bhi) {
     return all(lessThanEqual(alo, bhi)) && all(lessThanEqual(blo, ahi));
 }
 
-// A child's bounds from its parent's LbvhWideNode (gpu_layout.h): side 0 left, 1 right.
+// A child's bounds from its parent's LbvhWideNode (layout/common.h): side 0 left, 1 right.
 vec3 wide_lo(LbvhWideNode w, uint side) {
     return side == 0u ? w.a.xyz : vec3(w.b.zw, w.c.x);
 }

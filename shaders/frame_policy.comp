@@ -19,7 +19,7 @@
 // CPU twin: lbvh::MovingTwin (sah_sum, rebuild_wanted).
 #version 450
 #include "common.glsl"
-#include "gpu_layout_frames.h"
+#include "broadphase/gpu/layout/frames.h"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Partials {

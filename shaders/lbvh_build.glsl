@@ -74,7 +74,7 @@ layout(std430, binding = 6) nonprivate buffer NodeLink {
 layout(std430, binding = 3) nonprivate buffer Nodes {
     LbvhNode nodes[];
 };
-// internal node i's children (gpu_layout.h), written with node i
+// internal node i's children (layout/common.h), written with node i
 layout(std430, binding = 5) buffer Wide {
     LbvhWideNode wide[];
 };
@@ -142,7 +142,7 @@ void main() {
     int l = int(p), r = int(p);
     int below = delta(l, l - 1), above = delta(r, r + 1);  // delta checks its 2nd index
     bool climbing = true;
-    uint aux = id;  // the current node's aux in its parent's LbvhWideNode (gpu_layout.h)
+    uint aux = id;  // the current node's aux in its parent's LbvhWideNode (layout/common.h)
     // Each step climbs from the node [l, r] (bounds lo, hi; below = delta(l, l-1), above =
     // delta(r, r+1)): publish the far end at the parent's split; the second arrival completes
     // the parent and makes it the current node. A climb passes at most kTraversalStack = 96

@@ -6,7 +6,7 @@
 // positions go, in LBVH leaf order, to the invocation's own slots, and their number to
 // counts[c]: no atomics, no inter-invocation dependence.
 // Each traversal step expands one internal node with one load: its LbvhWideNode (64 bytes,
-// gpu_layout.h) holds both children's bounds and links, so both children are classified from
+// layout/common.h) holds both children's bounds and links, so both children are classified from
 // it and never from their own LbvhNode. The root's box is the one LbvhNode read (nodes[0]; the
 // single leaf when n == 1). A child's leaf range follows from the record: the left child
 // starts where its parent does, its last position is its aux (internal) or its own position
@@ -41,7 +41,7 @@
 #define BROADPHASE_LBVH_CULL_GLSL
 #include "common.glsl"
 #include "cull_distance.glsl"
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 #include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -59,7 +59,7 @@ layout(std430, binding = 3) buffer Counts {
 layout(std430, binding = 4) writeonly buffer Ranks {
     uint ranks[];
 };
-// the internal nodes with their children's bounds and links (gpu_layout.h)
+// the internal nodes with their children's bounds and links (layout/common.h)
 TREE_ARRAY(readonly, 5, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 #ifdef CULL_OCCLUSION
 layout(std430, binding = 6) readonly buffer OcclusionParams {

@@ -6,7 +6,7 @@
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Params {

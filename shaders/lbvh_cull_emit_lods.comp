@@ -20,7 +20,7 @@
 #version 450
 #include "common.glsl"
 #include "cull_distance.glsl"
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 #include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;

@@ -5,7 +5,7 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "common.glsl"
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) readonly buffer Offsets {

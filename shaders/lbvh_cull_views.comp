@@ -24,7 +24,7 @@
 // CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp), `expanded` its work count.
 #version 450
 #include "common.glsl"
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 #include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -38,7 +38,7 @@ layout(std430, binding = 2) writeonly buffer Slots {
 layout(std430, binding = 3) buffer Counts {
     uint counts[];
 };  // per view chunks + 1 counts; then, in view 0's, the visits (lo, hi)
-// the internal nodes with their children's bounds and links (gpu_layout.h)
+// the internal nodes with their children's bounds and links (layout/common.h)
 TREE_ARRAY(readonly, 4, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 // 0: outside one plane, 1: straddles, 2: inside all planes (lbvh_cull.comp classify).

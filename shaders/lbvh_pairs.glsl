@@ -1,4 +1,4 @@
-// All pairs by LBVH traversal, in groups (gpu_layout.h, kPairGroup): invocation g takes the
+// All pairs by LBVH traversal, in groups (layout/common.h, kPairGroup): invocation g takes the
 // sorted positions [g * kPairGroup, g * kPairGroup + kPairGroup) (its members, the last group
 // fewer), tests them against each other in registers, then walks the tree once per run of
 // them (a member farther from the run before it than either is wide begins the next: where the
@@ -7,7 +7,7 @@
 // against every member of the run. So each pair is found exactly once, by the group of its
 // earlier leaf (Karras 2012, sec. 5, the "only look right" trick, with one walk per run instead
 // of one per leaf: the nodes from the root down to the run are read once for all of it).
-// Bounded (gpu_layout.h, "Bounded traversal"): round 0 runs one invocation per group from the
+// Bounded (layout/common.h, "Bounded traversal"): round 0 runs one invocation per group from the
 // root, later rounds one per queued item (a pending subtree of one run, or the runs a group had
 // not begun), which loads its group's members again; an invocation takes at most
 // traversal_budget() steps, each a node expanded or an iteration of storing pairs, then queues
@@ -69,7 +69,7 @@ TREE_ARRAY(readonly, 5, OtherNodes, LbvhNode, other_nodes, NODE_SHIFT)
 layout(std430, binding = 6) readonly buffer OtherSlots {
     uvec4 other_slots[];
 };  // by leaf id of the other tree (kPairsCross)
-// the query tree's internal nodes with their children's bounds (gpu_layout.h)
+// the query tree's internal nodes with their children's bounds (layout/common.h)
 TREE_ARRAY(readonly, 7, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 // the same for the tree tested against (kPairsCross)
 TREE_ARRAY(readonly, 8, OtherWide, LbvhWideNode, other_wide, WIDE_SHIFT)
@@ -317,7 +317,7 @@ void main() {
     uint run = run_members(live, starts, start);
     members_union(run, lo, hi);
 
-    // Short stack (gpu_layout.h, kPairStack): a subtree that finds it full is queued. One walk
+    // Short stack (layout/common.h, kPairStack): a subtree that finds it full is queued. One walk
     // per run, each from the root, one after the other in this loop (its steps share the budget).
     uint stack[kPairStack];
     uint stack_limit = pc.key_word == 0u ? kPairStack : min(pc.key_word, kPairStack);

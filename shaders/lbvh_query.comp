@@ -3,7 +3,7 @@
 // offsets[q]; the host scans offsets exclusively (RadixSort::record_scan); the fill pass
 // traverses again and writes the hits of query q to ids[offsets[q] ...], skipping slots at or
 // past `capacity` (the scanned total says how many are needed). Stack traversal of a Karras
-// 2012 tree as in lbvh_pairs.comp, bounded the same way (gpu_layout.h, "Bounded traversal"):
+// 2012 tree as in lbvh_pairs.comp, bounded the same way (layout/common.h, "Bounded traversal"):
 // round 0 runs one invocation per query from the root, later rounds one per queued
 // (query, node) item. A query that finishes in round 0 writes its hits in the CPU twin's
 // visiting order with no atomics; the queued items of a query add to offsets[q] (count pass)
@@ -18,10 +18,10 @@
 // fill pass walk the same nodes and each counts them into its own status, so both equal the
 // twin's expanded count whatever the budget, rounds or order (a region query never prunes on
 // what another item found).
-// CPU twin: lbvh::query_region. Push constants: see gpu_layout_queries.h.
+// CPU twin: lbvh::query_region. Push constants: see layout/queries.h.
 #version 450
 #include "common.glsl"
-#include "gpu_layout_queries.h"
+#include "broadphase/gpu/layout/queries.h"
 #include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -44,7 +44,7 @@ layout(std430, binding = 5) buffer Work {
 layout(std430, binding = 6) buffer Cursors {
     uint cursors[];
 };
-// internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+// internal node i's children with their bounds and links (layout/common.h), n - 1 of 64 B
 TREE_ARRAY(readonly, 7, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 #include "traversal.glsl"

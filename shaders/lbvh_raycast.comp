@@ -6,7 +6,7 @@
 // id. Internal nodes use a conservative test with relative slack kRayNodeSlack so that an
 // inexact division (Vulkan allows 2.5 ulp) never prunes the closest box. Only t itself may
 // differ from the CPU by those ulps.
-// Bounded (gpu_layout.h, "Bounded traversal"): a ray that needs more than traversal_budget()
+// Bounded (layout/common.h, "Bounded traversal"): a ray that needs more than traversal_budget()
 // steps (many boxes at the same entry t, e.g. a ray starting inside a dense cluster, defeat the
 // pruning) queues its pending subtrees as (ray, node) items. Such a ray's hits[r] becomes a
 // shared minimum: t_bits (t >= 0, so its bits order as the floats) lowered with atomicMin by
@@ -24,10 +24,10 @@
 // every ray finishes in round 0 this equals the twin's expanded count exactly; the queued
 // items of a ray prune with the ray's shared minimum, which other items lower while they run,
 // so with queued work the count depends on timing (never the hit).
-// CPU twin: lbvh::ray_cast_nodes. Push constants: see gpu_layout_queries.h.
+// CPU twin: lbvh::ray_cast_nodes. Push constants: see layout/queries.h.
 #version 450
 #include "common.glsl"
-#include "gpu_layout_queries.h"
+#include "broadphase/gpu/layout/queries.h"
 #include "tree_parts.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
@@ -44,7 +44,7 @@ layout(std430, binding = 3) buffer TStatus {
 layout(std430, binding = 4) buffer Work {
     uint work[];
 };
-// internal node i's children with their bounds and links (gpu_layout.h), n - 1 of 64 B
+// internal node i's children with their bounds and links (layout/common.h), n - 1 of 64 B
 TREE_ARRAY(readonly, 5, Wide, LbvhWideNode, wide, WIDE_SHIFT)
 
 #include "traversal.glsl"

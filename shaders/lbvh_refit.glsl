@@ -71,7 +71,7 @@ void main() {
     WRITE_BOUNDS(leaf, boxes[id].lo.xyz, boxes[id].hi.xyz, )
     bool climbing = n >= 2u && node != kInvalidNode;
     // Each step arrives at `node`; the second arrival merges and moves to the parent. The tree is
-    // at most kTraversalStack = 96 levels deep (gpu_layout.h); the bound keeps the loop finite
+    // at most kTraversalStack = 96 levels deep (layout/common.h); the bound keeps the loop finite
     // whatever the links say.
     for (uint step = 0u; climbing && step < kTraversalStack; ++step) {
         uint arrived = atomicXor(

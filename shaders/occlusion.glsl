@@ -13,7 +13,7 @@
 #ifndef BROADPHASE_OCCLUSION_GLSL
 #define BROADPHASE_OCCLUSION_GLSL
 
-#include "gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
 
 bool occlusion_finite(float v) {
     return (floatBitsToUint(v) & 0x7f800000u) != 0x7f800000u;

@@ -5,7 +5,7 @@
 // that size into the frame status (began or ended, by pc.flags).
 #version 450
 #include "common.glsl"
-#include "gpu_layout_frames.h"
+#include "broadphase/gpu/layout/frames.h"
 
 layout(local_size_x = kWorkgroupSize) in;
 layout(std430, binding = 0) buffer Keys {

@@ -1,7 +1,7 @@
 // gpu::ProxyScene's batch: one frame's adds, removes, moves and filter changes of one kind of
 // body (dynamic or static), uploaded once as records of four uvec4 (slot in x; box lo; box hi;
 // ProxySlot) and scattered into the slots' boxes and ProxySlots. A removed body's record holds
-// an empty box (gpu_layout.h, "Empty slots"). The host sends each slot at most once per batch.
+// an empty box (layout/common.h, "Empty slots"). The host sends each slot at most once per batch.
 #version 450
 #include "common.glsl"
 

@@ -30,10 +30,10 @@
 // 500 tiles (2 million keys).
 // With kSortFallbackOnly (tests) every predecessor is counted from its keys; with
 // kSortLookbackStress (tests) most tiles publish no inclusive prefix and a few publish nothing
-// for a digit (gpu_layout.h).
+// for a digit (layout/common.h).
 // pc.offset = the pass (its counter, histogram and look-back rows), pc.shift / pc.key_word /
 // pc.capacity = the digit's shift, key word and mask, pc.budget = the look-back window after the
-// first round (1 to kOnesweepWindow: DeviceInfo::sort_window); state layout in gpu_layout.h.
+// first round (1 to kOnesweepWindow: DeviceInfo::sort_window); state layout in layout/common.h.
 // Included by radix_onesweep.comp (the tile ranked in shared memory) and
 // radix_onesweep_subgroup.comp (SORT_SUBGROUP_RANK: ranked with subgroup ballots where the
 // subgroups allow it, radix_rank.glsl), after their #version and extensions.

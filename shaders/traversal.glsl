@@ -1,4 +1,4 @@
-// Bounded traversal: the work queue side of every tree walk (see gpu_layout.h, "Bounded
+// Bounded traversal: the work queue side of every tree walk (see layout/common.h, "Bounded
 // traversal"). The including shader declares, before including this file:
 //   layout(std430, binding = B) buffer Work { uint work[]; };             // the work queues
 //   layout(std430, binding = S) buffer TStatus { TraversalStatus tstatus; };

@@ -1,4 +1,4 @@
-// Between two rounds of a bounded traversal (gpu_layout.h, "Bounded traversal"): reads how many
+// Between two rounds of a bounded traversal (layout/common.h, "Bounded traversal"): reads how many
 // items the last round queued, writes the indirect dispatch arguments of round pc.shift (one
 // invocation per item, folded into x * y workgroups with x <= pc.offset as Kernel::dispatch
 // folds them; none after a queue overflow) and empties the queue that round will fill. With

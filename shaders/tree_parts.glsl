@@ -1,4 +1,4 @@
-// A tree's node arrays, bound whole or split over kTreeParts descriptors (gpu_layout.h, "Split
+// A tree's node arrays, bound whole or split over kTreeParts descriptors (layout/common.h, "Split
 // tree bindings"). Every shader that reads or writes a tree's LbvhNode or LbvhWideNode array
 // declares it with TREE_ARRAY (no semicolon after it), reads whole elements through NODE / WIDE
 // / OTHER_NODE / OTHER_WIDE and reads or writes fields through AT_NODE / AT_WIDE, so that one

@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "broadphase/gpu_layout.h"
+#include "broadphase/gpu/layout/common.h"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "broadphase/version.hpp"

@@ -525,7 +525,7 @@ int run_bench(const Args& args) {
         if (!pairs) return fail(pairs.error());
         pair_count = pairs->size();
         if (r > 0) {
-            auto report = g->lbvh->last_report();
+            auto report = last_report(*g->lbvh);
             if (!report) return fail(report.error());
             runs.push_back(std::move(report.value()));
             wall += t;

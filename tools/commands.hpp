@@ -14,8 +14,9 @@
 #include "args.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #endif
 
 namespace broadphase::tool {

@@ -22,7 +22,7 @@
 #include "commands.hpp"
 #include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
-#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu/culler.hpp"
 #endif
 
 namespace broadphase::tool {
@@ -121,7 +121,7 @@ struct CullBench {
     }
     // The last timed run's instruments, kept for median_stages.
     Status keep_report() {
-        auto report = culler.last_report();
+        auto report = last_report(culler);
         if (!report) return report.error();
         reports.push_back(std::move(report.value()));
         return Status::success();

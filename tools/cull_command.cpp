@@ -22,7 +22,7 @@
 // The sphere BVH's cull is not on the Structure interface; reach the reference directly.
 #include "../cpu_reference/sphere_bvh.hpp"
 #ifdef BROADPHASE_HAS_GPU
-#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu/culler.hpp"
 #endif
 
 namespace broadphase::tool {

@@ -31,8 +31,8 @@
 #include "proxy_backend.hpp"
 #include "proxy_script.hpp"
 #ifdef BROADPHASE_HAS_GPU
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #endif
 
 namespace broadphase::tool {

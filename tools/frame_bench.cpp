@@ -18,9 +18,9 @@
 #include "commands.hpp"
 #include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_proxies.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #endif
 
 namespace broadphase::tool {
@@ -153,7 +153,7 @@ int run_churn_bench(const Args& args, gpu::Context& context, const std::vector<B
         wall.push_back(ms_between(start));
         if (!r) return fail(r.error().message, "bench");
         const gpu::FrameTimes& t = scene.last_times();
-        auto report = scene.last_report();
+        auto report = last_report(scene);
         if (!report) return fail(report.error().message, "bench");
         reports.push_back(std::move(report.value()));
         upload.push_back(t.upload);
@@ -232,7 +232,7 @@ Result<FrameSamples> measure_frames(gpu::MovingScene& ms, const std::vector<Box>
                 .count());
         if (!r) return r.error();
         const gpu::FrameTimes& t = ms.last_times();
-        auto report = ms.last_report();
+        auto report = last_report(ms);
         if (!report) return report.error();
         out.reports.push_back(std::move(report.value()));
         out.upload.push_back(t.upload);
@@ -467,7 +467,7 @@ int run_ray_bench(const Args& args) {
         if (Status s = warm->before_run(); !s) return fail(s.error().message, "bench");
         auto cast = q.ray_cast(rays);
         if (!cast) return fail(cast.error().message, "bench");
-        std::vector<gpu::StageReport> report = q.last_report();
+        std::vector<gpu::StageReport> report = last_report(q);
         if (r > 0) ray_ms.push_back(q.last_times().ray_cast);
         hits = static_cast<std::size_t>(
             std::count_if(cast->begin(), cast->end(), [](const auto& h) { return h.has_value(); }));
@@ -480,7 +480,7 @@ int run_ray_bench(const Args& args) {
             scan_ms.push_back(t.scan);
             fill_ms.push_back(t.fill);
             region_ms.push_back(t.count + t.scan + t.fill);
-            report.insert(report.end(), q.last_report().begin(), q.last_report().end());
+            report.insert(report.end(), last_report(q).begin(), last_report(q).end());
             reports.push_back(std::move(report));
         }
         region_hits = found->ids.size();

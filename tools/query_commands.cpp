@@ -16,7 +16,7 @@
 #include "commands.hpp"
 #include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
 #endif
 
 namespace broadphase::tool {

@@ -15,8 +15,8 @@
 #include <cstring>
 #include <optional>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "lbvh_cull.hpp"
 

@@ -19,7 +19,7 @@
 
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu/culler.hpp"
 #include "broadphase/types.hpp"
 #include "meshes.hpp"
 #include "plot.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::simulation {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #include "broadphase/proxies.hpp"
 
 namespace broadphase::simulation {

@@ -9,7 +9,7 @@
 // with a < b, and the pairs that began and ended since the previous frame. A removed body's
 // pairs end in the frame it is removed; an added body's pairs begin in the frame it is added.
 // ProxyWorld is the CPU reference over any dynamic structure; gpu::ProxyScene
-// (broadphase/gpu_proxies.hpp) is the same on the GPU, and both hand out the same handles for
+// (broadphase/gpu/proxy_scene.hpp) is the same on the GPU, and both hand out the same handles for
 // the same sequence of calls (HandlePool), so that their frames compare exactly.
 #pragma once
 

@@ -31,7 +31,7 @@ struct Box {
 };
 
 /// The space-filling curve whose codes order an LBVH's leaves: the GPU build's (gpu::Lbvh) and
-/// its CPU twin's (lbvh::build_tree). The values are gpu_layout.h's kCode* (push constant
+/// its CPU twin's (lbvh::build_tree). The values are layout/common.h's kCode* (push constant
 /// `code_kind`).
 enum class CodeKind : std::uint32_t {
     morton30 = 0,   ///< 10 bits per axis, x highest

@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
 #include "errors.hpp"
 
 namespace broadphase::python {

@@ -31,7 +31,7 @@
 // The sphere BVH's front-to-back cull is not on the Structure interface (as in the tool).
 #include "sphere_bvh.hpp"
 #ifdef BROADPHASE_PYTHON_HAS_GPU
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "gpu_state.hpp"
 #endif
 

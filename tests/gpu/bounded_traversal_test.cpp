@@ -1,4 +1,4 @@
-// Bounded traversal (gpu_layout.h, "Bounded traversal"): scenes in which one invocation would
+// Bounded traversal (layout/common.h, "Bounded traversal"): scenes in which one invocation would
 // walk more than 65,535 nodes (lavapipe ends longer loops, real GPUs have watchdogs) give
 // exact results through the queued rounds, a recorder with too few rounds or too small a queue
 // says so in its status, and the 64-bit pair total carries past 2^32.
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_layout_cull.h"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/layout/cull.h"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"

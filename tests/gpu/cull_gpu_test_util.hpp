@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu/culler.hpp"
 #include "broadphase/scene.hpp"
 #include "gpu_test_env.hpp"
 

@@ -9,8 +9,9 @@
 #include <numeric>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/layout/cull.h"
 #include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
@@ -83,7 +84,7 @@ TEST_P(CullReportSceneTest, VisitsEqualTwinAndBytesFollowModel) {
             auto visits = culler->last_visits();
             ASSERT_TRUE(visits) << visits.error().message;
             EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = culler->last_report();
+            auto report = last_report(*culler);
             ASSERT_TRUE(report) << report.error().message;
             std::vector<std::string> names;
             for (const StageReport& s : report.value()) names.push_back(s.name);
@@ -140,10 +141,10 @@ TEST_P(CullReportSceneTest, BuildMatchesLbvhAndRunsRepeat) {
     auto& [boxes, culler, nodes, n] = *opened;
     const Frustum f = frustum_of(cameras_for(boxes).front());
     ASSERT_TRUE(culler->cull(boxes, f, CullOrder::exact));
-    auto first = culler->last_report();
+    auto first = last_report(*culler);
     ASSERT_TRUE(first) << first.error().message;
     ASSERT_TRUE(culler->cull(boxes, f, CullOrder::exact));
-    auto second = culler->last_report();
+    auto second = last_report(*culler);
     ASSERT_TRUE(second) << second.error().message;
     ASSERT_EQ(first->size(), second->size());
     for (std::size_t k = 0; k < first->size(); ++k) {
@@ -157,7 +158,7 @@ TEST_P(CullReportSceneTest, BuildMatchesLbvhAndRunsRepeat) {
     auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
     ASSERT_TRUE(lbvh);
     ASSERT_TRUE(lbvh.value()->find_pairs(boxes));
-    auto pairs = lbvh.value()->last_report();
+    auto pairs = last_report(*lbvh.value());
     ASSERT_TRUE(pairs) << pairs.error().message;
     ASSERT_EQ(pairs->size(), 6u);  // four build stages, all pairs, pair sort
     std::uint32_t dispatches = 0, passes = 0;
@@ -197,7 +198,7 @@ TEST_F(CullReportTest, ViewsVisitsEqualTwin) {
     auto visits = culler->last_visits();
     ASSERT_TRUE(visits) << visits.error().message;
     EXPECT_EQ(visits.value(), joint);
-    auto report = culler->last_report();
+    auto report = last_report(*culler);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->size(), 3u);
     EXPECT_EQ((*report)[1].name, "cull (views together)");
@@ -217,7 +218,7 @@ TEST_F(CullReportTest, ViewsVisitsEqualTwin) {
     visits = culler->last_visits();
     ASSERT_TRUE(visits) << visits.error().message;
     EXPECT_EQ(visits.value(), separate);
-    report = culler->last_report();
+    report = last_report(*culler);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->size(), 2u);
     EXPECT_EQ((*report)[1].name, "cull, compact, sort, emit");
@@ -268,7 +269,7 @@ TEST_F(CullReportTest, OcclusionVisitsEqualTwinAndPyramidBytes) {
             auto visits = culler->last_visits();
             ASSERT_TRUE(visits) << visits.error().message;
             EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = culler->last_report();
+            auto report = last_report(*culler);
             ASSERT_TRUE(report) << report.error().message;
             const StageReport* p = find_stage(report.value(), "depth pyramid");
             const StageReport* cull = find_stage(report.value(), "cull + occlusion");
@@ -291,7 +292,7 @@ TEST_F(CullReportTest, OcclusionVisitsEqualTwinAndPyramidBytes) {
 TEST_F(CullReportTest, EmptyBeforeAnyCullAndForNoBoxes) {
     auto culler = make_culler();
     ASSERT_TRUE(culler);
-    auto report = culler->last_report();
+    auto report = last_report(*culler);
     ASSERT_TRUE(report);
     EXPECT_TRUE(report->empty());
     auto visits = culler->last_visits();
@@ -299,7 +300,7 @@ TEST_F(CullReportTest, EmptyBeforeAnyCullAndForNoBoxes) {
     EXPECT_EQ(visits.value(), 0u);
     Frustum f = frustum_of({{2, 2, 2}, {0, 0, 0}, {0, 1, 0}, 60, 1, 0.1f, 10});
     ASSERT_TRUE(culler->cull({}, f, CullOrder::exact));
-    report = culler->last_report();
+    report = last_report(*culler);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->size(), 5u);
     for (const StageReport& s : report.value()) {
@@ -336,7 +337,7 @@ TEST_F(CullReportTest, LodsEmitFollowsModel) {
             auto visits = culler->last_visits();
             ASSERT_TRUE(visits) << visits.error().message;
             EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = culler->last_report();
+            auto report = last_report(*culler);
             ASSERT_TRUE(report) << report.error().message;
             const StageReport* emit = find_stage(report.value(), "emit (LODs)");
             ASSERT_TRUE(emit) << where;

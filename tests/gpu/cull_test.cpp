@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/layout/cull.h"
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broadphase/gpu/instruments.hpp"
 #include "gpu_test_env.hpp"
 #include "kernel_costs.hpp"
 #include "shaders.hpp"

@@ -15,8 +15,8 @@
 
 #include "broadphase/frustum.hpp"
 #include "broadphase/gpu.hpp"
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "context_impl.hpp"
@@ -693,7 +694,7 @@ TEST_F(MovingSceneTest, RoundZeroAloneUntilAFrameQueuesWork) {
         ASSERT_TRUE(r) << r.error().message;
         EXPECT_EQ(r->pairs, brute_pairs(*frame.boxes));
         EXPECT_EQ(r->regrown, frame.regrown);
-        auto report = ms.last_report();
+        auto report = last_report(ms);
         ASSERT_TRUE(report) << report.error().message;
         ASSERT_GE(report->size(), 3u);
         EXPECT_EQ((*report)[2].name, "all pairs");
@@ -732,7 +733,7 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
         ASSERT_TRUE(r) << r.error().message;
         EXPECT_EQ(r->path, k == 0 ? gpu::FramePath::refit : gpu::FramePath::rebuild);
         EXPECT_EQ(r->pair_count, now.size());
-        auto report = ms.last_report();
+        auto report = last_report(ms);
         ASSERT_TRUE(report) << report.error().message;
         reports[k] = report.value();
         ASSERT_EQ(reports[k].size(), 6u);
@@ -755,7 +756,7 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
     auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
     ASSERT_TRUE(lbvh);
     ASSERT_TRUE(lbvh.value()->find_pairs(frame1));
-    auto build = lbvh.value()->last_report();
+    auto build = last_report(*lbvh.value());
     ASSERT_TRUE(build);
     std::uint32_t build_dispatches = 0;
     std::uint64_t build_read = 0, build_written = 0;

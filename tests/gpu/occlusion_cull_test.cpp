@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
+#include "broadphase/gpu/culler.hpp"
 #include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "broadphase/frustum.hpp"
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "context_impl.hpp"

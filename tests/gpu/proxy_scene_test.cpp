@@ -10,7 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "broadphase/gpu_proxies.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #include "gpu_test_env.hpp"
 
 namespace broadphase::testing {
@@ -219,7 +220,7 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
     // The instruments: the batch (three records, one proxy_update dispatch) and the fresh
     // tree's build of 8 leaves (the dispatches of an Lbvh's build of 8 boxes), then the
     // dynamic tree's frame stages; the batch's bytes follow the model in gpu/proxy_scene.cpp.
-    auto report = scene.last_report();
+    auto report = last_report(scene);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->size(), 7u);
     EXPECT_EQ((*report)[0].name, "batch + trees");
@@ -232,7 +233,7 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
     std::vector<Box> eight;
     for (int i = 0; i < 8; ++i) eight.push_back({{float(2 * i), 0, 0}, {float(2 * i) + 1, 1, 1}});
     ASSERT_TRUE((*lbvh)->find_pairs(eight));
-    auto build = (*lbvh)->last_report();
+    auto build = last_report(**lbvh);
     ASSERT_TRUE(build);
     std::uint32_t build_dispatches = 0;
     for (std::size_t s = 0; s < 4; ++s) build_dispatches += build.value()[s].dispatches;

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "gpu_test_env.hpp"

@@ -9,7 +9,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/instruments.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
 #include "broadphase/scene.hpp"
 #include "gpu_test_env.hpp"
 #include "lbvh_queries.hpp"
@@ -197,7 +198,7 @@ TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
         auto hits = queries->query_boxes(regions);
         ASSERT_TRUE(hits) << hits.error().message;
         ASSERT_EQ(hits->ids.size(), twin_hits);
-        const std::vector<StageReport> report = queries->last_report();
+        const std::vector<StageReport> report = last_report(*queries);
         ASSERT_EQ(report.size(), 3u);
         EXPECT_EQ(report[0].name, "region count");
         EXPECT_EQ(report[1].name, "region scan");
@@ -222,7 +223,7 @@ TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
 
         auto cast = queries->ray_cast(rays);
         ASSERT_TRUE(cast) << cast.error().message;
-        const std::vector<StageReport> rays_report = queries->last_report();
+        const std::vector<StageReport> rays_report = last_report(*queries);
         ASSERT_EQ(rays_report.size(), 2u);
         EXPECT_EQ(rays_report[0].name, "ray cast");
         EXPECT_EQ(rays_report[1].name, "ray resolve");
@@ -274,15 +275,15 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
     auto hits = queries.query_boxes(regions);
     ASSERT_TRUE(hits) << hits.error().message;
     ASSERT_EQ(hits->ids.size(), total);
-    const StageReport* fill = find_stage(queries.last_report(), "region fill");
+    const StageReport* fill = find_stage(last_report(queries), "region fill");
     gpu::Traffic both = fill_bytes(2, visits, first_capacity);
     both += fill_bytes(2, visits, total);
     expect_stage(fill, 2 * rounds, both, "grown fill");
-    expect_stage(find_stage(queries.last_report(), "region count"), rounds, count_bytes(2, visits),
+    expect_stage(find_stage(last_report(queries), "region count"), rounds, count_bytes(2, visits),
                  "region count");
 
     ASSERT_TRUE(queries.query_boxes(regions));
-    expect_stage(find_stage(queries.last_report(), "region fill"), rounds,
+    expect_stage(find_stage(last_report(queries), "region fill"), rounds,
                  fill_bytes(2, visits, total), "fill that fits");
 }
 
@@ -319,7 +320,7 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
         auto hits = queries.query_boxes(regions);
         ASSERT_TRUE(hits) << hits.error().message;
         ASSERT_EQ(hits->ids.size(), twin_hits);
-        const std::vector<StageReport> report = queries.last_report();
+        const std::vector<StageReport> report = last_report(queries);
         ASSERT_EQ(report.size(), 3u);
         EXPECT_EQ(report[0].dispatches, kRoundZero + first + most);
         EXPECT_EQ(report[1].dispatches, 3 * scan_dispatches(static_cast<std::uint32_t>(q + 1)));
@@ -335,8 +336,8 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
         EXPECT_GE(report[2].bytes_written, 4 * twin_hits);  // the first attempt's and all
 
         ASSERT_TRUE(queries.query_boxes(regions));  // now with the most rounds: one attempt
-        expect_stage(&queries.last_report()[0], most, count_bytes(q, twin_visits), "one attempt");
-        expect_stage(&queries.last_report()[2], most, fill_bytes(q, twin_visits, twin_hits),
+        expect_stage(&last_report(queries)[0], most, count_bytes(q, twin_visits), "one attempt");
+        expect_stage(&last_report(queries)[2], most, fill_bytes(q, twin_visits, twin_hits),
                      "one attempt, fill");
     }
     auto made = gpu::LbvhQueries::create(*ctx);
@@ -352,7 +353,7 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
             EXPECT_EQ((*cast)[i]->id, twin->id) << "ray " << i;
         }
     }
-    const std::vector<StageReport> report = queries.last_report();
+    const std::vector<StageReport> report = last_report(queries);
     ASSERT_EQ(report.size(), 2u);
     EXPECT_EQ(report[0].dispatches, kRoundZero + (first - 1) + most);
     EXPECT_EQ(report[1].dispatches, 3u);
@@ -407,14 +408,14 @@ TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
         auto hits = queries.query_boxes(region);
         ASSERT_TRUE(hits) << hits.error().message;
         EXPECT_EQ(hits->ids, twin_ids);
-        const std::uint32_t count_dispatches = queries.last_report()[0].dispatches;
+        const std::uint32_t count_dispatches = last_report(queries)[0].dispatches;
         auto cast = queries.ray_cast(ray);
         ASSERT_TRUE(cast) << cast.error().message;
         ASSERT_EQ((*cast)[0].has_value(), twin_hit.has_value());
         if (twin_hit) {
             EXPECT_EQ((*cast)[0]->id, twin_hit->id);
         }
-        const std::uint32_t cast_dispatches = queries.last_report()[0].dispatches;
+        const std::uint32_t cast_dispatches = last_report(queries)[0].dispatches;
         if (first == 0) {
             EXPECT_EQ(count_dispatches, kRoundZero);
             EXPECT_EQ(cast_dispatches, kRoundZero);
@@ -438,14 +439,14 @@ TEST_F(QueryReportTest, EmptyFailedAndOneBoxBatches) {
     // The first batch records every round when an earlier test's last batch queued items.
     ASSERT_TRUE(queries.query_boxes(one));
     ASSERT_TRUE(queries.query_boxes(one));
-    ASSERT_EQ(queries.last_report().size(), 3u);
-    expect_stage(&queries.last_report()[0], kRoundZero, {32 + 48, 4}, "one-box count");
+    ASSERT_EQ(last_report(queries).size(), 3u);
+    expect_stage(&last_report(queries)[0], kRoundZero, {32 + 48, 4}, "one-box count");
     ASSERT_TRUE(queries.ray_cast(std::vector<Ray>{}));
-    EXPECT_TRUE(queries.last_report().empty());
+    EXPECT_TRUE(last_report(queries).empty());
     ASSERT_TRUE(queries.query_boxes(one));
     const Box bad{{1, 0, 0}, {0, 1, 1}};  // min.x > max.x
     EXPECT_FALSE(queries.query_boxes(std::vector<Box>{bad}));
-    EXPECT_TRUE(queries.last_report().empty());
+    EXPECT_TRUE(last_report(queries).empty());
 }
 
 }  // namespace

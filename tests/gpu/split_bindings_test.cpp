@@ -1,4 +1,4 @@
-// Split tree bindings (issue 15, item 6; gpu_layout.h, "Split tree bindings";
+// Split tree bindings (issue 15, item 6; layout/common.h, "Split tree bindings";
 // shaders/tree_parts.glsl): a tree whose node array or wide-node array is larger than one
 // storage descriptor is bound as up to kTreeParts descriptors, the kernels compiled as their
 // split variants. Run on contexts whose maxStorageBufferRange is capped at 128 KiB (256 KiB for
@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "broadphase/gpu_cull.hpp"
-#include "broadphase/gpu_frames.hpp"
-#include "broadphase/gpu_proxies.hpp"
-#include "broadphase/gpu_queries.hpp"
+#include "broadphase/gpu/culler.hpp"
+#include "broadphase/gpu/lbvh_queries.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
 #include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "cull_test_util.hpp"

@@ -2,7 +2,7 @@
 // for one time step and reflects it off the walls of the unit cube, in place. It stands for a
 // physics author's integrator that leaves the boxes in a GPU buffer for broadphase.
 #version 450
-#include "gpu_layout.h"
+#include "broadphase/gpu/layout/common.h"
 
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) buffer Boxes {

@@ -1,7 +1,7 @@
 // Data layouts of the moving-scene kernels (gpu::MovingScene: refit-or-rebuild policy, pair
 // keys, overlap-event differences), shared by shaders/frame_policy.comp,
 // pair_diff_append.comp, pair_unpack.comp and the C++ host (gpu/moving_scene.cpp). Same
-// rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
+// rules as layout/common.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
 // size and offset.
 //
 // Push constants (gpu_layout::PushConstants, generic fields):
@@ -16,9 +16,9 @@
 #ifndef BROADPHASE_GPU_LAYOUT_FRAMES_H
 #define BROADPHASE_GPU_LAYOUT_FRAMES_H
 
-#include "gpu_layout.h"
+#include "common.h"
 
-#include "gpu_layout_open.h"
+#include "open.h"
 
 // frame_policy modes (push constant `flags`).
 BP_CONST kPolicyDecide = 0u;     // refitted cost vs the last build's: rebuilt, ratio, gate args
@@ -56,6 +56,6 @@ static_assert(sizeof(FrameStatus) == 48 && offsetof(FrameStatus, began) == 4 &&
               offsetof(FrameStatus, ratio) == 16 && offsetof(FrameStatus, pair_capacity) == 28 &&
               offsetof(FrameStatus, work_ratio) == 32);
 #endif
-#include "gpu_layout_close.h"
+#include "close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_FRAMES_H

@@ -1,6 +1,6 @@
 // Data layouts shared by the GLSL compute shaders and the C++ host: the one source of truth
 // for every struct that crosses the CPU/GPU boundary. Included by C++ (with static_asserts
-// on every std430 size and offset) and by GLSL (glslc -I include/broadphase).
+// on every std430 size and offset) and by GLSL (glslc -I include).
 //
 // Only 4-byte scalars and vec4/uvec4 members, so std430 and C++ agree without padding rules.
 #ifndef BROADPHASE_GPU_LAYOUT_H
@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #endif
-#include "gpu_layout_open.h"
+#include "open.h"
 #ifdef __cplusplus
 using uint = std::uint32_t;
 struct vec4 {
@@ -310,6 +310,6 @@ static_assert(sizeof(LbvhWideNode) == 64 && offsetof(LbvhWideNode, link) == 48);
 static_assert(sizeof(PushConstants) == 44 && offsetof(PushConstants, budget) == 32 &&
               offsetof(PushConstants, wide_shift) == 40);
 #endif
-#include "gpu_layout_close.h"
+#include "close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_H

@@ -37,7 +37,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "broadphase/gpu_frames.hpp"
+#include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/proxies.hpp"
 
 namespace broadphase::gpu {
@@ -116,10 +116,6 @@ public:
 
     /// GPU times of the last step (FrameTimes::proxies: the batch and the static tree).
     const FrameTimes& last_times() const;
-    /// The instruments of the last frame read: "batch + trees" (the batch's scatter, the fresh
-    /// and static trees' builds), then MovingScene::last_report's stages for the dynamic tree
-    /// (whose "all pairs" holds every pass appended to its list).
-    Result<std::vector<StageReport>> last_report();
     /// What the last step did.
     const ProxyStepInfo& last_info() const;
 

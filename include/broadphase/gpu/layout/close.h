@@ -1,4 +1,4 @@
-// Closes what gpu_layout_open.h opened: the C++ namespace broadphase::gpu_layout and BP_CONST.
+// Closes what layout/open.h opened: the C++ namespace broadphase::gpu_layout and BP_CONST.
 // No include guard: it closes every header that includes it.
 #ifdef __cplusplus
 }  // namespace broadphase::gpu_layout

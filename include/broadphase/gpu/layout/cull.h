@@ -1,11 +1,11 @@
 // Data layouts of the GPU frustum cull (shaders/lbvh_cull*.comp, gpu/cull.cpp), shared by
-// GLSL and C++ like gpu_layout.h: 4-byte scalars and vec4/uvec4 only, sizes asserted in C++.
+// GLSL and C++ like layout/common.h: 4-byte scalars and vec4/uvec4 only, sizes asserted in C++.
 #ifndef BROADPHASE_GPU_LAYOUT_CULL_H
 #define BROADPHASE_GPU_LAYOUT_CULL_H
 
-#include "gpu_layout.h"
+#include "common.h"
 
-#include "gpu_layout_open.h"
+#include "open.h"
 
 // Leaves (sorted positions) per traversal invocation: invocation c culls positions
 // [c * kCullChunk, (c + 1) * kCullChunk) and writes what it sees to the same slots.
@@ -89,6 +89,6 @@ static_assert(sizeof(CullParams) == 128 && offsetof(CullParams, eye) == 96 &&
 static_assert(sizeof(CullMesh) == 144 && offsetof(CullMesh, lods) == 16);
 static_assert(sizeof(CullOcclusionParams) == 80 && offsetof(CullOcclusionParams, info) == 64);
 #endif
-#include "gpu_layout_close.h"
+#include "close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_CULL_H

@@ -24,8 +24,8 @@
 #include <span>
 #include <vector>
 
-#include "broadphase/gpu.hpp"
-#include "broadphase/gpu_layout_frames.h"
+#include "broadphase/gpu/layout/frames.h"
+#include "broadphase/gpu/lbvh.hpp"
 
 namespace broadphase::gpu {
 
@@ -195,13 +195,6 @@ public:
 
     /// Stage times and path of the last reset or step.
     const FrameTimes& last_times() const;
-    /// The instruments of the last frame read (reset, step or read_step), one StageReport per
-    /// stage: "refit + cost + decision", "rebuild (gated)", "all pairs", "pair keys", "sort"
-    /// (its `passes`), "differences". Dispatches as recorded (a gated rebuild's emptied
-    /// dispatches count; a repair's passes add to the frame's); bytes by the model in
-    /// gpu/moving_scene.cpp (frame_traffic) from the frame's counts; ms from timestamps (0 after
-    /// record_step). Reads one word back after a rebuild (whether it refined its codes).
-    Result<std::vector<StageReport>> last_report();
 
     /// Number of boxes since the last reset.
     std::uint32_t size() const;

@@ -1,6 +1,6 @@
 // Data layouts of the batched LBVH queries (region/point queries, closest-hit ray casts,
 // set-versus-set pairs), shared by shaders/lbvh_query.comp, shaders/lbvh_raycast.comp and the
-// C++ host (gpu/queries.cpp). Same rules as gpu_layout.h: 4-byte scalars and vec4/uvec4 only,
+// C++ host (gpu/queries.cpp). Same rules as layout/common.h: 4-byte scalars and vec4/uvec4 only,
 // static_asserts on every std430 size and offset.
 //
 // Push constants of the query kernels (gpu_layout::PushConstants, generic fields):
@@ -8,13 +8,13 @@
 //   offset   = number of boxes n in the tree (2n-1 nodes; 0 is an empty tree)
 //   capacity = capacity of the id output (lbvh_query fill pass)
 //   flags    = kQueryCount or kQueryFill (lbvh_query); 0 or kRayResolve (lbvh_raycast)
-//   shift    = the bounded traversal's round, tiles = its work queue capacity (gpu_layout.h)
+//   shift    = the bounded traversal's round, tiles = its work queue capacity (layout/common.h)
 #ifndef BROADPHASE_GPU_LAYOUT_QUERIES_H
 #define BROADPHASE_GPU_LAYOUT_QUERIES_H
 
-#include "gpu_layout.h"
+#include "common.h"
 
-#include "gpu_layout_open.h"
+#include "open.h"
 
 // lbvh_query passes (push constant `flags`).
 BP_CONST kQueryCount = 0u;  // write the number of hits of query q to offsets[q]
@@ -53,6 +53,6 @@ const float kRayNodeSlack = 1e-5;
 static_assert(sizeof(GpuRay) == 32 && offsetof(GpuRay, dir) == 16);
 static_assert(sizeof(GpuRayHit) == 8 && offsetof(GpuRayHit, t_bits) == 4);
 #endif
-#include "gpu_layout_close.h"
+#include "close.h"
 
 #endif  // BROADPHASE_GPU_LAYOUT_QUERIES_H

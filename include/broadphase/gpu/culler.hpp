@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "broadphase/frustum.hpp"
-#include "broadphase/gpu.hpp"
-#include "broadphase/gpu_layout_cull.h"
+#include "broadphase/gpu/layout/cull.h"
+#include "broadphase/gpu/lbvh.hpp"
 #include "broadphase/occlusion.hpp"
 
 namespace broadphase::gpu {
@@ -278,16 +278,6 @@ public:
     /// GPU stage times of the host helper's last cull (build from its first submission, the
     /// cull stages from the last one, after any growth).
     const CullTimes& last_times() const;
-    /// Every stage of the host helper's last cull (cull, cull_views, cull_occluded, cull_lods),
-    /// as Lbvh::last_report: "tree build" (its first submission; passes: its code sort's),
-    /// "depth pyramid" (cull_occluded), "cull" ("cull + occlusion"), "compact", "order sort"
-    /// (passes: its radix digit passes), "emit" ("emit (LODs)", grouping included); several
-    /// views of cull_views: "cull (views together)" and "compact, sort, emit" (exact), or one
-    /// "cull, compact, sort, emit" stage (approx), as their timestamps split them. Each with the
-    /// dispatches recorded, the bytes modelled from the kernels' documented traffic
-    /// (gpu/cull.cpp view_traffic; the traversal's from last_visits()) and the GPU time of
-    /// last_times(). Reads three words back; empty before any cull and after a failed one.
-    Result<std::vector<StageReport>> last_report();
     /// Internal nodes the host helper's last cull traversal expanded (each one 64-byte
     /// LbvhWideNode load), counted exactly on the GPU over every chunk (and view) as
     /// lbvh::cull_chunk's `expanded` counts them. Reads two words back; 0 before any cull.

@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "broadphase/gpu.hpp"
-#include "broadphase/gpu_layout_queries.h"
+#include "broadphase/gpu/layout/queries.h"
+#include "broadphase/gpu/lbvh.hpp"
 #include "broadphase/types.hpp"
 
 namespace broadphase::gpu {
@@ -143,18 +143,6 @@ public:
 
     /// GPU times of the last query_boxes, query_points or ray_cast.
     const QueryTimes& last_times() const;
-    /// Every stage of the last query_boxes / query_points ("region count", "region scan",
-    /// "region fill"; the fill's figures add both runs when the ids grew) or ray_cast ("ray
-    /// cast": the bounded rounds; "ray resolve": the pass over the candidates of rays that
-    /// continued in queued items, recorded always, an empty dispatch when there are none):
-    /// dispatches recorded, bytes modelled from the kernels' access patterns and the GPU visit
-    /// counts (TraversalStatus visits_lo / visits_hi; the model is stated in gpu/queries.cpp),
-    /// GPU time. Every attempt of the batch counts, as in Lbvh::last_report (a traversal that
-    /// overflowed its work queue or rounds runs again: each attempt's dispatches, ms and bytes
-    /// with its own visits, summed). Empty before any batch, after an error, and for an empty
-    /// ray batch. The ray cast's bytes follow its visit count, which depends on timing once
-    /// rays continue in queued items; region queries' never do.
-    const std::vector<StageReport>& last_report() const;
 
     /// Host helper, set versus set: builds a tree over `b` and returns every overlapping
     /// (a, b) with a an index into `a` and b into `b` (so i is from A, j from B, and i < j
