@@ -1,7 +1,7 @@
 // Hilbert vs Morton leaf order for the LBVH: node visits of the all-pairs traversal on the CPU
-// twin (lbvh::self_pairs fills QueryStats; the same per-thread logic as shaders/lbvh_pairs.comp,
-// so the counts are what the GPU does and do not depend on the device). Prints a Markdown table.
-// Built with the project: build/hilbert_vs_morton [N]
+// twin (lbvh::self_pairs fills QueryStats; the same per-thread logic as
+// shaders/lbvh/lbvh_pairs.comp, so the counts are what the GPU does and do not depend on the
+// device). Prints a Markdown table. Built with the project: build/hilbert_vs_morton [N]
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

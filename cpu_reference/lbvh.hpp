@@ -111,7 +111,7 @@ std::vector<LbvhNode> build_hierarchy(std::span<const std::uint64_t> sorted_code
 void compute_bounds(std::vector<LbvhNode>& nodes, std::span<const Box> boxes);
 
 /// The tree of build_hierarchy + compute_bounds (equal bit for bit) in one bottom-up pass, as
-/// shaders/lbvh_build.comp does it (Apetrei 2014 with Karras's node numbering): each leaf
+/// shaders/lbvh/lbvh_build.comp does it (Apetrei 2014 with Karras's node numbering): each leaf
 /// climbs; a node [l, r] is its parent's left child (split at r) when delta(r, r + 1) >
 /// delta(l - 1, l) (-1 beyond the ends), else its right child (split at l - 1); the first
 /// child to reach a split leaves its range end there and stops, the second knows the parent's
@@ -127,7 +127,7 @@ std::vector<LbvhNode> build_bottom_up(std::span<const std::uint64_t> sorted_code
 /// lbvh_refit.comp write beside the nodes.
 std::vector<gpu_layout::LbvhWideNode> wide_nodes(std::span<const LbvhNode> nodes);
 
-/// Self-pairs traversal as the GPU does it (shaders/lbvh_pairs.glsl): the sorted positions in
+/// Self-pairs traversal as the GPU does it (shaders/lbvh/lbvh_pairs.glsl): the sorted positions in
 /// groups of gpu_layout::kPairGroup, each group's members tested against each other, then its
 /// runs (a member farther from the run before it than either is wide begins the next) each
 /// walked from the root with the union of their boxes, skipping subtrees whose last sorted

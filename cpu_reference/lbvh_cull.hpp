@@ -1,4 +1,4 @@
-// CPU twin of the GPU LBVH frustum cull (shaders/lbvh_cull.comp, lbvh_cull_compact.comp,
+// CPU twin of the GPU LBVH frustum cull (shaders/cull/lbvh_cull.comp, lbvh_cull_compact.comp,
 // lbvh_cull_emit.comp): chunked depth-first traversal with hierarchical rejection (a node
 // entirely outside one plane) and acceptance (a node entirely inside all planes emits its
 // whole leaf range), compaction in LBVH leaf order, the approximate order by near-child-first
@@ -57,7 +57,7 @@ std::vector<std::vector<std::uint32_t>> cull_chunk_views(
     std::uint32_t chunk, std::uint64_t* visits = nullptr, std::uint64_t* expanded = nullptr);
 
 /// Order-preserving 32-bit key of the squared distance from eye to the box [lo, hi], never
-/// overflowing (shaders/cull_distance.glsl, the same float operations): the per-axis gaps are
+/// overflowing (shaders/cull/cull_distance.glsl, the same float operations): the per-axis gaps are
 /// computed halved, g = max(lo/2 - eye/2, eye/2 - hi/2, 0) (no overflow for any float input),
 /// scaled exactly by 2^-k (k: the exponent of the largest gap m, m in [2^(k-1), 2^k)) into h
 /// in [0, 1), s = h.x^2 + h.y^2 + h.z^2 in float (in [0.25, 3)), and the key is s * 4^k as a

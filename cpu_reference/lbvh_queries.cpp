@@ -1,6 +1,6 @@
 // CPU twins of the batched GPU LBVH queries: region (box / point) queries and closest-hit
-// ray casts by stack traversal of a Karras 2012 tree, mirroring shaders/lbvh_query.comp and
-// shaders/lbvh_raycast.comp statement for statement. See lbvh_queries.hpp. The shaders take a
+// ray casts by stack traversal of a Karras 2012 tree, mirroring shaders/lbvh/lbvh_query.comp and
+// shaders/lbvh/lbvh_raycast.comp statement for statement. See lbvh_queries.hpp. The shaders take a
 // step's children (bounds, links, a leaf's box id) from the expanded node's LbvhWideNode; these
 // read them from the children's LbvhNode records, of which the wide records are bit copies
 // (lbvh::wide_nodes), so both visit the same nodes in the same order and find the same hits.

@@ -1,4 +1,4 @@
-// CPU twins of the batched GPU LBVH queries (shaders/lbvh_query.comp, lbvh_raycast.comp):
+// CPU twins of the batched GPU LBVH queries (shaders/lbvh/lbvh_query.comp, lbvh_raycast.comp):
 // stack traversals of a Karras 2012 tree (the node layout of layout/common.h) doing the same
 // per-invocation logic as the shaders, in the same visiting order, so that tests compare GPU
 // output with these results exactly (region hits in the same order, ray hits by id and t).

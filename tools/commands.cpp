@@ -19,6 +19,7 @@
 #include "broadphase/structure.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
+#include "environment.hpp"
 #endif
 
 namespace broadphase::tool {
@@ -64,10 +65,17 @@ Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
     gpu::ContextOptions options;
     options.device = args.device;
     options.validation = args.validation;
-    options.sort_path = args.sort_path == "onesweep"           ? gpu::SortPath::onesweep
-                        : args.sort_path == "reduce_then_scan" ? gpu::SortPath::reduce_then_scan
-                                                               : gpu::SortPath::automatic;
-    options.traversal_budget = args.traversal_budget;
+    options.tuning.sort_path = args.sort_path == "onesweep" ? gpu::SortPath::onesweep
+                               : args.sort_path == "reduce_then_scan"
+                                   ? gpu::SortPath::reduce_then_scan
+                                   : gpu::SortPath::automatic;
+    // --traversal-budget, else BROADPHASE_TRAVERSAL_BUDGET, else the device's rule.
+    options.tuning.traversal_budget = args.traversal_budget;
+    if (options.tuning.traversal_budget == 0) {
+        auto from_env = traversal_budget_from_environment();
+        if (!from_env) return from_env.error();
+        options.tuning.traversal_budget = from_env.value();
+    }
     return gpu::Context::create(options);
 }
 
@@ -542,10 +550,8 @@ int run_bench(const Args& args) {
     const char* append =
         g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
     if (args.code == "morton63" || args.no_refine) refined = "off";
-    const std::uint32_t pair_budget = args.pair_budget != 0
-                                          ? args.pair_budget
-                                          : std::min(info.traversal_budget * gpu_layout::kPairGroup,
-                                                     gpu_layout::kTraversalBudget);
+    const std::uint32_t pair_budget =
+        args.pair_budget != 0 ? args.pair_budget : info.pair_first_round;
     if (args.json) {
         print_device_json(info);
         std::printf(

@@ -438,10 +438,7 @@ int run_ray_bench(const Args& args) {
     if (!context) return fail(context.error().message, "bench");
     const bool json = args.json;  // one JSON object on stdout, nothing else
     const std::uint32_t query_budget =
-        args.query_budget != 0
-            ? args.query_budget
-            : std::min(context.value()->info().traversal_budget * gpu_layout::kQueryFirstRound,
-                       gpu_layout::kTraversalBudget);
+        args.query_budget != 0 ? args.query_budget : context.value()->info().query_first_round;
     if (!json) {
         print_device(*context.value());
         std::printf(

@@ -48,15 +48,15 @@
 //     (at most 2x2 texels; the 1x1 top level always qualifies). dmax = the max of the level-k
 //     texels in [x0 >> k, x1 >> k] x [y0 >> k, y1 >> k].
 //  6. Occluded iff dmin > dmax (strictly).
-// The GPU port (shaders/occlusion.glsl) matches bit for bit: +, - and * are correctly rounded
+// The GPU port (shaders/cull/occlusion.glsl) matches bit for bit: +, - and * are correctly rounded
 // in Vulkan, but OpFDiv is only required to be within 2.5 ulp, so it computes the three
-// quotients of step 3 exactly from their bits (gpu/div_rn_check.hpp tests it); floor, min, max,
-// clamp and the integer steps are exact. One condition: no clip coordinate (nor any partial sum of
-// step 1) and no depth texel may be a nonzero float below 2^-126 in magnitude, since a GPU may
-// flush those to zero; the flush in step 3 keeps the quotients out of that range on both sides. Why
-// it is conservative (it never culls what the depth buffer would show): with every w > 0 the box's
-// projection lies inside the corners' screen rectangle, which (widened by the margins of step 3)
-// lies inside the texels read (step 4 rounds outward; clamping only drops what is off screen); a
+// quotients of step 3 exactly from their bits (gpu/device/div_rn_check.hpp tests it); floor, min,
+// max, clamp and the integer steps are exact. One condition: no clip coordinate (nor any partial
+// sum of step 1) and no depth texel may be a nonzero float below 2^-126 in magnitude, since a GPU
+// may flush those to zero; the flush in step 3 keeps the quotients out of that range on both sides.
+// Why it is conservative (it never culls what the depth buffer would show): with every w > 0 the
+// box's projection lies inside the corners' screen rectangle, which (widened by the margins of step
+// 3) lies inside the texels read (step 4 rounds outward; clamping only drops what is off screen); a
 // fragment of the box has depth z/w of a point of the box, and z/w, a ratio of affine functions
 // with w > 0 on the box, takes its minimum at a corner, so every fragment is >= dmin (the margins
 // cover the rounding of both this test and the rasterizer); the pyramid texel is >= every level-0

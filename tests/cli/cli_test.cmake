@@ -212,7 +212,7 @@ foreach(order exact approx)
 endforeach()
 # bench --cull's instruments: the pairs bench's table (copy kernel, dispatches, bytes, passes),
 # the visit count, and with --json one object whose `stages` follow the byte model of
-# gpu/cull.cpp for its visible count and visits (2000 boxes: 63 chunks of 32 leaves).
+# gpu/cull/culler.cpp for its visible count and visits (2000 boxes: 63 chunks of 32 leaves).
 foreach(order exact approx)
   run_tool(out TRUE bench --cull --scene uniform:2000 --order ${order} --repeat 1)
   foreach(stage "copy kernel: .* GB/s" "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
@@ -454,7 +454,7 @@ endforeach()
 # dispatches: a bounded traversal whose first round finishes is 2, round 0 and the finish, the
 # scan of 1001 counts one tile; the first round takes 8 times the traversal budget, at most
 # 4096 steps, or --query-budget), and
-# with --json one object of five stages whose bytes follow gpu/queries.cpp's model: 4 B per
+# with --json one object of five stages whose bytes follow gpu/lbvh/lbvh_queries.cpp's model: 4 B per
 # query written by the count pass, 4 B per hit by the fill pass, which reads 4 B per query
 # more than the count pass (offsets[q]) over the same nodes (64 B each).
 run_tool(ray_bench TRUE bench --rays 1000 --scene uniform:3000 --repeat 1)

@@ -592,7 +592,7 @@ TEST(Hierarchy, TinyTreesByHand) {
     EXPECT_TRUE(validate_tree({}, {}).ok());
 }
 
-// The one-pass bottom-up build (the twin of shaders/lbvh_build.comp) equals the Karras
+// The one-pass bottom-up build (the twin of shaders/lbvh/lbvh_build.comp) equals the Karras
 // hierarchy plus bottom-up bounds byte for byte on the edge cases: 1, 2 and 3 leaves in every
 // code order, all-equal codes (ties split by index), runs of repeats, 64-bit keys whose high
 // words differ or tie (the refined 2-word keys), and the one-bit-per-level chain.

@@ -14,14 +14,14 @@
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
+#include "lbvh/traversal.hpp"
 #include "lbvh_queries.hpp"
 #include "lbvh_refit.hpp"
 #include "query_batches.hpp"
-#include "scale.hpp"
 #include "shaders.hpp"
-#include "traversal.hpp"
 
 namespace broadphase::testing {
 namespace {

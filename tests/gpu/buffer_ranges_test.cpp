@@ -19,12 +19,12 @@
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
 #include "lbvh.hpp"
 #include "lbvh_cull.hpp"
 #include "lbvh_refit.hpp"
-#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -46,7 +46,7 @@ VkDeviceSize node_bytes(std::uint32_t n) {
     return (2ull * std::max<std::uint32_t>(n, 1) - 1) * sizeof(LbvhNode);
 }
 
-// A whole tree's node range: the nodes, then the wide records (gpu/scale.hpp).
+// A whole tree's node range: the nodes, then the wide records (gpu/device/buffer_sizing.hpp).
 VkDeviceSize tree_bytes(std::uint32_t n) {
     return gpu::lbvh_tree_bytes(n);
 }

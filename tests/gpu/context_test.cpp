@@ -7,9 +7,10 @@
 #include <numeric>
 #include <vector>
 
-#include "context_impl.hpp"
+#include "device/context_impl.hpp"
+#include "environment.hpp"
 #include "gpu_test_env.hpp"
-#include "radix_sort.hpp"
+#include "sort/radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -197,7 +198,7 @@ TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
     const SavedEnv saved("BROADPHASE_SORT_PATH");
     auto path_of = [](gpu::SortPath option) {
         gpu::ExternalDevice external = described();
-        external.sort_path = option;
+        external.tuning.sort_path = option;
         auto adopted = gpu::Context::adopt(external);
         EXPECT_TRUE(adopted) << adopted.error().message;
         return adopted ? adopted.value()->info().sort_path : gpu::SortPath::automatic;
@@ -304,15 +305,18 @@ TEST_F(ContextTest, SortRankEnvironmentAndRule) {
               info.subgroup_ballot);
 }
 
-// Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes
-// BROADPHASE_TRAVERSAL_BUDGET, else the device's rule (kTraversalBudget on CPU devices such as
-// lavapipe, kGpuTraversalBudget on GPUs); a value outside 1..kTraversalBudget, or a variable
-// that is not a number, is refused, naming it.
+// Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes the
+// device's rule (kTraversalBudget on CPU devices such as lavapipe, kGpuTraversalBudget on GPUs)
+// whatever BROADPHASE_TRAVERSAL_BUDGET says, since the library reads no environment; the first
+// rounds' budgets (pair_first_round, query_first_round) are reported resolved; a value outside
+// 1..kTraversalBudget is refused. The tool's reading of the variable
+// (traversal_budget_from_environment) takes 1..kTraversalBudget and refuses anything else,
+// naming it.
 TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
     const SavedEnv saved("BROADPHASE_TRAVERSAL_BUDGET");
     auto adopt_with = [](std::uint32_t budget) {
         gpu::ExternalDevice external = described();
-        external.traversal_budget = budget;
+        external.tuning.traversal_budget = budget;
         return gpu::Context::adopt(external);
     };
     auto budget_of = [&](std::uint32_t option) {
@@ -322,7 +326,8 @@ TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
     };
     ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
     const bool cpu = gpu_context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    EXPECT_EQ(budget_of(0), cpu ? gpu_layout::kTraversalBudget : gpu_layout::kGpuTraversalBudget);
+    const std::uint32_t rule = cpu ? gpu_layout::kTraversalBudget : gpu_layout::kGpuTraversalBudget;
+    EXPECT_EQ(budget_of(0), rule);
     EXPECT_EQ(budget_of(1), 1u);
     EXPECT_EQ(budget_of(gpu_layout::kTraversalBudget), gpu_layout::kTraversalBudget);
     {
@@ -331,18 +336,37 @@ TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
         EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
         EXPECT_TRUE(has(refused.error().message, "traversal budget")) << refused.error().message;
     }
+    {
+        auto adopted = adopt_with(4);
+        ASSERT_TRUE(adopted) << adopted.error().message;
+        const gpu::DeviceInfo& info = adopted.value()->info();
+        EXPECT_EQ(info.pair_first_round, 4 * gpu_layout::kPairGroup);
+        EXPECT_EQ(info.query_first_round, 4 * gpu_layout::kQueryFirstRound);
+        auto full = adopt_with(gpu_layout::kTraversalBudget);
+        ASSERT_TRUE(full) << full.error().message;
+        EXPECT_EQ(full.value()->info().pair_first_round, gpu_layout::kTraversalBudget);
+        EXPECT_EQ(full.value()->info().query_first_round, gpu_layout::kTraversalBudget);
+    }
     ::setenv("BROADPHASE_TRAVERSAL_BUDGET", "64", 1);
-    EXPECT_EQ(budget_of(0), 64u);
+    EXPECT_EQ(budget_of(0), rule);
     EXPECT_EQ(budget_of(7), 7u);
+    auto from_env = tool::traversal_budget_from_environment();
+    ASSERT_TRUE(from_env) << from_env.error().message;
+    EXPECT_EQ(from_env.value(), 64u);
     for (const char* bad : {"lots", "0", "12x", "-5", "5000"}) {
         SCOPED_TRACE(bad);
         ::setenv("BROADPHASE_TRAVERSAL_BUDGET", bad, 1);
-        auto refused = adopt_with(0);
+        EXPECT_EQ(budget_of(0), rule);
+        auto refused = tool::traversal_budget_from_environment();
         ASSERT_FALSE(refused);
         EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
         EXPECT_TRUE(has(refused.error().message, "BROADPHASE_TRAVERSAL_BUDGET"))
             << refused.error().message;
     }
+    ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
+    auto unset = tool::traversal_budget_from_environment();
+    ASSERT_TRUE(unset);
+    EXPECT_EQ(unset.value(), 0u);
 }
 
 // Test 6: an instance whose API version the caller did not give is refused, asking for it,

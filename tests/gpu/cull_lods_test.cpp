@@ -1,5 +1,5 @@
 // GPU cull with per-instance meshes and levels of detail (gpu::CullLods, Culler::cull_lods,
-// shaders/lbvh_cull_emit_lods.comp and the grouping per mesh) against its CPU twin
+// shaders/cull/lbvh_cull_emit_lods.comp and the grouping per mesh) against its CPU twin
 // (lbvh::cull_draws) exactly: on every standard scene from every camera of cameras_for, both
 // orders, flat and grouped, four meshes of 1, 3, 8 and 2 LODs; the caller's buffers byte for
 // byte (poisoned beforehand) with overflowing groups and out-of-range mesh ids; the host helper's
@@ -14,10 +14,10 @@
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
 #include "lbvh_cull.hpp"
-#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {

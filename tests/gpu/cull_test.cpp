@@ -11,11 +11,12 @@
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
+#include "lbvh/lbvh_build.hpp"
+#include "lbvh/lbvh_pairs.hpp"
 #include "lbvh_cull.hpp"
-#include "lbvh_gated.hpp"
-#include "scale.hpp"
 #include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "environment.hpp"
 #include "gpu_test_env.hpp"
 
 namespace broadphase::testing {
@@ -17,6 +18,12 @@ gpu::Context& gpu_context() {
 
 std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options) {
     options.validation = true;
+    if (options.tuning.traversal_budget == 0) {
+        auto from_env = tool::traversal_budget_from_environment();
+        EXPECT_TRUE(from_env) << (from_env ? "" : from_env.error().message);
+        if (!from_env) return nullptr;
+        options.tuning.traversal_budget = from_env.value();
+    }
     auto context = gpu::Context::create(options);
     EXPECT_TRUE(context) << (context ? "" : context.error().message);
     return context ? std::move(context.value()) : nullptr;
@@ -25,7 +32,7 @@ std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options) {
 std::unique_ptr<gpu::Context> capped_context(VkDeviceSize range, bool split_tree_bindings) {
     gpu::ContextOptions options;
     options.max_storage_buffer_range = range;
-    options.split_tree_bindings = split_tree_bindings;
+    options.tuning.split_tree_bindings = split_tree_bindings;
     return own_context(options);
 }
 
@@ -38,6 +45,14 @@ int main(int argc, char** argv) {
     ::setenv("BROADPHASE_PIPELINE_CACHE", "off", 0);
     broadphase::gpu::ContextOptions options;
     options.validation = true;
+    // BROADPHASE_TRAVERSAL_BUDGET reaches the tests' contexts as the tool passes it: as the
+    // option (own_context does the same).
+    auto budget = broadphase::tool::traversal_budget_from_environment();
+    if (!budget) {
+        std::fprintf(stderr, "%s\n", budget.error().message.c_str());
+        return 1;
+    }
+    options.tuning.traversal_budget = budget.value();
     auto context = broadphase::gpu::Context::create(options);
     if (!context) {
         std::fprintf(stderr, "cannot create a Vulkan context: %s\n",

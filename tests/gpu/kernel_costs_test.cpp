@@ -1,7 +1,7 @@
-// The kernel registry and gpu::measure_kernel_costs (gpu/kernel_costs.cpp; issue "Light to start
-// and to test", item 2). Test 1: every embedded kernel's bindings are read from its SPIR-V, each
-// NAME_split has the bindings of NAME with some of them arrays of kTreeParts, and NAME none.
-// Test 2: hostile modules (empty, not SPIR-V, truncated, an id bound past the module) are
+// The kernel registry and gpu::measure_kernel_costs (gpu/instruments/kernel_costs.cpp; issue "Light
+// to start and to test", item 2). Test 1: every embedded kernel's bindings are read from its
+// SPIR-V, each NAME_split has the bindings of NAME with some of them arrays of kTreeParts, and NAME
+// none. Test 2: hostile modules (empty, not SPIR-V, truncated, an id bound past the module) are
 // refused with an error naming the kernel, not read past their end. Test 3 (device): one cheap
 // kernel measured, with times, under validation; a filter that matches nothing gives no kernel.
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include "broadphase/gpu/instruments.hpp"
 #include "gpu_test_env.hpp"
-#include "kernel_costs.hpp"
+#include "instruments/kernel_costs.hpp"
 #include "shaders.hpp"
 
 namespace broadphase::testing {

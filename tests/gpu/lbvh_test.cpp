@@ -13,11 +13,11 @@
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
 #include "brute_force.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
 #include "lbvh.hpp"
 #include "lbvh_refit.hpp"
-#include "radix_sort.hpp"
+#include "sort/radix_sort.hpp"
 #include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
@@ -169,7 +169,7 @@ TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
     }
 }
 
-// The one-pass build (shaders/lbvh_build.comp) on its edge cases equals the two-step twin
+// The one-pass build (shaders/lbvh/lbvh_build.comp) on its edge cases equals the two-step twin
 // (lbvh::build_hierarchy, Karras's top-down numbering, then lbvh::compute_bounds) bit for bit
 // in the links and by float equality in the bounds: 1, 2 and 3 boxes in both orders, all boxes
 // equal (every code ties; the index splits), a few distinct positions repeated many times,
@@ -535,8 +535,8 @@ TEST_F(LbvhTest, ReportsStageTimes) {
 }
 
 // The instruments' report (Lbvh::last_report): deterministic dispatch counts and the modelled
-// traffic, checked against sums worked out by hand from the model in gpu/lbvh.cpp and
-// gpu/radix_sort.hpp for 3000 uniform boxes (one sort tile of 4096, 256 digit counts, one scan
+// traffic, checked against sums worked out by hand from the model in gpu/lbvh/lbvh.cpp and
+// gpu/sort/radix_sort.hpp for 3000 uniform boxes (one sort tile of 4096, 256 digit counts, one scan
 // level; the refinement's kernels run and find no long run, so its second sort is launched
 // empty), and the traversal's bytes against the CPU twin's count of expanded nodes.
 TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
@@ -756,12 +756,12 @@ TEST_F(LbvhTest, RefinementOnDemand) {
 // Every pass gives brute force's pairs. A budget over kTraversalBudget is refused.
 TEST_F(LbvhTest, PairBudgetIsTheFirstRoundsLaterRoundsTakeTheDevices) {
     gpu::ContextOptions small_options;
-    small_options.traversal_budget = 4;
+    small_options.tuning.traversal_budget = 4;
     auto small = own_context(small_options);
     ASSERT_TRUE(small);
     ASSERT_EQ(small->info().traversal_budget, 4u);
     gpu::ContextOptions large_options;
-    large_options.traversal_budget = gpu_layout::kTraversalBudget;
+    large_options.tuning.traversal_budget = gpu_layout::kTraversalBudget;
     auto large = own_context(large_options);
     ASSERT_TRUE(large);
     // The pairs, checked against brute force, and the all-pairs stage's report.

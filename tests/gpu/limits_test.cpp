@@ -7,9 +7,9 @@
 // naming the buffer and the limit, before any allocation. Test 5: a scene just under it builds.
 // Test 6: an absurd buffer size comes back as out_of_memory or limit_exceeded, not a crash.
 // Test 7: the size arithmetic at 10M, 100M and 2^32 - 1 boxes is 64-bit.
-// Scale (issue 15, item 6; gpu/scale.hpp), pure size arithmetic with no device, at n = 10M,
-// 100M, 2^31 and 2^32 - 1 and against fake DeviceLimits of 128 MiB, 2 GiB and 2^32 - 1 bytes:
-// Test 8: Lbvh requirements, byte for byte against the layout re-derived here (and literal
+// Scale (issue 15, item 6; gpu/device/buffer_sizing.hpp), pure size arithmetic with no device, at n
+// = 10M, 100M, 2^31 and 2^32 - 1 and against fake DeviceLimits of 128 MiB, 2 GiB and 2^32 - 1
+// bytes: Test 8: Lbvh requirements, byte for byte against the layout re-derived here (and literal
 // totals). Test 9: the radix sort's scratch, likewise. Test 10: the cull's scratch (one view
 // and four, with and without grouped meshes). Test 11: the largest scene per binding range,
 // and the refusal one box past it naming the node buffer, its bytes and the range; 10M boxes
@@ -32,12 +32,13 @@
 #include "broadphase/gpu/lbvh_queries.hpp"
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
-#include "context_impl.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/context_impl.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
-#include "lbvh_gated.hpp"
-#include "radix_sort.hpp"
-#include "scale.hpp"
+#include "lbvh/lbvh_build.hpp"
+#include "lbvh/lbvh_pairs.hpp"
+#include "sort/radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {

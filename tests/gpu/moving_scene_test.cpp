@@ -17,11 +17,11 @@
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
-#include "context_impl.hpp"
+#include "device/context_impl.hpp"
 #include "gpu_test_env.hpp"
 #include "lbvh.hpp"
 #include "lbvh_refit.hpp"
-#include "radix_sort.hpp"
+#include "sort/radix_sort.hpp"
 #include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {
@@ -666,7 +666,7 @@ TEST_F(MovingSceneTest, WorkQueueOverflowRepairsWithoutShrinkingThePairBuffers) 
 // Every frame's pairs equal brute force's.
 TEST_F(MovingSceneTest, RoundZeroAloneUntilAFrameQueuesWork) {
     gpu::ContextOptions options;
-    options.traversal_budget = gpu_layout::kGpuTraversalBudget;
+    options.tuning.traversal_budget = gpu_layout::kGpuTraversalBudget;
     auto ctx = own_context(options);
     ASSERT_TRUE(ctx);
     auto uniform = generate_scene("uniform", 3000);
@@ -705,7 +705,7 @@ TEST_F(MovingSceneTest, RoundZeroAloneUntilAFrameQueuesWork) {
 
 // The instruments (MovingScene::last_report): the dispatches each stage records on a refit
 // frame and on a rebuild frame (the gated rebuild records the same dispatches either way,
-// emptied on the refit frame), and the modelled traffic of gpu/moving_scene.cpp
+// emptied on the refit frame), and the modelled traffic of gpu/frames/moving_scene.cpp
 // (frame_traffic) worked out from counts found independently: brute-force pairs and events,
 // the CPU twin's traversal work, and the Lbvh's own report of a build of the same boxes.
 TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {

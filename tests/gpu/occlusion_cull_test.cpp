@@ -20,9 +20,9 @@
 #include "broadphase/scene.hpp"
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
-#include "div_rn_check.hpp"
+#include "device/div_rn_check.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
 #include "lbvh_cull.hpp"
 #include "occlusion_test_util.hpp"
 

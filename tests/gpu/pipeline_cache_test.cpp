@@ -1,5 +1,5 @@
-// The persistent pipeline cache of gpu::Context (gpu/pipeline_cache.cpp) and the lazy,
-// per-feature compilation of kernels (gpu/kernels.cpp): the file a first Context writes is
+// The persistent pipeline cache of gpu::Context (gpu/device/pipeline_cache.cpp) and the lazy,
+// per-feature compilation of kernels (gpu/device/kernels.cpp): the file a first Context writes is
 // loaded by a second; corrupt, truncated and foreign files are ignored (a cold start) and
 // replaced; a cache that is off writes nothing; an adopted device uses the caller's cache and
 // never saves it; and each feature compiles only its own kernels, once per Context. Every
@@ -23,9 +23,9 @@
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
-#include "context_impl.hpp"
+#include "device/context_impl.hpp"
+#include "device/pipeline_cache.hpp"
 #include "gpu_test_env.hpp"
-#include "pipeline_cache.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -100,7 +100,7 @@ std::unique_ptr<gpu::Context> make_context(
     gpu::SortPath sort_path = gpu::SortPath::reduce_then_scan) {
     gpu::ContextOptions options;
     options.pipeline_cache = cache;
-    options.sort_path = sort_path;
+    options.tuning.sort_path = sort_path;
     return own_context(options);
 }
 

@@ -219,7 +219,8 @@ TEST_F(ProxySceneTest, TheFreshTreeIsBuiltOverItsSlotsInUse) {
 
     // The instruments: the batch (three records, one proxy_update dispatch) and the fresh
     // tree's build of 8 leaves (the dispatches of an Lbvh's build of 8 boxes), then the
-    // dynamic tree's frame stages; the batch's bytes follow the model in gpu/proxy_scene.cpp.
+    // dynamic tree's frame stages; the batch's bytes follow the model in
+    // gpu/frames/proxy_scene.cpp.
     auto report = last_report(scene);
     ASSERT_TRUE(report) << report.error().message;
     ASSERT_EQ(report->size(), 7u);

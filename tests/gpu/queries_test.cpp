@@ -1,5 +1,5 @@
-// Batched GPU LBVH queries (gpu/queries.cpp): region queries, point picks, closest-hit ray
-// casts and set-versus-set pairs against brute force (exact id sets; ray t within 1e-5
+// Batched GPU LBVH queries (gpu/lbvh/lbvh_queries.cpp): region queries, point picks, closest-hit
+// ray casts and set-versus-set pairs against brute force (exact id sets; ray t within 1e-5
 // relative, the GPU's division being allowed 2.5 ulp) and against the CPU twins
 // (cpu_reference/lbvh_queries) on the GPU-built tree, on every standard scene; recorders on
 // caller buffers; the growth path of the id output; empty batches and trees; hostile input.
@@ -13,11 +13,11 @@
 #include "broadphase/gpu/lbvh_queries.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
 #include "lbvh.hpp"
 #include "lbvh_queries.hpp"
-#include "scale.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -182,8 +182,8 @@ void expect_near_t(float gpu, float cpu, const std::string& what) {
     EXPECT_LE(std::fabs(gpu - cpu), 1e-5f * std::max(std::fabs(gpu), std::fabs(cpu))) << what;
 }
 
-// A tree's whole node range in a new device buffer (gpu/scale.hpp): its 2n - 1 `nodes`, then
-// from lbvh_wide_offset(n) its n - 1 `wide` records (what a build writes, or not).
+// A tree's whole node range in a new device buffer (gpu/device/buffer_sizing.hpp): its 2n - 1
+// `nodes`, then from lbvh_wide_offset(n) its n - 1 `wide` records (what a build writes, or not).
 gpu::Buffer upload_tree(std::span<const LbvhNode> nodes, std::span<const LbvhWideNode> wide) {
     auto& ctx = gpu_context();
     const auto n = static_cast<std::uint32_t>((nodes.size() + 1) / 2);

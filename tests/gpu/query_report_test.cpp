@@ -4,8 +4,8 @@
 // scenes whatever the traversal budget, and so do the ray casts' (lbvh::ray_cast_nodes) where
 // they are deterministic: every ray finishing in round 0, on a context whose budget is
 // kTraversalBudget (a tree of fewer than kTraversalBudget internal nodes cannot need more).
-// Each stage's dispatches and bytes follow the model of gpu/queries.cpp, written out again
-// here, including the fill pass run twice when the ids grow.
+// Each stage's dispatches and bytes follow the model of gpu/lbvh/lbvh_queries.cpp, written out
+// again here, including the fill pass run twice when the ids grow.
 #include <algorithm>
 #include <vector>
 
@@ -15,7 +15,7 @@
 #include "gpu_test_env.hpp"
 #include "lbvh_queries.hpp"
 #include "query_batches.hpp"
-#include "radix_sort.hpp"
+#include "sort/radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -34,7 +34,7 @@ public:
     static void SetUpTestSuite() {
         gpu::ContextOptions options;
         options.validation = true;
-        options.traversal_budget = gpu_layout::kTraversalBudget;
+        options.tuning.traversal_budget = gpu_layout::kTraversalBudget;
         auto ctx = gpu::Context::create(options);
         if (ctx) {
             g_full_budget = std::move(ctx.value());
@@ -75,7 +75,7 @@ const StageReport* find_stage(const std::vector<StageReport>& report, const std:
     return nullptr;
 }
 
-// Dispatches of a bounded traversal of `rounds` rounds (gpu/traversal.hpp): round 0, then an
+// Dispatches of a bounded traversal of `rounds` rounds (gpu/lbvh/traversal.hpp): round 0, then an
 // args dispatch and an indirect round per later round, then the finish dispatch.
 std::uint32_t traversal_dispatches(std::uint32_t rounds) {
     return 2 * rounds;
@@ -107,8 +107,8 @@ std::uint32_t scan_dispatches(std::uint32_t count) {
     return 2 * levels - 1;
 }
 
-// The bytes of gpu/queries.cpp's model, written out again (the test fails when either side
-// changes alone). n >= 2 here: 64 B per expanded node.
+// The bytes of gpu/lbvh/lbvh_queries.cpp's model, written out again (the test fails when either
+// side changes alone). n >= 2 here: 64 B per expanded node.
 gpu::Traffic count_bytes(std::uint64_t q, std::uint64_t visits) {
     return {32 * q + 64 * visits, 4 * q};
 }
@@ -152,7 +152,7 @@ struct BudgetScene {
 };
 void open_budget_scene(std::uint32_t budget, const char* scene, BudgetScene& out) {
     gpu::ContextOptions options;
-    options.traversal_budget = budget;
+    options.tuning.traversal_budget = budget;
     out.ctx = own_context(options);
     ASSERT_TRUE(out.ctx);
     auto made = generate_scene(scene, 3000);

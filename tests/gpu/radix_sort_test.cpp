@@ -10,9 +10,9 @@
 #include <tuple>
 #include <vector>
 
-#include "context_impl.hpp"
+#include "device/context_impl.hpp"
 #include "gpu_test_env.hpp"
-#include "radix_sort.hpp"
+#include "sort/radix_sort.hpp"
 
 namespace broadphase::testing {
 namespace {
@@ -357,7 +357,7 @@ TEST(RadixSortLookBackTest, SparseAndSilentEntriesGiveTheSameSort) {
 }
 
 // The modelled traffic and passes of both paths, worked out by hand from the model in
-// gpu/radix_sort.hpp (deterministic: no timing), and the dispatches each path records.
+// gpu/sort/radix_sort.hpp (deterministic: no timing), and the dispatches each path records.
 TEST(RadixSortTrafficTest, PassesAndBytes) {
     using gpu::RadixSort;
     using gpu::SortPath;

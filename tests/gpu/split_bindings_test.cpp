@@ -1,5 +1,5 @@
 // Split tree bindings (issue 15, item 6; layout/common.h, "Split tree bindings";
-// shaders/tree_parts.glsl): a tree whose node array or wide-node array is larger than one
+// shaders/lbvh/tree_parts.glsl): a tree whose node array or wide-node array is larger than one
 // storage descriptor is bound as up to kTreeParts descriptors, the kernels compiled as their
 // split variants. Run on contexts whose maxStorageBufferRange is capped at 128 KiB (256 KiB for
 // the frames, whose own buffers need more), so that trees of a few thousand boxes split on any
@@ -35,12 +35,13 @@
 #include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
 #include "cull_test_util.hpp"
+#include "device/buffer_sizing.hpp"
+#include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
-#include "kernels.hpp"
-#include "lbvh_gated.hpp"
+#include "lbvh/lbvh_build.hpp"
+#include "lbvh/lbvh_pairs.hpp"
 #include "lbvh_queries.hpp"
 #include "query_batches.hpp"
-#include "scale.hpp"
 #include "wide_nodes_check.hpp"
 
 namespace broadphase::testing {

@@ -11,7 +11,8 @@
 
 #include "broadphase/gpu.hpp"
 #include "lbvh.hpp"
-#include "lbvh_gated.hpp"
+#include "lbvh/lbvh_build.hpp"
+#include "lbvh/lbvh_pairs.hpp"
 
 namespace broadphase::testing {
 

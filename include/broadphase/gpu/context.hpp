@@ -21,7 +21,7 @@ namespace broadphase::gpu {
 /// Declares, in the private part of a public GPU class (Context, Lbvh, Culler, LbvhQueries,
 /// MovingScene, ProxyScene), its hidden implementation, as Qt's Q_DECLARE_PRIVATE does: the
 /// struct Impl that callers never see, the pointer that owns it, the constructor create() makes
-/// the class with, and ImplAccess (gpu/impl_access.hpp), the library's own way in.
+/// the class with, and ImplAccess (gpu/device/impl_access.hpp), the library's own way in.
 #define BROADPHASE_GPU_IMPL(Class)              \
     struct Impl;                                \
     friend struct ImplAccess;                   \
@@ -85,6 +85,22 @@ enum class SortPath { automatic, onesweep, reduce_then_scan };
 /// "automatic", "onesweep" or "reduce_then_scan".
 const char* sort_path_name(SortPath path);
 
+/// How a Context's work is shaped, asked by the caller (ContextOptions::tuning,
+/// ExternalDevice::tuning) and resolved against the device when the Context is created:
+/// DeviceInfo reports what was chosen (sort_path, traversal_budget and the first rounds'
+/// budgets, tree_parts). Every value gives the same results; they trade time on a device.
+struct Tuning {
+    /// Which radix sort runs (SortPath; automatic: the environment, else the device's rule).
+    SortPath sort_path = SortPath::automatic;
+    /// Nodes one invocation of a bounded traversal expands per round, 1 to
+    /// gpu_layout::kTraversalBudget (DeviceInfo::traversal_budget); 0: the device's rule.
+    std::uint32_t traversal_budget = 0;
+    /// A tree too large for one storage descriptor is split over several
+    /// (DeviceInfo::tree_parts). false: a tree's arrays are always bound whole, and larger
+    /// trees are refused with limit_exceeded.
+    bool split_tree_bindings = true;
+};
+
 /// How Context::create picks and sets up a device.
 struct ContextOptions {
     /// Enable the Khronos validation layer, synchronization validation included (also on when
@@ -101,14 +117,8 @@ struct ContextOptions {
     VkDeviceSize max_storage_buffer_range = 0;
     /// The persistent pipeline cache (on by default, in the user's cache folder).
     PipelineCacheOptions pipeline_cache;
-    /// Which radix sort runs (SortPath; automatic: the environment, else the device's rule).
-    SortPath sort_path = SortPath::automatic;
-    /// The bounded traversals' budget (DeviceInfo::traversal_budget; 0: automatic).
-    std::uint32_t traversal_budget = 0;
-    /// A tree too large for one storage descriptor is split over several
-    /// (DeviceInfo::tree_parts). false: a tree's arrays are always bound whole, and larger
-    /// trees are refused with limit_exceeded.
-    bool split_tree_bindings = true;
+    /// How the Context's work is shaped (resolved into DeviceInfo).
+    Tuning tuning;
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -134,12 +144,9 @@ struct ExternalDevice {
     /// The library's own persistent cache when there is no caller_pipeline_cache (as
     /// ContextOptions::pipeline_cache).
     PipelineCacheOptions pipeline_cache;
-    /// Which radix sort runs (as ContextOptions::sort_path).
-    SortPath sort_path = SortPath::automatic;
-    /// The bounded traversals' budget (as ContextOptions::traversal_budget).
-    std::uint32_t traversal_budget = 0;
-    /// As ContextOptions::split_tree_bindings (no device feature is needed).
-    bool split_tree_bindings = true;
+    /// How the Context's work is shaped, as ContextOptions::tuning (splitting a tree's
+    /// bindings needs no device feature).
+    Tuning tuning;
     /// VkPhysicalDeviceVulkan12Features::vulkanMemoryModel and vulkanMemoryModelDeviceScope were
     /// enabled in vkCreateDevice's pNext chain (required: the LBVH build and refit order their
     /// memory with the Vulkan memory model).
@@ -191,16 +198,25 @@ struct DeviceInfo {
     bool sort_subgroup_rank = false;
     /// Nodes one invocation of a bounded traversal (all pairs, region queries, ray casts)
     /// expands per round before it queues the rest (TraversalBuffers::budget when that is 0).
-    /// Chosen at creation: the option when not 0, else BROADPHASE_TRAVERSAL_BUDGET, else
-    /// kTraversalBudget (4096) on CPU devices, where a round costs a pass over every queued
-    /// item and the lanes of a lopsided query are few, and kGpuTraversalBudget on GPUs, where one
-    /// invocation walking thousands of dependent nodes idles the device (a box over half of
-    /// the `level` scene: docs/performance.md, "Traversal budget").
+    /// Chosen at creation: Tuning::traversal_budget when not 0, else kTraversalBudget (4096)
+    /// on CPU devices, where a round costs a pass over every queued item and the lanes of a
+    /// lopsided query are few, and kGpuTraversalBudget on GPUs, where one invocation walking
+    /// thousands of dependent nodes idles the device (a box over half of the `level` scene:
+    /// docs/performance.md, "Traversal budget"). The library reads no environment variable
+    /// for it: the `broadphase` tool passes BROADPHASE_TRAVERSAL_BUDGET in as the option.
     std::uint32_t traversal_budget = gpu_layout::kTraversalBudget;
+    /// Steps one invocation of the all-pairs pass takes in its first round when neither the
+    /// pass (TraversalBuffers::budget) nor the Lbvh (LbvhOptions::pair_budget) says:
+    /// gpu_layout::kPairGroup times traversal_budget, at most kTraversalBudget.
+    std::uint32_t pair_first_round = gpu_layout::kTraversalBudget;
+    /// Steps one invocation of a region query or ray cast takes in its first round when
+    /// neither the pass nor LbvhOptions::query_budget says: gpu_layout::kQueryFirstRound times
+    /// traversal_budget, at most kTraversalBudget.
+    std::uint32_t query_first_round = gpu_layout::kTraversalBudget;
     /// Storage descriptors a tree's node array and its wide-node array may each be split over
     /// when one descriptor cannot hold it (maxStorageBufferRange: 2^32 - 1 bytes at most, and
     /// 100M boxes need 9.6 GB of nodes): gpu_layout::kTreeParts where the option allows it
-    /// (ContextOptions / ExternalDevice::split_tree_bindings) and the device allows 21 storage
+    /// (Tuning::split_tree_bindings) and the device allows 21 storage
     /// buffers per stage and 21 push descriptors; else 1. Trees that fit one descriptor always
     /// run the unsplit kernels (docs/performance.md, "Scale limits").
     std::uint32_t tree_parts = 1;

@@ -1,5 +1,5 @@
 // Front-to-back frustum culling of a GPU LBVH into indirect draw commands: hierarchical
-// rejection and acceptance per chunk of leaves (shaders/lbvh_cull.comp), compaction by an
+// rejection and acceptance per chunk of leaves (shaders/cull/lbvh_cull.comp), compaction by an
 // exclusive scan (no atomics, deterministic), then either a 32-bit radix sort of near-child-first
 // depth-first ranks (approx; the front-to-back traversal order of P. Väänänen's "Sort a sphere
 // BVH with split planes", docs/references.md, each leaf's rank carried down the chunked
@@ -115,9 +115,9 @@ enum class OcclusionPhase : std::uint32_t {
 /// Occlusion culling for Culler::record (issue 11 item 3; Haar & Aaltonen's two-phase
 /// hierarchical-Z culling, SIGGRAPH 2015). The traversal tests every node that passes the
 /// frustum against a max-depth pyramid with the conservative rule of broadphase::occluded()
-/// (include/broadphase/occlusion.hpp; bit for bit, shaders/occlusion.glsl) and rejects a hidden
-/// node with its whole subtree; it never culls a box the depth buffer would show.
-/// A renderer's frame with two-phase culling (visibility zero-filled once, frames from 1):
+/// (include/broadphase/occlusion.hpp; bit for bit, shaders/cull/occlusion.glsl) and rejects a
+/// hidden node with its whole subtree; it never culls a box the depth buffer would show. A
+/// renderer's frame with two-phase culling (visibility zero-filled once, frames from 1):
 ///  1. record(..., {early, {}, W, H, vp, visibility, frame}) and draw its output;
 ///  2. copy the depth attachment (D32_SFLOAT) into the first W * H floats of `pyramid`
 ///     (vkCmdCopyImageToBuffer, tightly packed: row 0 the top row) and record_depth_pyramid;
@@ -220,7 +220,7 @@ public:
     /// Records the levels above level 0 of the max-depth pyramid in `pyramid`, whose first
     /// width * height floats (level 0) the caller has written (a depth image copied row-major,
     /// row 0 the top; depths finite, in [0, 1]): one dispatch per level, each after a compute
-    /// barrier (shaders/depth_pyramid.comp); equal bit for bit to DepthPyramid::build.
+    /// barrier (shaders/cull/depth_pyramid.comp); equal bit for bit to DepthPyramid::build.
     /// Precondition: level 0's writes visible to compute-shader reads. Postcondition: the last
     /// command is a compute dispatch writing `pyramid` (none for a 1 x 1 image).
     Status record_depth_pyramid(VkCommandBuffer cmd, const BufferRange& pyramid,
@@ -248,7 +248,7 @@ public:
     /// Records the cull of 1 to kMaxCullViews views of one built LBVH (issue 11 item 2), each
     /// view into its own outs[v] (visible list, draw commands and count), exactly what record()
     /// of that view alone writes. Exact order: the tree is traversed once per chunk of leaves
-    /// with a mask of the views still straddling each node (shaders/lbvh_cull_views.comp),
+    /// with a mask of the views still straddling each node (shaders/cull/lbvh_cull_views.comp),
     /// then each view is compacted, sorted and emitted. Approximate order: each view is culled
     /// as record() does, one after another (its near-child-first ranks are carried down its own
     /// traversal; ranking after a shared traversal measured slower, docs/performance.md).

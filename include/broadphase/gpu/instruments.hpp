@@ -30,8 +30,8 @@ struct StageReport {
     std::string name;
     std::uint32_t dispatches = 0;  ///< compute dispatches recorded (indirect ones included)
     /// Bytes the stage's kernels read and write by their documented access patterns (every
-    /// element counted once; the model is stated beside the kernels in gpu/lbvh.cpp and
-    /// gpu/radix_sort.hpp), not measured by counters. For the streaming stages this is about
+    /// element counted once; the model is stated beside the kernels in gpu/lbvh/lbvh.cpp and
+    /// gpu/sort/radix_sort.hpp), not measured by counters. For the streaming stages this is about
     /// the memory traffic; the traversal's loads of the upper nodes mostly hit caches, so its
     /// bytes per second can pass the copy kernel's.
     std::uint64_t bytes_read = 0, bytes_written = 0;

@@ -22,9 +22,9 @@
 //
 // A frame is one submit: the batch of the frame's changes (one record per changed slot) is
 // copied from a host-visible staging buffer and scattered into the slots
-// (shaders/proxy_update.comp), the fresh tree is built and the static one rebuilt if needed,
+// (shaders/frames/proxy_update.comp), the fresh tree is built and the static one rebuilt if needed,
 // and the dynamic tree is refitted or rebuilt; then the pair passes run, every one filtering by
-// the ProxySlots before anything is appended and writing handles (shaders/lbvh_pairs.comp);
+// the ProxySlots before anything is appended and writing handles (shaders/lbvh/lbvh_pairs.comp);
 // the pairs are sorted and diffed with the previous frame's on the GPU.
 //
 // Capacities: dynamic slots, static slots and the handle range (the pair keys' width) start at

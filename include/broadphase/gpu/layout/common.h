@@ -76,14 +76,14 @@ BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;
 // Traversal stack depth. A Karras tree over n < 2^32 leaves with k-bit codes is at most
 // k + 32 levels deep (each level lengthens the common prefix of (code, index) by >= 1 bit).
 BP_CONST kTraversalStack = 96u;
-// The all-pairs traversal's own stack (shaders/lbvh_pairs.glsl): a short one, 16 entries (64
+// The all-pairs traversal's own stack (shaders/lbvh/lbvh_pairs.glsl): a short one, 16 entries (64
 // bytes per invocation instead of kTraversalStack's 384), since a leaf's query rarely holds
 // more than a few pending subtrees. A subtree that finds it full goes to the work queue as a
 // (query, node) item, expanded in the next round ("Bounded traversal" below): the pairs and
 // the visit count are the same. LbvhOptions::pair_stack may lower the limit (push constant
 // key_word; 0 means kPairStack).
 BP_CONST kPairStack = 16u;
-// The all-pairs traversal's groups (shaders/lbvh_pairs.glsl): one invocation takes kPairGroup
+// The all-pairs traversal's groups (shaders/lbvh/lbvh_pairs.glsl): one invocation takes kPairGroup
 // consecutive sorted positions and walks the tree once per run of them with the union of the
 // run's boxes, testing each leaf it reaches against every member of the run (kept in
 // registers). Neighbours in code order lie close together, so a union overlaps few more nodes
@@ -154,7 +154,7 @@ BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis 
 // about 8 among millions (`clustered` at 10M: two runs of 8 made its build 6.9 ms on an H200
 // against 3.7 for `uniform`, which refines nothing). It was 8 until 2026-11-28.
 BP_CONST kRefineRun = 32u;
-// The GPU's split of the runs' centroid bounds (shaders/code_runs.glsl): a run of
+// The GPU's split of the runs' centroid bounds (shaders/lbvh/code_runs.glsl): a run of
 // kRefineBoundsRun boxes or more has its bounds reduced by run_bounds.comp, a shorter one's are
 // taken from its few boxes by each of them in refine_codes.comp. The same bounds either way.
 BP_CONST kRefineBoundsRun = 8u;
@@ -233,7 +233,7 @@ BP_CONST kPairsAppend = 4u;   // continue the status's pair count; count no visi
 // pc.key_words in 1..31 (gpu::MovingScene's pair keys)
 BP_CONST kPairsKeys = 8u;
 
-// Split tree bindings (shaders/tree_parts.glsl): a tree's LbvhNode array and its LbvhWideNode
+// Split tree bindings (shaders/lbvh/tree_parts.glsl): a tree's LbvhNode array and its LbvhWideNode
 // array may each be bound as up to kTreeParts storage descriptors when one descriptor cannot
 // hold it (maxStorageBufferRange, at most 2^32 - 1 bytes on any device: 100M boxes need 9.6 GB
 // of nodes). Part k of an array of elements of E bytes holds elements [k << s, (k + 1) << s),

@@ -1,4 +1,4 @@
-// Data layouts of the GPU frustum cull (shaders/lbvh_cull*.comp, gpu/cull.cpp), shared by
+// Data layouts of the GPU frustum cull (shaders/lbvh_cull*.comp, gpu/cull/culler.cpp), shared by
 // GLSL and C++ like layout/common.h: 4-byte scalars and vec4/uvec4 only, sizes asserted in C++.
 #ifndef BROADPHASE_GPU_LAYOUT_CULL_H
 #define BROADPHASE_GPU_LAYOUT_CULL_H
@@ -14,7 +14,7 @@ BP_CONST kCullChunk = 32u;
 // firstInstance).
 BP_CONST kDrawCommandWords = 5u;
 // Push constant `flags` of lbvh_cull_compact: write 64-bit sort keys alone (exact order): the
-// eye-to-box distance key above the id's bits (cull_order_key, shaders/cull_distance.glsl).
+// eye-to-box distance key above the id's bits (cull_order_key, shaders/cull/cull_distance.glsl).
 BP_CONST kCullFlagKeys = 1u;
 // Push constant `flags` of lbvh_cull (carry and write 32-bit near-child-first DFS ranks) and
 // lbvh_cull_compact (use them as the sort keys): approximate front-to-back order.

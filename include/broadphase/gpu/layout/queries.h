@@ -1,7 +1,7 @@
 // Data layouts of the batched LBVH queries (region/point queries, closest-hit ray casts,
-// set-versus-set pairs), shared by shaders/lbvh_query.comp, shaders/lbvh_raycast.comp and the
-// C++ host (gpu/queries.cpp). Same rules as layout/common.h: 4-byte scalars and vec4/uvec4 only,
-// static_asserts on every std430 size and offset.
+// set-versus-set pairs), shared by shaders/lbvh/lbvh_query.comp, shaders/lbvh/lbvh_raycast.comp and
+// the C++ host (gpu/lbvh/lbvh_queries.cpp). Same rules as layout/common.h: 4-byte scalars and
+// vec4/uvec4 only, static_asserts on every std430 size and offset.
 //
 // Push constants of the query kernels (gpu_layout::PushConstants, generic fields):
 //   count    = number of queries (boxes or rays) in the batch

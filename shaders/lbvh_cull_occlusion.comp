@@ -1,5 +1,0 @@
-// Frustum and occlusion cull of a built LBVH: shaders/lbvh_cull.glsl with CULL_OCCLUSION
-// (gpu::Culler::record with a gpu::CullOcclusion).
-#version 450
-#define CULL_OCCLUSION
-#include "lbvh_cull.glsl"

@@ -1,3 +1,0 @@
-// All pairs by LBVH traversal, one atomic per step that found pairs: any device (lbvh_pairs.glsl).
-#version 450
-#include "lbvh_pairs.glsl"

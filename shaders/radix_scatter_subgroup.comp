@@ -1,9 +1,0 @@
-// LSD radix sort (reduce-then-scan path), the scatter of one tile, ranked with subgroup ballots
-// where the workgroup's subgroups are full and of 8 invocations or more (else in shared
-// memory): devices with subgroup ballot (radix_scatter.glsl, radix_rank.glsl,
-// DeviceInfo::sort_rank).
-#version 450
-#extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_ballot : require
-#define SORT_SUBGROUP_RANK 1
-#include "radix_scatter.glsl"
