@@ -992,6 +992,7 @@ Result<std::unique_ptr<CollisionManager<S>>> CollisionManager<S>::create(std::st
             config.method = std::string(method);
             config.margin = options.margin;
             config.prediction = options.prediction;
+            config.speed_margin = options.speed_margin;
             Result<std::unique_ptr<PairTracker>> tracker = PairTracker::create(config);
             if (!tracker) return tracker.error();
             impl->tracker = std::move(*tracker);

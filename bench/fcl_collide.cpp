@@ -25,8 +25,8 @@
 //         --moving P: the percentage of objects moved in each frame, drawn afresh each frame
 //                     (default 100: every object)
 //         --each: update(obj) for each moved object instead of one update()
-//         --margin M, --prediction P: broadphase::fcl::Options' pair-tracker settings (default:
-//                     PairTracker::Config's, 0.2 and 3)
+//         --margin M, --prediction P, --speed-margin C: broadphase::fcl::Options' pair-tracker
+//                     settings (default: PairTracker::Config's)
 //
 // The scene: N axis-aligned boxes in a cube of side 2 * cbrt(N) (the density stays the same
 // at every N), sides drawn from a log-normal distribution (median 1, a few ten times larger),
@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: fcl_collide N [names] [--narrowphase] [--frames F] "
-                     "[--moving P] [--each] [--margin M] [--prediction P]\n");
+                     "[--moving P] [--each] [--margin M] [--prediction P] "
+                     "[--speed-margin C]\n");
         return 2;
     }
     const std::size_t n = std::strtoull(argv[1], nullptr, 10);
@@ -177,6 +178,8 @@ int main(int argc, char** argv) {
             tuned.margin = float(std::atof(argv[++a]));
         } else if (std::strcmp(argv[a], "--prediction") == 0 && a + 1 < argc) {
             tuned.prediction = float(std::atof(argv[++a]));
+        } else if (std::strcmp(argv[a], "--speed-margin") == 0 && a + 1 < argc) {
+            tuned.speed_margin = float(std::atof(argv[++a]));
         } else {
             names = split(argv[a]);
         }
@@ -200,9 +203,9 @@ int main(int argc, char** argv) {
 
     std::printf(
         "%zu boxes (double), %d frames, %g %% of the objects moved per frame, %s; "
-        "pair tracker margin %g, prediction %g; times in ms\n\n",
+        "pair tracker margin %g, prediction %g, speed margin %g; times in ms\n\n",
         n, frames, moving, each ? "update(obj) for each" : "one update()", double(tuned.margin),
-        double(tuned.prediction));
+        double(tuned.prediction), double(tuned.speed_margin));
     std::printf(
         "| manager | setup | collide | again | pairs | pairs, last frame | frame: update | "
         "frame: collide | "

@@ -251,6 +251,7 @@ void DynamicAabbTree::clear() {
     leaf_of_.clear();
     far_leaf_of_.clear();
     leaf_count_ = 0;
+    reinserts_since_layout_ = 0;
     margin_chosen_ = false;
     sampling_margin_ = false;
     margin_sample_.clear();
@@ -564,7 +565,55 @@ Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     remove_leaf(leaf);
     nodes_[leaf].fat = fat;
     insert_leaf(leaf, config_.rotations, top);
+    note_reinsert();
     return Status::success();
+}
+
+// Re-insertions take nodes wherever the free list has them, so that a tree whose leaves all
+// moved a few times has its nodes scattered in memory and a descent misses the cache at most
+// nodes it reads. Once as many leaves were re-inserted as the tree holds, the nodes are laid
+// out again in depth-first order (O(n), so O(1) per re-insertion): a subtree lies in one run
+// of memory, the first child right after its parent. The tree's shape does not change.
+void DynamicAabbTree::note_reinsert() {
+    if (++reinserts_since_layout_ < std::max<std::size_t>(leaf_count_, 1024)) return;
+    relayout();
+}
+
+void DynamicAabbTree::relayout() {
+    reinserts_since_layout_ = 0;
+    if (root_ == kNull) return;
+    std::vector<std::int32_t> order;  // old indices, depth first
+    order.reserve(2 * leaf_count_);
+    std::vector<std::int32_t> stack{root_};
+    while (!stack.empty()) {
+        const std::int32_t index = stack.back();
+        stack.pop_back();
+        order.push_back(index);
+        const Node& node = nodes_[index];
+        if (node.leaf()) continue;
+        stack.push_back(node.child2);
+        stack.push_back(node.child1);
+    }
+    std::vector<std::int32_t> new_index(nodes_.size(), kNull);
+    for (std::size_t k = 0; k < order.size(); ++k)
+        new_index[std::size_t(order[k])] = static_cast<std::int32_t>(k);
+    const auto renamed = [&](std::int32_t i) { return i == kNull ? kNull : new_index[i]; };
+    std::vector<Node> nodes(order.size());
+    std::vector<LeafData> leaves(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const std::int32_t old = order[k];
+        Node node = nodes_[old];
+        node.child1 = renamed(node.child1);
+        node.child2 = renamed(node.child2);
+        node.parent = renamed(node.parent);
+        nodes[k] = node;
+        leaves[k] = leaf_data_[old];
+        if (node.leaf()) map_id(leaves[k].id, static_cast<std::int32_t>(k));
+    }
+    nodes_.swap(nodes);
+    leaf_data_.swap(leaves);
+    root_ = 0;
+    free_list_ = kNull;
 }
 
 Status DynamicAabbTree::refit_all(std::span<const Box> boxes) {
@@ -668,6 +717,8 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
                 continue;
             }
             ++nodes;
+            // Both children are read next, one after the other: ask for the second now.
+            __builtin_prefetch(&nodes_[node.child1]);
             stack[top++] = node.child1;
             stack[top++] = node.child2;
         }

@@ -146,6 +146,8 @@ private:
     void map_id(std::uint32_t id, std::int32_t leaf);
     void unmap_id(std::uint32_t id);
     void clear();
+    void note_reinsert();
+    void relayout();
 
     Config config_;
     static constexpr std::size_t kMarginSample = 1024;
@@ -164,6 +166,8 @@ private:
     std::unordered_map<std::uint32_t, std::int32_t> far_leaf_of_;  ///< ids past leaf_of_
     std::size_t leaf_count_ = 0;
     std::uint64_t reinserts_ = 0;
+    /// Leaves re-inserted since the nodes were last laid out in depth-first order.
+    std::size_t reinserts_since_layout_ = 0;
 };
 
 }  // namespace broadphase

@@ -56,10 +56,11 @@ struct Options {
     /// gpu_lbvh only: the CPU method of the mirror that answers collide(object), collide(other
     /// manager) and every distance query (a name of cpu_method_names()).
     std::string_view query_method = "dynamic_aabb_tree";
-    /// CPU methods: the pair tracker's fat-box margin and motion prediction
+    /// CPU methods: the pair tracker's fat-box margin, motion prediction and speed margin
     /// (PairTracker::Config, whose defaults these are; docs/fcl.md, "Costs", measures them).
     float margin = PairTracker::Config{}.margin;
     float prediction = PairTracker::Config{}.prediction;
+    float speed_margin = PairTracker::Config{}.speed_margin;
 };
 
 /// What the adapter has done so far, for tests and benches. The counts of the last query are

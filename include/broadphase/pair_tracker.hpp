@@ -7,7 +7,9 @@
 // tree query (collideTV) for a body that moved out of its fat box:
 // - Every body has its tight box (the caller's) and a fat box around it: the tight box grown by
 //   a margin, and stretched along the body's last displacement times `prediction` (Box2D v2's
-//   b2_aabbMultiplier), so that a body moving steadily leaves its fat box only every few steps.
+//   b2_aabbMultiplier), so that a body moving steadily leaves its fat box only every few steps;
+//   the margin grows with the body's speed, so that one moving without a steady course does not
+//   leave it at every step either.
 //   The structure (any CPU method) holds the fat boxes.
 // - A candidate is a pair of bodies whose fat boxes overlapped when one of them last got a new
 //   fat box and whose filters allow it. Every pair of overlapping fat boxes is a candidate,
@@ -63,6 +65,11 @@ public:
         /// The fat box is stretched along the last displacement (tight box centre to centre)
         /// times this, capped at 4 typical extents (a teleport does not make a huge fat box).
         float prediction = 3.0f;
+        /// The margin is at least this times the length of the last displacement (capped as
+        /// the prediction is), on every side: a body that moves without a steady direction
+        /// (jitter, a random walk) still stays in its fat box for several steps, where the
+        /// prediction helps only a body that keeps its course. 0: the margin alone.
+        float speed_margin = 4.0f;
         /// 0: a pair lasts exactly while the closed tight boxes overlap. h > 0 (dynamic methods
         /// only): a pair begins when they overlap and ends when they are more than h apart on
         /// some axis (engines like fewer pairs that come and go). The fat margin is at least

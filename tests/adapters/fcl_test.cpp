@@ -717,6 +717,29 @@ TEST(FclOutwardBox, ContainsTheDoubleBox) {
     EXPECT_EQ(b.max.z, 5.0f);
 }
 
+// Test 9b: the rounding is std::nextafter's, bound by bound, on values around zero, the
+// subnormals, both signs and the ends of the float range.
+TEST(FclOutwardBox, StepsAsNextafter) {
+    const double tiny = double(std::numeric_limits<float>::denorm_min());
+    const std::vector<double> values = {
+        0.0,          -0.0,        1e-50,      -1e-50,
+        tiny * 0.5,   -tiny * 0.5, tiny * 1.5, 0.1,
+        -0.1,         1.0 / 3.0,   -1.0 / 3.0, 1e30 + 1e14,
+        -1e30 - 1e14, 3.4e38,      -3.4e38,    double(FLT_MAX) * (1 - 1e-12),
+        1e-39,        -1e-39};
+    for (const double v : values) {
+        const double lo[3] = {v, v, v}, hi[3] = {v, v, v};
+        const broadphase::Box b = broadphase::fcl::outward_box(lo, hi);
+        float down = static_cast<float>(v), up = static_cast<float>(v);
+        if (double(down) > v) down = std::nextafter(down, -FLT_MAX);
+        if (double(up) < v) up = std::nextafter(up, FLT_MAX);
+        EXPECT_EQ(b.min.x, down) << v;
+        EXPECT_EQ(b.max.x, up) << v;
+        EXPECT_LE(double(b.min.x), v);
+        EXPECT_GE(double(b.max.x), v);
+    }
+}
+
 // Test 10: double boxes meeting at values float cannot hold pair as in the naive manager: a
 // row of boxes each touching the next at 0.1 * k, pairs past the float range, and boxes
 // 1e-12 apart (one float box after rounding, no pair in double: a candidate the test in S

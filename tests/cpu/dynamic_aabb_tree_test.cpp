@@ -341,5 +341,42 @@ TEST(DynamicAabbTree, Scenario16_HugeIdsBesideDenseOnes) {
     testing::expect_matches_ids(tree, boxes, ids, 19, 30, kNearestStride);
 }
 
+// Scenario 17: once as many leaves were re-inserted as the tree holds, its nodes are laid out
+// again in depth-first order; the tree validates and answers as brute force does after each of
+// several such layouts, with a hashed id among the table's, and keeps moving, removing and
+// inserting afterwards.
+TEST(DynamicAabbTree, Scenario17_LayoutAfterManyReinsertionsKeepsTheTree) {
+    std::vector<Box> boxes = testing::scene_boxes("clustered", 2500, 21);
+    std::vector<std::uint32_t> ids = testing::iota_ids(boxes.size());
+    ids.back() = 4000000000u;  // hashed
+    DynamicAabbTree tree;
+    for (std::size_t k = 0; k < boxes.size(); ++k) ASSERT_TRUE(tree.insert(ids[k], boxes[k]).ok());
+    std::mt19937 rng(21);
+    std::uniform_real_distribution<float> shift(-3, 3);
+    for (int round = 0; round < 4; ++round) {
+        for (std::size_t k = 0; k < boxes.size(); ++k) {
+            const Vec3 d{shift(rng), shift(rng), shift(rng)};
+            Box& b = boxes[k];
+            b = {{b.min.x + d.x, b.min.y + d.y, b.min.z + d.z},
+                 {b.max.x + d.x, b.max.y + d.y, b.max.z + d.z}};
+            ASSERT_TRUE(tree.move(ids[k], b).ok()) << ids[k];
+        }
+        testing::expect_matches_ids(tree, boxes, ids, 30 + std::uint32_t(round), 30,
+                                    kNearestStride);
+    }
+    // Far moves re-insert nearly every leaf each round: several layouts took place.
+    EXPECT_GE(tree.reinsert_count(), 3 * boxes.size());
+    ASSERT_TRUE(tree.remove(ids[7]).ok());
+    ASSERT_TRUE(tree.remove(4000000000u).ok());
+    ids.erase(ids.begin() + 7);
+    boxes.erase(boxes.begin() + 7);
+    ids.pop_back();
+    boxes.pop_back();
+    ASSERT_TRUE(tree.insert(7, {{0, 0, 0}, {1, 1, 1}}).ok());
+    ids.push_back(7);
+    boxes.push_back({{0, 0, 0}, {1, 1, 1}});
+    testing::expect_matches_ids(tree, boxes, ids, 40, 30, kNearestStride);
+}
+
 }  // namespace
 }  // namespace broadphase
