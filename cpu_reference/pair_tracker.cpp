@@ -34,6 +34,8 @@ namespace {
 
 constexpr std::uint32_t kNoBody = 0xFFFFFFFFu;
 constexpr std::size_t kTrackerSample = 1024;
+/// The smallest batch that fills an empty tracker by one build of the structure.
+constexpr std::size_t kBulkFill = 64;
 
 /// One body by id. `filter` is that of its last update (its box is in Impl::boxes, apart, for
 /// the candidate tests' locality), `next_*` the pending ones.
@@ -444,7 +446,13 @@ struct PairTracker::Impl {
     /// Phase 3 when most bodies changed: every candidate tested on the boxes.
     void test_all(std::vector<Pair>& began, std::vector<Pair>& ended) {
         std::uint64_t tests = 0;
-        for (std::uint32_t c = 0; c < cands.size(); ++c) {
+        constexpr std::uint32_t kAhead = 8;  // the boxes of the candidate this far on, asked for
+        const std::uint32_t count = static_cast<std::uint32_t>(cands.size());
+        for (std::uint32_t c = 0; c < count; ++c) {
+            if (c + kAhead < count && cands[c + kAhead].a != kNoBody) {
+                __builtin_prefetch(&boxes[cands[c + kAhead].a]);
+                __builtin_prefetch(&boxes[cands[c + kAhead].b]);
+            }
             const TrackedCandidate& cand = cands[c];
             if (cand.a == kNoBody) continue;  // free
             ++tests;
@@ -478,9 +486,60 @@ struct PairTracker::Impl {
         ended.insert(ended.end(), e2.begin(), e2.end());
     }
 
+    /// A batch of bodies entering an empty tracker under the ids 0 .. k-1: the structure is
+    /// built over their fat boxes at once and its self pairs are the candidates, where k
+    /// inserts and k queries would cost several times more (and a built tree answers the
+    /// later queries faster than one grown by inserts). Returns false, having changed
+    /// nothing, when the batch is not such.
+    Result<bool> bulk_fill(std::vector<Pair>& began, std::vector<Pair>& ended) {
+        if (pending_count < kBulkFill || structure->size() != 0) return false;
+        std::size_t k = 0;
+        std::uint32_t top = 0;
+        for (const std::uint32_t id : pending) {
+            const TrackedBody& b = bodies[id];
+            if (!b.changed || !b.present) continue;
+            if (b.in_structure) return false;
+            ++k;
+            top = std::max(top, id);
+        }
+        if (k < kBulkFill || std::size_t(top) + 1 != k) return false;
+        std::vector<Box> fat(k);
+        const double still[3] = {0, 0, 0};
+        for (const std::uint32_t id : pending) {
+            TrackedBody& b = bodies[id];
+            if (!b.changed) continue;
+            b.changed = false;
+            b.reborn = false;
+            b.filter_changed = false;
+            ++stats.changed;
+            if (!b.present) continue;
+            boxes[id] = b.next_box;
+            b.filter = b.next_filter;
+            b.is_static = b.next_static;
+            b.fat = fatten(boxes[id], still);
+            b.in_structure = true;
+            fat[id] = b.fat;
+        }
+        pending.clear();
+        pending_count = 0;
+        ++stats.rebuilds;
+        if (Status s = build_structure(*structure, fat); !s) return s.error();
+        found_pairs.clear();
+        structure->self_pairs(found_pairs);
+        for (const Pair& p : found_pairs)
+            if (allowed(p.i, p.j)) make_candidate(p.i, p.j);
+        test_all(began, ended);
+        return true;
+    }
+
     Status update_all(std::vector<Pair>& began, std::vector<Pair>& ended) {
         if (!dynamic) return update_rebuild(began, ended);
         ++stats.updates;
+        if (auto bulk = bulk_fill(began, ended); !bulk) {
+            return bulk.error();
+        } else if (bulk.value()) {
+            return Status::success();
+        }
         const std::size_t began_from = began.size(), ended_from = ended.size();
         bool reborn = false;
         requery.clear();

@@ -67,9 +67,10 @@ struct Options {
 /// those of the last one to finish: queries running at once on several threads each publish
 /// theirs at their end (atomics; no count is torn, one query's wins).
 struct Stats {
-    std::uint64_t builds = 0;      ///< builds over every object: a static method's structure in
-                                   ///< the pair tracker, a tracker refilled after a failure,
-                                   ///< gpu_lbvh's mirror
+    std::uint64_t builds = 0;      ///< builds over every object: the pair tracker's structure
+                                   ///< (a static method's at each update, a dynamic one's when
+                                   ///< a batch fills it empty), a tracker refilled after a
+                                   ///< failure, gpu_lbvh's mirror
     std::uint64_t gpu_steps = 0;   ///< gpu_lbvh: ProxyScene frames run (one per self collide
                                    ///< after changes)
     std::uint64_t candidates = 0;  ///< last query: pairs whose float boxes overlap (or are near

@@ -40,9 +40,11 @@ struct PairTrackerStats {
     std::uint64_t changed = 0;          ///< changed bodies processed
     std::uint64_t requeries = 0;        ///< bodies that got a new fat box and queried the structure
     std::uint64_t candidate_tests = 0;  ///< tight-box tests of candidates
-    std::uint64_t rebuilds = 0;         ///< static structures' builds over the fat boxes
-    std::uint64_t candidates = 0;       ///< candidates held now
-    std::uint64_t pairs = 0;            ///< pairs held now
+    /// Builds of the structure: a static method's at each update with changes, a dynamic
+    /// one's when a batch of ids 0 .. k-1 (k >= 64) fills an empty tracker
+    std::uint64_t rebuilds = 0;
+    std::uint64_t candidates = 0;  ///< candidates held now
+    std::uint64_t pairs = 0;       ///< pairs held now
 };
 
 /// The pairs of a changing set of boxes under caller-chosen ids (dense: memory follows the

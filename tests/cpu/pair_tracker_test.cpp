@@ -185,8 +185,9 @@ TEST(PairTracker, OneByOneEqualsBruteForce) {
     run_world("sweep_and_prune", 200, 20, true);  // a static method's side list
 }
 
-// Test 3: unchanged and sleeping bodies cost nothing: an update with no change tests no
-// candidate; an update of one body tests that body's candidates alone.
+// Test 3: a batch filling the empty tracker costs one build; unchanged and sleeping bodies
+// cost nothing: an update with no change tests no candidate; an update of one body tests that
+// body's candidates alone.
 TEST(PairTracker, CostFollowsTheChanges) {
     auto tracker = make("dynamic_aabb_tree");
     std::vector<Pair> began, ended;
@@ -197,6 +198,10 @@ TEST(PairTracker, CostFollowsTheChanges) {
     }
     ASSERT_TRUE(tracker->update(began, ended));
     EXPECT_EQ(began.size(), tracker->pairs().size());
+    // The batch of ids 0 .. 399 filled the empty tracker by one build, with no query.
+    EXPECT_EQ(tracker->stats().rebuilds, 1u);
+    EXPECT_EQ(tracker->stats().requeries, 0u);
+    ASSERT_TRUE(tracker->validate());
     const PairTrackerStats before = tracker->stats();
     ASSERT_TRUE(tracker->update(began, ended));
     EXPECT_EQ(tracker->stats().candidate_tests, before.candidate_tests);
