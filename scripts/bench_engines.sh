@@ -3,7 +3,8 @@
 # build.sh; or BENCH_BIN, a folder holding bullet_world and fcl_collide) and writes one log per
 # command into OUT_DIR, the command on its first line: Bullet's btDbvtBroadphase and FCL's
 # DynamicAABBTreeCollisionManager against our methods at 10k and 100k bodies, a pile that
-# settles (per-interval rows) and a static level. With BENCH_GPU=1 gpu_lbvh runs too (a Vulkan
+# settles (per-interval rows) and a static level; FCL's frames both right after setup (10 and
+# 20 frames) and over longer runs (60 and 200), where FCL's refitted tree has decayed. With BENCH_GPU=1 gpu_lbvh runs too (a Vulkan
 # device; on a remote NVIDIA machine, in the copy that scripts/remote_prepare.sh --engines made,
 # source scripts/remote_env.sh first: it sets BENCH_BIN to the copied benches).
 #
@@ -34,6 +35,8 @@ run bullet_level_10k "$bin/bullet_world" 10000 60 "dbvt,dynamic_aabb_tree,kd_tre
 run bullet_level_100k "$bin/bullet_world" 100000 40 "dbvt,dynamic_aabb_tree$gpu" --world level
 run fcl_10k "$bin/fcl_collide" 10000 "fcl_dynamic_tree,dynamic_aabb_tree,kd_tree$gpu" --frames 20
 run fcl_100k "$bin/fcl_collide" 100000 "fcl_dynamic_tree,dynamic_aabb_tree,kd_tree$gpu" --frames 10
+run fcl_10k_long "$bin/fcl_collide" 10000 "fcl_dynamic_tree,dynamic_aabb_tree" --frames 200
+run fcl_100k_long "$bin/fcl_collide" 100000 "fcl_dynamic_tree,dynamic_aabb_tree" --frames 60
 run fcl_100k_moving10 "$bin/fcl_collide" 100000 "fcl_dynamic_tree,dynamic_aabb_tree" --frames 10 \
   --moving 10
 echo "logs in $out/"
