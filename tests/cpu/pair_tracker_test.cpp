@@ -360,5 +360,45 @@ TEST(PairTracker, SpeedMarginKeepsWanderingBodiesInside) {
     EXPECT_FALSE(PairTracker::create(bad));
 }
 
+// Test 8: one body overlapping more than 65,535 others (a world-sized trigger over a grid of
+// small boxes) keeps every pair, as it enters, moves inside its fat box and leaves.
+TEST(PairTracker, OneBodyOverlapsSeventyThousand) {
+    auto tracker = make("dynamic_aabb_tree");
+    const std::uint32_t side = 42, n = side * side * side;  // 74,088 boxes, apart
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const float x = float(i % side) * 2, y = float(i / side % side) * 2,
+                    z = float(i / (side * side)) * 2;
+        ASSERT_TRUE(tracker->insert(i, {{x, y, z}, {x + 1, y + 1, z + 1}}));
+    }
+    std::vector<Pair> began, ended;
+    ASSERT_TRUE(tracker->update(began, ended));
+    EXPECT_TRUE(began.empty());
+    const std::uint32_t big = n;
+    ASSERT_TRUE(tracker->insert(big, {{-1, -1, -1}, {100, 100, 100}}));
+    ASSERT_TRUE(tracker->update(began, ended));
+    EXPECT_EQ(began.size(), n);
+    EXPECT_EQ(tracker->pairs().size(), n);
+    std::vector<std::uint32_t> partners;
+    tracker->partners(big, partners);
+    EXPECT_EQ(partners.size(), n);
+    // A small move inside its fat box: every candidate tested, no pair lost.
+    began.clear();
+    ASSERT_TRUE(tracker->move(big, {{-0.5f, -0.5f, -0.5f}, {100.5f, 100.5f, 100.5f}}));
+    ASSERT_TRUE(tracker->update(began, ended));
+    EXPECT_TRUE(began.empty());
+    EXPECT_TRUE(ended.empty());
+    EXPECT_EQ(tracker->pairs().size(), n);
+    // Shrunk to the first layer (z below 1): the others' pairs end.
+    ASSERT_TRUE(tracker->move(big, {{-1, -1, -1}, {100, 100, 0.5f}}));
+    ASSERT_TRUE(tracker->update(began, ended));
+    EXPECT_EQ(tracker->pairs().size(), std::size_t(side) * side);
+    EXPECT_EQ(ended.size(), n - std::size_t(side) * side);
+    ASSERT_TRUE(tracker->remove(big));
+    ended.clear();
+    ASSERT_TRUE(tracker->update(began, ended));
+    EXPECT_EQ(ended.size(), std::size_t(side) * side);
+    EXPECT_TRUE(tracker->pairs().empty());
+}
+
 }  // namespace
 }  // namespace broadphase
