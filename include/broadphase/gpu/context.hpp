@@ -118,7 +118,7 @@ struct ContextOptions {
     /// The persistent pipeline cache (on by default, in the user's cache folder).
     PipelineCacheOptions pipeline_cache;
     /// How the Context's work is shaped (resolved into DeviceInfo).
-    Tuning tuning;
+    Tuning tuning{};
 };
 
 /// Handles a caller already owns, and how they were created (Vulkan cannot be asked which
@@ -146,7 +146,7 @@ struct ExternalDevice {
     PipelineCacheOptions pipeline_cache;
     /// How the Context's work is shaped, as ContextOptions::tuning (splitting a tree's
     /// bindings needs no device feature).
-    Tuning tuning;
+    Tuning tuning{};
     /// VkPhysicalDeviceVulkan12Features::vulkanMemoryModel and vulkanMemoryModelDeviceScope were
     /// enabled in vkCreateDevice's pNext chain (required: the LBVH build and refit order their
     /// memory with the Vulkan memory model).
