@@ -15,9 +15,10 @@
 // smaller slot (a CSR table, each bucket sorted) so that both directions of the comparison cost
 // O(1) per pair.
 //
-// gpu_lbvh keeps the slots in a gpu::ProxyScene for the pairs, found whole at each
-// calculateOverlappingPairs with changes and synced as above, and in a CPU Index (a structure
-// that follows the slots lazily) for Bullet's queries.
+// gpu_lbvh keeps the slots in a gpu::ProxyScene (adapters::GpuPairs, gpu_pairs.hpp): one GPU
+// step per calculateOverlappingPairs with changes, whose began and ended pairs go to the cache
+// as the tracker's do; and in a CPU Index (a structure that follows the slots lazily) for
+// Bullet's queries.
 //
 // rayTest: Bullet wants every box along the ray, in order. CPU methods walk the tracker's
 // structure once along the ray (PairTracker::query_ray: the boxes grown by the cast shape's box,
@@ -41,12 +42,8 @@
 
 #include "broadphase/pair_tracker.hpp"
 #include "broadphase/structure.hpp"
+#include "gpu_pairs.hpp"
 #include "outward.hpp"
-
-#if BROADPHASE_HAS_GPU
-#include "broadphase/gpu.hpp"
-#include "broadphase/gpu/proxy_scene.hpp"
-#endif
 
 namespace broadphase::bullet {
 namespace {
@@ -325,69 +322,6 @@ private:
     std::uint64_t rebuilds_ = 0;
 };
 
-#if BROADPHASE_HAS_GPU
-/// gpu_lbvh's side: the slots in a gpu::ProxyScene (every body dynamic, so that static ones
-/// meet each other too where their filters allow it), applied at calculateOverlappingPairs.
-struct GpuSide {
-    std::unique_ptr<gpu::Context> own_context;
-    gpu::Context* context = nullptr;
-    std::unique_ptr<gpu::ProxyScene> scene;
-    std::vector<std::uint32_t> handle_of;       // slot -> handle or kNone
-    std::vector<Filter> applied;                // slot -> filter the scene has
-    std::vector<std::uint32_t> slot_of_handle;  // handle -> slot
-    std::vector<std::uint8_t> dirty_flag;
-    std::vector<std::uint32_t> dirty;
-
-    void touch(std::uint32_t slot) {
-        if (slot >= dirty_flag.size()) dirty_flag.resize(slot + 1, 0);
-        if (!dirty_flag[slot]) {
-            dirty_flag[slot] = 1;
-            dirty.push_back(slot);
-        }
-    }
-
-    /// Adds, removes and moves the changed slots in the scene, with `effective(s)` filters.
-    template <class Effective>
-    Status catch_up(const std::vector<Slot>& slots, Effective&& effective) {
-        if (handle_of.size() < slots.size()) {
-            handle_of.resize(slots.size(), kNone);
-            applied.resize(slots.size());
-        }
-        for (const std::uint32_t s : dirty) {
-            dirty_flag[s] = 0;
-            const Slot& slot = slots[s];
-            const bool want = slot.proxy && slot.valid;
-            if (want && handle_of[s] != kNone) {
-                if (Status st = scene->move(handle_of[s], slot.box); !st) return st;
-                if (Status st = set_filter(s, effective(s)); !st) return st;
-            } else if (want) {
-                const Filter f = effective(s);
-                auto handle = scene->add(slot.box, f);
-                if (!handle) return handle.error();
-                handle_of[s] = handle.value();
-                applied[s] = f;
-                if (slot_of_handle.size() <= handle.value())
-                    slot_of_handle.resize(handle.value() + 1, kNone);
-                slot_of_handle[handle.value()] = s;
-            } else if (handle_of[s] != kNone) {
-                if (Status st = scene->remove(handle_of[s]); !st) return st;
-                slot_of_handle[handle_of[s]] = kNone;
-                handle_of[s] = kNone;
-            }
-        }
-        dirty.clear();
-        return Status::success();
-    }
-
-    Status set_filter(std::uint32_t slot, const Filter& filter) {
-        if (slot >= handle_of.size() || handle_of[slot] == kNone || applied[slot] == filter)
-            return Status::success();
-        applied[slot] = filter;
-        return scene->set_filter(handle_of[slot], filter);
-    }
-};
-#endif
-
 }  // namespace
 
 /// The pair cache the adapter owns (Options::pair_cache null): Bullet's hashed cache, which
@@ -482,9 +416,7 @@ struct Broadphase::Impl {
     btDispatcher* last_dispatcher = nullptr;  // the one given with the changes recorded
     Index index;                              // gpu_lbvh: the queries' mirror
     bool gpu = false;
-#if BROADPHASE_HAS_GPU
-    GpuSide gpu_side;
-#endif
+    std::unique_ptr<adapters::GpuPairs> gpu_pairs;  // gpu_lbvh: the pairs
     std::unique_ptr<FlushingPairCache> own_cache;
     bool flushing = false;  // inside flush(): the cache's own calls do not flush again
     btOverlappingPairCache* cache = nullptr;
@@ -499,11 +431,6 @@ struct Broadphase::Impl {
     int next_uid = 0;
     bool warned_invalid = false;
     bool callback_mode = false;  // the cache has an overlap filter callback: no filters here
-    bool changed = true;         // the pairs must be found again
-    bool full = true;            // ... by self_pairs, not by updating the last ones
-    // Slots changed since the pairs were last found (box, proxy or filter).
-    std::vector<std::uint8_t> moved_flag;
-    std::vector<std::uint32_t> moved;
 
     // The current pairs (slots, smaller first) as a CSR table by the smaller slot.
     std::vector<Pair> pairs;
@@ -524,9 +451,7 @@ struct Broadphase::Impl {
 
     /// The filter the pair structure applies to a slot: none in callback mode (the callback
     /// decides), else the proxy's group and mask.
-    Filter effective(std::uint32_t s) const {
-        return callback_mode ? Filter{} : slots[s].filter;
-    }
+    Filter effective(std::uint32_t s) const { return callback_mode ? Filter{} : slots[s].filter; }
 
     /// CPU methods: whether changes wait for the next look at the cache (the adapter's own
     /// cache, with no ghost objects about) or are applied one by one at once.
@@ -543,11 +468,7 @@ struct Broadphase::Impl {
             return;
         }
         index.touch(s);
-        note_moved(s);
-#if BROADPHASE_HAS_GPU
-        gpu_side.touch(s);
-#endif
-        changed = true;
+        gpu_pairs->touch(s);
     }
 
     /// CPU methods: slot s's box, filter and life into the tracker, its pairs updated now and
@@ -642,19 +563,6 @@ struct Broadphase::Impl {
         }
     }
 
-    void note_moved(std::uint32_t s) {
-        if (s >= moved_flag.size()) moved_flag.resize(s + 1, 0);
-        if (!moved_flag[s]) {
-            moved_flag[s] = 1;
-            moved.push_back(s);
-        }
-    }
-
-    void clear_moved() {
-        for (const std::uint32_t s : moved) moved_flag[s] = 0;
-        moved.clear();
-    }
-
     void note_box(std::uint32_t s, const Box& box) {
         Slot& slot = slots[s];
         const bool was_valid = slot.valid;
@@ -690,36 +598,11 @@ struct Broadphase::Impl {
         query_index().query(region, scratch, out);
     }
 
-    /// Finds the pairs now, into `pairs` (slots, smaller first). False on a failure.
-    bool find_pairs() {
-        if (!gpu) {
-            const std::span<const Pair> now = tracker->pairs();
-            pairs.assign(now.begin(), now.end());
-            return true;
-        }
-#if BROADPHASE_HAS_GPU
-        Status s = guarded("calculateOverlappingPairs", [&]() -> Status {
-            auto effective_of = [&](std::uint32_t slot) { return effective(slot); };
-            if (Status c = gpu_side.catch_up(slots, effective_of); !c) return c;
-            clear_moved();  // the scene finds every pair itself
-            auto frame = gpu_side.scene->step();
-            if (!frame) return frame.error();
-            pairs.clear();
-            pairs.reserve(frame->pairs.size());
-            for (const Pair& p : frame->pairs) {
-                const std::uint32_t a = gpu_side.slot_of_handle[p.i];
-                const std::uint32_t b = gpu_side.slot_of_handle[p.j];
-                pairs.push_back(a < b ? Pair{a, b} : Pair{b, a});
-            }
-            return Status::success();
-        });
-        if (!s && status.ok())  // the first failure; later ones are only kept in status
-            std::fprintf(stderr, "broadphase::bullet: gpu_lbvh: %s\n", s.error().message.c_str());
-        fail(s);
-        return s.ok();
-#else
-        return false;
-#endif
+    /// The pairs now, into `pairs` (slots, smaller first).
+    void find_pairs() {
+        if (gpu) return gpu_pairs->pairs(pairs);
+        const std::span<const Pair> now = tracker->pairs();
+        pairs.assign(now.begin(), now.end());
     }
 
     /// Buckets `pairs` by the smaller slot, each bucket's partners sorted.
@@ -831,14 +714,48 @@ struct Broadphase::Impl {
         return true;
     }
 
-    /// CPU methods: the pairs are up to date already (each change was applied at once); the
-    /// cache is synced against all of them only when it may have drifted: a filter callback
-    /// set or removed, a failure, ended pairs of a cache with deferred removal, or a cache
-    /// whose pair count is not what this adapter left in it (pairs removed by someone else).
-    void calculate_cpu(btDispatcher* dispatcher) {
+    /// gpu_lbvh: the changed slots into the scene and one GPU step, its began and ended pairs
+    /// into the cache. A filter callback set or removed since the last look changes every
+    /// slot's effective filter and makes this call sync the cache.
+    void step_gpu(btDispatcher* dispatcher) {
+        const bool mode = cache->getOverlapFilterCallback() != nullptr;
+        if (mode != callback_mode) {
+            callback_mode = mode;
+            for (std::uint32_t s = 0; s < slots.size(); ++s)
+                if (slots[s].proxy) gpu_pairs->touch(s);
+            resync = true;
+        }
+        if (!gpu_pairs->pending()) return;
+        Status st = guarded("calculateOverlappingPairs", [&]() -> Status {
+            began.clear();
+            ended.clear();
+            const auto slot_of = [&](std::uint32_t s) {
+                return adapters::GpuSlot{slots[s].proxy && slots[s].valid, slots[s].box,
+                                         effective(s)};
+            };
+            if (Status step = gpu_pairs->step(slot_of, began, ended); !step) return step;
+            apply_events(dispatcher);
+            return Status::success();
+        });
+        if (!st && status.ok())  // the first failure; later ones are only kept in status
+            std::fprintf(stderr, "broadphase::bullet: gpu_lbvh: %s\n", st.error().message.c_str());
+        fail(st);
+    }
+
+    /// The pairs are up to date already (CPU methods: each change was applied at once;
+    /// gpu_lbvh: one GPU step applies this call's); the cache is synced against all of them
+    /// only when it may have drifted: a filter callback set or removed, a failure, ended pairs
+    /// of a cache with deferred removal, or a cache whose pair count is not what this adapter
+    /// left in it (pairs removed by someone else).
+    void calculate(btDispatcher* dispatcher) {
+        ++stats.calls;
         last_dispatcher = dispatcher;
-        flush();
-        check_mode(dispatcher);
+        if (gpu) {
+            step_gpu(dispatcher);
+        } else {
+            flush();
+            check_mode(dispatcher);
+        }
         if (resync || std::uint64_t(cache->getNumOverlappingPairs()) != cached) {
             const std::uint64_t added = stats.pairs_added, removed = stats.pairs_removed;
             stats.pairs_added = stats.pairs_removed = 0;
@@ -858,50 +775,10 @@ struct Broadphase::Impl {
         } else {
             ++stats.updates;
         }
-        stats.pairs = tracker->pairs().size();
+        stats.pairs = gpu ? gpu_pairs->pair_count() : tracker->pairs().size();
         stats.pairs_added = window_added;
         stats.pairs_removed = window_removed;
         window_added = window_removed = 0;
-    }
-
-    void calculate(btDispatcher* dispatcher) {
-        ++stats.calls;
-        if (!gpu) return calculate_cpu(dispatcher);
-        stats.pairs_added = 0;
-        stats.pairs_removed = 0;
-        const bool mode = cache->getOverlapFilterCallback() != nullptr;
-        const bool mode_changed = mode != callback_mode;
-        callback_mode = mode;
-        // Filters changed on the proxies (btCollisionWorld and users write them directly).
-        bool filters_changed = false;
-        for (std::uint32_t s = 0; s < slots.size(); ++s) {
-            Slot& slot = slots[s];
-            if (!slot.proxy) continue;
-            const Filter f =
-                to_filter(slot.proxy->m_collisionFilterGroup, slot.proxy->m_collisionFilterMask);
-            if (f == slot.filter) continue;
-            slot.filter = f;
-            filters_changed = true;
-            note_moved(s);
-            if (callback_mode) continue;
-#if BROADPHASE_HAS_GPU
-            fail(gpu_side.set_filter(s, f));
-#endif
-        }
-        if (mode_changed) {
-            full = true;
-#if BROADPHASE_HAS_GPU
-            for (std::uint32_t s = 0; s < slots.size(); ++s)
-                fail(gpu_side.set_filter(s, effective(s)));
-#endif
-        }
-        if (changed || filters_changed || mode_changed) {
-            if (!find_pairs()) return;  // the cache stays as it was
-            bucket_pairs();
-            changed = false;
-        }
-        stats.pairs = pairs.size();
-        sync_cache(dispatcher);
     }
 };
 
@@ -928,26 +805,13 @@ Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
             if (!tracker) return tracker.error();
             impl->tracker = std::move(tracker.value());
         } else {
-#if BROADPHASE_HAS_GPU
             impl->query_method = std::string(options.query_method);
             if (Status s = impl->index.init(options.query_method); !s)
                 return Error{ErrorCode::invalid_argument,
                              "gpu_lbvh: query_method: " + s.error().message};
-            GpuSide& side = impl->gpu_side;
-            side.context = options.context;
-            if (!side.context) {
-                auto context = gpu::Context::create();
-                if (!context) return context.error();
-                side.own_context = std::move(context.value());
-                side.context = side.own_context.get();
-            }
-            auto scene = gpu::ProxyScene::create(*side.context);
-            if (!scene) return scene.error();
-            side.scene = std::move(scene.value());
-#else
-            return Error{ErrorCode::unsupported,
-                         "gpu_lbvh: broadphase::bullet was built without the GPU part"};
-#endif
+            auto pairs = adapters::GpuPairs::create(options.context);
+            if (!pairs) return pairs.error();
+            impl->gpu_pairs = std::move(pairs.value());
         }
         if (options.pair_cache) {
             impl->cache = options.pair_cache;
@@ -1000,16 +864,18 @@ void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher
         m.cache->removeOverlappingPairsContainingProxy(proxy, dispatcher);
         removed = before - m.cache->getNumOverlappingPairs();
     }
-    if (!m.gpu && removed > 0 && std::uint64_t(removed) <= m.cached) m.cached -= removed;
+    if (removed > 0 && std::uint64_t(removed) <= m.cached) m.cached -= removed;
     const std::uint32_t s = slot_of(proxy);
     Slot& slot = m.slots[s];
     if (!slot.valid) --m.invalid;
     delete slot.proxy;
     slot = Slot{};
     --m.live;
-    if (m.gpu) {
+    if (m.gpu) {  // its body leaves the scene now, so that a new proxy here is a new body
+        m.fail(m.gpu_pairs->drop(s));
+        m.index.touch(s);
         m.free_slots.push_back(s);
-        return m.touch(s, dispatcher);
+        return;
     }
     if (m.batched()) {  // its pairs left the cache above; the tracker drops them at the flush
         m.fail(guarded("destroyProxy", [&] { return m.record(s); }));
@@ -1027,20 +893,16 @@ void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabb_min,
     // The common call of a world step: the same box as before (a body at rest, asleep or
     // static: btCollisionWorld::updateAabbs calls it for every object) and the same filter.
     const Slot& slot = m.slots[s];
-    if (!m.gpu && slot.valid && same_xyz(proxy->m_aabbMin, aabb_min) &&
+    if (slot.valid && same_xyz(proxy->m_aabbMin, aabb_min) &&
         same_xyz(proxy->m_aabbMax, aabb_max) &&
         slot.filter == to_filter(proxy->m_collisionFilterGroup, proxy->m_collisionFilterMask))
         return;
     proxy->m_aabbMin = aabb_min;
     proxy->m_aabbMax = aabb_max;
     const Box box = to_box(aabb_min, aabb_max);
-    if (!m.gpu) {
-        m.check_mode(dispatcher);
-        const bool filter_changed = m.reread_filter(s);
-        if (!filter_changed && m.slots[s].valid && box == m.slots[s].box) return;
-    } else if (m.slots[s].valid && box == m.slots[s].box) {
-        return;
-    }
+    if (!m.gpu) m.check_mode(dispatcher);
+    const bool filter_changed = m.reread_filter(s);
+    if (!filter_changed && m.slots[s].valid && box == m.slots[s].box) return;
     m.note_box(s, box);
     m.touch(s, dispatcher);
 }
@@ -1264,21 +1126,14 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     (void)dispatcher;
     Impl& m = *impl_;
     if (m.live != 0) return;
-#if BROADPHASE_HAS_GPU
     if (m.gpu) {
-        auto effective_of = [&](std::uint32_t s) { return m.effective(s); };
-        m.fail(m.gpu_side.catch_up(m.slots, effective_of));  // removes the bodies left
-        m.gpu_side.handle_of.clear();
-        m.gpu_side.applied.clear();
-    }
-#endif
-    if (m.gpu) {
+        m.fail(m.gpu_pairs->clear());
         m.fail(m.index.init(m.query_method));
     } else {
         m.tracker->clear();
-        m.cached = 0;
-        m.resync = true;
     }
+    m.cached = 0;
+    m.resync = true;
     m.slots.clear();
     m.free_slots.clear();
     m.released_slots.clear();
@@ -1286,9 +1141,6 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     m.bucket_start.clear();
     m.partner.clear();
     m.next_uid = 0;
-    m.changed = true;
-    m.full = true;
-    m.clear_moved();
 }
 
 void Broadphase::printStats() {
@@ -1311,6 +1163,7 @@ Stats Broadphase::stats() const {
     s.proxies = impl_->live;
     s.invalid_proxies = impl_->invalid;
     s.rebuilds = impl_->gpu ? impl_->index.rebuilds() : impl_->tracker->stats().rebuilds;
+    s.gpu_steps = impl_->gpu ? impl_->gpu_pairs->steps() : 0;
     return s;
 }
 

@@ -56,10 +56,13 @@ struct Stats {
     std::uint64_t pairs_removed = 0;    ///< stale pairs removed from the cache at the last call
     std::uint64_t rebuilds = 0;         ///< static structures' rebuilds (all calls)
     std::uint64_t calls = 0;            ///< calculateOverlappingPairs calls
-    /// CPU methods: calls that found the cache as the adapter had left it, with every change
-    /// already applied at its createProxy, setAabb or destroyProxy, so that the call cost
-    /// nothing (the others synced the cache against every pair: a filter callback set or
-    /// removed, pairs removed from the cache by someone else, a cache with deferred removal)
+    /// gpu_lbvh: GPU steps run (one per calculateOverlappingPairs after changes)
+    std::uint64_t gpu_steps = 0;
+    /// Calls that found the cache as the adapter had left it, with every change already
+    /// applied (CPU methods: at its createProxy, setAabb or destroyProxy, so that the call
+    /// cost nothing; gpu_lbvh: by the call's GPU step, its began and ended pairs); the others
+    /// synced the cache against every pair: a filter callback set or removed, pairs removed
+    /// from the cache by someone else, a cache with deferred removal
     std::uint64_t updates = 0;
 };
 

@@ -607,6 +607,55 @@ TEST(BulletAdapter, CreateRejectsUnknownMethods) {
 }
 
 // Every CPU method, static and dynamic, behind the same adapter: churn, then the oracle.
+#if BROADPHASE_HAS_GPU
+// gpu_lbvh's pairs reach the cache from the GPU step's began and ended events: one step per
+// call with changes, none without, the cache synced against every pair only when it drifted
+// (stats.updates counts the calls that did not sync), and a proxy destroyed and created again
+// in its slot before the next call gets its pairs as a new body.
+TEST(BulletGpu, EventsFollowTheChanges) {
+    auto bp = make("gpu_lbvh");
+    ASSERT_TRUE(bp);
+    std::vector<btBroadphaseProxy*> proxies;
+    for (int i = 0; i < 512; ++i) {  // an 8 x 8 x 8 block of touching unit boxes
+        const btVector3 lo(float(i % 8), float(i / 8 % 8), float(i / 64));
+        proxies.push_back(bp->createProxy(lo, lo + btVector3(1, 1, 1), 0, nullptr, 1, -1, nullptr));
+    }
+    btOverlappingPairCache& cache = *bp->getOverlappingPairCache();
+    bp->calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(cache_pairs(cache), brute_pairs(proxies));
+    const bullet::Stats first = bp->stats();
+    EXPECT_EQ(first.gpu_steps, 1u);
+    EXPECT_EQ(first.pairs, brute_pairs(proxies).size());
+
+    bp->calculateOverlappingPairs(nullptr);  // nothing changed: no step, no sync
+    EXPECT_EQ(bp->stats().gpu_steps, 1u);
+    EXPECT_EQ(bp->stats().updates, first.updates + 1);
+
+    // A corner box moves out of the block: its 7 pairs end, by events, without a sync.
+    bp->setAabb(proxies[0], btVector3(-5, -5, -5), btVector3(-4, -4, -4), nullptr);
+    bp->calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(bp->stats().gpu_steps, 2u);
+    EXPECT_EQ(bp->stats().updates, first.updates + 2);
+    EXPECT_EQ(bp->stats().pairs_removed, 7u);
+    EXPECT_EQ(bp->stats().pairs_added, 0u);
+    EXPECT_EQ(cache_pairs(cache), brute_pairs(proxies));
+
+    // A box at the block's centre destroyed and another created in its slot, in its place:
+    // the new proxy's 26 pairs are in the cache.
+    const btVector3 lo = proxies[9 * 8 + 3]->m_aabbMin;
+    bp->destroyProxy(proxies[9 * 8 + 3], nullptr);
+    proxies[9 * 8 + 3] = bp->createProxy(lo, lo + btVector3(1, 1, 1), 0, nullptr, 1, -1, nullptr);
+    bp->calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(bp->stats().gpu_steps, 3u);
+    EXPECT_EQ(bp->stats().pairs_added, 26u);
+    EXPECT_EQ(cache_pairs(cache), brute_pairs(proxies));
+    EXPECT_TRUE(bp->validate()) << bp->validate().error().message;
+    EXPECT_TRUE(bp->status());
+    for (btBroadphaseProxy* p : proxies) bp->destroyProxy(p, nullptr);
+    EXPECT_EQ(validation_errors(), 0u);
+}
+#endif
+
 TEST(BulletAdapter, EveryCpuMethodEqualsBruteForce) {
     for (const std::string_view method : cpu_method_names()) {
         SCOPED_TRACE(std::string(method));

@@ -1,0 +1,202 @@
+// adapters::GpuPairs (gpu_pairs.hpp): gpu_lbvh's side of the engine adapters.
+#include "gpu_pairs.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#if BROADPHASE_HAS_GPU
+#include "broadphase/gpu/context.hpp"
+#include "broadphase/gpu/proxy_scene.hpp"
+#endif
+
+namespace broadphase::adapters {
+
+namespace {
+constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
+
+std::uint64_t key_of(std::uint32_t a, std::uint32_t b) {
+    if (a > b) std::swap(a, b);
+    return (std::uint64_t(a) << 32) | b;
+}
+}  // namespace
+
+struct GpuPairs::Impl {
+#if BROADPHASE_HAS_GPU
+    std::unique_ptr<gpu::Context> own_context;
+    gpu::Context* context = nullptr;
+    std::unique_ptr<gpu::ProxyScene> scene;
+#endif
+    std::vector<std::uint32_t> handle_of;       // slot -> handle or kNoSlot
+    std::vector<Filter> applied;                // slot -> the filter the scene has
+    std::vector<std::uint32_t> slot_of_handle;  // handle -> slot, kNoSlot once dropped
+    std::vector<std::uint8_t> touched_flag;
+    std::vector<std::uint32_t> touched;
+    std::vector<std::uint32_t> retired;         // handles removed by step(), unmapped after it
+    std::unordered_set<std::uint64_t> current;  // the scene's pairs, as handle pairs
+    std::uint64_t steps = 0;
+
+    void grow(std::uint32_t s) {
+        if (s < handle_of.size()) return;
+        const std::size_t n = std::max<std::size_t>(s + 1, handle_of.size() * 3 / 2);
+        handle_of.resize(n, kNoSlot);
+        applied.resize(n);
+        touched_flag.resize(n, 0);
+    }
+
+    /// The slot of a handle's body, kNoSlot when it was dropped.
+    std::uint32_t slot(std::uint32_t handle) const {
+        return handle < slot_of_handle.size() ? slot_of_handle[handle] : kNoSlot;
+    }
+
+    /// Slot s's body out of the scene. `unmap`: its handle forgets the slot at once (a
+    /// dropped body, whose ending pairs nobody is told of), else after the next step's events
+    /// (a body whose box became invalid: its pairs end for the caller too).
+    Status remove(std::uint32_t s, bool unmap) {
+#if BROADPHASE_HAS_GPU
+        const std::uint32_t handle = handle_of[s];
+        if (Status st = scene->remove(handle); !st) return st;
+        if (unmap) {
+            slot_of_handle[handle] = kNoSlot;
+        } else {
+            retired.push_back(handle);
+        }
+#else
+        (void)unmap;
+#endif
+        handle_of[s] = kNoSlot;
+        return Status::success();
+    }
+};
+
+GpuPairs::GpuPairs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GpuPairs::~GpuPairs() = default;
+
+Result<std::unique_ptr<GpuPairs>> GpuPairs::create(gpu::Context* context) {
+#if BROADPHASE_HAS_GPU
+    auto impl = std::make_unique<Impl>();
+    impl->context = context;
+    if (!impl->context) {
+        auto made = gpu::Context::create();
+        if (!made) return made.error();
+        impl->own_context = std::move(made.value());
+        impl->context = impl->own_context.get();
+    }
+    gpu::ProxySceneOptions options;
+    options.frames.return_pairs = false;  // the events are all an engine's cache needs
+    auto scene = gpu::ProxyScene::create(*impl->context, options);
+    if (!scene) return scene.error();
+    impl->scene = std::move(scene.value());
+    return std::unique_ptr<GpuPairs>(new GpuPairs(std::move(impl)));
+#else
+    (void)context;
+    return Error{ErrorCode::unsupported, "gpu_lbvh: built without the GPU part of broadphase"};
+#endif
+}
+
+void GpuPairs::touch(std::uint32_t s) {
+    Impl& m = *impl_;
+    m.grow(s);
+    if (m.touched_flag[s]) return;
+    m.touched_flag[s] = 1;
+    m.touched.push_back(s);
+}
+
+Status GpuPairs::drop(std::uint32_t s) {
+    Impl& m = *impl_;
+    m.grow(s);
+    touch(s);  // a proxy created in the slot before the next step is added then
+    if (m.handle_of[s] == kNoSlot) return Status::success();
+    return m.remove(s, true);
+}
+
+bool GpuPairs::pending() const {
+    return !impl_->touched.empty();
+}
+
+Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
+                      std::vector<Pair>& began, std::vector<Pair>& ended) {
+#if BROADPHASE_HAS_GPU
+    Impl& m = *impl_;
+    for (const std::uint32_t s : m.touched) {
+        m.touched_flag[s] = 0;
+        const GpuSlot want = slot_of(s);
+        const std::uint32_t handle = m.handle_of[s];
+        if (want.live && handle != kNoSlot) {
+            if (Status st = m.scene->move(handle, want.box); !st) return st;
+            if (!(m.applied[s] == want.filter)) {
+                if (Status st = m.scene->set_filter(handle, want.filter); !st) return st;
+                m.applied[s] = want.filter;
+            }
+        } else if (want.live) {
+            auto added = m.scene->add(want.box, want.filter);
+            if (!added) return added.error();
+            m.handle_of[s] = added.value();
+            m.applied[s] = want.filter;
+            if (m.slot_of_handle.size() <= added.value())
+                m.slot_of_handle.resize(std::size_t(added.value()) + 1, kNoSlot);
+            m.slot_of_handle[added.value()] = s;
+        } else if (handle != kNoSlot) {
+            if (Status st = m.remove(s, false); !st) return st;
+        }
+    }
+    m.touched.clear();
+    auto frame = m.scene->step();
+    if (!frame) return frame.error();
+    ++m.steps;
+    for (const Pair& p : frame->ended) {
+        m.current.erase(key_of(p.i, p.j));
+        const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
+        if (a == kNoSlot || b == kNoSlot) continue;  // a dropped body's: the engine removed it
+        ended.push_back(a < b ? Pair{a, b} : Pair{b, a});
+    }
+    for (const Pair& p : frame->began) {
+        m.current.insert(key_of(p.i, p.j));
+        const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
+        if (a == kNoSlot || b == kNoSlot) continue;
+        began.push_back(a < b ? Pair{a, b} : Pair{b, a});
+    }
+    for (const std::uint32_t handle : m.retired) m.slot_of_handle[handle] = kNoSlot;
+    m.retired.clear();
+    return Status::success();
+#else
+    (void)slot_of;
+    (void)began;
+    (void)ended;
+    return Error{ErrorCode::unsupported, "gpu_lbvh: built without the GPU part of broadphase"};
+#endif
+}
+
+void GpuPairs::pairs(std::vector<Pair>& out) const {
+    const Impl& m = *impl_;
+    out.clear();
+    out.reserve(m.current.size());
+    for (const std::uint64_t key : m.current) {
+        const std::uint32_t a = m.slot(std::uint32_t(key >> 32));
+        const std::uint32_t b = m.slot(std::uint32_t(key));
+        if (a == kNoSlot || b == kNoSlot) continue;
+        out.push_back(a < b ? Pair{a, b} : Pair{b, a});
+    }
+    std::sort(out.begin(), out.end());
+}
+
+std::uint64_t GpuPairs::pair_count() const {
+    return impl_->current.size();
+}
+
+std::uint64_t GpuPairs::steps() const {
+    return impl_->steps;
+}
+
+Status GpuPairs::clear() {
+    Impl& m = *impl_;
+    for (std::uint32_t s = 0; s < m.handle_of.size(); ++s) {
+        if (m.handle_of[s] == kNoSlot) continue;
+        if (Status st = m.remove(s, true); !st) return st;
+    }
+    for (const std::uint32_t s : m.touched) m.touched_flag[s] = 0;
+    m.touched.clear();
+    return Status::success();
+}
+
+}  // namespace broadphase::adapters
