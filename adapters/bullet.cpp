@@ -444,8 +444,9 @@ struct Broadphase::Impl {
     Stats stats;
     Status status = Status::success();
 
+    /// Keeps the first failure (the later ones follow from it, mostly).
     void fail(const Status& s) {
-        if (s) return;
+        if (s || !status.ok()) return;
         status = s;
     }
 
@@ -737,7 +738,7 @@ struct Broadphase::Impl {
             apply_events(dispatcher);
             return Status::success();
         });
-        if (!st && status.ok())  // the first failure; later ones are only kept in status
+        if (!st && status.ok())  // the first failure, which status() keeps
             std::fprintf(stderr, "broadphase::bullet: gpu_lbvh: %s\n", st.error().message.c_str());
         fail(st);
     }
@@ -1167,7 +1168,7 @@ Stats Broadphase::stats() const {
     return s;
 }
 
-const Status& Broadphase::status() const {
+Status Broadphase::status() const {
     return impl_->status;
 }
 

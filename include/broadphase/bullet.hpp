@@ -139,10 +139,11 @@ public:
     std::string_view method() const;
     /// What the adapter has done and holds (see Stats).
     Stats stats() const;
-    /// The most recent failure of the method since creation (a structure's error, running out
-    /// of memory, a Vulkan error), or success when there was none. Bullet's calls have no
-    /// error channel: this is where their failures go.
-    const Status& status() const;
+    /// The first failure of the method since creation (a structure's error, running out of
+    /// memory, a Vulkan error), or success when there was none: the same as
+    /// broadphase::fcl::CollisionManager::status(). Bullet's calls have no error channel: this
+    /// is where their failures go.
+    Status status() const;
     /// Checks the adapter's invariants: each live proxy is in the structure exactly when its
     /// box is valid, with that box, and the structure's own validate(). An error names the
     /// first broken one.
