@@ -76,4 +76,14 @@ if(MODE STREQUAL "package")
         $(PKG_CONFIG_PATH=${pc_dir} pkg-config --cflags --libs broadphase)")
   step("run the pkg-config build" ${WORK}/consumer_pc)
   step("run the installed tool" ${WORK}/moved/bin/broadphase scene --scene uniform:3)
+  # A required component that does not exist is named in find_package's error.
+  file(WRITE ${WORK}/missing/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.20)\nproject(missing CXX)\n"
+       "find_package(broadphase CONFIG REQUIRED COMPONENTS cpu no_such_part)\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/missing -B ${WORK}/missing/build
+                          -DCMAKE_PREFIX_PATH=${WORK}/moved
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "component no_such_part: no such component")
+    message(FATAL_ERROR "consumer (package): a missing component is not named:\n${out}\n${err}")
+  endif()
 endif()
