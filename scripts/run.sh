@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --tool
 bash scripts/build.sh --tool
+echo "run.sh: built the tool alone in build/ (its tests, examples and Python module are off" \
+  "there; bash scripts/build.sh builds them)" >&2
 ./build/broadphase validate "$@"
