@@ -33,8 +33,8 @@ using LbvhQueriesImpl = ImplAccess::impl_type<LbvhQueries>;
 using MovingSceneImpl = ImplAccess::impl_type<MovingScene>;
 using ProxySceneImpl = ImplAccess::impl_type<ProxyScene>;
 
-/// The Impl of a GPU class (its definition comes from gpu/device/context_impl.hpp, the class's .cpp
-/// or gpu/frames/moving_scene_impl.hpp).
+/// The Impl of a GPU class (its definition comes from gpu/device/context_impl.hpp, the class's
+/// .cpp, gpu/cull/culler_impl.hpp or gpu/frames/moving_scene_impl.hpp).
 template <class T>
 decltype(auto) impl_of(T& object) {
     return ImplAccess::of(object);

@@ -1,9 +1,10 @@
 // The instruments of gpu::Culler's host helpers (Culler::last_report, last_visits) as numbered
 // scenarios: the traversal's GPU visit count (internal nodes expanded) equals the CPU twin's
 // (lbvh::cull_chunk's `expanded`) exactly for both orders, with occlusion and for several views;
-// each stage's dispatches and modelled bytes follow the byte model of gpu/cull/culler.cpp for the
-// visible count and visits, the tree build's equal the Lbvh's own report of the same build, and
-// every run of the same cull reports the same dispatches and bytes.
+// each stage's dispatches and modelled bytes follow the byte model of
+// gpu/instruments/cull_report.cpp for the visible count and visits, the tree build's equal the
+// Lbvh's own report of the same build, and every run of the same cull reports the same dispatches
+// and bytes.
 #include <algorithm>
 #include <bit>
 #include <numeric>
@@ -42,8 +43,8 @@ const StageReport* find_stage(const std::vector<StageReport>& report, const std:
     return nullptr;
 }
 
-// The traversal's and compaction's bytes by gpu/cull/culler.cpp's model, written out again here
-// (the test fails when either side changes alone).
+// The traversal's and compaction's bytes by gpu/instruments/cull_report.cpp's model, written out
+// again here (the test fails when either side changes alone).
 gpu::Traffic traversal_bytes(std::uint32_t n, std::uint64_t visible, std::uint64_t visits,
                              bool exact) {
     const std::uint64_t chunks = chunks_of(n);
