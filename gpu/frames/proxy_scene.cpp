@@ -1,5 +1,5 @@
 // gpu::ProxyScene (include/broadphase/gpu/proxy_scene.hpp): bodies in slots with empty boxes for
-// the free ones, a MovingScene frame over the dynamic slots (gpu/frames/moving_scene_impl.hpp)
+// the free ones, a MovingScene frame over the dynamic slots (gpu/frames/frame_recorder.cpp)
 // whose pairs pass filters by ProxySlot and writes handles, passes of the fresh and static trees
 // appended to it, and the frame's batch scattered on the GPU (shaders/frames/proxy_update.comp).
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Data layouts of the moving-scene kernels (gpu::MovingScene: refit-or-rebuild policy, pair
 // keys, overlap-event differences), shared by shaders/frames/frame_policy.comp,
-// pair_diff_append.comp, pair_unpack.comp and the C++ host (gpu/frames/moving_scene.cpp). Same
+// pair_diff_append.comp, pair_unpack.comp and the C++ host (gpu/frames/frame_recorder.cpp). Same
 // rules as layout/common.h: 4-byte scalars and vec4/uvec4 only, static_asserts on every std430
 // size and offset.
 //
