@@ -25,7 +25,7 @@
 // scope as a full workgroup barrier, which inside this loop, where invocations leave after
 // different numbers of steps, dropped the work of the subgroups left waiting at it (the
 // "lost stores" that once made this climb 96 unrolled steps and 95 s of LLVM compile on
-// lavapipe; bench/climb_repro/ shows it in a few lines). Device scope is avoided for the same
+// lavapipe; repro/lavapipe_climb/ shows it in a few lines). Device scope is avoided for the same
 // reason (llvmpipe turns it into a barrier too); queue-family scope is the whole device's for
 // one queue.
 // Precondition: flags[0, n-1) zeroed (slots hold far end + 1). CPU twin:

@@ -9,14 +9,14 @@
 // acquire-release atomic at queue-family scope (the Vulkan memory model) publishes the first
 // arrival's bounds to the second, the bound arrays are `nonprivate`, and there is no
 // memoryBarrier*() call (Mesa 22.3's llvmpipe runs one as a workgroup barrier, which inside
-// this loop dropped work: bench/climb_repro/).
+// this loop dropped work: repro/lavapipe_climb/).
 // The arrivals flip a bit per internal node with atomicXor: the first sees 0 and leaves 1, the
 // second sees 1 and leaves 0. Every internal node is reached exactly twice, so the counters
 // end where they started. Precondition: flags[0, n-1) zero (once, when they are allocated);
 // postcondition: flags[0, n-1) zero again, so a frame needs no fill of its own.
 // CPU twin: lbvh::compute_bounds (lbvh::refit).
 //
-// Two kernels share this source (gpu/frames/moving_scene_impl.hpp picks one per tree):
+// Two kernels share this source (gpu/frames/frame_recorder.cpp picks one per tree):
 //   - lbvh_refit.comp writes the bounds into the tree's LbvhNode and LbvhWideNode arrays,
 //     each bound whole;
 //   - lbvh_refit_soa.comp (REFIT_SOA; its split variant), for a tree whose arrays are larger
