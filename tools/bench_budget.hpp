@@ -1,4 +1,4 @@
-// The per-run time budget of `broadphase bench --cpu`: before a method starts the next box
+// The per-run time budget of `broadphase bench cpu`: before a method starts the next box
 // count, its time there is extrapolated from the sizes it has already run, and a method that
 // would take longer than the budget is not started (a run cannot be stopped half-way without
 // losing it). Time is modelled as t(n) = t(previous) * (n / previous)^growth, where growth is

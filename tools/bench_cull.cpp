@@ -1,4 +1,4 @@
-// `broadphase bench --cull`: per-stage GPU times (timestamp queries, median of R runs) of the
+// `broadphase bench cull`: per-stage GPU times (timestamp queries, median of R runs) of the
 // frustum cull of gpu::Culler's host helper: LBVH build (Karras 2012), hierarchical cull,
 // compaction, order sort (near-child-first ranks or exact distances) and draw-command emit;
 // with --lods (--meshes, --grouped), the emit of per-mesh LOD draws (gpu::Culler::cull_lods,
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "bench.hpp"
 #include "broadphase/frustum.hpp"
 #include "broadphase/occlusion.hpp"
 #include "broadphase/scene.hpp"
-#include "commands.hpp"
 #include "io.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu/culler.hpp"
@@ -93,7 +93,7 @@ namespace {
 // What every mode of the cull bench shares: the scene and its view, the device and its culler,
 // the warm-up before each timed run, and the instruments of each timed run.
 struct CullBench {
-    const Args& args;
+    const BenchCullOptions& args;
     const Scene& scene;
     const Camera& camera;
     const Frustum& frustum;
@@ -112,8 +112,9 @@ struct CullBench {
         std::printf(
             "\"scene\": \"%s\", \"boxes\": %zu, \"mode\": \"%s\", \"order\": \"%s\", "
             "\"sort_path\": \"%s\", \"runs\": %d, ",
-            json_escape(scene.name).c_str(), scene.boxes.size(), mode, args.order.c_str(),
-            gpu::sort_path_name(info.sort_path), repeat);
+            json_escape(scene.name).c_str(), scene.boxes.size(), mode,
+            name_of(order_names(), args.order).c_str(), gpu::sort_path_name(info.sort_path),
+            repeat);
     }
     std::uint64_t last_visits() const {
         auto visits = culler.last_visits();
@@ -314,7 +315,8 @@ void print_heading(const CullBench& b) {
                 info.subgroup_size);
     b.warm.print();
     std::printf("scene: %s, %zu boxes, order %s, %d runs (median per stage)\n",
-                b.scene.name.c_str(), b.scene.boxes.size(), b.args.order.c_str(), b.repeat);
+                b.scene.name.c_str(), b.scene.boxes.size(),
+                name_of(order_names(), b.args.order).c_str(), b.repeat);
     const Camera& c = b.camera;
     std::printf("camera: %g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", c.eye.x, c.eye.y, c.eye.z,
                 c.target.x, c.target.y, c.target.z, c.up.x, c.up.y, c.up.z, c.fovy_deg, c.aspect,
@@ -324,20 +326,20 @@ void print_heading(const CullBench& b) {
 // The one-view mode's --lods and --occlusion inputs, checked, and their lines of the text
 // output; an exit status when they are refused.
 std::optional<int> read_one_view(const CullBench& b, OneView& view) {
-    const Args& args = b.args;
-    const bool lods = args.has("lods");
-    if (!lods && (args.has("meshes") || args.has("grouped")))
+    const BenchCullOptions& args = b.args;
+    const bool lods = !args.lods.empty();
+    if (!lods && (args.has_meshes || args.grouped))
         return fail("--meshes and --grouped need --lods");
     if (lods) {
         view.lods = true;
-        view.meshes = lod_meshes(args);
-        view.mesh_ids = lod_mesh_ids(args, b.scene.boxes.size());
+        view.meshes = lod_meshes(args.lods, args.meshes);
+        view.mesh_ids = lod_mesh_ids(args.meshes, b.scene.boxes.size());
         if (!b.json)
             std::printf("lods: %u meshes of %zu LODs, %s\n", args.meshes, args.lods.size() + 1,
                         args.grouped ? "grouped per mesh" : "flat");
     }
-    const bool occlusion = args.has("occlusion");
-    if (occlusion && (lods || args.has("views")))
+    const bool occlusion = !args.occlusion.empty();
+    if (occlusion && (lods || args.has_views))
         return fail("--occlusion cannot be combined with --lods or --views");
     view.view_projection = b.camera.view_projection();
     if (occlusion) {
@@ -353,41 +355,68 @@ std::optional<int> read_one_view(const CullBench& b, OneView& view) {
     }
     if (b.context.info().timestamp_period_ns == 0 && !b.json)
         std::printf("warning: this queue has no timestamps\n");
-    if (args.has("views") && lods) return fail("--views and --lods cannot be combined");
+    if (args.has_views && lods) return fail("--views and --lods cannot be combined");
     return std::nullopt;
 }
 #endif
 
 }  // namespace
 
-int run_cull_bench(const Args& args) {
+CLI::App* add_bench_cull(CLI::App& bench, BenchCullOptions& o) {
+    CLI::App* c = bench.add_subcommand(
+        "cull", "time the frustum cull's stages (timestamp queries) on --scene");
+    add_bench_gpu_options(*c, o.common);
+    add_bench_repeat(*c, o.repeat);
+    c->add_option_function<std::string>(
+         "--camera",
+         [&o](const std::string& text) {
+             auto camera = parse_camera(text);
+             if (!camera) throw CLI::ValidationError("--camera", camera.error().message);
+             o.camera = camera.value();
+         },
+         "the camera (default: outside the scene, seeing part of it); "
+         "eye(3),target(3),up(3),fovy_deg,aspect,near,far")
+        ->type_name("C");
+    add_order(*c, o.order);
+    const std::vector<CLI::Option*> lods = add_lods(*c, o.lods, o.meshes, o.grouped);
+    c->add_option("--occlusion", o.occlusion,
+                  "also cull against a depth image: a depth file (docs/occlusion.md) or `walls` "
+                  "(512 x 512, a wall over the middle half at the median visible depth)")
+        ->type_name("DEPTHFILE");
+    CLI::Option* views =
+        c->add_option("--views", o.views,
+                      "V views (2..8: the camera turned by 360/V degrees about its up axis "
+                      "each): the V culls one after another against one cull of all V (one "
+                      "traversal)")
+            ->type_name("V")
+            ->transform(cli::integer_in(2, 8));
+    c->final_callback([&o, meshes = lods[1], views] {
+        o.has_meshes = meshes->count() > 0;
+        o.has_views = views->count() > 0;
+    });
+    return c;
+}
+
+int run_bench_cull(const BenchCullOptions& args) {
 #ifdef BROADPHASE_HAS_GPU
-    auto scene = load_input_scene(args.scene);
+    auto scene = load_input_scene(args.common.scene);
     if (!scene) return fail(scene.error().message);
-    const Camera camera = args.has("camera") ? args.camera : default_camera(scene->boxes);
+    const Camera camera = args.camera ? *args.camera : default_camera(scene->boxes);
     auto frustum = Frustum::from_camera(camera);
     if (!frustum) return fail(frustum.error().message);
-    auto context = open_context(args);
+    auto context = open_context(args.common.gpu);
     if (!context) return fail(context.error().message);
     auto culler = gpu::Culler::create(*context.value());
     if (!culler) return fail(culler.error().message);
-    auto warm = BenchWarmUp::create(args, *context.value());
+    auto warm = BenchWarmUp::create(args.common.warm_up_ms, *context.value());
     if (!warm) return fail(warm.error().message);
-    CullBench b{args,
-                scene.value(),
-                camera,
-                frustum.value(),
-                cull_order(args),
-                args.has("repeat") ? static_cast<int>(args.repeat) : 5,
-                args.json,
-                *context.value(),
-                *culler.value(),
-                warm.value(),
+    CullBench b{args,        scene.value(),    camera,           frustum.value(), args.order,
+                args.repeat, args.common.json, *context.value(), *culler.value(), warm.value(),
                 {}};
     if (!b.json) print_heading(b);
     OneView view;
     if (std::optional<int> refused = read_one_view(b, view)) return *refused;
-    if (args.has("views")) return run_views(b);
+    if (args.has_views) return run_views(b);
     auto runs = measure_one_view(b, view);
     if (!runs) return fail(runs.error().message);
     if (int status = validation_check(b.context); status != 0) return status;
@@ -397,7 +426,7 @@ int run_cull_bench(const Args& args) {
     return 0;
 #else
     (void)args;
-    return fail("bench --cull needs the GPU build");
+    return fail("bench cull needs the GPU build");
 #endif
 }
 

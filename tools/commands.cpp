@@ -44,39 +44,24 @@ std::vector<std::string> method_names() {
     return methods;
 }
 
-CullOrder cull_order(const Args& args) {
-    return args.order == "approx" ? CullOrder::approx : CullOrder::exact;
-}
-
 #ifdef BROADPHASE_HAS_GPU
-gpu::CodeKind code_kind(const Args& args) {
-    return args.code == "morton63"    ? gpu::CodeKind::morton63
-           : args.code == "hilbert30" ? gpu::CodeKind::hilbert30
-                                      : gpu::CodeKind::morton30;
-}
-
-gpu::RefitPolicy refit_policy(const Args& args) {
-    return args.policy == "refit"     ? gpu::RefitPolicy::always_refit
-           : args.policy == "rebuild" ? gpu::RefitPolicy::always_rebuild
-                                      : gpu::RefitPolicy::by_ratio;
-}
-
-Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
+Result<std::unique_ptr<gpu::Context>> open_context(const GpuChoice& choice) {
     gpu::ContextOptions options;
-    options.device = args.device;
-    options.validation = args.validation;
-    options.tuning.sort_path = args.sort_path == "onesweep" ? gpu::SortPath::onesweep
-                               : args.sort_path == "reduce_then_scan"
-                                   ? gpu::SortPath::reduce_then_scan
-                                   : gpu::SortPath::automatic;
+    options.device = choice.device;
+    options.validation = choice.validation;
+    options.tuning.sort_path = choice.sort_path;
     // --traversal-budget, else BROADPHASE_TRAVERSAL_BUDGET, else the device's rule.
-    options.tuning.traversal_budget = args.traversal_budget;
+    options.tuning.traversal_budget = choice.traversal_budget;
     if (options.tuning.traversal_budget == 0) {
         auto from_env = traversal_budget_from_environment();
         if (!from_env) return from_env.error();
         options.tuning.traversal_budget = from_env.value();
     }
     return gpu::Context::create(options);
+}
+
+Result<std::unique_ptr<gpu::Context>> open_context(const Args& args) {
+    return open_context(GpuChoice{args.device, args.validation});
 }
 
 int validation_check(const gpu::Context& context) {
@@ -86,9 +71,9 @@ int validation_check(const gpu::Context& context) {
         "bench");
 }
 
-Result<BenchWarmUp> BenchWarmUp::create(const Args& args, gpu::Context& context) {
+Result<BenchWarmUp> BenchWarmUp::create(std::optional<double> warm_up_ms, gpu::Context& context) {
     BenchWarmUp w;
-    w.ms_ = args.has("warm-up")                                  ? args.warm_up_ms
+    w.ms_ = warm_up_ms                                           ? *warm_up_ms
             : context.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0.0
                                                                  : kBenchWarmUpMs;
     if (w.ms_ > 0) {
@@ -217,12 +202,7 @@ std::string json_escape(const std::string& text) {
 
 namespace {
 
-constexpr int kExitDiff = 1;
 constexpr int kExitUsage = 2;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 #ifdef BROADPHASE_HAS_GPU
 // The GPU pieces a command needs, created on first use.
@@ -234,14 +214,7 @@ struct Gpu {
 Result<Gpu> open_gpu(const Args& args) {
     auto context = open_context(args);
     if (!context) return context.error();
-    gpu::LbvhOptions options{code_kind(args), !args.no_refine};
-    options.pair_append = args.pair_append == "subgroup" ? gpu::PairAppend::subgroup
-                          : args.pair_append == "atomic" ? gpu::PairAppend::atomic
-                                                         : gpu::PairAppend::automatic;
-    options.pair_stack = args.pair_stack;
-    options.pair_budget = args.pair_budget;
-    options.sorted_pairs = !args.unsorted_pairs;
-    auto lbvh = gpu::Lbvh::create(*context.value(), options);
+    auto lbvh = gpu::Lbvh::create(*context.value(), gpu::LbvhOptions{args.code});
     if (!lbvh) return lbvh.error();
     return Gpu{std::move(context.value()), std::move(lbvh.value())};
 }
@@ -272,6 +245,10 @@ Result<std::vector<Pair>> method_pairs(const std::string& method, const Scene& s
 }
 
 }  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 int fail(const std::string& message, const char* command) {
     if (command == nullptr) {
@@ -377,240 +354,6 @@ int run_validate(const Args& args) {
         out.print("all methods agree\n");
     if (Status s = out.finish(); !s) return fail(s.error());
     return differences > 0 ? kExitDiff : errors > 0 ? kExitUsage : 0;
-}
-
-namespace {
-
-// `bench --cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
-// range of N, as a markdown table and one log-log PNG per scene. A method is not started at a
-// size where its time, extrapolated from the sizes before (bench_budget.hpp), would exceed
-// --max-seconds; standard error says so, and on a terminal it shows the run going on and keeps one
-// line per finished run.
-int run_cpu_bench(const Args& args) {
-    std::vector<std::string> scenes = args.scenes;
-    if (scenes.empty())
-        for (std::string_view g : generator_names()) scenes.emplace_back(g);
-    std::vector<std::string> methods = args.methods;
-    if (methods.empty())
-        for (std::string_view m : cpu_method_names()) methods.emplace_back(m);
-    const std::vector<std::size_t>& sizes = args.sizes;  // ascending, each once
-    const double budget = args.max_seconds;
-    Progress progress = Progress::on_stderr();
-    // The plots' folder is made first, so that a bad --out-dir fails before the long run.
-    {
-        std::error_code ec;
-        std::filesystem::create_directories(args.out_dir, ec);
-        if (ec)
-            return fail(Error{ErrorCode::io_error,
-                              "cannot create '" + args.out_dir + "': " + ec.message()});
-    }
-    const std::size_t runs = scenes.size() * sizes.size() * methods.size();
-    std::size_t run = 0;
-
-    std::size_t differences = 0;
-    std::string table = "| scene | N | pairs |";
-    for (const std::string& m : methods) table += " " + m + " |";
-    table += "\n|---|---|---|";
-    for (std::size_t k = 0; k < methods.size(); ++k) table += "---|";
-    table += "\n";
-    std::printf("%s", table.c_str());
-    for (const std::string& scene_name : scenes) {
-        std::vector<Series> series(methods.size());
-        for (std::size_t k = 0; k < methods.size(); ++k) series[k].name = methods[k];
-        // Per method: its last run (n, seconds), the growth measured up to it, and whether it
-        // is out of the budget for the larger sizes.
-        struct Last {
-            double n = 0, seconds = 0, growth = 0;
-            bool retired = false;
-        };
-        std::vector<Last> last(methods.size());
-        for (std::size_t n : sizes) {
-            auto scene = load_input_scene(scene_name + ":" + std::to_string(n), "--sizes");
-            if (!scene) return fail(scene.error());
-            std::string row = "| " + scene_name + " | " + std::to_string(n) + " | ";
-            std::string cells;
-            std::size_t pair_count = 0;
-            // Every method's sorted pairs are compared with the first method's that ran at this
-            // size (brute force, unless it is retired or not listed): a cell marked "(differs)"
-            // is a wrong answer, and the command exits 1.
-            std::optional<std::vector<Pair>> reference;
-            for (std::size_t k = 0; k < methods.size(); ++k) {
-                ++run;
-                Last& m = last[k];
-                if (!m.retired && m.n > 0) {
-                    const double growth = std::max(m.growth, known_growth(methods[k]));
-                    const double expected = extrapolate_seconds(m.seconds, m.n, double(n), growth);
-                    if (expected > budget) {
-                        m.retired = true;
-                        std::fprintf(stderr,
-                                     "bench: %s %s not started at %zu boxes (nor above): %.3g s "
-                                     "expected from %.3g s at %.0f (growth n^%.2f, at least n "
-                                     "log n), over --max-seconds %g\n",
-                                     scene_name.c_str(), methods[k].c_str(), n, expected, m.seconds,
-                                     m.n, growth, budget);
-                    }
-                }
-                if (m.retired) {
-                    cells += " — |";
-                    continue;
-                }
-                auto structure = make_structure(methods[k]);
-                if (!structure) return fail(structure.error());
-                progress.show("[%zu/%zu] %s %zu %s", run, runs, scene_name.c_str(), n,
-                              methods[k].c_str());
-                auto start = std::chrono::steady_clock::now();
-                Status built = build_structure(*structure.value(), scene->boxes);
-                if (!built) {
-                    progress.clear();
-                    return fail(built.error());
-                }
-                auto pairs = find_sorted_pairs(*structure.value());
-                double t = seconds_since(start);
-                progress.clear();
-                if (!pairs) return fail(pairs.error());
-                pair_count = pairs->size();
-                const bool same = !reference || *reference == pairs.value();
-                if (!reference) reference = std::move(pairs.value());
-                if (!same) ++differences;
-                char cell[48];
-                std::snprintf(cell, sizeof cell, same ? " %.4f |" : " %.4f (differs) |", t);
-                cells += cell;
-                series[k].x.push_back(double(n));
-                series[k].y.push_back(std::max(t, 1e-6));
-                if (m.n > 0) m.growth = measured_growth(m.n, m.seconds, double(n), t);
-                m.n = double(n);
-                m.seconds = t;
-                progress.keep("[%zu/%zu] %s %zu %s: %.4f s%s", run, runs, scene_name.c_str(), n,
-                              methods[k].c_str(), t, same ? "" : " (differs)");
-            }
-            row += std::to_string(pair_count) + " |" + cells + "\n";
-            std::printf("%s", row.c_str());
-            if (Status s = finish_stdout(); !s) return fail(s.error());
-            table += row;
-        }
-        std::string path = args.out_dir + "/bench_cpu_" + scene_name + ".png";
-        Status s =
-            write_png(path, plot_loglog("build + self pairs, " + scene_name + " scene (one core)",
-                                        "boxes (N)", "seconds", series));
-        if (!s) return fail(s.error());
-        std::fprintf(stderr, "wrote %s\n", path.c_str());
-    }
-    if (args.has("table")) {
-        if (Status s = write_text_file(args.table, table); !s) return fail(s.error());
-    }
-    if (differences > 0) {
-        std::fprintf(stderr, "bench: %zu results differ from the reference method's pairs\n",
-                     differences);
-        return kExitDiff;
-    }
-    return 0;
-}
-
-}  // namespace
-
-int run_bench(const Args& args) {
-    if (args.cull) return run_cull_bench(args);
-    if (args.has("frames")) return run_frame_bench(args);
-    if (args.has("rays")) return run_ray_bench(args);
-    if (args.cpu) return run_cpu_bench(args);
-#ifdef BROADPHASE_HAS_GPU
-    auto scene = load_input_scene(args.scene);
-    if (!scene) return fail(scene.error());
-    const int repeat = args.has("repeat") ? static_cast<int>(args.repeat) : 5;
-    auto g = open_gpu(args);
-    if (!g) return fail(g.error());
-    const gpu::DeviceInfo& info = g->context->info();
-    auto warm = BenchWarmUp::create(args, *g->context);
-    if (!warm) return fail(warm.error());
-    std::vector<std::vector<gpu::StageReport>> runs;
-    std::size_t pair_count = 0;
-    double wall = 0;
-    for (int r = 0; r < repeat + 1; ++r) {  // the first run warms up and sizes the buffers
-        if (Status s = warm->before_run(); !s) return fail(s.error());
-        auto start = std::chrono::steady_clock::now();
-        auto pairs = g->lbvh->find_pairs(scene->boxes);
-        double t = seconds_since(start);
-        if (!pairs) return fail(pairs.error());
-        pair_count = pairs->size();
-        if (r > 0) {
-            auto report = last_report(*g->lbvh);
-            if (!report) return fail(report.error());
-            runs.push_back(std::move(report.value()));
-            wall += t;
-        }
-    }
-    if (Status s = warm->before_run(); !s) return fail(s.error());  // the yardstick too
-    auto copy = gpu::measure_copy_bandwidth(*g->context);
-    if (!copy) return fail(copy.error());
-    // Medians per stage (the dispatches and the traffic of the build and traversal are the
-    // same every run; the pair sort's too, as the pairs are).
-    const std::vector<gpu::StageReport> stages = median_stages(runs);
-    std::string refined = "no";
-    if (auto r = g->lbvh->read_refined(); r && r.value()) refined = "yes";
-    const char* append =
-        g->lbvh->pair_append() == gpu::PairAppend::subgroup ? "subgroup" : "atomic";
-    if (args.code == "morton63" || args.no_refine) refined = "off";
-    const std::uint32_t pair_budget =
-        args.pair_budget != 0 ? args.pair_budget : info.pair_first_round;
-    if (args.json) {
-        print_device_json(info);
-        std::printf(
-            "\"scene\": \"%s\", \"boxes\": %zu, \"code\": \"%s\", \"refined\": "
-            "\"%s\", \"pair_append\": \"%s\", \"pair_stack\": %u, \"pair_budget\": %u, "
-            "\"sort_path\": \"%s\", \"warm_up_ms\": %.0f, \"runs\": %d, \"pairs\": %zu, "
-            "\"pairs_sorted\": %s, ",
-            json_escape(scene->name).c_str(), scene->boxes.size(), args.code.c_str(),
-            refined.c_str(), append, args.pair_stack ? args.pair_stack : gpu_layout::kPairStack,
-            pair_budget, gpu::sort_path_name(info.sort_path), warm->ms(), repeat, pair_count,
-            args.unsorted_pairs ? "false" : "true");
-        print_stages_json(stages, *copy);
-        return 0;
-    }
-    std::printf(
-        "device: %s (%s), subgroup size %u, traversal budget %u (all pairs: %u in the first "
-        "round)\n",
-        info.name.c_str(), info.driver.c_str(), info.subgroup_size, info.traversal_budget,
-        pair_budget);
-    std::string sort = std::string(gpu::sort_path_name(info.sort_path)) + " (" +
-                       (info.sort_subgroup_rank ? "subgroup" : "shared-memory") + " ranks";
-    if (info.sort_path == gpu::SortPath::onesweep)
-        sort += ", look-back window " + std::to_string(info.sort_window);
-    std::printf("scene: %s, %zu boxes, code %s, sort %s), %d runs (median per stage)\n",
-                scene->name.c_str(), scene->boxes.size(), args.code.c_str(), sort.c_str(), repeat);
-    if (info.timestamp_period_ns == 0) std::printf("warning: this queue has no timestamps\n");
-    warm->print();
-    print_copy_line(*copy);
-    print_stage_rows(stages, *copy, 18);
-    double build = 0, total = 0;
-    for (const gpu::StageReport& s : stages) {
-        total += s.ms;
-        if (s.name != "all pairs" && s.name != "pair sort") build += s.ms;
-    }
-    std::printf("  %-18s %10.3f ms\n", "build total", build);
-    std::printf("  %-18s %10.3f ms\n", "gpu total", total);
-    std::printf("pairs: %zu (appended %s%s)\n", pair_count,
-                std::string_view(append) == "subgroup" ? "one atomic per subgroup (ballot)"
-                                                       : "one atomic per pair",
-                args.unsorted_pairs ? "; not sorted: --unsorted-pairs" : "");
-    if (refined == "off") {
-        std::printf("adaptive codes: %s\n",
-                    args.no_refine ? "off (--no-refine)" : "not applied to morton63");
-    } else if (refined == "yes") {
-        std::printf(
-            "adaptive codes: refined (a run of %u or more equal first codes; the radix "
-            "sort stage includes re-coding the runs and a 64-bit sort)\n",
-            gpu_layout::kRefineRun);
-    } else {
-        std::printf("adaptive codes: not needed (no run of %u equal first codes)\n",
-                    gpu_layout::kRefineRun);
-    }
-    std::printf("host wall per run (upload, download, sort on CPU included): %.3f ms\n",
-                wall / repeat * 1e3);
-    return 0;
-#else
-    (void)args;
-    return fail("bench needs the GPU build");
-#endif
 }
 
 int run_scene(const Args& args) {

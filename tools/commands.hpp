@@ -5,6 +5,7 @@
 // range and names known.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "options.hpp"
 #ifdef BROADPHASE_HAS_GPU
 #include "broadphase/gpu.hpp"
 #include "broadphase/gpu/culler.hpp"
@@ -34,13 +36,10 @@ std::string json_escape(const std::string& text);
 
 int run_pairs(const Args& args);
 int run_validate(const Args& args);
-int run_bench(const Args& args);
 int run_scene(const Args& args);
 int run_devices(const Args& args);
 /// `broadphase cull`: visible box ids of a camera, one per line, in order (cull_command.cpp).
 int run_cull(const Args& args);
-/// `bench --cull`: per-stage median GPU times of the frustum cull (tools/cull_bench.cpp).
-int run_cull_bench(const Args& args);
 /// `query`: region queries from a boxes file, `q: id id ...` per query (tools/query_commands).
 int run_query(const Args& args);
 /// `raycast`: closest hits of a rays file, `r: id t` or `r: -` per ray.
@@ -49,10 +48,6 @@ int run_raycast(const Args& args);
 int run_pairs_against(const Args& args);
 /// `events`: begin/end overlap events per frame of an animated scene (tools/events_command.cpp).
 int run_events(const Args& args);
-/// `bench --frames F`: per-stage GPU ms of an animated MovingScene (tools/frame_bench.cpp).
-int run_frame_bench(const Args& args);
-/// `bench --rays R`: GPU ms and throughput of R ray casts and R region queries.
-int run_ray_bench(const Args& args);
 
 /// An error when a GPU-only option (--code, --device, --validation) is given with a CPU
 /// `method`, which would ignore it.
@@ -62,30 +57,40 @@ Status check_gpu_options(const Args& args, const std::string& method);
 /// when built with the GPU.
 std::vector<std::string> method_names();
 
-/// --order as a CullOrder.
-CullOrder cull_order(const Args& args);
+/// The device and tuning a GPU command asks for: --device, --validation, and the benchmarks'
+/// --sort-path and --traversal-budget (0: BROADPHASE_TRAVERSAL_BUDGET, else the device's).
+struct GpuChoice {
+    std::string device;
+    bool validation = false;
+    gpu::SortPath sort_path = gpu::SortPath::automatic;
+    std::uint32_t traversal_budget = 0;
+};
+
+/// The exit status of validate and bench cpu when a method's pairs differ from the reference's.
+inline constexpr int kExitDiff = 1;
+
+/// Seconds of the steady clock since `start`.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 /// bench --warm-up's default on GPUs (milliseconds of copies before each timed run).
 inline constexpr double kBenchWarmUpMs = 200;
 
 #ifdef BROADPHASE_HAS_GPU
-/// --code as a gpu::CodeKind.
-gpu::CodeKind code_kind(const Args& args);
-/// --policy as a gpu::RefitPolicy.
-gpu::RefitPolicy refit_policy(const Args& args);
 /// The meshes of --lods and --meshes (each with LOD 0 at 0 and LOD k at the k-th distance of
 /// --lods, index ranges numbered by LOD) and each box's mesh (box i: i % --meshes).
-std::vector<gpu::Mesh> lod_meshes(const Args& args);
-std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n);
+std::vector<gpu::Mesh> lod_meshes(const std::vector<float>& lods, std::uint32_t meshes);
+std::vector<std::uint32_t> lod_mesh_ids(std::uint32_t meshes, std::size_t n);
 /// 0, or the bench's failure when the validation layer reported errors (printed above).
 int validation_check(const gpu::Context& context);
+/// A GPU context with the device and tuning of `choice`.
+Result<std::unique_ptr<gpu::Context>> open_context(const GpuChoice& choice);
 /// A GPU context with --device and --validation.
 Result<std::unique_ptr<gpu::Context>> open_context(const Args& args);
 /// bench's warm-up before each timed run (gpu::WarmUp): --warm-up MS, by default kBenchWarmUpMs
 /// on GPUs and none on CPU devices (lavapipe has no clocks to raise).
 class BenchWarmUp {
 public:
-    static Result<BenchWarmUp> create(const Args& args, gpu::Context& context);
+    static Result<BenchWarmUp> create(std::optional<double> warm_up_ms, gpu::Context& context);
     /// Starts ms() of copies without waiting (nothing when ms() is 0).
     Status before_run();
     double ms() const { return ms_; }

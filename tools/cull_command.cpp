@@ -28,17 +28,17 @@
 namespace broadphase::tool {
 
 #ifdef BROADPHASE_HAS_GPU
-std::vector<gpu::Mesh> lod_meshes(const Args& args) {
+std::vector<gpu::Mesh> lod_meshes(const std::vector<float>& lods, std::uint32_t meshes) {
     gpu::Mesh mesh;
     mesh.lods.push_back({36, 0, 0, 0});
-    for (std::size_t k = 0; k < args.lods.size(); ++k)
-        mesh.lods.push_back({36, static_cast<std::uint32_t>(36 * (k + 1)), 0, args.lods[k]});
-    return std::vector<gpu::Mesh>(args.meshes, mesh);
+    for (std::size_t k = 0; k < lods.size(); ++k)
+        mesh.lods.push_back({36, static_cast<std::uint32_t>(36 * (k + 1)), 0, lods[k]});
+    return std::vector<gpu::Mesh>(meshes, mesh);
 }
 
-std::vector<std::uint32_t> lod_mesh_ids(const Args& args, std::size_t n) {
+std::vector<std::uint32_t> lod_mesh_ids(std::uint32_t meshes, std::size_t n) {
     std::vector<std::uint32_t> ids(n);
-    for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i % args.meshes);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i % meshes);
     return ids;
 }
 #endif
@@ -50,7 +50,7 @@ int run_cull(const Args& args) {
         if (!frustum) return fail(frustum.error().message);
         frusta.push_back(frustum.value());
     }
-    const CullOrder order = cull_order(args);
+    const CullOrder order = args.order;
     const std::string method = args.has("method") ? args.method : "gpu_lbvh";
     if (Status s = check_gpu_options(args, method); !s) return fail(s.error().message);
     const bool lods = args.has("lods");
@@ -96,8 +96,9 @@ int run_cull(const Args& args) {
         auto culler = gpu::Culler::create(*context.value());
         if (!culler) return fail(culler.error().message);
         if (lods) {
-            const std::vector<gpu::Mesh> meshes = lod_meshes(args);
-            const std::vector<std::uint32_t> mesh_ids = lod_mesh_ids(args, scene->boxes.size());
+            const std::vector<gpu::Mesh> meshes = lod_meshes(args.lods, args.meshes);
+            const std::vector<std::uint32_t> mesh_ids =
+                lod_mesh_ids(args.meshes, scene->boxes.size());
             std::string text;
             for (std::size_t v = 0; v < frusta.size(); ++v) {
                 auto draws = culler.value()->cull_lods(scene->boxes, frusta[v], order, meshes,

@@ -112,8 +112,8 @@ Result<std::unique_ptr<ProxyBackend>> make_gpu_proxy_backend(const Args& args) {
     auto context = open_context(args);
     if (!context) return context.error();
     gpu::ProxySceneOptions options;
-    options.frames.code = code_kind(args);
-    options.frames.policy = refit_policy(args);
+    options.frames.code = args.code;
+    options.frames.policy = args.policy;
     if (args.has("rebuild-ratio")) options.frames.rebuild_ratio = args.rebuild_ratio;
     if (args.has("rebuild-work-ratio")) options.frames.rebuild_work_ratio = args.rebuild_work_ratio;
     std::shared_ptr<gpu::Context> shared = std::move(context.value());
@@ -267,8 +267,8 @@ int run_events_gpu(const Args& args, Frames& frames) {
     if (args.rebuild)
         return fail("--rebuild is for the CPU methods; gpu_lbvh takes --policy rebuild", "events");
     gpu::MovingSceneOptions options;
-    options.code = code_kind(args);
-    options.policy = refit_policy(args);
+    options.code = args.code;
+    options.policy = args.policy;
     if (args.has("rebuild-ratio")) options.rebuild_ratio = args.rebuild_ratio;
     if (args.has("rebuild-work-ratio")) options.rebuild_work_ratio = args.rebuild_work_ratio;
     options.return_pairs = false;

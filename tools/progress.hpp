@@ -1,5 +1,5 @@
 // One line of progress on a terminal for the tool's long commands (validate, events,
-// bench --cpu): the line is rewritten in place with '\r', cut to the terminal's width, and
+// bench cpu): the line is rewritten in place with '\r', cut to the terminal's width, and
 // erased before anything else is written to that terminal and at the end. It is shown only
 // when standard error is a terminal (isatty), so that a redirected or piped standard error, a
 // file and standard output never see it; the decision and the stream are injected for tests.

@@ -40,7 +40,7 @@ struct Backend {
             auto context = open_context(args);
             if (!context) return context.error();
             b.context = std::move(context.value());
-            auto q = gpu::LbvhQueries::create(*b.context, {code_kind(args)});
+            auto q = gpu::LbvhQueries::create(*b.context, {args.code});
             if (!q) return q.error();
             b.gpu = std::move(q.value());
             if (Status s = b.gpu->build(boxes); !s) return s.error();

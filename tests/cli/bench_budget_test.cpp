@@ -1,4 +1,4 @@
-// The per-run budget of `broadphase bench --cpu` (tools/bench_budget.hpp): a method's time at
+// The per-run budget of `broadphase bench cpu` (tools/bench_budget.hpp): a method's time at
 // the next size is extrapolated from its last size by the growth measured between its last two
 // sizes, at least n log n (at least quadratic for brute force), and a method whose expected
 // time is over the budget is not started.
@@ -47,7 +47,7 @@ TEST(BenchBudget, ExtrapolationFollowsGrowthAndNLogN) {
     EXPECT_EQ(extrapolate_seconds(3.0, 1000, 1000, 2.0), 3.0);
 }
 
-// Test 5: the decision, as bench --cpu takes it with its default budget of 10 s on the default
+// Test 5: the decision, as bench cpu takes it with its default budget of 10 s on the default
 // sizes: brute force at 0.25 s for 10k boxes is not started at 100k (25 s expected); a method
 // at 0.7 s for 100k with growth 1.57 (0.0185 s at 10k) is not started at 1M (26 s expected); a
 // method at 0.9 s for 100k growing linearly is (10.8 s expected, over 10 s only with n log n);

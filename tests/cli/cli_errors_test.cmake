@@ -36,8 +36,9 @@ check("misspelled --scen" 2 "unknown option '--scen'.*did you mean --scene.*--me
 check("unknown option" 2 "unknown option '--frobnicate'" validate --frobnicate)
 check("bench option" 2 "unknown option '--repeats'.*--repeat R"
       bench --scene uniform:100 --repeats 3)
-check("bench --cpu option" 2 "unknown option '--scene'" bench --cpu --scene uniform:100)
-check("bench modes" 2 "cannot be combined" bench --cpu --frames 3)
+check("bench cpu option" 2 "unknown option '--scene'" bench cpu --scene uniform:100)
+check("bench unknown command" 2 "unknown option '--bogus'" bench --bogus)
+check("bench old modes" 2 "--cpu and --frames cannot be combined" bench --cpu --frames 3)
 check("stray argument" 2 "unexpected argument 'extra'"
       pairs --scene uniform:10 --method brute_force extra)
 check("repeated option" 2 "given twice"
@@ -60,14 +61,14 @@ check("raycast without --scene" 2 "--scene S is required" raycast --rays ${WORK}
 check("cull without --scene" 2 "--scene S is required" cull --camera ${camera})
 check("events without --method" 2 "--method M is required" events --scenes uniform:10 --frames 2)
 check("scene without --scene" 2 "--scene S is required" scene)
-check("bench without --scene" 2 "--scene S is required" bench --frames 2)
+check("bench without --scene" 2 "--scene S is required" bench frames --frames 2)
 check("validate demo" 0 "no --scene given: using the default demo scene uniform:20000.*all methods agree"
       validate --reference kd_tree --methods octree)
 
 # Test 3: every write is checked: --out on a full disk, and standard output on one.
 file(WRITE ${WORK}/a_file "")
 check("bench --out-dir under a file" 2 "cannot create '${WORK}/a_file/plots'"
-      bench --cpu --scenes uniform --sizes 100 --methods kd_tree --out-dir ${WORK}/a_file/plots)
+      bench cpu --scenes uniform --sizes 100 --methods kd_tree --out-dir ${WORK}/a_file/plots)
 check("pairs --out" 2 "cannot write '/dev/full'"
       pairs --scene uniform:1000 --method kd_tree --out /dev/full)
 check("query --out" 2 "cannot write '/dev/full'"
@@ -120,10 +121,10 @@ check("--frames too many" 2 "99999999999 is out of range \\(allowed: \\[1, 10000
       events --scenes uniform:100 --frames 99999999999 --method kd_tree)
 check("--frames garbage" 2 "'3x' is not an integer" events --scenes uniform:100 --frames 3x --method kd_tree)
 check("--frames 0" 2 "out of range" events --scenes uniform:100 --frames 0 --method kd_tree)
-check("bench --sizes" 2 "'abc' is not an integer" bench --cpu --sizes 10,abc)
-check("bench --max-seconds" 2 "--max-seconds: 'nan' is not a finite number"
-      bench --cpu --max-seconds nan)
-check("bench --rays" 2 "" bench --rays 0 --scene uniform:100)
+check("bench cpu --sizes" 2 "'abc' is not an integer" bench cpu --sizes 10,abc)
+check("bench cpu --max-seconds" 2 "--max-seconds: 'nan' is not a finite number"
+      bench cpu --max-seconds nan)
+check("bench rays --rays" 2 "" bench rays --rays 0 --scene uniform:100)
 check("bench --repeat" 2 "" bench --scene uniform:100 --repeat 5x)
 
 # Test 6: validate --methods with an unknown method is a usage error, not a disagreement.
@@ -175,7 +176,21 @@ endfunction()
 check_help(pairs "--against B" "--frames|--camera|--max-seconds")
 check_help(events "--scenes S0 S1.*--rebuild-ratio R" "--against|--boxes|--sizes")
 check_help(cull "--camera C.*--order exact\\|approx" "--methods|--frames|--code")
-check_help(bench "--max-seconds S.*--back-to-back.*--seed X" "--against|--boxes|--reference")
+check_help(bench "commands:.*pairs.*cull.*frames.*rays.*cpu" "--max-seconds|--seed|--pair-stack")
+# check_bench_help(COMMAND HAS LACKS): bench COMMAND --help names HAS, never LACKS.
+function(check_bench_help command has lacks)
+  execute_process(COMMAND ${TOOL} bench ${command} --help RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "usage: broadphase bench ${command} \\[options\\]"
+     OR NOT out MATCHES "${has}" OR out MATCHES "${lacks}")
+    message(FATAL_ERROR "broadphase bench ${command} --help (exit ${rc}) should name ${has}, not ${lacks}:\n${out}${err}")
+  endif()
+endfunction()
+check_bench_help(pairs "--pair-append automatic\\|subgroup\\|atomic.*--pair-budget N" "--camera|--seed|--sizes")
+check_bench_help(cull "--camera C.*--order exact\\|approx.*--views V" "--code|--frames|--sizes")
+check_bench_help(frames "--frames F.*--policy ratio\\|refit\\|rebuild.*--back-to-back" "--repeat|--seed|--camera")
+check_bench_help(rays "--rays R.*--seed X.*--query-budget N" "--frames|--camera|--pair-stack")
+check_bench_help(cpu "--max-seconds S.*--out-dir DIR" "--scene |--device|--json")
 check_help(validate "--reference M.*brute_force" "--camera|--frames|--against")
 check_stdout_full("pairs --help > /dev/full" pairs --help)
 
@@ -186,13 +201,13 @@ check("--repeat 3x" 2 "--repeat: '3x' is not an integer" bench --scene uniform:1
 check("--repeat -5" 2 "--repeat: -5 is out of range \\(allowed: \\[1, 1000\\]\\)"
       bench --scene uniform:100 --repeat -5)
 check("--frames abc" 2 "--frames: 'abc' is not an integer" events --scenes uniform:10 --frames abc --method kd_tree)
-check("bench --frames range" 2 "--frames: 20000 is out of range \\(allowed: \\[1, 10000\\]\\)"
-      bench --frames 20000 --scene uniform:10)
-check("--seed" 2 "--seed: 4294967296 is out of range" bench --rays 10 --scene uniform:10 --seed 4294967296)
+check("bench frames --frames range" 2 "--frames: 20000 is out of range \\(allowed: \\[1, 10000\\]\\)"
+      bench frames --frames 20000 --scene uniform:10)
+check("--seed" 2 "--seed: 4294967296 is out of range" bench rays --rays 10 --scene uniform:10 --seed 4294967296)
 check("--rebuild-ratio 0" 2 "--rebuild-ratio: 0 is out of range"
       events --scenes uniform:10 --frames 2 --method gpu_lbvh --rebuild-ratio 0)
-check("--max-seconds 1e7" 2 "--max-seconds: 1e7 is out of range" bench --cpu --max-seconds 1e7)
-check("--sizes 0" 2 "--sizes: 0 is out of range" bench --cpu --sizes 0)
+check("--max-seconds 1e7" 2 "--max-seconds: 1e7 is out of range" bench cpu --max-seconds 1e7)
+check("--sizes 0" 2 "--sizes: 0 is out of range" bench cpu --sizes 0)
 check("--method misspelled" 2 "--method: unknown method 'kd_tre' \\(did you mean kd_tree\\?\\)"
       pairs --scene uniform:10 --method kd_tre)
 check("--code" 2 "--code: unknown code 'morton64' \\(did you mean morton63\\?\\)"
@@ -203,10 +218,23 @@ check("--order" 2 "--order: unknown order 'near'" cull --scene uniform:10 --came
 check("cull --method" 2 "unknown cull method 'kd_tree'" cull --scene uniform:10 --camera ${camera} --method kd_tree)
 check("--camera" 2 "--camera: .*13 comma-separated numbers" cull --scene uniform:10 --camera 1,2,3)
 check("--scenes generator" 2 "--scenes: unknown generator 'unifrom' \\(did you mean uniform\\?\\)"
-      bench --cpu --scenes unifrom)
-check("bench --cpu --methods gpu" 2 "--methods: unknown method 'gpu_lbvh'" bench --cpu --methods gpu_lbvh)
-check("bench mode option" 2 "unknown option '--no-refine' for bench --rays"
-      bench --rays 10 --scene uniform:10 --no-refine)
+      bench cpu --scenes unifrom)
+check("bench cpu --methods gpu" 2 "--methods: unknown method 'gpu_lbvh'" bench cpu --methods gpu_lbvh)
+check("bench rays option" 2 "unknown option '--no-refine'.*rays takes.*--query-budget N"
+      bench rays --rays 10 --scene uniform:10 --no-refine)
+check("--sort-path" 2 "--sort-path: unknown sort path 'onesweeep' \\(did you mean onesweep\\?\\)"
+      bench pairs --scene uniform:10 --sort-path onesweeep)
+# The previous release's spellings (bench --cpu, --cull, --frames F, --rays R) still work, each
+# with one line on standard error naming the new spelling (the output checked is standard
+# output, then standard error).
+check("old bench --cpu" 0 "\\| uniform \\| 100 \\|.*`bench --cpu` is deprecated.*use `bench cpu`"
+      bench --cpu --scenes uniform --sizes 100 --methods kd_tree --out-dir ${WORK}/old_plots)
+check("old bench --frames" 2 "`bench --frames` is deprecated.*use `bench frames --frames`.*--scene S is required"
+      bench --frames 2)
+check("old bench --rays" 2 "`bench --rays` is deprecated.*use `bench rays --rays`.*--rays: 0 is out of range"
+      bench --rays 0 --scene uniform:10)
+check("old bench --cull" 2 "`bench --cull` is deprecated.*use `bench cull`.*--order: unknown order 'near'"
+      bench --cull --scene uniform:10 --order near)
 # Leading zeros are decimal: 010 frames are ten frames (octal would stop at frame 7).
 check("--frames 010" 0 "\nframe 9\n" events --scenes uniform:200 --frames 010 --method kd_tree)
 

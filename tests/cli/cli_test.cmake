@@ -201,34 +201,34 @@ if(NOT err MATCHES "eye and target")
 endif()
 run_tool(err FALSE cull --scene uniform:100 --camera 1,2,3)
 run_tool(err FALSE cull --scene uniform:100 --camera 2,2,2,0,0,0,0,1,0,60,1,0.1,10 --method nope)
-# bench --cull names every stage and prints the visible count for both orders.
+# bench cull names every stage and prints the visible count for both orders.
 foreach(order exact approx)
-  run_tool(out TRUE bench --cull --scene uniform:2000 --order ${order} --repeat 2)
+  run_tool(out TRUE bench cull --scene uniform:2000 --order ${order} --repeat 2)
   foreach(stage "tree build" " cull +[0-9]" "compact" "order sort" "emit" "cull total" "gpu total" "visible: [1-9]")
     if(NOT out MATCHES "${stage}")
-      message(FATAL_ERROR "bench --cull --order ${order} does not name '${stage}':\n${out}")
+      message(FATAL_ERROR "bench cull --order ${order} does not name '${stage}':\n${out}")
     endif()
   endforeach()
 endforeach()
-# bench --cull's instruments: the pairs bench's table (copy kernel, dispatches, bytes, passes),
+# bench cull's instruments: the pairs bench's table (copy kernel, dispatches, bytes, passes),
 # the visit count, and with --json one object whose `stages` follow the byte model of
 # gpu/cull/culler.cpp for its visible count and visits (2000 boxes: 63 chunks of 32 leaves).
 foreach(order exact approx)
-  run_tool(out TRUE bench --cull --scene uniform:2000 --order ${order} --repeat 1)
+  run_tool(out TRUE bench cull --scene uniform:2000 --order ${order} --repeat 1)
   foreach(stage "copy kernel: .* GB/s" "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
           "tree build +[0-9.]+ +[1-9][0-9]* .* [0-9]+\n" " cull +[0-9.]+ +1 " "order sort +[0-9.]+ +[1-9][0-9]* .* [0-9]+\n"
           "emit +[0-9.]+ +1 " "visits: [1-9][0-9]*")
     if(NOT out MATCHES "${stage}")
-      message(FATAL_ERROR "bench --cull --order ${order} lacks '${stage}':\n${out}")
+      message(FATAL_ERROR "bench cull --order ${order} lacks '${stage}':\n${out}")
     endif()
   endforeach()
-  run_json(json bench --cull --scene uniform:2000 --order ${order} --repeat 1 --json)
+  run_json(json bench cull --scene uniform:2000 --order ${order} --repeat 1 --json)
   string(JSON stage_count LENGTH "${json}" stages)
   string(JSON visible GET "${json}" visible)
   string(JSON visits GET "${json}" visits)
   string(JSON mode GET "${json}" mode)
   if(NOT stage_count EQUAL 5 OR visible LESS 1 OR visits LESS 1 OR NOT mode STREQUAL "frustum")
-    message(FATAL_ERROR "bench --cull --json: ${stage_count} stages, ${visible} visible, ${visits} visits:\n${json}")
+    message(FATAL_ERROR "bench cull --json: ${stage_count} stages, ${visible} visible, ${visits} visits:\n${json}")
   endif()
   foreach(k RANGE 4)
     foreach(field name dispatches bytes_read bytes_written ms bandwidth_fraction)
@@ -255,32 +255,32 @@ foreach(order exact approx)
   math(EXPR want_emit_written "8 + 24 * ${visible}")
   if(NOT sort_name STREQUAL "order sort" OR NOT sort_passes EQUAL passes OR NOT cull_read EQUAL want_cull
      OR NOT emit_read EQUAL want_emit_read OR NOT emit_written EQUAL want_emit_written)
-    message(FATAL_ERROR "bench --cull --json --order ${order}: the stages do not follow the model "
+    message(FATAL_ERROR "bench cull --json --order ${order}: the stages do not follow the model "
             "(sort '${sort_name}' ${sort_passes} passes, cull read ${cull_read} for ${want_cull}, "
             "emit ${emit_read}/${emit_written} for ${want_emit_read}/${want_emit_written}):\n${json}")
   endif()
 endforeach()
-run_tool(out TRUE bench --cull --scene uniform:2000 --occlusion walls --repeat 1)
+run_tool(out TRUE bench cull --scene uniform:2000 --occlusion walls --repeat 1)
 foreach(stage "depth pyramid +[0-9.]+ +9 " "cull \\+ occlusion +[0-9.]+ +1 " "in the frustum: [1-9]")
   if(NOT out MATCHES "${stage}")
-    message(FATAL_ERROR "bench --cull --occlusion lacks '${stage}':\n${out}")
+    message(FATAL_ERROR "bench cull --occlusion lacks '${stage}':\n${out}")
   endif()
 endforeach()
-run_tool(err FALSE bench --cull --scene uniform:100 --order nope)
-run_tool(out TRUE bench --cull --scene uniform:2000 --lods 0.5,1 --meshes 3 --grouped --repeat 2)
+run_tool(err FALSE bench cull --scene uniform:100 --order nope)
+run_tool(out TRUE bench cull --scene uniform:2000 --lods 0.5,1 --meshes 3 --grouped --repeat 2)
 foreach(stage "lods: 3 meshes of 3 LODs, grouped per mesh" "emit \\(LODs\\)" "visible: [1-9]")
   if(NOT out MATCHES "${stage}")
-    message(FATAL_ERROR "bench --cull --lods does not name '${stage}':\n${out}")
+    message(FATAL_ERROR "bench cull --lods does not name '${stage}':\n${out}")
   endif()
 endforeach()
-run_tool(out TRUE bench --cull --scene uniform:2000 --views 3 --repeat 1 --order approx)
+run_tool(out TRUE bench cull --scene uniform:2000 --views 3 --repeat 1 --order approx)
 foreach(stage "views: 3" "traversal, all views at once +[0-9]" "visible per view: [1-9][0-9]*,[0-9]+,[0-9]+"
         "cull, compact, sort, emit +[0-9.]+ +[1-9][0-9]* " "visits: [1-9][0-9]*")
   if(NOT out MATCHES "${stage}")
-    message(FATAL_ERROR "bench --cull --views does not name '${stage}':\n${out}")
+    message(FATAL_ERROR "bench cull --views does not name '${stage}':\n${out}")
   endif()
 endforeach()
-run_tool(err FALSE bench --cull --scene uniform:100 --views 9)
+run_tool(err FALSE bench cull --scene uniform:100 --views 9)
 # Test 6: batched queries. Region queries (generated boxes, one hitting nothing, one hitting
 # everything), ray casts and set-versus-set pairs: gpu_lbvh and lbvh print exactly what
 # brute_force prints (ray casts: the same ids; t is compared numerically by the GPU tests,
@@ -405,65 +405,65 @@ if(NOT files_gpu STREQUAL files_ref OR NOT files_ref MATCHES "frame 2\n")
 endif()
 run_tool(err FALSE events --scenes ${WORK}/f0.txt ${WORK}/scene.txt --method brute_force)
 
-# Test 8: bench --frames and bench --rays on a small scene name every stage they time.
-run_tool(frame_bench TRUE bench --frames 3 --scene uniform:3000 --validation --back-to-back)
+# Test 8: bench frames and bench rays on a small scene name every stage they time.
+run_tool(frame_bench TRUE bench frames --frames 3 --scene uniform:3000 --validation --back-to-back)
 foreach(stage "refit" "rebuild" "pairs \\(GPU\\)" "pair sort" "event diff" "refit frames: [0-9]+, rebuild frames: [0-9]+"
         "pairs per frame: [0-9]+" "events per frame: [0-9]+" "back to back: 3 frames recorded in one submit")
   if(NOT frame_bench MATCHES "${stage}")
-    message(FATAL_ERROR "bench --frames output lacks '${stage}': '${frame_bench}'")
+    message(FATAL_ERROR "bench frames output lacks '${stage}': '${frame_bench}'")
   endif()
 endforeach()
-run_tool(frame_bench TRUE bench --frames 2 --scene clustered:2000 --policy rebuild)
+run_tool(frame_bench TRUE bench frames --frames 2 --scene clustered:2000 --policy rebuild)
 if(NOT frame_bench MATCHES "rebuild frames: 2")
-  message(FATAL_ERROR "bench --frames --policy rebuild should rebuild every frame: '${frame_bench}'")
+  message(FATAL_ERROR "bench frames --policy rebuild should rebuild every frame: '${frame_bench}'")
 endif()
 # The frames' instruments: a table of every stage with its dispatches and bytes (a refit
 # frame: refit with its node bounds, SAH cost, decision), and --json with the six stages.
-run_tool(frame_bench TRUE bench --frames 2 --scene uniform:3000)
+run_tool(frame_bench TRUE bench frames --frames 2 --scene uniform:3000)
 foreach(stage "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
         "refit \\+ cost \\+ decision +[0-9.]+ +3 " "rebuild \\(gated\\) +[0-9.]+ +[0-9]+ "
         "all pairs +[0-9.]+ +[0-9]+ " "pair keys +[0-9.]+ +[0-9]+ " "sort +[0-9.]+ +[0-9]+ .* [0-9]+\n"
         "differences +[0-9.]+ +[0-9]+ " "frame +[0-9]+")
   if(NOT frame_bench MATCHES "${stage}")
-    message(FATAL_ERROR "bench --frames instruments lack '${stage}': '${frame_bench}'")
+    message(FATAL_ERROR "bench frames instruments lack '${stage}': '${frame_bench}'")
   endif()
 endforeach()
-run_json(json bench --frames 2 --scene uniform:3000 --json)
+run_json(json bench frames --frames 2 --scene uniform:3000 --json)
 string(JSON stage_count LENGTH "${json}" stages)
 string(JSON refit_frames GET "${json}" refit_frames)
 if(NOT stage_count EQUAL 6 OR NOT refit_frames EQUAL 2)
-  message(FATAL_ERROR "bench --frames --json: ${stage_count} stages, ${refit_frames} refit frames:\n${json}")
+  message(FATAL_ERROR "bench frames --json: ${stage_count} stages, ${refit_frames} refit frames:\n${json}")
 endif()
 foreach(k RANGE 5)
   foreach(field name dispatches bytes_read bytes_written ms bandwidth_fraction)
     string(JSON value GET "${json}" stages ${k} ${field})
   endforeach()
 endforeach()
-run_tool(churn_bench TRUE bench --frames 2 --scene uniform:2000 --churn 5)
+run_tool(churn_bench TRUE bench frames --frames 2 --scene uniform:2000 --churn 5)
 if(NOT churn_bench MATCHES "batch \\+ trees +[0-9.]+ +[0-9]+ .*differences +[0-9.]+ +[0-9]+ ")
-  message(FATAL_ERROR "bench --frames --churn instruments lack the batch: '${churn_bench}'")
+  message(FATAL_ERROR "bench frames --churn instruments lack the batch: '${churn_bench}'")
 endif()
-run_tool(err FALSE bench --frames 0 --scene uniform:100)
-run_tool(ray_bench TRUE bench --rays 2000 --scene uniform:3000 --repeat 1 --validation)
+run_tool(err FALSE bench frames --frames 0 --scene uniform:100)
+run_tool(ray_bench TRUE bench rays --rays 2000 --scene uniform:3000 --repeat 1 --validation)
 foreach(stage "ray cast \\(GPU\\)" "rays/s" "region count" "region scan" "region fill" "queries/s")
   if(NOT ray_bench MATCHES "${stage}")
-    message(FATAL_ERROR "bench --rays output lacks '${stage}': '${ray_bench}'")
+    message(FATAL_ERROR "bench rays output lacks '${stage}': '${ray_bench}'")
   endif()
 endforeach()
-# bench --rays' instruments: the pairs bench's table (copy kernel, a row per stage with its
+# bench rays' instruments: the pairs bench's table (copy kernel, a row per stage with its
 # dispatches: a bounded traversal whose first round finishes is 2, round 0 and the finish, the
 # scan of 1001 counts one tile; the first round takes 8 times the traversal budget, at most
 # 4096 steps, or --query-budget), and
 # with --json one object of five stages whose bytes follow gpu/lbvh/lbvh_queries.cpp's model: 4 B per
 # query written by the count pass, 4 B per hit by the fill pass, which reads 4 B per query
 # more than the count pass (offsets[q]) over the same nodes (64 B each).
-run_tool(ray_bench TRUE bench --rays 1000 --scene uniform:3000 --repeat 1)
+run_tool(ray_bench TRUE bench rays --rays 1000 --scene uniform:3000 --repeat 1)
 foreach(stage "ray cast \\(GPU\\): .* rays/s, [1-9][0-9]* hits" "region queries \\(GPU\\): .* queries/s, [1-9][0-9]* hits"
         "copy kernel: .* GB/s" "stage +ms +dispatches +MB read +MB written +GB/s +of copy +passes"
         "\n  ray cast +[0-9.]+ +2 " "\n  ray resolve +[0-9.]+ +1 " "\n  region count +[0-9.]+ +2 "
         "\n  region scan +[0-9.]+ +1 " "\n  region fill +[0-9.]+ +2 ")
   if(NOT ray_bench MATCHES "${stage}")
-    message(FATAL_ERROR "bench --rays lacks '${stage}':\n${ray_bench}")
+    message(FATAL_ERROR "bench rays lacks '${stage}':\n${ray_bench}")
   endif()
 endforeach()
 string(REGEX MATCH "traversal budget ([0-9]+)" ignored "${ray_bench}")
@@ -472,17 +472,17 @@ if(first_round GREATER 4096)
   set(first_round 4096)
 endif()
 if(NOT ray_bench MATCHES "; ${first_round} steps in a query's first round")
-  message(FATAL_ERROR "bench --rays does not say its first round of ${first_round} steps:\n${ray_bench}")
+  message(FATAL_ERROR "bench rays does not say its first round of ${first_round} steps:\n${ray_bench}")
 endif()
-run_tool(budget_bench TRUE bench --rays 100 --scene uniform:3000 --repeat 1 --query-budget 7)
+run_tool(budget_bench TRUE bench rays --rays 100 --scene uniform:3000 --repeat 1 --query-budget 7)
 if(NOT budget_bench MATCHES "; 7 steps in a query's first round")
-  message(FATAL_ERROR "bench --rays --query-budget 7 does not say so:\n${budget_bench}")
+  message(FATAL_ERROR "bench rays --query-budget 7 does not say so:\n${budget_bench}")
 endif()
 string(REGEX MATCH "rays/s, ([0-9]+) hits" ignored "${ray_bench}")
 set(text_hits ${CMAKE_MATCH_1})
 string(REGEX MATCH "queries/s, ([0-9]+) hits" ignored "${ray_bench}")
 set(text_region_hits ${CMAKE_MATCH_1})
-run_json(json bench --rays 1000 --scene uniform:3000 --repeat 1 --json)
+run_json(json bench rays --rays 1000 --scene uniform:3000 --repeat 1 --json)
 string(JSON stage_count LENGTH "${json}" stages)
 string(JSON rays GET "${json}" rays)
 string(JSON hits GET "${json}" hits)
@@ -491,14 +491,14 @@ string(JSON scene GET "${json}" scene)
 string(JSON device GET "${json}" device)
 if(NOT stage_count EQUAL 5 OR NOT rays EQUAL 1000 OR NOT hits EQUAL text_hits
    OR NOT region_hits EQUAL text_region_hits OR NOT scene STREQUAL "uniform:3000")
-  message(FATAL_ERROR "bench --rays --json: ${stage_count} stages, ${rays} rays, ${hits} hits "
+  message(FATAL_ERROR "bench rays --json: ${stage_count} stages, ${rays} rays, ${hits} hits "
           "(text ${text_hits}), ${region_hits} region hits (text ${text_region_hits}):\n${json}")
 endif()
 set(k 0)
 foreach(name "ray cast" "ray resolve" "region count" "region scan" "region fill")
   string(JSON got_name GET "${json}" stages ${k} name)
   if(NOT got_name STREQUAL name)
-    message(FATAL_ERROR "bench --rays --json: stage ${k} is '${got_name}', not '${name}':\n${json}")
+    message(FATAL_ERROR "bench rays --json: stage ${k} is '${got_name}', not '${name}':\n${json}")
   endif()
   foreach(field dispatches bytes_read bytes_written ms bandwidth_fraction)
     string(JSON value GET "${json}" stages ${k} ${field})
@@ -514,7 +514,7 @@ math(EXPR fill_extra "${fill_read} - ${count_read}")
 math(EXPR want_fill_written "4 * ${region_hits}")
 if(NOT count_written EQUAL 4000 OR NOT fill_written EQUAL want_fill_written
    OR NOT fill_extra EQUAL 4000 OR NOT count_nodes EQUAL 0 OR NOT count_read GREATER 96000)
-  message(FATAL_ERROR "bench --rays --json: the region stages do not follow the model "
+  message(FATAL_ERROR "bench rays --json: the region stages do not follow the model "
           "(count ${count_read}/${count_written}, fill ${fill_read}/${fill_written}):\n${json}")
 endif()
 
@@ -548,37 +548,37 @@ foreach(target stdout file)
     message(FATAL_ERROR "validate stopped while brute force ran (exit ${rc}) left in its ${target}:\n'${got}'\n${err}")
   endif()
 endforeach()
-# bench --cpu: a method is not started at a size its extrapolated time cannot make within
+# bench cpu: a method is not started at a size its extrapolated time cannot make within
 # --max-seconds (here no size after the first fits), and standard error says so.
-run_tool(bench_out TRUE bench --cpu --scenes uniform --sizes 2000,1000,4000 --methods kd_tree,brute_force
+run_tool(bench_out TRUE bench cpu --scenes uniform --sizes 2000,1000,4000 --methods kd_tree,brute_force
          --max-seconds 0.000001 --out-dir ${WORK})
 foreach(expect "\\| uniform \\| 1000 \\| [1-9][0-9]* \\| [0-9.]+ \\| [0-9.]+ \\|\n"
         "\\| uniform \\| 2000 \\| 0 \\| — \\| — \\|\n\\| uniform \\| 4000 \\| 0 \\| — \\| — \\|"
         "bench: uniform kd_tree not started at 2000 boxes \\(nor above\\): [0-9.e-]+ s expected .*over --max-seconds 1e-06"
         "bench: uniform brute_force not started at 2000 boxes")
   if(NOT bench_out MATCHES "${expect}")
-    message(FATAL_ERROR "bench --cpu --max-seconds 0.000001 lacks '${expect}':\n${bench_out}")
+    message(FATAL_ERROR "bench cpu --max-seconds 0.000001 lacks '${expect}':\n${bench_out}")
   endif()
 endforeach()
-run_tool(bench_out TRUE bench --cpu --scenes clustered --sizes 500,1000 --methods kd_tree,brute_force
+run_tool(bench_out TRUE bench cpu --scenes clustered --sizes 500,1000 --methods kd_tree,brute_force
          --max-seconds 1000 --out-dir ${WORK})
 if(bench_out MATCHES "not started" OR NOT bench_out MATCHES "\\| clustered \\| 1000 \\| [0-9]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
-  message(FATAL_ERROR "bench --cpu within its budget skipped a run:\n${bench_out}")
+  message(FATAL_ERROR "bench cpu within its budget skipped a run:\n${bench_out}")
 endif()
 # --out-dir is created when missing (nested folders too), before the runs.
 file(REMOVE_RECURSE ${WORK}/plots)
-run_tool(bench_out TRUE bench --cpu --scenes uniform --sizes 500 --methods kd_tree
+run_tool(bench_out TRUE bench cpu --scenes uniform --sizes 500 --methods kd_tree
          --out-dir ${WORK}/plots/nested)
 if(NOT EXISTS ${WORK}/plots/nested/bench_cpu_uniform.png)
-  message(FATAL_ERROR "bench --cpu --out-dir did not create its folder:\n${bench_out}")
+  message(FATAL_ERROR "bench cpu --out-dir did not create its folder:\n${bench_out}")
 endif()
-# On a terminal, bench --cpu shows one progress line per run on standard error.
+# On a terminal, bench cpu shows one progress line per run on standard error.
 find_program(SCRIPT script)
 if(SCRIPT)
-  execute_process(COMMAND ${SCRIPT} -qec "'${TOOL}' bench --cpu --scenes uniform --sizes 500,1000 --methods kd_tree,lbvh --out-dir '${WORK}'" /dev/null
+  execute_process(COMMAND ${SCRIPT} -qec "'${TOOL}' bench cpu --scenes uniform --sizes 500,1000 --methods kd_tree,lbvh --out-dir '${WORK}'" /dev/null
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
   if(NOT rc EQUAL 0 OR NOT out MATCHES "\\[1/4\\] uniform 500 kd_tree: [0-9.]+ s.*\\[4/4\\] uniform 1000 lbvh: [0-9.]+ s")
-    message(FATAL_ERROR "bench --cpu on a terminal (exit ${rc}) shows no progress:\n${out}${err}")
+    message(FATAL_ERROR "bench cpu on a terminal (exit ${rc}) shows no progress:\n${out}${err}")
   endif()
 endif()
 # Test 10: bench's instruments. The table names every stage with its dispatches, bytes and
