@@ -64,17 +64,17 @@ if [ "$essential" = 1 ]; then
   # Most wanted first:
   # 1. the cull's exact order (the order sort of the packed 64-bit keys alone) and the
   #    approximate one (the target is a cull with exact order in 0.2 ms at 1M);
-  run cull_exact_1m "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
-  run cull_approx_1m "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
+  run cull_exact_1m "$tool" bench cull --scene "$m1" --order exact --repeat "$repeat"
+  run cull_approx_1m "$tool" bench cull --scene "$m1" --order approx --repeat "$repeat"
   # 2. region queries and ray casts (their first round at 8 times the device's budget, round 0
   #    alone recorded), against first rounds of 64 and 256 (--query-budget);
-  run rays_1m "$tool" bench --rays "$rays" --scene "$m1"
-  run rays_10m "$tool" bench --rays "$rays" --scene "$m10"
+  run rays_1m "$tool" bench rays --rays "$rays" --scene "$m1"
+  run rays_10m "$tool" bench rays --rays "$rays" --scene "$m10"
   for b in 64 256; do
-    run "rays_1m_query_budget_$b" "$tool" bench --rays "$rays" --scene "$m1" --query-budget "$b"
+    run "rays_1m_query_budget_$b" "$tool" bench rays --rays "$rays" --scene "$m1" --query-budget "$b"
   done
   for s in clustered level; do
-    run "rays_1m_$s" "$tool" bench --rays "$rays" --scene "${m1/uniform/$s}"
+    run "rays_1m_$s" "$tool" bench rays --rays "$rays" --scene "${m1/uniform/$s}"
   done
   # 3. the build and all pairs (the refinement's steps recorded only when a scene needs them:
   #    level does, uniform does not);
@@ -84,9 +84,10 @@ if [ "$essential" = 1 ]; then
   #    clustered at 10M (two runs of 8 equal codes, under kRefineRun: not refined);
   run pairs_10m_clustered "$tool" bench --scene "${m10/uniform/clustered}" --repeat "$repeat"
   # 4. a moving scene's host step (its pairs pass in round 0 alone while no frame queues more);
-  run frames_1m "$tool" bench --frames "$frames" --scene "$m1"
-  run frames_10m "$tool" bench --frames "$frames" --scene "$m10"
-  # 5. with BENCH_BASELINE (an older build), the same on the old code.
+  run frames_1m "$tool" bench frames --frames "$frames" --scene "$m1"
+  run frames_10m "$tool" bench frames --frames "$frames" --scene "$m10"
+  # 5. with BENCH_BASELINE (an older build), the same on the old code (in the spellings before
+  # `bench cull|frames|rays`, which both read).
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \
       --repeat "$repeat"
@@ -145,30 +146,30 @@ for path in onesweep reduce_then_scan; do
   run "pairs_1m_sort_$path" "$tool" bench --scene "$m1" --repeat "$repeat" --sort-path "$path"
   run "pairs_1m_level_sort_$path" "$tool" bench --scene "${m1/uniform/level}" --repeat "$repeat" \
     --sort-path "$path"
-  run "cull_exact_sort_$path" "$tool" bench --cull --scene "$m1" --order exact \
+  run "cull_exact_sort_$path" "$tool" bench cull --scene "$m1" --order exact \
     --repeat "$repeat" --sort-path "$path"
 done
-run cull_exact "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat"
-run cull_approx "$tool" bench --cull --scene "$m1" --order approx --repeat "$repeat"
+run cull_exact "$tool" bench cull --scene "$m1" --order exact --repeat "$repeat"
+run cull_approx "$tool" bench cull --scene "$m1" --order approx --repeat "$repeat"
 # Issue 11's cull figures: 10M instances, four views in one traversal, and occlusion against
 # the built-in wall image (512 x 512, a wall over the middle half at the median visible depth).
-run cull_10m_exact "$tool" bench --cull --scene "$m10" --order exact --repeat "$repeat"
-run cull_1m_views4 "$tool" bench --cull --scene "$m1" --views 4 --repeat "$repeat"
-run cull_10m_views4 "$tool" bench --cull --scene "$m10" --views 4 --repeat "$repeat"
+run cull_10m_exact "$tool" bench cull --scene "$m10" --order exact --repeat "$repeat"
+run cull_1m_views4 "$tool" bench cull --scene "$m1" --views 4 --repeat "$repeat"
+run cull_10m_views4 "$tool" bench cull --scene "$m10" --views 4 --repeat "$repeat"
 for order in exact approx; do
-  run "cull_1m_occlusion_$order" "$tool" bench --cull --scene "$m1" --order "$order" \
+  run "cull_1m_occlusion_$order" "$tool" bench cull --scene "$m1" --order "$order" \
     --occlusion walls --repeat "$repeat"
-  run "cull_10m_occlusion_$order" "$tool" bench --cull --scene "$m10" --order "$order" \
+  run "cull_10m_occlusion_$order" "$tool" bench cull --scene "$m10" --order "$order" \
     --occlusion walls --repeat "$repeat"
 done
-run frames_1m "$tool" bench --frames "$frames" --scene "$m1" --back-to-back
-run frames_1m_rebuild "$tool" bench --frames "$frames" --scene "$m1" --policy rebuild
-run frames_10m "$tool" bench --frames "$frames" --scene "$m10" --back-to-back
-run frames_1m_churn "$tool" bench --frames "$((2 * frames))" --scene "$m1" --churn 1
-run rays_1m "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat"
+run frames_1m "$tool" bench frames --frames "$frames" --scene "$m1" --back-to-back
+run frames_1m_rebuild "$tool" bench frames --frames "$frames" --scene "$m1" --policy rebuild
+run frames_10m "$tool" bench frames --frames "$frames" --scene "$m10" --back-to-back
+run frames_1m_churn "$tool" bench frames --frames "$((2 * frames))" --scene "$m1" --churn 1
+run rays_1m "$tool" bench rays --rays "$rays" --scene "$m1" --repeat "$repeat"
 # The instruments as JSON (stages with dispatches, bytes, ms, bandwidth fraction).
-run cull_1m_exact_json "$tool" bench --cull --scene "$m1" --order exact --repeat "$repeat" --json
-run rays_1m_json "$tool" bench --rays "$rays" --scene "$m1" --repeat "$repeat" --json
-run frames_1m_json "$tool" bench --frames "$frames" --scene "$m1" --json
+run cull_1m_exact_json "$tool" bench cull --scene "$m1" --order exact --repeat "$repeat" --json
+run rays_1m_json "$tool" bench rays --rays "$rays" --scene "$m1" --repeat "$repeat" --json
+run frames_1m_json "$tool" bench frames --frames "$frames" --scene "$m1" --json
 echo "logs in $out/"
 exit "$failed"

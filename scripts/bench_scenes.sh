@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 9's table: every method on every standard scene at one size (default 100,000 boxes),
 # each method's time against its own on `uniform`, in one run, from an existing build:
-#   - CPU structures: `broadphase bench --cpu` (build + self-pairs, one core; every method's
+#   - CPU structures: `broadphase bench cpu` (build + self-pairs, one core; every method's
 #     pairs compared with brute force's, exit 1 on a difference);
 #   - gpu_lbvh: `broadphase bench` (GPU build + all pairs from timestamp queries, median of 3)
 #     and `broadphase validate` against sweep_and_prune (itself checked against brute force
@@ -17,7 +17,7 @@ tool=build/broadphase
 [ -x "$tool" ] || { echo "bench_scenes: $tool not built (bash scripts/build.sh)" >&2; exit 2; }
 mkdir -p "$out"
 scenes=(uniform clustered xline yline mixed_sizes degenerate level multiscale)
-"$tool" bench --cpu --sizes "$n" --max-seconds 1000 --out-dir "$out" --table "$out/cpu.md"
+"$tool" bench cpu --sizes "$n" --max-seconds 1000 --out-dir "$out" --table "$out/cpu.md"
 for s in "${scenes[@]}"; do
   "$tool" bench --scene "$s:$n" --repeat 3 >"$out/gpu_$s.txt"
   "$tool" validate --scene "$s:$n" --methods gpu_lbvh --reference sweep_and_prune \

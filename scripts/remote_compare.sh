@@ -30,8 +30,8 @@ for m in 1000000 10000000; do
   r "pairs_$m" build/broadphase bench --scene "uniform:$m" --repeat 10
   [ -f "$prev" ] && r "prev_pairs_$m" "$prev" bench --scene "uniform:$m" --repeat 10
 done
-r cull_exact build/broadphase bench --cull --scene uniform:1000000 --order exact --repeat 10
-r frames_1m build/broadphase bench --frames 10 --scene uniform:1000000
+r cull_exact build/broadphase bench cull --scene uniform:1000000 --order exact --repeat 10
+r frames_1m build/broadphase bench frames --frames 10 --scene uniform:1000000
 [ -f "$prev" ] && r prev_frames_1m "$prev" bench --frames 10 --scene uniform:1000000
 r pairs_100m build/broadphase bench --scene uniform:100000000 --repeat 2
 tar -czf "$out/logs.tar.gz" -C "$out" logs
