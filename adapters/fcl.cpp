@@ -12,7 +12,8 @@
 //
 // gpu_lbvh keeps its objects dense (a removal moves the last object into the hole, its ids
 // being its mirror structure's build indices), finds the self-collide pairs through
-// gpu::ProxyScene and the rest through a CPU mirror built by the first query that needs it;
+// gpu::ProxyScene (adapters::GpuPairs, gpu_pairs.hpp) and the rest through a CPU mirror built
+// by the first query that needs it;
 // that lazy work is done under a mutex, so that its const queries may also run at once.
 //
 // Each object keeps its AABB in S and its float box rounded outward (adapters/outward.hpp);
@@ -36,12 +37,8 @@
 #include <utility>
 
 #include "broadphase/structure.hpp"
+#include "gpu_pairs.hpp"
 #include "outward.hpp"
-
-#if BROADPHASE_HAS_GPU
-#include "broadphase/gpu.hpp"
-#include "broadphase/gpu/proxy_scene.hpp"
-#endif
 
 namespace broadphase::fcl {
 
@@ -168,9 +165,6 @@ struct CollisionManager<S>::Impl {
         Object* object = nullptr;  // null: a free slot (CPU methods), on `free_ids`
         Aabb aabb;                 // as read at register or the last update naming it
         std::uint64_t order = 0;   // registration sequence: a pair's earlier object comes first
-#if BROADPHASE_HAS_GPU
-        mutable ProxyHandle handle = 0;  // gpu_lbvh: written by the scene's fill, under `lazy`
-#endif
     };
     // An object of the side a cross query iterates over (another manager, or one object).
     struct Item {
@@ -215,37 +209,22 @@ struct CollisionManager<S>::Impl {
     mutable bool mirror_failed = false;  // its last build failed; nothing changed since
     mutable std::mutex lazy;             // gpu_lbvh's work done by const queries
 
-#if BROADPHASE_HAS_GPU
-    std::unique_ptr<gpu::Context> own_context;  // declared before the scene: destroyed after it
-    gpu::Context* context = nullptr;
-    // Null unless gpu_lbvh and working. The scene holds the objects: filled by the first self
-    // collide, sized for them, so that a scene registered in one go does not grow frame by
-    // frame; followed call by call after. The scene's state is written by the self collide
-    // (under `lazy`) and by the writes.
-    mutable std::unique_ptr<gpu::ProxyScene> scene;
-    mutable bool scene_filled = false;
-    mutable std::vector<std::uint32_t> record_of_handle;
-    mutable bool scene_dirty = true;
-    mutable std::vector<Pair> scene_pairs;  // handles, as of the last step
-#endif
+    // gpu_lbvh: the objects' self pairs on the GPU (adapters/gpu_pairs.hpp: slots = ids, each
+    // step downloading every pair), its scene made by the first self collide, sized for the
+    // objects, and followed write by write after; stepped by the self collide under `lazy`.
+    // Null once it failed: the mirror answers from then on.
+    mutable std::unique_ptr<adapters::GpuPairs> scene;
+    mutable std::vector<Pair> scene_began, scene_ended;  // a step's events: scratch, unused
 
     mutable std::mutex status_mutex;
     mutable Status status;  // under status_mutex
     mutable std::atomic<std::uint64_t> builds{0}, gpu_steps{0};
     mutable std::atomic<std::uint64_t> last_candidates{0}, last_callbacks{0};
 
-    bool gpu() const {
-        return tracker == nullptr;
-    }
-    std::uint32_t slots() const {
-        return static_cast<std::uint32_t>(records.size());
-    }
-    bool present(std::uint32_t id) const {
-        return records[id].object != nullptr;
-    }
-    std::size_t live() const {
-        return index_of.size();
-    }
+    bool gpu() const { return tracker == nullptr; }
+    std::uint32_t slots() const { return static_cast<std::uint32_t>(records.size()); }
+    bool present(std::uint32_t id) const { return records[id].object != nullptr; }
+    std::size_t live() const { return index_of.size(); }
     // The first present id, or none.
     std::optional<std::uint32_t> first_present() const {
         for (std::uint32_t id = 0; id < slots(); ++id)
@@ -466,11 +445,8 @@ struct CollisionManager<S>::Impl {
             return;
         }
         mirror_built = mirror_failed = false;
-#if BROADPHASE_HAS_GPU
-        scene_filled = false;  // the next self collide starts a fresh scene
-        record_of_handle.clear();
-        scene_pairs.clear();
-#endif
+        if (scene)
+            if (Status s = scene->clear(); !s) scene_failed(s.error());
     }
 
     // A write that threw (memory) may have left the tracker or the GPU scene behind the
@@ -482,9 +458,7 @@ struct CollisionManager<S>::Impl {
             return;
         }
         mirror_built = mirror_failed = false;
-#if BROADPHASE_HAS_GPU
         scene.reset();
-#endif
     }
 
     // ---- the tracker (CPU methods) ----
@@ -533,21 +507,15 @@ struct CollisionManager<S>::Impl {
         } else {
             mirror_built = mirror_failed = false;
         }
-#if BROADPHASE_HAS_GPU
-        scene_add(id);
-#endif
+        if (scene) scene->touch(id);
     }
 
     void gpu_remove(typename std::unordered_map<const Object*, std::uint32_t>::iterator it) {
         const std::uint32_t id = it->second;
         const std::uint32_t last = slots() - 1;
         index_of.erase(it);
-#if BROADPHASE_HAS_GPU
-        if (filled()) {
-            if (Status s = scene->remove(records[id].handle); !s) scene_failed(s.error());
-            scene_dirty = true;
-        }
-#endif
+        if (scene)
+            if (Status s = scene->drop(id); !s) scene_failed(s.error());
         if (mirror_built && mirror_dynamic) {
             // The last object takes the freed id.
             Status s = mirror->remove(last);
@@ -563,9 +531,7 @@ struct CollisionManager<S>::Impl {
             records[id] = records[last];
             boxes[id] = boxes[last];
             index_of[records[id].object] = id;
-#if BROADPHASE_HAS_GPU
-            if (filled()) record_of_handle[records[id].handle] = id;
-#endif
+            if (scene) scene->move_slot(last, id);
         }
         records.pop_back();
         boxes.pop_back();
@@ -586,17 +552,8 @@ struct CollisionManager<S>::Impl {
         } else {
             mirror_built = mirror_failed = false;
         }
-#if BROADPHASE_HAS_GPU
-        if (filled()) {
-            for (std::uint32_t id : moved) {
-                if (Status s = scene->move(records[id].handle, boxes[id]); !s) {
-                    scene_failed(s.error());
-                    break;
-                }
-            }
-            scene_dirty = true;
-        }
-#endif
+        if (scene)
+            for (std::uint32_t id : moved) scene->touch(id);
     }
 
     // The mirror, built over the boxes if it is out of date; false when that failed, now or
@@ -615,62 +572,32 @@ struct CollisionManager<S>::Impl {
         return true;
     }
 
-#if BROADPHASE_HAS_GPU
-    // The scene when it holds the objects, else null.
-    gpu::ProxyScene* filled() const {
-        return scene_filled ? scene.get() : nullptr;
-    }
     // The scene is dropped at its first failure; the mirror answers from then on.
     void scene_failed(const Error& error) const {
         fail(error);
         scene.reset();
     }
-    void scene_add(std::uint32_t id) const {
-        if (!filled()) return;
-        Result<ProxyHandle> h = scene->add(boxes[id]);
-        if (!h) return scene_failed(h.error());
-        records[id].handle = *h;
-        if (record_of_handle.size() <= *h) record_of_handle.resize(std::size_t(*h) + 1);
-        record_of_handle[*h] = id;
-        scene_dirty = true;
-    }
-    // A fresh scene sized for the objects (a quarter more, for those to come), holding them.
-    void fill_scene() const {
-        gpu::ProxySceneOptions options;
-        const std::uint32_t capacity = std::max(1024u, slots() + slots() / 4);
-        options.initial_dynamic_capacity = options.initial_handle_capacity = capacity;
-        Result<std::unique_ptr<gpu::ProxyScene>> fresh = gpu::ProxyScene::create(*context, options);
-        if (!fresh) return scene_failed(fresh.error());
-        scene = std::move(*fresh);
-        scene_filled = true;
-        record_of_handle.assign(slots(), 0);
-        for (std::uint32_t id = 0; id < slots() && scene; ++id) scene_add(id);
-        scene_dirty = true;
-    }
     // The self pairs of the GPU frame (run now if anything changed), as ids, into `out`; false
     // when the scene failed (now or before).
     bool gpu_pairs(std::vector<Pair>& out) const {
         std::lock_guard<std::mutex> hold(lazy);
-        if (scene && !scene_filled) fill_scene();
-        if (!filled()) return false;
-        if (scene_dirty) {
-            Result<ProxyFrame> frame = scene->step();
-            if (!frame) {
-                scene_failed(frame.error());
+        if (!scene) return false;
+        if (scene->pending()) {
+            const auto slot_of = [&](std::uint32_t id) {
+                const bool live = id < slots() && present(id);
+                return adapters::GpuSlot{live, live ? boxes[id] : Box{}, Filter{}};
+            };
+            scene_began.clear();
+            scene_ended.clear();
+            if (Status s = scene->step(slot_of, scene_began, scene_ended); !s) {
+                scene_failed(s.error());
                 return false;
             }
-            scene_pairs = std::move(frame->pairs);
-            scene_dirty = false;
             gpu_steps.fetch_add(1, std::memory_order_relaxed);
         }
-        out.reserve(scene_pairs.size());
-        for (const Pair& p : scene_pairs) {
-            const std::uint32_t a = record_of_handle[p.i], b = record_of_handle[p.j];
-            out.push_back(a < b ? Pair{a, b} : Pair{b, a});
-        }
+        scene->pairs(out);
         return true;
     }
-#endif
 
     // ---- the queries: const, reading only (gpu_lbvh's lazy work under `lazy`) ----
 
@@ -681,11 +608,7 @@ struct CollisionManager<S>::Impl {
         if (!gpu()) {
             if (tracker_ok) return tracker->pairs();
         } else {
-#if BROADPHASE_HAS_GPU
             if (use_gpu && gpu_pairs(storage)) return storage;
-#else
-            (void)use_gpu;
-#endif
             if (mirror_ready()) {
                 mirror->self_pairs(storage);
                 return storage;
@@ -905,14 +828,11 @@ struct CollisionManager<S>::Impl {
             if (!(boxes[i] == box_of(records[i].aabb)))
                 return broken("box is not the outward rounding of the AABB", i);
         }
-#if BROADPHASE_HAS_GPU
         {
-            std::lock_guard<std::mutex> hold(lazy);  // a self collide may be filling the scene
-            for (std::uint32_t i = 0; filled() && i < slots(); ++i)
-                if (record_of_handle[records[i].handle] != i)
-                    return broken("GPU handle map is stale", i);
+            std::lock_guard<std::mutex> hold(lazy);  // a self collide may be stepping the scene
+            if (scene)
+                if (Status s = scene->validate(); !s) return s;
         }
-#endif
         if (index_of.size() + holes != records.size())
             return broken("object map and slots disagree");
         if (!gpu()) {
@@ -952,9 +872,7 @@ CollisionManager<S>::~CollisionManager() = default;
 template <class S>
 std::vector<std::string_view> CollisionManager<S>::method_names() {
     std::vector<std::string_view> names = cpu_method_names();
-#if BROADPHASE_HAS_GPU
-    names.push_back("gpu_lbvh");
-#endif
+    if (adapters::GpuPairs::available()) names.push_back("gpu_lbvh");
     return names;
 }
 
@@ -965,28 +883,20 @@ Result<std::unique_ptr<CollisionManager<S>>> CollisionManager<S>::create(std::st
         auto impl = std::make_unique<Impl>();
         impl->method = std::string(method);
         if (method == "gpu_lbvh") {
-#if BROADPHASE_HAS_GPU
+            if (!adapters::GpuPairs::available())
+                return Error{ErrorCode::unsupported, "gpu_lbvh needs the GPU part of broadphase"};
             Result<std::unique_ptr<Structure>> mirror = make_structure(options.query_method);
             if (!mirror)
                 return Error{ErrorCode::invalid_argument,
                              "query_method: " + mirror.error().message};
             impl->mirror = std::move(*mirror);
             impl->mirror_dynamic = impl->mirror->is_dynamic();
-            impl->context = options.context;
-            if (impl->context == nullptr) {
-                Result<std::unique_ptr<gpu::Context>> context = gpu::Context::create();
-                if (!context) return context.error();
-                impl->own_context = std::move(*context);
-                impl->context = impl->own_context.get();
-            }
-            Result<std::unique_ptr<gpu::ProxyScene>> scene =
-                gpu::ProxyScene::create(*impl->context);
-            if (!scene) return scene.error();
-            impl->scene = std::move(*scene);
-#else
-            (void)options;
-            return Error{ErrorCode::unsupported, "gpu_lbvh needs the GPU part of broadphase"};
-#endif
+            adapters::GpuPairsOptions gpu_options;
+            gpu_options.keep_pairs = true;  // a self collide walks every pair
+            Result<std::unique_ptr<adapters::GpuPairs>> pairs =
+                adapters::GpuPairs::create(options.context, gpu_options);
+            if (!pairs) return pairs.error();
+            impl->scene = std::move(*pairs);
         } else {
             PairTracker::Config config;
             config.method = std::string(method);

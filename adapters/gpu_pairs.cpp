@@ -2,6 +2,7 @@
 #include "gpu_pairs.hpp"
 
 #include <algorithm>
+#include <string>
 #include <unordered_set>
 #include <utility>
 
@@ -15,7 +16,7 @@ namespace broadphase::adapters {
 namespace {
 constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
 
-std::uint64_t key_of(std::uint32_t a, std::uint32_t b) {
+[[maybe_unused]] std::uint64_t key_of(std::uint32_t a, std::uint32_t b) {
     if (a > b) std::swap(a, b);
     return (std::uint64_t(a) << 32) | b;
 }
@@ -23,10 +24,12 @@ std::uint64_t key_of(std::uint32_t a, std::uint32_t b) {
 
 struct GpuPairs::Impl {
 #if BROADPHASE_HAS_GPU
-    std::unique_ptr<gpu::Context> own_context;
+    std::unique_ptr<gpu::Context> own_context;  // declared before the scene: destroyed after it
     gpu::Context* context = nullptr;
-    std::unique_ptr<gpu::ProxyScene> scene;
+    std::unique_ptr<gpu::ProxyScene> scene;  // made by the first step
 #endif
+    GpuPairsOptions options;
+    std::vector<Pair> kept;                     // keep_pairs: the last step's pairs, as handles
     std::vector<std::uint32_t> handle_of;       // slot -> handle or kNoSlot
     std::vector<Filter> applied;                // slot -> the filter the scene has
     std::vector<std::uint32_t> slot_of_handle;  // handle -> slot, kNoSlot once dropped
@@ -55,7 +58,8 @@ struct GpuPairs::Impl {
     Status remove(std::uint32_t s, bool unmap) {
 #if BROADPHASE_HAS_GPU
         const std::uint32_t handle = handle_of[s];
-        if (Status st = scene->remove(handle); !st) return st;
+        if (scene)  // (a handle exists only once the scene does)
+            if (Status st = scene->remove(handle); !st) return st;
         if (unmap) {
             slot_of_handle[handle] = kNoSlot;
         } else {
@@ -72,9 +76,19 @@ struct GpuPairs::Impl {
 GpuPairs::GpuPairs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GpuPairs::~GpuPairs() = default;
 
-Result<std::unique_ptr<GpuPairs>> GpuPairs::create(gpu::Context* context) {
+bool GpuPairs::available() {
+#if BROADPHASE_HAS_GPU
+    return true;
+#else
+    return false;
+#endif
+}
+
+Result<std::unique_ptr<GpuPairs>> GpuPairs::create(gpu::Context* context,
+                                                   const GpuPairsOptions& options) {
 #if BROADPHASE_HAS_GPU
     auto impl = std::make_unique<Impl>();
+    impl->options = options;
     impl->context = context;
     if (!impl->context) {
         auto made = gpu::Context::create();
@@ -82,14 +96,10 @@ Result<std::unique_ptr<GpuPairs>> GpuPairs::create(gpu::Context* context) {
         impl->own_context = std::move(made.value());
         impl->context = impl->own_context.get();
     }
-    gpu::ProxySceneOptions options;
-    options.frames.return_pairs = false;  // the events are all an engine's cache needs
-    auto scene = gpu::ProxyScene::create(*impl->context, options);
-    if (!scene) return scene.error();
-    impl->scene = std::move(scene.value());
     return std::unique_ptr<GpuPairs>(new GpuPairs(std::move(impl)));
 #else
     (void)context;
+    (void)options;
     return Error{ErrorCode::unsupported, "gpu_lbvh: built without the GPU part of broadphase"};
 #endif
 }
@@ -110,6 +120,19 @@ Status GpuPairs::drop(std::uint32_t s) {
     return m.remove(s, true);
 }
 
+void GpuPairs::move_slot(std::uint32_t from, std::uint32_t to) {
+    Impl& m = *impl_;
+    m.grow(std::max(from, to));
+    touch(from);
+    touch(to);
+    const std::uint32_t handle = m.handle_of[from];
+    m.handle_of[from] = kNoSlot;
+    m.handle_of[to] = handle;
+    if (handle == kNoSlot) return;
+    m.applied[to] = m.applied[from];
+    m.slot_of_handle[handle] = to;
+}
+
 bool GpuPairs::pending() const {
     return !impl_->touched.empty();
 }
@@ -118,6 +141,16 @@ Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
                       std::vector<Pair>& began, std::vector<Pair>& ended) {
 #if BROADPHASE_HAS_GPU
     Impl& m = *impl_;
+    if (!m.scene) {  // sized for the bodies of the first step, a quarter more for those to come
+        gpu::ProxySceneOptions options;
+        const auto capacity = static_cast<std::uint32_t>(
+            std::max<std::size_t>(1024, m.touched.size() + m.touched.size() / 4));
+        options.initial_dynamic_capacity = options.initial_handle_capacity = capacity;
+        options.frames.return_pairs = m.options.keep_pairs;
+        auto scene = gpu::ProxyScene::create(*m.context, options);
+        if (!scene) return scene.error();
+        m.scene = std::move(scene.value());
+    }
     for (const std::uint32_t s : m.touched) {
         m.touched_flag[s] = 0;
         const GpuSlot want = slot_of(s);
@@ -144,6 +177,7 @@ Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
     auto frame = m.scene->step();
     if (!frame) return frame.error();
     ++m.steps;
+    if (m.options.keep_pairs) m.kept = std::move(frame->pairs);
     for (const Pair& p : frame->ended) {
         m.current.erase(key_of(p.i, p.j));
         const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
@@ -170,6 +204,15 @@ Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
 void GpuPairs::pairs(std::vector<Pair>& out) const {
     const Impl& m = *impl_;
     out.clear();
+    if (m.options.keep_pairs) {
+        out.reserve(m.kept.size());
+        for (const Pair& p : m.kept) {
+            const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
+            if (a == kNoSlot || b == kNoSlot) continue;
+            out.push_back(a < b ? Pair{a, b} : Pair{b, a});
+        }
+        return;
+    }
     out.reserve(m.current.size());
     for (const std::uint64_t key : m.current) {
         const std::uint32_t a = m.slot(std::uint32_t(key >> 32));
@@ -182,6 +225,18 @@ void GpuPairs::pairs(std::vector<Pair>& out) const {
 
 std::uint64_t GpuPairs::pair_count() const {
     return impl_->current.size();
+}
+
+Status GpuPairs::validate() const {
+    const Impl& m = *impl_;
+    for (std::uint32_t s = 0; s < m.handle_of.size(); ++s) {
+        const std::uint32_t handle = m.handle_of[s];
+        if (handle != kNoSlot && m.slot(handle) != s)
+            return Error{
+                ErrorCode::invariant_violated,
+                "gpu_lbvh: the handle of slot " + std::to_string(s) + " names another slot", s};
+    }
+    return Status::success();
 }
 
 std::uint64_t GpuPairs::steps() const {

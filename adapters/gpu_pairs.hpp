@@ -25,6 +25,13 @@ class Context;
 
 namespace broadphase::adapters {
 
+struct GpuPairsOptions {
+    /// Each step downloads every pair (pairs() reads them in the scene's order), where an
+    /// engine that needs them all at each query (FCL's self collide) wants them; otherwise
+    /// only the began and ended pairs come back, and pairs() is kept from them.
+    bool keep_pairs = false;
+};
+
 /// What the scene should hold for a slot at the next step.
 struct GpuSlot {
     bool live = false;  ///< a proxy with a valid box: a body of the scene
@@ -34,15 +41,22 @@ struct GpuSlot {
 
 class GpuPairs {
 public:
-    /// Over `context` (null: one of its own, with gpu::ContextOptions' defaults), which must
-    /// outlive it.
-    static Result<std::unique_ptr<GpuPairs>> create(gpu::Context* context);
+    /// Whether the GPU part is built (else create() returns `unsupported`).
+    static bool available();
+    /// Over `context` (null: one of its own, with gpu::ContextOptions' defaults, made now),
+    /// which must outlive it. The scene is made by the first step, sized for the bodies it
+    /// then holds (a quarter more, for those to come).
+    static Result<std::unique_ptr<GpuPairs>> create(gpu::Context* context,
+                                                    const GpuPairsOptions& options = {});
     ~GpuPairs();
 
     /// Slot s changed (its box, its filter, or its proxy came or went): read at the next step.
     void touch(std::uint32_t s);
     /// Slot s's body leaves the scene now (its proxy is destroyed); see the file comment.
     Status drop(std::uint32_t s);
+    /// The body of slot `from` (if any) moves to slot `to`, which holds none (a removal that
+    /// fills the hole with the last slot): its pairs carry over; both slots are touched.
+    void move_slot(std::uint32_t from, std::uint32_t to);
     /// True when touched slots wait for a step.
     bool pending() const;
 
@@ -52,7 +66,8 @@ public:
     Status step(const std::function<GpuSlot(std::uint32_t)>& slot_of, std::vector<Pair>& began,
                 std::vector<Pair>& ended);
 
-    /// Every pair after the last step, as slots (smaller first), sorted.
+    /// Every pair after the last step, as slots (smaller first): sorted, or with keep_pairs in
+    /// the scene's order. Replaces `out`.
     void pairs(std::vector<Pair>& out) const;
     /// The number of pairs after the last step (those of dropped bodies included until the
     /// step after their drop).
@@ -61,6 +76,8 @@ public:
     std::uint64_t steps() const;
     /// Forgets every body (the engine's resetPool); the scene keeps its buffers.
     Status clear();
+    /// Checks that each slot's handle names the slot back.
+    Status validate() const;
 
     struct Impl;
 
