@@ -39,6 +39,18 @@ void add_bench_gpu_options(CLI::App& c, BenchGpuOptions& o) {
                "the table");
 }
 
+CLI::Option* add_first_round_budget(CLI::App& c, const std::string& name, std::uint32_t& value,
+                                    const std::string& what, std::uint32_t scale) {
+    return c
+        .add_option(name, value,
+                    what + " takes in its first round (1.." +
+                        std::to_string(gpu_layout::kTraversalBudget) + "; default " +
+                        std::to_string(scale) +
+                        " times the traversal budget); later rounds take the traversal budget")
+        ->type_name("N")
+        ->transform(integer_in(1, gpu_layout::kTraversalBudget));
+}
+
 CLI::Option* add_bench_repeat(CLI::App& c, int& repeat) {
     return c
         .add_option("--repeat", repeat,
@@ -84,17 +96,33 @@ BenchCommand add_bench_command(CLI::App& app) {
         BenchCpuOptions cpu;
     };
     auto o = std::make_shared<Options>();
-    const auto add = [&](CLI::App* sub, std::function<int()> run) {
+    // Each subcommand: its name and description (bench --help lists them), its options (its
+    // file), and what runs it.
+    const auto add = [&](const char* name, const std::string& description, auto add_options,
+                         auto& options) {
+        CLI::App* sub = b.app->add_subcommand(name, description);
         sub->group("commands");
         sub->footer(
             "S is a scene file or a generator NAME:COUNT[:SEED] (broadphase --help says more).");
-        b.subcommands.emplace_back(sub, std::move(run));
+        add_options(*sub, options);
+        b.subcommands.emplace_back(sub, [o, &options] { return run_bench(options); });
     };
-    add(add_bench_pairs(*b.app, o->pairs), [o] { return run_bench_pairs(o->pairs); });
-    add(add_bench_cull(*b.app, o->cull), [o] { return run_bench_cull(o->cull); });
-    add(add_bench_frames(*b.app, o->frames), [o] { return run_bench_frames(o->frames); });
-    add(add_bench_rays(*b.app, o->rays), [o] { return run_bench_rays(o->rays); });
-    add(add_bench_cpu(*b.app, o->cpu), [o] { return run_bench_cpu(o->cpu); });
+    add("pairs",
+        "time the GPU LBVH's stages (timestamp queries) on --scene: build, all pairs, pair sort "
+        "(the default of `bench`)",
+        add_bench_pairs, o->pairs);
+    add("cull", "time the frustum cull's stages (timestamp queries) on --scene", add_bench_cull,
+        o->cull);
+    add("frames",
+        "time an animated moving scene's stages: median GPU ms per stage, refit and rebuild "
+        "counts",
+        add_bench_frames, o->frames);
+    add("rays", "time ray casts and region queries per second on --scene (GPU)", add_bench_rays,
+        o->rays);
+    add("cpu",
+        "time build + self-pairs of every CPU structure on the standard scenes (one core): a "
+        "markdown table and one PNG per scene; progress on standard error when it is a terminal",
+        add_bench_cpu, o->cpu);
     return b;
 }
 

@@ -90,6 +90,10 @@ struct BenchCpuOptions {
 
 /// The GPU options every GPU benchmark shares, added to `c` into `o`.
 void add_bench_gpu_options(CLI::App& c, BenchGpuOptions& o);
+/// A first-round budget of a bounded traversal (`name`: --pair-budget, --query-budget): steps one
+/// invocation of `what` takes in its first round, by default `scale` times the traversal budget.
+CLI::Option* add_first_round_budget(CLI::App& c, const std::string& name, std::uint32_t& value,
+                                    const std::string& what, std::uint32_t scale);
 /// --repeat R into `repeat`, whose current value is the default.
 CLI::Option* add_bench_repeat(CLI::App& c, int& repeat);
 
@@ -99,18 +103,29 @@ CLI::Option* add_bench_repeat(CLI::App& c, int& repeat);
 void print_bench_device(const gpu::Context& context);
 #endif
 
-/// Each adds its subcommand to `bench` and returns it; `o` must outlive the parse.
-CLI::App* add_bench_pairs(CLI::App& bench, BenchPairsOptions& o);
-CLI::App* add_bench_cull(CLI::App& bench, BenchCullOptions& o);
-CLI::App* add_bench_frames(CLI::App& bench, BenchFramesOptions& o);
-CLI::App* add_bench_rays(CLI::App& bench, BenchRaysOptions& o);
-CLI::App* add_bench_cpu(CLI::App& bench, BenchCpuOptions& o);
+/// Each adds the options of its subcommand `c` (made by add_bench_command), read into `o`, which
+/// must outlive the parse.
+void add_bench_pairs(CLI::App& c, BenchPairsOptions& o);
+void add_bench_cull(CLI::App& c, BenchCullOptions& o);
+void add_bench_frames(CLI::App& c, BenchFramesOptions& o);
+void add_bench_rays(CLI::App& c, BenchRaysOptions& o);
+void add_bench_cpu(CLI::App& c, BenchCpuOptions& o);
 
-int run_bench_pairs(const BenchPairsOptions& o);
-int run_bench_cull(const BenchCullOptions& o);
-int run_bench_frames(const BenchFramesOptions& o);
-int run_bench_rays(const BenchRaysOptions& o);
-int run_bench_cpu(const BenchCpuOptions& o);
+/// Each runs its benchmark (its file); the GPU ones are in the GPU build only.
+int run_bench(const BenchCpuOptions& o);
+#ifdef BROADPHASE_HAS_GPU
+int run_bench(const BenchPairsOptions& o);
+int run_bench(const BenchCullOptions& o);
+int run_bench(const BenchFramesOptions& o);
+int run_bench(const BenchRaysOptions& o);
+#else
+/// Without the GPU library a GPU benchmark reads its options as in the GPU build, then says
+/// what is missing.
+template <class Options>
+int run_bench(const Options&) {
+    return fail("this build has no GPU support", "bench");
+}
+#endif
 
 /// `bench` and its subcommands in `app`: after a parse, run() runs the one chosen.
 struct BenchCommand {

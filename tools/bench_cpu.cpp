@@ -19,42 +19,35 @@
 
 namespace broadphase::tool {
 
-using cli::integer_in;
-using cli::joined;
-using cli::one_of;
-using cli::real_in;
-
-CLI::App* add_bench_cpu(CLI::App& bench, BenchCpuOptions& o) {
-    CLI::App* c = bench.add_subcommand(
-        "cpu",
-        "time build + self-pairs of every CPU structure on the standard scenes (one core): a "
-        "markdown table and one PNG per scene; progress on standard error when it is a terminal");
+void add_bench_cpu(CLI::App& c, BenchCpuOptions& o) {
     const std::vector<std::string> generators = strings(generator_names());
-    add_list(*c, "--scenes", o.scenes,
-             "generators, comma-separated (default: all of " + joined(generators) + ")", "a,b,...")
-        ->check(one_of(generators, "generator"));
+    add_list(c, "--scenes", o.scenes,
+             "generators, comma-separated (default: all of " + cli::joined(generators) + ")",
+             "a,b,...")
+        ->check(cli::one_of(generators, "generator"));
     std::vector<std::string> size_text;
     for (std::size_t n : o.sizes) size_text.push_back(std::to_string(n));
-    add_list(*c, "--sizes", o.sizes, with_default("box counts", joined(size_text, ",")), "N,N,...")
-        ->transform(integer_in(1, 4294967295));
+    add_list(c, "--sizes", o.sizes, with_default("box counts", cli::joined(size_text, ",")),
+             "N,N,...")
+        ->transform(cli::integer_in(1, 4294967295));
     const std::vector<std::string> cpu_names = strings(cpu_method_names());
-    add_list(*c, "--methods", o.methods,
-             "CPU methods, comma-separated (default: all of " + joined(cpu_names) + ")", "a,b,...")
+    add_list(c, "--methods", o.methods,
+             "CPU methods, comma-separated (default: all of " + cli::joined(cpu_names) + ")",
+             "a,b,...")
         ->check(method_check(cpu_names));
-    c->add_option("--max-seconds", o.max_seconds,
-                  with_default("per-run budget: a method is not started at a size where its "
-                               "time, extrapolated from the smaller sizes, exceeds S seconds",
-                               "10"))
+    c.add_option("--max-seconds", o.max_seconds,
+                 with_default("per-run budget: a method is not started at a size where its "
+                              "time, extrapolated from the smaller sizes, exceeds S seconds",
+                              "10"))
         ->type_name("S")
-        ->check(real_in(0, 1e6));
-    c->add_option("--out-dir", o.out_dir, with_default("folder of the PNG plots", o.out_dir))
+        ->check(cli::real_in(0, 1e6));
+    c.add_option("--out-dir", o.out_dir, with_default("folder of the PNG plots", o.out_dir))
         ->type_name("DIR");
-    c->add_option("--table", o.table, "also write the markdown table to FILE")->type_name("FILE");
-    c->final_callback([&o] {
+    c.add_option("--table", o.table, "also write the markdown table to FILE")->type_name("FILE");
+    c.final_callback([&o] {
         std::sort(o.sizes.begin(), o.sizes.end());
         o.sizes.erase(std::unique(o.sizes.begin(), o.sizes.end()), o.sizes.end());
     });
-    return c;
 }
 
 // `bench cpu`: build + self-pairs time of every CPU structure on the standard scenes over a
@@ -62,7 +55,7 @@ CLI::App* add_bench_cpu(CLI::App& bench, BenchCpuOptions& o) {
 // size where its time, extrapolated from the sizes before (bench_budget.hpp), would exceed
 // --max-seconds; standard error says so, and on a terminal it shows the run going on and keeps one
 // line per finished run.
-int run_bench_cpu(const BenchCpuOptions& o) {
+int run_bench(const BenchCpuOptions& o) {
     std::vector<std::string> scenes = o.scenes;
     if (scenes.empty())
         for (std::string_view g : generator_names()) scenes.emplace_back(g);

@@ -319,33 +319,28 @@ int run_back_to_back(gpu::Context& context, gpu::MovingScene& ms, const std::vec
 }  // namespace
 #endif
 
-CLI::App* add_bench_frames(CLI::App& bench, BenchFramesOptions& o) {
-    CLI::App* c = bench.add_subcommand(
-        "frames",
-        "time an animated moving scene's stages: median GPU ms per stage, refit and rebuild "
-        "counts");
-    add_bench_gpu_options(*c, o.common);
-    c->add_option("--frames", o.frames, "animate --scene for F frames (1..10000)")
+void add_bench_frames(CLI::App& c, BenchFramesOptions& o) {
+    c.add_option("--frames", o.frames, "animate --scene for F frames (1..10000)")
         ->type_name("F")
         ->transform(cli::integer_in(1, 10000))
         ->required();
-    add_code(*c, o.code);
-    add_policy(*c, o.policy);
-    add_rebuild_ratio(*c, o.rebuild_ratio, false);
-    add_rebuild_ratio(*c, o.rebuild_work_ratio, true);
-    c->add_flag("--back-to-back", o.back_to_back,
-                "also record all F frames into one submit (wall ms per frame)");
-    c->add_option("--churn", o.churn,
-                  "run the frames on a gpu::ProxyScene: every body moves, P% of them are removed "
-                  "and P% added each frame, half of those debris that does not collide with "
-                  "debris (0 < P <= 50)")
+    add_bench_gpu_options(c, o.common);
+    add_code(c, o.code);
+    add_policy(c, o.policy);
+    add_rebuild_ratio(c, o.rebuild_ratio, false);
+    add_rebuild_ratio(c, o.rebuild_work_ratio, true);
+    c.add_flag("--back-to-back", o.back_to_back,
+               "also record all F frames into one submit (wall ms per frame)");
+    c.add_option("--churn", o.churn,
+                 "run the frames on a gpu::ProxyScene: every body moves, P% of them are removed "
+                 "and P% added each frame, half of those debris that does not collide with "
+                 "debris (0 < P <= 50)")
         ->type_name("P")
         ->check(CLI::Range(0.0, 50.0));
-    return c;
 }
 
-int run_bench_frames(const BenchFramesOptions& args) {
 #ifdef BROADPHASE_HAS_GPU
+int run_bench(const BenchFramesOptions& args) {
     const int frames = args.frames;
     const std::string& spec = args.common.scene;
     auto scene = load_input_scene(spec);
@@ -400,10 +395,7 @@ int run_bench_frames(const BenchFramesOptions& args) {
             return status;
     }
     return validation_check(*context.value());
-#else
-    (void)args;
-    return fail("this build has no GPU support", "bench");
-#endif
 }
+#endif
 
 }  // namespace broadphase::tool

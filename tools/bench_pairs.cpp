@@ -19,57 +19,34 @@
 
 namespace broadphase::tool {
 
-namespace {
-
-using cli::integer_in;
-
-// A first-round budget (--pair-budget): steps one invocation of the all-pairs traversal takes in
-// its first round, by default kPairGroup times the traversal budget.
-CLI::Option* add_pair_budget(CLI::App& c, std::uint32_t& value) {
-    return c
-        .add_option("--pair-budget", value,
-                    "steps one invocation of the all-pairs traversal takes in its first round "
-                    "(1.." +
-                        std::to_string(gpu_layout::kTraversalBudget) + "; default " +
-                        std::to_string(gpu_layout::kPairGroup) +
-                        " times the traversal budget); later rounds take the traversal budget")
-        ->type_name("N")
-        ->transform(integer_in(1, gpu_layout::kTraversalBudget));
-}
-
-}  // namespace
-
-CLI::App* add_bench_pairs(CLI::App& bench, BenchPairsOptions& o) {
-    CLI::App* c = bench.add_subcommand(
-        "pairs",
-        "time the GPU LBVH's stages (timestamp queries) on --scene: build, all pairs, pair sort "
-        "(the default of `bench`)");
-    add_bench_gpu_options(*c, o.common);
-    add_bench_repeat(*c, o.repeat);
-    add_code(*c, o.code);
-    c->add_flag("--no-refine", o.no_refine,
-                "codes not adapted to the scene (no second sort of long runs)");
-    c->add_flag("--unsorted-pairs", o.unsorted_pairs,
-                "the pairs as the traversal appended them, without the pair sort "
-                "(LbvhOptions::sorted_pairs false)");
-    add_enum(*c, "--pair-append", o.pair_append,
+void add_bench_pairs(CLI::App& c, BenchPairsOptions& o) {
+    add_bench_gpu_options(c, o.common);
+    add_bench_repeat(c, o.repeat);
+    add_code(c, o.code);
+    c.add_flag("--no-refine", o.no_refine,
+               "codes not adapted to the scene (no second sort of long runs)");
+    c.add_flag("--unsorted-pairs", o.unsorted_pairs,
+               "the pairs as the traversal appended them, without the pair sort "
+               "(LbvhOptions::sorted_pairs false)");
+    add_enum(c, "--pair-append", o.pair_append,
              "how the all-pairs pass reserves output slots (subgroup: one atomic per subgroup, "
              "needs subgroup ballot; atomic: one per pair; automatic: subgroup where the device "
              "has ballot)",
              pair_append_names(), "pair append");
-    c->add_option("--pair-stack", o.pair_stack,
-                  "stack entries of the all-pairs traversal before a subtree goes to the next "
-                  "round's work queue (1.." +
-                      std::to_string(gpu_layout::kPairStack) + "; default " +
-                      std::to_string(gpu_layout::kPairStack) + ")")
+    c.add_option("--pair-stack", o.pair_stack,
+                 "stack entries of the all-pairs traversal before a subtree goes to the next "
+                 "round's work queue (1.." +
+                     std::to_string(gpu_layout::kPairStack) + "; default " +
+                     std::to_string(gpu_layout::kPairStack) + ")")
         ->type_name("N")
-        ->transform(integer_in(1, gpu_layout::kPairStack));
-    add_pair_budget(*c, o.pair_budget);
-    return c;
+        ->transform(cli::integer_in(1, gpu_layout::kPairStack));
+    add_first_round_budget(c, "--pair-budget", o.pair_budget,
+                           "steps one invocation of the all-pairs traversal",
+                           gpu_layout::kPairGroup);
 }
 
-int run_bench_pairs(const BenchPairsOptions& o) {
 #ifdef BROADPHASE_HAS_GPU
+int run_bench(const BenchPairsOptions& o) {
     auto scene = load_input_scene(o.common.scene);
     if (!scene) return fail(scene.error());
     const int repeat = o.repeat;
@@ -170,10 +147,7 @@ int run_bench_pairs(const BenchPairsOptions& o) {
     std::printf("host wall per run (upload, download, sort on CPU included): %.3f ms\n",
                 wall / repeat * 1e3);
     return 0;
-#else
-    (void)o;
-    return fail("bench pairs needs the GPU build");
-#endif
 }
+#endif
 
 }  // namespace broadphase::tool

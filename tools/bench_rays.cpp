@@ -20,34 +20,26 @@
 
 namespace broadphase::tool {
 
-CLI::App* add_bench_rays(CLI::App& bench, BenchRaysOptions& o) {
-    CLI::App* c = bench.add_subcommand(
-        "rays", "time ray casts and region queries per second on --scene (GPU)");
-    add_bench_gpu_options(*c, o.common);
-    add_bench_repeat(*c, o.repeat);
-    c->add_option("--rays", o.rays, "R random rays and R region queries (1..100000000)")
+void add_bench_rays(CLI::App& c, BenchRaysOptions& o) {
+    c.add_option("--rays", o.rays, "R random rays and R region queries (1..100000000)")
         ->type_name("R")
         ->transform(cli::integer_in(1, 100000000))
         ->required();
-    c->add_option(
+    add_bench_gpu_options(c, o.common);
+    add_bench_repeat(c, o.repeat);
+    c.add_option(
          "--seed", o.seed,
          with_default("seed of the rays and regions (0..4294967295)", std::to_string(o.seed)))
         ->type_name("X")
         ->transform(cli::integer_in(0, 4294967295));
-    add_code(*c, o.code);
-    c->add_option("--query-budget", o.query_budget,
-                  "steps one invocation of a ray cast or region query takes in its first round "
-                  "(1.." +
-                      std::to_string(gpu_layout::kTraversalBudget) + "; default " +
-                      std::to_string(gpu_layout::kQueryFirstRound) +
-                      " times the traversal budget); later rounds take the traversal budget")
-        ->type_name("N")
-        ->transform(cli::integer_in(1, gpu_layout::kTraversalBudget));
-    return c;
+    add_code(c, o.code);
+    add_first_round_budget(c, "--query-budget", o.query_budget,
+                           "steps one invocation of a ray cast or region query",
+                           gpu_layout::kQueryFirstRound);
 }
 
-int run_bench_rays(const BenchRaysOptions& args) {
 #ifdef BROADPHASE_HAS_GPU
+int run_bench(const BenchRaysOptions& args) {
     const long long count = args.rays;
     const int repeat = args.repeat;
     const std::string& spec = args.common.scene;
@@ -168,10 +160,7 @@ int run_bench_rays(const BenchRaysOptions& args) {
     std::printf("instruments per batch, median over %d runs:\n", repeat);
     print_stage_rows(stages, copy.value(), 24);
     return validation_check(*context.value());
-#else
-    (void)args;
-    return fail("this build has no GPU support", "bench");
-#endif
 }
+#endif
 
 }  // namespace broadphase::tool
