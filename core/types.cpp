@@ -4,6 +4,7 @@
 #include "broadphase/types.hpp"
 
 #include <cmath>
+#include <utility>
 
 namespace broadphase {
 
@@ -49,5 +50,32 @@ double point_box_distance2(const Vec3& p, const Box& b) {
 float point_box_distance(const Vec3& p, const Box& b) {
     return static_cast<float>(std::sqrt(point_box_distance2(p, b)));
 }
+
+const char* error_code_name(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::invalid_box:
+            return "invalid_box";
+        case ErrorCode::parse_error:
+            return "parse_error";
+        case ErrorCode::io_error:
+            return "io_error";
+        case ErrorCode::invalid_argument:
+            return "invalid_argument";
+        case ErrorCode::unsupported:
+            return "unsupported";
+        case ErrorCode::vulkan_error:
+            return "vulkan_error";
+        case ErrorCode::out_of_memory:
+            return "out_of_memory";
+        case ErrorCode::limit_exceeded:
+            return "limit_exceeded";
+        case ErrorCode::invariant_violated:
+            return "invariant_violated";
+    }
+    return "unknown";
+}
+
+BadResultAccess::BadResultAccess(Error error)
+    : error_(std::move(error)), what_(error_.message + " [" + error_code_name(error_.code) + "]") {}
 
 }  // namespace broadphase

@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <span>
 #include <string>
@@ -176,7 +177,28 @@ struct Error {
     std::optional<std::size_t> line;
 };
 
-/// Either a value or an Error; the API's replacement for exceptions.
+/// The name of an ErrorCode ("invalid_box", ...).
+const char* error_code_name(ErrorCode code);
+
+/// What Result::value() throws when the Result holds an error, as std::expected's value()
+/// throws std::bad_expected_access: the error itself, and a what() that gives its message and
+/// code, so that a program that did not check a Result stops with the library's words
+/// ("terminate called after throwing ... what(): unknown CPU method ... [invalid_argument]").
+/// The library itself never throws it: errors are values; this is the misuse of one.
+class BadResultAccess : public std::exception {
+public:
+    explicit BadResultAccess(Error error);
+    const char* what() const noexcept override { return what_.c_str(); }
+    const Error& error() const noexcept { return error_; }
+
+private:
+    Error error_;
+    std::string what_;
+};
+
+/// Either a value or an Error; the API's replacement for exceptions. Check it (`if (!r)`,
+/// then r.error()) before reading the value: value(), `*` and `->` on an error throw
+/// BadResultAccess.
 template <class T>
 class [[nodiscard]] Result {
 public:
@@ -185,9 +207,18 @@ public:
 
     bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
-    T& value() & { return std::get<0>(v_); }
-    const T& value() const& { return std::get<0>(v_); }
-    T&& value() && { return std::get<0>(std::move(v_)); }
+    T& value() & {
+        check();
+        return std::get<0>(v_);
+    }
+    const T& value() const& {
+        check();
+        return std::get<0>(v_);
+    }
+    T&& value() && {
+        check();
+        return std::get<0>(std::move(v_));
+    }
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
     T* operator->() { return &value(); }
@@ -195,6 +226,9 @@ public:
     const Error& error() const { return std::get<1>(v_); }
 
 private:
+    void check() const {
+        if (!ok()) throw BadResultAccess(std::get<1>(v_));
+    }
     std::variant<T, Error> v_;
 };
 

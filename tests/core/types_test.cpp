@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "broadphase/types.hpp"
 
@@ -197,6 +199,29 @@ TEST(RayBoxEntry, Test16NonFiniteInputNeverHits) {
     EXPECT_FALSE(ray_box_entry({{-1, 0.5f, 0.5f}, {kNaN, 0, 0}, 10}, kUnit));
     EXPECT_FALSE(ray_box_entry({{-1, 0.5f, 0.5f}, {1, 0, 0}, kNaN}, kUnit));
     EXPECT_FALSE(ray_box_entry({{-1, 0.5f, 0.5f}, {1, 0, 0}, 10}, {{kNaN, 0, 0}, {1, 1, 1}}));
+}
+
+// Test 17: value() on an error stops with the library's message and code, as std::expected's
+// bad_expected_access carries its error; `*` and `->` too; a checked Result reads as before.
+TEST(ResultAccess, Test17ValueOfAnErrorCarriesItsMessage) {
+    Result<int> bad = Error{ErrorCode::invalid_argument, "unknown CPU method 'sweep_and_prun'"};
+    try {
+        (void)bad.value();
+        FAIL() << "value() of an error returned";
+    } catch (const BadResultAccess& e) {
+        EXPECT_STREQ(e.what(), "unknown CPU method 'sweep_and_prun' [invalid_argument]");
+        EXPECT_EQ(e.error().code, ErrorCode::invalid_argument);
+        EXPECT_EQ(e.error().message, "unknown CPU method 'sweep_and_prun'");
+    }
+    EXPECT_THROW((void)*bad, BadResultAccess);
+    Result<std::string> none = Error{ErrorCode::io_error, "cannot open 'x'"};
+    EXPECT_THROW((void)none->size(), BadResultAccess);
+    EXPECT_THROW((void)std::move(none).value(), BadResultAccess);
+    Result<int> good = 7;
+    ASSERT_TRUE(good);
+    EXPECT_EQ(good.value(), 7);
+    EXPECT_EQ(*good, 7);
+    EXPECT_STREQ(error_code_name(ErrorCode::limit_exceeded), "limit_exceeded");
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ BP_CONST kTraversalBudget = 4096u;
 BP_CONST kGpuTraversalBudget = 64u;
 // The first round of region queries and ray casts (LbvhOptions::query_budget) takes
 // kQueryFirstRound times the device's budget by default, at most kTraversalBudget; later rounds
-// the device's. The CPU twin's expanded nodes of `bench --rays`'s rays and regions at 1M boxes
+// the device's. The CPU twin's expanded nodes of `bench rays`'s rays and regions at 1M boxes
 // (uniform, clustered; the other standard scenes expand under 10): medians 5 to 37, p99 56 to
 // 105, at most 98 to 168 (0.4 to 7% over 64, none over 256), so that 512 steps finish them in
 // round 0 and the pass costs two dispatches; with 64, a few queries of every batch go on into
