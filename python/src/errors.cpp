@@ -10,30 +10,6 @@ namespace {
 // broadphase.GpuError; one reference kept for the life of the process.
 PyObject* gpu_error_type = nullptr;
 
-const char* code_name(ErrorCode code) {
-    switch (code) {
-        case ErrorCode::invalid_box:
-            return "invalid_box";
-        case ErrorCode::parse_error:
-            return "parse_error";
-        case ErrorCode::io_error:
-            return "io_error";
-        case ErrorCode::invalid_argument:
-            return "invalid_argument";
-        case ErrorCode::unsupported:
-            return "unsupported";
-        case ErrorCode::vulkan_error:
-            return "vulkan_error";
-        case ErrorCode::out_of_memory:
-            return "out_of_memory";
-        case ErrorCode::limit_exceeded:
-            return "limit_exceeded";
-        case ErrorCode::invariant_violated:
-            return "invariant_violated";
-    }
-    return "unknown";
-}
-
 PyObject* exception_type(ErrorCode code) {
     switch (code) {
         case ErrorCode::invalid_box:
@@ -66,7 +42,7 @@ void set_python_error(const Error& error) {
         py::reinterpret_steal<py::object>(PyObject_CallFunction(type, "s", error.message.c_str()));
     if (!exception) return;  // the call set its own error
     try {
-        exception.attr("code") = code_name(error.code);
+        exception.attr("code") = error_code_name(error.code);  // broadphase/types.hpp
         exception.attr("box") = optional_int(error.box);
         exception.attr("line") = optional_int(error.line);
     } catch (py::error_already_set& e) {
