@@ -1,5 +1,5 @@
-// CPU twins of the moving-scene kernels (gpu/frames/moving_scene.cpp): refit of an LBVH for new box
-// positions (leaves take their box's bounds, bottom-up union; lbvh_refit.comp, one pass),
+// CPU twins of the moving-scene kernels (gpu/frames/frame_recorder.cpp): refit of an LBVH for
+// new box positions (leaves take their box's bounds, bottom-up union; lbvh_refit.comp, one pass),
 // its normalised surface-area cost (MacDonald & Booth 1990, as the refit
 // quality measure of Kopta et al., "Fast, Effective BVH Updates for Animated Scenes", I3D
 // 2012; lbvh_sah.comp), the all-pairs traversal's work (lbvh_pairs.comp's visit count), the
