@@ -154,8 +154,8 @@ void add_validate_command(Commands& k, Args& a) {
 void add_query_commands(Commands& k, Args& a) {
     CLI::App* c =
         k.add("query",
-              "the boxes of --scene overlapping each box of --boxes: \"q: id id ...\" per "
-              "query, ids ascending",
+              "the boxes of --scene overlapping each box of --boxes: \"K: id id ...\" for "
+              "query K (0, 1, ...), ids ascending",
               &run_query);
     add_query_options(*c, a, "--boxes", a.boxes, "the query boxes (a scene)", "Q");
 
