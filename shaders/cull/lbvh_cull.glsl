@@ -40,7 +40,9 @@
 #ifndef BROADPHASE_LBVH_CULL_GLSL
 #define BROADPHASE_LBVH_CULL_GLSL
 #include "device/common.glsl"
+
 #include "cull/cull_distance.glsl"
+
 #include "broadphase/gpu/layout/cull.h"
 #include "lbvh/tree_parts.glsl"
 

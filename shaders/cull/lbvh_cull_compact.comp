@@ -9,7 +9,9 @@
 // lbvh::cull (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "device/common.glsl"
+
 #include "cull/cull_distance.glsl"
+
 #include "broadphase/gpu/layout/cull.h"
 #include "lbvh/tree_parts.glsl"
 

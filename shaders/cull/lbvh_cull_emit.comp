@@ -5,7 +5,9 @@
 // of the sorted 64-bit keys (cull_order_id).
 #version 450
 #include "device/common.glsl"
+
 #include "cull/cull_distance.glsl"
+
 #include "broadphase/gpu/layout/cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;

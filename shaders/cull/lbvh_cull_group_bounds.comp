@@ -5,6 +5,7 @@
 // CPU twin: lbvh::cull_draws (cpu_reference/lbvh_cull.hpp).
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/cull.h"
 
 layout(local_size_x = kWorkgroupSize) in;

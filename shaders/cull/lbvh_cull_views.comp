@@ -24,6 +24,7 @@
 // CPU twin: lbvh::cull_chunk_views (cpu_reference/lbvh_cull.hpp), `expanded` its work count.
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/cull.h"
 #include "lbvh/tree_parts.glsl"
 

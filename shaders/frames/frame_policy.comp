@@ -19,6 +19,7 @@
 // CPU twin: lbvh::MovingTwin (sah_sum, rebuild_wanted).
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/frames.h"
 
 layout(local_size_x = kWorkgroupSize) in;
