@@ -5,6 +5,7 @@
 // that size into the frame status (began or ended, by pc.flags).
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/frames.h"
 
 layout(local_size_x = kWorkgroupSize) in;

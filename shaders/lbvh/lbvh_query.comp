@@ -21,6 +21,7 @@
 // CPU twin: lbvh::query_region. Push constants: see layout/queries.h.
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/queries.h"
 #include "lbvh/tree_parts.glsl"
 

@@ -27,6 +27,7 @@
 // CPU twin: lbvh::ray_cast_nodes. Push constants: see layout/queries.h.
 #version 450
 #include "device/common.glsl"
+
 #include "broadphase/gpu/layout/queries.h"
 #include "lbvh/tree_parts.glsl"
 

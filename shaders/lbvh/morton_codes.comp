@@ -6,6 +6,7 @@
 // only correctly rounded operations; the reciprocal is refined to the correctly rounded one).
 #version 450
 #include "lbvh/codes.glsl"
+
 #include "device/common.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;

@@ -8,6 +8,7 @@
 // the same order-preserving min and max.
 #version 450
 #include "lbvh/codes.glsl"
+
 #include "device/common.glsl"
 
 layout(local_size_x = kWorkgroupSize) in;
