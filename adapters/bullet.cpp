@@ -734,7 +734,7 @@ struct Broadphase::Impl {
                 return adapters::GpuSlot{slots[s].proxy && slots[s].valid, slots[s].box,
                                          effective(s)};
             };
-            if (Status step = gpu_pairs->step(slot_of, began, ended); !step) return step;
+            if (Status step = gpu_pairs->step(slot_of, &began, &ended); !step) return step;
             apply_events(dispatcher);
             return Status::success();
         });

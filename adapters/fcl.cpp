@@ -214,7 +214,6 @@ struct CollisionManager<S>::Impl {
     // objects, and followed write by write after; stepped by the self collide under `lazy`.
     // Null once it failed: the mirror answers from then on.
     mutable std::unique_ptr<adapters::GpuPairs> scene;
-    mutable std::vector<Pair> scene_began, scene_ended;  // a step's events: scratch, unused
 
     mutable std::mutex status_mutex;
     mutable Status status;  // under status_mutex
@@ -587,9 +586,7 @@ struct CollisionManager<S>::Impl {
                 const bool live = id < slots() && present(id);
                 return adapters::GpuSlot{live, live ? boxes[id] : Box{}, Filter{}};
             };
-            scene_began.clear();
-            scene_ended.clear();
-            if (Status s = scene->step(slot_of, scene_began, scene_ended); !s) {
+            if (Status s = scene->step(slot_of); !s) {
                 scene_failed(s.error());
                 return false;
             }

@@ -35,8 +35,9 @@ struct GpuPairs::Impl {
     std::vector<std::uint32_t> slot_of_handle;  // handle -> slot, kNoSlot once dropped
     std::vector<std::uint8_t> touched_flag;
     std::vector<std::uint32_t> touched;
-    std::vector<std::uint32_t> retired;         // handles removed by step(), unmapped after it
-    std::unordered_set<std::uint64_t> current;  // the scene's pairs, as handle pairs
+    std::vector<std::uint32_t> retired;  // handles removed by step(), unmapped after it
+    // Without keep_pairs: the scene's pairs, as handle pairs, kept from the events.
+    std::unordered_set<std::uint64_t> current;
     std::uint64_t steps = 0;
 
     void grow(std::uint32_t s) {
@@ -138,7 +139,7 @@ bool GpuPairs::pending() const {
 }
 
 Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
-                      std::vector<Pair>& began, std::vector<Pair>& ended) {
+                      std::vector<Pair>* began, std::vector<Pair>* ended) {
 #if BROADPHASE_HAS_GPU
     Impl& m = *impl_;
     if (!m.scene) {  // sized for the bodies of the first step, a quarter more for those to come
@@ -177,19 +178,22 @@ Status GpuPairs::step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
     auto frame = m.scene->step();
     if (!frame) return frame.error();
     ++m.steps;
-    if (m.options.keep_pairs) m.kept = std::move(frame->pairs);
-    for (const Pair& p : frame->ended) {
-        m.current.erase(key_of(p.i, p.j));
-        const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
-        if (a == kNoSlot || b == kNoSlot) continue;  // a dropped body's: the engine removed it
-        ended.push_back(a < b ? Pair{a, b} : Pair{b, a});
+    if (m.options.keep_pairs) {
+        m.kept = std::move(frame->pairs);
+    } else {
+        for (const Pair& p : frame->ended) m.current.erase(key_of(p.i, p.j));
+        for (const Pair& p : frame->began) m.current.insert(key_of(p.i, p.j));
     }
-    for (const Pair& p : frame->began) {
-        m.current.insert(key_of(p.i, p.j));
-        const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
-        if (a == kNoSlot || b == kNoSlot) continue;
-        began.push_back(a < b ? Pair{a, b} : Pair{b, a});
-    }
+    // The events as slots; a dropped body's are left out: the engine removed them itself.
+    const auto as_slots = [&m](const std::vector<Pair>& events, std::vector<Pair>* out) {
+        if (!out) return;
+        for (const Pair& p : events) {
+            const std::uint32_t a = m.slot(p.i), b = m.slot(p.j);
+            if (a != kNoSlot && b != kNoSlot) out->push_back(a < b ? Pair{a, b} : Pair{b, a});
+        }
+    };
+    as_slots(frame->ended, ended);
+    as_slots(frame->began, began);
     for (const std::uint32_t handle : m.retired) m.slot_of_handle[handle] = kNoSlot;
     m.retired.clear();
     return Status::success();
@@ -224,7 +228,7 @@ void GpuPairs::pairs(std::vector<Pair>& out) const {
 }
 
 std::uint64_t GpuPairs::pair_count() const {
-    return impl_->current.size();
+    return impl_->options.keep_pairs ? impl_->kept.size() : impl_->current.size();
 }
 
 Status GpuPairs::validate() const {

@@ -62,9 +62,10 @@ public:
 
     /// Applies the touched slots (`slot_of(s)` says what each should be) and runs one GPU
     /// step. Appends the pairs that began and ended, as slots (smaller first), leaving out
-    /// those of dropped bodies.
-    Status step(const std::function<GpuSlot(std::uint32_t)>& slot_of, std::vector<Pair>& began,
-                std::vector<Pair>& ended);
+    /// those of dropped bodies, to `began` and `ended` when they are given (with keep_pairs a
+    /// caller that reads pairs() alone passes neither).
+    Status step(const std::function<GpuSlot(std::uint32_t)>& slot_of,
+                std::vector<Pair>* began = nullptr, std::vector<Pair>* ended = nullptr);
 
     /// Every pair after the last step, as slots (smaller first): sorted, or with keep_pairs in
     /// the scene's order. Replaces `out`.
