@@ -236,6 +236,18 @@ struct PairTracker::Impl {
         ended.push_back({cand.a, cand.b});
     }
 
+    /// Candidate c of bodies i and j, its pair `current` or not: the pair begins or ends where
+    /// the boxes now say otherwise.
+    void retest(std::uint32_t c, std::uint32_t i, std::uint32_t j, bool current,
+                std::vector<Pair>& began, std::vector<Pair>& ended) {
+        if (touching(i, j, current) == current) return;
+        if (current) {
+            end_pair(c, ended);
+        } else {
+            begin_pair(c, began);
+        }
+    }
+
     void make_candidate(std::uint32_t i, std::uint32_t j) {
         std::uint32_t c;
         if (!free_cands.empty()) {
@@ -432,13 +444,7 @@ struct PairTracker::Impl {
                 continue;
             ++tests;
             const bool current = (link.cand & kCurrentPair) != 0;
-            if (touching(id, link.other, current) == current) continue;
-            const std::uint32_t c = link.cand & ~kCurrentPair;
-            if (current) {
-                end_pair(c, ended);
-            } else {
-                begin_pair(c, began);
-            }
+            retest(link.cand & ~kCurrentPair, id, link.other, current, began, ended);
         }
         stats.candidate_tests += tests;
     }
@@ -457,12 +463,7 @@ struct PairTracker::Impl {
             if (cand.a == kNoBody) continue;  // free
             ++tests;
             const bool current = cand.pair != kNoBody;
-            if (touching(cand.a, cand.b, current) == current) continue;
-            if (current) {
-                end_pair(c, ended);
-            } else {
-                begin_pair(c, began);
-            }
+            retest(c, cand.a, cand.b, current, began, ended);
         }
         stats.candidate_tests += tests;
     }
