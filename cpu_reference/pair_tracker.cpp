@@ -170,9 +170,13 @@ struct PairTracker::Impl {
             const double extent = double(box.max[axis]) - double(box.min[axis]);
             // Between a quarter and all of the typical extent: a small box moving as fast as
             // the others does not leave its fat box at every step.
-            double m = config.margin * std::clamp(extent, 0.25 * double(typical), double(typical));
+            const double size = std::clamp(extent, 0.25 * double(typical), double(typical));
+            double m = config.margin * size;
             m = std::max(m, 0.5 * double(config.hysteresis));
-            m = std::max(m, double(config.speed_margin) * std::min(speed, reach));
+            // The speed margin reaches half that size at most: small boxes packed densely (the
+            // multiscale scene) grown by several times their size would each meet dozens of
+            // candidates, costing more tests than the requeries it saves.
+            m = std::max(m, std::min(double(config.speed_margin) * speed, 0.5 * size));
             lo[axis] = double(box.min[axis]) - m;
             hi[axis] = double(box.max[axis]) + m;
             const double s = std::clamp(config.prediction * d[axis], -reach, reach);

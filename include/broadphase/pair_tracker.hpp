@@ -67,10 +67,11 @@ public:
         /// The fat box is stretched along the last displacement (tight box centre to centre)
         /// times this, capped at 4 typical extents (a teleport does not make a huge fat box).
         float prediction = 3.0f;
-        /// The margin is at least this times the length of the last displacement (capped as
-        /// the prediction is), on every side: a body that moves without a steady direction
-        /// (jitter, a random walk) still stays in its fat box for several steps, where the
-        /// prediction helps only a body that keeps its course. 0: the margin alone.
+        /// The margin is at least this times the length of the last displacement, up to half
+        /// the box's extent clamped as for `margin`, on every side: a body that moves without
+        /// a steady direction (jitter, a random walk) still stays in its fat box for several
+        /// steps, where the prediction helps only a body that keeps its course. 0: the margin
+        /// alone.
         float speed_margin = 4.0f;
         /// 0: a pair lasts exactly while the closed tight boxes overlap. h > 0 (dynamic methods
         /// only): a pair begins when they overlap and ends when they are more than h apart on

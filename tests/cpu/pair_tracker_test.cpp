@@ -353,7 +353,7 @@ TEST(PairTracker, SpeedMarginKeepsWanderingBodiesInside) {
         }
         requeries[run] = tracker.stats().requeries;
     }
-    // Measured: 7,676 without, 3,185 with the default speed margin (2.4 times fewer).
+    // Measured: 6,676 without, 2,643 with the default speed margin (2.5 times fewer).
     EXPECT_LT(2 * requeries[1], requeries[0]) << requeries[0] << " " << requeries[1];
     PairTracker::Config bad;
     bad.speed_margin = -1;
