@@ -33,7 +33,9 @@ CLI::Option* add_method(CLI::App& c, Args& a) {
 }
 
 CLI::Option* add_out(CLI::App& c, Args& a) {
-    return c.add_option("--out", a.out, "write to FILE instead of standard output")
+    return c
+        .add_option("--out", a.out,
+                    "write to FILE instead of standard output; - is standard output")
         ->type_name("FILE");
 }
 

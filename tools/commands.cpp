@@ -359,7 +359,7 @@ int run_validate(const Args& args) {
 int run_scene(const Args& args) {
     auto scene = load_input_scene(args.scene);
     if (!scene) return fail(scene.error());
-    if (args.has("out")) {
+    if (args.has("out") && args.out != kStdoutPath) {
         Status s = write_scene_file(args.out, scene->boxes);
         if (!s) return fail(s.error());
         std::fprintf(stderr, "wrote %zu boxes to %s\n", scene->boxes.size(), args.out.c_str());

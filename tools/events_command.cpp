@@ -151,8 +151,8 @@ public:
           progress_(Progress::on_stderr()),
           method_(args.method),
           count_(frame_count),
-          erase_each_frame_(args.verbose || (!args.has("out") && ::isatty(::fileno(stdout)) == 1)) {
-    }
+          erase_each_frame_(args.verbose || ((!args.has("out") || args.out == kStdoutPath) &&
+                                             ::isatty(::fileno(stdout)) == 1)) {}
 
     Output out;
 

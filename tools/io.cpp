@@ -1,6 +1,7 @@
 // The tool's checked input and output (see io.hpp).
 #include "io.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdarg>
@@ -21,6 +22,19 @@ Error io_error(const std::string& what, int error_number) {
     return Error{ErrorCode::io_error, what + ": " + std::strerror(error_number)};
 }
 
+/// Whether `spec`, which is no file, reads as a generator NAME:COUNT[:SEED] rather than a path:
+/// a name of letters, digits and underscores before the first colon, and no '/', '\\' or '.'
+/// anywhere ("unifrom:100" does; "data:v2/boxes.txt" and "scene:1.txt" do not).
+bool looks_like_generator(std::string_view spec) {
+    const std::size_t colon = spec.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return false;
+    for (std::size_t k = 0; k < colon; ++k) {
+        const unsigned char c = static_cast<unsigned char>(spec[k]);
+        if (!std::isalnum(c) && c != '_') return false;
+    }
+    return spec.find_first_of("/\\.") == std::string_view::npos;
+}
+
 const char* file_kind(mode_t mode) {
     return S_ISDIR(mode)    ? "a directory"
            : S_ISCHR(mode)  ? "a character device"
@@ -32,7 +46,7 @@ const char* file_kind(mode_t mode) {
 
 }  // namespace
 
-Output::Output(const Args& args) : path_(args.out) {}
+Output::Output(const Args& args) : path_(args.out == kStdoutPath ? "" : args.out) {}
 
 Output::~Output() {
     if (file_ != nullptr && file_ != stdout) {
@@ -178,12 +192,30 @@ Result<Scene> load_input_scene(const std::string& spec, const std::string& optio
                                  " of memory this process may use"};
         }
     }
+    Result<Scene> scene =
+        Error{ErrorCode::out_of_memory, "out of memory loading " + option + " " + spec};
     try {
-        return load_scene(spec);
+        scene = load_scene(spec);
     } catch (const std::bad_alloc&) {
     } catch (const std::length_error&) {
     }
-    return Error{ErrorCode::out_of_memory, "out of memory loading " + option + " " + spec};
+    if (!scene) {
+        // No such file, and a NAME:... whose NAME is no generator: the library's own words for
+        // an unknown generator (generate_scene's), not "cannot open".
+        struct stat info {};
+        if (scene.error().code == ErrorCode::io_error && ::lstat(spec.c_str(), &info) != 0 &&
+            errno == ENOENT && looks_like_generator(spec)) {
+            Result<Scene> generated = generate_scene(spec.substr(0, spec.find(':')), 0);
+            if (!generated)
+                return Error{generated.error().code, option + ": " + generated.error().message};
+        }
+        return scene;
+    }
+    if (scene->boxes.empty())
+        std::fprintf(stderr,
+                     "broadphase: %s %s has no boxes: an empty scene, so the results are empty\n",
+                     option.c_str(), spec.c_str());
+    return scene;
 }
 
 Status finish_stdout() {

@@ -12,9 +12,12 @@
 
 namespace broadphase::tool {
 
+/// The --out value that means standard output (`--out -`).
+inline constexpr std::string_view kStdoutPath = "-";
+
 /// Where a command's text goes: the --out file (opened on first use; when this created it,
-/// removed again unless finish() succeeds) or standard output. Both are line-buffered: a long
-/// command's finished lines are there while it runs.
+/// removed again unless finish() succeeds) or standard output (no --out, or `--out -`). Both are
+/// line-buffered: a long command's finished lines are there while it runs.
 class Output {
 public:
     explicit Output(const Args& args);
@@ -50,7 +53,9 @@ std::size_t memory_limit();
 
 /// load_scene(spec) for option `option`: a generator whose boxes (and one copy of them, which
 /// every method makes) exceed memory_limit() is refused before anything is allocated, and
-/// running out of memory is an error, never an abort.
+/// running out of memory is an error, never an abort. A spec that is no file but reads as
+/// NAME:COUNT with an unknown NAME gets the library's unknown-generator error, not "cannot
+/// open". An empty scene is no error: a note on standard error names it.
 Result<Scene> load_input_scene(const std::string& spec, const std::string& option = "--scene");
 
 /// Flushes standard output; an error (a full disk, a closed pipe) says so.

@@ -14,8 +14,12 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "../../tools/cli_options.hpp"
+#include "broadphase/proxies.hpp"
+#include "broadphase/structure.hpp"
 #include "simulation.hpp"
 #include "spawner.hpp"
 
@@ -31,6 +35,21 @@ auto timed(F&& f, double& ms) {
     ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
+}
+
+// --check METHOD: a CPU method of the library (an unknown name gets the nearest known one, as the
+// tool's --method does) that ProxyWorld takes, a dynamic structure (its own words otherwise).
+CLI::Validator proxy_method_check() {
+    std::vector<std::string> names;
+    for (std::string_view m : cpu_method_names()) names.emplace_back(m);
+    const CLI::Validator known = cli::one_of(names, "method");
+    return CLI::Validator(
+        [known](std::string& text) -> std::string {
+            if (std::string error = known(text); !error.empty()) return error;
+            auto world = ProxyWorld::create(text);
+            return world ? std::string() : world.error().message;
+        },
+        "");
 }
 
 int fail(const Error& error) {
@@ -63,6 +82,11 @@ int run_spawner(const simulation::SpawnerOptions& options, std::uint32_t frames)
                      static_cast<unsigned long long>(world.context().validation_errors()));
         return 1;
     }
+    if (!options.check_with.empty())
+        std::printf(
+            "check: all %u frames agree with the CPU proxy world over %s (pairs, began and "
+            "ended, exactly)\n",
+            frames, options.check_with.c_str());
     return 0;
 }
 
@@ -119,8 +143,10 @@ int main(int argc, char** argv) {
         ->needs(spawn_option);
     app.add_option("--check", spawn.check_with,
                    "with --spawn: compare every frame with a CPU proxy world over METHOD (a "
-                   "dynamic structure, e.g. dynamic_aabb_tree)")
+                   "dynamic structure, e.g. dynamic_aabb_tree); then one line says that "
+                   "every frame agreed")
         ->type_name("METHOD")
+        ->check(proxy_method_check())
         ->needs(spawn_option);
     spawn_option->excludes(app.get_option("--boxes"))->excludes(app.get_option("--batch"));
     try {

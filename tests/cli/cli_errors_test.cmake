@@ -246,7 +246,101 @@ string(REPLACE "." "\\." version_regex "${project_version}")
 check("--version" 0 "^broadphase ${version_regex} \\(" --version)
 check("version" 0 "^broadphase ${version_regex} \\(" version)
 
-# Test 11: the examples read their command lines the same way (when they are built beside the
+# Test 11: the tool names a mistake with the library's words. A --scene that is no file and reads
+# as NAME:COUNT with an unknown NAME gets generate_scene's "unknown generator" (with the known
+# names), as the C++ and Python APIs say it; a path that looks like a file still "cannot open".
+check("--scene unknown generator" 2
+      "^broadphase: --scene: unknown generator 'unifrom' \\(known: uniform, clustered, [a-z_, ]+\\)\n$"
+      pairs --method kd_tree --scene unifrom:100)
+check("--scene unknown generator, seed" 2 "--scene: unknown generator 'clusterd' \\(known: "
+      pairs --method kd_tree --scene clusterd:100:7)
+check("--boxes unknown generator" 2 "--boxes: unknown generator 'unifrom' \\(known: "
+      query --scene uniform:10 --boxes unifrom:5 --method kd_tree)
+check("--against unknown generator" 2 "--against: unknown generator 'unifrom' \\(known: "
+      pairs --scene uniform:10 --against unifrom:5 --method kd_tree)
+check("--scenes unknown generator" 2 "--scenes: unknown generator 'unifrom' \\(known: "
+      events --scenes unifrom:10 --frames 2 --method kd_tree)
+check("--scene a missing file" 2 "cannot open '${WORK}/no_such.txt': No such file"
+      pairs --method kd_tree --scene ${WORK}/no_such.txt)
+check("--scene a missing file with a colon" 2 "cannot open 'boxes:1.txt': No such file"
+      pairs --method kd_tree --scene boxes:1.txt)
+check("--scene a missing file in a folder" 2 "cannot open 'data:1/boxes': No such file"
+      pairs --method kd_tree --scene data:1/boxes)
+# A file whose name reads like a generator spec is read as the file it is.
+file(MAKE_DIRECTORY ${WORK}/named)
+file(WRITE ${WORK}/named/unifrom:2 "0 0 0 1 1 1\n0.5 0.5 0.5 2 2 2\n")
+execute_process(COMMAND ${TOOL} pairs --method kd_tree --scene unifrom:2 WORKING_DIRECTORY ${WORK}/named
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out STREQUAL "0 1\n")
+  message(FATAL_ERROR "pairs --scene unifrom:2 (a file) exited ${rc}: '${out}' '${err}'")
+endif()
+
+# Test 12: an empty scene (a generator of 0 boxes, an empty file) is no error, and not silent
+# either: exit 0, the empty results, and one note on standard error naming the scene.
+file(WRITE ${WORK}/empty.txt "# no boxes\n")
+# check_empty(NAME OPTION SPEC STDOUT args...): exit 0, standard output STDOUT exactly, and
+# standard error the one note on OPTION SPEC.
+function(check_empty name option spec expect_out)
+  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err TIMEOUT 120)
+  set(note "broadphase: ${option} ${spec} has no boxes: an empty scene, so the results are empty\n")
+  if(NOT rc EQUAL 0 OR NOT out STREQUAL "${expect_out}" OR NOT err STREQUAL "${note}")
+    message(FATAL_ERROR "${name}: broadphase ${ARGN} exited ${rc}, expected 0, '${expect_out}' "
+                        "and the note '${note}':\n'${out}'\n'${err}'")
+  endif()
+endfunction()
+check_empty("pairs uniform:0" --scene uniform:0 "" pairs --scene uniform:0 --method kd_tree)
+check_empty("pairs empty file" --scene ${WORK}/empty.txt ""
+            pairs --scene ${WORK}/empty.txt --method sweep_and_prune)
+check_empty("pairs --against empty" --against uniform:0 ""
+            pairs --scene uniform:10 --against uniform:0 --method kd_tree)
+check_empty("query empty --boxes" --boxes ${WORK}/empty.txt ""
+            query --scene uniform:10 --boxes ${WORK}/empty.txt --method kd_tree)
+check_empty("query empty --scene" --scene uniform:0 "0:\n1:\n"
+            query --scene uniform:0 --boxes uniform:2 --method kd_tree)
+check_empty("raycast empty --scene" --scene ${WORK}/empty.txt "0: -\n1: -\n"
+            raycast --scene ${WORK}/empty.txt --rays ${WORK}/rays.txt --method kd_tree)
+check_empty("cull empty --scene" --scene uniform:0 ""
+            cull --scene uniform:0 --camera ${camera} --method brute_force)
+check_empty("events empty --scenes" --scenes uniform:0 "frame 1\nframe 2\n"
+            events --scenes uniform:0 --frames 3 --method kd_tree)
+check_empty("scene uniform:0" --scene uniform:0 "" scene --scene uniform:0)
+check("validate empty" 0 "kd_tree +0 pairs .*all methods agree.*broadphase: --scene uniform:0 has no boxes"
+      validate --scene uniform:0 --methods kd_tree)
+
+# Test 13: --out - is standard output, for every command that takes --out: the same text as
+# without --out, no file named "-", and no "wrote ..." line.
+file(REMOVE_RECURSE ${WORK}/dash)
+file(MAKE_DIRECTORY ${WORK}/dash)
+foreach(command_line
+    "scene;--scene;uniform:3"
+    "pairs;--scene;uniform:300;--method;kd_tree"
+    "pairs;--scene;uniform:300;--against;uniform:30;--method;kd_tree"
+    "query;--scene;uniform:300;--boxes;uniform:5;--method;kd_tree"
+    "raycast;--scene;uniform:300;--rays;${WORK}/rays.txt;--method;kd_tree"
+    "cull;--scene;uniform:300;--camera;${camera};--method;brute_force"
+    "events;--scenes;uniform:300;--frames;3;--method;kd_tree")
+  execute_process(COMMAND ${TOOL} ${command_line} RESULT_VARIABLE rc OUTPUT_VARIABLE want)
+  execute_process(COMMAND ${TOOL} ${command_line} --out - WORKING_DIRECTORY ${WORK}/dash
+                  RESULT_VARIABLE rc_dash OUTPUT_VARIABLE got ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT rc_dash EQUAL 0 OR want STREQUAL "" OR NOT got STREQUAL want
+     OR NOT err STREQUAL "" OR EXISTS ${WORK}/dash/-)
+    message(FATAL_ERROR "broadphase ${command_line} --out - exited ${rc_dash}, wrote '${got}' "
+                        "(without --out: '${want}'), said '${err}'")
+  endif()
+endforeach()
+execute_process(COMMAND ${TOOL} validate --scene uniform:300 --methods kd_tree --out -
+                WORKING_DIRECTORY ${WORK}/dash RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "scene uniform:300: 300 boxes.*all methods agree"
+   OR EXISTS ${WORK}/dash/-)
+  message(FATAL_ERROR "validate --out - exited ${rc}: '${out}'")
+endif()
+check_stdout_full("scene --out - > /dev/full" scene --scene uniform:100 --out -)
+check_stdout_full("pairs --out - > /dev/full" pairs --scene uniform:1000 --method kd_tree --out -)
+check_help(pairs "--out FILE +write to FILE instead of standard output;[ \n]+-[ \n]+is[ \n]+standard"
+           "--frames")
+
+# Test 14: the examples read their command lines the same way (when they are built beside the
 # tool): --help exits 0, a bad number or an unknown option exits 2 naming it, before any GPU work.
 get_filename_component(build_dir ${TOOL} DIRECTORY)
 foreach(example renderer/broadphase_renderer simulation/broadphase_simulation)
@@ -261,6 +355,13 @@ foreach(example renderer/broadphase_renderer simulation/broadphase_simulation)
       check("${example} --boxes" 2 "--boxes: -5 is out of range" --boxes -5)
       check("${example} --frames" 2 "--frames: 'abc' is not an integer" --frames abc)
       check("${example} twice" 2 "--batch is given twice" --batch 2 --batch 3)
+      # --check's method is checked before any GPU work: a misspelling gets the nearest name,
+      # a structure that cannot move boxes the library's reason.
+      check("${example} --check misspelled" 2
+            "--check: unknown method 'dynamic_aabb_tre' \\(did you mean dynamic_aabb_tree\\?\\)"
+            --spawn 1 --check dynamic_aabb_tre)
+      check("${example} --check static" 2 "--check: .*'kd_tree' is not a dynamic structure"
+            --spawn 1 --check kd_tree)
     endif()
   endif()
 endforeach()
