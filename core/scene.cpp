@@ -2,8 +2,10 @@
 // pairs output format.
 #include "broadphase/scene.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -132,6 +134,23 @@ Result<Scene> generate_scene(std::string_view name, std::size_t count, std::uint
                                                     ":" + std::to_string(count));
 }
 
+namespace {
+
+/// Whether `spec`, which names no file, reads as a generator NAME:COUNT[:SEED] rather than a
+/// path: a name of letters, digits and underscores before the first colon, and no '/', '\\' or
+/// '.' anywhere ("unifrom:100" does; "data:v2/boxes.txt" and "scene:1.txt" do not).
+bool looks_like_generator(std::string_view spec) {
+    const std::size_t colon = spec.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return false;
+    for (std::size_t k = 0; k < colon; ++k) {
+        const unsigned char c = static_cast<unsigned char>(spec[k]);
+        if (!std::isalnum(c) && c != '_') return false;
+    }
+    return spec.find_first_of("/\\.") == std::string_view::npos;
+}
+
+}  // namespace
+
 Result<Scene> load_scene(const std::string& spec) {
     const std::size_t colon = spec.find(':');
     if (colon != std::string::npos && find_generator(std::string_view(spec).substr(0, colon))) {
@@ -155,10 +174,19 @@ Result<Scene> load_scene(const std::string& spec) {
                               static_cast<std::uint32_t>(seed));
     }
     Result<Scene> scene = read_scene_file(spec);
-    if (!scene && scene.error().code == ErrorCode::io_error && find_generator(spec)) {
-        return make_error(
-            ErrorCode::invalid_argument,
-            "no file '" + spec + "'; a generator needs a count: " + spec + ":COUNT[:SEED]");
+    if (!scene && scene.error().code == ErrorCode::io_error) {
+        if (find_generator(spec)) {
+            return make_error(
+                ErrorCode::invalid_argument,
+                "no file '" + spec + "'; a generator needs a count: " + spec + ":COUNT[:SEED]");
+        }
+        // No such file, and a NAME:... whose NAME is no generator: generate_scene's own words
+        // for an unknown generator, not "cannot open".
+        std::error_code ignored;
+        if (!std::filesystem::exists(std::filesystem::symlink_status(spec, ignored)) &&
+            looks_like_generator(spec)) {
+            return generate_scene(std::string_view(spec).substr(0, spec.find(':')), 0);
+        }
     }
     return scene;
 }

@@ -22,19 +22,6 @@ Error io_error(const std::string& what, int error_number) {
     return Error{ErrorCode::io_error, what + ": " + std::strerror(error_number)};
 }
 
-/// Whether `spec`, which is no file, reads as a generator NAME:COUNT[:SEED] rather than a path:
-/// a name of letters, digits and underscores before the first colon, and no '/', '\\' or '.'
-/// anywhere ("unifrom:100" does; "data:v2/boxes.txt" and "scene:1.txt" do not).
-bool looks_like_generator(std::string_view spec) {
-    const std::size_t colon = spec.find(':');
-    if (colon == 0 || colon == std::string_view::npos) return false;
-    for (std::size_t k = 0; k < colon; ++k) {
-        const unsigned char c = static_cast<unsigned char>(spec[k]);
-        if (!std::isalnum(c) && c != '_') return false;
-    }
-    return spec.find_first_of("/\\.") == std::string_view::npos;
-}
-
 const char* file_kind(mode_t mode) {
     return S_ISDIR(mode)    ? "a directory"
            : S_ISCHR(mode)  ? "a character device"
@@ -200,15 +187,10 @@ Result<Scene> load_input_scene(const std::string& spec, const std::string& optio
     } catch (const std::length_error&) {
     }
     if (!scene) {
-        // No such file, and a NAME:... whose NAME is no generator: the library's own words for
-        // an unknown generator (generate_scene's), not "cannot open".
-        struct stat info {};
-        if (scene.error().code == ErrorCode::io_error && ::lstat(spec.c_str(), &info) != 0 &&
-            errno == ENOENT && looks_like_generator(spec)) {
-            Result<Scene> generated = generate_scene(spec.substr(0, spec.find(':')), 0);
-            if (!generated)
-                return Error{generated.error().code, option + ": " + generated.error().message};
-        }
+        // load_scene's "unknown generator" (a NAME:... that is no file) names no option: say
+        // which one held it.
+        if (scene.error().message.rfind("unknown generator", 0) == 0)
+            return Error{scene.error().code, option + ": " + scene.error().message};
         return scene;
     }
     if (scene->boxes.empty())

@@ -64,7 +64,9 @@ Result<std::vector<Ray>> parse_rays_text(std::string_view text, std::string_view
 /// Reads a rays file (parse_rays_text); only regular files, errors name the path.
 Result<std::vector<Ray>> read_rays_file(const std::string& path);
 
-/// Loads `spec`: a file path, or a generator `name:count[:seed]` (e.g. `uniform:100000`).
+/// Loads `spec`: a file path, or a generator `name:count[:seed]` (e.g. `uniform:100000`). A
+/// `name:...` that is no file and whose name is no generator ("unifrom:100") gets
+/// generate_scene's "unknown generator" error, with the known names.
 Result<Scene> load_scene(const std::string& spec);
 
 /// Writes boxes as scene text, with enough digits to round-trip every float exactly.

@@ -384,6 +384,21 @@ TEST(LoadScene, UnknownPrefixIsAFilePath) {
     EXPECT_NE(scene.error().message.find("/nonexistent/nosuchgen:10"), std::string::npos);
 }
 
+// A NAME:... that is no file and no generator gets generate_scene's words, with the known
+// names, as the tool and the Python module say it; what reads as a path still cannot open.
+TEST(LoadScene, MisspelledGeneratorIsNamedAsOne) {
+    const auto scene = load_scene("unifrom:100");
+    ASSERT_FALSE(scene);
+    EXPECT_EQ(scene.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(scene.error().message.rfind("unknown generator 'unifrom' (known: uniform", 0), 0u)
+        << scene.error().message;
+    for (const char* path : {"boxes:1.txt", "no_such_dir:1/boxes"}) {
+        const auto file = load_scene(path);
+        ASSERT_FALSE(file) << path;
+        EXPECT_EQ(file.error().code, ErrorCode::io_error) << path;
+    }
+}
+
 // Pairs output.
 
 TEST(FormatPairs, OnePairPerLine) {
