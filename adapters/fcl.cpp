@@ -146,13 +146,28 @@ Box grown_box(const ::fcl::AABB<S>& a, S d) {
 }  // namespace
 
 Box outward_box(const double lo[3], const double hi[3]) {
-    Box b;
+    // A bound given as min > max (an inverted AABB) still overlaps, in FCL's test, every box
+    // that spans [max, min]: the swapped interval keeps those pairs.
+    double from[3], to[3];
+    bool in_range = true;  // every bound finite and inside the float range (false for NaN)
+    constexpr double kFloatMax = std::numeric_limits<float>::max();
     for (int k = 0; k < 3; ++k) {
-        // A bound given as min > max (an inverted AABB) still overlaps, in FCL's test, every
-        // box that spans [max, min]: the swapped interval keeps those pairs.
         const bool swap = lo[k] > hi[k];
-        b.min[k] = outward(swap ? hi[k] : lo[k], false);
-        b.max[k] = outward(swap ? lo[k] : hi[k], true);
+        from[k] = swap ? hi[k] : lo[k];
+        to[k] = swap ? lo[k] : hi[k];
+        in_range &= std::abs(from[k]) < kFloatMax && std::abs(to[k]) < kFloatMax;
+    }
+    Box b;
+    if (in_range) {  // the common case, checked once for the box: read per object per step
+        for (int k = 0; k < 3; ++k) {
+            b.min[k] = adapters::round_outward_in_range(from[k], false);
+            b.max[k] = adapters::round_outward_in_range(to[k], true);
+        }
+        return b;
+    }
+    for (int k = 0; k < 3; ++k) {
+        b.min[k] = outward(from[k], false);
+        b.max[k] = outward(to[k], true);
     }
     return b;
 }

@@ -38,6 +38,20 @@ inline float round_outward(double v, bool up) {
     return (up ? double(f) < v : double(f) > v) ? stepped : f;
 }
 
+/// round_outward for a v with |v| < FLT_MAX (so neither NaN nor infinite), without the checks:
+/// the float at or below v (at or above it when `up`). A step towards -infinity moves a float's
+/// bits down by one where its sign is clear and up by one where it is set (-0 included, whose
+/// step is -denorm_min); towards +infinity the other way. Callers check the range once for a
+/// whole box.
+inline float round_outward_in_range(double v, bool up) {
+    const float f = static_cast<float>(v);
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+    const bool negative = (bits >> 31) != 0;
+    const std::uint32_t stepped = negative != up ? bits + 1 : bits - 1;
+    const bool rounded_inward = up ? double(f) < v : double(f) > v;
+    return rounded_inward ? std::bit_cast<float>(stepped) : f;
+}
+
 /// The float box [round_outward(lo, down), round_outward(hi, up)] on each axis.
 inline Box round_outward(const double lo[3], const double hi[3]) {
     Box b;

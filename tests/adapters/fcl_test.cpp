@@ -738,6 +738,14 @@ TEST(FclOutwardBox, StepsAsNextafter) {
         EXPECT_EQ(b.max.x, up) << v;
         EXPECT_LE(double(b.min.x), v);
         EXPECT_GE(double(b.max.x), v);
+        // The same with a NaN on another axis: the box takes the checked path, value by value
+        // (the NaN bound opens to the float range), and rounds v alike.
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double lo2[3] = {v, nan, v}, hi2[3] = {v, v, v};
+        const broadphase::Box checked = broadphase::fcl::outward_box(lo2, hi2);
+        EXPECT_EQ(checked.min.x, down) << v;
+        EXPECT_EQ(checked.max.x, up) << v;
+        EXPECT_EQ(checked.min.y, -FLT_MAX) << v;
     }
 }
 
