@@ -17,14 +17,14 @@
 //
 // gpu_lbvh keeps the slots in a gpu::ProxyScene (adapters::GpuPairs, gpu_pairs.hpp): one GPU
 // step per calculateOverlappingPairs with changes, whose began and ended pairs go to the cache
-// as the tracker's do; and in a CPU Index (a structure that follows the slots lazily) for
-// Bullet's queries.
+// as the tracker's do; and, for Bullet's queries, in a PairTracker over Options::query_method
+// that keeps no pairs (Config::pairs false): the first query after changes applies them, the
+// changed slots alone.
 //
-// rayTest: Bullet wants every box along the ray, in order. CPU methods walk the tracker's
-// structure once along the ray (PairTracker::query_ray: the boxes grown by the cast shape's box,
-// as btDbvt::rayTestInternal grows its nodes), and call the hits back in increasing entry
-// distance. gpu_lbvh's CPU mirror cuts the ray into segments a few typical box sizes long and
-// queries each segment's bounding box.
+// rayTest: Bullet wants every box along the ray, in order. Both walk the tracker's structure
+// once along the ray (PairTracker::query_ray: the boxes grown by the cast shape's box, as
+// btDbvt::rayTestInternal grows its nodes), and call the hits back in increasing entry
+// distance.
 #include "broadphase/bullet.hpp"
 
 #include <BulletCollision/BroadphaseCollision/btOverlappingPairCache.h>
@@ -120,208 +120,6 @@ Status guarded(const char* what, Fn&& fn) {
     return out_of_memory(what);
 }
 
-/// A Structure that follows the slots: `touch` records a changed slot, `catch_up` applies
-/// the changes (dynamic structures: insert, remove, move by slot; static ones: a rebuild over
-/// the live slots, whose ids are then compact and mapped back through slot_of).
-class Index {
-public:
-    Status init(std::string_view method) {
-        auto made = make_structure(method);
-        if (!made) return made.error();
-        structure_ = std::move(made.value());
-        dynamic_ = structure_->is_dynamic();
-        held_.clear();
-        dirty_flag_.clear();
-        dirty_.clear();
-        slot_of_.clear();
-        id_of_.clear();
-        stale_ = !dynamic_;
-        return Status::success();
-    }
-
-    /// Slot `slot` changed (its box, its proxy, or it was freed).
-    void touch(std::uint32_t slot) {
-        if (!dynamic_) {
-            stale_ = true;
-            return;
-        }
-        if (slot >= dirty_flag_.size()) dirty_flag_.resize(slot + 1, 0);
-        if (!dirty_flag_[slot]) {
-            dirty_flag_[slot] = 1;
-            dirty_.push_back(slot);
-        }
-    }
-
-    /// True when catch_up has work to do.
-    bool behind() const { return dynamic_ ? !dirty_.empty() : stale_; }
-
-    /// Applies the changes. Filters are set when `filtered` (the pair index), from the slots'.
-    Status catch_up(const std::vector<Slot>& slots, bool filtered) {
-        if (dynamic_) {
-            if (held_.size() < slots.size()) held_.resize(slots.size(), 0);
-            if (structure_->size() == 0 && dirty_.size() == slots.size() && slots.size() > 1 &&
-                std::all_of(slots.begin(), slots.end(),
-                            [](const Slot& slot) { return slot.proxy && slot.valid; }))
-                return bulk_build(slots, filtered);
-            Status status = Status::success();
-            for (const std::uint32_t s : dirty_) {
-                dirty_flag_[s] = 0;
-                const Slot& slot = slots[s];
-                const bool want = slot.proxy && slot.valid;
-                Status done = Status::success();
-                if (want && held_[s]) {
-                    done = structure_->move(s, slot.box);
-                } else if (want) {
-                    done = structure_->insert(s, slot.box);
-                    if (done) held_[s] = 1;
-                } else if (held_[s]) {
-                    done = structure_->remove(s);
-                    if (done) held_[s] = 0;
-                }
-                if (want && filtered) structure_->set_filter(s, slot.filter);
-                if (!done) status = done;
-            }
-            dirty_.clear();
-            return status;
-        }
-        if (!stale_) return Status::success();
-        std::vector<Box> boxes;
-        slot_of_.clear();
-        id_of_.assign(slots.size(), kNone);
-        for (std::uint32_t s = 0; s < slots.size(); ++s) {
-            if (!slots[s].proxy || !slots[s].valid) continue;
-            id_of_[s] = static_cast<std::uint32_t>(slot_of_.size());
-            slot_of_.push_back(s);
-            boxes.push_back(slots[s].box);
-        }
-        Status built = build_structure(*structure_, boxes);
-        ++rebuilds_;
-        structure_->clear_filters();
-        if (!built) {
-            slot_of_.clear();
-            id_of_.assign(slots.size(), kNone);
-            (void)structure_->build({});
-            return built;
-        }
-        if (filtered)
-            for (std::uint32_t id = 0; id < slot_of_.size(); ++id)
-                structure_->set_filter(id, slots[slot_of_[id]].filter);
-        stale_ = false;
-        return Status::success();
-    }
-
-    /// An empty dynamic structure whose slots are all live, valid and changed (a world filled
-    /// before its first step) is built in one go, ids = slots, instead of by inserts.
-    Status bulk_build(const std::vector<Slot>& slots, bool filtered) {
-        std::vector<Box> boxes;
-        boxes.reserve(slots.size());
-        for (const Slot& slot : slots) boxes.push_back(slot.box);
-        for (const std::uint32_t s : dirty_) dirty_flag_[s] = 0;
-        dirty_.clear();
-        structure_->clear_filters();
-        if (Status built = build_structure(*structure_, boxes); !built) {
-            (void)structure_->build({});
-            return built;
-        }
-        std::fill(held_.begin(), held_.begin() + std::ptrdiff_t(slots.size()), 1);
-        if (filtered)
-            for (std::uint32_t s = 0; s < slots.size(); ++s)
-                structure_->set_filter(s, slots[s].filter);
-        return Status::success();
-    }
-
-    /// The filter of a held slot changed (call after catch_up; a stale static index sets its
-    /// filters at its rebuild).
-    void set_filter(std::uint32_t slot, const Filter& filter) {
-        const std::uint32_t id = id_of(slot);
-        if (id != kNone) structure_->set_filter(id, filter);
-    }
-
-    /// Every filter again: the slots' own when `filtered`, else none.
-    void reset_filters(const std::vector<Slot>& slots, bool filtered) {
-        structure_->clear_filters();
-        if (!filtered) return;
-        for (std::uint32_t s = 0; s < slots.size(); ++s) set_filter(s, slots[s].filter);
-    }
-
-    /// The structure's id of a slot it holds, else kNone.
-    std::uint32_t id_of(std::uint32_t slot) const {
-        if (dynamic_) return slot < held_.size() && held_[slot] ? slot : kNone;
-        return !stale_ && slot < id_of_.size() ? id_of_[slot] : kNone;
-    }
-    /// The slot of a structure id.
-    std::uint32_t slot(std::uint32_t id) const { return dynamic_ ? id : slot_of_[id]; }
-
-    /// Every held slot overlapping `region`, appended to `out` (after catch_up).
-    void query(const Box& region, std::vector<std::uint32_t>& scratch,
-               std::vector<std::uint32_t>& out) const {
-        scratch.clear();
-        structure_->query_box(region, scratch);
-        for (const std::uint32_t id : scratch) out.push_back(slot(id));
-    }
-
-    /// Every overlapping pair the filters allow, as slots (smaller first), into `out`.
-    void pairs(std::vector<Pair>& scratch, std::vector<Pair>& out) const {
-        scratch.clear();
-        structure_->self_pairs(scratch);
-        out.clear();
-        out.reserve(scratch.size());
-        for (const Pair& p : scratch) {
-            const std::uint32_t a = slot(p.i), b = slot(p.j);
-            out.push_back(a < b ? Pair{a, b} : Pair{b, a});
-        }
-    }
-
-    /// Checks that the structure holds exactly the live, valid slots, with their boxes, and
-    /// its own invariants (after catch_up).
-    Status validate(const std::vector<Slot>& slots) const {
-        if (Status s = structure_->validate(); !s) return s;
-        std::size_t expected = 0;
-        std::vector<std::uint32_t> found;
-        for (std::uint32_t s = 0; s < slots.size(); ++s) {
-            const bool want = slots[s].proxy && slots[s].valid;
-            const std::uint32_t id = id_of(s);
-            if (want != (id != kNone))
-                return Error{ErrorCode::invariant_violated,
-                             "broadphase::bullet: slot " + std::to_string(s) +
-                                 (want ? " is missing from " : " should not be in ") +
-                                 std::string(structure_->name()),
-                             s};
-            if (!want) continue;
-            ++expected;
-            found.clear();
-            structure_->query_box(slots[s].box, found);
-            if (std::find(found.begin(), found.end(), id) == found.end())
-                return Error{ErrorCode::invariant_violated,
-                             "broadphase::bullet: " + std::string(structure_->name()) +
-                                 " does not find slot " + std::to_string(s) + " at its box",
-                             s};
-        }
-        if (structure_->size() != expected)
-            return Error{ErrorCode::invariant_violated,
-                         "broadphase::bullet: " + std::string(structure_->name()) + " holds " +
-                             std::to_string(structure_->size()) + " boxes, the slots " +
-                             std::to_string(expected)};
-        return Status::success();
-    }
-
-    std::string_view name() const { return structure_->name(); }
-    std::uint64_t rebuilds() const { return rebuilds_; }
-    bool dynamic() const { return dynamic_; }
-    const Structure& structure() const { return *structure_; }
-
-private:
-    std::unique_ptr<Structure> structure_;
-    bool dynamic_ = true;
-    std::vector<std::uint8_t> held_;        // dynamic: slot is in the structure
-    std::vector<std::uint8_t> dirty_flag_;  // dynamic: slot is in dirty_
-    std::vector<std::uint32_t> dirty_;      // dynamic: slots changed since catch_up
-    bool stale_ = false;                    // static: a rebuild is due
-    std::vector<std::uint32_t> slot_of_;    // static: structure id -> slot
-    std::vector<std::uint32_t> id_of_;      // static: slot -> structure id or kNone
-    std::uint64_t rebuilds_ = 0;
-};
-
 }  // namespace
 
 /// The pair cache the adapter owns (Options::pair_cache null): Bullet's hashed cache, which
@@ -404,17 +202,16 @@ private:
 
 struct Broadphase::Impl {
     std::string method;
-    std::string query_method;  // gpu_lbvh: the mirror's method
-    // CPU methods: the live, valid slots, their pairs kept up to date slot by slot (each
+    // The live, valid slots. CPU methods: their pairs kept up to date slot by slot (each
     // createProxy, setAabb and destroyProxy applies its slot at once, as btDbvtBroadphase
-    // collides a moved leaf at once).
+    // collides a moved leaf at once). gpu_lbvh: the queries' index over query_method
+    // (PairTracker::Config::pairs false), brought up to date by the first query after changes.
     std::unique_ptr<PairTracker> tracker;
     std::vector<Pair> began, ended;  // one update's events
     std::uint64_t cached = 0;        // pairs this adapter put in the cache and did not remove
     std::uint64_t window_added = 0, window_removed = 0;  // since the last call
     bool resync = true;  // the cache must be synced against every pair at the next call
     btDispatcher* last_dispatcher = nullptr;  // the one given with the changes recorded
-    Index index;                              // gpu_lbvh: the queries' mirror
     bool gpu = false;
     std::unique_ptr<adapters::GpuPairs> gpu_pairs;  // gpu_lbvh: the pairs
     std::unique_ptr<FlushingPairCache> own_cache;
@@ -468,7 +265,7 @@ struct Broadphase::Impl {
             last_dispatcher = dispatcher;
             return;
         }
-        index.touch(s);
+        fail(guarded("a change", [&] { return record(s); }));
         gpu_pairs->touch(s);
     }
 
@@ -581,22 +378,18 @@ struct Broadphase::Impl {
         }
     }
 
-    /// The index the queries read, caught up.
-    Index& query_index() {
-        if (index.behind())
-            fail(guarded("a query", [&] { return index.catch_up(slots, !gpu && !callback_mode); }));
-        return index;
+    /// The tracker up to date for a query: CPU methods flush (pairs and cache); gpu_lbvh's
+    /// query index applies the changes since the last query.
+    void ready_for_query() {
+        if (!gpu) return flush();
+        if (!tracker->pending()) return;
+        fail(guarded("a query", [&] { return tracker->update(began, ended); }));
     }
 
-    /// Every slot whose box overlaps `region`, appended to `out`: the tracker's (CPU
-    /// methods), or the mirror's brought up to date (gpu_lbvh).
-    void query(const Box& region, std::vector<std::uint32_t>& scratch,
-               std::vector<std::uint32_t>& out) {
-        if (!gpu) {
-            flush();
-            return tracker->query_box(region, out);
-        }
-        query_index().query(region, scratch, out);
+    /// Every slot whose box overlaps `region`, appended to `out`.
+    void query(const Box& region, std::vector<std::uint32_t>& out) {
+        ready_for_query();
+        tracker->query_box(region, out);
     }
 
     /// The pairs now, into `pairs` (slots, smaller first).
@@ -799,17 +592,16 @@ Result<std::unique_ptr<Broadphase>> Broadphase::create(std::string_view method,
         auto impl = std::make_unique<Impl>();
         impl->method = std::string(method);
         impl->gpu = method == "gpu_lbvh";
-        if (!impl->gpu) {
-            PairTracker::Config config;
-            config.method = std::string(method);
-            auto tracker = PairTracker::create(config);
-            if (!tracker) return tracker.error();
-            impl->tracker = std::move(tracker.value());
-        } else {
-            impl->query_method = std::string(options.query_method);
-            if (Status s = impl->index.init(options.query_method); !s)
-                return Error{ErrorCode::invalid_argument,
-                             "gpu_lbvh: query_method: " + s.error().message};
+        PairTracker::Config config;
+        config.method = std::string(impl->gpu ? options.query_method : method);
+        config.pairs = !impl->gpu;
+        auto tracker = PairTracker::create(config);
+        if (!tracker)
+            return impl->gpu ? Error{ErrorCode::invalid_argument,
+                                     "gpu_lbvh: query_method: " + tracker.error().message}
+                             : tracker.error();
+        impl->tracker = std::move(tracker.value());
+        if (impl->gpu) {
             auto pairs = adapters::GpuPairs::create(options.context);
             if (!pairs) return pairs.error();
             impl->gpu_pairs = std::move(pairs.value());
@@ -874,7 +666,7 @@ void Broadphase::destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher
     --m.live;
     if (m.gpu) {  // its body leaves the scene now, so that a new proxy here is a new body
         m.fail(m.gpu_pairs->drop(s));
-        m.index.touch(s);
+        m.fail(guarded("destroyProxy", [&] { return m.record(s); }));
         m.free_slots.push_back(s);
         return;
     }
@@ -915,23 +707,6 @@ void Broadphase::getAabb(btBroadphaseProxy* proxy, btVector3& aabb_min, btVector
 
 namespace {
 
-/// The median of the largest axis extent of up to 64 valid boxes spread over the slots: the
-/// length that rayTest's segments are measured in (a world-sized ground cannot move it).
-double typical_extent(const std::vector<Slot>& slots) {
-    std::vector<double> extents;
-    const std::size_t stride = std::max<std::size_t>(1, slots.size() / 64);
-    for (std::size_t s = 0; s < slots.size(); s += stride) {
-        if (!slots[s].proxy || !slots[s].valid) continue;
-        const Box& b = slots[s].box;
-        extents.push_back(std::max(
-            {double(b.max.x) - b.min.x, double(b.max.y) - b.min.y, double(b.max.z) - b.min.z}));
-    }
-    if (extents.empty()) return 0;
-    std::nth_element(extents.begin(), extents.begin() + std::ptrdiff_t(extents.size() / 2),
-                     extents.end());
-    return extents[extents.size() / 2];
-}
-
 /// A double box as a float box that contains it (rounded outwards, clamped to the floats).
 Box outward(const double lo[3], const double hi[3]) {
     return adapters::round_outward(lo, hi);
@@ -947,12 +722,10 @@ bool by_entry(const RayCandidate& a, const RayCandidate& b) {
     return a.t < b.t || (a.t == b.t && a.uid < b.uid);
 }
 
-/// A thread's scratch for rayTest and aabbTest (any Broadphase: the ray stamps count up across
-/// them, each ray's own), so that a query allocates only while its scratch grows.
+/// A thread's scratch for rayTest and aabbTest (any Broadphase), so that a query allocates
+/// only while its scratch grows.
 struct QueryScratch {
-    std::vector<std::uint32_t> scratch, found;
-    std::vector<std::uint32_t> ray_stamp;  // gpu_lbvh's mirror, by slot: the ray that processed it
-    std::uint32_t ray_count = 0;
+    std::vector<std::uint32_t> found;
     std::vector<RayHit> ray_hits;
     std::vector<RayCandidate> candidates;
 };
@@ -1002,79 +775,23 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
     // Per thread, so that rays may be cast from several threads at once (once the pairs are
     // up to date: a query first applies the changes that wait, a write).
     QueryScratch& q = query_scratch();
-    if (!m.gpu) {  // one walk of the tracker's structure along the ray
-        m.flush();
-        Ray segment = ray;
-        segment.tmax = length > 0 ? float(t_end) : 0.0f;
-        const Vec3 lo{-float(aabb_max[0]), -float(aabb_max[1]), -float(aabb_max[2])};
-        const Vec3 hi{-float(aabb_min[0]), -float(aabb_min[1]), -float(aabb_min[2])};
-        q.ray_hits.clear();
-        m.tracker->query_ray(segment, lo, hi, q.ray_hits);
-        q.candidates.clear();
-        for (const RayHit& hit : q.ray_hits) {
-            Proxy* proxy = m.slots[hit.id].proxy;
-            if (proxy) q.candidates.push_back({hit.t, proxy->m_uniqueId, proxy});
-        }
-        std::sort(q.candidates.begin(), q.candidates.end(), by_entry);
-        for (const RayCandidate& hit : q.candidates) {
-            if (length > 0 && hit.t > callback.m_lambda_max) return;
-            callback.process(hit.proxy);
-        }
-        return;
+    // One walk of the tracker's structure along the ray.
+    m.ready_for_query();
+    Ray segment = ray;
+    segment.tmax = length > 0 ? float(t_end) : 0.0f;
+    const Vec3 lo{-float(aabb_max[0]), -float(aabb_max[1]), -float(aabb_max[2])};
+    const Vec3 hi{-float(aabb_min[0]), -float(aabb_min[1]), -float(aabb_min[2])};
+    q.ray_hits.clear();
+    m.tracker->query_ray(segment, lo, hi, q.ray_hits);
+    q.candidates.clear();
+    for (const RayHit& hit : q.ray_hits) {
+        Proxy* proxy = m.slots[hit.id].proxy;
+        if (proxy) q.candidates.push_back({hit.t, proxy->m_uniqueId, proxy});
     }
-    const double extent = typical_extent(m.slots);
-    int segments = 1;
-    if (extent > 0 && t_end > 0)
-        segments = int(std::clamp(std::ceil(t_end / (4 * extent)), 1.0, 256.0));
-
-    std::uint32_t& ray_count = q.ray_count;
-    std::vector<std::uint32_t>& ray_stamp = q.ray_stamp;
-    if (++ray_count == 0) {  // the stamps wrapped around: start them again
-        std::fill(ray_stamp.begin(), ray_stamp.end(), 0u);
-        ray_count = 1;
-    }
-    if (ray_stamp.size() < m.slots.size()) ray_stamp.resize(m.slots.size(), 0);
-    std::vector<RayCandidate>& hits = q.candidates;
-    for (int k = 0; k < segments; ++k) {
-        const double t0 = t_end * k / segments;
-        const double t1 = k + 1 == segments ? t_end : t_end * (k + 1) / segments;
-        if (t0 > callback.m_lambda_max && length > 0) return;
-        double lo[3], hi[3];
-        for (int axis = 0; axis < 3; ++axis) {
-            const double a = origin[axis] + dir[axis] * t0;
-            const double b = origin[axis] + dir[axis] * t1;
-            // Rounding slack: the exact test below runs in float.
-            const double pad =
-                1e-6 * (std::abs(a) + std::abs(b) + grow_hi[axis] - grow_lo[axis]) + 1e-30;
-            lo[axis] = std::min(a, b) + grow_lo[axis] - pad;
-            hi[axis] = std::max(a, b) + grow_hi[axis] + pad;
-        }
-        q.found.clear();
-        m.query(outward(lo, hi), q.scratch, q.found);
-        hits.clear();
-        const bool last = k + 1 == segments;
-        for (const std::uint32_t s : q.found) {
-            if (ray_stamp[s] == ray_count) continue;
-            const Slot& slot = m.slots[s];
-            if (!slot.proxy) continue;
-            // The box grown by the cast shape's, as btDbvt::rayTestInternal grows its nodes.
-            Box grown = slot.box;
-            for (int axis = 0; axis < 3; ++axis) {
-                grown.min[axis] -= float(aabb_max[axis]);
-                grown.max[axis] -= float(aabb_min[axis]);
-            }
-            float t_near = 0;
-            float t_far = length > 0 ? float(t_end) : 0.0f;
-            if (!ray_box_slabs(ray, grown, t_near, t_far) || !(t_near <= t_far)) continue;
-            if (!last && double(t_near) > t1) continue;  // a later segment's
-            ray_stamp[s] = ray_count;
-            hits.push_back({t_near, slot.proxy->m_uniqueId, slot.proxy});
-        }
-        std::sort(hits.begin(), hits.end(), by_entry);
-        for (const RayCandidate& hit : hits) {
-            if (length > 0 && hit.t > callback.m_lambda_max) return;
-            callback.process(hit.proxy);
-        }
+    std::sort(q.candidates.begin(), q.candidates.end(), by_entry);
+    for (const RayCandidate& hit : q.candidates) {
+        if (length > 0 && hit.t > callback.m_lambda_max) return;
+        callback.process(hit.proxy);
     }
 }
 
@@ -1089,7 +806,7 @@ void Broadphase::aabbTest(const btVector3& aabb_min, const btVector3& aabb_max,
     }
     QueryScratch& q = query_scratch();
     q.found.clear();
-    m.query(outward(lo, hi), q.scratch, q.found);
+    m.query(outward(lo, hi), q.found);
     std::vector<Proxy*> hits;
     hits.reserve(q.found.size());
     for (const std::uint32_t s : q.found)
@@ -1127,12 +844,8 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
     (void)dispatcher;
     Impl& m = *impl_;
     if (m.live != 0) return;
-    if (m.gpu) {
-        m.fail(m.gpu_pairs->clear());
-        m.fail(m.index.init(m.query_method));
-    } else {
-        m.tracker->clear();
-    }
+    if (m.gpu) m.fail(m.gpu_pairs->clear());
+    m.tracker->clear();
     m.cached = 0;
     m.resync = true;
     m.slots.clear();
@@ -1163,7 +876,7 @@ Stats Broadphase::stats() const {
     Stats s = impl_->stats;
     s.proxies = impl_->live;
     s.invalid_proxies = impl_->invalid;
-    s.rebuilds = impl_->gpu ? impl_->index.rebuilds() : impl_->tracker->stats().rebuilds;
+    s.rebuilds = impl_->tracker->stats().rebuilds;
     s.gpu_steps = impl_->gpu ? impl_->gpu_pairs->steps() : 0;
     return s;
 }
@@ -1174,7 +887,7 @@ Status Broadphase::status() const {
 
 Status Broadphase::validate() {
     Impl& m = *impl_;
-    if (!m.gpu) m.flush();
+    m.ready_for_query();
     std::uint32_t live = 0, invalid = 0;
     for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
         const Slot& slot = m.slots[s];
@@ -1193,7 +906,6 @@ Status Broadphase::validate() {
     if (live + m.free_slots.size() + m.released_slots.size() != m.slots.size())
         return Error{ErrorCode::invariant_violated,
                      "broadphase::bullet: the free list and the live slots do not add up"};
-    if (m.gpu) return m.query_index().validate(m.slots);
     for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
         const bool want = m.slots[s].proxy && m.slots[s].valid;
         if (want != m.tracker->contains(s) || (want && m.tracker->box(s) != m.slots[s].box))

@@ -336,6 +336,7 @@ struct PairTracker::Impl {
         }
         ++stats.rebuilds;
         if (Status s = build_structure(*structure, built); !s) return s;
+        if (!config.pairs) return Status::success();  // a query index
         structure->clear_filters();
         if (filtered)
             for (std::uint32_t k = 0; k < id_of_built.size(); ++k)
@@ -529,6 +530,7 @@ struct PairTracker::Impl {
         pending_count = 0;
         ++stats.rebuilds;
         if (Status s = build_structure(*structure, fat); !s) return s.error();
+        if (!config.pairs) return true;  // a query index
         found_pairs.clear();
         structure->self_pairs(found_pairs);
         for (const Pair& p : found_pairs)
@@ -560,6 +562,10 @@ struct PairTracker::Impl {
         }
         pending.resize(live);
         stats.changed += live;
+        if (!config.pairs) {  // a query index: the structure is up to date
+            pending.clear();
+            return Status::success();
+        }
         for (const std::uint32_t id : requery) requery_one(id, ended);
         if (++update_epoch == 0) {  // wrapped: start the marks again
             std::fill(changed_in.begin(), changed_in.end(), 0u);
@@ -594,6 +600,7 @@ struct PairTracker::Impl {
         // right after it was made), else skipped and dropped by the next update of all.
         if (pending.back() == id) pending.pop_back();
         if (pending_count == 0) pending.clear();
+        if (!config.pairs) return Status::success();  // a query index
         if (needs.value()) requery_one(id, ended);
         if (bodies[id].present) test_one(id, began, ended);
         if (reborn) cancel_repeats(began_from, ended_from, began, ended);
@@ -837,6 +844,19 @@ Status PairTracker::validate() const {
     if (m.dynamic && m.structure->size() != held)
         return broken("the structure holds " + std::to_string(m.structure->size()) +
                       " boxes, the tracker " + std::to_string(held));
+    if (!m.config.pairs) {  // a query index: no pairs, and each body found at its box
+        if (!m.pairs.empty() || m.cands.size() != m.free_cands.size())
+            return broken("a query index holds pairs or candidates");
+        std::vector<std::uint32_t> found;
+        for (std::uint32_t id = 0; id < m.bodies.size(); ++id) {
+            if (!m.bodies[id].in_structure) continue;
+            found.clear();
+            query_box(m.boxes[id], found);
+            if (std::find(found.begin(), found.end(), id) == found.end())
+                return broken("body " + std::to_string(id) + " is not found at its box", id);
+        }
+        return Status::success();
+    }
     // The pairs against brute force over the applied bodies (exact without hysteresis;
     // with it, every overlapping pair must be there and none more than h apart).
     std::vector<Pair> expected, got(m.pairs.begin(), m.pairs.end());

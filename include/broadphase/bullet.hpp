@@ -7,7 +7,7 @@
 //
 // Every CPU method (cpu_method_names()) sits behind it, the dynamic ones kept up to date by
 // insert, remove and move, the static ones rebuilt when something changed; "gpu_lbvh" runs
-// through gpu::ProxyScene, with a CPU mirror for Bullet's ray and box queries.
+// through gpu::ProxyScene, with a CPU query index for Bullet's ray and box queries.
 //
 // The pair cache holds exactly the pairs of proxies whose closed boxes overlap and that the
 // cache's needsBroadphaseCollision accepts (the group/mask rule (g0 & m1) && (g1 & m0), or the
@@ -42,8 +42,9 @@ struct Options {
     /// broadphase's pairs). Null: the adapter owns a btHashedOverlappingPairCache, as
     /// btDbvtBroadphase does when given none.
     btOverlappingPairCache* pair_cache = nullptr;
-    /// gpu_lbvh only: the CPU method of the mirror that answers rayTest and aabbTest (a dynamic
-    /// structure; brought up to date lazily, when a query comes after changes).
+    /// gpu_lbvh only: the CPU method of the index that answers rayTest and aabbTest (a
+    /// PairTracker that keeps no pairs; the first query after changes applies them, the changed
+    /// proxies alone, and a static method is rebuilt then).
     std::string_view query_method = "dynamic_aabb_tree";
 };
 

@@ -78,6 +78,11 @@ public:
         /// some axis (engines like fewer pairs that come and go). The fat margin is at least
         /// h/2.
         float hysteresis = 0;
+        /// false: a query index only (a mirror for region and ray queries): each update brings
+        /// the structure up to date with the changes and keeps no candidates or pairs, so that
+        /// its cost is that of the changes alone (update reports no began or ended pair; pairs()
+        /// and partners() stay empty).
+        bool pairs = true;
     };
 
     /// A tracker over `config.method`; an invalid_argument error names an unknown method or a

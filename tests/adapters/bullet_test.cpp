@@ -608,6 +608,53 @@ TEST(BulletAdapter, CreateRejectsUnknownMethods) {
 
 // Every CPU method, static and dynamic, behind the same adapter: churn, then the oracle.
 #if BROADPHASE_HAS_GPU
+// gpu_lbvh's queries read a CPU index over Options::query_method that follows the changed
+// proxies: a static one (kd_tree) is rebuilt once at the first query after changes, not at each
+// setAabb, and nothing is rebuilt while nothing changes; its answers are brute force's.
+TEST(BulletGpu, StaticQueryIndexFollowsTheChanges) {
+    bullet::Options options;
+    options.query_method = "kd_tree";
+    auto bp = make("gpu_lbvh", options);
+    ASSERT_TRUE(bp);
+    Scene scene(23);
+    for (int i = 0; i < 300; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+    const auto check = [&] {
+        for (int q = 0; q < 10; ++q) {
+            const Box region = scene.random_box(10, 3);
+            Collect got;
+            bp->aabbTest(bt(region.min), bt(region.max), got);
+            std::vector<int> expected;
+            for (const btBroadphaseProxy* p : scene.proxies)
+                if (overlaps(box_of(p), region)) expected.push_back(p->m_uniqueId);
+            std::sort(expected.begin(), expected.end());
+            EXPECT_EQ(got.uids, expected);
+        }
+        const btVector3 from(-1, -1, -1), to(11, 11, 11);
+        RayCollect got(from, to);
+        bp->rayTest(from, to, got);
+        const auto expected = brute_ray(scene.proxies, from, to);
+        ASSERT_EQ(got.entries.size(), expected.size());
+        for (std::size_t k = 0; k < expected.size(); ++k)
+            EXPECT_EQ(got.entries[k].first, expected[k].first);
+    };
+    check();
+    const std::uint64_t built = bp->stats().rebuilds;
+    EXPECT_EQ(built, 1u);  // the first query built it
+    check();
+    bp->calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(bp->stats().rebuilds, built);  // no change: no rebuild
+    for (int k = 0; k < 40; ++k) {           // 40 moves, one rebuild at the next query
+        btBroadphaseProxy* p = scene.proxies[std::size_t(scene.pick(0, 299))];
+        const Box moved = scene.random_box(10, 1.5f);
+        bp->setAabb(p, bt(moved.min), bt(moved.max), nullptr);
+    }
+    scene.remove(*bp, 7);
+    scene.add(*bp, {{5, 5, 5}, {6, 6, 6}});
+    check();
+    EXPECT_EQ(bp->stats().rebuilds, built + 1);
+    ASSERT_TRUE(bp->validate()) << bp->validate().error().message;
+}
+
 // gpu_lbvh's pairs reach the cache from the GPU step's began and ended events: one step per
 // call with changes, none without, the cache synced against every pair only when it drifted
 // (stats.updates counts the calls that did not sync), and a proxy destroyed and created again

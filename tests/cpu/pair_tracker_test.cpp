@@ -179,6 +179,48 @@ TEST(PairTracker, EveryMethodEqualsBruteForce) {
     run_world("dynamic_aabb_tree", 300, 30, false, 17);
 }
 
+// Test 1b: a query index (Config::pairs false) keeps no candidates or pairs, reports no event,
+// and answers region queries as brute force, on a dynamic and on a static method.
+TEST(PairTracker, QueryIndexKeepsNoPairs) {
+    for (const char* method : {"dynamic_aabb_tree", "kd_tree"}) {
+        SCOPED_TRACE(method);
+        PairTracker::Config config;
+        config.method = method;
+        config.pairs = false;
+        auto made = PairTracker::create(config);
+        ASSERT_TRUE(made);
+        PairTracker& index = *made.value();
+        World w;
+        for (std::uint32_t id = 0; id < 300; ++id) {
+            w.boxes.push_back(w.random_box(12, 1.5f));
+            ASSERT_TRUE(index.insert(id, w.boxes.back()));
+        }
+        std::vector<Pair> began, ended;
+        for (int frame = 0; frame < 5; ++frame) {
+            for (std::uint32_t id = 0; id < 300; id += 3) {
+                w.boxes[id] = w.random_box(12, 1.5f);
+                ASSERT_TRUE(index.move(id, w.boxes[id]));
+            }
+            ASSERT_TRUE(index.update(began, ended));
+            EXPECT_TRUE(began.empty());
+            EXPECT_TRUE(ended.empty());
+            EXPECT_TRUE(index.pairs().empty());
+            ASSERT_TRUE(index.validate()) << index.validate().error().message;
+            for (int q = 0; q < 10; ++q) {
+                const Box region = w.random_box(12, 3);
+                std::vector<std::uint32_t> got, expected;
+                index.query_box(region, got);
+                for (std::uint32_t id = 0; id < 300; ++id)
+                    if (overlaps(w.boxes[id], region)) expected.push_back(id);
+                std::sort(got.begin(), got.end());
+                EXPECT_EQ(got, expected);
+            }
+        }
+        EXPECT_EQ(index.stats().candidate_tests, 0u);
+        EXPECT_EQ(index.stats().requeries, 0u);
+    }
+}
+
 // Test 2: changes applied body by body (a Bullet setAabb), then the rest together.
 TEST(PairTracker, OneByOneEqualsBruteForce) {
     run_world("dynamic_aabb_tree", 400, 30, true);
