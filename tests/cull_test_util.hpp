@@ -1,7 +1,8 @@
 // Comparison of a cull's output with cull_brute_force under float tolerance: a box whose
 // plane-test margin is within 1e-6 (relative, computed in double) of a plane may be in either
 // set, and two ids may swap places in the exact order when their distances agree within 1e-6
-// (relative). Shared by the CPU and GPU cull tests.
+// (relative). Shared by the CPU and GPU cull tests, with the camera and the cubes that the
+// frustum and occlusion tests place in front of it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,6 +25,16 @@ inline Frustum frustum_of(const Camera& c) {
     auto f = Frustum::from_camera(c);
     EXPECT_TRUE(f) << (f ? "" : f.error().message);
     return f ? f.value() : Frustum{};
+}
+
+/// Looking down -z from (0, 0, 10): 90 degrees vertical, square, near 1, far 100.
+inline Camera down_z() {
+    return {{0, 0, 10}, {0, 0, 0}, {0, 1, 0}, 90, 1, 1, 100};
+}
+
+/// The cube of half side h centred on (x, y, z).
+inline Box cube(float x, float y, float z, float h = 0.5f) {
+    return {{x - h, y - h, z - h}, {x + h, y + h, z + h}};
 }
 
 /// Distance from p to b in double, unrounded.

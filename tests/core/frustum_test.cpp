@@ -19,21 +19,6 @@
 namespace broadphase::testing {
 namespace {
 
-// Looking down -z from (0, 0, 10): 90 degrees vertical, square, near 1, far 100.
-Camera down_z() {
-    return {{0, 0, 10}, {0, 0, 0}, {0, 1, 0}, 90, 1, 1, 100};
-}
-
-Frustum frustum_of(const Camera& c) {
-    auto f = Frustum::from_camera(c);
-    EXPECT_TRUE(f) << (f ? "" : f.error().message);
-    return f ? f.value() : Frustum{};
-}
-
-Box cube(float x, float y, float z, float h = 0.5f) {
-    return {{x - h, y - h, z - h}, {x + h, y + h, z + h}};
-}
-
 // Test 1: a box straight ahead is seen.
 TEST(Frustum, BoxInFront) {
     Frustum f = frustum_of(down_z());

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "broadphase/frustum.hpp"
+#include "cull_test_util.hpp"
 #include "occlusion_test_util.hpp"
 
 namespace broadphase::testing {
@@ -31,15 +32,6 @@ std::vector<float> random_image(std::uint32_t w, std::uint32_t h, std::mt19937& 
     std::vector<float> d(std::size_t(w) * h);
     for (float& v : d) v = u(rng);
     return d;
-}
-
-// Looking down -z from (0, 0, 10): 90 degrees vertical, square, near 1, far 100.
-Camera down_z() {
-    return {{0, 0, 10}, {0, 0, 0}, {0, 1, 0}, 90, 1, 1, 100};
-}
-
-Box cube(float x, float y, float z, float h) {
-    return {{x - h, y - h, z - h}, {x + h, y + h, z + h}};
 }
 
 // Test 1: level sizes halve rounding up down to 1x1, packed one after another.

@@ -26,7 +26,7 @@ using Limits = std::numeric_limits<float>;
 using fuzz::same_bits;
 
 std::string temp_path(const std::string& name) {
-    return (std::filesystem::path(testing::TempDir()) / name).string();
+    return (std::filesystem::path(::testing::TempDir()) / name).string();
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -439,7 +439,7 @@ TEST(RaysText, FilesAreReadAndNonRegularFilesRefused) {
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().code, ErrorCode::io_error);
     EXPECT_NE(missing.error().message.find(path), std::string::npos);
-    const auto directory = read_rays_file(testing::TempDir());
+    const auto directory = read_rays_file(::testing::TempDir());
     ASSERT_FALSE(directory);
     EXPECT_NE(directory.error().message.find("not a regular file"), std::string::npos);
 }
@@ -459,7 +459,7 @@ TEST(Files, MissingFileIsAnIoErrorNamingThePath) {
 }
 
 TEST(Files, DirectoryIsAnIoError) {
-    const auto scene = read_scene_file(testing::TempDir());
+    const auto scene = read_scene_file(::testing::TempDir());
     ASSERT_FALSE(scene);
     EXPECT_EQ(scene.error().code, ErrorCode::io_error);
     EXPECT_NE(scene.error().message.find("a directory, not a regular file"), std::string::npos)

@@ -14,10 +14,10 @@
 namespace broadphase {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+constexpr float kQuietNaN = std::numeric_limits<float>::quiet_NaN();
 
-const Box kUnit{{0, 0, 0}, {1, 1, 1}};
+const Box kUnitBox{{0, 0, 0}, {1, 1, 1}};
 
 std::size_t brute_force_pair_count(const std::vector<Box>& boxes) {
     std::size_t count = 0;
@@ -34,7 +34,7 @@ float volume(const Box& b) {
 // Validation.
 
 TEST(ValidateBox, AcceptsOrdinaryAndZeroVolumeBoxes) {
-    EXPECT_TRUE(validate_box(kUnit, 0));
+    EXPECT_TRUE(validate_box(kUnitBox, 0));
     EXPECT_TRUE(validate_box({{1, 2, 3}, {1, 2, 3}}, 0));
     EXPECT_TRUE(validate_box({{-1e30f, -0.0f, 0}, {1e30f, 0.0f, 0}}, 0));
     EXPECT_TRUE(validate_boxes({}));
@@ -43,8 +43,8 @@ TEST(ValidateBox, AcceptsOrdinaryAndZeroVolumeBoxes) {
 TEST(ValidateBox, NamesTheBoxAndCoordinateForNaN) {
     const char* names[] = {"min.x", "min.y", "min.z", "max.x", "max.y", "max.z"};
     for (int k = 0; k < 6; ++k) {
-        Box b = kUnit;
-        (k < 3 ? b.min : b.max)[k % 3] = kNaN;
+        Box b = kUnitBox;
+        (k < 3 ? b.min : b.max)[k % 3] = kQuietNaN;
         const Status s = validate_box(b, 4);
         ASSERT_FALSE(s) << k;
         EXPECT_EQ(s.error().code, ErrorCode::invalid_box);
@@ -56,8 +56,8 @@ TEST(ValidateBox, NamesTheBoxAndCoordinateForNaN) {
 TEST(ValidateBox, NamesTheBoxAndCoordinateForInfinity) {
     const char* names[] = {"min.x", "min.y", "min.z", "max.x", "max.y", "max.z"};
     for (int k = 0; k < 6; ++k) {
-        for (float value : {kInf, -kInf}) {
-            Box b = kUnit;
+        for (float value : {kInfinity, -kInfinity}) {
+            Box b = kUnitBox;
             (k < 3 ? b.min : b.max)[k % 3] = value;
             const Status s = validate_box(b, 12);
             ASSERT_FALSE(s) << k;
@@ -72,7 +72,7 @@ TEST(ValidateBox, NamesTheBoxAndCoordinateForInfinity) {
 TEST(ValidateBox, NamesTheAxisForMinGreaterThanMax) {
     const std::string axes = "xyz";
     for (int axis = 0; axis < 3; ++axis) {
-        Box b = kUnit;
+        Box b = kUnitBox;
         b.min[axis] = 3;
         b.max[axis] = 2;
         const Status s = validate_box(b, 17);
@@ -96,12 +96,12 @@ TEST(ValidateBox, PrintsCoordinatesExactly) {
 TEST(ValidateBox, AcceptsExactlyFiniteOrderedBoxesAtTheEdges) {
     constexpr float kMax = std::numeric_limits<float>::max();
     constexpr float kDenorm = std::numeric_limits<float>::denorm_min();
-    const float values[] = {-kInf,   -kMax, -1.0f, -kDenorm, -0.0f, 0.0f,
-                            kDenorm, 1.0f,  kMax,  kInf,     kNaN};
+    const float values[] = {-kInfinity, -kMax, -1.0f, -kDenorm,  -0.0f,    0.0f,
+                            kDenorm,    1.0f,  kMax,  kInfinity, kQuietNaN};
     for (int axis = 0; axis < 3; ++axis) {
         for (float lo : values) {
             for (float hi : values) {
-                Box b = kUnit;
+                Box b = kUnitBox;
                 b.min[axis] = lo;
                 b.max[axis] = hi;
                 const bool valid = std::isfinite(lo) && std::isfinite(hi) && !(lo > hi);
@@ -117,8 +117,8 @@ TEST(ValidateBox, AcceptsExactlyFiniteOrderedBoxesAtTheEdges) {
 }
 
 TEST(ValidateBoxes, ReportsTheFirstBadBox) {
-    std::vector<Box> boxes(10, kUnit);
-    boxes[6].max.y = kNaN;
+    std::vector<Box> boxes(10, kUnitBox);
+    boxes[6].max.y = kQuietNaN;
     boxes[8].min.z = 5;
     const Status s = validate_boxes(boxes);
     ASSERT_FALSE(s);
@@ -135,7 +135,7 @@ TEST(Generators, NamesInOrder) {
     EXPECT_EQ(generator_names(), expected);
 }
 
-class EveryGenerator : public testing::TestWithParam<std::string_view> {};
+class EveryGenerator : public ::testing::TestWithParam<std::string_view> {};
 
 TEST_P(EveryGenerator, RightCountValidAndDeterministic) {
     for (std::size_t n : {0u, 1u, 2u, 3u, 5u, 7u, 10u, 13u, 1000u}) {
@@ -171,7 +171,7 @@ TEST_P(EveryGenerator, AFewPairsPerBox) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenes, EveryGenerator, testing::ValuesIn(generator_names()),
+INSTANTIATE_TEST_SUITE_P(Scenes, EveryGenerator, ::testing::ValuesIn(generator_names()),
                          [](const auto& test) { return std::string(test.param); });
 
 TEST(Generators, UnknownNameIsAnError) {

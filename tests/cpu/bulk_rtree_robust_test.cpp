@@ -18,24 +18,24 @@ namespace broadphase {
 namespace {
 
 using BulkLoad = BulkRTree::BulkLoad;
-constexpr BulkLoad kMethods[] = {BulkLoad::nearest_x, BulkLoad::str, BulkLoad::hilbert};
-constexpr std::size_t kBoxes = 8192;
+constexpr BulkLoad kBulkLoads[] = {BulkLoad::nearest_x, BulkLoad::str, BulkLoad::hilbert};
+constexpr std::size_t kSceneBoxes = 8192;
 
-std::string method_name(BulkLoad m) {
+std::string bulk_load_name(BulkLoad m) {
     return std::string(BulkRTree({m, 16}).name());
 }
 
-std::vector<Box> scene(const std::string& generator, std::size_t n = kBoxes) {
+std::vector<Box> scene(const std::string& generator, std::size_t n = kSceneBoxes) {
     return testing::scene_boxes(generator, n);
 }
 
-struct Cost {
+struct BulkCost {
     double tests = 0;   ///< box tests per (box + pair)
     double visits = 0;  ///< nodes + leaves per box
 };
 
 // Builds, validates, checks the pairs against brute force and returns the self-pairs cost.
-Cost self_pairs_cost(BulkLoad m, const std::vector<Box>& boxes) {
+BulkCost bulk_self_pairs_cost(BulkLoad m, const std::vector<Box>& boxes) {
     BulkRTree tree({m, 16});
     EXPECT_TRUE(tree.build(boxes).ok());
     const Status valid = tree.validate();
@@ -53,11 +53,11 @@ Cost self_pairs_cost(BulkLoad m, const std::vector<Box>& boxes) {
 // Hilbert tree cost 50x on `level` when the fallen boxes squeezed the play area into a few
 // quantisation cells, and STR 6x when the ground slab stopped it tiling x and z).
 TEST(BulkRTreeRobust, Scenario1_RealisticScenesCostAboutUniform) {
-    for (BulkLoad m : kMethods) {
-        const Cost base = self_pairs_cost(m, scene("uniform"));
+    for (BulkLoad m : kBulkLoads) {
+        const BulkCost base = bulk_self_pairs_cost(m, scene("uniform"));
         for (const char* generator : {"level", "degenerate", "multiscale"}) {
-            SCOPED_TRACE(method_name(m) + " on " + generator);
-            const Cost cost = self_pairs_cost(m, scene(generator));
+            SCOPED_TRACE(bulk_load_name(m) + " on " + generator);
+            const BulkCost cost = bulk_self_pairs_cost(m, scene(generator));
             EXPECT_LE(cost.tests, 2.0 * base.tests);
             EXPECT_LE(cost.visits, 2.0 * base.visits + 0.5);
         }
@@ -70,7 +70,7 @@ TEST(BulkRTreeRobust, Scenario2_OutliersAndWorldBoxesDoNotStopTiling) {
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(scene("level")).ok());
-        EXPECT_EQ(tree.tiled_axes(), 3u) << method_name(m);
+        EXPECT_EQ(tree.tiled_axes(), 3u) << bulk_load_name(m);
     }
 }
 
@@ -100,8 +100,8 @@ TEST(BulkRTreeRobust, Scenario3_HilbertLeavesIgnoreFarBoxes) {
         b.max.x += 1e6f + float(k);
     }
     EXPECT_LT(mean_leaf_margin(boxes), 1.1 * plain);
-    EXPECT_LE(self_pairs_cost(BulkLoad::hilbert, boxes).tests,
-              1.2 * self_pairs_cost(BulkLoad::hilbert, scene("uniform")).tests);
+    EXPECT_LE(bulk_self_pairs_cost(BulkLoad::hilbert, boxes).tests,
+              1.2 * bulk_self_pairs_cost(BulkLoad::hilbert, scene("uniform")).tests);
 }
 
 // Test 4: Nearest-X sorts along the axis the centroids spread along, not the one a few far
@@ -109,7 +109,7 @@ TEST(BulkRTreeRobust, Scenario3_HilbertLeavesIgnoreFarBoxes) {
 // along x would put boxes from the whole line in every leaf).
 TEST(BulkRTreeRobust, Scenario4_NearestXAxisIgnoresFarBoxes) {
     std::vector<Box> boxes = scene("xline");
-    const Cost plain = self_pairs_cost(BulkLoad::nearest_x, boxes);
+    const BulkCost plain = bulk_self_pairs_cost(BulkLoad::nearest_x, boxes);
     for (std::size_t k : {100u, 3000u, 7000u}) {
         boxes[k].min.x += 1e7f;
         boxes[k].max.x += 1e7f;
@@ -117,7 +117,7 @@ TEST(BulkRTreeRobust, Scenario4_NearestXAxisIgnoresFarBoxes) {
     BulkRTree tree({BulkLoad::nearest_x, 16});
     ASSERT_TRUE(tree.build(boxes).ok());
     EXPECT_EQ(tree.sort_axes()[0], 1);
-    EXPECT_LE(self_pairs_cost(BulkLoad::nearest_x, boxes).tests, 1.5 * plain.tests);
+    EXPECT_LE(bulk_self_pairs_cost(BulkLoad::nearest_x, boxes).tests, 1.5 * plain.tests);
 }
 
 // Test 5: the same for the axes STR and Hilbert leave out: the XLine band stays untiled when a
@@ -130,8 +130,8 @@ TEST(BulkRTreeRobust, Scenario5_BandStaysUntiledWithOutliers) {
     for (BulkLoad m : {BulkLoad::str, BulkLoad::hilbert}) {
         BulkRTree tree({m, 16});
         ASSERT_TRUE(tree.build(boxes).ok());
-        EXPECT_EQ(tree.tiled_axes(), 1u) << method_name(m);
-        EXPECT_EQ(tree.sort_axes()[0], 1) << method_name(m);
+        EXPECT_EQ(tree.tiled_axes(), 1u) << bulk_load_name(m);
+        EXPECT_EQ(tree.sort_axes()[0], 1) << bulk_load_name(m);
     }
 }
 

@@ -36,13 +36,13 @@ constexpr double kFactor = 8.0;
 /// 1 elsewhere).
 constexpr double kSlack = 2.0;
 
-std::vector<Box> uniform_boxes(std::size_t n = kBoxes) {
+std::vector<Box> uniform_scene(std::size_t n = kBoxes) {
     return generate_scene("uniform", n)->boxes;
 }
 
 // Scenario A: 8 boxes moved 1e7 away, one along each signed axis and two along diagonals.
 std::vector<Box> far_outliers() {
-    std::vector<Box> boxes = uniform_boxes();
+    std::vector<Box> boxes = uniform_scene();
     const float far[8][3] = {{1e7f, 0, 0}, {-1e7f, 0, 0}, {0, 1e7f, 0},       {0, -1e7f, 0},
                              {0, 0, 1e7f}, {0, 0, -1e7f}, {1e7f, 1e7f, 1e7f}, {-1e7f, 0, 1e7f}};
     for (std::size_t k = 0; k < 8; ++k) {
@@ -58,7 +58,7 @@ std::vector<Box> far_outliers() {
 // Scenario B: world-sized boxes: a ground slab 2e6 wide under the play area and a wall as tall
 // and deep beside it, among uniform cubes.
 std::vector<Box> world_boxes() {
-    std::vector<Box> boxes = uniform_boxes();
+    std::vector<Box> boxes = uniform_scene();
     boxes[kBoxes / 3] = Box{{-1e6f, -0.5f, -1e6f}, {1e6f, 0.001f, 1e6f}};
     boxes[2 * kBoxes / 3] = Box{{0.999f, -1e6f, -1e6f}, {1.5f, 1e6f, 1e6f}};
     return boxes;
@@ -68,7 +68,7 @@ std::vector<Box> world_boxes() {
 // (cluster size to spread 1 : 3e4).
 std::vector<Box> far_clusters() {
     std::vector<Box> boxes;
-    const std::vector<Box> cluster = uniform_boxes(kBoxes / 4);
+    const std::vector<Box> cluster = uniform_scene(kBoxes / 4);
     const float offsets[4][3] = {{0, 0, 0}, {3e4f, 0, 0}, {0, 3e4f, 3e4f}, {3e4f, 3e4f, 0}};
     for (const auto& offset : offsets) {
         for (Box b : cluster) {
@@ -85,7 +85,7 @@ std::vector<Box> far_clusters() {
 // Scenario D: every box twice (N/2 uniform cubes, each followed by its copy).
 std::vector<Box> duplicates() {
     std::vector<Box> boxes;
-    for (const Box& b : uniform_boxes(kBoxes / 2)) {
+    for (const Box& b : uniform_scene(kBoxes / 2)) {
         boxes.push_back(b);
         boxes.push_back(b);
     }
@@ -161,7 +161,7 @@ class CostOnEveryScene : public ::testing::TestWithParam<std::string_view> {};
 // uniform's, and the pairs are brute force's count.
 TEST_P(CostOnEveryScene, SelfPairsCostStaysNearUniform) {
     const std::string method(GetParam());
-    const Cost base = self_pairs_cost(method, uniform_boxes());
+    const Cost base = self_pairs_cost(method, uniform_scene());
     for (const Scenario& scenario : scenarios()) {
         SCOPED_TRACE(scenario.name);
         const Cost cost = self_pairs_cost(method, scenario.boxes);
@@ -194,7 +194,7 @@ class QueryCostOnEveryScene : public ::testing::TestWithParam<std::string_view> 
 TEST_P(QueryCostOnEveryScene, QueriesCostStaysNearUniform) {
     constexpr double kQuerySlack = 8.0;
     const std::string method(GetParam());
-    const QueryCost base = method_query_cost(method, uniform_boxes());
+    const QueryCost base = method_query_cost(method, uniform_scene());
     for (const Scenario& scenario : scenarios()) {
         SCOPED_TRACE(scenario.name);
         const QueryCost cost = method_query_cost(method, scenario.boxes);

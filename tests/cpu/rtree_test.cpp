@@ -29,16 +29,16 @@
 namespace broadphase {
 namespace {
 
-using Config = RTree::Config;
 using Policy = RTree::SplitPolicy;
 
 using testing::sorted_ids;
 
 // k nearest (k = 1, 5) at every fourth query point (oracle_harness.hpp).
-constexpr std::size_t kNearestStride = 4;
+constexpr std::size_t kRTreeNearestStride = 4;
 
-Config make_config(Policy policy, std::uint32_t min_entries = 4, std::uint32_t max_entries = 16) {
-    Config c;
+RTree::Config make_config(Policy policy, std::uint32_t min_entries = 4,
+                          std::uint32_t max_entries = 16) {
+    RTree::Config c;
     c.split = policy;
     c.min_entries = min_entries;
     c.max_entries = max_entries;
@@ -65,7 +65,7 @@ TEST(RTree, Scenario06_FlatSceneQueriesStayLocal) {
 }
 
 // Random insert / remove / move steps (oracle_harness.hpp): grow, shrink, then mix.
-void random_steps(const Config& config, std::uint32_t seed, std::size_t initial, int steps) {
+void random_steps(const RTree::Config& config, std::uint32_t seed, std::size_t initial, int steps) {
     RTree tree(config);
     testing::run_dynamic_sequence(tree, testing::grow_shrink_sequence(seed, initial, steps));
 }
@@ -126,7 +126,7 @@ TEST(RTree, Scenario10_HeightAfterDegenerateInsertionOrders) {
                 left.push_back(boxes[i]);
                 ids.push_back(i);
             }
-            testing::expect_matches_ids(tree, left, ids, 3, 30, kNearestStride);
+            testing::expect_matches_ids(tree, left, ids, 3, 30, kRTreeNearestStride);
             if (HasFatalFailure()) return;
         }
     }
@@ -144,7 +144,7 @@ TEST(RTree, Scenario11_NamesAndForcedReinsertion) {
     ASSERT_TRUE(scene.ok());
     RTree linear(make_config(Policy::linear)), quadratic(make_config(Policy::quadratic));
     RTree rstar(make_config(Policy::rstar));
-    Config no_reinsert = make_config(Policy::rstar);
+    RTree::Config no_reinsert = make_config(Policy::rstar);
     no_reinsert.reinsert_fraction = 0;
     RTree rstar_plain(no_reinsert);
     for (RTree* tree : {&linear, &quadratic, &rstar, &rstar_plain}) {
@@ -206,7 +206,7 @@ TEST(RTree, Scenario13_RejectsBadConfigurations) {
         EXPECT_FALSE(bad.insert(0, Box{{0, 0, 0}, {1, 1, 1}}).ok());
         EXPECT_EQ(bad.size(), 0u);
     }
-    Config bad_fraction = make_config(Policy::rstar);
+    RTree::Config bad_fraction = make_config(Policy::rstar);
     bad_fraction.reinsert_fraction = 1.5f;
     EXPECT_FALSE(RTree(bad_fraction).build(boxes).ok());
 }

@@ -39,10 +39,8 @@ using testing::uniform_boxes;
 
 static_assert(sizeof(SphereBvh::Node) == 24, "the documented node layout is 24 bytes");
 
-using Config = SphereBvh::Config;
-
-const Config kOneBoxLeaves{1, 48};  // one box per leaf, as in the article
-const Config kMedianOnly{8, 0};     // every split at the median
+const SphereBvh::Config kOneBoxLeaves{1, 48};  // one box per leaf, as in the article
+const SphereBvh::Config kMedianOnly{8, 0};     // every split at the median
 
 void expect_each_id_once(std::span<const std::uint32_t> order, std::size_t n) {
     ASSERT_EQ(order.size(), n);
@@ -58,7 +56,8 @@ TEST(SphereBvhFrontToBack, Scenario0_EveryIdOnceOnEveryGenerator) {
         for (const std::size_t count : {0u, 1u, 2u, 7u, 300u, 3000u}) {
             const std::vector<Box> boxes = testing::scene_boxes(generator, count, 42);
             const testing::Queries eyes = testing::make_queries(boxes, 1235, 3);
-            for (const Config& config : {Config{}, kOneBoxLeaves, kMedianOnly}) {
+            for (const SphereBvh::Config& config :
+                 {SphereBvh::Config{}, kOneBoxLeaves, kMedianOnly}) {
                 SCOPED_TRACE(std::string(generator) + ":" + std::to_string(count) + " leaf size " +
                              std::to_string(config.max_leaf_size));
                 SphereBvh tree(config);
@@ -145,7 +144,7 @@ TEST(SphereBvhFrontToBack, Scenario1_LineWithGapsIsExactlySorted) {
     for (std::size_t count : {1u, 2u, 7u, 100u, 1000u}) {
         const std::vector<Box> boxes = line_with_gaps(count, 21);
         const float end = 2.0f * float(count) + 3;
-        for (const Config& config : {Config{}, kOneBoxLeaves, kMedianOnly}) {
+        for (const SphereBvh::Config& config : {SphereBvh::Config{}, kOneBoxLeaves, kMedianOnly}) {
             SphereBvh tree(config);
             ASSERT_TRUE(tree.build(boxes).ok());
             ASSERT_TRUE(tree.validate().ok());
@@ -302,7 +301,7 @@ TEST(SphereBvhShape, Scenario4_NodeBoundsAreExactMerges) {
 }
 
 // Self-pairs work per box: (nodes + leaves visited) / N and box tests / N.
-std::pair<double, double> self_pairs_cost(std::string_view generator, std::size_t n) {
+std::pair<double, double> sphere_self_pairs_cost(std::string_view generator, std::size_t n) {
     const std::vector<Box> boxes = generate_scene(generator, n)->boxes;
     SphereBvh tree;
     EXPECT_TRUE(tree.build(boxes).ok());
@@ -318,16 +317,16 @@ TEST(SphereBvhShape, Scenario5_LinesOfWideBoxesCostNoMoreThanUniform) {
     // the larger N); the node bounds prune them, and the surface area heuristic cuts the line
     // across its length, so the work per box stays at uniform's and does not grow with N.
     for (std::size_t n : {10000u, 40000u}) {
-        const auto [uniform_visits, uniform_tests] = self_pairs_cost("uniform", n);
+        const auto [uniform_visits, uniform_tests] = sphere_self_pairs_cost("uniform", n);
         for (const char* line : {"xline", "yline"}) {
             SCOPED_TRACE(std::string(line) + ":" + std::to_string(n));
-            const auto [visits, tests] = self_pairs_cost(line, n);
+            const auto [visits, tests] = sphere_self_pairs_cost(line, n);
             EXPECT_LE(visits, uniform_visits);
             EXPECT_LE(tests, uniform_tests);
         }
     }
-    const double small = self_pairs_cost("xline", 10000).second;
-    const double large = self_pairs_cost("xline", 40000).second;
+    const double small = sphere_self_pairs_cost("xline", 10000).second;
+    const double large = sphere_self_pairs_cost("xline", 40000).second;
     EXPECT_LT(large, 1.25 * small);  // near-linear: 4x the boxes, about the same tests per box
 }
 
@@ -464,7 +463,7 @@ TEST_F(SphereBvhValidate, Scenario16_NodeBoundsMissing) {
 // ---- input and interface ---------------------------------------------------------------------
 
 TEST(SphereBvhInput, Scenario1_RejectsBadConfig) {
-    for (const Config& config : {Config{0, 48}, Config{4, 129}}) {
+    for (const SphereBvh::Config& config : {SphereBvh::Config{0, 48}, SphereBvh::Config{4, 129}}) {
         SphereBvh tree(config);
         testing::expect_bad_config_rejected(tree);
     }

@@ -37,7 +37,6 @@ struct StaticAabbTreeTestAccess {
 
 namespace {
 
-using Config = StaticAabbTree::Config;
 using Node = StaticAabbTree::RuntimeNode;
 using Access = StaticAabbTreeTestAccess;
 
@@ -45,7 +44,7 @@ using testing::iota_ids;
 using testing::scene_boxes;
 
 // k nearest (k = 1, 5) at every second query point (oracle_harness.hpp).
-constexpr std::size_t kNearestStride = 2;
+constexpr std::size_t kStaticNearestStride = 2;
 
 void expect_valid(const StaticAabbTree& tree) {
     const Status valid = tree.validate();
@@ -103,7 +102,7 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
     const std::vector<Box> old_boxes = scene_boxes("clustered", 500);
     const std::vector<Box> boxes = scene_boxes("uniform", 2000, 9);
     const std::vector<std::uint32_t> ids = iota_ids(boxes.size(), 100);
-    Config small;
+    StaticAabbTree::Config small;
     small.progressive_work_per_step = 64;
     StaticAabbTree one_shot(small), progressive(small);
     ASSERT_TRUE(one_shot.build(boxes, ids).ok());
@@ -115,12 +114,12 @@ TEST(StaticAabbTree, Scenario08_ProgressiveBuildEqualsOneShot) {
         if (steps == 5) {
             expect_valid(progressive);
             testing::expect_matches_ids(progressive, old_boxes, iota_ids(old_boxes.size()), 1, 20,
-                                        kNearestStride);
+                                        kStaticNearestStride);
         }
     }
     EXPECT_GT(steps, 2000 / 64);  // each step processes about 64 primitives
     expect_same_layout(one_shot, progressive);
-    testing::expect_matches_ids(progressive, boxes, ids, 2, 50, kNearestStride);
+    testing::expect_matches_ids(progressive, boxes, ids, 2, 50, kStaticNearestStride);
     EXPECT_TRUE(progressive.step_progressive_build());  // nothing pending: done at once
 
     // A bad box is rejected up front and leaves the live tree alone.
@@ -165,7 +164,7 @@ TEST(StaticAabbTree, Scenario09_RefitEqualsRebuild) {
         ASSERT_TRUE(rebuilt.build(boxes).ok());
         EXPECT_EQ(sorted_pairs(tree), sorted_pairs(rebuilt));
         testing::expect_matches_ids(tree, boxes, iota_ids(boxes.size()), 30 + round, 100,
-                                    kNearestStride);
+                                    kStaticNearestStride);
         // The shape is kept: same nodes, only bounds changed.
         EXPECT_EQ(tree.nodes().size(), node_count);
     }
@@ -211,7 +210,7 @@ TEST(StaticAabbTree, Scenario10_RemoveSwapsWithLast) {
     std::vector<Box> list;
     std::vector<std::uint32_t> ids;
     for (const auto& [id, b] : live) ids.push_back(id), list.push_back(b);
-    testing::expect_matches_ids(tree, list, ids, 4, 100, kNearestStride);
+    testing::expect_matches_ids(tree, list, ids, 4, 100, kStaticNearestStride);
     for (const std::uint32_t id : ids) {
         ASSERT_TRUE(tree.remove(id).ok());
         expect_valid(tree);
@@ -260,7 +259,7 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
         all.insert(all.end(), c.fresh.begin(), c.fresh.end());
         std::vector<std::uint32_t> ids = iota_ids(base.size());
         ids.insert(ids.end(), fresh_ids.begin(), fresh_ids.end());
-        testing::expect_matches_ids(live, all, ids, 12, 100, kNearestStride);
+        testing::expect_matches_ids(live, all, ids, 12, 100, kStaticNearestStride);
         // And equal pairs to a tree built from all the boxes at once.
         StaticAabbTree whole;
         ASSERT_TRUE(whole.build(all, ids).ok());
@@ -282,7 +281,7 @@ TEST(StaticAabbTree, Scenario11_MergeEqualsFullBuild) {
 // some near the top of the id range: validate() after every step, everything compared with
 // brute force every 10 steps. Moves shift by 0.5 (30%) or 0.01; a batch of 12 is merged at 5%
 // of the steps.
-void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
+void random_steps_with_merges(std::uint32_t seed, std::size_t initial, int steps) {
     testing::SequenceOptions options = testing::small_box_sequence(seed, initial, steps);
     // A batch of 12 merged at once at 5% of the steps.
     options.extra_share = 0.05f;
@@ -310,8 +309,8 @@ void random_steps(std::uint32_t seed, std::size_t initial, int steps) {
 // Scenario 12: a few hundred random dynamic steps with merges from a built tree and from an
 // empty one.
 TEST(StaticAabbTree, Scenario12_RandomInsertRemoveMoveMerge) {
-    random_steps(11, 200, 400);
-    random_steps(12, 0, 300);
+    random_steps_with_merges(11, 200, 400);
+    random_steps_with_merges(12, 0, 300);
 }
 
 // Scenario 13: the runtime node packing (28 bytes; leaf bit, 4-bit count, 27-bit first index).
@@ -412,7 +411,7 @@ TEST(StaticAabbTree, Scenario15_RejectsDuplicateIdsAndBadLeafLimit) {
     EXPECT_FALSE(tree.build(boxes, dup_ids).ok());
     EXPECT_EQ(tree.size(), 0u);
     expect_valid(tree);
-    Config bad;
+    StaticAabbTree::Config bad;
     bad.leaf_limit = 16;
     EXPECT_FALSE(StaticAabbTree(bad).build(boxes).ok());
 }

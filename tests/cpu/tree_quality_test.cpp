@@ -28,7 +28,7 @@ namespace broadphase {
 namespace {
 
 /// Boxes per animated scene: 200 frames of every scene take about 4 s in a Release build.
-constexpr std::size_t kBoxes = 5000;
+constexpr std::size_t kAnimatedBoxes = 5000;
 constexpr int kFrames = 200;
 /// Most a moved tree may cost against a fresh one.
 constexpr double kMaxCostRatio = 2.0;
@@ -79,8 +79,8 @@ class TreeQuality : public ::testing::TestWithParam<std::string_view> {};
 // Scenario 1: 200 frames of motion, every id moved each frame; checked at frames 1 to 10 (the
 // first frames after build(), where height-only rotations did their worst), then every tenth.
 TEST_P(TreeQuality, Scenario01_MovesStayNearAFreshBuild) {
-    const std::vector<Box> base = testing::scene_boxes(GetParam(), kBoxes);
-    ASSERT_EQ(base.size(), kBoxes);
+    const std::vector<Box> base = testing::scene_boxes(GetParam(), kAnimatedBoxes);
+    ASSERT_EQ(base.size(), kAnimatedBoxes);
     tool::Animation animation(base);
     DynamicAabbTree tree;
     ASSERT_TRUE(tree.build(animation.boxes()).ok());
@@ -100,8 +100,8 @@ TEST_P(TreeQuality, Scenario01_MovesStayNearAFreshBuild) {
 // Scenario 2: a tree built at a frame deep into the motion (as an engine rebuilding from its
 // leaves would) is not pathological on the next frame, whether every box moves or a quarter.
 TEST_P(TreeQuality, Scenario02_FirstFrameAfterBuild) {
-    const std::vector<Box> base = testing::scene_boxes(GetParam(), 4 * kBoxes);
-    ASSERT_EQ(base.size(), 4 * kBoxes);
+    const std::vector<Box> base = testing::scene_boxes(GetParam(), 4 * kAnimatedBoxes);
+    ASSERT_EQ(base.size(), 4 * kAnimatedBoxes);
     for (const int frame : {0, 100}) {
         const std::vector<Box> built = tool::animated_frame(base, frame);
         const std::vector<Box> next = tool::animated_frame(base, frame + 1);
@@ -124,7 +124,7 @@ TEST_P(TreeQuality, Scenario02_FirstFrameAfterBuild) {
 // re-inserted), validates and answers as brute force does; refit_all back to the boxes built
 // over restores the built tree's cost exactly.
 TEST_P(TreeQuality, Scenario03_RefitKeepsTopologyAndAnswers) {
-    const std::vector<Box> base = testing::scene_boxes(GetParam(), kBoxes / 5);
+    const std::vector<Box> base = testing::scene_boxes(GetParam(), kAnimatedBoxes / 5);
     DynamicAabbTree tree;
     ASSERT_TRUE(tree.build(base).ok());
     const Walk built = walk(tree);
@@ -153,22 +153,23 @@ TEST_P(TreeQuality, Scenario03_RefitKeepsTopologyAndAnswers) {
 // root: 1.0 times a fresh tree at 5,000 boxes on a grid, 1.3 at 20,000 and 1.7 at 100,000
 // after 200 frames (a search from the root: 1.1 at 100,000).
 TEST_P(TreeQuality, Scenario06_JumpsOfATenthStayNearAFreshBuild) {
-    std::vector<Box> boxes = testing::scene_boxes(GetParam(), kBoxes);
-    ASSERT_EQ(boxes.size(), kBoxes);
+    std::vector<Box> boxes = testing::scene_boxes(GetParam(), kAnimatedBoxes);
+    ASSERT_EQ(boxes.size(), kAnimatedBoxes);
     float size[3];
     for (int axis = 0; axis < 3; ++axis) {
         std::vector<float> extents;
         for (const Box& b : boxes) extents.push_back(b.max[axis] - b.min[axis]);
-        std::nth_element(extents.begin(), extents.begin() + kBoxes / 2, extents.end());
-        size[axis] = extents[kBoxes / 2];
+        std::nth_element(extents.begin(), extents.begin() + kAnimatedBoxes / 2, extents.end());
+        size[axis] = extents[kAnimatedBoxes / 2];
     }
     DynamicAabbTree::Config tight;
     tight.margin = 0;
     DynamicAabbTree tree(tight);
-    for (std::uint32_t id = 0; id < kBoxes; ++id) ASSERT_TRUE(tree.insert(id, boxes[id]).ok());
+    for (std::uint32_t id = 0; id < kAnimatedBoxes; ++id)
+        ASSERT_TRUE(tree.insert(id, boxes[id]).ok());
     std::vector<std::uint32_t> hits;
     for (int frame = 1; frame <= kFrames; ++frame) {
-        for (std::uint32_t id = 0; id < kBoxes; ++id) {
+        for (std::uint32_t id = 0; id < kAnimatedBoxes; ++id) {
             if (tool::frame_jitter(id, std::uint64_t(frame), 3) >= -0.8f) continue;
             Box& b = boxes[id];
             for (int axis = 0; axis < 3; ++axis) {

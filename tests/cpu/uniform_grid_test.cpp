@@ -270,7 +270,7 @@ testing::QueryCost grid_query_cost(std::span<const Box> boxes) {
 
 TEST(UniformGrid, Scenario17_QueryCostWithinAFactorOfUniform) {
     constexpr std::size_t kCount = 20000;
-    constexpr double kFactor = 8;
+    constexpr double kCostFactor = 8;
     auto uniform = generate_scene("uniform", kCount);
     ASSERT_TRUE(uniform.ok());
     const testing::QueryCost base = grid_query_cost(uniform->boxes);
@@ -279,10 +279,10 @@ TEST(UniformGrid, Scenario17_QueryCostWithinAFactorOfUniform) {
         auto scene = generate_scene(name, kCount);
         ASSERT_TRUE(scene.ok());
         const testing::QueryCost c = grid_query_cost(scene->boxes);
-        EXPECT_LT(c.box, kFactor * base.box);
-        EXPECT_LT(c.point, kFactor * base.point);
-        EXPECT_LT(c.ray, kFactor * base.ray);
-        EXPECT_LT(c.nearest, kFactor * base.nearest);
+        EXPECT_LT(c.box, kCostFactor * base.box);
+        EXPECT_LT(c.point, kCostFactor * base.point);
+        EXPECT_LT(c.ray, kCostFactor * base.ray);
+        EXPECT_LT(c.nearest, kCostFactor * base.nearest);
     }
 }
 

@@ -165,19 +165,19 @@ INSTANTIATE_TEST_SUITE_P(StandardScenes, CullLodsSceneTest, standard_cull_scenes
 class CullLodsTest : public GpuTest {};
 
 // What Culler::record with CullLods left in the caller's (poisoned) buffers.
-struct Recorded {
+struct RecordedLods {
     std::vector<std::uint32_t> ids, commands, lods, group_counts;
     std::uint32_t draw_count[2] = {0, 0};
 };
 
-Recorded record_lods(gpu::Culler& culler, std::span<const Box> boxes, const Frustum& f,
-                     CullOrder order, std::span<const CullMesh> table,
-                     std::span<const std::uint32_t> mesh_ids, bool grouped,
-                     std::uint32_t capacity) {
+RecordedLods record_lods(gpu::Culler& culler, std::span<const Box> boxes, const Frustum& f,
+                         CullOrder order, std::span<const CullMesh> table,
+                         std::span<const std::uint32_t> mesh_ids, bool grouped,
+                         std::uint32_t capacity) {
     gpu::Context& ctx = gpu_context();
     auto lbvh = gpu::Lbvh::create(ctx);
     EXPECT_TRUE(lbvh);
-    Recorded r;
+    RecordedLods r;
     if (!lbvh) return r;
     const auto n = static_cast<std::uint32_t>(boxes.size());
     const auto mesh_count = static_cast<std::uint32_t>(table.size());
@@ -258,8 +258,8 @@ TEST_F(CullLodsTest, RecordMatchesTwinWordForWord) {
                     ASSERT_TRUE(table) << table.error().message;
                     const std::uint32_t capacity =
                         grouped ? gpu::group_first(caps).back() : (overflow ? 7u : n);
-                    Recorded got = record_lods(*culler, boxes, f, order, table.value(), *ids,
-                                               grouped, capacity);
+                    RecordedLods got = record_lods(*culler, boxes, f, order, table.value(), *ids,
+                                                   grouped, capacity);
                     lbvh::CullDraws want = lbvh::cull_draws(nodes, n, f, order, table.value(), *ids,
                                                             grouped, capacity, kPoison);
                     EXPECT_EQ(got.draw_count[0], want.draw_count[0]);

@@ -37,12 +37,6 @@ std::uint64_t chunks_of(std::uint32_t n) {
     return (n + gpu_layout::kCullChunk - 1) / gpu_layout::kCullChunk;
 }
 
-const StageReport* find_stage(const std::vector<StageReport>& report, const std::string& name) {
-    for (const StageReport& s : report)
-        if (s.name == name) return &s;
-    return nullptr;
-}
-
 // The traversal's and compaction's bytes by gpu/instruments/cull_report.cpp's model, written out
 // again here (the test fails when either side changes alone).
 gpu::Traffic traversal_bytes(std::uint32_t n, std::uint64_t visible, std::uint64_t visits,

@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "broadphase/gpu.hpp"
+#include "broadphase/gpu/instruments.hpp"
 #include "broadphase/structure.hpp"
 #include "lbvh.hpp"
 
@@ -23,6 +25,14 @@ inline std::vector<Pair> brute_pairs(std::span<const Box> boxes) {
     auto r = find_pairs_cpu("brute_force", boxes);
     EXPECT_TRUE(r);
     return r ? r.value() : std::vector<Pair>{};
+}
+
+/// The stage of `report` named `name`; null when there is none.
+inline const gpu::StageReport* find_stage(const std::vector<gpu::StageReport>& report,
+                                          const std::string& name) {
+    for (const gpu::StageReport& s : report)
+        if (s.name == name) return &s;
+    return nullptr;
 }
 
 class GpuTest : public ::testing::Test {

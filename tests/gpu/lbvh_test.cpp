@@ -25,7 +25,7 @@ namespace {
 
 using gpu_layout::LbvhNode;
 
-std::unique_ptr<gpu::Lbvh> make_lbvh(gpu::CodeKind code) {
+std::unique_ptr<gpu::Lbvh> make_lbvh_of_kind(gpu::CodeKind code) {
     auto lbvh = gpu::Lbvh::create(gpu_context(), {code});
     EXPECT_TRUE(lbvh) << (lbvh ? "" : lbvh.error().message);
     return lbvh ? std::move(lbvh.value()) : nullptr;
@@ -54,20 +54,20 @@ void expect_same_nodes(std::span<const LbvhNode> got, std::span<const LbvhNode> 
     }
 }
 
-struct SceneCase {
+struct LbvhSceneCase {
     const char* generator;
     std::size_t n;
     gpu::CodeKind code;
 };
 
-std::string case_name(const ::testing::TestParamInfo<SceneCase>& info) {
+std::string lbvh_case_name(const ::testing::TestParamInfo<LbvhSceneCase>& info) {
     return std::string(info.param.generator) + "_" + std::to_string(info.param.n) +
            (info.param.code == gpu::CodeKind::morton63    ? "_m63"
             : info.param.code == gpu::CodeKind::hilbert30 ? "_h30"
                                                           : "_m30");
 }
 
-class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<SceneCase> {
+class LbvhSceneTest : public GpuTest, public ::testing::WithParamInterface<LbvhSceneCase> {
 protected:
     // The case's scene and an Lbvh of its code kind (a failure here skips the test body). The
     // Lbvh is destroyed before the validation-error count is checked, as a test's local was.
@@ -76,7 +76,7 @@ protected:
         auto scene = generate_scene(GetParam().generator, GetParam().n);
         ASSERT_TRUE(scene) << scene.error().message;
         boxes = std::move(scene->boxes);
-        lbvh = make_lbvh(GetParam().code);
+        lbvh = make_lbvh_of_kind(GetParam().code);
         ASSERT_TRUE(lbvh);
     }
     void TearDown() override {
@@ -108,8 +108,8 @@ TEST_P(LbvhSceneTest, PairsMatchBruteForce) {
     EXPECT_EQ(pairs.value(), brute_pairs(boxes));
 }
 
-std::vector<SceneCase> scene_cases() {
-    std::vector<SceneCase> cases;
+std::vector<LbvhSceneCase> lbvh_scene_cases() {
+    std::vector<LbvhSceneCase> cases;
     for (std::string_view g : generator_names()) {
         for (std::size_t n : {0, 1, 2, 3, 100, 5000}) {
             cases.push_back({g.data(), n, gpu::CodeKind::morton30});
@@ -122,8 +122,8 @@ std::vector<SceneCase> scene_cases() {
     return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(StandardScenes, LbvhSceneTest, ::testing::ValuesIn(scene_cases()),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(StandardScenes, LbvhSceneTest, ::testing::ValuesIn(lbvh_scene_cases()),
+                         lbvh_case_name);
 
 class LbvhTest : public GpuTest {};
 
@@ -157,7 +157,7 @@ TEST_F(LbvhTest, DegenerateScenesMatchBruteForce) {
         Scene s = hand_made(kind);
         for (gpu::CodeKind code :
              {gpu::CodeKind::morton30, gpu::CodeKind::morton63, gpu::CodeKind::hilbert30}) {
-            auto lbvh = make_lbvh(code);
+            auto lbvh = make_lbvh_of_kind(code);
             ASSERT_TRUE(lbvh);
             auto pairs = lbvh->find_pairs(s.boxes);
             ASSERT_TRUE(pairs) << kind << ": " << pairs.error().message;
@@ -227,7 +227,7 @@ TEST_F(LbvhTest, OnePassBuildEqualsTwoStepTwinOnEdgeCases) {
             saw_refined = saw_refined || keys.refined;
             std::vector<LbvhNode> twin = lbvh::build_hierarchy(keys.codes, keys.ids);
             lbvh::compute_bounds(twin, boxes);
-            auto lbvh = make_lbvh(code);
+            auto lbvh = make_lbvh_of_kind(code);
             ASSERT_TRUE(lbvh);
             auto nodes = lbvh->build_nodes(boxes);
             ASSERT_TRUE(nodes) << nodes.error().message;
@@ -333,7 +333,7 @@ TEST_F(LbvhTest, EmptySlotsMatchTheTwin) {
 
 // Test 2: invalid boxes are rejected with an error naming the box; nothing runs.
 TEST_F(LbvhTest, RejectsInvalidBoxes) {
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
     std::vector<Box> boxes(10, Box{{0, 0, 0}, {1, 1, 1}});
     boxes[7].max.y = std::numeric_limits<float>::quiet_NaN();
@@ -398,7 +398,7 @@ TEST_F(LbvhTest, PairOverflowIsCountedNotLost) {
     ASSERT_TRUE(scene);
     auto expected = brute_pairs(scene->boxes);
     ASSERT_GT(expected.size(), 100u);
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
 
     // Caller-owned buffers with room for 50 pairs, recorded into the caller's command buffer.
@@ -511,7 +511,7 @@ TEST_F(LbvhTest, BothPairAppendPathsMatchBruteForce) {
 
 // Test 4: the same Lbvh object serves scenes of different sizes one after another.
 TEST_F(LbvhTest, ReusedAcrossSceneSizes) {
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
     for (std::size_t n : {4000, 10, 0, 9000, 1}) {
         auto scene = generate_scene("clustered", n);
@@ -524,7 +524,7 @@ TEST_F(LbvhTest, ReusedAcrossSceneSizes) {
 
 // Test 5: stage timings come from timestamp queries when the queue supports them.
 TEST_F(LbvhTest, ReportsStageTimes) {
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
     auto scene = generate_scene("uniform", 5000);
     ASSERT_TRUE(scene);
@@ -540,7 +540,7 @@ TEST_F(LbvhTest, ReportsStageTimes) {
 // level; the refinement's kernels run and find no long run, so its second sort is launched
 // empty), and the traversal's bytes against the CPU twin's count of expanded nodes.
 TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
     auto scene = generate_scene("uniform", 3000);
     ASSERT_TRUE(scene);
@@ -652,7 +652,7 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
         boxes.push_back({{d, d, d}, {1 + d, 1 + d, 1 + d}});
     }
     const std::uint64_t n = boxes.size(), all = n * (n - 1) / 2;
-    auto lbvh = make_lbvh(gpu::CodeKind::morton30);
+    auto lbvh = make_lbvh_of_kind(gpu::CodeKind::morton30);
     ASSERT_TRUE(lbvh);
     auto pairs = lbvh->find_pairs(boxes);
     ASSERT_TRUE(pairs) << pairs.error().message;

@@ -267,12 +267,13 @@ void check_scene(std::span<const Box> boxes, std::size_t queries) {
     }
 }
 
-struct SceneCase {
+struct QuerySceneCase {
     const char* generator;
     std::size_t n;
 };
 
-class QueriesSceneTest : public QueriesFixture, public ::testing::WithParamInterface<SceneCase> {};
+class QueriesSceneTest : public QueriesFixture,
+                         public ::testing::WithParamInterface<QuerySceneCase> {};
 
 TEST_P(QueriesSceneTest, MatchBruteForceAndTwin) {
     auto scene = generate_scene(GetParam().generator, GetParam().n);
@@ -280,15 +281,15 @@ TEST_P(QueriesSceneTest, MatchBruteForceAndTwin) {
     check_scene(scene->boxes, 300);
 }
 
-std::vector<SceneCase> scene_cases() {
-    std::vector<SceneCase> cases;
+std::vector<QuerySceneCase> query_scene_cases() {
+    std::vector<QuerySceneCase> cases;
     for (std::string_view g : generator_names())
         for (std::size_t n : {0, 1, 2, 3, 100, 5000}) cases.push_back({g.data(), n});
     return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(StandardScenes, QueriesSceneTest, ::testing::ValuesIn(scene_cases()),
-                         [](const ::testing::TestParamInfo<SceneCase>& param_info) {
+INSTANTIATE_TEST_SUITE_P(StandardScenes, QueriesSceneTest, ::testing::ValuesIn(query_scene_cases()),
+                         [](const ::testing::TestParamInfo<QuerySceneCase>& param_info) {
                              return std::string(param_info.param.generator) + "_" +
                                     std::to_string(param_info.param.n);
                          });

@@ -26,8 +26,8 @@ using gpu::StageReport;
 // BROADPHASE_TRAVERSAL_BUDGET says, so that the ray casts of these scenes finish in round 0
 // (their visit counts are then deterministic); and the queries of both contexts.
 std::unique_ptr<gpu::Context> g_full_budget;
-std::unique_ptr<gpu::LbvhQueries> g_full_queries, g_queries;
-std::unique_ptr<gpu::Lbvh> g_lbvh;
+std::unique_ptr<gpu::LbvhQueries> g_full_queries, g_report_queries;
+std::unique_ptr<gpu::Lbvh> g_report_lbvh;
 
 class QueryReportTest : public GpuTest {
 public:
@@ -42,21 +42,21 @@ public:
             if (q) g_full_queries = std::move(q.value());
         }
         auto q = gpu::LbvhQueries::create(gpu_context());
-        if (q) g_queries = std::move(q.value());
+        if (q) g_report_queries = std::move(q.value());
         auto l = gpu::Lbvh::create(gpu_context());
-        if (l) g_lbvh = std::move(l.value());
+        if (l) g_report_lbvh = std::move(l.value());
     }
     static void TearDownTestSuite() {
         g_full_queries.reset();
-        g_queries.reset();
-        g_lbvh.reset();
+        g_report_queries.reset();
+        g_report_lbvh.reset();
         g_full_budget.reset();
     }
 
 protected:
     void SetUp() override {
         GpuTest::SetUp();
-        ASSERT_TRUE(g_full_budget && g_full_queries && g_queries && g_lbvh);
+        ASSERT_TRUE(g_full_budget && g_full_queries && g_report_queries && g_report_lbvh);
         full_errors_ = g_full_budget->validation_errors();
     }
     void TearDown() override {
@@ -68,12 +68,6 @@ protected:
 private:
     std::uint64_t full_errors_ = 0;
 };
-
-const StageReport* find_stage(const std::vector<StageReport>& report, const std::string& name) {
-    for (const StageReport& s : report)
-        if (s.name == name) return &s;
-    return nullptr;
-}
 
 // Dispatches of a bounded traversal of `rounds` rounds (gpu/lbvh/traversal.hpp): round 0, then an
 // args dispatch and an indirect round per later round, then the finish dispatch.
@@ -144,7 +138,7 @@ void expect_stage(const StageReport* s, std::uint32_t dispatches, const gpu::Tra
 }
 
 // A context whose traversals expand `budget` nodes per round, and a scene of 3000 boxes with
-// the tree the twins walk (g_lbvh's build).
+// the tree the twins walk (g_report_lbvh's build).
 struct BudgetScene {
     std::unique_ptr<gpu::Context> ctx;
     std::vector<Box> boxes;
@@ -158,7 +152,7 @@ void open_budget_scene(std::uint32_t budget, const char* scene, BudgetScene& out
     auto made = generate_scene(scene, 3000);
     ASSERT_TRUE(made) << made.error().message;
     out.boxes = std::move(made->boxes);
-    auto nodes = g_lbvh->build_nodes(out.boxes);
+    auto nodes = g_report_lbvh->build_nodes(out.boxes);
     ASSERT_TRUE(nodes) << nodes.error().message;
     out.nodes = std::move(nodes.value());
 }
@@ -175,7 +169,7 @@ TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
     auto scene = generate_scene(GetParam(), 3000);
     ASSERT_TRUE(scene) << scene.error().message;
     const std::vector<Box>& boxes = scene->boxes;
-    auto nodes = g_lbvh->build_nodes(boxes);  // the tree the twins walk: the GPU's own build
+    auto nodes = g_report_lbvh->build_nodes(boxes);  // the tree the twins walk: the GPU's own build
     ASSERT_TRUE(nodes) << nodes.error().message;
     const std::vector<Box> regions = regions_of(boxes);
     const std::vector<Ray> rays = rays_of(boxes);
@@ -189,7 +183,7 @@ TEST_P(QueryReportSceneTest, VisitsEqualTwinAndStagesFollowModel) {
     ASSERT_GT(twin_region_visits, q);
     ASSERT_GT(twin_ray_visits, 0u);
 
-    for (gpu::LbvhQueries* queries : {g_queries.get(), g_full_queries.get()}) {
+    for (gpu::LbvhQueries* queries : {g_report_queries.get(), g_full_queries.get()}) {
         const bool full = queries == g_full_queries.get();
         SCOPED_TRACE(full ? "full budget" : "the device's budget");
         ASSERT_TRUE(queries->build(boxes));
@@ -258,7 +252,7 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
     auto scene = generate_scene("uniform", 3000);
     ASSERT_TRUE(scene) << scene.error().message;
     const std::vector<Box>& boxes = scene->boxes;
-    auto nodes = g_lbvh->build_nodes(boxes);
+    auto nodes = g_report_lbvh->build_nodes(boxes);
     ASSERT_TRUE(nodes) << nodes.error().message;
     auto fresh = gpu::LbvhQueries::create(*g_full_budget);  // ids not yet grown
     ASSERT_TRUE(fresh);
@@ -433,7 +427,7 @@ TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
 // Test 4: an empty ray batch and a failed batch leave no report; a batch of one region against
 // a one-box tree reads the single leaf instead of wide records.
 TEST_F(QueryReportTest, EmptyFailedAndOneBoxBatches) {
-    gpu::LbvhQueries& queries = *g_queries;
+    gpu::LbvhQueries& queries = *g_report_queries;
     const std::vector<Box> one = {{{0, 0, 0}, {1, 1, 1}}};
     ASSERT_TRUE(queries.build(one));
     // The first batch records every round when an earlier test's last batch queued items.

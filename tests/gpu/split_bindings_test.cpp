@@ -67,7 +67,7 @@ std::uint64_t split_dispatches(gpu::Context& context) {
 }
 
 // Moves every third box (from seed % 3) by up to `reach` in each axis (deterministic).
-void jitter(std::vector<Box>& boxes, unsigned seed, float reach) {
+void jitter_boxes(std::vector<Box>& boxes, unsigned seed, float reach) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> d(-reach, reach);
     for (std::size_t i = seed % 3; i < boxes.size(); i += 3) {
@@ -216,8 +216,9 @@ TEST_F(SplitBindingsTest, CullsEqualTheWholeBindings) {
     meshes[2].lods = {{6, 72, 0, 0}, {3, 78, 0, 2.0f}, {1, 81, 0, 8.0f}};
     std::vector<std::uint32_t> mesh_ids(boxes.size());
     for (std::size_t i = 0; i < boxes.size(); ++i) mesh_ids[i] = std::uint32_t(i * 7 % 3);
-    const std::uint32_t kImage = 64;
-    auto pyramid = DepthPyramid::build(kImage, kImage, std::vector<float>(kImage * kImage, 0.97f));
+    const std::uint32_t kDepthSide = 64;
+    auto pyramid = DepthPyramid::build(kDepthSide, kDepthSide,
+                                       std::vector<float>(kDepthSide * kDepthSide, 0.97f));
     ASSERT_TRUE(pyramid);
     const std::uint64_t before = split_dispatches(split());
     for (CullOrder order : {CullOrder::exact, CullOrder::approx}) {
@@ -275,7 +276,7 @@ TEST_F(SplitBindingsTest, MovingFramesEqualTheWholeBindings) {
         bool rebuilt = false, refitted = false;
         for (unsigned frame = 1; frame <= 6; ++frame) {
             SCOPED_TRACE(frame);
-            jitter(boxes, frame, frame == 4 ? 40.0f : 0.5f);  // frame 4 scatters: a rebuild
+            jitter_boxes(boxes, frame, frame == 4 ? 40.0f : 0.5f);  // frame 4 scatters: a rebuild
             auto got = (*on_split)->step(boxes);
             auto want = (*on_whole)->step(boxes);
             ASSERT_TRUE(got) << got.error().message;
@@ -312,7 +313,7 @@ TEST_F(SplitBindingsTest, RefitOnCallerRangesEqualsTheWholeBindings) {
     EXPECT_EQ(flag_bytes,
               gpu::align_up(gpu::align_up((n - 1) * 4ull, 256) + 16 * (2 * n - 1), 256) +
                   16 * (2 * n - 1));
-    jitter(boxes, 7, 0.5f);
+    jitter_boxes(boxes, 7, 0.5f);
     const std::vector<gpu_layout::GpuBox> gpu_boxes = gpu::to_gpu_boxes(boxes);
     // Refits the scene's own tree from `next` boxes with a caller's flags range of `bytes`.
     auto refit = [&](gpu::Context& ctx, const gpu::MovingScene& scene, VkDeviceSize bytes) {
@@ -391,7 +392,7 @@ TEST_F(SplitBindingsTest, ProxyFramesEqualTheWholeBindings) {
         const std::uint64_t before = split_dispatches(*frames);
         for (unsigned frame = 1; frame <= 3; ++frame) {
             SCOPED_TRACE(frame);
-            jitter(dynamic, frame, 1.0f);
+            jitter_boxes(dynamic, frame, 1.0f);
             for (std::size_t i = 0; i < handles.size(); i += 3) {
                 ASSERT_TRUE((*on_split)->move(handles[i], dynamic[i]));
                 ASSERT_TRUE((*on_whole)->move(handles[i], dynamic[i]));
@@ -431,17 +432,17 @@ TEST_F(SplitBindingsTest, TreesOverThePartsAreRefused) {
 // 2^25 records), so 100M boxes fit every binding; a part's shift is the largest whose part
 // fits the range.
 TEST(LimitsArithmetic, SplitTreesAreLimitedByTheBoxBuffer) {
-    const VkDeviceSize k128MiB = VkDeviceSize(1) << 27, k2GiB = VkDeviceSize(1) << 31;
+    const VkDeviceSize kRange128MiB = VkDeviceSize(1) << 27, kRange2GiB = VkDeviceSize(1) << 31;
     EXPECT_EQ(gpu::part_shift(gpu::kMaxStorageRange, 48), 26u);
     EXPECT_EQ(gpu::part_shift(gpu::kMaxStorageRange, 64), 25u);  // 64 << 26 = 2^32 > range
-    EXPECT_EQ(gpu::part_shift(k128MiB, 48), 21u);
-    EXPECT_EQ(gpu::part_shift(k128MiB, 64), 21u);  // exactly the range
+    EXPECT_EQ(gpu::part_shift(kRange128MiB, 48), 21u);
+    EXPECT_EQ(gpu::part_shift(kRange128MiB, 64), 21u);  // exactly the range
     EXPECT_EQ(gpu::part_bytes(kSplitRange, 48), 98'304u);
     struct Case {
         VkDeviceSize range;
         std::uint32_t largest;
     };
-    for (const Case& c : {Case{k128MiB, 4'194'304}, Case{k2GiB, 67'108'864},
+    for (const Case& c : {Case{kRange128MiB, 4'194'304}, Case{kRange2GiB, 67'108'864},
                           Case{gpu::kMaxStorageRange, 134'217'727}}) {
         SCOPED_TRACE(c.range);
         const gpu::DeviceLimits limits = gpu::limits_of_range(c.range, kTreeParts);
