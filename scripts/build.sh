@@ -25,8 +25,7 @@ case "${1:-}" in
   "") ;;
   *) echo "build.sh: unknown option $1 (--tool, --no-tests)" >&2; exit 2 ;;
 esac
-# A unity build (CMake's batches of 8 sources; the test suites stay file by file): about half
-# the compile time from scratch. For many small rebuilds of one file, a build folder of your own
+# A unity build (CMake's batches of 8 sources): about half the compile time from scratch. For many small rebuilds of one file, a build folder of your own
 # with -DCMAKE_UNITY_BUILD=OFF recompiles that file alone.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
   "${parts[@]}" >/dev/null
