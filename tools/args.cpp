@@ -18,7 +18,6 @@
 namespace broadphase::tool {
 namespace {
 
-using cli::integer_in;
 using cli::joined;
 using cli::one_of;
 using cli::real_in;
@@ -243,11 +242,9 @@ EventsCommand add_events_command(Commands& k, Args& a) {
             ->type_name("FILE");
     add_method(*c, a)->required();
     CLI::Option* frames_option =
-        c->add_option("--frames", a.frames,
-                      "animate the one generator of --scenes for F frames (1..100000), a "
-                      "deterministic jitter")
-            ->type_name("F")
-            ->transform(integer_in(1, 100000));
+        cli::add_integer(*c, "--frames", a.frames, "F", 1, 100000,
+                         "animate the one generator of --scenes for F frames (1..100000), a "
+                         "deterministic jitter");
     e.scenes_only = {frames_option, add_policy(*c, a.policy),
                      add_rebuild_ratio(*c, a.rebuild_ratio, false),
                      add_rebuild_ratio(*c, a.rebuild_work_ratio, true)};
@@ -307,11 +304,9 @@ CommandLine read_command_line(int argc, char** argv) {
                      ": overlapping pairs of axis-aligned boxes by every method, CPU and GPU, "
                      "checked against each other; benchmarks and scenes",
                  "broadphase"};
-    app.formatter(std::make_shared<cli::HelpFormatter>());
-    app.set_help_flag("-h,--help", "print this help and exit");
+    cli::set_conventions(app);
     app.require_subcommand(1);
-    app.option_defaults()->disable_flag_override()->multi_option_policy(
-        CLI::MultiOptionPolicy::Throw);
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
     app.set_version_flag("--version", version_text(), "print the version and exit");
     app.footer("broadphase COMMAND --help lists the options of COMMAND.\n" + footer());
 

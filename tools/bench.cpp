@@ -10,8 +10,6 @@
 
 namespace broadphase::tool {
 
-using cli::integer_in;
-
 void add_bench_gpu_options(CLI::App& c, BenchGpuOptions& o) {
     add_scene(c, o.scene)->required();
     add_device(c, o.gpu.device);
@@ -22,13 +20,12 @@ void add_bench_gpu_options(CLI::App& c, BenchGpuOptions& o) {
                      std::to_string(int(kBenchWarmUpMs)) + " on GPUs, 0 on CPU devices)")
         ->type_name("MS")
         ->check(CLI::Range(0.0, 10000.0));
-    c.add_option("--traversal-budget", o.gpu.traversal_budget,
-                 "nodes one invocation of the all-pairs, region and ray traversals expands per "
-                 "round before queueing the rest (1.." +
-                     std::to_string(gpu_layout::kTraversalBudget) +
-                     "; default: BROADPHASE_TRAVERSAL_BUDGET, else the device's)")
-        ->type_name("N")
-        ->transform(integer_in(1, gpu_layout::kTraversalBudget));
+    cli::add_integer(c, "--traversal-budget", o.gpu.traversal_budget, "N", 1,
+                     gpu_layout::kTraversalBudget,
+                     "nodes one invocation of the all-pairs, region and ray traversals expands per "
+                     "round before queueing the rest (1.." +
+                         std::to_string(gpu_layout::kTraversalBudget) +
+                         "; default: BROADPHASE_TRAVERSAL_BUDGET, else the device's)");
     add_enum(c, "--sort-path", o.gpu.sort_path,
              "the radix sort (onesweep: one pass per digit with decoupled look-back; "
              "reduce_then_scan: histogram, scan and scatter per digit, safe everywhere; "
@@ -41,22 +38,17 @@ void add_bench_gpu_options(CLI::App& c, BenchGpuOptions& o) {
 
 CLI::Option* add_first_round_budget(CLI::App& c, const std::string& name, std::uint32_t& value,
                                     const std::string& what, std::uint32_t scale) {
-    return c
-        .add_option(name, value,
-                    what + " takes in its first round (1.." +
-                        std::to_string(gpu_layout::kTraversalBudget) + "; default " +
-                        std::to_string(scale) +
-                        " times the traversal budget); later rounds take the traversal budget")
-        ->type_name("N")
-        ->transform(integer_in(1, gpu_layout::kTraversalBudget));
+    return cli::add_integer(
+        c, name, value, "N", 1, gpu_layout::kTraversalBudget,
+        what + " takes in its first round (1.." + std::to_string(gpu_layout::kTraversalBudget) +
+            "; default " + std::to_string(scale) +
+            " times the traversal budget); later rounds take the traversal budget");
 }
 
 CLI::Option* add_bench_repeat(CLI::App& c, int& repeat) {
-    return c
-        .add_option("--repeat", repeat,
-                    with_default("runs (1..1000) after a warm-up; medians", std::to_string(repeat)))
-        ->type_name("R")
-        ->transform(integer_in(1, 1000));
+    return cli::add_integer(
+        c, "--repeat", repeat, "R", 1, 1000,
+        with_default("runs (1..1000) after a warm-up; medians", std::to_string(repeat)));
 }
 
 #ifdef BROADPHASE_HAS_GPU

@@ -382,12 +382,10 @@ void add_bench_cull(CLI::App& c, BenchCullOptions& o) {
                  "(512 x 512, a wall over the middle half at the median visible depth)")
         ->type_name("DEPTHFILE");
     CLI::Option* views =
-        c.add_option("--views", o.views,
-                     "V views (2..8: the camera turned by 360/V degrees about its up axis "
-                     "each): the V culls one after another against one cull of all V (one "
-                     "traversal)")
-            ->type_name("V")
-            ->transform(cli::integer_in(2, 8));
+        cli::add_integer(c, "--views", o.views, "V", 2, 8,
+                         "V views (2..8: the camera turned by 360/V degrees about its up axis "
+                         "each): the V culls one after another against one cull of all V (one "
+                         "traversal)");
     c.final_callback([&o, meshes = lods[1], views] {
         o.has_meshes = meshes->count() > 0;
         o.has_views = views->count() > 0;

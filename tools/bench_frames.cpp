@@ -320,9 +320,8 @@ int run_back_to_back(gpu::Context& context, gpu::MovingScene& ms, const std::vec
 #endif
 
 void add_bench_frames(CLI::App& c, BenchFramesOptions& o) {
-    c.add_option("--frames", o.frames, "animate --scene for F frames (1..10000)")
-        ->type_name("F")
-        ->transform(cli::integer_in(1, 10000))
+    cli::add_integer(c, "--frames", o.frames, "F", 1, 10000,
+                     "animate --scene for F frames (1..10000)")
         ->required();
     add_bench_gpu_options(c, o.common);
     add_code(c, o.code);

@@ -33,13 +33,11 @@ void add_bench_pairs(CLI::App& c, BenchPairsOptions& o) {
              "needs subgroup ballot; atomic: one per pair; automatic: subgroup where the device "
              "has ballot)",
              pair_append_names(), "pair append");
-    c.add_option("--pair-stack", o.pair_stack,
-                 "stack entries of the all-pairs traversal before a subtree goes to the next "
-                 "round's work queue (1.." +
-                     std::to_string(gpu_layout::kPairStack) + "; default " +
-                     std::to_string(gpu_layout::kPairStack) + ")")
-        ->type_name("N")
-        ->transform(cli::integer_in(1, gpu_layout::kPairStack));
+    cli::add_integer(c, "--pair-stack", o.pair_stack, "N", 1, gpu_layout::kPairStack,
+                     "stack entries of the all-pairs traversal before a subtree goes to the next "
+                     "round's work queue (1.." +
+                         std::to_string(gpu_layout::kPairStack) + "; default " +
+                         std::to_string(gpu_layout::kPairStack) + ")");
     add_first_round_budget(c, "--pair-budget", o.pair_budget,
                            "steps one invocation of the all-pairs traversal",
                            gpu_layout::kPairGroup);

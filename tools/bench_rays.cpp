@@ -21,17 +21,14 @@
 namespace broadphase::tool {
 
 void add_bench_rays(CLI::App& c, BenchRaysOptions& o) {
-    c.add_option("--rays", o.rays, "R random rays and R region queries (1..100000000)")
-        ->type_name("R")
-        ->transform(cli::integer_in(1, 100000000))
+    cli::add_integer(c, "--rays", o.rays, "R", 1, 100000000,
+                     "R random rays and R region queries (1..100000000)")
         ->required();
     add_bench_gpu_options(c, o.common);
     add_bench_repeat(c, o.repeat);
-    c.add_option(
-         "--seed", o.seed,
-         with_default("seed of the rays and regions (0..4294967295)", std::to_string(o.seed)))
-        ->type_name("X")
-        ->transform(cli::integer_in(0, 4294967295));
+    cli::add_integer(
+        c, "--seed", o.seed, "X", 0, 4294967295,
+        with_default("seed of the rays and regions (0..4294967295)", std::to_string(o.seed)));
     add_code(c, o.code);
     add_first_round_budget(c, "--query-budget", o.query_budget,
                            "steps one invocation of a ray cast or region query",

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -51,6 +52,16 @@ inline CLI::Validator integer_in(std::int64_t min, std::int64_t max) {
             return {};
         },
         "");
+}
+
+/// An integer option read strictly in [min, max] (integer_in), its value shown in the help as
+/// `type`. Returns the option, for more settings (required, needs).
+template <class T>
+CLI::Option* add_integer(CLI::App& app, const std::string& name, T& value, const std::string& type,
+                         std::int64_t min, std::int64_t max, const std::string& description) {
+    return app.add_option(name, value, description)
+        ->type_name(type)
+        ->transform(integer_in(min, max));
 }
 
 /// Checks that a value is all of a finite decimal number in (min, max], or [min, max] when
@@ -177,6 +188,14 @@ public:
         return f.empty() ? f : wrapped(f, kWidth) + "\n";
     }
 };
+
+/// The conventions of every command line on `app`: HelpFormatter's layout, -h and --help, and
+/// flags that take no `--flag=value`.
+inline void set_conventions(CLI::App& app) {
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.option_defaults()->disable_flag_override();
+}
 
 /// The subcommand the command line selected (the deepest one), or `app` itself.
 inline const CLI::App& selected(const CLI::App& app) {

@@ -7,7 +7,6 @@
 
 namespace broadphase::tool {
 
-using cli::integer_in;
 using cli::one_of;
 using cli::real_in;
 
@@ -104,11 +103,9 @@ std::vector<CLI::Option*> add_lods(CLI::App& c, std::vector<float>& lods, std::u
                  "D1,D2,...")
             ->check(real_in(0, 3.4e38));
     CLI::Option* meshes_option =
-        c.add_option("--meshes", meshes,
-                     "with --lods: K meshes (1..65536), box i of mesh i % K, all with the LODs "
-                     "of --lods")
-            ->type_name("K")
-            ->transform(integer_in(1, 65536));
+        cli::add_integer(c, "--meshes", meshes, "K", 1, 65536,
+                         "with --lods: K meshes (1..65536), box i of mesh i % K, all with the LODs "
+                         "of --lods");
     CLI::Option* grouped_option = c.add_flag(
         "--grouped", grouped, "with --lods: the draws grouped per mesh, front to back in each");
     return {lods_option, meshes_option, grouped_option};

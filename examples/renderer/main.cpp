@@ -149,9 +149,7 @@ int main(int argc, char** argv) {
         "writes the frame as PNG; --showcase renders meshes with LODs, walls, shadow "
         "cascades and moving instances with two-phase occlusion culling",
         "broadphase_renderer"};
-    app.formatter(std::make_shared<cli::HelpFormatter>());
-    app.set_help_flag("-h,--help", "print this help and exit");
-    app.option_defaults()->disable_flag_override();
+    cli::set_conventions(app);
     app.add_option("--scene", scene_spec,
                    "a scene file or a generator NAME:COUNT[:SEED] (default " + scene_spec + ")")
         ->type_name("S");
@@ -172,9 +170,8 @@ int main(int argc, char** argv) {
     app.add_option("--debug-out", debug_out,
                    "also a top-down view: drawn boxes blue, culled grey, the frustum red")
         ->type_name("FILE");
-    app.add_option("--size", size, "width and height in pixels (1..16384, default 512)")
-        ->type_name("N")
-        ->transform(cli::integer_in(1, 16384));
+    cli::add_integer(app, "--size", size, "N", 1, 16384,
+                     "width and height in pixels (1..16384, default 512)");
     app.add_option("--device", options.device,
                    "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
                    "first discrete GPU)")
@@ -186,18 +183,14 @@ int main(int argc, char** argv) {
     bool no_occlusion = false;
     app.add_flag("--no-occlusion", no_occlusion,
                  "showcase: frustum culling only (default: two-phase occlusion culling as well)");
-    app.add_option("--count", show.count, "showcase: instances (default 20000)")
-        ->type_name("N")
-        ->transform(cli::integer_in(1, 1 << 24));
-    app.add_option("--walls", show.walls, "showcase: walls in front of the camera (default 3)")
-        ->type_name("N")
-        ->transform(cli::integer_in(0, 64));
-    app.add_option(
-           "--frames", show.frames,
-           "showcase: frames to render, the moving instances animated from frame 2 on; with "
-           "occlusion culling a warm-up frame comes first (default 1)")
-        ->type_name("N")
-        ->transform(cli::integer_in(1, 100000));
+    cli::add_integer(app, "--count", show.count, "N", 1, 1 << 24,
+                     "showcase: instances (default 20000)");
+    cli::add_integer(app, "--walls", show.walls, "N", 0, 64,
+                     "showcase: walls in front of the camera (default 3)");
+    cli::add_integer(
+        app, "--frames", show.frames, "N", 1, 100000,
+        "showcase: frames to render, the moving instances animated from frame 2 on; with "
+        "occlusion culling a warm-up frame comes first (default 1)");
     app.add_option("--mesh", show.mesh,
                    "showcase: the scanned mesh, an OFF file (default: the Stanford bunny of "
                    "CGAL's data when the build found it, else a procedural torus knot)")

@@ -99,29 +99,20 @@ int main(int argc, char** argv) {
         "A GPU-resident simulation: the boxes move on the GPU, and each frame's overlap "
         "events come from gpu::MovingScene recorded in the same command buffer",
         "broadphase_simulation"};
-    app.formatter(std::make_shared<cli::HelpFormatter>());
-    app.set_help_flag("-h,--help", "print this help and exit");
-    app.option_defaults()->disable_flag_override();
+    cli::set_conventions(app);
     auto with_default = [](const char* text, std::uint32_t value) {
         return std::string(text) + " (default " + std::to_string(value) + ")";
     };
-    app.add_option(
-           "--boxes", options.boxes,
-           with_default("boxes of a uniform scene in the unit cube (1..50000000)", options.boxes))
-        ->type_name("N")
-        ->transform(cli::integer_in(1, 50000000));
-    app.add_option("--frames", frames, with_default("frames to run (1..1000000)", frames))
-        ->type_name("F")
-        ->transform(cli::integer_in(1, 1000000));
-    app.add_option("--batch", batch,
-                   with_default("frames recorded into one submit (1..100000)", batch))
-        ->type_name("K")
-        ->transform(cli::integer_in(1, 100000));
-    app.add_option(
-           "--seed", options.seed,
-           with_default("seed of the scene and the velocities (0..4294967295)", options.seed))
-        ->type_name("S")
-        ->transform(cli::integer_in(0, 4294967295));
+    cli::add_integer(
+        app, "--boxes", options.boxes, "N", 1, 50000000,
+        with_default("boxes of a uniform scene in the unit cube (1..50000000)", options.boxes));
+    cli::add_integer(app, "--frames", frames, "F", 1, 1000000,
+                     with_default("frames to run (1..1000000)", frames));
+    cli::add_integer(app, "--batch", batch, "K", 1, 100000,
+                     with_default("frames recorded into one submit (1..100000)", batch));
+    cli::add_integer(
+        app, "--seed", options.seed, "S", 0, 4294967295,
+        with_default("seed of the scene and the velocities (0..4294967295)", options.seed));
     app.add_option("--device", options.device,
                    "the Vulkan device, by index or name (default: BROADPHASE_DEVICE, or the "
                    "first)")
@@ -130,16 +121,12 @@ int main(int argc, char** argv) {
                  "turn on the Vulkan validation layer (also BROADPHASE_VALIDATION=1)");
     simulation::SpawnerOptions spawn;
     auto* spawn_option =
-        app.add_option("--spawn", spawn.spawn_per_frame,
-                       "bodies that come and go instead: drop C crates per frame onto a static "
-                       "ground (gpu::ProxyScene; crates shatter into debris that never meets "
-                       "other debris)")
-            ->type_name("C")
-            ->transform(cli::integer_in(1, 1000000));
-    app.add_option("--lifetime", spawn.lifetime,
-                   with_default("with --spawn: frames a crate lives (1..100000)", spawn.lifetime))
-        ->type_name("L")
-        ->transform(cli::integer_in(1, 100000))
+        cli::add_integer(app, "--spawn", spawn.spawn_per_frame, "C", 1, 1000000,
+                         "bodies that come and go instead: drop C crates per frame onto a static "
+                         "ground (gpu::ProxyScene; crates shatter into debris that never meets "
+                         "other debris)");
+    cli::add_integer(app, "--lifetime", spawn.lifetime, "L", 1, 100000,
+                     with_default("with --spawn: frames a crate lives (1..100000)", spawn.lifetime))
         ->needs(spawn_option);
     app.add_option("--check", spawn.check_with,
                    "with --spawn: compare every frame with a CPU proxy world over METHOD (a "
