@@ -86,19 +86,34 @@ protected:
         return meshes;
     }
 
+    // Gives the renderer `meshes` and `boxes`, box i of mesh mesh_ids[i]; false, after a failed
+    // expectation, when either is refused.
+    static bool set_meshes_and_scene(std::span<const RenderMesh> meshes, std::span<const Box> boxes,
+                                     std::span<const std::uint32_t> mesh_ids) {
+        const Status set = renderer_->set_meshes(meshes);
+        EXPECT_TRUE(set) << (set ? "" : set.error().message);
+        if (!set) return false;
+        const Status placed = renderer_->set_scene(boxes, mesh_ids);
+        EXPECT_TRUE(placed) << (placed ? "" : placed.error().message);
+        return bool(placed);
+    }
+
+    // set_meshes_and_scene with the unit scene's meshes (false when there are none:
+    // unit_scene_meshes said why).
+    static bool set_unit_scene(std::span<const Box> boxes,
+                               std::span<const std::uint32_t> mesh_ids) {
+        return !unit_scene_meshes().empty() &&
+               set_meshes_and_scene(unit_scene_meshes(), boxes, mesh_ids);
+    }
+
     // Gives the renderer the showcase meshes (LODs switching at 12 and 30) and a showcase
     // scene of `count` instances; false, after a failed expectation, when either is refused.
     static bool set_showcase(std::uint32_t count, ShowcaseScene& scene) {
         auto meshes = showcase_meshes(default_scanned_mesh(), {12.0f, 30.0f});
         EXPECT_TRUE(meshes) << (meshes ? "" : meshes.error().message);
         if (!meshes) return false;
-        const Status set = renderer_->set_meshes(*meshes);
-        EXPECT_TRUE(set) << (set ? "" : set.error().message);
-        if (!set) return false;
         scene = showcase_scene(count);
-        const Status placed = renderer_->set_scene(scene.boxes, scene.mesh_ids);
-        EXPECT_TRUE(placed) << (placed ? "" : placed.error().message);
-        return bool(placed);
+        return set_meshes_and_scene(*meshes, scene.boxes, scene.mesh_ids);
     }
 
     static inline Renderer* renderer_ = nullptr;
@@ -222,11 +237,9 @@ TEST_F(RendererTest, RejectsBadInput) {
 // Test 6: meshes with LODs on disjoint boxes: culled and unculled frames are byte-identical;
 // every drawn instance has the CPU twin's LOD; several LODs of each LOD mesh are drawn.
 TEST_F(RendererTest, LodMeshesCulledFrameEqualsUnculledFrame) {
-    ASSERT_FALSE(unit_scene_meshes().empty());
-    ASSERT_TRUE(renderer_->set_meshes(unit_scene_meshes()));
     const std::vector<Box> boxes = spaced_grid(12000);
     const std::vector<std::uint32_t> mesh_ids = cycling_meshes(boxes.size());
-    ASSERT_TRUE(renderer_->set_scene(boxes, mesh_ids));
+    ASSERT_TRUE(set_unit_scene(boxes, mesh_ids));
     auto culled = renderer_->render(camera(), true);
     ASSERT_TRUE(culled) << culled.error().message;
     auto all = renderer_->render(camera(), false);
@@ -315,11 +328,9 @@ TEST_F(RendererTest, CascadeViewsEqualOracle) {
 // culled frame (and the two-phase occlusion-culled frame) equals the unculled frame of the same
 // boxes and the visible set the oracle's.
 TEST_F(RendererTest, MovingInstancesCulledFrameEqualsUnculledFrame) {
-    ASSERT_FALSE(unit_scene_meshes().empty());
-    ASSERT_TRUE(renderer_->set_meshes(unit_scene_meshes()));
     const std::vector<Box> base = spaced_grid(8000);
     const std::vector<std::uint32_t> mesh_ids = cycling_meshes(base.size());
-    ASSERT_TRUE(renderer_->set_scene(base, mesh_ids));
+    ASSERT_TRUE(set_unit_scene(base, mesh_ids));
     const float cell = 1.0f / std::ceil(std::cbrt(float(base.size())));
     int refits = 0, rebuilds = 0;
     // Box i stands where base[place[i]] stands (from frame 3 on, far apart boxes swap places:
