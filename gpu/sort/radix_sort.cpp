@@ -298,6 +298,16 @@ struct SortBindings {
     std::uint32_t flags() const {
         return (dynamic ? kSortDynamicCount : 0u) | (keys_only ? kSortKeysOnly : 0u);
     }
+    // One workgroup per tile: indirect, only the tiles the GPU-side count fills (tile_args);
+    // else all `tiles`.
+    void dispatch_tiles(const Kernel& kernel, VkCommandBuffer cmd,
+                        std::initializer_list<BufferRange> buffers, const PushConstants& pc,
+                        std::uint32_t tiles, DispatchGate* gate) const {
+        if (indirect)
+            kernel.dispatch_indirect(cmd, buffers, pc, tile_args);
+        else
+            kernel.dispatch(cmd, buffers, pc, tiles, gate);
+    }
 };
 
 }  // namespace
@@ -326,27 +336,18 @@ void RadixSort::record_reduce_then_scan(VkCommandBuffer cmd, const SortBuffers& 
         pc.tiles = tiles;
         pc.flags = s.flags();
         const int src = pass & 1, dst = src ^ 1;
-        if (s.indirect) {
-            // Only the tiles the count fills run: the others' histogram entries stay zero.
-            if (!b.all_or_nothing) {
-                fill(cmd, hist, 0u);
-                compute_barrier(cmd);
-            }
-            histogram_.dispatch_indirect(cmd, {*s.keys[src], hist, s.count}, pc, s.tile_args);
-        } else {
-            histogram_.dispatch(cmd, {*s.keys[src], hist, s.count}, pc, tiles, gate);
+        // Only the tiles the count fills run: the others' histogram entries stay zero.
+        if (s.indirect && !b.all_or_nothing) {
+            fill(cmd, hist, 0u);
+            compute_barrier(cmd);
         }
+        s.dispatch_tiles(histogram_, cmd, {*s.keys[src], hist, s.count}, pc, tiles, gate);
         compute_barrier(cmd);
         record_scan(cmd, hist, hist_count, scan_scratch, gate);
-        if (s.indirect) {
-            scatter_.dispatch_indirect(
-                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], hist, s.count},
-                pc, s.tile_args);
-        } else {
-            scatter_.dispatch(
-                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], hist, s.count},
-                pc, tiles, gate);
-        }
+        s.dispatch_tiles(
+            scatter_, cmd,
+            {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], hist, s.count}, pc, tiles,
+            gate);
         compute_barrier(cmd);
     }
 }
@@ -368,10 +369,7 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
     pc.tiles = tiles;
     pc.flags = s.flags();
     pc.budget = window_;  // the look-back window
-    if (s.indirect)
-        onesweep_histogram_.dispatch_indirect(cmd, {*s.keys[0], state, s.count}, pc, s.tile_args);
-    else
-        onesweep_histogram_.dispatch(cmd, {*s.keys[0], state, s.count}, pc, tiles, gate);
+    s.dispatch_tiles(onesweep_histogram_, cmd, {*s.keys[0], state, s.count}, pc, tiles, gate);
     compute_barrier(cmd);
     for (std::uint32_t pass = 0; pass < passes; ++pass) {
         const std::uint32_t bit = pass * kSortDigitBits;
@@ -382,15 +380,10 @@ void RadixSort::record_onesweep(VkCommandBuffer cmd, const SortBuffers& b, std::
         pc.flags = s.flags() | (fallback_only_ ? kSortFallbackOnly : 0u) |
                    (lookback_stress_ ? kSortLookbackStress : 0u);
         const int src = pass & 1, dst = src ^ 1;
-        if (s.indirect) {
-            onesweep_.dispatch_indirect(
-                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count},
-                pc, s.tile_args);
-        } else {
-            onesweep_.dispatch(
-                cmd, {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count},
-                pc, tiles, gate);
-        }
+        s.dispatch_tiles(
+            onesweep_, cmd,
+            {*s.keys[src], *s.values[src], *s.keys[dst], *s.values[dst], state, s.count}, pc, tiles,
+            gate);
         compute_barrier(cmd);
     }
 }
