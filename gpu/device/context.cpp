@@ -219,14 +219,41 @@ bool contains(const std::vector<std::string>& names, const char* name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
+// Everything a Vulkan two-call query returns: query(&count, nullptr) for the count, then
+// query(&count, data) for the items (layers, extensions, queue families, devices).
+template <class T, class Query>
+std::vector<T> vk_all(Query&& query) {
     std::uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
-    std::vector<VkQueueFamilyProperties> families(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families.data());
+    query(&count, static_cast<T*>(nullptr));
+    std::vector<T> all(count);
+    query(&count, all.data());
+    return all;
+}
+
+const char* name_of(const VkLayerProperties& p) {
+    return p.layerName;
+}
+const char* name_of(const VkExtensionProperties& p) {
+    return p.extensionName;
+}
+// Whether a list of layers or extensions holds `name`.
+template <class Properties>
+bool holds(const std::vector<Properties>& list, const char* name) {
+    return std::any_of(list.begin(), list.end(),
+                       [name](const Properties& p) { return std::strcmp(name_of(p), name) == 0; });
+}
+
+std::vector<VkQueueFamilyProperties> queue_families(VkPhysicalDevice physical) {
+    return vk_all<VkQueueFamilyProperties>([physical](std::uint32_t* count, auto* data) {
+        vkGetPhysicalDeviceQueueFamilyProperties(physical, count, data);
+    });
+}
+
+std::optional<std::uint32_t> compute_family(VkPhysicalDevice physical) {
+    const std::vector<VkQueueFamilyProperties> families = queue_families(physical);
     // Prefer a family with timestamps; the first compute-capable one otherwise.
     std::optional<std::uint32_t> any;
-    for (std::uint32_t i = 0; i < count; ++i) {
+    for (std::uint32_t i = 0; i < families.size(); ++i) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
         if (families[i].timestampValidBits > 0) return i;
         if (!any) any = i;
@@ -245,14 +272,11 @@ DeviceFacts device_facts(VkPhysicalDevice physical, std::uint32_t instance_versi
     DeviceFacts facts;
     facts.instance_version = instance_version;
     vkGetPhysicalDeviceProperties(physical, &facts.properties);
-    std::uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
-    facts.families.resize(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, facts.families.data());
-    count = 0;
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> extensions(count);
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    facts.families = queue_families(physical);
+    const auto extensions =
+        vk_all<VkExtensionProperties>([physical](std::uint32_t* count, auto* data) {
+            return vkEnumerateDeviceExtensionProperties(physical, nullptr, count, data);
+        });
     for (const VkExtensionProperties& e : extensions)
         facts.supported_extensions.emplace_back(e.extensionName);
     if (instance_version >= VK_API_VERSION_1_2 &&
@@ -386,12 +410,9 @@ void fill_info(ContextImpl& impl) {
         props.properties.limits.minStorageBufferOffsetAlignment;
     info.range_alignment = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
     info.max_workgroup_count_x = props.properties.limits.maxComputeWorkGroupCount[0];
-    std::uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(impl.physical, &count, nullptr);
-    std::vector<VkQueueFamilyProperties> families(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(impl.physical, &count, families.data());
+    const std::vector<VkQueueFamilyProperties> families = queue_families(impl.physical);
     bool timestamps =
-        impl.queue_family < count && families[impl.queue_family].timestampValidBits > 0;
+        impl.queue_family < families.size() && families[impl.queue_family].timestampValidBits > 0;
     info.timestamp_period_ns = timestamps ? props.properties.limits.timestampPeriod : 0.0f;
     vkGetPhysicalDeviceMemoryProperties(impl.physical, &impl.memory);
 }
@@ -405,17 +426,30 @@ Status finish_setup(ContextImpl& impl) {
         return Error{ErrorCode::unsupported,
                      "device '" + impl.info.name +
                          "' lacks VK_KHR_push_descriptor (enable it on the device)"};
-    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pool_info.queueFamilyIndex = impl.queue_family;
-    BP_VK_TRY(vkCreateCommandPool(impl.device, &pool_info, nullptr, &impl.pool),
-              "vkCreateCommandPool");
-    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    BP_VK_TRY(vkCreateFence(impl.device, &fence_info, nullptr, &impl.fence), "vkCreateFence");
-    return {};
+    return create_pool_and_fence(impl.device, impl.queue_family, impl.pool, impl.fence);
 }
 
 }  // namespace
+
+Status create_pool_and_fence(VkDevice device, std::uint32_t queue_family, VkCommandPool& pool,
+                             VkFence& fence) {
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pool_info.queueFamilyIndex = queue_family;
+    BP_VK_TRY(vkCreateCommandPool(device, &pool_info, nullptr, &pool), "vkCreateCommandPool");
+    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    BP_VK_TRY(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
+    return {};
+}
+
+Status allocate_command_buffer(VkDevice device, VkCommandPool pool, VkCommandBuffer& cmd) {
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = pool;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    BP_VK_TRY(vkAllocateCommandBuffers(device, &alloc, &cmd), "vkAllocateCommandBuffers");
+    return {};
+}
 
 Context::Impl::~Impl() {
     if (device) {
@@ -462,14 +496,7 @@ Status create_instance(ContextImpl& impl) {
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
     if (impl.validation) {
-        std::uint32_t count = 0;
-        vkEnumerateInstanceLayerProperties(&count, nullptr);
-        std::vector<VkLayerProperties> props(count);
-        vkEnumerateInstanceLayerProperties(&count, props.data());
-        bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p) {
-            return std::strcmp(p.layerName, kValidationLayer) == 0;
-        });
-        if (!found)
+        if (!holds(vk_all<VkLayerProperties>(vkEnumerateInstanceLayerProperties), kValidationLayer))
             return Error{ErrorCode::unsupported,
                          "validation requested but VK_LAYER_KHRONOS_validation is not installed "
                          "(Debian package vulkan-validationlayers)"};
@@ -478,15 +505,11 @@ Status create_instance(ContextImpl& impl) {
         // Synchronization validation beside the core checks: it reports the barriers a real
         // GPU needs that lavapipe's in-order execution would hide (read-after-write hazards
         // between dispatches, transfers and host access).
-        count = 0;
-        vkEnumerateInstanceExtensionProperties(kValidationLayer, &count, nullptr);
-        std::vector<VkExtensionProperties> layer_extensions(count);
-        vkEnumerateInstanceExtensionProperties(kValidationLayer, &count, layer_extensions.data());
-        bool has_features = std::any_of(
-            layer_extensions.begin(), layer_extensions.end(), [](const VkExtensionProperties& e) {
-                return std::strcmp(e.extensionName, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME) == 0;
+        const auto layer_extensions =
+            vk_all<VkExtensionProperties>([](std::uint32_t* count, auto* data) {
+                return vkEnumerateInstanceExtensionProperties(kValidationLayer, count, data);
             });
-        if (!has_features)
+        if (!holds(layer_extensions, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME))
             return Error{ErrorCode::unsupported,
                          "validation requested but the validation layer lacks "
                          "VK_EXT_validation_features (synchronization validation)"};
@@ -535,10 +558,9 @@ Status create_instance(ContextImpl& impl) {
 // Vulkan 1.2, push descriptors, the compute limits, a compute queue); an error says why each
 // other one cannot.
 Result<VkPhysicalDevice> choose_device(VkInstance instance, const std::string& wanted) {
-    std::uint32_t count = 0;
-    vkEnumeratePhysicalDevices(instance, &count, nullptr);
-    std::vector<VkPhysicalDevice> physicals(count);
-    vkEnumeratePhysicalDevices(instance, &count, physicals.data());
+    const auto physicals = vk_all<VkPhysicalDevice>([instance](std::uint32_t* count, auto* data) {
+        return vkEnumeratePhysicalDevices(instance, count, data);
+    });
     if (physicals.empty())
         return Error{ErrorCode::unsupported,
                      "no Vulkan device found (install mesa-vulkan-drivers for lavapipe)"};
@@ -758,12 +780,8 @@ std::uint32_t Context::pipelines_created() const {
 
 Status Context::submit_and_wait_impl(void (*record)(VkCommandBuffer, void*), void* user) {
     Impl& impl = *impl_;
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = impl.pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
     VkCommandBuffer cmd = VK_NULL_HANDLE;
-    BP_VK_TRY(vkAllocateCommandBuffers(impl.device, &alloc, &cmd), "vkAllocateCommandBuffers");
+    if (Status s = allocate_command_buffer(impl.device, impl.pool, cmd); !s) return s;
     struct Free {
         Impl& impl;
         VkCommandBuffer cmd;

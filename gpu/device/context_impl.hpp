@@ -131,6 +131,14 @@ std::vector<std::string> missing_requirements(const DeviceFacts& facts);
 /// objects on the device must be gone).
 void destroy_owned_device(VkInstance instance, VkDebugUtilsMessengerEXT messenger, VkDevice device);
 
+/// What a submission the host waits for needs: a command pool on `queue_family` whose buffers
+/// can be reset, and an unsignalled fence. The caller destroys both (the pool frees its buffers).
+Status create_pool_and_fence(VkDevice device, std::uint32_t queue_family, VkCommandPool& pool,
+                             VkFence& fence);
+
+/// One primary command buffer from `pool`.
+Status allocate_command_buffer(VkDevice device, VkCommandPool pool, VkCommandBuffer& cmd);
+
 /// Text for a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY").
 const char* vk_result_name(VkResult result);
 

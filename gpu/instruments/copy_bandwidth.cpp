@@ -112,17 +112,9 @@ Result<WarmUp> WarmUp::create(Context& context) {
     if (!copy) return copy.error();
     st->copy_ms = copy->ms;
     const VkDevice device = context.device();
-    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pool.queueFamilyIndex = context.queue_family();
-    BP_VK_TRY(vkCreateCommandPool(device, &pool, nullptr, &st->pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = st->pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    BP_VK_TRY(vkAllocateCommandBuffers(device, &alloc, &st->cmd), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    BP_VK_TRY(vkCreateFence(device, &fence, nullptr, &st->fence), "vkCreateFence");
+    if (Status s = create_pool_and_fence(device, context.queue_family(), st->pool, st->fence); !s)
+        return s.error();
+    if (Status s = allocate_command_buffer(device, st->pool, st->cmd); !s) return s.error();
     return WarmUp(std::move(st));
 }
 

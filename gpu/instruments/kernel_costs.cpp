@@ -148,18 +148,9 @@ Result<std::vector<KernelCost>> measure_kernel_costs(Context& context, std::stri
     auto zeros = context.create_buffer(slices * kCostSliceBytes, MemoryKind::device);
     if (!zeros) return zeros.error();
     run.zeros = std::move(zeros.value());
-    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pool_info.queueFamilyIndex = impl.queue_family;
-    BP_VK_TRY(vkCreateCommandPool(impl.device, &pool_info, nullptr, &run.pool),
-              "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = run.pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    BP_VK_TRY(vkAllocateCommandBuffers(impl.device, &alloc, &run.cmd), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    BP_VK_TRY(vkCreateFence(impl.device, &fence_info, nullptr, &run.fence), "vkCreateFence");
+    if (Status s = create_pool_and_fence(impl.device, impl.queue_family, run.pool, run.fence); !s)
+        return s.error();
+    if (Status s = allocate_command_buffer(impl.device, run.pool, run.cmd); !s) return s.error();
     const auto timeout_ns = static_cast<std::uint64_t>(std::clamp(timeout_s, 0.0, 1e9) * 1e9);
 
     for (const Selected& s : selected) {
