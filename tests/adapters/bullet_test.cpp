@@ -147,6 +147,11 @@ public:
         return p;
     }
 
+    /// `count` proxies on random boxes (random_box(world, size)), in the order add() takes them.
+    void add_random(Broadphase& bp, int count, float world, float size) {
+        for (int i = 0; i < count; ++i) add(bp, random_box(world, size));
+    }
+
     void remove(Broadphase& bp, std::size_t at) {
         bp.destroyProxy(proxies[at], nullptr);
         proxies.erase(proxies.begin() + std::ptrdiff_t(at));
@@ -250,7 +255,7 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
     auto bp = make(GetParam());
     ASSERT_TRUE(bp);
     Scene scene(7);
-    for (int i = 0; i < 150; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+    scene.add_random(*bp, 150, 10, 1.5f);
     // Exact contacts: a face, an edge and a corner touching, and a box inside another.
     scene.add(*bp, {{20, 20, 20}, {21, 21, 21}});
     scene.add(*bp, {{21, 20, 20}, {22, 21, 21}});
@@ -285,7 +290,7 @@ TEST_P(BulletEntryPoints, PairCacheEqualsBruteForce) {
             for (const UidPair& p : cache_pairs(cache))
                 ASSERT_TRUE(p.first != uid && p.second != uid) << "a pair of a destroyed proxy";
         }
-        for (int k = 0; k < 8; ++k) scene.add(*bp, scene.random_box(10, 1.5f));
+        scene.add_random(*bp, 8, 10, 1.5f);
         // Filters written on the proxies, as btCollisionWorld and users do, are read at the
         // proxy's next setAabb (btCollisionWorld::updateAabbs calls it for every object each
         // step), with the same box here.
@@ -352,7 +357,7 @@ TEST_P(BulletEntryPoints, OverlapFilterCallbackDecides) {
     auto bp = make(GetParam());
     ASSERT_TRUE(bp);
     Scene scene(11);
-    for (int i = 0; i < 120; ++i) scene.add(*bp, scene.random_box(8, 1.5f));
+    scene.add_random(*bp, 120, 8, 1.5f);
     btOverlappingPairCache& cache = *bp->getOverlappingPairCache();
     bp->calculateOverlappingPairs(nullptr);
     ASSERT_EQ(cache_pairs(cache), brute_pairs(scene.proxies));
@@ -379,7 +384,7 @@ TEST_P(BulletEntryPoints, SortedPairCacheGiven) {
     ASSERT_TRUE(bp);
     EXPECT_EQ(bp->getOverlappingPairCache(), &sorted);
     Scene scene(13);
-    for (int i = 0; i < 100; ++i) scene.add(*bp, scene.random_box(8, 1.5f));
+    scene.add_random(*bp, 100, 8, 1.5f);
     for (int frame = 0; frame < 4; ++frame) {
         bp->calculateOverlappingPairs(nullptr);
         ASSERT_EQ(cache_pairs(sorted), brute_pairs(scene.proxies)) << "frame " << frame;
@@ -393,13 +398,22 @@ TEST_P(BulletEntryPoints, SortedPairCacheGiven) {
     EXPECT_EQ(sorted.getNumOverlappingPairs(), 0);
 }
 
+/// The oracle of a region: the unique ids of the proxies whose closed boxes overlap it, sorted.
+std::vector<int> brute_region(const std::vector<btBroadphaseProxy*>& proxies, const Box& region) {
+    std::vector<int> out;
+    for (const btBroadphaseProxy* p : proxies)
+        if (overlaps(box_of(p), region)) out.push_back(p->m_uniqueId);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 // Test 5: aabbTest calls back exactly the proxies whose closed boxes overlap the region, once
 // each, touching ones included; an invalid region reports nothing.
 TEST_P(BulletEntryPoints, AabbTestEqualsBruteForce) {
     auto bp = make(GetParam());
     ASSERT_TRUE(bp);
     Scene scene(17);
-    for (int i = 0; i < 200; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+    scene.add_random(*bp, 200, 10, 1.5f);
     scene.add(*bp, {{30, 30, 30}, {31, 31, 31}});
     std::vector<Box> regions = {{{31, 31, 31}, {32, 32, 32}},         // touches a corner
                                 {{29, 30.5f, 30.5f}, {30, 32, 32}}};  // touches a face
@@ -407,11 +421,7 @@ TEST_P(BulletEntryPoints, AabbTestEqualsBruteForce) {
     for (const Box& region : regions) {
         Collect got;
         bp->aabbTest(bt(region.min), bt(region.max), got);
-        std::vector<int> expected;
-        for (const btBroadphaseProxy* p : scene.proxies)
-            if (overlaps(box_of(p), region)) expected.push_back(p->m_uniqueId);
-        std::sort(expected.begin(), expected.end());
-        EXPECT_EQ(got.uids, expected);  // in increasing unique id, each once
+        EXPECT_EQ(got.uids, brute_region(scene.proxies, region));  // increasing unique id, once
     }
     EXPECT_EQ(regions.size(), 42u);
     Collect everything;
@@ -446,7 +456,7 @@ TEST_P(BulletEntryPoints, RayTestEqualsBruteForce) {
     auto bp = make(GetParam());
     ASSERT_TRUE(bp);
     Scene scene(19);
-    for (int i = 0; i < 300; ++i) scene.add(*bp, scene.random_box(10, 2));
+    scene.add_random(*bp, 300, 10, 2);
     scene.add(*bp, {{40, 40, 40}, {41, 41, 41}});
     std::vector<std::pair<btVector3, btVector3>> rays = {
         {{35, 40, 40.5f}, {45, 40, 40.5f}},     // along the face y = 40
@@ -617,17 +627,13 @@ TEST(BulletGpu, StaticQueryIndexFollowsTheChanges) {
     auto bp = make("gpu_lbvh", options);
     ASSERT_TRUE(bp);
     Scene scene(23);
-    for (int i = 0; i < 300; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+    scene.add_random(*bp, 300, 10, 1.5f);
     const auto check = [&] {
         for (int q = 0; q < 10; ++q) {
             const Box region = scene.random_box(10, 3);
             Collect got;
             bp->aabbTest(bt(region.min), bt(region.max), got);
-            std::vector<int> expected;
-            for (const btBroadphaseProxy* p : scene.proxies)
-                if (overlaps(box_of(p), region)) expected.push_back(p->m_uniqueId);
-            std::sort(expected.begin(), expected.end());
-            EXPECT_EQ(got.uids, expected);
+            EXPECT_EQ(got.uids, brute_region(scene.proxies, region));
         }
         const btVector3 from(-1, -1, -1), to(11, 11, 11);
         RayCollect got(from, to);
@@ -709,7 +715,7 @@ TEST(BulletAdapter, EveryCpuMethodEqualsBruteForce) {
         auto bp = make(std::string(method));
         ASSERT_TRUE(bp);
         Scene scene(23);
-        for (int i = 0; i < 80; ++i) scene.add(*bp, scene.random_box(6, 1.5f));
+        scene.add_random(*bp, 80, 6, 1.5f);
         for (int frame = 0; frame < 4; ++frame) {
             bp->calculateOverlappingPairs(nullptr);
             ASSERT_EQ(cache_pairs(*bp->getOverlappingPairCache()), brute_pairs(scene.proxies));
@@ -733,7 +739,7 @@ TEST(BulletAdapter, ConcurrentQueriesAgree) {
         auto bp = make(method);
         ASSERT_TRUE(bp);
         Scene scene(41);
-        for (int i = 0; i < 400; ++i) scene.add(*bp, scene.random_box(10, 1.5f));
+        scene.add_random(*bp, 400, 10, 1.5f);
         bp->calculateOverlappingPairs(nullptr);
         std::vector<std::pair<btVector3, btVector3>> rays;
         std::vector<Box> regions;
