@@ -38,6 +38,21 @@ std::pair<BufferRange, BufferRange> compacted(const CullScratch& s, std::uint32_
     return {s.keys, s.values};
 }
 
+void record_compaction(CullerImpl& im, VkCommandBuffer cmd, const CullScratch& s,
+                       const BufferRange& nodes, const BufferRange& params,
+                       const BufferRange& slots, const BufferRange& offsets, std::uint32_t n,
+                       bool exact, std::uint32_t flags, PushConstants& pc) {
+    im.sort.record_scan(cmd, offsets, chunk_count(n) + 1, s.work);
+    compute_barrier(cmd);
+    pc.flags = flags;
+    pc.key_words = id_bits(n);  // the exact keys' id bits
+    const auto [keys, values] = compacted(s, n, exact);
+    im.compact.dispatch(cmd, {nodes, params, slots, offsets, keys, values, s.ranks}, pc,
+                        workgroups(n));
+    compute_barrier(cmd);
+    pc.flags = 0;
+}
+
 void record_visible_sort(const RadixSort& sort, VkCommandBuffer cmd, const CullScratch& s,
                          const BufferRange& offsets, std::uint32_t chunks, std::uint32_t n,
                          bool exact) {

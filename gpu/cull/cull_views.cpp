@@ -145,15 +145,8 @@ Status Culler::record_views(VkCommandBuffer cmd, const LbvhTree& tree,
         const BufferRange offsets{scratch.buffer, s.offsets.offset + v * count_stride,
                                   (chunks + 1ull) * 4};
         if (n > 0) {
-            im.sort.record_scan(cmd, offsets, chunks + 1, s.work);
-            compute_barrier(cmd);
-            pc.flags = kCullFlagKeys;
-            pc.key_words = id_bits(n);  // the exact keys' id bits
-            const auto [keys, values] = compacted(s, n, exact);
-            im.compact.dispatch(cmd, {nodes, params, slots, offsets, keys, values, s.ranks}, pc,
-                                workgroups(n));
-            compute_barrier(cmd);
-            pc.flags = 0;
+            record_compaction(im, cmd, s, nodes, params, slots, offsets, n, exact, kCullFlagKeys,
+                              pc);
             record_visible_sort(im.sort, cmd, s, offsets, chunks, n, exact);
         }
         const CullOutput& out = outs[v];

@@ -232,16 +232,9 @@ Status record_cull(const Culler& self, CullerImpl& im, VkCommandBuffer cmd, cons
     }
     mark(1);
     if (n > 0) {
-        im.sort.record_scan(cmd, s.offsets, chunks + 1, s.work);
-        compute_barrier(cmd);
-        pc.flags =
+        const std::uint32_t flags =
             (exact ? kCullFlagKeys : kCullFlagRank) | (lods && !exact ? kCullFlagPositions : 0u);
-        pc.key_words = id_bits(n);  // the exact keys' id bits
-        const auto [keys, values] = compacted(s, n, exact);
-        im.compact.dispatch(cmd, {nodes, s.params, s.slots, s.offsets, keys, values, s.ranks}, pc,
-                            workgroups(n));
-        compute_barrier(cmd);
-        pc.flags = 0;
+        record_compaction(im, cmd, s, nodes, s.params, s.slots, s.offsets, n, exact, flags, pc);
     }
     mark(2);
     if (n > 0) {

@@ -97,6 +97,14 @@ std::uint32_t id_bits(std::uint32_t n);
 std::uint32_t order_key_bits(std::uint32_t n, bool exact);
 // Where the compaction writes the keys and values the order sort reads.
 std::pair<BufferRange, BufferRange> compacted(const CullScratch& s, std::uint32_t n, bool exact);
+// The compaction of a traversal's visible boxes (lbvh_cull_compact.comp), n > 0: the chunk
+// counts in `offsets` scanned in place, then the compaction with push-constant `flags` into
+// compacted(s, n, exact). Leaves pc.flags 0 and pc.key_words the exact keys' id bits. Ends with
+// a compute barrier.
+void record_compaction(CullerImpl& im, VkCommandBuffer cmd, const CullScratch& s,
+                       const BufferRange& nodes, const BufferRange& params,
+                       const BufferRange& slots, const BufferRange& offsets, std::uint32_t n,
+                       bool exact, std::uint32_t flags, PushConstants& pc);
 // The order sort of the visible keys only, compacted to the front of compacted(s, n, exact):
 // their count (offsets[chunks], the compaction's total) is copied where the sort reads its
 // dynamic count, and only the tiles it fills are launched; the result ends in s.keys (exact:
