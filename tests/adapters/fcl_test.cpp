@@ -275,6 +275,13 @@ void expect_same_min_distance(S ours, S naive) {
     }
 }
 
+// The same pairs called back as the naive manager's, each as often: the same set and count.
+void expect_same_calls(const std::vector<Key>& ours, const std::vector<Key>& expected) {
+    EXPECT_EQ(std::set<Key>(ours.begin(), ours.end()),
+              std::set<Key>(expected.begin(), expected.end()));
+    EXPECT_EQ(ours.size(), expected.size());
+}
+
 template <class S>
 void expect_valid(const CollisionManager<S>& m) {
     const broadphase::Status v = m.validate();
@@ -400,9 +407,7 @@ TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
             EXPECT_EQ(ours.calls, overlapping<S>(ours.calls)) << "a pair that does not overlap";
             // The naive manager calls (q, o), the dynamic tree (o, q), as ours.
             const std::vector<Key> expected = swapped(overlapping<S>(theirs.calls));
-            EXPECT_EQ(std::set<Key>(ours.calls.begin(), ours.calls.end()),
-                      std::set<Key>(expected.begin(), expected.end()));
-            EXPECT_EQ(ours.calls.size(), expected.size());
+            expect_same_calls(ours.calls, expected);
             for (Key k : ours.calls) EXPECT_EQ(k.second, q);
 
             typename Narrowphase<S>::Collision a(1000), b(1000);
@@ -462,9 +467,7 @@ TYPED_TEST(FclManager, CollideAndDistanceWithAnotherManager) {
             m->collide(other, &ours, record<S>);
             naive.collide(naive_other, &theirs, record<S>);
             ASSERT_GT(theirs.calls.size(), 5u);
-            EXPECT_EQ(std::set<Key>(ours.calls.begin(), ours.calls.end()),
-                      std::set<Key>(theirs.calls.begin(), theirs.calls.end()));
-            EXPECT_EQ(ours.calls.size(), theirs.calls.size());
+            expect_same_calls(ours.calls, theirs.calls);
 
             typename Narrowphase<S>::Collision a(100000), b(100000);
             m->collide(other, &a, Narrowphase<S>::collide);
