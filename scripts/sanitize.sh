@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The first stage of scripts/test.sh, where every test runs once:
 # 1. a g++ build with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g1, warnings as
-#    errors, asserts on) of the libraries, the tool, the CPU and GPU suites, the tool's tests, the
-#    examples and the fuzz targets' stand-alone driver, then every ctest entry of it except those
+#    errors, asserts on) of the libraries, the tool, the CPU and GPU suites, the tool's tests and
+#    the fuzz targets' stand-alone driver, then every ctest entry of it except those
 #    labelled `release` (the consumer projects and the Python module, which need an
 #    uninstrumented build: scripts/test.sh runs them next): any ASan or UBSan report, or a leak
 #    outside the Vulkan driver, fails the test it is in;
@@ -24,7 +24,9 @@ jobs=$(nproc)
 sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
                 -DBROADPHASE_SANITIZE=address,undefined -DCMAKE_UNITY_BUILD=ON)
 # The CPU suite as 6 processes, not one per test case (tests/CMakeLists.txt): the same cases.
-asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6 -DBROADPHASE_WERROR=ON)
+# The examples are built and tested in the Release stage (scripts/test.sh): the sanitizers check
+# the library, its tool and its tests here.
+asan_flags=(-DBROADPHASE_CPU_TEST_SHARDS=6 -DBROADPHASE_WERROR=ON -DBROADPHASE_BUILD_EXAMPLES=OFF)
 
 # halt at the first report, with its stack; leaks that lie in the Vulkan loader, lavapipe, LLVM
 # or the validation layer only are suppressed (the file says which), ours are not.
