@@ -86,4 +86,22 @@ if(MODE STREQUAL "package")
   if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "component no_such_part: no such component")
     message(FATAL_ERROR "consumer (package): a missing component is not named:\n${out}\n${err}")
   endif()
+  # A component the installed build left out is named with the reason: this package as a build
+  # without the Bullet adapter installs it (its config file's broadphase_HAS_BULLET false).
+  file(COPY ${WORK}/moved/ DESTINATION ${WORK}/without_bullet)
+  file(GLOB_RECURSE config_file ${WORK}/without_bullet/*/broadphaseConfig.cmake)
+  file(READ ${config_file} config)
+  string(REGEX REPLACE "set\\(broadphase_HAS_BULLET [A-Za-z0-9]+\\)"
+         "set(broadphase_HAS_BULLET FALSE)" config "${config}")
+  file(WRITE ${config_file} "${config}")
+  file(WRITE ${WORK}/left_out/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.20)\nproject(left_out CXX)\n"
+       "find_package(broadphase CONFIG REQUIRED COMPONENTS cpu bullet)\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/left_out -B ${WORK}/left_out/build
+                          -DCMAKE_PREFIX_PATH=${WORK}/without_bullet
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES
+     "component bullet: this broadphase was built without its Bullet adapter")
+    message(FATAL_ERROR "consumer (package): a component left out is not named:\n${out}\n${err}")
+  endif()
 endif()
