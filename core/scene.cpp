@@ -181,11 +181,17 @@ Result<Scene> load_scene(const std::string& spec) {
                 "no file '" + spec + "'; a generator needs a count: " + spec + ":COUNT[:SEED]");
         }
         // No such file, and a NAME:... whose NAME is no generator: generate_scene's own words
-        // for an unknown generator, not "cannot open".
+        // for an unknown generator, not "cannot open". A bare word (no colon, dot or slash)
+        // may be either a file or a generator without its count: both are said.
         std::error_code ignored;
-        if (!std::filesystem::exists(std::filesystem::symlink_status(spec, ignored)) &&
-            looks_like_generator(spec)) {
-            return generate_scene(std::string_view(spec).substr(0, spec.find(':')), 0);
+        if (!std::filesystem::exists(std::filesystem::symlink_status(spec, ignored))) {
+            if (looks_like_generator(spec))
+                return generate_scene(std::string_view(spec).substr(0, spec.find(':')), 0);
+            if (looks_like_generator(spec + ":0")) {
+                Result<Scene> named = generate_scene(spec, 0);
+                return make_error(ErrorCode::invalid_argument,
+                                  "no file '" + spec + "'; " + named.error().message);
+            }
         }
     }
     return scene;

@@ -392,6 +392,15 @@ TEST(LoadScene, MisspelledGeneratorIsNamedAsOne) {
     EXPECT_EQ(scene.error().code, ErrorCode::invalid_argument);
     EXPECT_EQ(scene.error().message.rfind("unknown generator 'unifrom' (known: uniform", 0), 0u)
         << scene.error().message;
+    // A bare word that is neither: both readings said.
+    const auto bare = load_scene("unifrom");
+    ASSERT_FALSE(bare);
+    EXPECT_EQ(bare.error().code, ErrorCode::invalid_argument);
+    EXPECT_EQ(bare.error().message.rfind("no file 'unifrom'; unknown generator 'unifrom' (known: "
+                                         "uniform",
+                                         0),
+              0u)
+        << bare.error().message;
     for (const char* path : {"boxes:1.txt", "no_such_dir:1/boxes"}) {
         const auto file = load_scene(path);
         ASSERT_FALSE(file) << path;
