@@ -8,22 +8,24 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "broadphase/types.hpp"
 
 namespace broadphase::adapters {
 
-/// The next float after the finite f towards +infinity (`up`) or -infinity: std::nextafter's
-/// answer without its library call, which a box read per object per step made the costliest
-/// part of rounding.
-inline float step_float(float f, bool up) {
+/// round_outward for a v with |v| < FLT_MAX (so neither NaN nor infinite), without the checks:
+/// the float at or below v (at or above it when `up`). A step towards -infinity moves a float's
+/// bits down by one where its sign is clear and up by one where it is set (-0 included, whose
+/// step is -denorm_min); towards +infinity the other way. A select, not a branch: the cast
+/// rounds inward about half the time, unpredictably. Callers that check the range once for a
+/// whole box call it directly.
+inline float round_outward_in_range(double v, bool up) {
+    const float f = static_cast<float>(v);
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
-    if ((bits & 0x7FFFFFFFu) == 0)  // +-0: the smallest subnormal of the direction
-        return up ? std::numeric_limits<float>::denorm_min()
-                  : -std::numeric_limits<float>::denorm_min();
-    const bool away_from_zero = (bits >> 31 == 0) == up;  // magnitude grows
-    return std::bit_cast<float>(away_from_zero ? bits + 1 : bits - 1);
+    const bool negative = (bits >> 31) != 0;
+    const std::uint32_t stepped = negative != up ? bits + 1 : bits - 1;
+    const bool rounded_inward = up ? double(f) < v : double(f) > v;
+    return rounded_inward ? std::bit_cast<float>(stepped) : f;
 }
 
 /// The float at or below v (at or above it when `up`), clamped to +-FLT_MAX (infinities too);
@@ -32,24 +34,7 @@ inline float round_outward(double v, bool up) {
     if (std::isnan(v)) return static_cast<float>(v);
     if (v >= double(FLT_MAX)) return FLT_MAX;
     if (v <= -double(FLT_MAX)) return -FLT_MAX;
-    float f = static_cast<float>(v);
-    // A select, not a branch: the cast rounds inward about half the time, unpredictably.
-    const float stepped = step_float(f, up);
-    return (up ? double(f) < v : double(f) > v) ? stepped : f;
-}
-
-/// round_outward for a v with |v| < FLT_MAX (so neither NaN nor infinite), without the checks:
-/// the float at or below v (at or above it when `up`). A step towards -infinity moves a float's
-/// bits down by one where its sign is clear and up by one where it is set (-0 included, whose
-/// step is -denorm_min); towards +infinity the other way. Callers check the range once for a
-/// whole box.
-inline float round_outward_in_range(double v, bool up) {
-    const float f = static_cast<float>(v);
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
-    const bool negative = (bits >> 31) != 0;
-    const std::uint32_t stepped = negative != up ? bits + 1 : bits - 1;
-    const bool rounded_inward = up ? double(f) < v : double(f) > v;
-    return rounded_inward ? std::bit_cast<float>(stepped) : f;
+    return round_outward_in_range(v, up);
 }
 
 /// The float box [round_outward(lo, down), round_outward(hi, up)] on each axis.
