@@ -743,15 +743,13 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
     Impl& m = *impl_;
     const double lambda = callback.m_lambda_max;
     if (!(lambda >= 0) && !std::isnan(lambda)) return;  // negative: nothing
-    double origin[3], dir[3], grow_lo[3], grow_hi[3], length2 = 0;
+    double origin[3], dir[3], length2 = 0;
     for (int axis = 0; axis < 3; ++axis) {
         origin[axis] = ray_from[axis];
         dir[axis] = double(ray_to[axis]) - double(ray_from[axis]);
         length2 += dir[axis] * dir[axis];
-        grow_lo[axis] = std::min<double>(aabb_min[axis], aabb_max[axis]);
-        grow_hi[axis] = std::max<double>(aabb_min[axis], aabb_max[axis]);
         if (!std::isfinite(origin[axis]) || !std::isfinite(dir[axis]) ||
-            !std::isfinite(grow_lo[axis]) || !std::isfinite(grow_hi[axis]))
+            !std::isfinite(aabb_min[axis]) || !std::isfinite(aabb_max[axis]))
             return;
     }
     const double length = std::sqrt(length2);
@@ -777,12 +775,11 @@ void Broadphase::rayTest(const btVector3& ray_from, const btVector3& ray_to,
     QueryScratch& q = query_scratch();
     // One walk of the tracker's structure along the ray.
     m.ready_for_query();
-    Ray segment = ray;
-    segment.tmax = length > 0 ? float(t_end) : 0.0f;
+    ray.tmax = length > 0 ? float(t_end) : 0.0f;
     const Vec3 lo{-float(aabb_max[0]), -float(aabb_max[1]), -float(aabb_max[2])};
     const Vec3 hi{-float(aabb_min[0]), -float(aabb_min[1]), -float(aabb_min[2])};
     q.ray_hits.clear();
-    m.tracker->query_ray(segment, lo, hi, q.ray_hits);
+    m.tracker->query_ray(ray, lo, hi, q.ray_hits);
     q.candidates.clear();
     for (const RayHit& hit : q.ray_hits) {
         Proxy* proxy = m.slots[hit.id].proxy;
