@@ -2,6 +2,7 @@
 // pairs output format.
 #include "broadphase/scene.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -136,17 +137,20 @@ Result<Scene> generate_scene(std::string_view name, std::size_t count, std::uint
 
 namespace {
 
+/// A non-empty word of letters, digits and underscores: how a generator's name is written.
+bool is_plain_name(std::string_view word) {
+    return !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+    });
+}
+
 /// Whether `spec`, which names no file, reads as a generator NAME:COUNT[:SEED] rather than a
-/// path: a name of letters, digits and underscores before the first colon, and no '/', '\\' or
-/// '.' anywhere ("unifrom:100" does; "data:v2/boxes.txt" and "scene:1.txt" do not).
+/// path: a plain name before the first colon, and no '/', '\\' or '.' anywhere ("unifrom:100"
+/// does; "data:v2/boxes.txt" and "scene:1.txt" do not).
 bool looks_like_generator(std::string_view spec) {
     const std::size_t colon = spec.find(':');
-    if (colon == 0 || colon == std::string_view::npos) return false;
-    for (std::size_t k = 0; k < colon; ++k) {
-        const unsigned char c = static_cast<unsigned char>(spec[k]);
-        if (!std::isalnum(c) && c != '_') return false;
-    }
-    return spec.find_first_of("/\\.") == std::string_view::npos;
+    return colon != std::string_view::npos && is_plain_name(spec.substr(0, colon)) &&
+           spec.find_first_of("/\\.") == std::string_view::npos;
 }
 
 }  // namespace
@@ -187,7 +191,7 @@ Result<Scene> load_scene(const std::string& spec) {
         if (!std::filesystem::exists(std::filesystem::symlink_status(spec, ignored))) {
             if (looks_like_generator(spec))
                 return generate_scene(std::string_view(spec).substr(0, spec.find(':')), 0);
-            if (looks_like_generator(spec + ":0")) {
+            if (is_plain_name(spec)) {
                 Result<Scene> named = generate_scene(spec, 0);
                 return make_error(ErrorCode::invalid_argument,
                                   "no file '" + spec + "'; " + named.error().message);
