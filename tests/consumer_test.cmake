@@ -76,16 +76,21 @@ if(MODE STREQUAL "package")
         $(PKG_CONFIG_PATH=${pc_dir} pkg-config --cflags --libs broadphase)")
   step("run the pkg-config build" ${WORK}/consumer_pc)
   step("run the installed tool" ${WORK}/moved/bin/broadphase scene --scene uniform:3)
+  # expect_unfound(NAME PREFIX COMPONENT MESSAGE): a project requiring COMPONENT of the package
+  # under PREFIX fails to configure, find_package's error naming it with MESSAGE.
+  function(expect_unfound name prefix component message)
+    file(WRITE ${WORK}/${name}/CMakeLists.txt
+         "cmake_minimum_required(VERSION 3.20)\nproject(${name} CXX)\n"
+         "find_package(broadphase CONFIG REQUIRED COMPONENTS cpu ${component})\n")
+    execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/${name} -B ${WORK}/${name}/build
+                            -DCMAKE_PREFIX_PATH=${prefix}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "component ${component}: ${message}")
+      message(FATAL_ERROR "consumer (package): component ${component} is not named:\n${out}\n${err}")
+    endif()
+  endfunction()
   # A required component that does not exist is named in find_package's error.
-  file(WRITE ${WORK}/missing/CMakeLists.txt
-       "cmake_minimum_required(VERSION 3.20)\nproject(missing CXX)\n"
-       "find_package(broadphase CONFIG REQUIRED COMPONENTS cpu no_such_part)\n")
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/missing -B ${WORK}/missing/build
-                          -DCMAKE_PREFIX_PATH=${WORK}/moved
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "component no_such_part: no such component")
-    message(FATAL_ERROR "consumer (package): a missing component is not named:\n${out}\n${err}")
-  endif()
+  expect_unfound(missing ${WORK}/moved no_such_part "no such component")
   # A component the installed build left out is named with the reason: this package as a build
   # without the Bullet adapter installs it (its config file's broadphase_HAS_BULLET false).
   file(COPY ${WORK}/moved/ DESTINATION ${WORK}/without_bullet)
@@ -94,14 +99,6 @@ if(MODE STREQUAL "package")
   string(REGEX REPLACE "set\\(broadphase_HAS_BULLET [A-Za-z0-9]+\\)"
          "set(broadphase_HAS_BULLET FALSE)" config "${config}")
   file(WRITE ${config_file} "${config}")
-  file(WRITE ${WORK}/left_out/CMakeLists.txt
-       "cmake_minimum_required(VERSION 3.20)\nproject(left_out CXX)\n"
-       "find_package(broadphase CONFIG REQUIRED COMPONENTS cpu bullet)\n")
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/left_out -B ${WORK}/left_out/build
-                          -DCMAKE_PREFIX_PATH=${WORK}/without_bullet
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES
-     "component bullet: this broadphase was built without its Bullet adapter")
-    message(FATAL_ERROR "consumer (package): a component left out is not named:\n${out}\n${err}")
-  endif()
+  expect_unfound(left_out ${WORK}/without_bullet bullet
+                 "this broadphase was built without its Bullet adapter")
 endif()
