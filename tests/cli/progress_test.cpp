@@ -34,11 +34,21 @@ private:
     std::FILE* stream_;
 };
 
-// A Progress 40 columns wide on a captured stream that it takes for a terminal.
+// A Progress `width` columns wide (update() at most once per `interval`) on a captured stream
+// that it takes for a terminal.
+struct Terminal {
+    explicit Terminal(std::size_t width, std::chrono::steady_clock::duration interval = {})
+        : progress(out.stream(), true, width, interval) {}
+    Captured out;
+    Progress progress;
+};
+
+// A Terminal 40 columns wide.
 class ProgressOnTerminal : public ::testing::Test {
 protected:
-    Captured out;
-    Progress progress{out.stream(), true, 40};
+    Terminal terminal{40};
+    Captured& out = terminal.out;
+    Progress& progress = terminal.progress;
 };
 
 // Test 1: not a terminal: not one byte, whatever is asked, the destructor included.
@@ -96,32 +106,28 @@ TEST_F(ProgressOnTerminal, KeptLineErasesTheStatusFirst) {
 // Test 6: a line is cut to width - 1 columns (no wrap), UTF-8 characters kept whole, and a
 // newline in the text ends it.
 TEST(Progress, LinesAreCutToTheWidth) {
-    Captured out;
-    Progress progress(out.stream(), true, 6);
-    progress.show("0123456789");
-    EXPECT_EQ(out.text(), "\r01234");
-    Captured utf8;
-    Progress wide(utf8.stream(), true, 4);
-    wide.show("a\xE2\x80\x94\xE2\x80\x94\xE2\x80\x94z");  // a, three em dashes, z
-    EXPECT_EQ(utf8.text(), "\ra\xE2\x80\x94\xE2\x80\x94");
-    wide.show("x\ny");
-    EXPECT_EQ(utf8.text(), "\ra\xE2\x80\x94\xE2\x80\x94\rx  ");
+    Terminal narrow(6);
+    narrow.progress.show("0123456789");
+    EXPECT_EQ(narrow.out.text(), "\r01234");
+    Terminal utf8(4);
+    utf8.progress.show("a\xE2\x80\x94\xE2\x80\x94\xE2\x80\x94z");  // a, three em dashes, z
+    EXPECT_EQ(utf8.out.text(), "\ra\xE2\x80\x94\xE2\x80\x94");
+    utf8.progress.show("x\ny");
+    EXPECT_EQ(utf8.out.text(), "\ra\xE2\x80\x94\xE2\x80\x94\rx  ");
 }
 
 // Test 7: update() shows at most one line per interval; show() always shows.
 TEST(Progress, UpdateIsThrottled) {
-    Captured out;
-    Progress progress(out.stream(), true, 40, std::chrono::hours(1));
-    progress.update("frame 1");
-    progress.update("frame 2");
-    EXPECT_EQ(out.text(), "\rframe 1");
-    progress.show("frame 3");
-    EXPECT_EQ(out.text(), "\rframe 1\rframe 3");
-    Captured fast;
-    Progress every(fast.stream(), true, 40);
-    every.update("a");
-    every.update("b");
-    EXPECT_EQ(fast.text(), "\ra\rb");
+    Terminal hourly(40, std::chrono::hours(1));
+    hourly.progress.update("frame 1");
+    hourly.progress.update("frame 2");
+    EXPECT_EQ(hourly.out.text(), "\rframe 1");
+    hourly.progress.show("frame 3");
+    EXPECT_EQ(hourly.out.text(), "\rframe 1\rframe 3");
+    Terminal every(40);
+    every.progress.update("a");
+    every.progress.update("b");
+    EXPECT_EQ(every.out.text(), "\ra\rb");
 }
 
 // Test 8: a moved-from progress writes nothing; the new owner erases at the end.
