@@ -153,6 +153,13 @@ struct Simulation::Impl {
     }
 };
 
+Result<std::unique_ptr<gpu::Context>> create_context(bool validation, const std::string& device) {
+    gpu::ContextOptions options;
+    options.validation = validation;
+    options.device = device;
+    return gpu::Context::create(options);
+}
+
 Simulation::Simulation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Simulation::~Simulation() = default;
 
@@ -160,10 +167,7 @@ Result<std::unique_ptr<Simulation>> Simulation::create(const SimulationOptions& 
     if (options.boxes == 0) return Error{ErrorCode::invalid_argument, "the simulation needs boxes"};
     auto impl = std::make_unique<Impl>();
     impl->options = options;
-    gpu::ContextOptions context_options;
-    context_options.validation = options.validation;
-    context_options.device = options.device;
-    auto context = gpu::Context::create(context_options);
+    auto context = create_context(options.validation, options.device);
     if (!context) return context.error();
     impl->context = std::move(context.value());
     gpu::Context& ctx = *impl->context;

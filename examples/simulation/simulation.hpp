@@ -24,6 +24,10 @@ struct SimulationOptions {
     std::string device;           ///< device index or name substring (gpu::ContextOptions)
 };
 
+/// A context on `device` (gpu::ContextOptions::device), with the Khronos validation layer when
+/// `validation`: the one the simulation and the spawner (spawner.hpp) each create.
+Result<std::unique_ptr<gpu::Context>> create_context(bool validation, const std::string& device);
+
 class Simulation {
 public:
     /// Creates the context, the integrator pipeline and the buffers, and resets the moving

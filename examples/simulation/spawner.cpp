@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "simulation.hpp"
+
 namespace broadphase::simulation {
 
 namespace {
@@ -41,12 +43,12 @@ std::string describe_difference(const char* what, const std::vector<Pair>& gpu,
 
 struct Spawner::Impl {
     SpawnerOptions options;
-    std::unique_ptr<gpu::Context> context;
-    std::unique_ptr<gpu::ProxyScene> scene;
-    std::unique_ptr<ProxyWorld> mirror;  // with check_with
-    std::vector<SpawnedBody> bodies;
     std::mt19937 rng;
     std::uint32_t frames_done = 0;
+    std::vector<SpawnedBody> bodies;
+    std::unique_ptr<gpu::Context> context;
+    std::unique_ptr<gpu::ProxyScene> scene;  // destroyed before its context
+    std::unique_ptr<ProxyWorld> mirror;      // with check_with
 
     float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); }
 
@@ -223,10 +225,7 @@ Result<std::unique_ptr<Spawner>> Spawner::create(const SpawnerOptions& options) 
         if (!mirror) return mirror.error();
         impl->mirror = std::move(mirror.value());
     }
-    gpu::ContextOptions context_options;
-    context_options.validation = options.validation;
-    context_options.device = options.device;
-    auto context = gpu::Context::create(context_options);
+    auto context = create_context(options.validation, options.device);
     if (!context) return context.error();
     impl->context = std::move(context.value());
     auto scene = gpu::ProxyScene::create(*impl->context, options.scene);
