@@ -19,6 +19,7 @@
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
 #include "broadphase/structure.hpp"
+#include "cull_gpu_test_util.hpp"
 #include "device/buffer_sizing.hpp"
 #include "device/kernels.hpp"
 #include "gpu_test_env.hpp"
@@ -283,12 +284,12 @@ TEST_F(BufferRangeTest, BuildAndPairsRefuseBadRanges) {
 
 // Test 2: the culler, each range short or misaligned in turn.
 TEST_F(BufferRangeTest, CullRefusesBadRanges) {
-    auto culler = gpu::Culler::create(gpu_context());
+    auto culler = make_culler();
     ASSERT_TRUE(culler);
     const std::uint32_t n = 1000, capacity = 100;
     const Box unit{{0, 0, 0}, {1, 1, 1}};
     const Frustum f = frustum_over(std::span<const Box>(&unit, 1));
-    gpu::Culler& c = **culler;
+    gpu::Culler& c = *culler;
     expect_refusals({"Culler::record",
                      {"nodes", "scratch", "visible_ids", "draw_commands", "draw_count"},
                      {tree_bytes(n), c.scratch_size(n), capacity * 4ull,
@@ -552,7 +553,7 @@ TEST_F(BufferRangeTest, CullOnSuballocatedRanges) {
     ASSERT_TRUE(scene);
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
     auto lbvh = make_lbvh();
-    auto culler = gpu::Culler::create(gpu_context());
+    auto culler = make_culler();
     ASSERT_TRUE(lbvh && culler);
     const Frustum f = frustum_over(scene->boxes);
     const std::vector<LbvhNode> tree = lbvh::build_tree(scene->boxes, lbvh::CodeKind::morton30);
@@ -562,12 +563,12 @@ TEST_F(BufferRangeTest, CullOnSuballocatedRanges) {
         ASSERT_GT(expected.size(), 10u);
         ASSERT_LT(expected.size(), n);
         const gpu::LbvhRequirements req = lbvh->requirements(n);
-        Suballocation sub({req.boxes, req.nodes, req.scratch, (*culler)->scratch_size(n), n * 4ull,
+        Suballocation sub({req.boxes, req.nodes, req.scratch, culler->scratch_size(n), n * 4ull,
                            n * sizeof(VkDrawIndexedIndirectCommand), 8});
         sub.upload<GpuBox>(0, gpu::to_gpu_boxes(scene->boxes));
         const Status recorded = build_then(*lbvh, sub, n, [&](VkCommandBuffer cmd) {
-            return (*culler)->record(cmd, {sub.range(1), n}, f, order, sub.range(3),
-                                     {sub.range(4), sub.range(5), sub.range(6), n});
+            return culler->record(cmd, {sub.range(1), n}, f, order, sub.range(3),
+                                  {sub.range(4), sub.range(5), sub.range(6), n});
         });
         ASSERT_TRUE(recorded) << recorded.error().message;
         EXPECT_EQ(sub.untouched(false), "");

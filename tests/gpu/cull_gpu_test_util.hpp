@@ -1,9 +1,11 @@
-// Shared by the GPU cull tests: the culler of the test context and the standard scenes every
-// cull suite runs on (the eight generators at 5,000 boxes and four tiny or degenerate ones).
+// Shared by the GPU cull tests: the culler and device buffers of the test context and the
+// standard scenes every cull suite runs on (the eight generators at 5,000 boxes and four tiny or
+// degenerate ones).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,21 @@ inline std::unique_ptr<gpu::Culler> make_culler(const gpu::CullOptions& options 
     auto culler = gpu::Culler::create(gpu_context(), options);
     EXPECT_TRUE(culler) << (culler ? "" : culler.error().message);
     return culler ? std::move(culler.value()) : nullptr;
+}
+
+/// A device buffer of the test context of at least 4 bytes (a failed expectation naming the
+/// error, and an empty buffer, when it cannot be made).
+inline gpu::Buffer device_buffer(VkDeviceSize size) {
+    auto b = gpu_context().create_buffer(std::max<VkDeviceSize>(size, 4), gpu::MemoryKind::device);
+    EXPECT_TRUE(b) << (b ? "" : b.error().message);
+    return b ? std::move(b.value()) : gpu::Buffer();
+}
+
+/// Expects `r` (a Status or a Result) to be a refusal whose message contains `says`.
+template <class R>
+void expect_refused_with(const R& r, const std::string& says) {
+    ASSERT_FALSE(r) << "not refused; expected an error saying " << says;
+    EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
 }
 
 struct SceneCase {

@@ -56,15 +56,9 @@ struct CullBuffers {
     gpu::Buffer scratch, ids, commands, count;
 };
 
-gpu::Buffer make_buffer(VkDeviceSize bytes) {
-    auto b = gpu_context().create_buffer(std::max<VkDeviceSize>(bytes, 4), gpu::MemoryKind::device);
-    EXPECT_TRUE(b);
-    return b ? std::move(b.value()) : gpu::Buffer();
-}
-
 CullBuffers make_cull_buffers(const gpu::Culler& culler, std::uint32_t n) {
-    return {make_buffer(culler.scratch_size(n)), make_buffer(n * 4ull), make_buffer(n * 20ull),
-            make_buffer(8)};
+    return {device_buffer(culler.scratch_size(n)), device_buffer(n * 4ull),
+            device_buffer(n * 20ull), device_buffer(8)};
 }
 
 std::vector<std::uint32_t> visible_ids(const CullBuffers& b, std::uint32_t n) {
@@ -80,16 +74,17 @@ std::vector<std::uint32_t> visible_ids(const CullBuffers& b, std::uint32_t n) {
 }
 
 // What both tests open with: the case's scene, a moving scene that keeps its tree only
-// (MovingSceneOptions::pairs = false) reset to it, and a culler; empty (after a failed
-// expectation) when one cannot be made.
+// (MovingSceneOptions::pairs = false) reset to it, a culler, and the frustum of the scene's
+// camera `camera` (cameras_for); empty (after a failed expectation) when one cannot be made.
 struct MovingCull {
     std::vector<Box> boxes;
     std::unique_ptr<gpu::MovingScene> moving;
     std::unique_ptr<gpu::Culler> culler;
     std::uint32_t n = 0;
+    Frustum f;
 };
 
-std::optional<MovingCull> open_moving_cull(const SceneCase& c) {
+std::optional<MovingCull> open_moving_cull(const SceneCase& c, std::size_t camera) {
     auto scene = generate_scene(c.generator, c.n);
     EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
     gpu::MovingSceneOptions options;
@@ -102,19 +97,19 @@ std::optional<MovingCull> open_moving_cull(const SceneCase& c) {
     EXPECT_TRUE(reset) << (reset ? "" : reset.error().message);
     if (!reset) return std::nullopt;
     const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    return MovingCull{std::move(scene->boxes), std::move(moving.value()), std::move(culler), n};
+    const Frustum f = frustum_of(cameras_for(scene->boxes)[camera]);
+    return MovingCull{std::move(scene->boxes), std::move(moving.value()), std::move(culler), n, f};
 }
 
 // Test 1: one submit per frame, each holding the frame's step and its cull: exact order equal
 // to brute force's every frame, the approximate order equal to the twin's cull of the GPU's
 // own tree, refit frames before the scatter and a rebuild at it.
 TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
-    auto opened = open_moving_cull({"clustered", 3000});
+    auto opened = open_moving_cull({"clustered", 3000}, 0);
     ASSERT_TRUE(opened);
-    auto& [scene_boxes, moving, culler, n] = *opened;
+    auto& [scene_boxes, moving, culler, n, f] = *opened;
     gpu::MovingScene& m = *moving;
-    const Frustum f = frustum_of(cameras_for(scene_boxes)[0]);
-    gpu::Buffer boxes = make_buffer(n * sizeof(gpu_layout::GpuBox));
+    gpu::Buffer boxes = device_buffer(n * sizeof(gpu_layout::GpuBox));
     CullBuffers exact = make_cull_buffers(*culler, n), approx = make_cull_buffers(*culler, n);
     int refits = 0, rebuilds = 0;
     for (int frame = 1; frame < kFrames; ++frame) {
@@ -163,13 +158,12 @@ TEST_F(MovingCullTest, EachFrameStepAndCullInOneRecording) {
 // Test 2: several frames back to back in one command buffer, each culled into its own
 // output: every frame's ids equal brute force's for that frame's boxes.
 TEST_F(MovingCullTest, FramesBackToBackInOneCommandBuffer) {
-    auto opened = open_moving_cull({"uniform", 2000});
+    auto opened = open_moving_cull({"uniform", 2000}, 1);
     ASSERT_TRUE(opened);
-    auto& [scene_boxes, moving, culler, n] = *opened;
+    auto& [scene_boxes, moving, culler, n, f] = *opened;
     gpu::MovingScene& m = *moving;
-    const Frustum f = frustum_of(cameras_for(scene_boxes)[1]);
     const VkDeviceSize frame_bytes = n * sizeof(gpu_layout::GpuBox);
-    gpu::Buffer boxes = make_buffer(frame_bytes * (kFrames - 1));
+    gpu::Buffer boxes = device_buffer(frame_bytes * (kFrames - 1));
     std::vector<std::vector<Box>> frames;
     std::vector<CullBuffers> outs;
     std::vector<gpu_layout::GpuBox> all;  // every frame's boxes, one after another
