@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -53,8 +54,33 @@ gpu::LbvhQueries* built_queries(std::span<const Box> boxes) {
     return q;
 }
 
-gpu::Lbvh* shared_lbvh() {
-    return g_lbvh.get();
+// The nodes of the tree of `boxes` as the shared Lbvh builds them; empty, after a failure, when
+// there is no Lbvh or the build fails.
+std::optional<std::vector<LbvhNode>> shared_nodes(std::span<const Box> boxes) {
+    EXPECT_TRUE(g_lbvh) << "no Lbvh";
+    if (!g_lbvh) return std::nullopt;
+    auto nodes = g_lbvh->build_nodes(boxes);
+    EXPECT_TRUE(nodes) << (nodes ? "" : nodes.error().message);
+    if (!nodes) return std::nullopt;
+    return std::move(nodes.value());
+}
+
+// A generated scene with the nodes of its tree as the shared Lbvh builds them.
+struct TreeScene {
+    std::vector<Box> boxes;
+    std::vector<LbvhNode> nodes;
+    std::uint32_t n = 0;
+};
+
+// The TreeScene of `count` boxes of `generator`; empty, after a failure, when a step fails.
+std::optional<TreeScene> tree_scene(const char* generator, std::size_t count) {
+    auto scene = generate_scene(generator, count);
+    EXPECT_TRUE(scene) << (scene ? "" : scene.error().message);
+    if (!scene) return std::nullopt;
+    auto nodes = shared_nodes(scene->boxes);
+    if (!nodes) return std::nullopt;
+    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    return TreeScene{std::move(scene->boxes), std::move(nodes.value()), n};
 }
 
 class QueriesFixture : public GpuTest {
@@ -203,10 +229,8 @@ void check_scene(std::span<const Box> boxes, std::size_t queries) {
     ASSERT_EQ(q->size(), boxes.size());
     auto oracle = brute(boxes);
     // The twin's tree is the GPU's own (tests/gpu/lbvh_test checks it against the CPU build).
-    gpu::Lbvh* lbvh = shared_lbvh();
-    ASSERT_TRUE(lbvh);
-    auto nodes = lbvh->build_nodes(boxes);
-    ASSERT_TRUE(nodes) << nodes.error().message;
+    auto nodes = shared_nodes(boxes);
+    ASSERT_TRUE(nodes);
 
     // Test 1: regions; every hit set equals brute force and the twin.
     std::vector<Box> regions = make_regions(boxes, queries);
@@ -351,20 +375,16 @@ TEST_F(QueriesTest, HugeRegionsGrowTheOutput) {
 // twin's order.
 TEST_F(QueriesTest, RecordersOnCallerBuffers) {
     auto& ctx = gpu_context();
-    auto scene = generate_scene("mixed_sizes", 3000);
+    auto scene = tree_scene("mixed_sizes", 3000);
     ASSERT_TRUE(scene);
-    gpu::Lbvh* lbvh = shared_lbvh();
-    ASSERT_TRUE(lbvh);
-    auto tree_nodes = lbvh->build_nodes(scene->boxes);
-    ASSERT_TRUE(tree_nodes);
+    const auto& [boxes, tree_nodes, n] = *scene;
     auto queries = make_queries();
     ASSERT_TRUE(queries);
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
-    std::vector<Box> regions = make_regions(scene->boxes, 200);
+    std::vector<Box> regions = make_regions(boxes, 200);
     const auto count = static_cast<std::uint32_t>(regions.size());
     std::vector<GpuBox> gpu_regions = gpu::to_gpu_boxes(regions);
 
-    const gpu::Buffer nodes = upload_tree(tree_nodes.value(), lbvh::wide_nodes(tree_nodes.value()));
+    const gpu::Buffer nodes = upload_tree(tree_nodes, lbvh::wide_nodes(tree_nodes));
     auto qbuf = ctx.create_buffer(count * sizeof(GpuBox), gpu::MemoryKind::device);
     auto offsets = ctx.create_buffer((count + 1) * 4, gpu::MemoryKind::device);
     auto scratch = ctx.create_buffer(std::max<VkDeviceSize>(queries->scan_scratch_size(count), 4),
@@ -382,7 +402,7 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
 
     std::vector<std::uint32_t> expected_offsets{0}, expected_ids;
     for (const Box& r : regions) {
-        lbvh::query_region(tree_nodes.value(), r, expected_ids);
+        lbvh::query_region(tree_nodes, r, expected_ids);
         expected_offsets.push_back(static_cast<std::uint32_t>(expected_ids.size()));
     }
     ASSERT_GT(expected_ids.size(), 100u);
@@ -425,14 +445,9 @@ TEST_F(QueriesTest, RecordersOnCallerBuffers) {
 // nodes carrying the same two changes, which differ from the twins over the built nodes.
 TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
     auto& ctx = gpu_context();
-    auto scene = generate_scene("mixed_sizes", 3000);
+    auto scene = tree_scene("mixed_sizes", 3000);
     ASSERT_TRUE(scene);
-    gpu::Lbvh* lbvh = shared_lbvh();
-    ASSERT_TRUE(lbvh);
-    auto built = lbvh->build_nodes(scene->boxes);
-    ASSERT_TRUE(built) << built.error().message;
-    const std::vector<LbvhNode>& original = built.value();
-    const auto n = static_cast<std::uint32_t>(scene->boxes.size());
+    const auto& [boxes, original, n] = *scene;
     const std::uint32_t leaf_base = n - 1;
     auto center = [](const Box& b) {
         return Vec3{0.5f * (b.min.x + b.max.x), 0.5f * (b.min.y + b.max.y),
@@ -445,10 +460,9 @@ TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
         const std::uint32_t child = original[i].link.x;
         if (child < leaf_base) continue;
         const std::uint32_t id = original[child].link.x;
-        const Vec3 c = center(scene->boxes[id]);
+        const Vec3 c = center(boxes[id]);
         bool alone = true;
-        for (std::uint32_t k = 0; k < n && alone; ++k)
-            alone = k == id || !contains(scene->boxes[k], c);
+        for (std::uint32_t k = 0; k < n && alone; ++k) alone = k == id || !contains(boxes[k], c);
         if (alone) renamed = i;
     }
     for (std::uint32_t i = 0; i < leaf_base && shrunk == kInvalidNode; ++i) {
@@ -479,8 +493,8 @@ TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
     ASSERT_TRUE(queries);
 
     // Regions: the two leaves' boxes, the shrunk one's upper corner, and the usual ones.
-    std::vector<Box> regions = make_regions(scene->boxes, 100);
-    regions.push_back(scene->boxes[renamed_id]);
+    std::vector<Box> regions = make_regions(boxes, 100);
+    regions.push_back(boxes[renamed_id]);
     regions.push_back(shrunk_box);
     regions.push_back({shrunk_box.max, shrunk_box.max});
     const auto count = static_cast<std::uint32_t>(regions.size());
@@ -504,9 +518,9 @@ TEST_F(QueriesTest, TraversalsReadTheWideRecords) {
     ASSERT_TRUE(qbuf && offsets && ids && scratch && status && work);
     ASSERT_TRUE(ctx.upload(*qbuf, gpu_regions.data(), gpu_regions.size() * sizeof(GpuBox)));
     // Rays from the renamed box's centre (its box is hit first, at t = 0) and the usual ones.
-    std::vector<Ray> rays = make_rays(scene->boxes, 100);
+    std::vector<Ray> rays = make_rays(boxes, 100);
     for (const Vec3& d : {Vec3{1, 0, 0}, Vec3{-0.3f, 1, 0.2f}})
-        rays.push_back({center(scene->boxes[renamed_id]), d, kInf});
+        rays.push_back({center(boxes[renamed_id]), d, kInf});
     rays.push_back({{shrunk_box.max.x, shrunk_box.max.y, shrunk_box.max.z - 1}, {0, 0, 1}, kInf});
     const auto ray_count = static_cast<std::uint32_t>(rays.size());
     std::vector<gpu_layout::GpuRay> gpu_rays;

@@ -29,6 +29,18 @@ std::unique_ptr<gpu::Context> g_full_budget;
 std::unique_ptr<gpu::LbvhQueries> g_full_queries, g_report_queries;
 std::unique_ptr<gpu::Lbvh> g_report_lbvh;
 
+// A fresh LbvhQueries of `ctx` (its ids not yet grown, no batch run) built over `boxes`; null,
+// after a failure, when it cannot be made or built.
+std::unique_ptr<gpu::LbvhQueries> fresh_queries(gpu::Context& ctx, std::span<const Box> boxes,
+                                                const gpu::LbvhOptions& options = {}) {
+    auto made = gpu::LbvhQueries::create(ctx, options);
+    EXPECT_TRUE(made) << (made ? "" : made.error().message);
+    if (!made) return nullptr;
+    const Status built = made.value()->build(boxes);
+    EXPECT_TRUE(built) << (built ? "" : built.error().message);
+    return built ? std::move(made.value()) : nullptr;
+}
+
 class QueryReportTest : public GpuTest {
 public:
     static void SetUpTestSuite() {
@@ -254,10 +266,9 @@ TEST_F(QueryReportTest, GrownFillReportsBothRuns) {
     const std::vector<Box>& boxes = scene->boxes;
     auto nodes = g_report_lbvh->build_nodes(boxes);
     ASSERT_TRUE(nodes) << nodes.error().message;
-    auto fresh = gpu::LbvhQueries::create(*g_full_budget);  // ids not yet grown
+    auto fresh = fresh_queries(*g_full_budget, boxes);
     ASSERT_TRUE(fresh);
-    gpu::LbvhQueries& queries = *fresh.value();
-    ASSERT_TRUE(queries.build(boxes));
+    gpu::LbvhQueries& queries = *fresh;
     const std::vector<Box> regions = {bounds_of(boxes), boxes[7]};
     std::uint64_t visits = 0;
     std::vector<std::uint32_t> ids;
@@ -307,10 +318,9 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
     const std::uint32_t first = traversal_dispatches(gpu_layout::kTraversalRounds);
     const std::uint32_t most = traversal_dispatches(gpu_layout::kTraversalMaxRounds);
     {
-        auto made = gpu::LbvhQueries::create(*ctx);
+        auto made = fresh_queries(*ctx, boxes);
         ASSERT_TRUE(made);
-        gpu::LbvhQueries& queries = *made.value();
-        ASSERT_TRUE(queries.build(boxes));
+        gpu::LbvhQueries& queries = *made;
         auto hits = queries.query_boxes(regions);
         ASSERT_TRUE(hits) << hits.error().message;
         ASSERT_EQ(hits->ids.size(), twin_hits);
@@ -334,10 +344,9 @@ TEST_F(QueryReportTest, RetriedBatchesCountEveryAttempt) {
         expect_stage(&last_report(queries)[2], most, fill_bytes(q, twin_visits, twin_hits),
                      "one attempt, fill");
     }
-    auto made = gpu::LbvhQueries::create(*ctx);
+    auto made = fresh_queries(*ctx, boxes);
     ASSERT_TRUE(made);
-    gpu::LbvhQueries& queries = *made.value();
-    ASSERT_TRUE(queries.build(boxes));
+    gpu::LbvhQueries& queries = *made;
     auto cast = queries.ray_cast(rays);
     ASSERT_TRUE(cast) << cast.error().message;
     for (std::size_t i = 0; i < rays.size(); ++i) {
@@ -395,10 +404,9 @@ TEST_F(QueryReportTest, QueryBudgetIsTheFirstRounds) {
         SCOPED_TRACE("query_budget " + std::to_string(first));
         gpu::LbvhOptions lbvh_options;
         lbvh_options.query_budget = first;
-        auto made = gpu::LbvhQueries::create(*s.ctx, lbvh_options);
+        auto made = fresh_queries(*s.ctx, s.boxes, lbvh_options);
         ASSERT_TRUE(made);
-        gpu::LbvhQueries& queries = *made.value();
-        ASSERT_TRUE(queries.build(s.boxes));
+        gpu::LbvhQueries& queries = *made;
         auto hits = queries.query_boxes(region);
         ASSERT_TRUE(hits) << hits.error().message;
         EXPECT_EQ(hits->ids, twin_ids);
