@@ -127,6 +127,8 @@ template <class S>
 Box box_of(const ::fcl::AABB<S>& a) {
     const double lo[3] = {double(a.min_[0]), double(a.min_[1]), double(a.min_[2])};
     const double hi[3] = {double(a.max_[0]), double(a.max_[1]), double(a.max_[2])};
+    Box b;
+    if (adapters::round_outward_in_range(lo, hi, b)) return b;  // inline: every object, every step
     return outward_box(lo, hi);
 }
 
@@ -149,22 +151,13 @@ Box outward_box(const double lo[3], const double hi[3]) {
     // A bound given as min > max (an inverted AABB) still overlaps, in FCL's test, every box
     // that spans [max, min]: the swapped interval keeps those pairs.
     double from[3], to[3];
-    bool in_range = true;  // every bound finite and inside the float range (false for NaN)
-    constexpr double kFloatMax = std::numeric_limits<float>::max();
     for (int k = 0; k < 3; ++k) {
         const bool swap = lo[k] > hi[k];
         from[k] = swap ? hi[k] : lo[k];
         to[k] = swap ? lo[k] : hi[k];
-        in_range &= std::abs(from[k]) < kFloatMax && std::abs(to[k]) < kFloatMax;
     }
     Box b;
-    if (in_range) {  // the common case, checked once for the box: read per object per step
-        for (int k = 0; k < 3; ++k) {
-            b.min[k] = adapters::round_outward_in_range(from[k], false);
-            b.max[k] = adapters::round_outward_in_range(to[k], true);
-        }
-        return b;
-    }
+    if (adapters::round_outward_in_range(from, to, b)) return b;  // the common case
     for (int k = 0; k < 3; ++k) {
         b.min[k] = outward(from[k], false);
         b.max[k] = outward(to[k], true);

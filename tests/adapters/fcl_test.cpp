@@ -275,6 +275,24 @@ void expect_same_min_distance(S ours, S naive) {
     }
 }
 
+// Collide and distance with one object or another manager, `q` for `m` and `naive_q` for
+// `naive` (whose distance callback is `naive_distance`): the same DefaultCollisionFunction
+// contacts (at most `max_contacts`) and the same minimum distance.
+template <class S, class Q, class NaiveQ>
+void expect_same_narrowphase_with(const ::fcl::BroadPhaseCollisionManager<S>& m, Q* q,
+                                  const ::fcl::NaiveCollisionManager<S>& naive, NaiveQ* naive_q,
+                                  std::size_t max_contacts,
+                                  ::fcl::DistanceCallBack<S> naive_distance) {
+    typename Narrowphase<S>::Collision a(max_contacts), b(max_contacts);
+    m.collide(q, &a, Narrowphase<S>::collide);
+    naive.collide(naive_q, &b, Narrowphase<S>::collide);
+    EXPECT_EQ(a.contacts(), b.contacts());
+    typename Narrowphase<S>::Distance da, db;
+    m.distance(q, &da, Narrowphase<S>::distance);
+    naive.distance(naive_q, &db, naive_distance);
+    expect_same_min_distance(da.min_distance(), db.min_distance());
+}
+
 // The same pairs called back as the naive manager's, each as often: the same set and count.
 void expect_same_calls(const std::vector<Key>& ours, const std::vector<Key>& expected) {
     EXPECT_EQ(std::set<Key>(ours.begin(), ours.end()),
@@ -409,18 +427,9 @@ TYPED_TEST(FclManager, CollideAndDistanceWithOneObject) {
             const std::vector<Key> expected = swapped(overlapping<S>(theirs.calls));
             expect_same_calls(ours.calls, expected);
             for (Key k : ours.calls) EXPECT_EQ(k.second, q);
-
-            typename Narrowphase<S>::Collision a(1000), b(1000);
-            m->collide(q, &a, Narrowphase<S>::collide);
-            naive.collide(q, &b, Narrowphase<S>::collide);
-            EXPECT_EQ(a.contacts(), b.contacts());
-
             // FCL's distance of a pair depends on its argument order in the last bits: the
             // naive manager's calls are turned around to compare exactly.
-            typename Narrowphase<S>::Distance da, db;
-            m->distance(q, &da, Narrowphase<S>::distance);
-            naive.distance(q, &db, distance_turned<S>);
-            expect_same_min_distance(da.min_distance(), db.min_distance());
+            expect_same_narrowphase_with(*m, q, naive, q, 1000, distance_turned<S>);
         }
         // Far from everything: the distance still finds the nearest object.
         Object<S> far(std::make_shared<::fcl::Sphere<S>>(S(1)));
@@ -468,16 +477,8 @@ TYPED_TEST(FclManager, CollideAndDistanceWithAnotherManager) {
             naive.collide(naive_other, &theirs, record<S>);
             ASSERT_GT(theirs.calls.size(), 5u);
             expect_same_calls(ours.calls, theirs.calls);
-
-            typename Narrowphase<S>::Collision a(100000), b(100000);
-            m->collide(other, &a, Narrowphase<S>::collide);
-            naive.collide(naive_other, &b, Narrowphase<S>::collide);
-            EXPECT_EQ(a.contacts(), b.contacts());
-
-            typename Narrowphase<S>::Distance da, db;
-            m->distance(other, &da, Narrowphase<S>::distance);
-            naive.distance(naive_other, &db, Narrowphase<S>::distance);
-            expect_same_min_distance(da.min_distance(), db.min_distance());
+            expect_same_narrowphase_with(*m, other, naive, naive_other, 100000,
+                                         Narrowphase<S>::distance);
         }
         // Itself as the other: the self collide.
         Recorder<S> self, theirs;
@@ -731,12 +732,22 @@ TEST(FclOutwardBox, StepsAsNextafter) {
         -0.1,         1.0 / 3.0,   -1.0 / 3.0, 1e30 + 1e14,
         -1e30 - 1e14, 3.4e38,      -3.4e38,    double(FLT_MAX) * (1 - 1e-12),
         1e-39,        -1e-39};
+    const auto rounded = [](double v, bool up) {
+        if (std::abs(v) >= double(FLT_MAX)) return v < 0 ? -FLT_MAX : FLT_MAX;  // clamped
+        float f = static_cast<float>(v);
+        if (up ? double(f) < v : double(f) > v) f = std::nextafter(f, up ? FLT_MAX : -FLT_MAX);
+        return f;
+    };
     for (const double v : values) {
-        const double lo[3] = {v, v, v}, hi[3] = {v, v, v};
+        const float down = rounded(v, false), up = rounded(v, true);
+        // Each axis a value of its own (v, -v, v / 3, and a wider max), so that each bound of
+        // the box, rounded together, is checked against its own.
+        const double lo[3] = {v, -v, v / 3}, hi[3] = {v, -v + std::abs(v) * 1e-6, v / 3 + 1};
         const broadphase::Box b = broadphase::fcl::outward_box(lo, hi);
-        float down = static_cast<float>(v), up = static_cast<float>(v);
-        if (double(down) > v) down = std::nextafter(down, -FLT_MAX);
-        if (double(up) < v) up = std::nextafter(up, FLT_MAX);
+        for (int k = 0; k < 3; ++k) {
+            EXPECT_EQ(b.min[k], rounded(lo[k], false)) << v << " axis " << k;
+            EXPECT_EQ(b.max[k], rounded(hi[k], true)) << v << " axis " << k;
+        }
         EXPECT_EQ(b.min.x, down) << v;
         EXPECT_EQ(b.max.x, up) << v;
         EXPECT_LE(double(b.min.x), v);
