@@ -45,6 +45,12 @@ void expect_scene_error(const std::string& text, std::size_t line, std::size_t b
     EXPECT_EQ(scene.error().message, message);
 }
 
+// Expects a parse that succeeds with exactly `expected`.
+void expect_parsed(const Result<Scene>& scene, const std::vector<Box>& expected) {
+    ASSERT_TRUE(scene) << scene.error().message;
+    EXPECT_EQ(scene->boxes, expected);
+}
+
 void expect_obj_error(const std::string& text, std::size_t line, const std::string& message) {
     SCOPED_TRACE(text);
     const auto scene = parse_obj(text, "mesh.obj");
@@ -103,10 +109,8 @@ TEST(SceneText, FileRoundTrip) {
 TEST(SceneText, CommasAndMixedSeparators) {
     const std::vector<Box> expected = {
         {{0, 0, 0}, {1, 1, 1}}, {{1, 2, 3}, {4, 5, 6}}, {{-1, -2, -3}, {0.5f, 0.25f, 0}}};
-    const auto scene =
-        parse_scene_text("0,0,0,1,1,1\n1, 2, 3, 4, 5, 6\n  -1 ,-2\t-3,0.5 , 0.25,0  \n");
-    ASSERT_TRUE(scene) << scene.error().message;
-    EXPECT_EQ(scene->boxes, expected);
+    expect_parsed(parse_scene_text("0,0,0,1,1,1\n1, 2, 3, 4, 5, 6\n  -1 ,-2\t-3,0.5 , 0.25,0  \n"),
+                  expected);
 }
 
 TEST(SceneText, CommentsAndBlankLines) {
@@ -259,59 +263,51 @@ TEST(SceneText, RandomInputNeverCrashesAndOnlyYieldsValidBoxes) {
 // Wavefront .obj.
 
 TEST(Obj, EveryFaceFormGivesItsVertexBounds) {
-    const auto scene = parse_obj(
-        "# a mesh\n"
-        "mtllib mesh.mtl\n"
-        "o thing\n"
-        "v 0 0 0\n"
-        "v 1 0 0\n"
-        "v 0 2 0\n"
-        "v 0 0 3 1.0\n"
-        "vt 0 0\n"
-        "vt 1 0\n"
-        "vn 0 0 1\n"
-        "g group\n"
-        "usemtl red\n"
-        "s off\n"
-        "f 1 2 3\n"
-        "f 1/1 2/2 4/1\n"
-        "f 2//1 3//1 4//1\n"
-        "f 1/1/1 2/2/1 3/1/1 4/2/1\n"
-        "l 1 2\n"
-        "p 3\n"
-        "f 4\n");
-    ASSERT_TRUE(scene) << scene.error().message;
     const std::vector<Box> expected = {{{0, 0, 0}, {1, 2, 0}},
                                        {{0, 0, 0}, {1, 0, 3}},
                                        {{0, 0, 0}, {1, 2, 3}},
                                        {{0, 0, 0}, {1, 2, 3}},
                                        {{0, 0, 3}, {0, 0, 3}}};
-    EXPECT_EQ(scene->boxes, expected);
+    expect_parsed(parse_obj("# a mesh\n"
+                            "mtllib mesh.mtl\n"
+                            "o thing\n"
+                            "v 0 0 0\n"
+                            "v 1 0 0\n"
+                            "v 0 2 0\n"
+                            "v 0 0 3 1.0\n"
+                            "vt 0 0\n"
+                            "vt 1 0\n"
+                            "vn 0 0 1\n"
+                            "g group\n"
+                            "usemtl red\n"
+                            "s off\n"
+                            "f 1 2 3\n"
+                            "f 1/1 2/2 4/1\n"
+                            "f 2//1 3//1 4//1\n"
+                            "f 1/1/1 2/2/1 3/1/1 4/2/1\n"
+                            "l 1 2\n"
+                            "p 3\n"
+                            "f 4\n"),
+                  expected);
 }
 
 TEST(Obj, NegativeIndicesAreRelativeToTheVerticesSoFar) {
-    const auto scene = parse_obj(
-        "v 0 0 0\nv 1 1 1\nv 2 2 2\n"
-        "f -3 -2\n"
-        "v 5 5 5\n"
-        "f -1 -2/1 -4//2\n");
-    ASSERT_TRUE(scene) << scene.error().message;
-    const std::vector<Box> expected = {{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {5, 5, 5}}};
-    EXPECT_EQ(scene->boxes, expected);
+    expect_parsed(parse_obj("v 0 0 0\nv 1 1 1\nv 2 2 2\n"
+                            "f -3 -2\n"
+                            "v 5 5 5\n"
+                            "f -1 -2/1 -4//2\n"),
+                  {{{0, 0, 0}, {1, 1, 1}}, {{0, 0, 0}, {5, 5, 5}}});
 }
 
 TEST(Obj, CrlfTabsAndComments) {
-    const auto scene = parse_obj("v 0 0 0\r\nv\t1\t1\t1 # corner\r\n\r\nf 1\t2\r\n");
-    ASSERT_TRUE(scene) << scene.error().message;
-    EXPECT_EQ(scene->boxes, (std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
+    expect_parsed(parse_obj("v 0 0 0\r\nv\t1\t1\t1 # corner\r\n\r\nf 1\t2\r\n"),
+                  {{{0, 0, 0}, {1, 1, 1}}});
 }
 
 TEST(Obj, LeadingByteOrderMarkIsSkipped) {
-    const auto scene = parse_obj(
-        "\xEF\xBB\xBF"
-        "v 0 0 0\nv 1 1 1\nf 1 2\n");
-    ASSERT_TRUE(scene) << scene.error().message;
-    EXPECT_EQ(scene->boxes, (std::vector<Box>{{{0, 0, 0}, {1, 1, 1}}}));
+    expect_parsed(parse_obj("\xEF\xBB\xBF"
+                            "v 0 0 0\nv 1 1 1\nf 1 2\n"),
+                  {{{0, 0, 0}, {1, 1, 1}}});
 }
 
 TEST(Obj, NoFacesIsAnEmptyScene) {
@@ -490,9 +486,7 @@ TEST(Files, ObjIsChosenByExtension) {
     for (const char* name : {"broadphase_mesh.obj", "broadphase_mesh.OBJ"}) {
         const std::string path = temp_path(name);
         write_file(path, text);
-        const auto scene = load_scene(path);
-        ASSERT_TRUE(scene) << scene.error().message;
-        EXPECT_EQ(scene->boxes, (std::vector<Box>{{{0, 0, 0}, {1, 2, 3}}}));
+        expect_parsed(load_scene(path), {{{0, 0, 0}, {1, 2, 3}}});
         std::filesystem::remove(path);
     }
 }
