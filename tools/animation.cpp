@@ -8,15 +8,6 @@
 
 namespace broadphase::tool {
 
-// u(k, g, a) of animation.hpp.
-float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
-    std::uint64_t z = k * 0x9e3779b97f4a7c15ull + frame * 0xbf58476d1ce4e5b9ull + axis + 1;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
-}
-
 namespace {
 
 // The median of the boxes' sizes on `axis` (the upper median for an even count).

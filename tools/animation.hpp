@@ -17,8 +17,15 @@
 
 namespace broadphase::tool {
 
-/// u(k, g, a) of the file comment: a value in [-1, 1) from box k, frame g and axis a.
-float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis);
+/// u(k, g, a) of the file comment: a value in [-1, 1) from box k, frame g and axis a. Inline,
+/// so that the GPU tests' animations (which do not link this file) draw the same values.
+inline float frame_jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
+    std::uint64_t z = k * 0x9e3779b97f4a7c15ull + frame * 0xbf58476d1ce4e5b9ull + axis + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
+}
 
 /// The frames of the animation of a scene in order, each in O(N) time and no more memory
 /// than three copies of the scene: frame f here is animated_frame(base, f) bit for bit.

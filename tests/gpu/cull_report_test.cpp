@@ -18,6 +18,7 @@
 #include "cull_gpu_test_util.hpp"
 #include "cull_test_util.hpp"
 #include "gpu_test_env.hpp"
+#include "lbvh_build_report.hpp"
 #include "lbvh_cull.hpp"
 #include "sort/radix_sort.hpp"
 
@@ -31,6 +32,20 @@ auto report_scenes() {
     return ::testing::Values(SceneCase{"uniform", 5000}, SceneCase{"degenerate", 5000},
                              SceneCase{"level", 5000}, SceneCase{"multiscale", 5000},
                              SceneCase{"uniform", 1}, SceneCase{"clustered", 33});
+}
+
+// The culler's last report, after expecting its last visit count to be `visits` (the twin's);
+// empty, after a failure, when either is missing.
+std::vector<StageReport> report_after_visits(gpu::Culler& culler, std::uint64_t visits,
+                                             const std::string& where) {
+    auto counted = culler.last_visits();
+    EXPECT_TRUE(counted) << (counted ? "" : counted.error().message);
+    if (counted) {
+        EXPECT_EQ(counted.value(), visits) << where;
+    }
+    auto report = last_report(culler);
+    EXPECT_TRUE(report) << (report ? "" : report.error().message);
+    return report ? std::move(report.value()) : std::vector<StageReport>{};
 }
 
 std::uint64_t chunks_of(std::uint32_t n) {
@@ -76,23 +91,19 @@ TEST_P(CullReportSceneTest, VisitsEqualTwinAndBytesFollowModel) {
             std::uint64_t expanded = 0;
             EXPECT_EQ(got.value(), lbvh::cull(nodes, n, f, order, nullptr, &expanded)) << where;
             twin_visits[exact ? 0 : 1] = expanded;
-            auto visits = culler->last_visits();
-            ASSERT_TRUE(visits) << visits.error().message;
-            EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = last_report(*culler);
-            ASSERT_TRUE(report) << report.error().message;
+            const std::vector<StageReport> report = report_after_visits(*culler, expanded, where);
             std::vector<std::string> names;
-            for (const StageReport& s : report.value()) names.push_back(s.name);
+            for (const StageReport& s : report) names.push_back(s.name);
             EXPECT_EQ(names, (std::vector<std::string>{"tree build", "cull", "compact",
                                                        "order sort", "emit"}))
                 << where;
             const std::uint64_t visible = got->size();
-            const StageReport* cull = find_stage(report.value(), "cull");
-            const StageReport* compact = find_stage(report.value(), "compact");
-            const StageReport* sort = find_stage(report.value(), "order sort");
-            const StageReport* emit = find_stage(report.value(), "emit");
+            const StageReport* cull = find_stage(report, "cull");
+            const StageReport* compact = find_stage(report, "compact");
+            const StageReport* sort = find_stage(report, "order sort");
+            const StageReport* emit = find_stage(report, "emit");
             ASSERT_TRUE(cull && compact && sort && emit) << where;
-            const gpu::Traffic t = traversal_bytes(n, visible, visits.value(), exact);
+            const gpu::Traffic t = traversal_bytes(n, visible, expanded, exact);
             EXPECT_EQ(cull->bytes_read, t.read) << where;
             EXPECT_EQ(cull->bytes_written, t.written) << where;
             EXPECT_EQ(cull->dispatches, 1u) << where;
@@ -148,28 +159,15 @@ TEST_P(CullReportSceneTest, BuildMatchesLbvhAndRunsRepeat) {
         EXPECT_EQ((*first)[k].bytes_written, (*second)[k].bytes_written) << (*first)[k].name;
         EXPECT_EQ((*first)[k].passes, (*second)[k].passes) << (*first)[k].name;
     }
-    gpu::LbvhOptions recorded;  // every build records the refinement's steps, as the cull's
-    recorded.refine_on_demand = false;
-    auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
-    ASSERT_TRUE(lbvh);
-    ASSERT_TRUE(lbvh.value()->find_pairs(boxes));
-    auto pairs = last_report(*lbvh.value());
-    ASSERT_TRUE(pairs) << pairs.error().message;
-    ASSERT_EQ(pairs->size(), 6u);  // four build stages, all pairs, pair sort
-    std::uint32_t dispatches = 0, passes = 0;
-    std::uint64_t read = 0, written = 0;
-    for (std::size_t k = 0; k < 4; ++k) {
-        dispatches += (*pairs)[k].dispatches;
-        read += (*pairs)[k].bytes_read;
-        written += (*pairs)[k].bytes_written;
-        passes += (*pairs)[k].passes;
-    }
+    const std::optional<StageReport> lbvh_build = lbvh_build_totals(boxes);
+    ASSERT_TRUE(lbvh_build);
     const StageReport& build = first->front();
     ASSERT_EQ(build.name, "tree build");
-    EXPECT_EQ(build.dispatches, dispatches);
-    EXPECT_EQ(build.bytes_read, read);
-    EXPECT_EQ(build.bytes_written, written + (n == 0 ? 0 : 36 + (n > 1 ? 4ull * n : 0)));
-    EXPECT_EQ(build.passes, passes);
+    EXPECT_EQ(build.dispatches, lbvh_build->dispatches);
+    EXPECT_EQ(build.bytes_read, lbvh_build->bytes_read);
+    EXPECT_EQ(build.bytes_written,
+              lbvh_build->bytes_written + (n == 0 ? 0 : 36 + (n > 1 ? 4ull * n : 0)));
+    EXPECT_EQ(build.passes, lbvh_build->passes);
 }
 
 INSTANTIATE_TEST_SUITE_P(StandardScenes, CullReportSceneTest, report_scenes(), case_name);
@@ -190,18 +188,14 @@ TEST_F(CullReportTest, ViewsVisitsEqualTwin) {
     std::uint64_t joint = 0;
     for (std::uint32_t c = 0; c < chunks_of(n); ++c)
         lbvh::cull_chunk_views(nodes, n, frusta, c, nullptr, &joint);
-    auto visits = culler->last_visits();
-    ASSERT_TRUE(visits) << visits.error().message;
-    EXPECT_EQ(visits.value(), joint);
-    auto report = last_report(*culler);
-    ASSERT_TRUE(report) << report.error().message;
-    ASSERT_EQ(report->size(), 3u);
-    EXPECT_EQ((*report)[1].name, "cull (views together)");
-    EXPECT_EQ((*report)[1].dispatches, 1u);
-    EXPECT_EQ((*report)[2].name, "compact, sort, emit");
+    std::vector<StageReport> report = report_after_visits(*culler, joint, "exact");
+    ASSERT_EQ(report.size(), 3u);
+    EXPECT_EQ(report[1].name, "cull (views together)");
+    EXPECT_EQ(report[1].dispatches, 1u);
+    EXPECT_EQ(report[2].name, "compact, sort, emit");
     // The exact keys: the distance key above the id's 13 bits (n = 5000), 6 passes of 8 bits.
     EXPECT_EQ(n, 5000u);
-    EXPECT_EQ((*report)[2].passes, 6u);
+    EXPECT_EQ(report[2].passes, 6u);
 
     ASSERT_TRUE(culler->cull_views(boxes, frusta, CullOrder::approx));
     std::uint64_t separate = 0;
@@ -210,14 +204,10 @@ TEST_F(CullReportTest, ViewsVisitsEqualTwin) {
         lbvh::cull_positions(nodes, n, f, CullOrder::approx, nullptr, &one);
         separate += one;
     }
-    visits = culler->last_visits();
-    ASSERT_TRUE(visits) << visits.error().message;
-    EXPECT_EQ(visits.value(), separate);
-    report = last_report(*culler);
-    ASSERT_TRUE(report) << report.error().message;
-    ASSERT_EQ(report->size(), 2u);
-    EXPECT_EQ((*report)[1].name, "cull, compact, sort, emit");
-    EXPECT_GE((*report)[1].dispatches, frusta.size() * 3);
+    report = report_after_visits(*culler, separate, "approx");
+    ASSERT_EQ(report.size(), 2u);
+    EXPECT_EQ(report[1].name, "cull, compact, sort, emit");
+    EXPECT_GE(report[1].dispatches, frusta.size() * 3);
 }
 
 // Test 4: cull_occluded behind a wall over the middle of the image at the median depth of the
@@ -261,13 +251,9 @@ TEST_F(CullReportTest, OcclusionVisitsEqualTwinAndPyramidBytes) {
             twin.view_projection = m;
             std::uint64_t expanded = 0;
             EXPECT_EQ(got.value(), lbvh::cull(nodes, n, f, order, &twin, &expanded)) << where;
-            auto visits = culler->last_visits();
-            ASSERT_TRUE(visits) << visits.error().message;
-            EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = last_report(*culler);
-            ASSERT_TRUE(report) << report.error().message;
-            const StageReport* p = find_stage(report.value(), "depth pyramid");
-            const StageReport* cull = find_stage(report.value(), "cull + occlusion");
+            const std::vector<StageReport> report = report_after_visits(*culler, expanded, where);
+            const StageReport* p = find_stage(report, "depth pyramid");
+            const StageReport* cull = find_stage(report, "cull + occlusion");
             ASSERT_TRUE(p && cull) << where;
             const std::vector<DepthLevel> levels = depth_pyramid_levels(kW, kH);
             const std::uint64_t texels = levels.back().offset + 1ull;
@@ -275,7 +261,7 @@ TEST_F(CullReportTest, OcclusionVisitsEqualTwinAndPyramidBytes) {
             EXPECT_EQ(p->bytes_read, 4 * (texels - 1)) << where;
             EXPECT_EQ(p->bytes_written, 4 * (texels - kW * kH)) << where;
             const gpu::Traffic t =
-                traversal_bytes(n, got->size(), visits.value(), order == CullOrder::exact);
+                traversal_bytes(n, got->size(), expanded, order == CullOrder::exact);
             EXPECT_EQ(cull->bytes_read, t.read + 80) << where;  // + CullOcclusionParams
             EXPECT_EQ(cull->bytes_written, t.written) << where;
         }
@@ -329,12 +315,8 @@ TEST_F(CullReportTest, LodsEmitFollowsModel) {
                 std::string(exact ? "exact" : "approx") + (grouped ? " grouped" : " flat");
             auto draws = culler->cull_lods(boxes, f, order, meshes, mesh_ids, grouped);
             ASSERT_TRUE(draws) << draws.error().message;
-            auto visits = culler->last_visits();
-            ASSERT_TRUE(visits) << visits.error().message;
-            EXPECT_EQ(visits.value(), expanded) << where;
-            auto report = last_report(*culler);
-            ASSERT_TRUE(report) << report.error().message;
-            const StageReport* emit = find_stage(report.value(), "emit (LODs)");
+            const std::vector<StageReport> report = report_after_visits(*culler, expanded, where);
+            const StageReport* emit = find_stage(report, "emit (LODs)");
             ASSERT_TRUE(emit) << where;
             emit_bytes[grouped ? 1 : 0] = emit->bytes_read + emit->bytes_written;
             if (grouped) {

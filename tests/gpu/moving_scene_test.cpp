@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "animation.hpp"
 #include "broadphase/gpu/instruments.hpp"
 #include "broadphase/gpu/moving_scene.hpp"
 #include "broadphase/scene.hpp"
@@ -20,6 +21,7 @@
 #include "device/context_impl.hpp"
 #include "gpu_test_env.hpp"
 #include "lbvh.hpp"
+#include "lbvh_build_report.hpp"
 #include "lbvh_refit.hpp"
 #include "sort/radix_sort.hpp"
 #include "wide_nodes_check.hpp"
@@ -35,23 +37,16 @@ std::vector<Pair> set_diff(const std::vector<Pair>& a, const std::vector<Pair>& 
     return out;
 }
 
-// A deterministic value in [-1, 1) from (box, frame, axis) (splitmix64 finaliser).
-float jitter(std::uint64_t k, std::uint64_t frame, std::uint64_t axis) {
-    std::uint64_t z = k * 0x9e3779b97f4a7c15ull + frame * 0xbf58476d1ce4e5b9ull + axis + 1;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return float(z >> 40) / float(1ull << 24) * 2.0f - 1.0f;
-}
+using tool::frame_jitter;
 
-// Shifts box k by sum over f = 1..frame of step * jitter(k, f, axis) on each axis.
+// Shifts box k by sum over f = 1..frame of step * frame_jitter(k, f, axis) on each axis.
 void drift(std::vector<Box>& boxes, int frame, const Vec3& step) {
     for (std::size_t k = 0; k < boxes.size(); ++k) {
         Vec3 d{0, 0, 0};
         for (int f = 1; f <= frame; ++f) {
-            d.x += step.x * jitter(k, f, 0);
-            d.y += step.y * jitter(k, f, 1);
-            d.z += step.z * jitter(k, f, 2);
+            d.x += step.x * frame_jitter(k, f, 0);
+            d.y += step.y * frame_jitter(k, f, 1);
+            d.z += step.z * frame_jitter(k, f, 2);
         }
         boxes[k].min = {boxes[k].min.x + d.x, boxes[k].min.y + d.y, boxes[k].min.z + d.z};
         boxes[k].max = {boxes[k].max.x + d.x, boxes[k].max.y + d.y, boxes[k].max.z + d.z};
@@ -78,7 +73,7 @@ std::vector<Box> animate(const std::vector<Box>& base, int frame, int jump_frame
     if (frame >= jump_frame) {
         for (std::size_t k = 0; k < boxes.size(); k += 3) {
             std::size_t other =
-                std::size_t((jitter(k, 999, 0) * 0.5f + 0.5f) * float(boxes.size()));
+                std::size_t((frame_jitter(k, 999, 0) * 0.5f + 0.5f) * float(boxes.size()));
             other = std::min(other, boxes.size() - 1);
             Vec3 d{base[other].min.x - base[k].min.x, base[other].min.y - base[k].min.y,
                    base[other].min.z - base[k].min.z};
@@ -751,20 +746,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
 
     // The Lbvh's own build of frame 1's boxes: its dispatches (the refinement's steps are
     // indirect there and gated here, as many) and traffic.
-    gpu::LbvhOptions recorded;  // every build records the refinement's steps, as the frame's
-    recorded.refine_on_demand = false;
-    auto lbvh = gpu::Lbvh::create(gpu_context(), recorded);
-    ASSERT_TRUE(lbvh);
-    ASSERT_TRUE(lbvh.value()->find_pairs(frame1));
-    auto build = last_report(*lbvh.value());
+    const std::optional<gpu::StageReport> build = lbvh_build_totals(frame1);
     ASSERT_TRUE(build);
-    std::uint32_t build_dispatches = 0;
-    std::uint64_t build_read = 0, build_written = 0;
-    for (std::size_t s = 0; s < 4; ++s) {
-        build_dispatches += build.value()[s].dispatches;
-        build_read += build.value()[s].bytes_read;
-        build_written += build.value()[s].bytes_written;
-    }
 
     for (int k = 0; k < 2; ++k) {
         SCOPED_TRACE(k == 0 ? "refit frame" : "rebuild frame");
@@ -772,7 +755,7 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
         // Refit (leaves and node bounds in one pass), SAH cost, decision.
         EXPECT_EQ(r[0].dispatches, 3u);
         // The build, its SAH cost and commit, gated: the same both ways.
-        EXPECT_EQ(r[1].dispatches, build_dispatches + 2);
+        EXPECT_EQ(r[1].dispatches, build->dispatches + 2);
         // Round 0 and the finish: a host step records round 0 alone while no frame queues
         // work past it (this scene's never do: RoundZeroAloneUntilAFrameQueuesWork).
         EXPECT_EQ(r[2].dispatches, 2u);
@@ -812,8 +795,8 @@ TEST_F(MovingSceneTest, ReportCountsDispatchesAndModelledTraffic) {
     const std::uint64_t fills = 32 + 4 + 4 * n;
     EXPECT_EQ(refit[1].bytes_read, 0u);
     EXPECT_EQ(refit[1].bytes_written, fills);
-    EXPECT_EQ(rebuild[1].bytes_read, build_read + 32 * internal + 32 + 4 * (tiles + 1));
-    EXPECT_EQ(rebuild[1].bytes_written, build_written + fills + 4 * (tiles + 1) + 16);
+    EXPECT_EQ(rebuild[1].bytes_read, build->bytes_read + 32 * internal + 32 + 4 * (tiles + 1));
+    EXPECT_EQ(rebuild[1].bytes_written, build->bytes_written + fills + 4 * (tiles + 1) + 16);
     // The rebuilt tree is the fresh build's: its traversal work is the CPU twin's.
     const auto twin = lbvh::build_tree(frame1, lbvh::CodeKind::morton30);
     const std::uint64_t visits = lbvh::pair_traversal_work(twin, frame1).visits;
