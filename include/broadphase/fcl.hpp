@@ -57,8 +57,12 @@ struct Options {
     /// manager) and every distance query (a name of cpu_method_names()).
     std::string_view query_method = "dynamic_aabb_tree";
     /// CPU methods: the pair tracker's fat-box margin, motion prediction and speed margin
-    /// (PairTracker::Config, whose defaults these are; docs/fcl.md, "Costs", measures them).
-    float margin = PairTracker::Config{}.margin;
+    /// (PairTracker::Config; docs/fcl.md, "Costs", measures them). The margin is wider than the
+    /// tracker's own default (0.2): FCL's callers set transforms, often without a steady course
+    /// (a planner's samples, a random walk), and an object that wanders leaves a narrow fat box
+    /// within a few frames, each time a query of the tree and a re-insertion, where the wider
+    /// box costs a few more candidate tests per frame.
+    float margin = 0.7f;
     float prediction = PairTracker::Config{}.prediction;
     float speed_margin = PairTracker::Config{}.speed_margin;
 };
