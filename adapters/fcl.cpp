@@ -10,11 +10,11 @@
 // a hole that the next registration takes (a LIFO free list, as Box2D's proxies), so that no
 // other object changes id and no pair is ended and begun again for it.
 //
-// gpu_lbvh keeps its objects dense (a removal moves the last object into the hole, its ids
-// being its mirror structure's build indices), finds the self-collide pairs through
-// gpu::ProxyScene (adapters::GpuPairs, gpu_pairs.hpp) and the rest through a CPU mirror built
-// by the first query that needs it;
-// that lazy work is done under a mutex, so that its const queries may also run at once.
+// gpu_lbvh finds the self-collide pairs through gpu::ProxyScene (adapters::GpuPairs,
+// gpu_pairs.hpp) and the rest through a PairTracker that keeps no pairs (a query index over
+// Options::query_method): the writes give it the changed objects alone, and the first query
+// that needs it applies them; that lazy work is done under a mutex, so that its const queries
+// may also run at once. Its slots are those of the CPU methods.
 //
 // Each object keeps its AABB in S and its float box rounded outward (adapters/outward.hpp);
 // candidates found on the float boxes are tested again in S. Distance prunes with the running
@@ -199,28 +199,23 @@ struct CollisionManager<S>::Impl {
     std::unordered_map<const Object*, std::uint32_t> index_of;
     std::uint64_t next_order = 0;
 
-    // CPU methods: the tracker holds every object's box under its slot. After a failure
-    // (memory) it is emptied and `tracker_ok` false: the queries scan `records`, and the next
-    // batch write (registerObjects, update() or update(vector), setup()) fills it again.
+    // The tracker holds every object's box under its slot: its pairs for CPU methods, a query
+    // index for gpu_lbvh (its changes applied by the first query after them, under `lazy`).
+    // After a failure (memory) it is emptied and `tracker_ok` false: the queries scan
+    // `records`, and the next batch write (registerObjects, update() or update(vector),
+    // setup()) fills it again; gpu_lbvh's next query does.
     std::unique_ptr<PairTracker> tracker;
-    bool tracker_ok = true;
-    std::vector<std::uint32_t> free_ids;             // free slots, the last freed last
-    std::vector<Pair> began, ended;                  // the tracker's events: scratch, unused
+    mutable bool tracker_ok = true;       // gpu_lbvh: written under `lazy` by const queries
+    std::vector<std::uint32_t> free_ids;  // free slots, the last freed last
+    std::vector<Pair> began, ended;       // the tracker's events: scratch, unused
     static constexpr std::size_t kMortonBatch = 64;  // smaller batches keep the caller's order
 
-    // gpu_lbvh: the mirror that answers every query but the self collide, built by the first
-    // query that needs it (under `lazy`), then kept up to date by the writes (a dynamic method)
-    // or made stale by them (a static one).
-    std::unique_ptr<Structure> mirror;
-    bool mirror_dynamic = false;
-    mutable bool mirror_built = false;   // the mirror holds exactly `boxes`, ids = indices
-    mutable bool mirror_failed = false;  // its last build failed; nothing changed since
-    mutable std::mutex lazy;             // gpu_lbvh's work done by const queries
+    mutable std::mutex lazy;  // gpu_lbvh's work done by const queries
 
     // gpu_lbvh: the objects' self pairs on the GPU (adapters/gpu_pairs.hpp: slots = ids, each
     // step downloading every pair), its scene made by the first self collide, sized for the
     // objects, and followed write by write after; stepped by the self collide under `lazy`.
-    // Null once it failed: the mirror answers from then on.
+    // Null once it failed: the query index answers from then on.
     mutable std::unique_ptr<adapters::GpuPairs> scene;
 
     mutable std::mutex status_mutex;
@@ -228,7 +223,8 @@ struct CollisionManager<S>::Impl {
     mutable std::atomic<std::uint64_t> builds{0}, gpu_steps{0};
     mutable std::atomic<std::uint64_t> last_candidates{0}, last_callbacks{0};
 
-    bool gpu() const { return tracker == nullptr; }
+    bool on_gpu = false;  // gpu_lbvh
+    bool gpu() const { return on_gpu; }
     std::uint32_t slots() const { return static_cast<std::uint32_t>(records.size()); }
     bool present(std::uint32_t id) const { return records[id].object != nullptr; }
     std::size_t live() const { return index_of.size(); }
@@ -353,14 +349,14 @@ struct CollisionManager<S>::Impl {
     void add(Object* obj, bool batch, std::uint64_t order) {
         const std::optional<std::uint32_t> id = add_record(obj, order);
         if (!id) return;
-        if (gpu()) return gpu_add(*id);
+        if (scene) scene->touch(*id);
         if (!tracker_ok) return;
         if (Status s = tracker->insert(*id, boxes[*id]); !s) return tracker_failed(s);
         if (!batch) update_tracker(*id);
     }
 
-    // registerObjects: on CPU methods a batch takes its slots in the Morton order of its boxes'
-    // centres, so that the tracker's ids, and the records the self collide reads per pair, of
+    // registerObjects: a batch takes its slots in the Morton order of its boxes' centres, so
+    // that the tracker's ids, and the records the self collide reads per pair, of
     // neighbours lie near each other in memory (measured: docs/fcl.md, "Methods"); the
     // registration sequence, which orders each pair's objects, stays the caller's.
     void add_batch(const std::vector<Object*>& objs) {
@@ -368,7 +364,7 @@ struct CollisionManager<S>::Impl {
         next_order += objs.size();
         records.reserve(records.size() + objs.size());
         boxes.reserve(boxes.size() + objs.size());
-        if (gpu() || objs.size() < kMortonBatch) {
+        if (objs.size() < kMortonBatch) {
             for (std::size_t k = 0; k < objs.size(); ++k) add(objs[k], true, base + k);
             return update_tracker();
         }
@@ -394,13 +390,14 @@ struct CollisionManager<S>::Impl {
     void remove(const Object* obj) {
         const auto it = index_of.find(obj);
         if (it == index_of.end()) return;
-        if (gpu()) return gpu_remove(it);
         const std::uint32_t id = it->second;
         if (free_ids.size() == free_ids.capacity())  // before any change: it may throw
             free_ids.reserve(std::max<std::size_t>(16, 2 * free_ids.capacity()));
         index_of.erase(it);
         records[id] = Record{};
         free_ids.push_back(id);
+        if (scene)
+            if (Status s = scene->drop(id); !s) scene_failed(s.error());
         if (!tracker_ok) return;
         if (Status s = tracker->remove(id); !s) return tracker_failed(s);
         update_tracker(id);
@@ -408,34 +405,27 @@ struct CollisionManager<S>::Impl {
 
     // update(): every object's AABB read again.
     void update_all() {
-        if (gpu()) {
-            std::vector<std::uint32_t> moved;
-            for (std::uint32_t id = 0; id < slots(); ++id)
-                if (reread(id)) moved.push_back(id);
-            return gpu_moves(moved);
-        }
         for (std::uint32_t id = 0; id < slots(); ++id) {
             prefetch_aabb(id + kPrefetch);
-            if (!present(id) || !reread(id) || !tracker_ok) continue;
-            if (Status s = tracker->move(id, boxes[id]); !s) tracker_failed(s);
+            if (present(id) && reread(id)) moved(id);
         }
         update_tracker();
+    }
+
+    // Object `id`'s box changed: to the GPU scene and the tracker (applied at its update).
+    void moved(std::uint32_t id) {
+        if (scene) scene->touch(id);
+        if (!tracker_ok) return;
+        if (Status s = tracker->move(id, boxes[id]); !s) tracker_failed(s);
     }
 
     // update(obj) (`one`: the tracker's update of that id) and update(objs): these objects'
     // AABBs read again.
     void update_some(std::span<Object* const> objs, bool one) {
-        std::vector<std::uint32_t> moved;
         for (Object* obj : objs) {
             const auto it = index_of.find(obj);
-            if (it == index_of.end() || !reread(it->second)) continue;
-            if (gpu()) {
-                moved.push_back(it->second);
-            } else if (tracker_ok) {
-                if (Status s = tracker->move(it->second, boxes[it->second]); !s) tracker_failed(s);
-            }
+            if (it != index_of.end() && reread(it->second)) moved(it->second);
         }
-        if (gpu()) return gpu_moves(moved);
         if (!one) return update_tracker();
         if (const auto it = index_of.find(objs[0]); it != index_of.end())
             update_tracker(it->second);
@@ -446,12 +436,8 @@ struct CollisionManager<S>::Impl {
         boxes.clear();
         index_of.clear();
         free_ids.clear();
-        if (!gpu()) {
-            tracker->clear();
-            tracker_ok = true;
-            return;
-        }
-        mirror_built = mirror_failed = false;
+        tracker->clear();
+        tracker_ok = true;
         if (scene)
             if (Status s = scene->clear(); !s) scene_failed(s.error());
     }
@@ -459,127 +445,67 @@ struct CollisionManager<S>::Impl {
     // A write that threw (memory) may have left the tracker or the GPU scene behind the
     // objects: they are dropped, the objects stay (they are consistent at every throw).
     void write_failed() noexcept {
-        if (!gpu()) {
-            tracker->clear();
-            tracker_ok = false;
-            return;
-        }
-        mirror_built = mirror_failed = false;
+        tracker->clear();
+        tracker_ok = false;
         scene.reset();
     }
 
-    // ---- the tracker (CPU methods) ----
+    // ---- the tracker ----
 
-    void tracker_failed(const Status& s) {
+    void tracker_failed(const Status& s) const {
         fail(s);
         tracker->clear();
         tracker_ok = false;
     }
 
-    // The changes of `id` applied now.
+    // A tracker that a failure emptied, filled again (its update then builds it); false when
+    // that failed too.
+    bool refill_tracker() const {
+        if (tracker_ok) return true;
+        tracker->clear();
+        tracker_ok = true;
+        for (std::uint32_t id = 0; id < slots() && tracker_ok; ++id)
+            if (present(id))
+                if (Status s = tracker->insert(id, boxes[id]); !s) tracker_failed(s);
+        if (tracker_ok) builds.fetch_add(1, std::memory_order_relaxed);
+        return tracker_ok;
+    }
+
+    // CPU methods: the changes of `id` applied now (gpu_lbvh's wait for a query).
     void update_tracker(std::uint32_t id) {
-        if (!tracker_ok) return;
+        if (gpu() || !tracker_ok) return;
         Status s = tracker->update(id, began, ended);
         began.clear();
         ended.clear();
         if (!s) tracker_failed(s);
     }
 
-    // Every change applied now; a tracker that a failure emptied is filled again.
+    // CPU methods: every change applied now; a tracker that a failure emptied is filled again
+    // (gpu_lbvh's wait for a query).
     void update_tracker() {
-        if (gpu()) return;
-        if (!tracker_ok) {
-            tracker->clear();
-            tracker_ok = true;
-            for (std::uint32_t id = 0; id < slots() && tracker_ok; ++id)
-                if (present(id))
-                    if (Status s = tracker->insert(id, boxes[id]); !s) tracker_failed(s);
-            if (!tracker_ok) return;
-            builds.fetch_add(1, std::memory_order_relaxed);
-        }
+        if (gpu() || !refill_tracker()) return;
         Status s = tracker->update(began, ended);
         began.clear();
         ended.clear();
         if (!s) tracker_failed(s);
     }
 
+    // The tracker up to date for a query, or false (the query then scans the boxes): CPU
+    // methods keep it so at every write; gpu_lbvh's first query after changes applies them,
+    // the changed objects alone, refilling a tracker that a failure emptied.
+    bool index_ready() const {
+        if (!gpu()) return tracker_ok;
+        std::lock_guard<std::mutex> hold(lazy);
+        if (!refill_tracker()) return false;
+        if (!tracker->pending()) return true;
+        std::vector<Pair> none_began, none_ended;  // a query index reports no pairs
+        if (Status s = tracker->update(none_began, none_ended); !s) tracker_failed(s);
+        return tracker_ok;
+    }
+
     // ---- gpu_lbvh ----
 
-    void gpu_add(std::uint32_t id) {
-        if (mirror_built && mirror_dynamic) {
-            if (Status s = mirror->insert(id, boxes[id]); !s) {
-                fail(s);
-                mirror_built = mirror_failed = false;
-            }
-        } else {
-            mirror_built = mirror_failed = false;
-        }
-        if (scene) scene->touch(id);
-    }
-
-    void gpu_remove(typename std::unordered_map<const Object*, std::uint32_t>::iterator it) {
-        const std::uint32_t id = it->second;
-        const std::uint32_t last = slots() - 1;
-        index_of.erase(it);
-        if (scene)
-            if (Status s = scene->drop(id); !s) scene_failed(s.error());
-        if (mirror_built && mirror_dynamic) {
-            // The last object takes the freed id.
-            Status s = mirror->remove(last);
-            if (s && id != last) s = mirror->move(id, boxes[last]);
-            if (!s) {
-                fail(s);
-                mirror_built = mirror_failed = false;
-            }
-        } else {
-            mirror_built = mirror_failed = false;
-        }
-        if (id != last) {
-            records[id] = records[last];
-            boxes[id] = boxes[last];
-            index_of[records[id].object] = id;
-            if (scene) scene->move_slot(last, id);
-        }
-        records.pop_back();
-        boxes.pop_back();
-    }
-
-    // The boxes of `moved` (reread) moved in the mirror and the GPU scene. A static mirror, or
-    // a dynamic one when most boxes moved, is left for its next build (by a query).
-    void gpu_moves(const std::vector<std::uint32_t>& moved) {
-        if (moved.empty()) return;
-        if (mirror_built && mirror_dynamic && moved.size() * 2 <= records.size()) {
-            for (std::uint32_t id : moved) {
-                if (Status s = mirror->move(id, boxes[id]); !s) {
-                    fail(s);
-                    mirror_built = mirror_failed = false;
-                    break;
-                }
-            }
-        } else {
-            mirror_built = mirror_failed = false;
-        }
-        if (scene)
-            for (std::uint32_t id : moved) scene->touch(id);
-    }
-
-    // The mirror, built over the boxes if it is out of date; false when that failed, now or
-    // since the last change (the queries then scan the boxes).
-    bool mirror_ready() const {
-        std::lock_guard<std::mutex> hold(lazy);
-        if (mirror_built) return true;
-        if (mirror_failed) return false;
-        if (Status s = build_structure(*mirror, boxes); !s) {
-            fail(s);
-            mirror_failed = true;
-            return false;
-        }
-        mirror_built = true;
-        builds.fetch_add(1, std::memory_order_relaxed);
-        return true;
-    }
-
-    // The scene is dropped at its first failure; the mirror answers from then on.
+    // The scene is dropped at its first failure; the query index answers from then on.
     void scene_failed(const Error& error) const {
         fail(error);
         scene.reset();
@@ -607,15 +533,15 @@ struct CollisionManager<S>::Impl {
     // ---- the queries: const, reading only (gpu_lbvh's lazy work under `lazy`) ----
 
     // Every pair of ids whose float boxes overlap, i < j: the tracker's own span, or `storage`
-    // filled from gpu_lbvh's frame (when use_gpu), its mirror, or a scan.
+    // filled from gpu_lbvh's frame (when use_gpu), its query index, or a scan.
     std::span<const Pair> self_candidates(std::vector<Pair>& storage, bool use_gpu) const {
         storage.clear();
         if (!gpu()) {
             if (tracker_ok) return tracker->pairs();
         } else {
             if (use_gpu && gpu_pairs(storage)) return storage;
-            if (mirror_ready()) {
-                mirror->self_pairs(storage);
+            if (index_ready()) {
+                tracker->overlapping_pairs(storage);
                 return storage;
             }
         }
@@ -630,24 +556,15 @@ struct CollisionManager<S>::Impl {
     // Every id whose box overlaps `region`, into `out` (replaced).
     void box_candidates(const Box& region, std::vector<std::uint32_t>& out) const {
         out.clear();
-        if (!gpu() && tracker_ok) return tracker->query_box(region, out);
-        if (gpu() && mirror_ready()) return mirror->query_box(region, out);
+        if (index_ready()) return tracker->query_box(region, out);
         for (std::uint32_t i = 0; i < slots(); ++i)
             if (present(i) && overlaps(boxes[i], region)) out.push_back(i);
     }
 
-    // An id near `box` other than `skip`, or none: the mirror's nearest to the box's centre
-    // where it answers nearest(), else the closest box found by box queries around `box`
-    // grown fourfold until one finds another, else the first other id.
+    // An id near `box` other than `skip`, or none: the closest box found by box queries around
+    // `box` grown fourfold until one finds another, else the first other id.
     std::optional<std::uint32_t> near_id(const Box& box, std::optional<std::uint32_t> skip) const {
         if (live() <= (skip ? 1u : 0u)) return std::nullopt;
-        if (gpu() && mirror_ready()) {
-            std::vector<Neighbor> found;
-            if (mirror->nearest(centroid(box), skip ? 2 : 1, found)) {
-                for (const Neighbor& n : found)
-                    if (n.id != skip) return n.id;
-            }
-        }
         double r = 0;
         for (int k = 0; k < 3; ++k) r = std::max(r, double(box.max[k]) - double(box.min[k]));
         if (!(r > 0) || !std::isfinite(r)) r = 1;
@@ -824,7 +741,6 @@ struct CollisionManager<S>::Impl {
         for (std::uint32_t i = 0; i < slots(); ++i) {
             if (!present(i)) {
                 ++holes;
-                if (gpu()) return broken("gpu_lbvh has a free slot", i);
                 continue;
             }
             const auto it = index_of.find(records[i].object);
@@ -840,31 +756,18 @@ struct CollisionManager<S>::Impl {
         }
         if (index_of.size() + holes != records.size())
             return broken("object map and slots disagree");
-        if (!gpu()) {
-            if (free_ids.size() != holes) return broken("free list and free slots disagree");
-            for (std::uint32_t id : free_ids)
-                if (id >= slots() || present(id)) return broken("free list names a used slot", id);
-            if (!tracker_ok) return current_status();
-            if (tracker->pending()) return broken("tracker has changes not applied");
-            if (tracker->size() != live()) return broken("tracker size differs");
-            for (std::uint32_t i = 0; i < slots(); ++i) {
-                if (present(i) != tracker->contains(i))
-                    return broken("tracker and slots disagree", i);
-                if (present(i) && !(tracker->box(i) == boxes[i]))
-                    return broken("tracker holds a stale box", i);
-            }
-            return tracker->validate();
-        }
-        if (!mirror_ready()) return current_status();
-        if (mirror->size() != records.size()) return broken("mirror size differs");
-        std::vector<std::uint32_t> ids;
+        if (free_ids.size() != holes) return broken("free list and free slots disagree");
+        for (std::uint32_t id : free_ids)
+            if (id >= slots() || present(id)) return broken("free list names a used slot", id);
+        if (!index_ready()) return current_status();  // gpu_lbvh: its changes applied
+        if (tracker->pending()) return broken("tracker has changes not applied");
+        if (tracker->size() != live()) return broken("tracker size differs");
         for (std::uint32_t i = 0; i < slots(); ++i) {
-            ids.clear();
-            mirror->query_box(boxes[i], ids);
-            if (std::find(ids.begin(), ids.end(), i) == ids.end())
-                return broken("mirror lost a box", i);
+            if (present(i) != tracker->contains(i)) return broken("tracker and slots disagree", i);
+            if (present(i) && !(tracker->box(i) == boxes[i]))
+                return broken("tracker holds a stale box", i);
         }
-        return mirror->validate();
+        return tracker->validate();
     }
 };
 
@@ -887,30 +790,29 @@ Result<std::unique_ptr<CollisionManager<S>>> CollisionManager<S>::create(std::st
     try {
         auto impl = std::make_unique<Impl>();
         impl->method = std::string(method);
-        if (method == "gpu_lbvh") {
-            if (!adapters::GpuPairs::available())
-                return Error{ErrorCode::unsupported, "gpu_lbvh needs the GPU part of broadphase"};
-            Result<std::unique_ptr<Structure>> mirror = make_structure(options.query_method);
-            if (!mirror)
-                return Error{ErrorCode::invalid_argument,
-                             "query_method: " + mirror.error().message};
-            impl->mirror = std::move(*mirror);
-            impl->mirror_dynamic = impl->mirror->is_dynamic();
+        impl->on_gpu = method == "gpu_lbvh";
+        if (impl->on_gpu && !adapters::GpuPairs::available())
+            return Error{ErrorCode::unsupported, "gpu_lbvh needs the GPU part of broadphase"};
+        // gpu_lbvh: the tracker is a query index over query_method, keeping no pairs.
+        PairTracker::Config config;
+        config.method = std::string(impl->on_gpu ? options.query_method : method);
+        config.pairs = !impl->on_gpu;
+        config.margin = options.margin;
+        config.prediction = options.prediction;
+        config.speed_margin = options.speed_margin;
+        Result<std::unique_ptr<PairTracker>> tracker = PairTracker::create(config);
+        if (!tracker)
+            return impl->on_gpu ? Error{ErrorCode::invalid_argument,
+                                        "query_method: " + tracker.error().message}
+                                : tracker.error();
+        impl->tracker = std::move(*tracker);
+        if (impl->on_gpu) {
             adapters::GpuPairsOptions gpu_options;
             gpu_options.keep_pairs = true;  // a self collide walks every pair
             Result<std::unique_ptr<adapters::GpuPairs>> pairs =
                 adapters::GpuPairs::create(options.context, gpu_options);
             if (!pairs) return pairs.error();
             impl->scene = std::move(*pairs);
-        } else {
-            PairTracker::Config config;
-            config.method = std::string(method);
-            config.margin = options.margin;
-            config.prediction = options.prediction;
-            config.speed_margin = options.speed_margin;
-            Result<std::unique_ptr<PairTracker>> tracker = PairTracker::create(config);
-            if (!tracker) return tracker.error();
-            impl->tracker = std::move(*tracker);
         }
         return std::unique_ptr<CollisionManager>(new CollisionManager(std::move(impl)));
     } catch (const std::bad_alloc&) {
@@ -921,12 +823,7 @@ Result<std::unique_ptr<CollisionManager<S>>> CollisionManager<S>::create(std::st
 
 template <class S>
 void CollisionManager<S>::registerObjects(const std::vector<Object*>& other_objs) {
-    impl_->write("registerObjects", [&] {
-        Impl& m = *impl_;
-        if (m.gpu() && other_objs.size() >= m.records.size())  // built over, not inserted into
-            m.mirror_built = m.mirror_failed = false;
-        m.add_batch(other_objs);
-    });
+    impl_->write("registerObjects", [&] { impl_->add_batch(other_objs); });
 }
 
 template <class S>
@@ -1056,10 +953,13 @@ Stats CollisionManager<S>::stats() const {
     s.gpu_steps = m.gpu_steps.load(std::memory_order_relaxed);
     s.candidates = m.last_candidates.load(std::memory_order_relaxed);
     s.callbacks = m.last_callbacks.load(std::memory_order_relaxed);
-    if (!m.gpu()) {
+    {
+        // gpu_lbvh: a query may be applying changes to its index.
+        std::unique_lock<std::mutex> hold(m.lazy, std::defer_lock);
+        if (m.gpu()) hold.lock();
         s.tracker = m.tracker->stats();
-        s.builds += s.tracker.rebuilds;
     }
+    s.builds += s.tracker.rebuilds;
     return s;
 }
 

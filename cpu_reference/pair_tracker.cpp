@@ -772,6 +772,24 @@ void PairTracker::partners(std::uint32_t id, std::vector<std::uint32_t>& out) co
         if (link.cand & kCurrentPair) out.push_back(link.other);
 }
 
+void PairTracker::overlapping_pairs(std::vector<Pair>& out) const {
+    const Impl& m = *impl_;
+    if (m.config.pairs) {
+        out.insert(out.end(), m.pairs.begin(), m.pairs.end());
+        return;
+    }
+    // A dynamic structure holds the fat boxes under the ids, a static one the boxes under
+    // their build indices.
+    std::vector<Pair> found;
+    m.structure->self_pairs(found);
+    for (const Pair& p : found) {
+        std::uint32_t i = m.dynamic ? p.i : m.id_of_built[p.i];
+        std::uint32_t j = m.dynamic ? p.j : m.id_of_built[p.j];
+        if (i > j) std::swap(i, j);
+        if (overlaps_packed(m.boxes[i], m.boxes[j]) && m.allowed(i, j)) out.push_back({i, j});
+    }
+}
+
 void PairTracker::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
     const Impl& m = *impl_;
     std::vector<std::uint32_t> hits;

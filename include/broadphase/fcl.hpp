@@ -11,7 +11,7 @@
 // which keeps the overlapping pairs from the objects that moved alone: each write (register,
 // unregister, update, setup) brings it up to date, the self collide walks its pairs. "gpu_lbvh"
 // finds the self-collide pairs through gpu::ProxyScene and answers every other query from a CPU
-// mirror.
+// query index (a PairTracker over Options::query_method that keeps no pairs).
 //
 // The structures hold float boxes: each object's AABB is rounded outward to float (a bound that
 // the cast rounded inward is moved one float further out, values past the float range clamp to
@@ -53,8 +53,8 @@ struct Options {
     /// own Context (gpu::ContextOptions' defaults: the first GPU, else lavapipe; validation when
     /// BROADPHASE_VALIDATION=1).
     gpu::Context* context = nullptr;
-    /// gpu_lbvh only: the CPU method of the mirror that answers collide(object), collide(other
-    /// manager) and every distance query (a name of cpu_method_names()).
+    /// gpu_lbvh only: the CPU method of the query index that answers collide(object),
+    /// collide(other manager) and every distance query (a name of cpu_method_names()).
     std::string_view query_method = "dynamic_aabb_tree";
     /// CPU methods: the pair tracker's fat-box margin, motion prediction and speed margin
     /// (PairTracker::Config; docs/fcl.md, "Costs", measures them). The margin is wider than the
@@ -74,13 +74,14 @@ struct Stats {
     std::uint64_t builds = 0;      ///< builds over every object: the pair tracker's structure
                                    ///< (a static method's at each update, a dynamic one's when
                                    ///< a batch fills it empty), a tracker refilled after a
-                                   ///< failure, gpu_lbvh's mirror
+                                   ///< failure (gpu_lbvh: its query index's)
     std::uint64_t gpu_steps = 0;   ///< gpu_lbvh: ProxyScene frames run (one per self collide
                                    ///< after changes)
     std::uint64_t candidates = 0;  ///< last query: pairs whose float boxes overlap (or are near
                                    ///< enough, for distance), before the test in S
     std::uint64_t callbacks = 0;   ///< last query: calls of the callback
-    PairTrackerStats tracker;      ///< CPU methods: the pair tracker's work since create()
+    PairTrackerStats tracker;      ///< the pair tracker's work since create() (gpu_lbvh: its
+                                   ///< query index's)
 };
 
 /// The `BroadPhaseCollisionManager<S>` over one broadphase method, for S float or double. Objects
@@ -90,14 +91,16 @@ struct Stats {
 /// Threads: the writes (register, unregister, update, setup, clear) one at a time; the const
 /// queries (collide, distance, getObjects, empty, size, status, stats, validate) may run on
 /// several threads at once while no write runs. They read only (gpu_lbvh's self collide runs
-/// its GPU frame, and its first other query builds its mirror, under a mutex).
+/// its GPU frame, and its first other query after changes applies them to its query index,
+/// under a mutex).
 ///
 /// Where it differs from FCL's managers: queries need no setup() first (every write leaves
 /// the structure up to date); registering an object twice, or unregistering or updating one
 /// that is not registered, changes nothing; a failure of the method itself (a Vulkan error,
 /// memory: std::bad_alloc or std::length_error, the callbacks' included) is kept in status()
 /// and never thrown; a query that met it was answered from a linear scan or from the CPU
-/// mirror, so that no pair is lost, unless memory ran out within that query, which then stops.
+/// query index, so that no pair is lost, unless memory ran out within that query, which then
+/// stops.
 template <class S>
 class CollisionManager final : public ::fcl::BroadPhaseCollisionManager<S> {
 public:
@@ -128,12 +131,12 @@ public:
     void unregisterObject(Object* obj) override;
     /// Nothing to do for CPU methods, whose writes keep them up to date (a tracker that a
     /// failure emptied is refilled here). gpu_lbvh leaves its GPU frame to the next self collide
-    /// and its mirror to the next other query.
+    /// and its query index to the next other query.
     void setup() override;
     /// Reads every object's AABB again (after setTransform + computeAABB) and updates the pairs
     /// from the objects whose box changed: a body that stays inside its fat box costs a box test
-    /// per candidate, one that leaves it a query (pair_tracker.hpp). gpu_lbvh moves the boxes of
-    /// its scene and its mirror.
+    /// per candidate, one that leaves it a query (pair_tracker.hpp). gpu_lbvh gives the changed
+    /// boxes to its scene and its query index.
     void update() override;
     /// Reads one object's AABB again and updates its pairs.
     void update(Object* updated_obj) override;
@@ -175,13 +178,13 @@ public:
     /// The method given to create().
     std::string_view method() const;
     /// The first failure of the method since create() (success when none): a query that met
-    /// it was answered by a linear scan or by the CPU mirror instead.
+    /// it was answered by a linear scan or by the CPU query index instead.
     Status status() const;
     /// What the adapter has done so far.
     Stats stats() const;
     /// Checks the adapter's invariants (every object once, its float box the outward rounding
-    /// of its AABB, the tracker holding exactly these boxes) and the tracker's or mirror's
-    /// validate() (the tracker's compares its pairs with brute force: O(n^2), for tests).
+    /// of its AABB, the tracker holding exactly these boxes) and the tracker's validate()
+    /// (which compares its pairs with brute force: O(n^2), for tests).
     Status validate() const;
 
 private:

@@ -117,6 +117,11 @@ public:
     std::span<const Pair> pairs() const;
     /// Appends the current partners of `id` (ids paired with it), in no particular order.
     void partners(std::uint32_t id, std::vector<std::uint32_t>& out) const;
+    /// Appends every pair whose boxes (as of the last update) overlap and whose filters allow
+    /// it (i < j, in no particular order): pairs() where the tracker keeps its pairs (with
+    /// hysteresis, the pairs it keeps within it too), else (a query index) found whole through
+    /// the structure, a self collide of its boxes.
+    void overlapping_pairs(std::vector<Pair>& out) const;
     /// Appends every body whose box (as of its last update) overlaps the closed region.
     void query_box(const Box& region, std::vector<std::uint32_t>& out) const;
     /// Appends, for every body whose box grown to [min + lo, max + hi] the segment of `ray`

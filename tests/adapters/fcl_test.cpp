@@ -1029,7 +1029,7 @@ TYPED_TEST(FclManager, ConcurrentConstQueriesAgree) {
         const Answers<S> one = ask(*m, probes.pointers(), naive_other);
         EXPECT_FALSE(one.self.empty());
         EXPECT_FALSE(one.cross.empty());
-        // A fresh manager, so that gpu_lbvh's lazy work (its frame, its mirror) races too.
+        // A fresh manager, so that gpu_lbvh's lazy work (its frame, its query index) races too.
         auto fresh = make_manager<S>(method);
         fresh->registerObjects(scene.pointers());
         for (const CollisionManager<S>* shared : {m.get(), fresh.get()}) {

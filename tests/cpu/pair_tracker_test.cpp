@@ -78,6 +78,9 @@ void check_update(PairTracker& tracker, const World& w, std::vector<Pair>& last,
     ASSERT_FALSE(tracker.pending()) << where;
     const std::vector<Pair> now = sorted(tracker.pairs());
     ASSERT_EQ(now, w.brute()) << where;
+    std::vector<Pair> overlapping;  // a tracker that keeps pairs gives them
+    tracker.overlapping_pairs(overlapping);
+    ASSERT_EQ(sorted(overlapping), now) << where;
     ASSERT_TRUE(tracker.validate()) << where << ": " << tracker.validate().error().message;
     std::vector<Pair> expect_began, expect_ended;
     diff_sorted_pairs(last, now, expect_began, expect_ended);
@@ -180,7 +183,8 @@ TEST(PairTracker, EveryMethodEqualsBruteForce) {
 }
 
 // Test 1b: a query index (Config::pairs false) keeps no candidates or pairs, reports no event,
-// and answers region queries as brute force, on a dynamic and on a static method.
+// and answers region queries and overlapping_pairs (filters and static bodies applied) as brute
+// force, on a dynamic and on a static method.
 TEST(PairTracker, QueryIndexKeepsNoPairs) {
     for (const char* method : {"dynamic_aabb_tree", "kd_tree"}) {
         SCOPED_TRACE(method);
@@ -193,7 +197,10 @@ TEST(PairTracker, QueryIndexKeepsNoPairs) {
         World w;
         for (std::uint32_t id = 0; id < 300; ++id) {
             w.boxes.push_back(w.random_box(12, 1.5f));
-            ASSERT_TRUE(index.insert(id, w.boxes.back()));
+            w.filters.push_back(w.random_filter());
+            w.is_static.push_back(id % 7 == 0);
+            w.present.push_back(true);
+            ASSERT_TRUE(index.insert(id, w.boxes.back(), w.filters.back(), w.is_static.back()));
         }
         std::vector<Pair> began, ended;
         for (int frame = 0; frame < 5; ++frame) {
@@ -206,6 +213,10 @@ TEST(PairTracker, QueryIndexKeepsNoPairs) {
             EXPECT_TRUE(ended.empty());
             EXPECT_TRUE(index.pairs().empty());
             ASSERT_TRUE(index.validate()) << index.validate().error().message;
+            std::vector<Pair> overlapping;
+            index.overlapping_pairs(overlapping);
+            std::sort(overlapping.begin(), overlapping.end());
+            EXPECT_EQ(overlapping, w.brute());
             for (int q = 0; q < 10; ++q) {
                 const Box region = w.random_box(12, 3);
                 std::vector<std::uint32_t> got, expected;
