@@ -121,19 +121,6 @@ Status GpuPairs::drop(std::uint32_t s) {
     return m.remove(s, true);
 }
 
-void GpuPairs::move_slot(std::uint32_t from, std::uint32_t to) {
-    Impl& m = *impl_;
-    m.grow(std::max(from, to));
-    touch(from);
-    touch(to);
-    const std::uint32_t handle = m.handle_of[from];
-    m.handle_of[from] = kNoSlot;
-    m.handle_of[to] = handle;
-    if (handle == kNoSlot) return;
-    m.applied[to] = m.applied[from];
-    m.slot_of_handle[handle] = to;
-}
-
 bool GpuPairs::pending() const {
     return !impl_->touched.empty();
 }

@@ -54,9 +54,6 @@ public:
     void touch(std::uint32_t s);
     /// Slot s's body leaves the scene now (its proxy is destroyed); see the file comment.
     Status drop(std::uint32_t s);
-    /// The body of slot `from` (if any) moves to slot `to`, which holds none (a removal that
-    /// fills the hole with the last slot): its pairs carry over; both slots are touched.
-    void move_slot(std::uint32_t from, std::uint32_t to);
     /// True when touched slots wait for a step.
     bool pending() const;
 
