@@ -171,6 +171,52 @@ struct Buffer {
     VkDeviceSize size = 0;
 };
 
+// The climb kernels' descriptor set layout: bindings 0 .. count-1, each one storage buffer.
+static VkDescriptorSetLayout storage_set_layout(VkDevice dev, uint32_t count) {
+    std::vector<VkDescriptorSetLayoutBinding> bind(count);
+    for (uint32_t i = 0; i < count; ++i)
+        bind[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo dslci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    dslci.bindingCount = count;
+    dslci.pBindings = bind.data();
+    VkDescriptorSetLayout dsl;
+    CHECK(vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &dsl));
+    return dsl;
+}
+
+// A descriptor set of `dsl` (from a pool of its own, kept until exit) binding the whole of
+// bufs[i] at binding i.
+static VkDescriptorSet storage_set(VkDevice dev, VkDescriptorSetLayout dsl,
+                                   const std::vector<const Buffer*>& bufs) {
+    const auto count = static_cast<uint32_t>(bufs.size());
+    VkDescriptorPoolSize dps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, count};
+    VkDescriptorPoolCreateInfo dpci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dpci.maxSets = 1;
+    dpci.poolSizeCount = 1;
+    dpci.pPoolSizes = &dps;
+    VkDescriptorPool pool;
+    CHECK(vkCreateDescriptorPool(dev, &dpci, nullptr, &pool));
+    VkDescriptorSetAllocateInfo dsai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    dsai.descriptorPool = pool;
+    dsai.descriptorSetCount = 1;
+    dsai.pSetLayouts = &dsl;
+    VkDescriptorSet set;
+    CHECK(vkAllocateDescriptorSets(dev, &dsai, &set));
+    std::vector<VkDescriptorBufferInfo> dbi(count);
+    std::vector<VkWriteDescriptorSet> wds(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        dbi[i] = {bufs[i]->buf, 0, VK_WHOLE_SIZE};
+        wds[i] = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                  .dstSet = set,
+                  .dstBinding = i,
+                  .descriptorCount = 1,
+                  .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                  .pBufferInfo = &dbi[i]};
+    }
+    vkUpdateDescriptorSets(dev, count, wds.data(), 0, nullptr);
+    return set;
+}
+
 int main(int argc, char** argv) {
     setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
     uint32_t n = 200000, runs = 20;
@@ -224,17 +270,16 @@ int main(int argc, char** argv) {
         return 1;
     }
     VkPhysicalDevice pd = pds[pick];
+    // Each pNext chain written head last: a struct points at the one declared before it.
     VkPhysicalDeviceVulkan12Properties p12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
-    VkPhysicalDeviceVulkan11Properties p11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
-    p11.pNext = &p12;
-    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    props.pNext = &p11;
+    VkPhysicalDeviceVulkan11Properties p11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
+                                           &p12};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &p11};
     vkGetPhysicalDeviceProperties2(pd, &props);
     VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    f12.pNext = &f13;
-    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    feats.pNext = &f12;
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                         &f13};
+    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
     vkGetPhysicalDeviceFeatures2(pd, &feats);
     bool vmm = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
     bool vote = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
@@ -307,49 +352,17 @@ int main(int argc, char** argv) {
     Buffer parent = make_buffer(4ull * (2 * n - 1)), child = make_buffer(8ull * (n - 1)),
            flags = make_buffer(4ull * (n - 1)), vals = make_buffer(8ull * (2 * n - 1)),
            leaf = make_buffer(4ull * n);
-    Buffer* bufs[5] = {&parent, &child, &flags, &vals, &leaf};
 
-    VkDescriptorSetLayoutBinding bind[5];
-    for (uint32_t i = 0; i < 5; ++i)
-        bind[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-    VkDescriptorSetLayoutCreateInfo dslci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    dslci.bindingCount = 5;
-    dslci.pBindings = bind;
-    VkDescriptorSetLayout dsl;
-    CHECK(vkCreateDescriptorSetLayout(dev, &dslci, nullptr, &dsl));
-    VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
-    VkPipelineLayoutCreateInfo plci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    plci.setLayoutCount = 1;
-    plci.pSetLayouts = &dsl;
-    plci.pushConstantRangeCount = 1;
-    plci.pPushConstantRanges = &pcr;
+    VkDescriptorSetLayout dsl = storage_set_layout(dev, 5);
+    const VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
+    const VkPipelineLayoutCreateInfo plci{.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                          .setLayoutCount = 1,
+                                          .pSetLayouts = &dsl,
+                                          .pushConstantRangeCount = 1,
+                                          .pPushConstantRanges = &pcr};
     VkPipelineLayout layout;
     CHECK(vkCreatePipelineLayout(dev, &plci, nullptr, &layout));
-    VkDescriptorPoolSize dps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 5};
-    VkDescriptorPoolCreateInfo dpci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    dpci.maxSets = 1;
-    dpci.poolSizeCount = 1;
-    dpci.pPoolSizes = &dps;
-    VkDescriptorPool pool;
-    CHECK(vkCreateDescriptorPool(dev, &dpci, nullptr, &pool));
-    VkDescriptorSetAllocateInfo dsai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    dsai.descriptorPool = pool;
-    dsai.descriptorSetCount = 1;
-    dsai.pSetLayouts = &dsl;
-    VkDescriptorSet set;
-    CHECK(vkAllocateDescriptorSets(dev, &dsai, &set));
-    VkDescriptorBufferInfo dbi[5];
-    VkWriteDescriptorSet wds[5];
-    for (uint32_t i = 0; i < 5; ++i) {
-        dbi[i] = {bufs[i]->buf, 0, VK_WHOLE_SIZE};
-        wds[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        wds[i].dstSet = set;
-        wds[i].dstBinding = i;
-        wds[i].descriptorCount = 1;
-        wds[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        wds[i].pBufferInfo = &dbi[i];
-    }
-    vkUpdateDescriptorSets(dev, 5, wds, 0, nullptr);
+    VkDescriptorSet set = storage_set(dev, dsl, {&parent, &child, &flags, &vals, &leaf});
 
     VkCommandPoolCreateInfo cpci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cpci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
