@@ -89,31 +89,6 @@ bool whole_range(const Box& b) {
     return true;
 }
 
-// Spreads the low 10 bits of v to every third bit.
-std::uint32_t spread3(std::uint32_t v) {
-    v &= 0x3FFu;
-    v = (v | (v << 16)) & 0x030000FFu;
-    v = (v | (v << 8)) & 0x0300F00Fu;
-    v = (v | (v << 4)) & 0x030C30C3u;
-    v = (v | (v << 2)) & 0x09249249u;
-    return v;
-}
-
-// The 30-bit Morton code of the centre of `b` in `bounds` (Karras 2012's codes; a centre
-// outside clamps to the bounds).
-std::uint32_t morton_code(const Box& b, const Box& bounds) {
-    std::uint32_t code = 0;
-    for (int k = 0; k < 3; ++k) {
-        const double c = 0.5 * (double(b.min[k]) + double(b.max[k]));
-        const double extent = double(bounds.max[k]) - double(bounds.min[k]);
-        double t = extent > 0 ? (c - double(bounds.min[k])) / extent : 0;
-        if (!(t >= 0)) t = 0;  // NaN too
-        const auto q = static_cast<std::uint32_t>(std::min(t, 1.0) * 1023.0);
-        code |= spread3(q) << (2 - k);
-    }
-    return code;
-}
-
 // AABB<S>::overlap (closed boxes), inline: libfcl compiles the double one out of line, a call
 // per candidate pair.
 template <class S>
@@ -368,22 +343,17 @@ struct CollisionManager<S>::Impl {
             for (std::size_t k = 0; k < objs.size(); ++k) add(objs[k], true, base + k);
             return update_tracker();
         }
-        // The boxes as points at their centres, in the bounds of the centres.
-        std::vector<Box> batch(objs.size());
-        std::optional<Box> bounds;
+        std::vector<Box> batch;  // the objects' boxes, null ones left out
+        std::vector<std::uint32_t> index;
+        batch.reserve(objs.size());
+        index.reserve(objs.size());
         for (std::size_t k = 0; k < objs.size(); ++k) {
             if (objs[k] == nullptr) continue;
-            const Vec3 c = centroid(box_of(objs[k]->getAABB()));
-            batch[k] = Box{c, c};
-            bounds = bounds ? merge(*bounds, batch[k]) : batch[k];
+            batch.push_back(box_of(objs[k]->getAABB()));
+            index.push_back(static_cast<std::uint32_t>(k));
         }
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> keyed;  // (code, index in objs)
-        keyed.reserve(objs.size());
-        for (std::size_t k = 0; k < objs.size(); ++k)
-            if (objs[k] != nullptr)
-                keyed.emplace_back(morton_code(batch[k], *bounds), static_cast<std::uint32_t>(k));
-        std::sort(keyed.begin(), keyed.end());
-        for (const auto& [code, k] : keyed) add(objs[k], true, base + k);
+        for (const std::uint32_t n : morton_order(batch))
+            add(objs[index[n]], true, base + index[n]);
         update_tracker();
     }
 

@@ -729,3 +729,16 @@ Status LbvhStructure::validate() const {
 }
 
 }  // namespace broadphase::lbvh
+
+namespace broadphase {
+
+std::vector<std::uint32_t> morton_order(std::span<const Box> boxes) {
+    const std::vector<std::uint64_t> codes = lbvh::compute_codes(boxes, CodeKind::morton30);
+    std::vector<std::uint32_t> order(boxes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return codes[a] < codes[b]; });
+    return order;
+}
+
+}  // namespace broadphase

@@ -280,4 +280,9 @@ Result<std::vector<Pair>> find_sorted_pairs(const Structure& structure);
 /// memory is an out_of_memory error, never an exception.
 Result<std::vector<Pair>> find_pairs_cpu(std::string_view method, std::span<const Box> boxes);
 
+/// The indices of `boxes` in the order of their centres' 30-bit Morton codes (those of the
+/// LBVH's leaves; ties by index): neighbours come near each other, so that objects registered
+/// in this order keep their data, and a structure's ids, near their neighbours' in memory.
+std::vector<std::uint32_t> morton_order(std::span<const Box> boxes);
+
 }  // namespace broadphase

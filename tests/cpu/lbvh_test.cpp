@@ -118,6 +118,42 @@ TEST(Morton, CodesPutXHighest) {
     }
 }
 
+// morton_order (broadphase/structure.hpp) is the order of the boxes' compute_codes, ties by
+// index, a permutation of every index; a shuffled 8 x 8 x 8 grid comes back in Morton order.
+TEST(Morton, OrderSortsByTheCentresCodes) {
+    std::vector<Box> boxes;
+    for (std::uint32_t x = 0; x < 8; ++x)
+        for (std::uint32_t y = 0; y < 8; ++y)
+            for (std::uint32_t z = 0; z < 8; ++z) {
+                const Vec3 lo{float(x), float(y), float(z)};
+                boxes.push_back({lo, {lo.x + 0.5f, lo.y + 0.5f, lo.z + 0.5f}});
+            }
+    boxes.push_back(boxes[100]);  // a copy: ties keep the index order
+    std::mt19937 rng(21);
+    std::shuffle(boxes.begin(), boxes.end() - 1, rng);
+    const std::vector<std::uint32_t> order = broadphase::morton_order(boxes);
+    ASSERT_EQ(order.size(), boxes.size());
+    std::vector<std::uint32_t> seen = order;
+    std::sort(seen.begin(), seen.end());
+    for (std::uint32_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i);
+    const std::vector<std::uint64_t> codes = compute_codes(boxes, CodeKind::morton30);
+    for (std::size_t k = 1; k < order.size(); ++k) {
+        ASSERT_LE(codes[order[k - 1]], codes[order[k]]);
+        if (codes[order[k - 1]] == codes[order[k]]) {
+            EXPECT_LT(order[k - 1], order[k]);
+        }
+    }
+    // The grid's cells in Morton order: each step of the first 8 stays inside one 2 x 2 x 2
+    // block, x highest.
+    for (std::size_t k = 0; k < 8; ++k) {
+        const Box& b = boxes[order[k]];
+        EXPECT_EQ(b.min.x, float((k >> 2) & 1));
+        EXPECT_EQ(b.min.y, float((k >> 1) & 1));
+        EXPECT_EQ(b.min.z, float(k & 1));
+    }
+    EXPECT_TRUE(broadphase::morton_order({}).empty());
+}
+
 // ---- Hilbert -------------------------------------------------------------------------------
 
 // Skilling's TransposeToAxes, the inverse of hilbert30's AxesToTranspose, for 10 bits.
