@@ -617,6 +617,20 @@ struct CollisionManager<S>::Impl {
         }
     }
 
+    // collide(other) and distance(other) of manager `self` (this Impl's): `run(impl, items,
+    // swapped)` queries a manager's structure with the other side's objects, this one's with
+    // `other`'s, or, when `other` is another of ours that is larger, that one's with ours.
+    template <class Run>
+    void cross_query(const char* where, const CollisionManager& self, const Base& other,
+                     Run&& run) const {
+        query(where, [&] {
+            const auto* ours = dynamic_cast<const CollisionManager*>(&other);
+            if (ours != nullptr && ours->size() > self.size())
+                return run(*ours->impl_, items_of(self), true);
+            run(*this, items_of(other), false);
+        });
+    }
+
     // The objects of `other` with their AABBs and boxes: ours as stored, any other manager's
     // as their objects hold them now.
     static std::vector<Item> items_of(const Base& other) {
@@ -873,13 +887,9 @@ void CollisionManager<S>::collide(Base* other_manager, void* cdata,
                                   ::fcl::CollisionCallBack<S> callback) const {
     if (other_manager == nullptr) return;
     if (other_manager == this) return collide(cdata, callback);
-    impl_->query("collide", [&] {
-        // Another of ours that is larger is queried with this manager's objects instead.
-        const auto* ours = dynamic_cast<const CollisionManager*>(other_manager);
-        if (ours != nullptr && ours->size() > size())
-            return ours->impl_->cross_collide(Impl::items_of(*this), true, cdata, callback);
-        impl_->cross_collide(Impl::items_of(*other_manager), false, cdata, callback);
-    });
+    impl_->cross_query("collide", *this, *other_manager,
+                       [&](const Impl& m, const std::vector<typename Impl::Item>& items,
+                           bool swapped) { m.cross_collide(items, swapped, cdata, callback); });
 }
 
 template <class S>
@@ -887,12 +897,9 @@ void CollisionManager<S>::distance(Base* other_manager, void* cdata,
                                    ::fcl::DistanceCallBack<S> callback) const {
     if (other_manager == nullptr) return;
     if (other_manager == this) return distance(cdata, callback);
-    impl_->query("distance", [&] {
-        const auto* ours = dynamic_cast<const CollisionManager*>(other_manager);
-        if (ours != nullptr && ours->size() > size())
-            return ours->impl_->cross_distance(Impl::items_of(*this), true, cdata, callback);
-        impl_->cross_distance(Impl::items_of(*other_manager), false, cdata, callback);
-    });
+    impl_->cross_query("distance", *this, *other_manager,
+                       [&](const Impl& m, const std::vector<typename Impl::Item>& items,
+                           bool swapped) { m.cross_distance(items, swapped, cdata, callback); });
 }
 
 template <class S>
