@@ -65,6 +65,23 @@ void push_entered_children(std::vector<OctantVisit>& stack, std::uint32_t first_
     push_nearest_last(stack, children, count);
 }
 
+/// A ray's front-to-back walk over an octree's octants (nodes[0] the root, a node's 8 children
+/// consecutive from first_child): from the root, entered at `root_t` (nullopt: no walk),
+/// visit(v) handles each octant popped, nearest entry first, and says whether to go on into its
+/// children; those the ray enters (entry_t, as for push_entered_children) are pushed.
+template <class Nodes, class Visit, class EntryT>
+void walk_ray(const Nodes& nodes, std::optional<float> root_t, Visit&& visit, EntryT&& entry_t) {
+    if (!root_t) return;
+    std::vector<OctantVisit> stack = {{0, *root_t}};
+    while (!stack.empty()) {
+        const OctantVisit v = stack.back();
+        stack.pop_back();
+        if (visit(v) && !nodes[v.node].is_leaf()) {
+            push_entered_children(stack, nodes[v.node].first_child, entry_t);
+        }
+    }
+}
+
 /// Lists with more entries than this are swept (self-pairs) and indexed (queries).
 constexpr std::size_t kCrowded = 48;
 
@@ -597,17 +614,16 @@ void knn_step(const Entries& entries, const SweepIndex& index, const Vec3& p,
 template <class Nodes>
 class ListKnn {
 public:
-    ListKnn(const Nodes& nodes, const Vec3& p, WorkCounter& box_tests)
+    /// Starts with every entry of `outside` (the octree's boxes outside its root) on the queue as
+    /// a box.
+    template <class Entries>
+    ListKnn(const Nodes& nodes, const Entries& outside, const Vec3& p, WorkCounter& box_tests)
         : nodes_(nodes),
           p_(p),
           box_tests_(box_tests),
-          base_(static_cast<std::uint32_t>(nodes.size())) {}
-
-    /// Pushes every entry of `list` as a box (an octree's boxes outside its root).
-    template <class Entries>
-    void push_boxes(const Entries& list) {
-        box_tests_ += list.size();
-        for (const auto& e : list) queue.push_box(point_box_distance(p_, e.box), e.id);
+          base_(static_cast<std::uint32_t>(nodes.size())) {
+        box_tests_ += outside.size();
+        for (const auto& e : outside) queue.push_box(point_box_distance(p_, e.box), e.id);
     }
 
     /// Opens the list of node `index` into `q`.

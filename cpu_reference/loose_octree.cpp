@@ -94,9 +94,7 @@ std::optional<LooseOctree::Cell> LooseOctree::ideal_cell(const Box& box) const {
 // Empty, as a failed build leaves the tree.
 void LooseOctree::clear() {
     nodes_.clear();
-    outside_.clear();
-    items_.clear();
-    inside_count_ = 0;
+    clear_boxes();
 }
 
 Status LooseOctree::build(std::span<const Box> boxes) {
@@ -104,15 +102,7 @@ Status LooseOctree::build(std::span<const Box> boxes) {
     if (!(config_.k > 1.0f && config_.k <= 8.0f)) return invalid("k must be in (1, 8]");
     if (config_.capacity == 0) return invalid("capacity must be at least 1");
     if (config_.max_depth > 31) return invalid("max_depth must be at most 31");
-    if (Status s = validate_boxes(boxes); !s) return s;
-    rebuild(detail::numbered_entries<Entry>(boxes));
-    return Status::success();
-}
-
-void LooseOctree::rebuild(std::vector<Entry> entries) {
-    place_all(entries, true);
-    // Trimming may leave out many boxes (too large for the trimmed root): then the whole scene.
-    if (detail::outside_overflows(outside_.size(), inside_count_)) place_all(entries, false);
+    return build_from(boxes);
 }
 
 void LooseOctree::place_all(const std::vector<Entry>& entries, bool robust) {
@@ -201,65 +191,32 @@ std::uint32_t LooseOctree::find_node(const Cell& ideal) const {
     return index;
 }
 
-void LooseOctree::insert_entry(const Entry& entry) {
+// The octant of a box whose ideal octant is `ideal` (find_node's), counting the box in or out of
+// the subtree counts along the path there.
+std::uint32_t LooseOctree::count_path(const Cell& ideal, bool added) {
     std::uint32_t index = 0;
     for (;;) {
-        ++nodes_[index].subtree_count;
-        if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= entry.ideal.depth) break;
-        index = nodes_[index].first_child + child_slot(entry.ideal, nodes_[index].cell.depth + 1);
+        std::uint32_t& count = nodes_[index].subtree_count;
+        count = added ? count + 1 : count - 1;
+        if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= ideal.depth) return index;
+        index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
     }
+}
+
+bool LooseOctree::tree_insert(Entry entry) {
+    const std::optional<Cell> ideal = ideal_cell(entry.box);
+    if (!ideal) return false;
+    entry.ideal = *ideal;
+    const std::uint32_t index = count_path(entry.ideal, true);
     detail::index_insert(nodes_[index].entries, nodes_[index].index, entry);
     maybe_split(index);
+    return true;
 }
 
-Status LooseOctree::insert(std::uint32_t id, const Box& box) {
-    if (Status s = validate_box(box, id); !s) return s;
-    if (items_.count(id)) return invalid("insert: id " + std::to_string(id) + " is in use", id);
-    Entry entry;
-    entry.box = box;
-    entry.id = id;
-    const std::optional<Cell> ideal = ideal_cell(box);
-    items_.emplace(id, Item{box, !ideal});
-    if (ideal) {
-        entry.ideal = *ideal;
-        ++inside_count_;
-        insert_entry(entry);
-        return Status::success();
-    }
-    outside_.push_back(entry);
-    if (detail::outside_overflows(outside_.size(), inside_count_)) {
-        rebuild(detail::entries_by_id<Entry>(items_));
-    }
-    return Status::success();
-}
-
-Status LooseOctree::remove(std::uint32_t id) {
-    auto it = items_.find(id);
-    if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
-    if (it->second.outside) {
-        detail::erase_by_id(outside_, id);
-    } else {
-        // The box sits where insert_entry put it: the same O(1) ideal cell, the same path.
-        const Cell ideal = *ideal_cell(it->second.box);
-        std::uint32_t index = 0;
-        for (;;) {
-            --nodes_[index].subtree_count;
-            if (nodes_[index].is_leaf() || nodes_[index].cell.depth >= ideal.depth) break;
-            index = nodes_[index].first_child + child_slot(ideal, nodes_[index].cell.depth + 1);
-        }
-        Node& node = nodes_[index];
-        detail::index_erase(node.entries, node.index, detail::position_of(node.entries, id));
-        --inside_count_;
-    }
-    items_.erase(it);
-    return Status::success();
-}
-
-Status LooseOctree::move(std::uint32_t id, const Box& box) {
-    if (Status s = validate_box(box, id); !s) return s;
-    if (!items_.count(id)) return invalid("move: id " + std::to_string(id) + " is absent", id);
-    if (Status s = remove(id); !s) return s;
-    return insert(id, box);
+void LooseOctree::tree_remove(std::uint32_t id, const Box& box) {
+    // The box sits where tree_insert put it: the same O(1) ideal cell, the same path.
+    Node& node = nodes_[count_path(*ideal_cell(box), false)];
+    detail::index_erase(node.entries, node.index, detail::position_of(node.entries, id));
 }
 
 // ---- queries ---------------------------------------------------------------------------------
@@ -351,35 +308,29 @@ void LooseOctree::query_box(const Box& region, std::vector<std::uint32_t>& out) 
 }
 
 std::optional<RayHit> LooseOctree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) keep_closer(best, e.id, ray_box_entry(ray, e.box));
+    std::optional<RayHit> best = outside_ray_hit(ray);
     if (nodes_.empty() || nodes_[0].subtree_count == 0) return best;
-    const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].loose);
-    if (!root_t) return best;
     // A loose bound's entry t never exceeds that of a box inside it (the slab test is monotone
     // in the bounds), so an octant entered after the best hit is skipped.
-    std::vector<detail::OctantVisit> stack = {{0, *root_t}};
-    while (!stack.empty()) {
-        const detail::OctantVisit v = stack.back();
-        stack.pop_back();
-        if (best && v.t > best->t) continue;
-        const Node& node = nodes_[v.node];
-        ++stats_.nodes_visited;
-        if (!node.entries.empty()) {
-            // Every box of the octant is inside its loose bound: hit at t >= v.t, on the part
-            // of the ray inside that bound.
-            ++stats_.leaves_visited;
-            detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.loose,
-                                     stats_.box_tests, best);
-        }
-        if (node.is_leaf()) continue;
-        detail::push_entered_children(stack, node.first_child,
-                                      [&](std::uint32_t child) -> std::optional<float> {
-                                          if (nodes_[child].subtree_count == 0) return std::nullopt;
-                                          return ray_box_entry(ray, nodes_[child].loose);
-                                      });
-    }
+    detail::walk_ray(
+        nodes_, ray_box_entry(ray, nodes_[0].loose),
+        [&](const detail::OctantVisit& v) {
+            if (best && v.t > best->t) return false;
+            const Node& node = nodes_[v.node];
+            ++stats_.nodes_visited;
+            if (!node.entries.empty()) {
+                // Every box of the octant is inside its loose bound: hit at t >= v.t, on the
+                // part of the ray inside that bound.
+                ++stats_.leaves_visited;
+                detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.loose,
+                                         stats_.box_tests, best);
+            }
+            return true;
+        },
+        [&](std::uint32_t child) -> std::optional<float> {
+            if (nodes_[child].subtree_count == 0) return std::nullopt;
+            return ray_box_entry(ray, nodes_[child].loose);
+        });
     return best;
 }
 
@@ -389,8 +340,7 @@ Status LooseOctree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>&
     // Node keys are point_box_distance of the loose bounds, which contain every box below.
     // A crowded octant opens into cursors walking its run outwards from p (queue nodes
     // numbered from nodes_.size() on).
-    detail::ListKnn knn(nodes_, p, stats_.box_tests);
-    knn.push_boxes(outside_);
+    detail::ListKnn knn(nodes_, outside_, p, stats_.box_tests);
     if (!nodes_.empty() && nodes_[0].subtree_count > 0)
         knn.queue.push_node(point_box_distance(p, nodes_[0].loose), 0);
     knn.search(k, out, [&](std::uint32_t index, best_first::Queue& q) {
@@ -490,17 +440,7 @@ Status LooseOctree::validate() const {
     if (stored != inside_count_ || (!nodes_.empty() && nodes_[0].subtree_count != stored)) {
         return broken("stored box counts disagree");
     }
-    if (inside_count_ + outside_.size() != items_.size()) {
-        return broken("counts of tree and outside boxes disagree");
-    }
-    for (const Entry& e : outside_) {
-        auto it = items_.find(e.id);
-        if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
-            return broken("outside list holds a stale or unknown id", e.id);
-        }
-        if (ideal_cell(e.box)) return broken("an outside box fits the root", e.id);
-    }
-    return Status::success();
+    return validate_outside([this](const Box& box) { return ideal_cell(box).has_value(); });
 }
 
 }  // namespace broadphase

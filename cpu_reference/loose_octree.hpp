@@ -56,11 +56,26 @@
 
 #include "broadphase/structure.hpp"
 #include "list_sweep.hpp"
+#include "octree_base.hpp"
 
 namespace broadphase {
 
+/// An octant of a LooseOctree by its level and integer coordinates (0 .. 2^depth - 1 on each
+/// axis).
+struct LooseOctreeCell {
+    std::uint32_t depth = 0, x = 0, y = 0, z = 0;
+    friend bool operator==(const LooseOctreeCell&, const LooseOctreeCell&) = default;
+};
+
+/// One box stored in a LooseOctree: its bounds, id and ideal octant.
+struct LooseOctreeEntry {
+    Box box;
+    std::uint32_t id = 0;
+    LooseOctreeCell ideal;
+};
+
 /// The `loose_octree` Structure.
-class LooseOctree final : public Structure {
+class LooseOctree final : public detail::OctreeBase<LooseOctreeEntry> {
 public:
     /// Subdivision parameters.
     struct Config {
@@ -72,33 +87,16 @@ public:
         std::uint32_t max_depth = 31;
     };
 
-    /// An octant by its level and integer coordinates (0 .. 2^depth - 1 on each axis).
-    struct Cell {
-        std::uint32_t depth = 0, x = 0, y = 0, z = 0;
-        friend bool operator==(const Cell&, const Cell&) = default;
-    };
+    using Cell = LooseOctreeCell;
+    using Entry = LooseOctreeEntry;
 
-    /// One stored box: its bounds, id and ideal octant.
-    struct Entry {
-        Box box;
-        std::uint32_t id = 0;
-        Cell ideal;
-    };
-
-    /// One octant. Its 8 children are consecutive, child c being the upper half on axis a iff
-    /// bit a of c is set.
-    struct Node {
+    /// One octant. Its entries are the boxes stored here (ideal octant here or below).
+    struct Node : detail::OctreeNode<Entry> {
         Cell cell;
-        Box strict;                            ///< the cell, rounded outwards to float
-        Box loose;                             ///< holds every box of the subtree
-        std::uint32_t first_child = kNoChild;  ///< index of child 0, or kNoChild for a leaf
-        std::uint32_t subtree_count = 0;       ///< boxes stored in this subtree
-        std::vector<Entry> entries;            ///< boxes stored here (ideal octant here or below)
-        detail::SweepIndex index;              ///< order of `entries` when crowded
-        bool is_leaf() const { return first_child == kNoChild; }
+        Box strict;                       ///< the cell, rounded outwards to float
+        Box loose;                        ///< holds every box of the subtree
+        std::uint32_t subtree_count = 0;  ///< boxes stored in this subtree
     };
-
-    static constexpr std::uint32_t kNoChild = 0xffffffffu;
 
     LooseOctree() = default;
     explicit LooseOctree(const Config& config) : config_(config) {}
@@ -115,8 +113,8 @@ public:
     // - validate checks: octants nest with the right coordinates and bounds, counts add up, each
     //   box sits inside its octant's loose bound on the path to its ideal octant (exactly there
     //   when the octant has children), outside boxes have no octant.
+    // insert, remove and move: detail::OctreeBase.
     BROADPHASE_STRUCTURE_OVERRIDES;
-    BROADPHASE_DYNAMIC_OVERRIDES;
     /// Best first by distance to loose bounds; appends to `out`, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 
@@ -128,19 +126,14 @@ public:
 
     const Config& config() const { return config_; }
     std::span<const Node> nodes() const { return nodes_; }
-    std::span<const Entry> outside() const { return outside_; }
 
 private:
-    struct Item {
-        Box box;
-        bool outside = false;
-    };
-
     void clear();
-    void rebuild(std::vector<Entry> entries);
-    void place_all(const std::vector<Entry>& entries, bool robust);
+    void place_all(const std::vector<Entry>& entries, bool robust) override;
+    bool tree_insert(Entry entry) override;
+    void tree_remove(std::uint32_t id, const Box& box) override;
     std::uint32_t find_node(const Cell& ideal) const;
-    void insert_entry(const Entry& entry);
+    std::uint32_t count_path(const Cell& ideal, bool added);
     void maybe_split(std::uint32_t node);
     template <class Visit>
     void descend(const Box& region, std::vector<std::uint32_t>& stack, Visit&& visit) const;
@@ -149,9 +142,6 @@ private:
     double root_min_[3] = {0, 0, 0};
     double root_side_ = 1;
     std::vector<Node> nodes_;  ///< nodes_[0] is the root; empty when nothing was ever built
-    std::vector<Entry> outside_;
-    std::unordered_map<std::uint32_t, Item> items_;
-    std::size_t inside_count_ = 0;
 };
 
 }  // namespace broadphase

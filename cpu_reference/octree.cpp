@@ -82,9 +82,7 @@ std::uint32_t child_mask(const Box& box, const Vec3& mid) {
 // Empty, as a failed build leaves the tree.
 void Octree::clear() {
     nodes_.clear();
-    outside_.clear();
-    items_.clear();
-    inside_count_ = 0;
+    clear_boxes();
 }
 
 Status Octree::build(std::span<const Box> boxes) {
@@ -94,15 +92,7 @@ Status Octree::build(std::span<const Box> boxes) {
     if (config_.max_depth > kDepthLimit) {
         return invalid("max_depth must be at most " + std::to_string(kDepthLimit));
     }
-    if (Status s = validate_boxes(boxes); !s) return s;
-    rebuild(detail::numbered_entries<Entry>(boxes));
-    return Status::success();
-}
-
-void Octree::rebuild(std::vector<Entry> entries) {
-    place_all(entries, true);
-    // Trimming may leave out many boxes (large against the core): then the whole scene.
-    if (detail::outside_overflows(outside_.size(), inside_count_)) place_all(entries, false);
+    return build_from(boxes);
 }
 
 void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
@@ -127,7 +117,7 @@ void Octree::place_all(const std::vector<Entry>& entries, bool robust) {
                 ? std::numeric_limits<float>::max()
                 : std::max(detail::round_up_float(top), detail::round_up_float(core.hi[a]));
     }
-    nodes_.push_back(Node{root, kNoChild, 0, {}, {}});
+    nodes_.push_back(Node{{}, root, 0});  // a leaf, its entries filled below
     std::vector<Entry>& at_root = nodes_[0].entries;
     at_root.reserve(n);
     for (const Entry& e : entries) {
@@ -223,7 +213,7 @@ std::uint32_t Octree::add_children(std::uint32_t index) {
     const Vec3 mid = centre_of(cell);
     const std::uint32_t depth = nodes_[index].depth + 1;
     for (std::uint32_t c = 0; c < 8; ++c) {
-        nodes_.push_back(Node{child_cell(cell, mid, c), kNoChild, depth, {}, {}});
+        nodes_.push_back(Node{{}, child_cell(cell, mid, c), depth});
     }
     nodes_[index].index = {};
     nodes_[index].first_child = first;
@@ -328,42 +318,14 @@ void Octree::remove_from(std::uint32_t index, std::uint32_t id, const Box& box) 
     }
 }
 
-Status Octree::insert(std::uint32_t id, const Box& box) {
-    if (Status s = validate_box(box, id); !s) return s;
-    if (items_.count(id)) return invalid("insert: id " + std::to_string(id) + " is in use", id);
-    const Entry entry{box, id};
-    if (inside_root(box)) {
-        items_.emplace(id, Item{box, false});
-        ++inside_count_;
-        insert_into(0, entry);
-        return Status::success();
-    }
-    items_.emplace(id, Item{box, true});
-    outside_.push_back(entry);
-    if (detail::outside_overflows(outside_.size(), inside_count_)) {
-        rebuild(detail::entries_by_id<Entry>(items_));
-    }
-    return Status::success();
+bool Octree::tree_insert(Entry entry) {
+    if (!inside_root(entry.box)) return false;
+    insert_into(0, entry);
+    return true;
 }
 
-Status Octree::remove(std::uint32_t id) {
-    auto it = items_.find(id);
-    if (it == items_.end()) return invalid("remove: id " + std::to_string(id) + " is absent", id);
-    if (it->second.outside) {
-        detail::erase_by_id(outside_, id);
-    } else {
-        remove_from(0, id, it->second.box);
-        --inside_count_;
-    }
-    items_.erase(it);
-    return Status::success();
-}
-
-Status Octree::move(std::uint32_t id, const Box& box) {
-    if (Status s = validate_box(box, id); !s) return s;
-    if (!items_.count(id)) return invalid("move: id " + std::to_string(id) + " is absent", id);
-    if (Status s = remove(id); !s) return s;
-    return insert(id, box);
+void Octree::tree_remove(std::uint32_t id, const Box& box) {
+    remove_from(0, id, box);
 }
 
 // ---- queries ---------------------------------------------------------------------------------
@@ -473,33 +435,27 @@ void Octree::query_point(const Vec3& p, std::vector<std::uint32_t>& out) const {
 }
 
 std::optional<RayHit> Octree::ray_cast(const Ray& ray) const {
-    std::optional<RayHit> best;
-    stats_.box_tests += outside_.size();
-    for (const Entry& e : outside_) keep_closer(best, e.id, ray_box_entry(ray, e.box));
+    std::optional<RayHit> best = outside_ray_hit(ray);
     if (nodes_.empty()) return best;
-    const std::optional<float> root_t = ray_box_entry(ray, nodes_[0].cell);
-    if (!root_t) return best;
     // The entry t of a cell never exceeds that of a box inside it (every step of the slab
     // test is monotone in the bounds), so a cell entered after the best hit is skipped, with a
     // few ulps of slack: the leaf holding the hit point must be visited, since an indexed leaf
     // only looks for hits on the part of the ray inside its own cell.
-    std::vector<detail::OctantVisit> stack = {{0, *root_t}};
-    while (!stack.empty()) {
-        const detail::OctantVisit v = stack.back();
-        stack.pop_back();
-        if (best && double(v.t) > double(best->t) * (1.0 + 1e-5)) continue;
-        const Node& node = nodes_[v.node];
-        if (node.is_leaf()) {
-            ++stats_.leaves_visited;
-            detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.cell,
-                                     stats_.box_tests, best);
-            continue;
-        }
-        ++stats_.nodes_visited;
-        detail::push_entered_children(stack, node.first_child, [&](std::uint32_t child) {
-            return ray_box_entry(ray, nodes_[child].cell);
-        });
-    }
+    detail::walk_ray(
+        nodes_, ray_box_entry(ray, nodes_[0].cell),
+        [&](const detail::OctantVisit& v) {
+            if (best && double(v.t) > double(best->t) * (1.0 + 1e-5)) return false;
+            const Node& node = nodes_[v.node];
+            if (node.is_leaf()) {
+                ++stats_.leaves_visited;
+                detail::ray_scan_closest(node.entries, node.index, ray, v.t, node.cell,
+                                         stats_.box_tests, best);
+                return false;
+            }
+            ++stats_.nodes_visited;
+            return true;
+        },
+        [&](std::uint32_t child) { return ray_box_entry(ray, nodes_[child].cell); });
     return best;
 }
 
@@ -511,8 +467,7 @@ Status Octree::nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out)
     // farther leaves pop later and are skipped (repeats).
     // An indexed leaf opens into cursors walking its run outwards from p (queue nodes numbered
     // from nodes_.size() on).
-    detail::ListKnn knn(nodes_, p, stats_.box_tests);
-    knn.push_boxes(outside_);
+    detail::ListKnn knn(nodes_, outside_, p, stats_.box_tests);
     if (!nodes_.empty()) knn.queue.push_node(point_box_distance(p, nodes_[0].cell), 0);
     knn.search(
         k, out,
@@ -610,10 +565,7 @@ Status Octree::validate() const {
     }
     std::size_t inside = 0;
     for (const auto& [id, item] : items_) {
-        if (item.outside) {
-            if (inside_root(item.box)) return broken("an outside box is inside the root", id);
-            continue;
-        }
+        if (item.outside) continue;  // validate_outside checks those
         ++inside;
         if (!inside_root(item.box)) return broken("a tree box is outside the root", id);
         const auto it = references.find(id);
@@ -622,16 +574,8 @@ Status Octree::validate() const {
             return broken("id is not in exactly the leaves it overlaps", id);
         }
     }
-    if (inside != inside_count_ || inside + outside_.size() != items_.size()) {
-        return broken("counts of tree and outside boxes disagree");
-    }
-    for (const Entry& e : outside_) {
-        auto it = items_.find(e.id);
-        if (it == items_.end() || !it->second.outside || !(it->second.box == e.box)) {
-            return broken("outside list holds a stale or unknown id", e.id);
-        }
-    }
-    return Status::success();
+    if (inside != inside_count_) return broken("counts of tree and outside boxes disagree");
+    return validate_outside([this](const Box& box) { return inside_root(box); });
 }
 
 }  // namespace broadphase

@@ -55,11 +55,18 @@
 
 #include "broadphase/structure.hpp"
 #include "list_sweep.hpp"
+#include "octree_base.hpp"
 
 namespace broadphase {
 
+/// One stored reference of an Octree: the box and its id.
+struct OctreeEntry {
+    Box box;
+    std::uint32_t id = 0;
+};
+
 /// The `octree` Structure.
-class Octree final : public Structure {
+class Octree final : public detail::OctreeBase<OctreeEntry> {
 public:
     /// Subdivision parameters.
     struct Config {
@@ -72,24 +79,14 @@ public:
         float min_size = 0.0f;
     };
 
-    /// One stored reference: the box and its id.
-    struct Entry {
-        Box box;
-        std::uint32_t id = 0;
-    };
+    using Entry = OctreeEntry;
 
-    /// One octant. Internal nodes hold no entries; their 8 children are consecutive, child c
-    /// taking the upper half on axis a iff bit a of c is set.
-    struct Node {
-        Box cell;                              ///< closed cell bounds (a cube, up to rounding)
-        std::uint32_t first_child = kNoChild;  ///< index of child 0, or kNoChild for a leaf
-        std::uint32_t depth = 0;               ///< root is 0
-        std::vector<Entry> entries;            ///< leaves: every box overlapping the cell
-        detail::SweepIndex index;              ///< order of `entries` in a crowded leaf
-        bool is_leaf() const { return first_child == kNoChild; }
+    /// One octant. A leaf's entries are every box overlapping its cell (indexed when crowded);
+    /// internal nodes hold none.
+    struct Node : detail::OctreeNode<Entry> {
+        Box cell;                 ///< closed cell bounds (a cube, up to rounding)
+        std::uint32_t depth = 0;  ///< root is 0
     };
-
-    static constexpr std::uint32_t kNoChild = 0xffffffffu;
 
     Octree() = default;
     explicit Octree(const Config& config) : config_(config) {}
@@ -104,16 +101,14 @@ public:
     // - validate checks: cells nest and halve exactly, leaves reference exactly the boxes
     //   overlapping them, every id is referenced by exactly the leaves its box overlaps,
     //   outside boxes are outside.
+    // insert, remove and move: detail::OctreeBase.
     BROADPHASE_STRUCTURE_OVERRIDES;
-    BROADPHASE_DYNAMIC_OVERRIDES;
     void query_point(const Vec3& p, std::vector<std::uint32_t>& out) const override;
     /// Best first by distance to cells; appends to `out`, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
 
     const Config& config() const { return config_; }
     std::span<const Node> nodes() const { return nodes_; }
-    /// Boxes not inside the root cube, tested linearly.
-    std::span<const Entry> outside() const { return outside_; }
     /// Deepest leaf depth.
     std::uint32_t height() const;
     /// Box references copied into children by the splits since the last build: the build's
@@ -121,14 +116,10 @@ public:
     std::uint64_t split_references() const { return split_references_; }
 
 private:
-    struct Item {
-        Box box;
-        bool outside = false;
-    };
-
     void clear();
-    void rebuild(std::vector<Entry> entries);
-    void place_all(const std::vector<Entry>& entries, bool robust);
+    void place_all(const std::vector<Entry>& entries, bool robust) override;
+    bool tree_insert(Entry entry) override;
+    void tree_remove(std::uint32_t id, const Box& box) override;
     void insert_into(std::uint32_t node, const Entry& entry);
     void remove_from(std::uint32_t node, std::uint32_t id, const Box& box);
     bool cell_splits(const Node& node) const;
@@ -144,9 +135,6 @@ private:
 
     Config config_;
     std::vector<Node> nodes_;  ///< nodes_[0] is the root; empty when nothing was ever built
-    std::vector<Entry> outside_;
-    std::unordered_map<std::uint32_t, Item> items_;
-    std::size_t inside_count_ = 0;
     std::uint64_t split_references_ = 0;
 };
 
