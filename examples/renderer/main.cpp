@@ -16,6 +16,12 @@ namespace {
 
 using namespace broadphase;
 
+// An option naming a file (shown as FILE in the help).
+CLI::Option* add_file(CLI::App& app, const std::string& name, std::string& path,
+                      const std::string& description) {
+    return app.add_option(name, path, description)->type_name("FILE");
+}
+
 int fail(const std::string& message) {
     std::fprintf(stderr, "broadphase_renderer: %s\n", message.c_str());
     return 2;
@@ -166,10 +172,9 @@ int main(int argc, char** argv) {
     app.add_flag("--no-cull", no_cull,
                  "draw every box through the same indirect path, from a CPU-filled command "
                  "buffer");
-    app.add_option("--out", out, "the frame's PNG file (default " + out + ")")->type_name("FILE");
-    app.add_option("--debug-out", debug_out,
-                   "also a top-down view: drawn boxes blue, culled grey, the frustum red")
-        ->type_name("FILE");
+    add_file(app, "--out", out, "the frame's PNG file (default " + out + ")");
+    add_file(app, "--debug-out", debug_out,
+             "also a top-down view: drawn boxes blue, culled grey, the frustum red");
     cli::add_integer(app, "--size", size, "N", 1, 16384,
                      "width and height in pixels (1..16384, default 512)");
     app.add_option("--device", options.device,
@@ -191,14 +196,12 @@ int main(int argc, char** argv) {
         app, "--frames", show.frames, "N", 1, 100000,
         "showcase: frames to render, the moving instances animated from frame 2 on; with "
         "occlusion culling a warm-up frame comes first (default 1)");
-    app.add_option("--mesh", show.mesh,
-                   "showcase: the scanned mesh, an OFF file (default: the Stanford bunny of "
-                   "CGAL's data when the build found it, else a procedural torus knot)")
-        ->type_name("FILE");
-    app.add_option("--cascade-out", cascade_out,
-                   "showcase: the first shadow cascade's depth image, a shadow map (default "
-                   "showcase-cascade.png)")
-        ->type_name("FILE");
+    add_file(app, "--mesh", show.mesh,
+             "showcase: the scanned mesh, an OFF file (default: the Stanford bunny of CGAL's "
+             "data when the build found it, else a procedural torus knot)");
+    add_file(app, "--cascade-out", cascade_out,
+             "showcase: the first shadow cascade's depth image, a shadow map (default "
+             "showcase-cascade.png)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
