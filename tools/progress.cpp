@@ -80,9 +80,7 @@ void Progress::show(const char* format, ...) {
 }
 
 void Progress::update(const char* format, ...) {
-    if (!enabled_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (timed_ && now - last_ < min_interval_) return;
+    if (!enabled_ || !due()) return;
     std::va_list args;
     va_start(args, format);
     replace(formatted(format, args));
@@ -105,6 +103,10 @@ void Progress::clear() {
     std::fprintf(stream_, "\r%*s\r", static_cast<int>(shown_), "");
     std::fflush(stream_);
     shown_ = 0;
+}
+
+bool Progress::due() const {
+    return !timed_ || std::chrono::steady_clock::now() - last_ >= min_interval_;
 }
 
 void Progress::replace(const std::string& text) {

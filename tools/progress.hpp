@@ -41,6 +41,8 @@ public:
     void clear();
 
 private:
+    /// update()'s rate limit: no line shown yet, or the last one min_interval ago or more.
+    bool due() const;
     void replace(const std::string& text);
 
     std::FILE* stream_;
