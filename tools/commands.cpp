@@ -49,14 +49,14 @@ Result<std::unique_ptr<gpu::Context>> open_context(const GpuChoice& choice) {
     gpu::ContextOptions options;
     options.device = choice.device;
     options.validation = choice.validation;
+    // --sort-path and --traversal-budget, else their environment variables (BROADPHASE_SORT_PATH,
+    // BROADPHASE_TRAVERSAL_BUDGET; the sort's window and ranking from theirs), else the
+    // device's rule.
     options.tuning.sort_path = choice.sort_path;
-    // --traversal-budget, else BROADPHASE_TRAVERSAL_BUDGET, else the device's rule.
     options.tuning.traversal_budget = choice.traversal_budget;
-    if (options.tuning.traversal_budget == 0) {
-        auto from_env = traversal_budget_from_environment();
-        if (!from_env) return from_env.error();
-        options.tuning.traversal_budget = from_env.value();
-    }
+    auto tuning = tuning_from_environment(options.tuning);
+    if (!tuning) return tuning.error();
+    options.tuning = tuning.value();
     return gpu::Context::create(options);
 }
 

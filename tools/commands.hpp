@@ -58,7 +58,8 @@ Status check_gpu_options(const Args& args, const std::string& method);
 std::vector<std::string> method_names();
 
 /// The device and tuning a GPU command asks for: --device, --validation, and the benchmarks'
-/// --sort-path and --traversal-budget (0: BROADPHASE_TRAVERSAL_BUDGET, else the device's).
+/// --sort-path and --traversal-budget (automatic, 0: BROADPHASE_SORT_PATH,
+/// BROADPHASE_TRAVERSAL_BUDGET, else the device's; tools/environment.hpp).
 struct GpuChoice {
     std::string device;
     bool validation = false;

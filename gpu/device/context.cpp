@@ -5,7 +5,6 @@
 // (gpu/device/pipeline_cache.cpp).
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,50 +88,12 @@ bool env_flag(const char* name) {
     return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// A count from the environment variable `name`, 1 to `most` `unit`: `fallback` when it is
-// unset or empty; an error naming the variable when it is not such a number.
-Result<std::uint32_t> env_count(const char* name, std::uint32_t most, const char* unit,
-                                std::uint32_t fallback) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    const std::string text = v;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long count = std::strtoull(text.c_str(), &end, 10);
-    if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-')
-        return Error{ErrorCode::invalid_argument,
-                     std::string(name) + " is '" + text + "': it must be a number of " + unit};
-    if (count < 1 || count > most)
-        return Error{ErrorCode::invalid_argument, std::string(name) + " is " + text +
-                                                      ": it must be 1 to " + std::to_string(most) +
-                                                      " " + unit};
-    return static_cast<std::uint32_t>(count);
-}
-
-// The word the environment variable `name` holds among `first` and `second`: 0 or 1; 2 when
-// it is unset, empty or "automatic"; an error naming the variable for any other word.
-Result<int> env_choice(const char* name, const char* first, const char* second) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return 2;
-    const std::string text = v;
-    if (text == first) return 0;
-    if (text == second) return 1;
-    if (text == "automatic") return 2;
-    return Error{ErrorCode::invalid_argument, std::string(name) + " is '" + text +
-                                                  "': it must be " + first + ", " + second +
-                                                  " or automatic"};
-}
-
-// The sort path a Context runs (SortPath): the option, else BROADPHASE_SORT_PATH, else the
-// device's rule: onesweep on the GPUs whose started workgroups are known to progress while
-// others wait on them (NVIDIA, AMD and Intel), reduce_then_scan elsewhere (other GPUs; CPU
-// devices, where a waiting workgroup takes a core from the one it waits for).
-Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
+// The sort path a Context runs (SortPath): the option, else the device's rule: onesweep on the
+// GPUs whose started workgroups are known to progress while others wait on them (NVIDIA, AMD
+// and Intel), reduce_then_scan elsewhere (other GPUs; CPU devices, where a waiting workgroup
+// takes a core from the one it waits for).
+SortPath resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
     if (wanted != SortPath::automatic) return wanted;
-    auto chosen = env_choice("BROADPHASE_SORT_PATH", "onesweep", "reduce_then_scan");
-    if (!chosen) return chosen.error();
-    if (chosen.value() == 0) return SortPath::onesweep;
-    if (chosen.value() == 1) return SortPath::reduce_then_scan;
     constexpr std::uint32_t kNvidia = 0x10de, kAmd = 0x1002, kIntel = 0x8086;
     const bool known_vendor =
         info.vendor_id == kNvidia || info.vendor_id == kAmd || info.vendor_id == kIntel;
@@ -142,25 +103,29 @@ Result<SortPath> resolve_sort_path(SortPath wanted, const DeviceInfo& info) {
     return SortPath::reduce_then_scan;
 }
 
-// The onesweep look-back's window (DeviceInfo::sort_window): BROADPHASE_SORT_WINDOW, else
-// kOnesweepWindow.
-Result<std::uint32_t> resolve_sort_window() {
-    return env_count("BROADPHASE_SORT_WINDOW", gpu_layout::kOnesweepWindow, "tiles",
-                     gpu_layout::kOnesweepWindow);
+// The onesweep look-back's window (DeviceInfo::sort_window): the option, else kOnesweepWindow.
+Result<std::uint32_t> resolve_sort_window(std::uint32_t wanted) {
+    if (wanted > gpu_layout::kOnesweepWindow)
+        return Error{ErrorCode::invalid_argument,
+                     "the sort window is " + std::to_string(wanted) + ": it must be 1 to " +
+                         std::to_string(gpu_layout::kOnesweepWindow) + " tiles"};
+    return wanted != 0 ? wanted : gpu_layout::kOnesweepWindow;
 }
 
-// How the radix sort ranks its tiles (DeviceInfo::sort_subgroup_rank): BROADPHASE_SORT_RANK,
-// else subgroup ballots on GPUs that have them and shared memory on CPU devices.
-Result<bool> resolve_sort_rank(const DeviceInfo& info) {
-    auto chosen = env_choice("BROADPHASE_SORT_RANK", "subgroup", "shared");
-    if (!chosen) return chosen.error();
-    if (chosen.value() == 1) return false;
-    if (chosen.value() == 0) {
-        if (!info.subgroup_ballot)
-            return Error{ErrorCode::unsupported,
-                         "BROADPHASE_SORT_RANK is subgroup, but the device has no subgroup "
-                         "ballot in compute shaders"};
-        return true;
+// How the radix sort ranks its tiles (DeviceInfo::sort_subgroup_rank): the option, else
+// subgroup ballots on GPUs that have them and shared memory on CPU devices.
+Result<bool> resolve_sort_rank(SortRank wanted, const DeviceInfo& info) {
+    switch (wanted) {
+        case SortRank::shared:
+            return false;
+        case SortRank::subgroup:
+            if (!info.subgroup_ballot)
+                return Error{ErrorCode::unsupported,
+                             "the sort rank is subgroup, but the device has no subgroup ballot "
+                             "in compute shaders"};
+            return true;
+        case SortRank::automatic:
+            break;
     }
     return info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
@@ -640,13 +605,11 @@ void resolve_tree_parts(ContextImpl& impl, bool allowed) {
 // honour.
 Status apply_choices(ContextImpl& impl, const Tuning& tuning) {
     resolve_tree_parts(impl, tuning.split_tree_bindings);
-    auto path = resolve_sort_path(tuning.sort_path, impl.info);
-    if (!path) return path.error();
-    impl.info.sort_path = path.value();
-    auto window = resolve_sort_window();
+    impl.info.sort_path = resolve_sort_path(tuning.sort_path, impl.info);
+    auto window = resolve_sort_window(tuning.sort_window);
     if (!window) return window.error();
     impl.info.sort_window = window.value();
-    auto rank = resolve_sort_rank(impl.info);
+    auto rank = resolve_sort_rank(tuning.sort_rank, impl.info);
     if (!rank) return rank.error();
     impl.info.sort_subgroup_rank = rank.value();
     auto budget = resolve_traversal_budget(tuning.traversal_budget, impl.info);

@@ -40,11 +40,6 @@ struct SortBuffers {
     bool copy_back = true;
 };
 
-/// How a sort ranks its tiles (radix_rank.glsl): the Context's choice
-/// (DeviceInfo::sort_subgroup_rank), in shared memory, or with subgroup ballots (the device
-/// must have them: DeviceInfo::subgroup_ballot).
-enum class SortRank { automatic, shared, subgroup };
-
 class RadixSort {
 public:
     RadixSort() = default;

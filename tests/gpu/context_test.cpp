@@ -191,113 +191,86 @@ private:
     std::string value_;
 };
 
-// Test 5b: the sort path (SortPath): the option wins; automatic takes BROADPHASE_SORT_PATH,
-// else the device's rule (onesweep on NVIDIA, AMD and Intel GPUs only: lavapipe, a CPU device,
-// runs reduce_then_scan); an unknown value of the variable is refused, naming it.
-TEST_F(ContextTest, SortPathOptionEnvironmentAndRule) {
-    const SavedEnv saved("BROADPHASE_SORT_PATH");
-    auto path_of = [](gpu::SortPath option) {
-        gpu::ExternalDevice external = described();
-        external.tuning.sort_path = option;
-        auto adopted = gpu::Context::adopt(external);
-        EXPECT_TRUE(adopted) << adopted.error().message;
-        return adopted ? adopted.value()->info().sort_path : gpu::SortPath::automatic;
-    };
-    ::unsetenv("BROADPHASE_SORT_PATH");
+// What the test context's handles adopted with `tuning` report (a failed expectation and the
+// defaults when refused); the adopted Context's sorts run as it reports.
+gpu::DeviceInfo info_with(const gpu::Tuning& tuning) {
+    gpu::ExternalDevice external = described();
+    external.tuning = tuning;
+    auto adopted = gpu::Context::adopt(external);
+    EXPECT_TRUE(adopted) << adopted.error().message;
+    if (!adopted) return {};
+    const gpu::DeviceInfo& info = adopted.value()->info();
+    const gpu::RadixSort sort(*adopted.value());
+    EXPECT_EQ(sort.path(), info.sort_path);
+    EXPECT_EQ(sort.window(), info.sort_window);
+    EXPECT_EQ(sort.subgroup_rank(), info.sort_subgroup_rank);
+    return info;
+}
+
+// The error of adopting the test context's handles with `tuning`, refused with `code`.
+std::string tuning_error(const gpu::Tuning& tuning, ErrorCode code) {
+    gpu::ExternalDevice external = described();
+    external.tuning = tuning;
+    return adopt_error(external, code);
+}
+
+// Test 5b: the sort path (SortPath): the option wins, and is the path the Context's sorts run;
+// automatic takes the device's rule (onesweep on NVIDIA, AMD and Intel GPUs only: lavapipe, a
+// CPU device, runs reduce_then_scan).
+TEST_F(ContextTest, SortPathOptionAndRule) {
     const gpu::DeviceInfo& info = gpu_context().info();
     const bool rule_onesweep =
         (info.vendor_id == 0x10de || info.vendor_id == 0x1002 || info.vendor_id == 0x8086) &&
         (info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
          info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
-    EXPECT_EQ(path_of(gpu::SortPath::automatic),
-              rule_onesweep ? gpu::SortPath::onesweep : gpu::SortPath::reduce_then_scan);
+    const gpu::SortPath rule =
+        rule_onesweep ? gpu::SortPath::onesweep : gpu::SortPath::reduce_then_scan;
     if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-        EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::reduce_then_scan);
+        EXPECT_EQ(rule, gpu::SortPath::reduce_then_scan);
     }
-    ::setenv("BROADPHASE_SORT_PATH", "onesweep", 1);
-    EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::onesweep);
-    EXPECT_EQ(path_of(gpu::SortPath::reduce_then_scan), gpu::SortPath::reduce_then_scan);
-    ::setenv("BROADPHASE_SORT_PATH", "reduce_then_scan", 1);
-    EXPECT_EQ(path_of(gpu::SortPath::automatic), gpu::SortPath::reduce_then_scan);
-    EXPECT_EQ(path_of(gpu::SortPath::onesweep), gpu::SortPath::onesweep);
-    ::setenv("BROADPHASE_SORT_PATH", "fastest", 1);
-    {
-        auto adopted = gpu::Context::adopt(described());
-        ASSERT_FALSE(adopted);
-        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
-        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_PATH"), std::string::npos);
-    }
+    gpu::Tuning tuning;
+    EXPECT_EQ(info_with(tuning).sort_path, rule);
+    tuning.sort_path = gpu::SortPath::onesweep;
+    EXPECT_EQ(info_with(tuning).sort_path, gpu::SortPath::onesweep);
+    tuning.sort_path = gpu::SortPath::reduce_then_scan;
+    EXPECT_EQ(info_with(tuning).sort_path, gpu::SortPath::reduce_then_scan);
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::onesweep), "onesweep");
     EXPECT_STREQ(gpu::sort_path_name(gpu::SortPath::reduce_then_scan), "reduce_then_scan");
 }
 
-// Test 5b': the onesweep look-back window (DeviceInfo::sort_window): kOnesweepWindow unless
-// BROADPHASE_SORT_WINDOW gives 1 to kOnesweepWindow tiles; anything else is refused, naming it.
-// The sorts of the Context take it.
-TEST_F(ContextTest, SortWindowEnvironment) {
-    const SavedEnv saved("BROADPHASE_SORT_WINDOW");
-    auto window_of = []() {
-        auto adopted = gpu::Context::adopt(described());
-        EXPECT_TRUE(adopted) << adopted.error().message;
-        if (!adopted) return 0u;
-        EXPECT_EQ(gpu::RadixSort(*adopted.value()).window(), adopted.value()->info().sort_window);
-        return adopted.value()->info().sort_window;
-    };
-    ::unsetenv("BROADPHASE_SORT_WINDOW");
-    EXPECT_EQ(window_of(), gpu_layout::kOnesweepWindow);
-    ::setenv("BROADPHASE_SORT_WINDOW", "1", 1);
-    EXPECT_EQ(window_of(), 1u);
-    ::setenv("BROADPHASE_SORT_WINDOW", "5", 1);
-    EXPECT_EQ(window_of(), 5u);
-    for (const char* bad : {"wide", "0", "3x", "-2", "9"}) {
-        SCOPED_TRACE(bad);
-        ::setenv("BROADPHASE_SORT_WINDOW", bad, 1);
-        auto adopted = gpu::Context::adopt(described());
-        ASSERT_FALSE(adopted);
-        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
-        EXPECT_TRUE(has(adopted.error().message, "BROADPHASE_SORT_WINDOW"))
-            << adopted.error().message;
+// Test 5b': the onesweep look-back window (DeviceInfo::sort_window): Tuning::sort_window when it
+// gives 1 to kOnesweepWindow tiles, else kOnesweepWindow; a larger one is refused. The sorts of
+// the Context take it.
+TEST_F(ContextTest, SortWindowOption) {
+    gpu::Tuning tuning;
+    EXPECT_EQ(info_with(tuning).sort_window, gpu_layout::kOnesweepWindow);
+    for (std::uint32_t window : {1u, 5u, gpu_layout::kOnesweepWindow}) {
+        tuning.sort_window = window;
+        EXPECT_EQ(info_with(tuning).sort_window, window);
     }
+    tuning.sort_window = gpu_layout::kOnesweepWindow + 1;
+    const std::string m = tuning_error(tuning, ErrorCode::invalid_argument);
+    EXPECT_TRUE(has(m, "sort window")) << m;
 }
 
 // Test 5b'': how the sort ranks its tiles (DeviceInfo::sort_subgroup_rank): subgroup ballots on
-// GPUs that have them, shared memory on CPU devices (lavapipe); BROADPHASE_SORT_RANK=subgroup or
-// shared overrides the rule (subgroup is refused on a device without ballot); any other value
-// is refused, naming the variable. The Context's sorts take it, and a sort asked for either way
-// ranks that way.
-TEST_F(ContextTest, SortRankEnvironmentAndRule) {
-    const SavedEnv saved("BROADPHASE_SORT_RANK");
+// GPUs that have them, shared memory on CPU devices (lavapipe); Tuning::sort_rank subgroup or
+// shared overrides the rule (subgroup is refused on a device without ballot). The Context's
+// sorts take it, and a sort asked for either way ranks that way.
+TEST_F(ContextTest, SortRankOptionAndRule) {
     const gpu::DeviceInfo& info = gpu_context().info();
-    auto rank_of = []() {
-        auto adopted = gpu::Context::adopt(described());
-        EXPECT_TRUE(adopted) << adopted.error().message;
-        if (!adopted) return false;
-        EXPECT_EQ(gpu::RadixSort(*adopted.value()).subgroup_rank(),
-                  adopted.value()->info().sort_subgroup_rank);
-        return adopted.value()->info().sort_subgroup_rank;
-    };
-    ::unsetenv("BROADPHASE_SORT_RANK");
-    EXPECT_EQ(rank_of(), info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
-    ::setenv("BROADPHASE_SORT_RANK", "shared", 1);
-    EXPECT_FALSE(rank_of());
-    ::setenv("BROADPHASE_SORT_RANK", "automatic", 1);
-    EXPECT_EQ(rank_of(), info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
-    ::setenv("BROADPHASE_SORT_RANK", "subgroup", 1);
+    const bool rule = info.subgroup_ballot && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    gpu::Tuning tuning;
+    EXPECT_EQ(info_with(tuning).sort_subgroup_rank, rule);
+    tuning.sort_rank = gpu::SortRank::shared;
+    EXPECT_FALSE(info_with(tuning).sort_subgroup_rank);
+    tuning.sort_rank = gpu::SortRank::subgroup;
     if (info.subgroup_ballot) {
-        EXPECT_TRUE(rank_of());
+        EXPECT_TRUE(info_with(tuning).sort_subgroup_rank);
     } else {
-        auto adopted = gpu::Context::adopt(described());
-        ASSERT_FALSE(adopted);
-        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_RANK"), std::string::npos);
+        const std::string m = tuning_error(tuning, ErrorCode::unsupported);
+        EXPECT_TRUE(has(m, "subgroup ballot")) << m;
     }
-    ::setenv("BROADPHASE_SORT_RANK", "ballots", 1);
-    {
-        auto adopted = gpu::Context::adopt(described());
-        ASSERT_FALSE(adopted);
-        EXPECT_EQ(adopted.error().code, ErrorCode::invalid_argument);
-        EXPECT_NE(adopted.error().message.find("BROADPHASE_SORT_RANK"), std::string::npos);
-    }
-    ::unsetenv("BROADPHASE_SORT_RANK");
     EXPECT_FALSE(gpu::RadixSort(gpu_context(), gpu::SortPath::onesweep, gpu::SortRank::shared)
                      .subgroup_rank());
     EXPECT_EQ(gpu::RadixSort(gpu_context(), gpu::SortPath::onesweep, gpu::SortRank::subgroup)
@@ -306,67 +279,102 @@ TEST_F(ContextTest, SortRankEnvironmentAndRule) {
 }
 
 // Test 5c: the traversal budget (DeviceInfo::traversal_budget): the option wins; 0 takes the
-// device's rule (kTraversalBudget on CPU devices such as lavapipe, kGpuTraversalBudget on GPUs)
-// whatever BROADPHASE_TRAVERSAL_BUDGET says, since the library reads no environment; the first
-// rounds' budgets (pair_first_round, query_first_round) are reported resolved; a value outside
-// 1..kTraversalBudget is refused. The tool's reading of the variable
-// (traversal_budget_from_environment) takes 1..kTraversalBudget and refuses anything else,
-// naming it.
-TEST_F(ContextTest, TraversalBudgetOptionEnvironmentAndRule) {
-    const SavedEnv saved("BROADPHASE_TRAVERSAL_BUDGET");
-    auto adopt_with = [](std::uint32_t budget) {
-        gpu::ExternalDevice external = described();
-        external.tuning.traversal_budget = budget;
-        return gpu::Context::adopt(external);
-    };
-    auto budget_of = [&](std::uint32_t option) {
-        auto adopted = adopt_with(option);
-        EXPECT_TRUE(adopted) << adopted.error().message;
-        return adopted ? adopted.value()->info().traversal_budget : 0u;
-    };
-    ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
+// device's rule (kTraversalBudget on CPU devices such as lavapipe, kGpuTraversalBudget on GPUs);
+// the first rounds' budgets (pair_first_round, query_first_round) are reported resolved; a
+// value outside 1..kTraversalBudget is refused.
+TEST_F(ContextTest, TraversalBudgetOptionAndRule) {
     const bool cpu = gpu_context().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const std::uint32_t rule = cpu ? gpu_layout::kTraversalBudget : gpu_layout::kGpuTraversalBudget;
-    EXPECT_EQ(budget_of(0), rule);
-    EXPECT_EQ(budget_of(1), 1u);
-    EXPECT_EQ(budget_of(gpu_layout::kTraversalBudget), gpu_layout::kTraversalBudget);
-    {
-        auto refused = adopt_with(gpu_layout::kTraversalBudget + 1);
-        ASSERT_FALSE(refused);
-        EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
-        EXPECT_TRUE(has(refused.error().message, "traversal budget")) << refused.error().message;
+    gpu::Tuning tuning;
+    EXPECT_EQ(info_with(tuning).traversal_budget, rule);
+    tuning.traversal_budget = 1;
+    EXPECT_EQ(info_with(tuning).traversal_budget, 1u);
+    tuning.traversal_budget = 4;
+    const gpu::DeviceInfo four = info_with(tuning);
+    EXPECT_EQ(four.traversal_budget, 4u);
+    EXPECT_EQ(four.pair_first_round, 4 * gpu_layout::kPairGroup);
+    EXPECT_EQ(four.query_first_round, 4 * gpu_layout::kQueryFirstRound);
+    tuning.traversal_budget = gpu_layout::kTraversalBudget;
+    const gpu::DeviceInfo full = info_with(tuning);
+    EXPECT_EQ(full.traversal_budget, gpu_layout::kTraversalBudget);
+    EXPECT_EQ(full.pair_first_round, gpu_layout::kTraversalBudget);
+    EXPECT_EQ(full.query_first_round, gpu_layout::kTraversalBudget);
+    tuning.traversal_budget = gpu_layout::kTraversalBudget + 1;
+    const std::string m = tuning_error(tuning, ErrorCode::invalid_argument);
+    EXPECT_TRUE(has(m, "traversal budget")) << m;
+}
+
+// Test 5c': the library reads no environment: with each tuning variable set, to values the tool
+// takes or refuses, a Context whose Tuning leaves every choice open resolves as with none set
+// (the tool and the tests read them: tools/environment.hpp, tests/cli/environment_test.cpp).
+TEST_F(ContextTest, TuningIgnoresTheEnvironment) {
+    constexpr const char* kNames[] = {"BROADPHASE_SORT_PATH", "BROADPHASE_SORT_WINDOW",
+                                      "BROADPHASE_SORT_RANK", "BROADPHASE_TRAVERSAL_BUDGET"};
+    const SavedEnv path(kNames[0]), window(kNames[1]), rank(kNames[2]), budget(kNames[3]);
+    for (const char* name : kNames) ::unsetenv(name);
+    const gpu::DeviceInfo plain = info_with({});
+    const char* const kValues[][4] = {{"onesweep", "1", "subgroup", "64"},
+                                      {"reduce_then_scan", "3", "shared", "1"},
+                                      {"fastest", "wide", "ballots", "lots"}};
+    for (const auto& values : kValues) {
+        SCOPED_TRACE(values[0]);
+        for (int i = 0; i < 4; ++i) ::setenv(kNames[i], values[i], 1);
+        const gpu::DeviceInfo info = info_with({});
+        EXPECT_EQ(info.sort_path, plain.sort_path);
+        EXPECT_EQ(info.sort_window, plain.sort_window);
+        EXPECT_EQ(info.sort_subgroup_rank, plain.sort_subgroup_rank);
+        EXPECT_EQ(info.traversal_budget, plain.traversal_budget);
     }
-    {
-        auto adopted = adopt_with(4);
-        ASSERT_TRUE(adopted) << adopted.error().message;
-        const gpu::DeviceInfo& info = adopted.value()->info();
-        EXPECT_EQ(info.pair_first_round, 4 * gpu_layout::kPairGroup);
-        EXPECT_EQ(info.query_first_round, 4 * gpu_layout::kQueryFirstRound);
-        auto full = adopt_with(gpu_layout::kTraversalBudget);
-        ASSERT_TRUE(full) << full.error().message;
-        EXPECT_EQ(full.value()->info().pair_first_round, gpu_layout::kTraversalBudget);
-        EXPECT_EQ(full.value()->info().query_first_round, gpu_layout::kTraversalBudget);
-    }
-    ::setenv("BROADPHASE_TRAVERSAL_BUDGET", "64", 1);
-    EXPECT_EQ(budget_of(0), rule);
-    EXPECT_EQ(budget_of(7), 7u);
-    auto from_env = tool::traversal_budget_from_environment();
+}
+
+// Test 5d: the tests' contexts take their tuning from the environment as the tool does
+// (tool::tuning_from_environment): what BROADPHASE_SORT_PATH, BROADPHASE_SORT_WINDOW,
+// BROADPHASE_SORT_RANK and BROADPHASE_TRAVERSAL_BUDGET say is what the shared context and
+// own_context's run, so that the ctest entries that set them (onesweep, gpu_budget, which run
+// this case too) run their suites that way; an option own_context is given wins over its
+// variable.
+TEST_F(ContextTest, TestContextsTakeTheEnvironment) {
+    auto from_env = tool::tuning_from_environment({});
     ASSERT_TRUE(from_env) << from_env.error().message;
-    EXPECT_EQ(from_env.value(), 64u);
-    for (const char* bad : {"lots", "0", "12x", "-5", "5000"}) {
-        SCOPED_TRACE(bad);
-        ::setenv("BROADPHASE_TRAVERSAL_BUDGET", bad, 1);
-        EXPECT_EQ(budget_of(0), rule);
-        auto refused = tool::traversal_budget_from_environment();
-        ASSERT_FALSE(refused);
-        EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
-        EXPECT_TRUE(has(refused.error().message, "BROADPHASE_TRAVERSAL_BUDGET"))
-            << refused.error().message;
-    }
-    ::unsetenv("BROADPHASE_TRAVERSAL_BUDGET");
-    auto unset = tool::traversal_budget_from_environment();
-    ASSERT_TRUE(unset);
-    EXPECT_EQ(unset.value(), 0u);
+    const gpu::Tuning wanted = from_env.value();
+    auto expect_tuned = [&wanted](const gpu::Context& context) {
+        const gpu::DeviceInfo& info = context.info();
+        if (wanted.sort_path != gpu::SortPath::automatic) {
+            EXPECT_EQ(info.sort_path, wanted.sort_path);
+        }
+        if (wanted.sort_window != 0) {
+            EXPECT_EQ(info.sort_window, wanted.sort_window);
+        }
+        if (wanted.sort_rank != gpu::SortRank::automatic) {
+            EXPECT_EQ(info.sort_subgroup_rank, wanted.sort_rank == gpu::SortRank::subgroup);
+        }
+        if (wanted.traversal_budget != 0) {
+            EXPECT_EQ(info.traversal_budget, wanted.traversal_budget);
+        }
+    };
+    expect_tuned(gpu_context());
+    auto own = own_context({});
+    ASSERT_TRUE(own);
+    expect_tuned(*own);
+
+    const SavedEnv path("BROADPHASE_SORT_PATH"), window("BROADPHASE_SORT_WINDOW"),
+        rank("BROADPHASE_SORT_RANK");
+    ::setenv("BROADPHASE_SORT_PATH", "onesweep", 1);
+    ::setenv("BROADPHASE_SORT_WINDOW", "3", 1);
+    ::setenv("BROADPHASE_SORT_RANK", "shared", 1);
+    auto tuned = own_context({});
+    ASSERT_TRUE(tuned);
+    EXPECT_EQ(tuned->info().sort_path, gpu::SortPath::onesweep);
+    EXPECT_EQ(tuned->info().sort_window, 3u);
+    EXPECT_FALSE(tuned->info().sort_subgroup_rank);
+    gpu::ContextOptions options;
+    options.tuning.sort_path = gpu::SortPath::reduce_then_scan;
+    options.tuning.sort_window = 2;
+    auto chosen = own_context(options);
+    ASSERT_TRUE(chosen);
+    EXPECT_EQ(chosen->info().sort_path, gpu::SortPath::reduce_then_scan);
+    EXPECT_EQ(chosen->info().sort_window, 2u);
+    EXPECT_FALSE(chosen->info().sort_subgroup_rank);
 }
 
 // Test 6: an instance whose API version the caller did not give is refused, asking for it,

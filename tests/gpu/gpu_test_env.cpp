@@ -18,12 +18,10 @@ gpu::Context& gpu_context() {
 
 std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options) {
     options.validation = true;
-    if (options.tuning.traversal_budget == 0) {
-        auto from_env = tool::traversal_budget_from_environment();
-        EXPECT_TRUE(from_env) << (from_env ? "" : from_env.error().message);
-        if (!from_env) return nullptr;
-        options.tuning.traversal_budget = from_env.value();
-    }
+    auto tuning = tool::tuning_from_environment(options.tuning);
+    EXPECT_TRUE(tuning) << (tuning ? "" : tuning.error().message);
+    if (!tuning) return nullptr;
+    options.tuning = tuning.value();
     auto context = gpu::Context::create(options);
     EXPECT_TRUE(context) << (context ? "" : context.error().message);
     return context ? std::move(context.value()) : nullptr;
@@ -45,14 +43,15 @@ int main(int argc, char** argv) {
     ::setenv("BROADPHASE_PIPELINE_CACHE", "off", 0);
     broadphase::gpu::ContextOptions options;
     options.validation = true;
-    // BROADPHASE_TRAVERSAL_BUDGET reaches the tests' contexts as the tool passes it: as the
-    // option (own_context does the same).
-    auto budget = broadphase::tool::traversal_budget_from_environment();
-    if (!budget) {
-        std::fprintf(stderr, "%s\n", budget.error().message.c_str());
+    // BROADPHASE_SORT_PATH, BROADPHASE_SORT_WINDOW, BROADPHASE_SORT_RANK and
+    // BROADPHASE_TRAVERSAL_BUDGET reach the tests' contexts as the tool passes them: as the
+    // options (own_context does the same).
+    auto tuning = broadphase::tool::tuning_from_environment(options.tuning);
+    if (!tuning) {
+        std::fprintf(stderr, "%s\n", tuning.error().message.c_str());
         return 1;
     }
-    options.tuning.traversal_budget = budget.value();
+    options.tuning = tuning.value();
     auto context = broadphase::gpu::Context::create(options);
     if (!context) {
         std::fprintf(stderr, "cannot create a Vulkan context: %s\n",

@@ -48,8 +48,10 @@ private:
 };
 
 /// A context of the test's own, for options the shared one lacks (a capped binding range,
-/// splitting off, a sort path, a pipeline cache); validation is turned on. Null, with a failed
-/// expectation naming the error, when it cannot be made.
+/// splitting off, a sort path, a pipeline cache); validation is turned on, and the tuning the
+/// options leave open is taken from the environment as the tool takes it
+/// (tool::tuning_from_environment). Null, with a failed expectation naming the error, when it
+/// cannot be made.
 std::unique_ptr<gpu::Context> own_context(gpu::ContextOptions options);
 
 /// own_context with maxStorageBufferRange capped at `range` and tree splitting on or off.

@@ -72,11 +72,10 @@ struct PipelineCacheInfo {
 ///     only where started workgroups do progress while others wait.
 ///   reduce_then_scan: per pass a histogram, a multi-level scan and a scatter (Merrill &
 ///     Grimshaw 2011); no workgroup ever waits on another, so it is safe on any device.
-///   automatic: the BROADPHASE_SORT_PATH environment variable (onesweep or reduce_then_scan)
-///     when set, else onesweep on NVIDIA, AMD and Intel GPUs (discrete or integrated), whose
-///     started workgroups are known to progress while others wait on them; reduce_then_scan
-///     elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (progress across
-///     workgroups not known: waits would end in fallbacks), and CPU devices such as
+///   automatic: the device's rule: onesweep on NVIDIA, AMD and Intel GPUs (discrete or
+///     integrated), whose started workgroups are known to progress while others wait on them;
+///     reduce_then_scan elsewhere: Apple, Arm, Qualcomm, Imagination and other GPUs (progress
+///     across workgroups not known: waits would end in fallbacks), and CPU devices such as
 ///     lavapipe, where a waiting workgroup spins on a core the one it waits for needs
 ///     (measured slower there, docs/performance.md).
 /// DeviceInfo::sort_path is the path chosen.
@@ -85,13 +84,30 @@ enum class SortPath { automatic, onesweep, reduce_then_scan };
 /// "automatic", "onesweep" or "reduce_then_scan".
 const char* sort_path_name(SortPath path);
 
+/// How the radix sort ranks each tile: in shared memory without subgroup operations, or with
+/// subgroup ballots (the device must have them: DeviceInfo::subgroup_ballot). Sorts are equal
+/// either way. As a Context's choice (Tuning::sort_rank), automatic is the device's rule:
+/// ballots on GPUs that have them, shared memory on CPU devices, where the two measured alike
+/// (docs/performance.md, "The sort reshaped for GPUs"); as one sort's (RadixSort), the
+/// Context's. DeviceInfo::sort_subgroup_rank is the ranking chosen.
+enum class SortRank { automatic, shared, subgroup };
+
 /// How a Context's work is shaped, asked by the caller (ContextOptions::tuning,
 /// ExternalDevice::tuning) and resolved against the device when the Context is created:
-/// DeviceInfo reports what was chosen (sort_path, traversal_budget and the first rounds'
-/// budgets, tree_parts). Every value gives the same results; they trade time on a device.
+/// DeviceInfo reports what was chosen (sort_path, sort_window, sort_subgroup_rank,
+/// traversal_budget and the first rounds' budgets, tree_parts). Every value gives the same
+/// results; they trade time on a device. The library reads no environment variable for them:
+/// the `broadphase` tool passes BROADPHASE_SORT_PATH, BROADPHASE_SORT_WINDOW,
+/// BROADPHASE_SORT_RANK and BROADPHASE_TRAVERSAL_BUDGET in as these options.
 struct Tuning {
-    /// Which radix sort runs (SortPath; automatic: the environment, else the device's rule).
+    /// Which radix sort runs (SortPath; automatic: the device's rule).
     SortPath sort_path = SortPath::automatic;
+    /// Preceding tiles the onesweep sort's look-back reads per round after its first, 1 to
+    /// gpu_layout::kOnesweepWindow (DeviceInfo::sort_window); 0: kOnesweepWindow.
+    std::uint32_t sort_window = 0;
+    /// How the radix sort ranks its tiles (SortRank, DeviceInfo::sort_subgroup_rank; automatic:
+    /// the device's rule). subgroup is refused on a device without subgroup ballot.
+    SortRank sort_rank = SortRank::automatic;
     /// Nodes one invocation of a bounded traversal expands per round, 1 to
     /// gpu_layout::kTraversalBudget (DeviceInfo::traversal_budget); 0: the device's rule.
     std::uint32_t traversal_budget = 0;
@@ -185,16 +201,14 @@ struct DeviceInfo {
     /// automatic once resolved).
     SortPath sort_path = SortPath::reduce_then_scan;
     /// Preceding tiles the onesweep sort's look-back reads per round after its first
-    /// (1 to gpu_layout::kOnesweepWindow, the default): BROADPHASE_SORT_WINDOW overrides it, to
-    /// measure the look-back's cost on a device (1 reads one tile per round). Sorts are equal
-    /// whatever it is.
+    /// (1 to gpu_layout::kOnesweepWindow): Tuning::sort_window when not 0, else
+    /// kOnesweepWindow; a smaller one measures the look-back's cost on a device (1 reads one
+    /// tile per round). Sorts are equal whatever it is.
     std::uint32_t sort_window = gpu_layout::kOnesweepWindow;
     /// The radix sort ranks each tile with subgroup ballots (true) or in shared memory without
-    /// subgroup operations (false). BROADPHASE_SORT_RANK=subgroup|shared overrides the device's
-    /// rule: ballots on GPUs that have them (DeviceInfo::subgroup_ballot), shared memory on
-    /// CPU devices, where the two measured alike (docs/performance.md, "The sort reshaped for
-    /// GPUs"). Sorts are equal either way; a kernel whose subgroups turn out partial or smaller
-    /// than 8 invocations ranks in shared memory.
+    /// subgroup operations (false): Tuning::sort_rank, else the device's rule (SortRank).
+    /// Sorts are equal either way; a kernel whose subgroups turn out partial or smaller than 8
+    /// invocations ranks in shared memory.
     bool sort_subgroup_rank = false;
     /// Nodes one invocation of a bounded traversal (all pairs, region queries, ray casts)
     /// expands per round before it queues the rest (TraversalBuffers::budget when that is 0).
@@ -202,8 +216,7 @@ struct DeviceInfo {
     /// on CPU devices, where a round costs a pass over every queued item and the lanes of a
     /// lopsided query are few, and kGpuTraversalBudget on GPUs, where one invocation walking
     /// thousands of dependent nodes idles the device (a box over half of the `level` scene:
-    /// docs/performance.md, "Traversal budget"). The library reads no environment variable
-    /// for it: the `broadphase` tool passes BROADPHASE_TRAVERSAL_BUDGET in as the option.
+    /// docs/performance.md, "Traversal budget").
     std::uint32_t traversal_budget = gpu_layout::kTraversalBudget;
     /// Steps one invocation of the all-pairs pass takes in its first round when neither the
     /// pass (TraversalBuffers::budget) nor the Lbvh (LbvhOptions::pair_budget) says:
