@@ -67,8 +67,10 @@
 //   enlarged part of the tree by binned SAH once per step, beside the narrow phase. Tried here
 //   with 10% of 10,000 boxes moved per step, the part rebuilt held four kept subtrees per moved
 //   leaf and cost twice the re-insertions it replaced, so moves re-insert.
-// - Queries: a node is 40 bytes (links and fat box); the tight box and id of a leaf are apart,
-//   read only at the leaves a query reaches. query_box keeps its stack on the call stack.
+// - Queries: a node is 32 bytes (fat box and child links, aligned so that it never straddles a
+//   cache line); its parent link and height, which only the writes read, are apart, and so are
+//   the tight box and id of a leaf, read only at the leaves a query reaches. query_box keeps
+//   its stack on the call stack.
 #include "dynamic_aabb_tree.hpp"
 
 #include <algorithm>
@@ -133,20 +135,22 @@ double lower_median(std::vector<double>& values) {
 std::int32_t DynamicAabbTree::allocate_node() {
     if (free_list_ != kNull) {
         const std::int32_t index = free_list_;
-        free_list_ = nodes_[index].parent;
+        free_list_ = links_[index].parent;
         nodes_[index] = Node{};
+        links_[index] = Link{};
         return index;
     }
     nodes_.emplace_back();
+    links_.emplace_back();
     leaf_data_.emplace_back();
     return static_cast<std::int32_t>(nodes_.size() - 1);
 }
 
 void DynamicAabbTree::free_node(std::int32_t index) {
     Node& node = nodes_[index];
-    node.parent = free_list_;
+    links_[index].parent = free_list_;
     node.child1 = node.child2 = kNull;
-    node.height = -1;
+    links_[index].height = -1;
     free_list_ = index;
 }
 
@@ -199,7 +203,7 @@ std::int32_t DynamicAabbTree::make_leaf(std::uint32_t id, const Box& box) {
     Node& node = nodes_[index];
     leaf_data_[index] = {box, id};
     node.fat = fatten(box);
-    node.height = 0;
+    links_[index].height = 0;
     map_id(id, index);
     ++leaf_count_;
     return index;
@@ -245,6 +249,7 @@ void DynamicAabbTree::unmap_id(std::uint32_t id) {
 
 void DynamicAabbTree::clear() {
     nodes_.clear();
+    links_.clear();
     leaf_data_.clear();
     root_ = kNull;
     free_list_ = kNull;
@@ -276,6 +281,7 @@ Status DynamicAabbTree::build(std::span<const Box> boxes) {
     }
     if (n == 0) return Status::success();
     nodes_.reserve(2 * std::size_t{n} - 1);
+    links_.reserve(2 * std::size_t{n} - 1);
     leaf_data_.reserve(2 * std::size_t{n} - 1);
     std::vector<BuildItem> items(n);
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -295,11 +301,11 @@ std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::sp
     if (items.size() == 1) {
         const std::uint32_t id = items[0].id;
         const std::int32_t leaf = make_leaf(id, boxes[id]);
-        nodes_[leaf].parent = parent;
+        links_[leaf].parent = parent;
         return leaf;
     }
     const std::int32_t index = allocate_node();
-    nodes_[index].parent = parent;
+    links_[index].parent = parent;
     float lo[3], hi[3];
     for (int a = 0; a < 3; ++a) lo[a] = hi[a] = items[0].centre[a];
     for (const BuildItem& item : items) {
@@ -401,7 +407,7 @@ std::int32_t DynamicAabbTree::find_best_sibling(const Box& box, std::int32_t top
             }
             // Then the lower child (identical boxes stay balanced).
             first = key1 < key2 ||
-                    (key1 == key2 && nodes_[node.child1].height < nodes_[node.child2].height);
+                    (key1 == key2 && links_[node.child1].height < links_[node.child2].height);
         }
         const Option& next = options[first && !options[0].leaf ? 0 : 1];
         index = next.index;
@@ -414,22 +420,22 @@ std::int32_t DynamicAabbTree::find_best_sibling(const Box& box, std::int32_t top
 void DynamicAabbTree::insert_leaf(std::int32_t leaf, bool rotations, std::int32_t top) {
     if (root_ == kNull) {
         root_ = leaf;
-        nodes_[leaf].parent = kNull;
+        links_[leaf].parent = kNull;
         return;
     }
     const std::int32_t index = find_best_sibling(nodes_[leaf].fat, top == kNull ? root_ : top);
     const std::int32_t sibling = index;
-    const std::int32_t old_parent = nodes_[sibling].parent;
+    const std::int32_t old_parent = links_[sibling].parent;
     const std::int32_t new_parent = allocate_node();
     {
         Node& p = nodes_[new_parent];
-        p.parent = old_parent;
+        links_[new_parent].parent = old_parent;
         p.child1 = sibling;
         p.child2 = leaf;
     }
     relink(old_parent, sibling, new_parent);
-    nodes_[sibling].parent = new_parent;
-    nodes_[leaf].parent = new_parent;
+    links_[sibling].parent = new_parent;
+    links_[leaf].parent = new_parent;
     refit_upwards(new_parent, rotations);
 }
 
@@ -438,25 +444,23 @@ void DynamicAabbTree::remove_leaf(std::int32_t leaf) {
         root_ = kNull;
         return;
     }
-    const std::int32_t parent = nodes_[leaf].parent;
-    const std::int32_t grand_parent = nodes_[parent].parent;
+    const std::int32_t parent = links_[leaf].parent;
+    const std::int32_t grand_parent = links_[parent].parent;
     const std::int32_t sibling =
         nodes_[parent].child1 == leaf ? nodes_[parent].child2 : nodes_[parent].child1;
     // The sibling takes the parent's place.
     relink(grand_parent, parent, sibling);
-    nodes_[sibling].parent = grand_parent;
+    links_[sibling].parent = grand_parent;
     free_node(parent);
-    nodes_[leaf].parent = kNull;
+    links_[leaf].parent = kNull;
     refit_upwards(grand_parent, false);  // Box2D v3 does not rotate after a removal either
 }
 
 // An internal node's fat box and height from its two children.
 void DynamicAabbTree::refit_node(std::int32_t index) {
     Node& node = nodes_[index];
-    const Node& c1 = nodes_[node.child1];
-    const Node& c2 = nodes_[node.child2];
-    node.fat = merge(c1.fat, c2.fat);
-    node.height = 1 + std::max(c1.height, c2.height);
+    node.fat = merge(nodes_[node.child1].fat, nodes_[node.child2].fat);
+    links_[index].height = 1 + std::max(links_[node.child1].height, links_[node.child2].height);
 }
 
 // Recomputes fat boxes and heights from `index` towards the root, rotating (if asked) at each
@@ -464,13 +468,12 @@ void DynamicAabbTree::refit_node(std::int32_t index) {
 // rotated: every node above it is as it was.
 void DynamicAabbTree::refit_upwards(std::int32_t index, bool rotations) {
     while (index != kNull) {
-        Node& node = nodes_[index];
-        const Box fat = node.fat;
-        const std::int32_t height = node.height;
+        const Box fat = nodes_[index].fat;
+        const std::int32_t height = links_[index].height;
         refit_node(index);
         const bool rotated = rotations && rotate(index);
-        if (!rotated && node.fat == fat && node.height == height) break;
-        index = node.parent;
+        if (!rotated && nodes_[index].fat == fat && links_[index].height == height) break;
+        index = links_[index].parent;
     }
 }
 
@@ -481,10 +484,10 @@ void DynamicAabbTree::refit_upwards(std::int32_t index, bool rotations) {
 // every other node's are unchanged.
 bool DynamicAabbTree::rotate(std::int32_t a) {
     const Node& node_a = nodes_[a];
-    if (node_a.height < 2) return false;
+    if (links_[a].height < 2) return false;
     std::int32_t best_sunk = kNull, best_raised = kNull;
     Cost best_gain;
-    std::int32_t best_height = node_a.height;
+    std::int32_t best_height = links_[a].height;
     for (const auto& [sunk, other] :
          {std::pair{node_a.child1, node_a.child2}, std::pair{node_a.child2, node_a.child1}}) {
         const Node& o = nodes_[other];
@@ -494,8 +497,8 @@ bool DynamicAabbTree::rotate(std::int32_t a) {
              {std::pair{o.child1, o.child2}, std::pair{o.child2, o.child1}}) {
             const Cost gain = before - measure(merge(nodes_[sunk].fat, nodes_[kept].fat));
             const std::int32_t other_height =
-                1 + std::max(nodes_[sunk].height, nodes_[kept].height);
-            const std::int32_t height = 1 + std::max(nodes_[raised].height, other_height);
+                1 + std::max(links_[sunk].height, links_[kept].height);
+            const std::int32_t height = 1 + std::max(links_[raised].height, other_height);
             if (best_gain < gain || (gain == best_gain && height < best_height)) {
                 best_gain = gain;
                 best_height = height;
@@ -505,11 +508,11 @@ bool DynamicAabbTree::rotate(std::int32_t a) {
         }
     }
     if (best_sunk == kNull) return false;
-    const std::int32_t other = nodes_[best_raised].parent;
+    const std::int32_t other = links_[best_raised].parent;
     relink(a, best_sunk, best_raised);
     relink(other, best_raised, best_sunk);
-    nodes_[best_raised].parent = a;
-    nodes_[best_sunk].parent = other;
+    links_[best_raised].parent = a;
+    links_[best_sunk].parent = other;
     refit_node(other);
     refit_node(a);
     return true;
@@ -552,7 +555,7 @@ Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     ++reinserts_;
     const Box fat = fatten(box);
     // Inside its parent's box the leaf's place is as good as any: it takes the new box there.
-    std::int32_t top = nodes_[leaf].parent;
+    std::int32_t top = links_[leaf].parent;
     if (top != kNull && contains_box(nodes_[top].fat, fat)) {
         nodes_[leaf].fat = fat;
         refit_upwards(top, false);
@@ -560,8 +563,8 @@ Status DynamicAabbTree::move(std::uint32_t id, const Box& box) {
     }
     // Else it is re-inserted below the lowest ancestor whose box holds the new one (the root
     // when none does): every node above that one grows alike wherever below it the leaf goes.
-    if (top != kNull) top = nodes_[top].parent;  // the parent goes with the leaf
-    while (top != kNull && !contains_box(nodes_[top].fat, fat)) top = nodes_[top].parent;
+    if (top != kNull) top = links_[top].parent;  // the parent goes with the leaf
+    while (top != kNull && !contains_box(nodes_[top].fat, fat)) top = links_[top].parent;
     remove_leaf(leaf);
     nodes_[leaf].fat = fat;
     insert_leaf(leaf, config_.rotations, top);
@@ -599,18 +602,20 @@ void DynamicAabbTree::relayout() {
         new_index[std::size_t(order[k])] = static_cast<std::int32_t>(k);
     const auto renamed = [&](std::int32_t i) { return i == kNull ? kNull : new_index[i]; };
     std::vector<Node> nodes(order.size());
+    std::vector<Link> links(order.size());
     std::vector<LeafData> leaves(order.size());
     for (std::size_t k = 0; k < order.size(); ++k) {
         const std::int32_t old = order[k];
         Node node = nodes_[old];
         node.child1 = renamed(node.child1);
         node.child2 = renamed(node.child2);
-        node.parent = renamed(node.parent);
         nodes[k] = node;
+        links[k] = {renamed(links_[old].parent), links_[old].height};
         leaves[k] = leaf_data_[old];
         if (node.leaf()) map_id(leaves[k].id, static_cast<std::int32_t>(k));
     }
     nodes_.swap(nodes);
+    links_.swap(links);
     leaf_data_.swap(leaves);
     root_ = 0;
     free_list_ = kNull;
@@ -701,7 +706,7 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
     // A depth-first stack never holds more than height + 1 nodes: on the call stack when that
     // fits (no allocation per query), else the shared descent's.
     constexpr std::int32_t kStack = 64;
-    if (nodes_[root_].height < kStack) {
+    if (links_[root_].height < kStack) {
         std::int32_t stack[kStack];
         std::int32_t top = 0;
         stack[top++] = root_;
@@ -809,7 +814,7 @@ Status DynamicAabbTree::nearest(const Vec3& p, std::size_t k, std::vector<Neighb
 // Invariants
 
 int DynamicAabbTree::height() const {
-    return root_ == kNull ? 0 : nodes_[root_].height;
+    return root_ == kNull ? 0 : links_[root_].height;
 }
 
 std::size_t DynamicAabbTree::size() const {
@@ -820,8 +825,8 @@ Status DynamicAabbTree::validate() const {
     // Free nodes have height -1 and link the free list through `parent`.
     const auto total = static_cast<std::int64_t>(nodes_.size());
     const Result<std::int64_t> free_count = count_free_list(
-        free_list_, total, [&](std::int32_t i) { return nodes_[i].parent; },
-        [&](std::int32_t i) { return nodes_[i].height == -1; });
+        free_list_, total, [&](std::int32_t i) { return links_[i].parent; },
+        [&](std::int32_t i) { return links_[i].height == -1; });
     if (!free_count) return free_count.error();
     const auto node_name = [](std::int32_t i) { return "node " + std::to_string(i); };
     const auto in_range = [&](std::int32_t i) { return i >= 0 && i < total; };
@@ -844,15 +849,15 @@ Status DynamicAabbTree::validate() const {
         return Status::success();
     }
     if (!in_range(root_)) return broken("root outside the pool");
-    if (nodes_[root_].parent != kNull) return broken("root has a parent");
+    if (links_[root_].parent != kNull) return broken("root has a parent");
 
     std::size_t leaves = 0;
-    const auto is_free = [&](std::int32_t i) { return nodes_[i].height < 0; };
+    const auto is_free = [&](std::int32_t i) { return links_[i].height < 0; };
     const auto check = [&](std::int32_t i, std::vector<std::int32_t>& stack) -> Status {
         const Node& node = nodes_[i];
         if (node.leaf()) {
             if (node.child2 != kNull) return broken(node_name(i) + " has one child");
-            if (node.height != 0) return broken(node_name(i) + " leaf height not 0");
+            if (links_[i].height != 0) return broken(node_name(i) + " leaf height not 0");
             const LeafData& data = leaf_data_[i];
             if (Status s = validate_box(data.tight, data.id); !s) return s;
             if (!contains_box(node.fat, data.tight)) {
@@ -867,7 +872,7 @@ Status DynamicAabbTree::validate() const {
         }
         for (const std::int32_t child : {node.child1, node.child2}) {
             if (!in_range(child)) return broken(node_name(i) + " child out of range");
-            if (nodes_[child].parent != i) {
+            if (links_[child].parent != i) {
                 return broken(node_name(child) + " parent link is not " + node_name(i));
             }
             if (!contains_box(node.fat, nodes_[child].fat)) {
@@ -875,7 +880,8 @@ Status DynamicAabbTree::validate() const {
             }
             stack.push_back(child);
         }
-        if (node.height != 1 + std::max(nodes_[node.child1].height, nodes_[node.child2].height)) {
+        if (links_[i].height !=
+            1 + std::max(links_[node.child1].height, links_[node.child2].height)) {
             return broken(node_name(i) + " height inconsistent with its children");
         }
         return Status::success();

@@ -107,17 +107,21 @@ public:
 private:
     static constexpr std::int32_t kNull = -1;
 
-    /// The links and fat boxes that every descent reads (40 bytes); a leaf's own data is apart
-    /// (LeafData, same index), read only at the leaves a query reaches.
-    struct Node {
+    /// The fat box and child links that every descent reads: 32 bytes, aligned to 32, so that
+    /// a node never straddles a cache line. The parent link and height (Link) and a leaf's own
+    /// data (LeafData) are apart, under the same index.
+    struct alignas(32) Node {
         Box fat;  ///< leaf: tight box grown by the margin; internal: union of the children
         std::int32_t child1 = kNull;  ///< kNull for a leaf
         std::int32_t child2 = kNull;
-        std::int32_t parent = kNull;  ///< or the next free node while on the free list
-        std::int32_t height = 0;      ///< 0 for a leaf, -1 on the free list
         bool leaf() const { return child1 == kNull; }
     };
-    static_assert(sizeof(Node) == 40);
+    static_assert(sizeof(Node) == 32);
+    /// What the writes alone read: insertions, removals, rotations, refits, validate().
+    struct Link {
+        std::int32_t parent = kNull;  ///< or the next free node while on the free list
+        std::int32_t height = 0;      ///< 0 for a leaf, -1 on the free list
+    };
     struct LeafData {
         Box tight;  ///< the caller's box
         std::uint32_t id = 0;
@@ -156,6 +160,7 @@ private:
     bool sampling_margin_ = false;    ///< insert() is still estimating the typical extent
     std::vector<Box> margin_sample_;  ///< the first boxes inserted, while sampling
     std::vector<Node> nodes_;
+    std::vector<Link> links_;          ///< by node index
     std::vector<LeafData> leaf_data_;  ///< by node index; meaningful at leaves
     std::int32_t root_ = kNull;
     std::int32_t free_list_ = kNull;
