@@ -113,8 +113,9 @@ Result<std::unique_ptr<Structure>> make_dynamic(std::string_view method, const c
     if (!made) return made.error();
     if (!made.value()->is_dynamic())
         return Error{ErrorCode::invalid_argument,
-                     std::string("proxy world: the ") + role + " method '" + std::string(method) +
-                         "' is not a dynamic structure (it cannot insert, remove or move boxes)"};
+                     std::string("proxy world: the method of the ") + role + " bodies, '" +
+                         std::string(method) +
+                         "', is not a dynamic structure (it cannot insert, remove or move boxes)"};
     return made;
 }
 

@@ -43,7 +43,10 @@ void add_bench_cpu(CLI::App& c, BenchCpuOptions& o) {
         ->check(cli::real_in(0, 1e6));
     c.add_option("--out-dir", o.out_dir, with_default("folder of the PNG plots", o.out_dir))
         ->type_name("DIR");
-    c.add_option("--table", o.table, "also write the markdown table to FILE")->type_name("FILE");
+    c.add_option("--table", o.table,
+                 "also write the markdown table to FILE (-: standard output, where it is printed "
+                 "anyway)")
+        ->type_name("FILE");
     c.final_callback([&o] {
         std::sort(o.sizes.begin(), o.sizes.end());
         o.sizes.erase(std::unique(o.sizes.begin(), o.sizes.end()), o.sizes.end());
@@ -164,7 +167,7 @@ int run_bench(const BenchCpuOptions& o) {
         if (!s) return fail(s.error());
         std::fprintf(stderr, "wrote %s\n", path.c_str());
     }
-    if (!o.table.empty()) {
+    if (!o.table.empty() && o.table != "-") {  // "-": printed above already
         if (Status s = write_text_file(o.table, table); !s) return fail(s.error());
     }
     if (differences > 0) {

@@ -340,6 +340,17 @@ check_stdout_full("pairs --out - > /dev/full" pairs --scene uniform:1000 --metho
 check_help(pairs "--out FILE +write to FILE instead of standard output;[ \n]+-[ \n]+is[ \n]+standard"
            "--frames")
 
+# Test 13b: bench cpu --table - writes the table to standard output once, where it is printed
+# anyway as it is measured.
+execute_process(COMMAND ${TOOL} bench cpu --scenes uniform --sizes 100 --methods kd_tree
+                        --table - --out-dir ${WORK}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+string(REGEX MATCHALL "\\| scene \\| N \\| pairs \\|" headers "${out}")
+list(LENGTH headers tables)
+if(NOT rc EQUAL 0 OR NOT tables EQUAL 1)
+  message(FATAL_ERROR "bench cpu --table -: exit ${rc}, ${tables} tables:\n${out}")
+endif()
+
 # Test 14: the examples read their command lines the same way (when they are built beside the
 # tool): --help exits 0, a bad number or an unknown option exits 2 naming it, before any GPU work.
 get_filename_component(build_dir ${TOOL} DIRECTORY)
@@ -360,7 +371,8 @@ foreach(example renderer/broadphase_renderer simulation/broadphase_simulation)
       check("${example} --check misspelled" 2
             "--check: unknown method 'dynamic_aabb_tre' \\(did you mean dynamic_aabb_tree\\?\\)"
             --spawn 1 --check dynamic_aabb_tre)
-      check("${example} --check static" 2 "--check: .*'kd_tree' is not a dynamic structure"
+      check("${example} --check static" 2
+            "--check: .*method of the dynamic bodies, 'kd_tree', is not a dynamic structure"
             --spawn 1 --check kd_tree)
     endif()
   endif()
