@@ -40,6 +40,7 @@ from ._broadphase import (
     method_names,
     read_scene,
     release_gpu,
+    set_tuning,
     write_scene,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "ray_cast",
     "read_scene",
     "release_gpu",
+    "set_tuning",
     "validate",
     "write_scene",
 ]

@@ -124,6 +124,7 @@ void ensure_context(GpuState& state) {
     if (state.context) return;
     gpu::ContextOptions options;
     options.device = state.device;
+    options.tuning = state.tuning;
     state.context = unwrap(gpu::Context::create(options));
     state.validation_errors = state.context->validation_errors();
 }
@@ -156,6 +157,41 @@ py::list list_devices() {
     return out;
 }
 
+void set_tuning(const py::object& device, const std::string& sort_path, std::uint32_t sort_window,
+                const std::string& sort_rank, std::uint32_t traversal_budget) {
+    gpu::Tuning tuning;
+    if (sort_path == "onesweep") {
+        tuning.sort_path = gpu::SortPath::onesweep;
+    } else if (sort_path == "reduce_then_scan") {
+        tuning.sort_path = gpu::SortPath::reduce_then_scan;
+    } else if (sort_path != "automatic") {
+        raise(ErrorCode::invalid_argument,
+              "sort_path: '" + sort_path + "' is none of automatic, onesweep, reduce_then_scan");
+    }
+    if (sort_rank == "shared") {
+        tuning.sort_rank = gpu::SortRank::shared;
+    } else if (sort_rank == "subgroup") {
+        tuning.sort_rank = gpu::SortRank::subgroup;
+    } else if (sort_rank != "automatic") {
+        raise(ErrorCode::invalid_argument,
+              "sort_rank: '" + sort_rank + "' is none of automatic, shared, subgroup");
+    }
+    tuning.sort_window = sort_window;  // the range is the library's to check, at creation
+    tuning.traversal_budget = traversal_budget;
+    std::shared_ptr<GpuState> state = gpu_state(device);
+    bool made = false;
+    {
+        py::gil_scoped_release release;  // a GPU call running on the state holds its mutex
+        std::lock_guard lock(state->mutex);
+        made = state->context != nullptr;
+        if (!made) state->tuning = tuning;
+    }
+    if (made)
+        raise(ErrorCode::invalid_argument,
+              "set_tuning: the device's context exists already (call it before the device's "
+              "first GPU call, or after release_gpu())");
+}
+
 py::dict device_info(const py::object& device) {
     std::shared_ptr<GpuState> state = gpu_state(device);
     const gpu::DeviceInfo info = with_gpu(*state, [](GpuState& s) { return s.context->info(); });
@@ -167,6 +203,10 @@ py::dict device_info(const py::object& device) {
     d["subgroup_size"] = info.subgroup_size;
     d["max_storage_buffer_range"] = info.max_storage_buffer_range;
     d["timestamps"] = info.timestamp_period_ns > 0;
+    d["sort_path"] = gpu::sort_path_name(info.sort_path);
+    d["sort_window"] = info.sort_window;
+    d["sort_rank"] = info.sort_subgroup_rank ? "subgroup" : "shared";
+    d["traversal_budget"] = info.traversal_budget;
     return d;
 }
 

@@ -24,6 +24,7 @@ namespace py = pybind11;
 /// A device's context and the library objects made on it. Lock `mutex` to use any of them.
 struct GpuState {
     std::string device;  ///< as asked: "" (BROADPHASE_DEVICE or the best device), index or name
+    gpu::Tuning tuning;  ///< set_tuning's, taken when the context is created
     std::mutex mutex;
     std::unique_ptr<gpu::Context> context;
     std::unique_ptr<gpu::Lbvh> lbvh;
@@ -50,6 +51,12 @@ void release_gpu_states();
 
 /// Creates the context if it is missing (state locked). Raises GpuError on failure.
 void ensure_context(GpuState& state);
+
+/// set_tuning: the tuning the context of `device` will be created with; a ValueError names a
+/// bad value or a context that exists already (a bad sort_window is refused when the context is
+/// created).
+void set_tuning(const py::object& device, const std::string& sort_path, std::uint32_t sort_window,
+                const std::string& sort_rank, std::uint32_t traversal_budget);
 
 /// Raises GpuError when the validation layer reported errors since the last check.
 void check_validation(GpuState& state);

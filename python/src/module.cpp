@@ -722,6 +722,13 @@ void bind_devices(py::module_& m) {
     m.def("release_gpu", &release_gpu_states,
           "Drops the module's GPU contexts (made again on next use; objects that use one keep "
           "it alive).");
+    m.def("set_tuning", &set_tuning, py::arg("device") = py::none(), py::kw_only(),
+          py::arg("sort_path") = "automatic", py::arg("sort_window") = 0,
+          py::arg("sort_rank") = "automatic", py::arg("traversal_budget") = 0,
+          "How the context of `device` will shape its work (gpu::Tuning), before its first GPU "
+          "call: sort_path automatic|onesweep|reduce_then_scan, sort_window 1..8 (0: 8), "
+          "sort_rank automatic|shared|subgroup, traversal_budget (0: the device's rule). Every "
+          "value gives the same results; device_info() says what was chosen.");
 #else
     m.def(
         "devices", [] { return py::list(); }, "No Vulkan devices: built without the GPU.");
@@ -732,6 +739,15 @@ void bind_devices(py::module_& m) {
         },
         py::arg("device") = py::none());
     m.def("release_gpu", [] {});
+    m.def(
+        "set_tuning",
+        [](const py::object&, const std::string&, std::uint32_t, const std::string&,
+           std::uint32_t) {
+            raise(ErrorCode::unsupported, "this build of the module has no GPU support");
+        },
+        py::arg("device") = py::none(), py::kw_only(), py::arg("sort_path") = "automatic",
+        py::arg("sort_window") = 0, py::arg("sort_rank") = "automatic",
+        py::arg("traversal_budget") = 0);
 #endif
 }
 
