@@ -157,25 +157,31 @@ py::list list_devices() {
     return out;
 }
 
+namespace {
+
+// One of a Tuning choice's words: `automatic` leaves it to the device's rule; any other word is
+// a ValueError naming the argument and the words it takes.
+template <class Choice>
+Choice tuning_choice(const char* argument, const std::string& word, Choice first,
+                     const char* first_word, Choice second, const char* second_word) {
+    if (word == first_word) return first;
+    if (word == second_word) return second;
+    if (word != "automatic")
+        raise(ErrorCode::invalid_argument, std::string(argument) + ": '" + word +
+                                               "' is none of automatic, " + first_word + ", " +
+                                               second_word);
+    return Choice::automatic;
+}
+
+}  // namespace
+
 void set_tuning(const py::object& device, const std::string& sort_path, std::uint32_t sort_window,
                 const std::string& sort_rank, std::uint32_t traversal_budget) {
     gpu::Tuning tuning;
-    if (sort_path == "onesweep") {
-        tuning.sort_path = gpu::SortPath::onesweep;
-    } else if (sort_path == "reduce_then_scan") {
-        tuning.sort_path = gpu::SortPath::reduce_then_scan;
-    } else if (sort_path != "automatic") {
-        raise(ErrorCode::invalid_argument,
-              "sort_path: '" + sort_path + "' is none of automatic, onesweep, reduce_then_scan");
-    }
-    if (sort_rank == "shared") {
-        tuning.sort_rank = gpu::SortRank::shared;
-    } else if (sort_rank == "subgroup") {
-        tuning.sort_rank = gpu::SortRank::subgroup;
-    } else if (sort_rank != "automatic") {
-        raise(ErrorCode::invalid_argument,
-              "sort_rank: '" + sort_rank + "' is none of automatic, shared, subgroup");
-    }
+    tuning.sort_path = tuning_choice("sort_path", sort_path, gpu::SortPath::onesweep, "onesweep",
+                                     gpu::SortPath::reduce_then_scan, "reduce_then_scan");
+    tuning.sort_rank = tuning_choice("sort_rank", sort_rank, gpu::SortRank::shared, "shared",
+                                     gpu::SortRank::subgroup, "subgroup");
     tuning.sort_window = sort_window;  // the range is the library's to check, at creation
     tuning.traversal_budget = traversal_budget;
     std::shared_ptr<GpuState> state = gpu_state(device);
