@@ -478,17 +478,15 @@ struct PairTracker::Impl {
         stats.candidate_tests += tests;
     }
 
-    /// Phase 3 when most bodies changed: every candidate tested on the boxes, in the order the
-    /// candidates lie in memory. The loop reads the pool and the boxes through local pointers
-    /// (a pair that begins or ends writes other arrays alone), and tests without hysteresis
-    /// on the packed overlap test.
+    /// Phase 3 when most bodies changed: every candidate tested on the boxes (retest), in the
+    /// order the candidates lie in memory, read through a local pointer (a pair that begins or
+    /// ends writes other arrays alone).
     void test_all(std::vector<Pair>& began, std::vector<Pair>& ended) {
         std::uint64_t tests = 0;
         constexpr std::uint32_t kAhead = 8;  // the boxes of the candidate this far on, asked for
         const std::uint32_t count = static_cast<std::uint32_t>(cands.size());
         const TrackedCandidate* const pool = cands.data();
         const Box* const box = boxes.data();
-        const bool plain = config.hysteresis <= 0;
         for (std::uint32_t c = 0; c < count; ++c) {
             if (c + kAhead < count && pool[c + kAhead].a != kNoBody) {
                 __builtin_prefetch(&box[pool[c + kAhead].a]);
@@ -497,15 +495,7 @@ struct PairTracker::Impl {
             const TrackedCandidate& cand = pool[c];
             if (cand.a == kNoBody) continue;  // free
             ++tests;
-            const bool current = cand.pair != kNoBody;
-            const bool now = plain ? overlaps_packed(box[cand.a], box[cand.b])
-                                   : touching(cand.a, cand.b, current);
-            if (now == current) continue;
-            if (current) {
-                end_pair(c, ended);
-            } else {
-                begin_pair(c, began);
-            }
+            retest(c, cand.a, cand.b, cand.pair != kNoBody, began, ended);
         }
         stats.candidate_tests += tests;
     }
