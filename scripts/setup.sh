@@ -3,7 +3,7 @@
 # Needs root, or sudo.
 #
 #   bash scripts/setup.sh          # everything: build, tests, sanitizers, Python, docs, examples,
-#                                  # the Bullet and FCL adapters
+#                                  # the Bullet and FCL adapters, the MPI component
 #   bash scripts/setup.sh --tool   # only what the library and the tool need (scripts/run.sh)
 set -euo pipefail
 
@@ -25,6 +25,7 @@ packages=(
   doxygen                   # API reference from the /// comments (the docs target)
   libcgal-demo              # its data archive holds the Stanford bunny (renderer showcase)
   libbullet-dev libfcl-dev  # the engine adapters broadphase::bullet and broadphase::fcl
+  libopenmpi-dev openmpi-bin  # broadphase::mpi (scenes split over MPI ranks) and mpirun
 )
 
 missing=()
