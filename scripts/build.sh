@@ -33,11 +33,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBROADPHASE_WERROR=ON -DCMAKE_UN
 if [ "${1:-}" = --no-tests ]; then
   listed=$(cmake --build build --target help)
   # what the Release stage's tests use ready-made: the Python module, the engine adapters
-  # that consumer_package installs, and the examples with their tests (the docs' blocks run
-  # the examples too)
+  # and the MPI component that consumer_package installs, the examples with their tests (the
+  # docs' blocks run the examples too) and the MPI suite
   for t in broadphase_python broadphase_bullet broadphase_fcl broadphase_renderer \
            broadphase_renderer_tests broadphase_simulation broadphase_simulation_tests \
-           broadphase_bullet_example broadphase_fcl_example; do
+           broadphase_bullet_example broadphase_fcl_example broadphase_mpi broadphase_mpi_tests; do
     if grep -q " $t\$" <<<"$listed"; then targets+=("$t"); fi
   done
 fi
