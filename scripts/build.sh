@@ -37,7 +37,8 @@ if [ "${1:-}" = --no-tests ]; then
   # docs' blocks run the examples too) and the MPI suite
   for t in broadphase_python broadphase_bullet broadphase_fcl broadphase_renderer \
            broadphase_renderer_tests broadphase_simulation broadphase_simulation_tests \
-           broadphase_bullet_example broadphase_fcl_example broadphase_mpi broadphase_mpi_tests; do
+           broadphase_bullet_example broadphase_fcl_example broadphase_mpi broadphase_mpi_tests \
+           broadphase_mpi_example; do
     if grep -q " $t\$" <<<"$listed"; then targets+=("$t"); fi
   done
 fi
