@@ -8,12 +8,15 @@
 // (MPI_Alltoallv) only to the ranks whose bounds it touches, which answer it from their local
 // structure and send the results back to the rank that asked.
 //
-// All pairs: a pair inside one rank is that rank's (its local method's self-pairs). A pair
-// between ranks r and s is reported by pair_owner(r, s) (the file comment of broadphase/mpi.hpp):
-// the other rank sends it, as ghosts, its boxes that overlap the owner's bounds, and the owner
-// queries its local structure with each ghost. If boxes a (of r) and b (of s) overlap, a
-// overlaps s's bounds, which contain b, so a reaches s as a ghost and the pair is found there,
-// once. What is sent is the boxes near the other ranks' bounds, not every box.
+// All pairs: a pair inside one rank is that rank's. A pair between ranks r and s is reported
+// by pair_owner(r, s) (the file comment of broadphase/mpi.hpp): the other rank sends it, as
+// ghosts, its boxes that overlap the owner's bounds, and the owner runs its method's self-pairs
+// over its own boxes and the ghosts together, keeping the pairs that have one of its boxes (a
+// ghost-ghost pair is another rank's). The method's all-pairs pass, not one query per ghost:
+// some methods (sweep and prune) answer a single region query in O(n). If boxes a (of r) and
+// b (of s) overlap, a overlaps s's bounds, which contain b, so a reaches s as a ghost and the
+// pair is found there, once. What is sent is the boxes near the other ranks' bounds, not every
+// box.
 //
 // Errors: every check that can fail on one rank alone is followed by agree(), an allreduce of
 // which ranks failed before any further exchange; the first failed rank's Error is then
@@ -202,9 +205,12 @@ struct DistributedScene::Impl {
     std::string method;
     bool on_gpu = false;
     std::vector<Box> boxes;
-    // Indexes this rank's boxes: answers the ghosts and the forwarded queries, and (CPU
-    // methods) finds the rank's own pairs.
+    // Indexes this rank's boxes for the forwarded queries (and, CPU methods, finds their pairs
+    // when no ghost came); built by the first call after set_boxes that needs it.
     std::unique_ptr<Structure> local;
+    bool local_built = false;
+    // CPU methods: the method over this rank's boxes and the ghosts together.
+    std::unique_ptr<Structure> with_ghosts;
     std::vector<RankBounds> bounds;  // by rank
     ExchangeStats stats;
 #ifdef BROADPHASE_HAS_GPU
@@ -234,22 +240,38 @@ struct DistributedScene::Impl {
         return std::move(tree.value());
     }
 
-    // This rank's own pairs, as local indices, i < j.
-    Result<std::vector<Pair>> local_pairs() {
+    // Builds `local` over the rank's boxes unless it is built already.
+    Status build_local() {
+        if (local_built) return Status::success();
+        if (Status s = build_structure(*local, boxes); !s) return s;
+        local_built = true;
+        return Status::success();
+    }
+
+    // The pairs, i < j, of `scene`: this rank's boxes, then (when `ghosts` is true) the ghosts
+    // after them, by the rank's method.
+    Result<std::vector<Pair>> method_pairs(const std::vector<Box>& scene, bool ghosts) {
 #ifdef BROADPHASE_HAS_GPU
         if (on_gpu) {
-            if (boxes.size() < 2) return std::vector<Pair>{};
-            return lbvh->find_pairs(boxes);
+            if (scene.size() < 2) return std::vector<Pair>{};
+            return lbvh->find_pairs(scene);
         }
 #endif
+        Structure* structure = with_ghosts.get();
+        if (!ghosts) {
+            if (Status s = build_local(); !s) return s.error();
+            structure = local.get();
+        } else if (Status s = build_structure(*structure, scene); !s) {
+            return s.error();
+        }
         try {
             std::vector<Pair> pairs;
-            local->self_pairs(pairs);
+            structure->self_pairs(pairs);
             return pairs;
         } catch (const std::bad_alloc&) {
             return Error{ErrorCode::out_of_memory, method +
                                                        ": out of memory finding the pairs of " +
-                                                       std::to_string(boxes.size()) + " boxes"};
+                                                       std::to_string(scene.size()) + " boxes"};
         }
     }
 };
@@ -313,15 +335,16 @@ Result<std::unique_ptr<DistributedScene>> DistributedScene::create(MPI_Comm comm
 #endif
     } else {
         auto local = make_structure(method);
-        if (local) {
+        auto with_ghosts = make_structure(method);
+        if (local && with_ghosts) {
             impl->local = std::move(local.value());
+            impl->with_ghosts = std::move(with_ghosts.value());
         } else {
-            ready = local.error();
+            ready = local ? with_ghosts.error() : local.error();
         }
     }
     (void)options;
     if (Status s = agree(impl->comm, ready); !s) return s.error();
-    if (Status s = build_structure(*impl->local, {}); !s) return s.error();
     return std::unique_ptr<DistributedScene>(new DistributedScene(std::move(impl)));
 }
 
@@ -355,10 +378,10 @@ Status DistributedScene::set_boxes(std::span<const Box> boxes) {
     } else {
         local = validate_boxes(boxes);
     }
+    m.local_built = false;
     if (local) {
         try {
             m.boxes.assign(boxes.begin(), boxes.end());
-            local = build_structure(*m.local, m.boxes);
         } catch (const std::bad_alloc&) {
             local = Error{ErrorCode::out_of_memory,
                           "out of memory copying " + std::to_string(boxes.size()) + " boxes"};
@@ -366,7 +389,6 @@ Status DistributedScene::set_boxes(std::span<const Box> boxes) {
     }
     if (Status s = agree(m.comm, local); !s) {
         m.boxes.clear();
-        (void)build_structure(*m.local, {});
         m.bounds.assign(std::size_t(m.size), RankBounds{});
         return s;
     }
@@ -413,28 +435,40 @@ Result<std::vector<GlobalPair>> DistributedScene::find_pairs() {
     if (Status s = exchange(m.comm, outgoing, ghosts, from, m.stats); !s) return s.error();
     outgoing = {};
 
-    // The rank's own pairs, then each ghost against the local structure.
+    // The pairs of the rank's boxes and the ghosts together, by the rank's method: those of
+    // two local boxes and those of a local box and a ghost are this rank's; those of two
+    // ghosts are another rank's, and dropped.
     std::vector<GlobalPair> pairs;
     Status found;
     try {
-        auto local = m.local_pairs();
-        if (!local) {
-            found = local.error();
-        } else {
-            pairs.reserve(local->size());
-            for (const Pair& p : *local) pairs.push_back(GlobalPair{{me, p.i}, {me, p.j}});
-            std::vector<std::uint32_t> hits;
+        const std::size_t n = m.boxes.size();
+        std::vector<Box> scene;
+        std::vector<GlobalId> ghost_ids;  // by ghost, after the n local boxes
+        if (!ghosts.empty()) {
+            scene.reserve(n + ghosts.size());
+            scene.assign(m.boxes.begin(), m.boxes.end());
+            ghost_ids.reserve(ghosts.size());
             std::size_t g = 0;
             for (int s = 0; s < m.size; ++s) {
-                const auto other = static_cast<std::uint32_t>(s);
                 for (int k = 0; k < from[std::size_t(s)]; ++k, ++g) {
-                    hits.clear();
-                    m.local->query_box(ghosts[g].box, hits);
-                    for (std::uint32_t l : hits) {
-                        const GlobalId mine{me, l}, theirs{other, ghosts[g].index};
-                        pairs.push_back(mine < theirs ? GlobalPair{mine, theirs}
-                                                      : GlobalPair{theirs, mine});
-                    }
+                    scene.push_back(ghosts[g].box);
+                    ghost_ids.push_back(GlobalId{static_cast<std::uint32_t>(s), ghosts[g].index});
+                }
+            }
+            ghosts = {};
+        }
+        auto found_pairs = m.method_pairs(ghost_ids.empty() ? m.boxes : scene, !ghost_ids.empty());
+        if (!found_pairs) {
+            found = found_pairs.error();
+        } else {
+            pairs.reserve(found_pairs->size());
+            for (const Pair& p : *found_pairs) {
+                if (p.j < n) {
+                    pairs.push_back(GlobalPair{{me, p.i}, {me, p.j}});
+                } else if (p.i < n) {
+                    const GlobalId mine{me, p.i}, theirs = ghost_ids[p.j - n];
+                    pairs.push_back(mine < theirs ? GlobalPair{mine, theirs}
+                                                  : GlobalPair{theirs, mine});
                 }
             }
             std::sort(pairs.begin(), pairs.end());
@@ -465,8 +499,8 @@ Result<QueryHits> DistributedScene::query_boxes(std::span<const Box> regions) {
     for (int s = 0; s < m.size; ++s) everyone[std::size_t(s)] = s;
     std::vector<int> top_rank;
     auto top = m.top_tree(everyone, top_rank);
-    if (Status s = agree(m.comm, top ? Status::success() : Status(top.error())); !s)
-        return s.error();
+    Status built = top ? m.build_local() : Status(top.error());
+    if (Status s = agree(m.comm, built); !s) return s.error();
     std::vector<std::vector<RegionQuery>> outgoing(std::size_t(m.size));
     std::vector<std::uint32_t> hits;
     for (std::size_t q = 0; q < regions.size(); ++q) {
@@ -532,6 +566,7 @@ Result<std::vector<std::optional<GlobalHit>>> DistributedScene::ray_casts(
     for (std::size_t q = 0; q < rays.size() && ready; ++q) ready = validate_ray(rays[q], q);
     if (rays.size() >= (std::size_t(1) << 32))
         ready = Error{ErrorCode::limit_exceeded, "more than 2^32 - 1 rays on one rank"};
+    if (ready) ready = m.build_local();
     if (Status s = agree(m.comm, ready); !s) return s.error();
 
     // Each ray to the ranks whose bounds it enters (a ray that hits a box enters every box

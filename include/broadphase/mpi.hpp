@@ -90,8 +90,8 @@ struct Options {
     /// (gpu::ContextOptions::device); empty: the library's default choice.
     std::string device;
     /// gpu_lbvh only: the CPU method (a name of cpu_method_names()) of the index over this
-    /// rank's boxes that answers the ghosts' and the forwarded queries; the GPU finds the
-    /// rank's own pairs.
+    /// rank's boxes that answers the forwarded region queries and rays; the GPU finds the
+    /// pairs.
     std::string query_method = "lbvh";
 };
 
