@@ -113,6 +113,8 @@ private:
     struct alignas(32) Node {
         Box fat;  ///< leaf: tight box grown by the margin; internal: union of the children
         std::int32_t child1 = kNull;  ///< kNull for a leaf
+        /// A leaf's id (its bits) at a leaf, so that a query of a tree whose fat boxes are the
+        /// tight ones (margin 0: the pair tracker's) reads no LeafData
         std::int32_t child2 = kNull;
         bool leaf() const { return child1 == kNull; }
     };

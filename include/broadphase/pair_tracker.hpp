@@ -60,15 +60,16 @@ public:
         /// compared with the last ones: cheaper when most bodies move every step, but every
         /// update costs O(n log n), an update of one id included.
         std::string method = "dynamic_aabb_tree";
-        /// The fat box's margin on each axis: this fraction of the smaller of the box's extent
-        /// there and the typical extent (the lower median of the first 1024 boxes' mean
-        /// extents), so that one world-sized box cannot make every fat box huge.
+        /// The fat box's margin, the same on every axis: this fraction of the box's largest
+        /// extent, clamped to between a quarter and all of the typical extent (the lower median
+        /// of the first 1024 boxes' mean extents), so that one world-sized box cannot make
+        /// every fat box huge.
         float margin = 0.2f;
         /// The fat box is stretched along the last displacement (tight box centre to centre)
         /// times this, capped at 4 typical extents (a teleport does not make a huge fat box).
         float prediction = 3.0f;
         /// The margin is at least this times the length of the last displacement, up to half
-        /// the box's extent clamped as for `margin`, on every side: a body that moves without
+        /// the size `margin` is a fraction of, on every side: a body that moves without
         /// a steady direction (jitter, a random walk) still stays in its fat box for several
         /// steps, where the prediction helps only a body that keeps its course. 0: the margin
         /// alone.
