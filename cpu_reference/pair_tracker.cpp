@@ -54,11 +54,17 @@ struct TrackedBody {
     bool filter_changed = false;
 };
 
-/// A pair of bodies whose fat boxes overlap, linked from both bodies' candidate lists.
+/// A pair of bodies whose fat boxes overlap: what the test of every candidate reads (12 bytes;
+/// their positions in the bodies' lists, which only a candidate made or dropped reads, are
+/// apart, in CandidateLinks under the same index).
 struct TrackedCandidate {
     std::uint32_t a = kNoBody, b = kNoBody;  // a < b
-    std::uint32_t pos_a = 0, pos_b = 0;      // positions in a's and b's lists
     std::uint32_t pair = kNoBody;            // slot in the pair array while the boxes touch
+};
+
+/// Where a candidate is in its bodies' candidate lists.
+struct CandidateLinks {
+    std::uint32_t pos_a = 0, pos_b = 0;
 };
 
 /// One entry of a body's candidate list: the other body and the candidate, whose top bit
@@ -128,6 +134,7 @@ struct PairTracker::Impl {
     std::size_t pending_count = 0;       // ids with `changed` set
 
     std::vector<TrackedCandidate> cands;
+    std::vector<CandidateLinks> cand_links;  // by candidate
     std::vector<std::uint32_t> free_cands;
     std::vector<std::vector<TrackedLink>> adj;  // by id: its candidates
     std::vector<Pair> pairs;
@@ -241,9 +248,10 @@ struct PairTracker::Impl {
     /// Sets the pair bit of candidate c in both its links.
     void mark_links(std::uint32_t c, bool current) {
         const TrackedCandidate& cand = cands[c];
+        const CandidateLinks& at = cand_links[c];
         const std::uint32_t value = current ? (c | kCurrentPair) : c;
-        adj[cand.a][cand.pos_a].cand = value;
-        adj[cand.b][cand.pos_b].cand = value;
+        adj[cand.a][at.pos_a].cand = value;
+        adj[cand.b][at.pos_b].cand = value;
     }
 
     void begin_pair(std::uint32_t c, std::vector<Pair>& began) {
@@ -291,15 +299,17 @@ struct PairTracker::Impl {
         } else {
             c = static_cast<std::uint32_t>(cands.size());
             if (c >= kCurrentPair) throw std::length_error("pair tracker: too many candidates");
+            cand_links.emplace_back();
             cands.emplace_back();
         }
         TrackedCandidate& cand = cands[c];
+        CandidateLinks& at = cand_links[c];
         cand.a = std::min(i, j);
         cand.b = std::max(i, j);
         cand.pair = kNoBody;
-        cand.pos_a = static_cast<std::uint32_t>(adj[cand.a].size());
+        at.pos_a = static_cast<std::uint32_t>(adj[cand.a].size());
         adj[cand.a].push_back({cand.b, c});
-        cand.pos_b = static_cast<std::uint32_t>(adj[cand.b].size());
+        at.pos_b = static_cast<std::uint32_t>(adj[cand.b].size());
         adj[cand.b].push_back({cand.a, c});
     }
 
@@ -309,16 +319,18 @@ struct PairTracker::Impl {
         list[pos] = moved;
         list.pop_back();
         if (pos < list.size()) {
-            TrackedCandidate& m = cands[moved.cand & ~kCurrentPair];
-            (m.a == id ? m.pos_a : m.pos_b) = pos;
+            const std::uint32_t c = moved.cand & ~kCurrentPair;
+            CandidateLinks& at = cand_links[c];
+            (cands[c].a == id ? at.pos_a : at.pos_b) = pos;
         }
     }
 
     void drop_candidate(std::uint32_t c, std::vector<Pair>& ended) {
         if (cands[c].pair != kNoBody) end_pair(c, ended);
         const TrackedCandidate cand = cands[c];
-        unlink(cand.a, cand.pos_a);
-        unlink(cand.b, cand.pos_b);
+        const CandidateLinks at = cand_links[c];
+        unlink(cand.a, at.pos_a);
+        unlink(cand.b, at.pos_b);
         cands[c].a = cands[c].b = kNoBody;
         free_cands.push_back(c);
     }
@@ -841,6 +853,7 @@ void PairTracker::clear() {
     m.mark.clear();
     m.changed_in.clear();
     m.cands.clear();
+    m.cand_links.clear();
     m.free_cands.clear();
     m.pairs.clear();
     m.pair_cand.clear();
@@ -887,7 +900,8 @@ Status PairTracker::validate() const {
         for (std::uint32_t k = 0; k < m.adj[id].size(); ++k) {
             const TrackedLink link = m.adj[id][k];
             const TrackedCandidate& c = m.cands[link.cand & ~kCurrentPair];
-            if ((c.a == id ? c.pos_a : c.pos_b) != k || (c.a != id && c.b != id) ||
+            const CandidateLinks& at = m.cand_links[link.cand & ~kCurrentPair];
+            if ((c.a == id ? at.pos_a : at.pos_b) != k || (c.a != id && c.b != id) ||
                 link.other != (c.a == id ? c.b : c.a) ||
                 ((link.cand & kCurrentPair) != 0) != (c.pair != kNoBody))
                 return broken("candidate links of body " + std::to_string(id) + " disagree", id);
