@@ -68,6 +68,9 @@ struct RankBounds {
     Box box;
     std::uint32_t empty = 1;
 };
+// Sent as bytes between ranks of one build: no padding to leave uninitialised.
+static_assert(sizeof(Ghost) == 28 && sizeof(RegionQuery) == 28 && sizeof(RayQuery) == 32 &&
+              sizeof(RayAnswer) == 12 && sizeof(RankBounds) == 28);
 
 // The error of the first rank (lowest number) whose `local` failed, on every rank; success when
 // none did. Collective. The failing rank's message is prefixed by "rank R: ".

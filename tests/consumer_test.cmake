@@ -11,8 +11,10 @@
 #                 tree moved elsewhere (the package must be relocatable), and then consumed
 #                 through find_package(broadphase CONFIG) and through its pkg-config file, and
 #                 the installed tool is run.
+# MPIEXEC (the build tree has the MPI component; mpiexec's path): the consumer builds
+# distributed.cpp too, in the package and subdirectory modes, and runs it on two ranks.
 # Run as: cmake -DSOURCE=... -DWORK=... -DMODE=... [-DGENERATOR=...] [-DBUILD_TREE=...] [-DENGINES=ON]
-#         -P consumer_test.cmake
+#         [-DMPIEXEC=...] -P consumer_test.cmake
 include(ProcessorCount)
 ProcessorCount(jobs)
 file(REMOVE_RECURSE ${WORK})
@@ -46,13 +48,18 @@ elseif(MODE STREQUAL "fetchcontent")
   # The engine adapters as a subproject are the subdirectory mode's: here they are left out,
   # which also checks that a subproject builds without them.
   set(extra -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0
-            -DBROADPHASE_BUILD_BULLET=OFF -DBROADPHASE_BUILD_FCL=OFF)
+            -DBROADPHASE_BUILD_BULLET=OFF -DBROADPHASE_BUILD_FCL=OFF -DBROADPHASE_BUILD_MPI=OFF)
 endif()
 # ENGINES (the build tree has the Bullet and FCL adapters): the consumer builds and runs
 # engines.cpp too, in the package and subdirectory modes.
 if(ENGINES AND NOT MODE STREQUAL "fetchcontent")
   list(APPEND extra -DCONSUMER_ENGINES=ON)
   set(run_engines TRUE)
+endif()
+
+if(MPIEXEC AND NOT MODE STREQUAL "fetchcontent")
+  list(APPEND extra -DCONSUMER_MPI=ON)
+  set(run_mpi TRUE)
 endif()
 
 set(bin ${WORK}/consumer-build)
@@ -62,6 +69,10 @@ step("build the consumer" ${CMAKE_COMMAND} --build ${bin} -j ${jobs})
 step("run the consumer" ${bin}/consumer)
 if(run_engines)
   step("run the engines' consumer" ${bin}/engines)
+endif()
+if(run_mpi)
+  step("run the MPI consumer on 2 ranks" ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1
+       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${MPIEXEC} -n 2 --oversubscribe ${bin}/distributed)
 endif()
 
 if(MODE STREQUAL "package")
@@ -92,13 +103,18 @@ if(MODE STREQUAL "package")
   # A required component that does not exist is named in find_package's error.
   expect_unfound(missing ${WORK}/moved no_such_part "no such component")
   # A component the installed build left out is named with the reason: this package as a build
-  # without the Bullet adapter installs it (its config file's broadphase_HAS_BULLET false).
+  # without the Bullet adapter and the MPI component installs it (its config file's
+  # broadphase_HAS_BULLET and broadphase_HAS_MPI false).
   file(COPY ${WORK}/moved/ DESTINATION ${WORK}/without_bullet)
   file(GLOB_RECURSE config_file ${WORK}/without_bullet/*/broadphaseConfig.cmake)
   file(READ ${config_file} config)
   string(REGEX REPLACE "set\\(broadphase_HAS_BULLET [A-Za-z0-9]+\\)"
          "set(broadphase_HAS_BULLET FALSE)" config "${config}")
+  string(REGEX REPLACE "set\\(broadphase_HAS_MPI [A-Za-z0-9]+\\)"
+         "set(broadphase_HAS_MPI FALSE)" config "${config}")
   file(WRITE ${config_file} "${config}")
   expect_unfound(left_out ${WORK}/without_bullet bullet
                  "this broadphase was built without its Bullet adapter")
+  expect_unfound(left_out_mpi ${WORK}/without_bullet mpi
+                 "this broadphase was built without its MPI component")
 endif()
