@@ -136,7 +136,7 @@ int run_bench(const BenchPairsOptions& o) {
     } else if (refined == "yes") {
         std::printf(
             "adaptive codes: refined (a run of %u or more equal first codes; the radix "
-            "sort stage includes re-coding the runs and a 64-bit sort)\n",
+            "sort stage includes re-coding the runs and a second sort within them)\n",
             gpu_layout::kRefineRun);
     } else {
         std::printf("adaptive codes: not needed (no run of %u equal first codes)\n",

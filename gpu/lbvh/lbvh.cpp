@@ -5,6 +5,7 @@
 // every pair fits.
 #include <algorithm>
 #include <array>
+#include <bit>
 
 #include "broadphase/scene.hpp"
 #include "device/buffer_sizing.hpp"
@@ -40,14 +41,21 @@ std::uint32_t key_bits(CodeKind code) {
 bool refinable(CodeKind code) {
     return code != CodeKind::morton63;
 }
+// Key bits of the refined build's second sort: run_start << 30 | second (refine_codes.comp),
+// run_start < n.
+std::uint32_t refined_sort_bits(std::uint32_t n) {
+    return kRefineSecondBits + std::max<std::uint32_t>(std::bit_width(n > 1 ? n - 1 : 1u), 1);
+}
 
 // Where each array of a build lives inside the scratch buffer. Refinable kinds take room for
-// 64-bit keys (the first sort uses the first n words of keys and keys_tmp), the run starts
-// (in `flags`, free until the hierarchy), the runs' centroid bounds and the refine word.
+// the second sort's 64-bit keys, in sorted_keys and keys_tmp (the first sort uses the first n
+// words of keys_tmp and keys, whose first codes the hierarchy of refined keys reads beside
+// them), the run starts (in `flags`, free until the hierarchy), the runs' centroid bounds, the
+// refine word and its indirect arguments.
 // A tree too large for one descriptor (`soa`: lbvh_build_soa.comp) is built into three more
 // arrays of 16 B per node, each bound whole, before lbvh_assemble.comp writes the split tree.
 struct ScratchLayout {
-    BufferRange bounds, keys, values, keys_tmp, values_tmp, flags, sort;
+    BufferRange bounds, keys, sorted_keys, values, keys_tmp, values_tmp, flags, sort;
     BufferRange run_bounds, refine, refine_args;
     BufferRange node_lo, node_hi, node_link;
     VkDeviceSize size = 0;
@@ -60,8 +68,10 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKi
     const bool refined = refinable(code) && refine;
     VkDeviceSize key_bytes = VkDeviceSize(n) * 4 * (refined ? 2 : key_words(code));
     s.bounds = arena.take(sizeof(GpuBounds));
-    s.keys = arena.take(key_bytes);
-    s.keys_tmp = arena.take(key_bytes);  // just after keys: the hierarchy binds both at once
+    s.keys = arena.take(VkDeviceSize(n) * 4 * key_words(code));
+    // Just after keys: the hierarchy binds keys, sorted_keys and keys_tmp as one range.
+    if (refined) s.sorted_keys = arena.take(key_bytes);
+    s.keys_tmp = arena.take(key_bytes);
     s.values = arena.take(n * 4ull);
     s.values_tmp = arena.take(n * 4ull);
     s.flags = arena.take(std::max<std::uint32_t>(n, 1) * 4ull);
@@ -69,7 +79,7 @@ ScratchLayout scratch_layout(const BufferRange& scratch, std::uint32_t n, CodeKi
     if (refined) {
         s.run_bounds = arena.take(n * 24ull);
         s.refine = arena.take(4);
-        s.refine_args = arena.take(kArgsSlots * sizeof(VkDispatchIndirectCommand));
+        s.refine_args = arena.take(kArgsRefineSlots * sizeof(VkDispatchIndirectCommand));
     }
     if (soa) {
         s.node_lo = arena.take(soa_array_bytes(n));
@@ -100,12 +110,14 @@ BufferRange first_words(BufferRange r, std::uint32_t n) {
 //                 and box (4 + 36 B) and writes a run start (4 B); refine_codes reads the run
 //                 start, key, id, box and run bounds (4 + 4 + 36 + 24 B; a short run's boxes
 //                 are read by each of its few members, counted once) and writes the 64-bit key
-//                 (8 B); the second sort (64-bit keys). Else the second sort is launched empty
+//                 (8 B) and, when the second sort's passes are odd, a copy of the id (4 B); the
+//                 second sort (64-bit keys of refined_sort_bits(n) bits, no copy back). Else
+//                 the second sort is launched empty
 //                 (RadixSort::empty_traffic) and the refinement's other steps launch nothing;
 //                 a build that did not record them (`recorded` false: the host helpers'
 //                 refinement on demand, LbvhOptions::refine_on_demand) has neither.
-//   hierarchy + bounds  lbvh_build reads each sorted key (the refined 64-bit one when the
-//                 codes were refined), id and box; each internal node,
+//   hierarchy + bounds  lbvh_build reads each sorted key (when the codes were refined, the
+//                 sorted key's low word and the first code: 8 B), id and box; each internal node,
 //                 completed once by its second child's invocation, takes its split's flag
 //                 and reads the first child's bounds (4 + 32 B; the second child's are in
 //                 registers), and writes its flag (4 B); all 2n - 1 nodes are written once
@@ -150,15 +162,17 @@ std::array<Traffic, kQueries - 1> stage_traffic(std::uint32_t n, CodeKind code, 
     } else {
         t[2] = RadixSort::traffic(n, 1, key_bits(code), false, sort_path, &sort_passes);
         t[2] += {4 * m, 0};  // code_runs
+        const std::uint32_t bits = refined_sort_bits(n);
         if (refined) {
-            t[2] += {(4 + 36) * m, 4 * m};           // run_bounds
-            t[2] += {(4 + 4 + 36 + 24) * m, 8 * m};  // refine_codes
+            const bool odd = (RadixSort::passes(bits) & 1) != 0;
+            t[2] += {(4 + 36) * m, 4 * m};                        // run_bounds
+            t[2] += {(4 + 4 + 36 + 24) * m, (odd ? 12 : 8) * m};  // refine_codes
             std::uint32_t second = 0;
-            t[2] += RadixSort::traffic(n, 2, 64, false, sort_path, &second);
+            t[2] += RadixSort::traffic(n, 2, bits, false, sort_path, &second, false);
             sort_passes += second;
             hierarchy_words = 2;
         } else if (recorded) {
-            t[2] += RadixSort::empty_traffic(n, 64, sort_path);
+            t[2] += RadixSort::empty_traffic(n, bits, sort_path);
         }
     }
     passes[2] = sort_passes;
@@ -190,14 +204,14 @@ std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refi
     const ScratchLayout s = scratch_layout({}, n, code, refine, false);
     const bool refined = refinable(code) && refine;
     // Per box: boxes 32 B, nodes 96 B (2n - 1 of 48), wide nodes 64 B (n - 1 of 64), keys 4 or
-    // 16 B (refinable: both 8-byte arrays), run bounds 24 B, the sort's state about 2 B
-    // (RadixSort::scratch_size: one-sweep look-back rows of 8 passes), and a split tree's link, lo
-    // and hi arrays 32 B (2n - 1 of 16).
+    // 20 B (refinable: the first codes and two 8-byte arrays), run bounds 24 B, the sort's state
+    // about 2 B (RadixSort::scratch_size: one-sweep look-back rows of 8 passes), and a split tree's
+    // link, lo and hi arrays 32 B (2n - 1 of 16).
     return {
         {"the box buffer", n * VkDeviceSize(sizeof(GpuBox))},
         {"the node buffer", lbvh_nodes_bytes(n), sizeof(LbvhNode)},
         {"the wide node buffer", lbvh_wide_bytes(n), sizeof(LbvhWideNode)},
-        // Refined, the hierarchy binds both key arrays as one range.
+        // Refined, the hierarchy binds the three key arrays as one range.
         {"the sort-key buffer",
          refined ? s.keys_tmp.offset + s.keys_tmp.size - s.keys.offset : s.keys.size},
         {"the run bounds buffer", refined ? s.run_bounds.size : 0},
@@ -391,9 +405,22 @@ struct Lbvh::Impl {
     Status record_attempt(Lbvh& self, VkCommandBuffer cmd, std::uint32_t n,
                           const LbvhPairBuffers& out, const ProxyPairs& keyed, bool first) {
         compute_barrier(cmd);  // make the staged upload visible to the shaders
+        ProxyPairs pass = keyed;
         if (first) {
             stamps.reset(cmd, 0, kQueries);
             if (Status s = record_helper_build(cmd, n); !s) return s;
+            // Built without the refinement's steps: the first round launches from the gate
+            // code_runs empties when the codes need refining (the tree is then built again,
+            // and no pass walks this one: on a run of 100k equal codes that walk took seconds).
+            if (!built_refinement && on_demand() && n > 0) {
+                const ScratchLayout s =
+                    scratch_layout(whole(scratch), n, options.code, options.refine, soa(n));
+                pass.first_args = {
+                    s.refine_args.buffer,
+                    s.refine_args.offset + kArgsPairsGate * sizeof(VkDispatchIndirectCommand),
+                    sizeof(VkDispatchIndirectCommand)};
+                indirect_barrier(cmd);
+            }
         }
         compute_barrier(cmd);
         if (!first) {
@@ -401,7 +428,7 @@ struct Lbvh::Impl {
             sort_stamps.write(cmd, 0);
             sort_marks[0] = impl_of(*context).dispatches_recorded;
         }
-        if (Status s = record_proxy_pairs(self, cmd, {whole(nodes), n}, out, keyed); !s) return s;
+        if (Status s = record_proxy_pairs(self, cmd, {whole(nodes), n}, out, pass); !s) return s;
         if (first) {
             stamps.write(cmd, kBuildQueries);
             marks[kBuildQueries] = impl_of(*context).dispatches_recorded;
@@ -488,7 +515,7 @@ Result<std::unique_ptr<Lbvh>> Lbvh::create(Context& context, const LbvhOptions& 
     impl->codes = Kernel(context, shaders::morton_codes, 4, "morton_codes");
     impl->code_runs = Kernel(context, shaders::code_runs, 6, "code_runs");
     impl->run_bounds = Kernel(context, shaders::run_bounds, 6, "run_bounds");
-    impl->refine_codes = Kernel(context, shaders::refine_codes, 7, "refine_codes");
+    impl->refine_codes = Kernel(context, shaders::refine_codes, 8, "refine_codes");
     impl->build = Kernel(context, shaders::lbvh_build, 7, "lbvh_build");
     impl->build_soa = Kernel(context, shaders::lbvh_build_soa, 8, "lbvh_build_soa");
     impl->assemble = assemble_kernel(context);
@@ -612,7 +639,18 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
                        {first_keys, s.values, first_words(s.keys_tmp, n), s.values_tmp, s.sort}, n,
                        1, sort_bits, gate);
         fill(cmd, s.refine, 0u);
-        fill(cmd, s.refine_args, 0u);
+        // The refinement's own slots (kArgsSlots); the gate's is written only when it is used.
+        fill(cmd, first_bytes(s.refine_args, kArgsSlots * sizeof(VkDispatchIndirectCommand)), 0u);
+        if (!refinement) {
+            // The all-pairs pass's first round (one invocation per kPairGroup leaves), which
+            // code_runs empties when the codes need refining (kArgsPairsGate).
+            const GroupCounts g = fold_groups(workgroups(div_up(n, kPairGroup)),
+                                              im.context->info().max_workgroup_count_x);
+            const VkDispatchIndirectCommand round{g.x, g.y, 1};
+            vkCmdUpdateBuffer(cmd, s.refine_args.buffer,
+                              s.refine_args.offset + kArgsPairsGate * sizeof(round), sizeof(round),
+                              &round);
+        }
         compute_barrier(cmd);
         pc.offset = std::max<std::uint32_t>(im.context->info().max_workgroup_count_x, 1);
         im.code_runs.dispatch(cmd,
@@ -633,22 +671,32 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         };
         if (!gate) indirect_barrier(cmd);
         refine_step(im.run_bounds, {first_keys, s.flags, s.values, boxes, s.run_bounds, s.refine});
+        // The second sort's keys run_start << 30 | second (refine_codes.comp) take
+        // refined_sort_bits(n) bits; an odd number of passes leaves the sorted keys in keys_tmp
+        // and, from the ids refine_codes copies to values_tmp, the sorted ids in values (no copy
+        // back, which would also run when nothing is refined).
+        const std::uint32_t bits = refined_sort_bits(n);
+        const bool odd = (RadixSort::passes(bits) & 1) != 0;
         pc.key_word = code_kind;
-        refine_step(im.refine_codes,
-                    {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine, s.keys_tmp});
+        pc.flags = odd ? 1u : 0u;
+        refine_step(im.refine_codes, {first_keys, s.values, boxes, s.flags, s.run_bounds, s.refine,
+                                      s.sorted_keys, s.values_tmp});
         pc.key_word = 0;
-        // The refine word is n or 0: the sort orders all keys or none (64 bits: an even
-        // number of passes, so the refined keys end in keys_tmp).
-        SortBuffers second{s.keys_tmp, s.values, s.keys, s.values_tmp, s.sort};
+        pc.flags = 0;
+        // The refine word is n or 0: the sort orders all keys or none.
+        SortBuffers second{s.sorted_keys, odd ? s.values_tmp : s.values, s.keys_tmp,
+                           odd ? s.values : s.values_tmp, s.sort};
+        second.copy_back = false;
         second.count = s.refine;
         if (!gate) {
             second.args = s.refine_args;
             second.all_or_nothing = true;
         }
-        im.sort.record(cmd, second, n, 2, 64, gate);
+        im.sort.record(cmd, second, n, 2, bits, gate);
         refine_word = s.refine;
         build_keys.size = s.keys_tmp.offset + s.keys_tmp.size - s.keys.offset;
-        pc.offset = static_cast<std::uint32_t>((s.keys_tmp.offset - s.keys.offset) / 4);
+        const BufferRange& sorted = odd ? s.keys_tmp : s.sorted_keys;
+        pc.offset = static_cast<std::uint32_t>((sorted.offset - s.keys.offset) / 4);
         pc.flags = kBuildRefinable;
     }
     mark(3);
@@ -837,7 +885,7 @@ Status record_proxy_pairs(Lbvh& lbvh, VkCommandBuffer cmd, const LbvhTree& tree,
         cmd, status, traversal, im.pairs,
         {nodes, pairs, status, work, slots, other.nodes, other_slots, self.wide, other.wide}, pc,
         workgroups(div_up(n, kPairGroup)), proxy.first_round,  // one invocation per group
-        later_budget);
+        later_budget, proxy.first_args);
     return {};
 }
 

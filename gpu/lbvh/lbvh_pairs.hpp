@@ -56,6 +56,10 @@ struct ProxyPairs {
     /// counters a pass recorded with fewer rounds left in the status (nothing filled, round 0
     /// not recorded again); 0 records a whole pass.
     std::uint32_t first_round = 0;
+    /// Round 0 launched from these indirect arguments instead of over every group (Lbvh's
+    /// refinement on demand: slot kArgsPairsGate of the build's refine arguments, which is
+    /// empty when the tree is to be built again with refined codes); visible to indirect reads.
+    BufferRange first_args{};
 };
 
 /// Lbvh::record_pairs with ProxyPairs (an empty ProxyPairs: record_pairs itself).

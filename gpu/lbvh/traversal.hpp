@@ -55,12 +55,14 @@ public:
 
     /// record() with one kernel for every round: `kernel` over `bindings` with push constants
     /// `pc` (pc.shift set to the round; left at the last one), round 0 in `groups` workgroups
-    /// (none when first_round > 0: a continuation, see record). Round 0 runs with budget(t),
-    /// later rounds with `later_budget` (0: budget(t) too).
+    /// (none when first_round > 0: a continuation, see record), or from the indirect arguments
+    /// `first_args` when given (visible to indirect reads). Round 0 runs with budget(t), later
+    /// rounds with `later_budget` (0: budget(t) too).
     void record_kernel(VkCommandBuffer cmd, const BufferRange& status, const TraversalBuffers& t,
                        const Kernel& kernel, std::initializer_list<BufferRange> bindings,
                        gpu_layout::PushConstants& pc, std::uint32_t groups,
-                       std::uint32_t first_round = 0, std::uint32_t later_budget = 0) const {
+                       std::uint32_t first_round = 0, std::uint32_t later_budget = 0,
+                       const BufferRange& first_args = {}) const {
         record(
             cmd, status, t,
             [&](VkCommandBuffer c, std::uint32_t round, const BufferRange& args) {
@@ -68,7 +70,9 @@ public:
                 pc.budget = round == 0 || later_budget == 0
                                 ? budget(t)
                                 : std::min(later_budget, gpu_layout::kTraversalBudget);
-                if (round == 0)
+                if (round == 0 && first_args.buffer != VK_NULL_HANDLE)
+                    kernel.dispatch_indirect(c, bindings, pc, first_args);
+                else if (round == 0)
                     kernel.dispatch(c, bindings, pc, groups);
                 else
                     kernel.dispatch_indirect(c, bindings, pc, args);

@@ -64,7 +64,8 @@ Traffic RadixSort::scan_traffic(std::uint32_t n) {
 }
 
 Traffic RadixSort::traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
-                           bool keys_only, SortPath path, std::uint32_t* passes_out) {
+                           bool keys_only, SortPath path, std::uint32_t* passes_out,
+                           bool copy_back) {
     const std::uint32_t passes = sort_passes(key_bits);
     if (passes_out) *passes_out = n > 1 ? passes : 0;
     Traffic t;
@@ -87,7 +88,7 @@ Traffic RadixSort::traffic(std::uint32_t n, std::uint32_t key_words, std::uint32
             t += {element * n + 4 * counts, element * n};           // radix_scatter
         }
     }
-    if (passes & 1) t += {element * n, element * n};  // the copy back
+    if ((passes & 1) && copy_back) t += {element * n, element * n};  // the copy back
     return t;
 }
 
@@ -253,8 +254,8 @@ void RadixSort::record(VkCommandBuffer cmd, const SortBuffers& b, std::uint32_t 
     const std::uint32_t passes = sort_passes(key_bits);
     if (n <= 1 || passes == 0) return;
     assert(key_words >= 1 && key_words <= 2 && key_bits <= 32 * key_words);
-    // The copy back is not gated: a gated sort must take an even number of passes.
-    assert(!gate || passes % 2 == 0);
+    // The copy back is not gated: a gated sort must take an even number of passes, or none.
+    assert(!gate || passes % 2 == 0 || !b.copy_back);
     assert(n < (1u << 30));  // n keys in one storage range (see path())
     if (path_ == SortPath::onesweep)
         record_onesweep(cmd, b, n, key_words, key_bits, gate);

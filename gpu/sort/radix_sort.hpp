@@ -95,10 +95,12 @@ public:
     ///   kOnesweepWindow rows a round, waits and a waiting tile's count of a silent
     ///   predecessor's keys read more, by a timing-dependent amount not counted), and writes
     ///   the elements.
-    /// On both, an odd number of passes adds a copy of the elements back. `passes` receives
-    /// the digit passes (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
+    /// On both, an odd number of passes adds a copy of the elements back unless `copy_back` is
+    /// false (SortBuffers::copy_back). `passes` receives the digit passes
+    /// (ceil(key_bits / kSortDigitBits); 0 when n <= 1).
     static Traffic traffic(std::uint32_t n, std::uint32_t key_words, std::uint32_t key_bits,
-                           bool keys_only, SortPath path, std::uint32_t* passes = nullptr);
+                           bool keys_only, SortPath path, std::uint32_t* passes = nullptr,
+                           bool copy_back = true);
     /// Memory traffic of a sort of capacity n recorded with a dynamic count that is 0 at run
     /// time, launched through `args` with all_or_nothing (the refined LBVH build's second sort
     /// when nothing is refined): on reduce_then_scan each pass's scan of the (zero) counts, which
@@ -134,7 +136,8 @@ public:
     /// Precondition: inputs visible to compute reads. Postcondition: last command is a compute
     /// dispatch or a transfer; a compute_barrier makes the result visible.
     /// With a gate, every dispatch is captured or made indirect (DispatchGate); the copy back
-    /// of an odd number of passes is not, so a gated sort takes an even number. Precondition:
+    /// of an odd number of passes is not, so a gated sort takes an even number or no copy back
+    /// (SortBuffers::copy_back false). Precondition:
     /// ready_sort() succeeded (as for the other recorders and their ready_* call).
     void record(VkCommandBuffer cmd, const SortBuffers& buffers, std::uint32_t n,
                 std::uint32_t key_words, std::uint32_t key_bits,

@@ -10,7 +10,9 @@
 // kWorkgroupSize per workgroup) and kArgsSortTiles (the second sort's tiles), folded into
 // x * y with x <= pc.offset (maxComputeWorkGroupCount[0]) as Kernel::dispatch folds them. So a
 // scene without long runs launches none of those steps' workgroups, and the hierarchy reads the
-// first codes (refine word 0); with one, every box is re-coded and sorted again.
+// first codes (refine word 0); with one, every box is re-coded and sorted again. It also
+// empties slot kArgsPairsGate (x = 0): a host helper's build that did not record the
+// refinement's steps launches its all-pairs pass's first round from there, and builds again.
 #version 450
 #include "device/common.glsl"
 
@@ -32,7 +34,7 @@ layout(std430, binding = 4) buffer Refine {
 };
 layout(std430, binding = 5) buffer Args {
     uint args[];
-};  // kArgsSlots VkDispatchIndirectCommand
+};  // kArgsRefineSlots VkDispatchIndirectCommand
 
 #include "lbvh/code_runs.glsl"
 
@@ -62,6 +64,7 @@ void main() {
     barrier();
     if (gl_LocalInvocationID.x != 0u || s_found == 0u) return;
     atomicMax(refine, n);
+    atomicMin(args[3u * kArgsPairsGate], 0u);
     raise_slot(kArgsElements, (n + kWorkgroupSize - 1u) / kWorkgroupSize);
     raise_slot(kArgsSortTiles, (n + kSortTile - 1u) / kSortTile);
 }

@@ -85,10 +85,12 @@ layout(std430, binding = 5) buffer Wide {
 #endif
 
 // Adaptive codes (pc.flags & kBuildRefinable; lbvh::refine_codes): binding 0 spans the first
-// codes (one word each) and, pc.offset words on, the refined 64-bit keys (low word first); the
-// refine word, non-zero when the refinement re-coded and sorted the keys again, picks which
-// the hierarchy reads. Chosen once per invocation, so each key read is the same two loads
-// either way (no branch in the climb).
+// codes (one word each) and, pc.offset words on, the refined sort's keys run_start << 30 |
+// second (2 words, low first; refine_codes.comp), whose second code makes the low word of the
+// twin's key code << 32 | second and the first code beside it (in place: the refined sort moves
+// boxes within their runs only) the high word. The refine word, non-zero when the refinement
+// re-coded and sorted the keys again, picks which the hierarchy reads. Chosen once per
+// invocation, so each key read is the same two loads either way (no branch in the climb).
 #ifdef BUILD_SOA
 #define REFINE_BINDING 7
 #else
@@ -97,15 +99,17 @@ layout(std430, binding = 5) buffer Wide {
 layout(std430, binding = REFINE_BINDING) readonly buffer Refine {
     uint refine;
 };
-uint g_key_base = 0u;   // first word of the keys the hierarchy reads
-uint g_key_words = 1u;  // words per key: pc.key_words, or 2 when refined
+// Where key i's low and high words are: keys[base + stride * i] & mask for each. 1-word keys
+// read their word twice and take hi word 0; morton63 its two words; refined keys the second
+// code (masked out of the sorted key) and the first code at position i.
+uint g_lo_base = 0u, g_lo_stride = 1u, g_lo_mask = 0xffffffffu;
+uint g_hi_base = 0u, g_hi_stride = 1u, g_hi_mask = 0u;
 
-// Branch-free (selects, clamped indices). 1-word keys read their word twice and take hi word 0.
+// Branch-free (selects, clamped indices).
 uvec2 key_at(int i) {
-    uint w = g_key_words;
-    uint at = g_key_base + w * uint(i);
-    uint first = keys[at], last = keys[at + w - 1u];
-    return uvec2(first, w == 2u ? last : 0u);
+    uint lo = keys[g_lo_base + g_lo_stride * uint(i)] & g_lo_mask;
+    uint hi = keys[g_hi_base + g_hi_stride * uint(i)] & g_hi_mask;
+    return uvec2(lo, hi);
 }
 
 int delta(int i, int j) {
@@ -120,10 +124,16 @@ void main() {
     uint p = linear_thread();
     uint n = pc.count;
     if (p >= n) return;
-    g_key_words = pc.key_words;
-    if ((pc.flags & kBuildRefinable) != 0u && refine != 0u) {
-        g_key_base = pc.offset;
-        g_key_words = 2u;
+    if (pc.key_words == 2u) {  // morton63: (lo, hi) at 2i, 2i + 1
+        g_lo_stride = 2u;
+        g_hi_base = 1u;
+        g_hi_stride = 2u;
+        g_hi_mask = 0xffffffffu;
+    } else if ((pc.flags & kBuildRefinable) != 0u && refine != 0u) {
+        g_lo_base = pc.offset;
+        g_lo_stride = 2u;
+        g_lo_mask = (1u << kRefineSecondBits) - 1u;
+        g_hi_mask = 0xffffffffu;
     }
 
     // Leaf of sorted position p; its parent field is written by whoever completes the parent.

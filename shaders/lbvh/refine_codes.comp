@@ -1,11 +1,15 @@
 // Adaptive codes, step 3 of 3 (CPU twin: lbvh::refine_codes), launched only when code_runs.comp
 // found a run of kRefineRun or more equal first codes (indirect, or gated and then returning at
-// once on refine word 0): the 64-bit sort keys (low word first) code << 32 | second, where
-// `second` is the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
+// once on refine word 0): the second sort's 64-bit keys (low word first) s << 30 | second, where
+// s is the position's run start (ordering the runs as their first codes do: the sort moves
+// boxes within their runs only, so the hierarchy reads the first code beside the sorted key),
+// and `second` is the kind's 30-bit code (pc.key_word: kCodeMorton30 or kCodeHilbert30) of the
 // box's centroid quantised at 10 bits per axis in its run's centroid bounds, exactly as the
 // first code was quantised in the scene's (codes.glsl). A long run's bounds come from
 // run_bounds.comp; a shorter run's (fewer than kRefineBoundsRun boxes) from its boxes here, with
-// the same order-preserving min and max.
+// the same order-preserving min and max. With pc.flags 1 (the sort takes an odd number of
+// passes, so its result lands in its other buffers) it also copies each position's id to
+// `ids_out`, the sort's values input, so that the sorted ids end where the hierarchy reads them.
 #version 450
 #include "lbvh/codes.glsl"
 
@@ -32,7 +36,10 @@ layout(std430, binding = 5) readonly buffer Refine {
 };
 layout(std430, binding = 6) writeonly buffer Refined {
     uint refined[];
-};  // 2 uints per position: second code, first code
+};  // 2 uints per position: low and high word of s << 30 | second
+layout(std430, binding = 7) writeonly buffer IdsOut {
+    uint ids_out[];
+};
 
 #include "lbvh/code_runs.glsl"
 
@@ -41,8 +48,8 @@ void main() {
     uint n = pc.count;
     if (p >= n || refine == 0u) return;
     uint second = 0u;
+    uint s = run_start[p];
     if (keys[p] != kEmptyCode30) {
-        uint s = run_start[p];
         uvec3 olo, ohi;
         if (long_run(s, n)) {
             olo = uvec3(run_bounds[6u * s], run_bounds[6u * s + 1u], run_bounds[6u * s + 2u]);
@@ -66,6 +73,7 @@ void main() {
         uint qz = quantize(c.z, lo.z, scale, 10u);
         second = pc.key_word == kCodeHilbert30 ? hilbert30(qx, qy, qz) : morton30(qx, qy, qz);
     }
-    refined[2u * p] = second;
-    refined[2u * p + 1u] = keys[p];
+    refined[2u * p] = s << kRefineSecondBits | second;
+    refined[2u * p + 1u] = s >> (32u - kRefineSecondBits);
+    if (pc.flags != 0u) ids_out[p] = ids[p];
 }

@@ -242,15 +242,27 @@ TEST_F(LbvhTest, OnePassBuildEqualsTwoStepTwinOnEdgeCases) {
 // Adaptive codes (LbvhOptions::refine, lbvh::refine_codes): on scenes whose first codes leave
 // long runs (far outliers, clusters far apart, a huge box) the GPU refines exactly as the twin
 // does, and with refine off it builds the twin's unrefined tree; either way the pairs are exact.
+// The refined second sort orders keys run_start << 30 | second: at 12,000 boxes 44 bits, 6
+// passes (its result where it started); at 1,000 boxes 40 bits, 5 passes (its result in its
+// other buffers, the ids copied first): the sort stage takes 4 + 6 and 4 + 5 passes.
 TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
-    for (const char* generator : {"level", "multiscale", "degenerate", "uniform"}) {
-        auto scene = generate_scene(generator, 12000);
+    struct Case {
+        const char* generator;
+        std::size_t n;
+        std::uint32_t refined_passes;
+    };
+    const Case cases[] = {{"level", 12000, 10},      {"multiscale", 12000, 10},
+                          {"degenerate", 12000, 10}, {"uniform", 12000, 4},
+                          {"level", 1000, 9},        {"degenerate", 1000, 9}};
+    for (const auto& [generator, n, refined_passes] : cases) {
+        auto scene = generate_scene(generator, n);
         ASSERT_TRUE(scene);
         const bool expect_refined = std::string(generator) != "uniform";
         for (gpu::CodeKind code : {gpu::CodeKind::morton30, gpu::CodeKind::hilbert30}) {
             EXPECT_EQ(lbvh::sorted_keys(scene->boxes, code).refined, expect_refined) << generator;
             for (bool refine : {true, false}) {
-                SCOPED_TRACE(std::string(generator) + (refine ? " refined" : " unrefined"));
+                SCOPED_TRACE(std::string(generator) + ":" + std::to_string(n) +
+                             (refine ? " refined" : " unrefined"));
                 auto lbvh = gpu::Lbvh::create(gpu_context(), {code, refine});
                 ASSERT_TRUE(lbvh);
                 auto nodes = (*lbvh)->build_nodes(scene->boxes);
@@ -261,6 +273,9 @@ TEST_F(LbvhTest, RefineOnAndOffMatchTheirTwins) {
                 auto pairs = (*lbvh)->find_pairs(scene->boxes);
                 ASSERT_TRUE(pairs);
                 EXPECT_EQ(pairs.value(), brute_pairs(scene->boxes));
+                auto report = last_report(**lbvh);
+                ASSERT_TRUE(report);
+                EXPECT_EQ((*report)[2].passes, refine ? refined_passes : 4u);
             }
         }
     }
@@ -626,7 +641,8 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     for (const gpu::StageReport& r : report)
         EXPECT_EQ(r.passes != 0, r.name == "sort" || r.name == "pair sort");
 
-    // A refined scene sorts its 64-bit keys too: 4 + 8 passes.
+    // A refined scene sorts its boxes again, within their runs: keys run_start << 30 | second
+    // of 30 + bit_width(2999) = 42 bits, 6 passes (not the 8 of a 64-bit key), so 4 + 6.
     auto level = generate_scene("level", 3000);
     ASSERT_TRUE(level);
     ASSERT_TRUE(lbvh->find_pairs(level->boxes));
@@ -634,7 +650,7 @@ TEST_F(LbvhTest, ReportCountsDispatchesAndModelledTraffic) {
     ASSERT_TRUE(refined && refined.value());
     auto level_report = last_report(*lbvh);
     ASSERT_TRUE(level_report);
-    EXPECT_EQ(level_report.value()[2].passes, 12u);
+    EXPECT_EQ(level_report.value()[2].passes, 10u);
     EXPECT_GT(level_report.value()[2].bytes_read, report[2].bytes_read);
 }
 
@@ -687,7 +703,7 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
 // without a long run records the refinement's check alone (the sort stage: the first sort and
 // code_runs); over `level` (one run of nearly every box) after it, the check finds the run and
 // the build runs again with the refinement (the report is that run's: the refined sort
-// stage, 12 passes); the next level build records the refinement at once; the uniform build
+// stage, 4 + 6 passes); the next level build records the refinement at once; the uniform build
 // after it too (its check finds no run), and the one after that the check alone again. Every
 // pass gives brute force's pairs, and build_nodes' trees equal the twin's (refined on
 // level), first call or not. With refine_on_demand false every build records the refinement.
@@ -697,17 +713,18 @@ TEST_F(LbvhTest, RefinementOnDemand) {
     ASSERT_TRUE(uniform && level);
     const bool onesweep = gpu_context().info().sort_path == gpu::SortPath::onesweep;
     // The sort stage's dispatches: the first sort and code_runs; with the refinement recorded,
-    // run_bounds, refine_codes and the second sort (8 passes of 64-bit keys) too.
+    // run_bounds, refine_codes and the second sort (6 passes: 42 key bits, run_start << 30 |
+    // second with run_start < 3000) too.
     const std::uint32_t check = onesweep ? (1 + 4) + 1 : 4 * 3 + 1;
-    const std::uint32_t refined = check + 2 + (onesweep ? 1 + 8 : 8 * 3);
+    const std::uint32_t refined = check + 2 + (onesweep ? 1 + 6 : 6 * 3);
     struct Step {
         const std::vector<Box>* boxes;
         std::uint32_t sort_dispatches;
-        std::uint32_t passes;  // 4, or 12 when the codes were refined
+        std::uint32_t passes;  // 4, or 4 + 6 when the codes were refined
     };
     const Step steps[] = {{&uniform->boxes, check, 4},
-                          {&level->boxes, refined, 12},
-                          {&level->boxes, refined, 12},
+                          {&level->boxes, refined, 10},
+                          {&level->boxes, refined, 10},
                           {&uniform->boxes, refined, 4},
                           {&uniform->boxes, check, 4}};
     for (bool on_demand : {true, false}) {

@@ -250,15 +250,15 @@ std::uint64_t sort_bytes(std::uint64_t n) {
     return std::max(a256(4 * hist) + scan_bytes(hist), a256(4 * (64 + 8 * 256 + 8 * tiles * 256)));
 }
 // An LBVH build: bounds (32 B), keys, ids, their ping-pong, split flags, the sort; refinable
-// kinds with refine take 64-bit keys, and run bounds (24 B per box), a refine word and two
-// indirect dispatch commands (24 B).
+// kinds with refine take 64-bit keys and the first codes beside them (4 B per box more), run
+// bounds (24 B per box), a refine word and three indirect dispatch commands (36 B).
 // soa: a tree too large for one descriptor is built into three arrays of 16 B per node first.
 std::uint64_t lbvh_scratch_bytes(std::uint64_t n, gpu::CodeKind code, bool refine, bool soa) {
     const bool refined = code != gpu::CodeKind::morton63 && refine;
     const std::uint64_t key = n * (refined || code == gpu::CodeKind::morton63 ? 8 : 4);
     std::uint64_t bytes = a256(32) + 2 * (a256(key) + a256(4 * n)) +
                           a256(4 * std::max<std::uint64_t>(n, 1)) + a256(sort_bytes(n));
-    if (refined) bytes += a256(24 * n) + a256(4) + a256(24);
+    if (refined) bytes += a256(4 * n) + a256(24 * n) + a256(4) + a256(36);
     if (soa) bytes += 3 * a256(16 * (2 * std::max<std::uint64_t>(n, 1) - 1));
     return bytes;
 }
@@ -307,16 +307,16 @@ TEST(LimitsArithmetic, LbvhRequirementsExactAtScale) {
     const gpu::LbvhRequirements m10 =
         gpu::lbvh_requirements(10'000'000, gpu::CodeKind::morton30, true, false);
     EXPECT_EQ(m10.nodes, 1'599'999'936ull);
-    EXPECT_EQ(m10.scratch, 540'014'080ull);
+    EXPECT_EQ(m10.scratch, 580'014'080ull);
     const gpu::LbvhRequirements m100 =
         gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true, false);
     EXPECT_EQ(m100.boxes, 3'200'000'000ull);
     EXPECT_EQ(m100.nodes, 15'999'999'936ull);
-    EXPECT_EQ(m100.scratch, 5'400'016'896ull);
+    EXPECT_EQ(m100.scratch, 5'800'016'896ull);
     // 100M boxes' tree is split on every device (9.6 GB of nodes): 3 x 3.2 GB more scratch,
     // each array within one 2^32 - 1 byte binding.
     EXPECT_EQ(gpu::lbvh_requirements(100'000'000, gpu::CodeKind::morton30, true, true).scratch,
-              15'000'016'896ull);
+              15'400'016'896ull);
     EXPECT_EQ(gpu::soa_array_bytes(100'000'000), 3'199'999'984ull);
     EXPECT_EQ(gpu::soa_array_bytes(134'217'727), 4'294'967'248ull);  // the box buffer's limit
     EXPECT_EQ(gpu::lbvh_requirements(4'294'967'295u, gpu::CodeKind::morton30, true, false).nodes,

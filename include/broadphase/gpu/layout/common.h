@@ -70,6 +70,12 @@ BP_CONST kStressSilentEvery = 613u;
 BP_CONST kArgsElements = 0u;
 BP_CONST kArgsSortTiles = 1u;
 BP_CONST kArgsSlots = 2u;
+// The refine arguments of an LBVH build (code_runs.comp) hold one slot more: the all-pairs
+// pass's first round after a build that left out the refinement's steps (Lbvh::find_pairs'
+// refinement on demand). The host writes the round's workgroups there; code_runs.comp empties
+// it when the codes need refining, so that no pass walks the tree that is about to be rebuilt.
+BP_CONST kArgsPairsGate = 2u;
+BP_CONST kArgsRefineSlots = 3u;
 // Scan: each workgroup scans kScanTile consecutive uints.
 BP_CONST kScanItemsPerThread = 8u;
 BP_CONST kScanTile = kWorkgroupSize * kScanItemsPerThread;
@@ -146,10 +152,14 @@ BP_CONST kCodeHilbert30 = 2u;  // 3D Hilbert index (Skilling), 10 bits per axis 
 
 // Adaptive codes (lbvh::refine_codes): when the longest run of equal 30-bit codes after the
 // first sort holds kRefineRun boxes or more, every box gets a second 30-bit code in the
-// centroid bounds of its run and the 64-bit keys (code << 32 | second) are sorted again.
-// Shorter runs cost at most kRefineRun - 1 leaves per query that reaches their cell, and are
-// left in index order: the refinement re-codes and sorts every box again (12 sort passes
-// instead of 4), which is worth it for a scene that the grid collapses into a few cells
+// centroid bounds of its run and the boxes are ordered by the 64-bit keys (code << 32 | second).
+// The GPU's second sort orders them by run_start << 30 | second instead (the run's first
+// sorted position, which orders the runs as their codes do, and keeps them in place): 30 +
+// bit_width(n - 1) key bits, 6 passes at 100k boxes and 7 up to 2^24, not the 8 of 64 bits
+// (kRefineSecondBits). Shorter runs cost at most kRefineRun - 1 leaves per query that reaches
+// their cell, and are left in index order: the refinement re-codes and sorts every box again
+// (10 or 11 sort passes instead of 4), which is worth it for a scene that the grid collapses into a
+// few cells
 // (`level`, `degenerate`, `multiscale`: runs of 10^4 to 10^7 boxes), not for a few runs of
 // about 8 among millions (`clustered` at 10M: two runs of 8 made its build 6.9 ms on an H200
 // against 3.7 for `uniform`, which refines nothing). It was 8 until 2026-11-28.
@@ -158,6 +168,9 @@ BP_CONST kRefineRun = 32u;
 // kRefineBoundsRun boxes or more has its bounds reduced by run_bounds.comp, a shorter one's are
 // taken from its few boxes by each of them in refine_codes.comp. The same bounds either way.
 BP_CONST kRefineBoundsRun = 8u;
+// Bits of a refined box's second code (the low bits of its second sort's key; lbvh_build.glsl
+// masks them out of the sorted key and reads the first code beside it).
+BP_CONST kRefineSecondBits = 30u;
 // lbvh_build push constant `flags`: the keys may have been refined (its refine word and refined
 // keys are bound; the refine word says whether they were).
 BP_CONST kBuildRefinable = 1u;
