@@ -116,7 +116,8 @@ public:
 
     /// Every current pair (i < j, in no particular order), valid until the next update.
     std::span<const Pair> pairs() const;
-    /// Appends the current partners of `id` (ids paired with it), in no particular order.
+    /// Appends the current partners of `id` (ids paired with it), in no particular order: from
+    /// its candidates on a dynamic method, from every pair on a static one.
     void partners(std::uint32_t id, std::vector<std::uint32_t>& out) const;
     /// Appends every pair whose boxes (as of the last update) overlap and whose filters allow
     /// it (i < j, in no particular order): pairs() where the tracker keeps its pairs (with
