@@ -9,7 +9,9 @@
 #
 # --essential runs a short list, most wanted first, that fits a run of a few minutes: the
 # figures of the current-figures table that the latest changes move (the cull's exact order,
-# ray casts and region queries, the build and all pairs, a moving scene's frames), and with
+# ray casts and region queries, the build and all pairs, a moving scene's frames, the adaptive
+# codes' refinement on the adversarial scenes with the sort alone beside it, `--no-refine`, and
+# a process's wall on a scene that needs the refinement against uniform), and with
 # BENCH_BASELINE the same on the older build, for a before / after on the device.
 # --quick runs the same commands on small scenes (a check of the script itself, e.g. on
 # lavapipe). Sizes: 1M and 10M boxes, 1M rays, as the issues and the targets of
@@ -86,7 +88,27 @@ if [ "$essential" = 1 ]; then
   # 4. a moving scene's host step (its pairs pass in round 0 alone while no frame queues more);
   run frames_1m "$tool" bench frames --frames "$frames" --scene "$m1"
   run frames_10m "$tool" bench frames --frames "$frames" --scene "$m10"
-  # 5. with BENCH_BASELINE (an older build), the same on the old code (in the spellings before
+  # 5. the adaptive codes (issue 45 item 4): the scenes whose codes are refined, at 1M and 10M
+  #    (the second sort of run_start << 30 | second keys: its passes in the sort stage), the
+  #    sort without the refinement's check (`--no-refine`, uniform), and whole processes of
+  #    `pairs` (every cache warm after the first) on level, degenerate and a scene of boxes at
+  #    rest on a floor (scripts/fallen_scene.sh) against uniform, 3 each.
+  for s in level degenerate multiscale; do
+    [ "$s" = level ] || run "pairs_1m_$s" "$tool" bench --scene "${m1/uniform/$s}" --repeat "$repeat"
+    run "pairs_10m_$s" "$tool" bench --scene "${m10/uniform/$s}" --repeat "$repeat"
+  done
+  run pairs_1m_no_refine "$tool" bench --scene "$m1" --repeat "$repeat" --no-refine
+  run pairs_10m_no_refine "$tool" bench --scene "$m10" --repeat "$repeat" --no-refine
+  fallen=$(mktemp)
+  bash scripts/fallen_scene.sh "${m1#uniform:}" "$fallen"
+  for s in "$m1" "${m1/uniform/level}" "${m1/uniform/degenerate}" "$fallen"; do
+    name=process_pairs_$(basename "${s/:/_}")
+    [ "$s" = "$fallen" ] && name=process_pairs_fallen
+    run "$name" bash -c 'TIMEFORMAT="%R s wall, %U s user"; for k in 1 2 3; do
+      time "$1" pairs --method gpu_lbvh --scene "$2" >/dev/null; done' - "$tool" "$s"
+  done
+  rm -f "$fallen"
+  # 6. with BENCH_BASELINE (an older build), the same on the old code (in the spellings before
   # `bench cull|frames|rays`, which both read).
   if [ -n "${BENCH_BASELINE:-}" ]; then
     run baseline_cull_exact_1m "$BENCH_BASELINE" bench --cull --scene "$m1" --order exact \

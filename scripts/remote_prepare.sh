@@ -10,20 +10,24 @@
 #   .remote/  the tool (build/broadphase) and the GPU test binary, built by scripts/build.sh;
 #             with --engines also the engine benches bullet_world and fcl_collide; with
 #             BASELINE=REV the tool of an older commit (.remote/broadphase_base), which
-#             scripts/remote_run.sh times beside the current one on the same device.
+#             scripts/remote_run.sh times beside the current one on the same device; with
+#             --peers also the peers' benchmark (.remote/peers_bench, scripts/bench_peers.sh:
+#             needs nvcc and the ignored .peers/lbvh), which remote_run.sh runs when present.
 # Both folders are git-ignored. Then copy and run (step 2, scripts/remote_run.sh), e.g.:
 #   rsync -a scripts .gl .remote HOST:broadphase/
 #   ssh HOST 'cd broadphase && bash scripts/remote_run.sh --tests out' && rsync -a HOST:broadphase/out .
 #
-#   bash scripts/remote_prepare.sh [--engines] [--no-build]   # --no-build: package build/ as it is
+#   bash scripts/remote_prepare.sh [--engines] [--peers] [--no-build]   # --no-build: package build/ as it is
 #   BASELINE=REV bash scripts/remote_prepare.sh               # REV: a commit to compare against
 set -euo pipefail
 cd "$(dirname "$0")/.."
 engines=0
 build=1
+peers=0
 for a in "$@"; do
   case "$a" in
     --engines) engines=1 ;;
+    --peers) peers=1 ;;
     --no-build) build=0 ;;
     *) echo "remote_prepare: unknown option $a" >&2; exit 2 ;;
   esac
@@ -53,6 +57,7 @@ if [ "$engines" = 1 ]; then
     cp "$f" .remote/
   done
 fi
+[ "$peers" = 1 ] && bash scripts/bench_peers.sh
 if [ -z "${BASELINE:-}" ]; then
   rm -f .remote/broadphase_base .remote/broadphase_base.rev
 else
