@@ -614,6 +614,19 @@ struct PairTracker::Impl {
         if (!config.pairs) return true;  // a query index
         found_pairs.clear();
         structure->self_pairs(found_pairs);
+        // The lists and the pool sized once (a million candidates grown by push_back cost
+        // half a million reallocations).
+        std::vector<std::uint32_t> degree(k, 0);
+        std::size_t count = 0;
+        for (const Pair& p : found_pairs) {
+            if (!allowed(p.i, p.j)) continue;
+            ++degree[p.i];
+            ++degree[p.j];
+            ++count;
+        }
+        for (std::uint32_t id = 0; id < k; ++id) adj[id].reserve(degree[id]);
+        cands.reserve(count);
+        cand_links.reserve(count);
         for (const Pair& p : found_pairs)
             if (allowed(p.i, p.j)) make_candidate(p.i, p.j);
         test_all(began, ended);
