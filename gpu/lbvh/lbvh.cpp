@@ -220,9 +220,15 @@ std::vector<BindingSize> lbvh_bindings(std::uint32_t n, CodeKind code, bool refi
 }
 
 namespace {
+// What record_build_stages records: every step; the check of the codes without the
+// refinement's later steps (the host helpers' refinement on demand); or a continuation of such
+// a build whose check found a long run: the refinement's steps and the hierarchy alone, over
+// the first sort's keys and ids, code_runs' refine word, arguments and run heads, which the
+// scratch still holds.
+enum class BuildSteps { all, check, refinement };
 Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                            std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
-                           DispatchGate* gate, bool refinement = true);
+                           DispatchGate* gate, BuildSteps steps = BuildSteps::all);
 }  // namespace
 
 struct Lbvh::Impl {
@@ -255,6 +261,15 @@ struct Lbvh::Impl {
     // equal codes, and none since has found none), and whether the last timed build did.
     bool refine_expected = false;
     bool built_refinement = true;
+    // A helper build that left out the refinement's steps and whose check found a long run is
+    // continued, not done again: the next helper build records the refinement's steps and the
+    // hierarchy alone (BuildSteps::refinement), and its times and report add the check's
+    // stages (scene bounds, codes, the first sort and code_runs), carried here.
+    bool continue_refinement = false;
+    struct Carried {
+        double bounds = 0, codes = 0, sort = 0;
+        std::array<std::uint64_t, 3> dispatches{};
+    } carried;
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, scratch, pair_buffer, status, work, keys_tmp, sort_scratch;
     std::uint32_t pair_capacity = 0;
@@ -335,7 +350,8 @@ struct Lbvh::Impl {
         for (std::uint32_t k = 0; k + 1 < kQueries; ++k) {
             StageReport r;
             r.name = kNames[k];
-            r.dispatches = static_cast<std::uint32_t>(marks[k + 1] - marks[k]);
+            r.dispatches = static_cast<std::uint32_t>(marks[k + 1] - marks[k] +
+                                                      (k < 3 ? carried.dispatches[k] : 0));
             if (k == 4) r.dispatches += static_cast<std::uint32_t>(rerun_dispatches);
             r.bytes_read = traffic[k].read;
             r.bytes_written = traffic[k].written;
@@ -366,12 +382,19 @@ struct Lbvh::Impl {
     bool refinement_next() const { return !on_demand() || refine_expected; }
 
     // The host helpers' build into the helper buffers, timed with `stamps`, recording the
-    // refinement's steps or not (refinement_next()); with refinement on demand, the build's
-    // refine word then goes to the status buffer after the TraversalStatus.
+    // refinement's steps or not (refinement_next()), or continuing a build that left them out
+    // (continue_refinement); with refinement on demand, the build's refine word then goes to
+    // the status buffer after the TraversalStatus.
     Status record_helper_build(VkCommandBuffer cmd, std::uint32_t n) {
-        built_refinement = refinement_next();
+        const bool continuation = continue_refinement;
+        continue_refinement = false;
+        if (!continuation) carried = {};
+        built_refinement = continuation || refinement_next();
+        const BuildSteps steps = continuation       ? BuildSteps::refinement
+                                 : built_refinement ? BuildSteps::all
+                                                    : BuildSteps::check;
         if (Status s = record_build_stages(*this, cmd, build_buffers(), n, stamps.handle(), 0,
-                                           nullptr, built_refinement);
+                                           nullptr, steps);
             !s)
             return s;
         if (on_demand() && n > 0) {
@@ -383,14 +406,23 @@ struct Lbvh::Impl {
         return {};
     }
 
-    // After a host helper's build, given its refine word: whether it must be built again with
-    // the refinement's steps (refinement on demand guessed wrong: the codes needed refining;
-    // the tree built from the first codes is exact but not the twin's, and slow to walk).
+    // After a host helper's build (its times read), given its refine word: whether it must be
+    // built again with the refinement's steps (refinement on demand guessed wrong: the codes
+    // needed refining; the tree built from the first codes is exact but not the twin's, and
+    // slow to walk): then the next helper build continues this one (continue_refinement).
     // Notes for the next build whether the codes needed refining.
     bool rebuild_refined(std::uint32_t refine_word) {
         if (!on_demand()) return false;
         refine_expected = refine_word != 0;
-        return refine_expected && !built_refinement;
+        const bool again = refine_expected && !built_refinement;
+        if (again) {
+            continue_refinement = true;
+            carried = {times.bounds,
+                       times.codes,
+                       times.sort,
+                       {marks[1] - marks[0], marks[2] - marks[1], marks[3] - marks[2]}};
+        }
+        return again;
     }
     Result<std::uint32_t> read_helper_refine_word() {
         std::uint32_t word = 0;
@@ -488,9 +520,10 @@ struct Lbvh::Impl {
         times = {};
         double span[kQueries - 1] = {};
         if (!stamps.spans(0, (with_pairs ? kQueries : kBuildQueries) - 1, span)) return;
-        times.bounds = span[0];
-        times.codes = span[1];
-        times.sort = span[2];
+        // A continuation's scene bounds and codes are empty, its sort the refinement alone.
+        times.bounds = span[0] + carried.bounds;
+        times.codes = span[1] + carried.codes;
+        times.sort = span[2] + carried.sort;
         times.hierarchy = span[3];
         if (with_pairs) times.pairs = span[4];
     }
@@ -573,7 +606,9 @@ namespace {
 // reads the first codes.
 Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuffers& buffers,
                            std::uint32_t n, VkQueryPool pool, std::uint32_t first_query,
-                           DispatchGate* gate, bool refinement) {
+                           DispatchGate* gate, BuildSteps steps) {
+    const bool refinement = steps != BuildSteps::check;
+    const bool fresh = steps != BuildSteps::refinement;
     if (n >= (1u << 31))
         return Error{ErrorCode::limit_exceeded,
                      "Lbvh::record_build: at most 2^31 - 1 boxes per LBVH; nothing was recorded"};
@@ -606,7 +641,7 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     };
 
     mark(0);
-    if (n > 0) {
+    if (fresh && n > 0) {
         fill(cmd, {s.bounds.buffer, s.bounds.offset, 16}, 0xffffffffu);
         fill(cmd, {s.bounds.buffer, s.bounds.offset + 16, 16}, 0u);
         compute_barrier(cmd);
@@ -614,10 +649,12 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
         compute_barrier(cmd);
     }
     mark(1);
-    pc.key_word = static_cast<std::uint32_t>(code);
-    im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, workgroups(n), gate);
-    compute_barrier(cmd);
-    const std::uint32_t code_kind = pc.key_word;
+    const auto code_kind = static_cast<std::uint32_t>(code);
+    pc.key_word = code_kind;
+    if (fresh) {
+        im.codes.dispatch(cmd, {boxes, s.bounds, s.keys, s.values}, pc, workgroups(n), gate);
+        compute_barrier(cmd);
+    }
     pc.key_word = 0;
     mark(2);
     // With adaptive codes the hierarchy binds keys and keys_tmp as one range and reads the first
@@ -626,7 +663,9 @@ Status record_build_stages(LbvhImpl& im, VkCommandBuffer cmd, const LbvhBuildBuf
     BufferRange build_keys = s.keys, refine_word = first_bytes(s.keys, 4);
     // With empty slots, one more bit puts the empty code above every real code.
     const std::uint32_t sort_bits = key_bits(code) + (im.options.empty_slots ? 1 : 0);
-    if (!refinable(code) || !im.options.refine) {
+    if (!fresh) {
+        // A continuation: the first sort and code_runs ran in the build it continues.
+    } else if (!refinable(code) || !im.options.refine) {
         im.sort.record(cmd, {s.keys, s.values, s.keys_tmp, s.values_tmp, s.sort}, n,
                        key_words(code), sort_bits, gate);
     } else {
@@ -954,8 +993,9 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             return d.error();
         TraversalStatus st = read.st;
         if (built && im.rebuild_refined(read.refine_word)) {
-            // The build left out the refinement and the codes needed it: from the start,
-            // recording it (the report covers this run alone).
+            // The build left out the refinement and the codes needed it: continued with the
+            // refinement's steps, the hierarchy and the pairs (Impl::rebuild_refined; the
+            // report adds the check's stages to that run's).
             first = true;
             im.pair_attempts = 0;
             im.stored_pairs = 0;

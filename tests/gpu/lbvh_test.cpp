@@ -702,11 +702,13 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
 // Refinement on demand (LbvhOptions::refine_on_demand): a fresh Lbvh's find_pairs over a scene
 // without a long run records the refinement's check alone (the sort stage: the first sort and
 // code_runs); over `level` (one run of nearly every box) after it, the check finds the run and
-// the build runs again with the refinement (the report is that run's: the refined sort
-// stage, 4 + 6 passes); the next level build records the refinement at once; the uniform build
-// after it too (its check finds no run), and the one after that the check alone again. Every
-// pass gives brute force's pairs, and build_nodes' trees equal the twin's (refined on
-// level), first call or not. With refine_on_demand false every build records the refinement.
+// the build is continued with the refinement's steps alone (its pairs pass launched nothing;
+// the report adds the check's stages to the continuation's: the refined sort stage, 4 + 6
+// passes, every dispatch of a build that recorded the refinement); the next level build records the
+// refinement at once; the uniform build after it too (its check finds no run), and the one after
+// that the check alone again. Every pass gives brute force's pairs, and build_nodes' trees equal
+// the twin's (refined on level), first call or not. With refine_on_demand false every build records
+// the refinement.
 TEST_F(LbvhTest, RefinementOnDemand) {
     auto uniform = generate_scene("uniform", 3000);
     auto level = generate_scene("level", 3000);
@@ -750,7 +752,7 @@ TEST_F(LbvhTest, RefinementOnDemand) {
         auto none = lbvh.find_pairs(std::vector<Box>{});
         ASSERT_TRUE(none) << none.error().message;
         EXPECT_TRUE(none->empty());
-        // build_nodes on a fresh Lbvh: level's first build is run again, refined.
+        // build_nodes on a fresh Lbvh: level's first build is continued, refined.
         auto fresh = gpu::Lbvh::create(gpu_context(), options);
         ASSERT_TRUE(fresh);
         for (const auto* boxes : {&level->boxes, &uniform->boxes, &level->boxes}) {
