@@ -44,8 +44,10 @@ if [ -x .remote/peers_bench ]; then
   for s in "${sizes[@]}"; do
     echo "== peers: .remote/peers_bench $s"
     # shellcheck disable=SC2086
-    timeout "${BENCH_TIMEOUT:-120}" .remote/peers_bench $s || { echo "   FAILED (exit $?)"; status=1; }
-  done 2>&1 | tee "$logs/peers.txt" | tee -a "$out/summary.txt"
+    timeout "${BENCH_TIMEOUT:-120}" .remote/peers_bench $s || echo "   FAILED (exit $?)"
+  done >"$logs/peers.txt" 2>&1
+  tee -a "$out/summary.txt" <"$logs/peers.txt"
+  grep -q "^   FAILED" "$logs/peers.txt" && status=1
 else
   echo "remote_run: no .remote/peers_bench (scripts/bench_peers.sh builds it): no peers" |
     tee -a "$out/summary.txt"
