@@ -57,8 +57,8 @@ struct ProxyPairs {
     /// not recorded again); 0 records a whole pass.
     std::uint32_t first_round = 0;
     /// Round 0 launched from these indirect arguments instead of over every group (Lbvh's
-    /// refinement on demand: slot kArgsPairsGate of the build's refine arguments, which is
-    /// empty when the tree is to be built again with refined codes); visible to indirect reads.
+    /// refinement on demand: slot kArgsPairsGate of the build's refine arguments, empty when
+    /// the codes need refining and the tree is to be replaced); visible to indirect reads.
     BufferRange first_args{};
 };
 

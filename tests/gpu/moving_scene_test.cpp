@@ -259,6 +259,15 @@ TEST_F(MovingSceneTest, AdaptiveCodesInLevelAndMultiscale) {
                       rebuild);
         EXPECT_EQ(rebuild.refits, 0);
     }
+    // At 1,000 boxes the second sort's keys take 40 bits, 5 passes, an odd number: the gated
+    // rebuild leaves its keys and ids in the sort's other buffers (no copy back), still the
+    // twin's tree.
+    auto small = generate_scene("level", 1000);
+    ASSERT_TRUE(small);
+    ASSERT_TRUE(lbvh::sorted_keys(small->boxes, lbvh::CodeKind::morton30).refined);
+    Counts odd;
+    run_animation("level", 1000, with_policy(gpu::RefitPolicy::always_rebuild), 3, 2, odd);
+    EXPECT_EQ(odd.refits, 0);
 }
 
 // Test 4: tiny scenes: empty, one box, two boxes that meet and part.

@@ -36,11 +36,12 @@ struct LbvhOptions {
     bool refine = true;
     /// Refinement on demand, in the host helpers (find_pairs, build_nodes): until a build of
     /// this Lbvh finds a run of kRefineRun equal codes, a build records the check of the
-    /// codes alone, not the refinement's later steps (11 dispatches, launched empty on such a
-    /// scene); a build whose check finds one is run again with them (the tree is then the
-    /// CPU twin's; find_pairs' report and times cover that second run), and later builds
-    /// record them until one finds no long run again. The
-    /// recorders (record_build) always record them. False: every build records them.
+    /// codes alone, not the refinement's later steps (launched empty on such a scene); a build
+    /// whose check finds one is continued with them (find_pairs' pass over its first tree
+    /// launches nothing; the refinement's steps and the hierarchy run over the first sort's
+    /// keys, so the tree is then the CPU twin's; the report and times cover both parts), and
+    /// later builds record them until one finds no long run again. The recorders
+    /// (record_build) always record them. False: every build records them.
     bool refine_on_demand = true;
     /// Some boxes may be empty slots: lo.x > hi.x, written as lo = +inf, hi = -inf
     /// (layout/common.h, "Empty slots"; gpu::ProxyScene's free slots). Such a leaf overlaps
