@@ -706,6 +706,79 @@ void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
     }
 }
 
+void DynamicAabbTree::query_boxes(
+    std::span<const Box> regions, std::vector<std::uint32_t>& out,
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) const {
+    out.clear();
+    ranges.assign(regions.size(), {0, 0});
+    constexpr std::int32_t kStack = 64;
+    if (root_ == kNull || regions.empty()) return;
+    if (links_[root_].height >= kStack) {  // a degenerate tree: one region at a time
+        for (std::size_t r = 0; r < regions.size(); ++r) {
+            const std::size_t from = out.size();
+            query_box(regions[r], out);
+            ranges[r] = {static_cast<std::uint32_t>(from),
+                         static_cast<std::uint32_t>(out.size() - from)};
+        }
+        return;
+    }
+    const bool tight_leaves = !(config_.margin > 0);  // fatten() returns the box itself
+    // Descents in flight: each its region, stack and found ids (appended to `out` when done).
+    constexpr std::size_t kLanes = 8;
+    struct Lane {
+        std::size_t region = 0;
+        std::int32_t top = 0;  // 0: idle
+        std::int32_t stack[kStack];
+        std::vector<std::uint32_t> found;
+    };
+    Lane lanes[kLanes];
+    std::size_t next = 0, busy = 0;
+    std::uint64_t nodes = 0, leaves = 0;
+    const auto start = [&](Lane& lane) {
+        lane.region = next++;
+        lane.top = 1;
+        lane.stack[0] = root_;
+        lane.found.clear();
+        ++busy;
+    };
+    for (Lane& lane : lanes)
+        if (next < regions.size()) start(lane);
+    while (busy > 0) {
+        for (Lane& lane : lanes) {
+            if (lane.top == 0) continue;
+            const Box& region = regions[lane.region];
+            const std::int32_t index = lane.stack[--lane.top];
+            const Node& node = nodes_[index];
+            if (overlaps(node.fat, region)) {
+                if (node.leaf()) {
+                    ++leaves;
+                    if (tight_leaves) {  // the fat box is the tight one and child2 the id
+                        lane.found.push_back(static_cast<std::uint32_t>(node.child2));
+                    } else {
+                        const LeafData& data = leaf_data_[index];
+                        if (overlaps(data.tight, region)) lane.found.push_back(data.id);
+                    }
+                } else {
+                    ++nodes;
+                    __builtin_prefetch(&nodes_[node.child1]);
+                    __builtin_prefetch(&nodes_[node.child2]);
+                    lane.stack[lane.top++] = node.child1;
+                    lane.stack[lane.top++] = node.child2;
+                }
+            }
+            if (lane.top > 0) continue;
+            ranges[lane.region] = {static_cast<std::uint32_t>(out.size()),
+                                   static_cast<std::uint32_t>(lane.found.size())};
+            out.insert(out.end(), lane.found.begin(), lane.found.end());
+            --busy;
+            if (next < regions.size()) start(lane);
+        }
+    }
+    stats_.nodes_visited += nodes;
+    stats_.leaves_visited += leaves;
+    stats_.box_tests += leaves;
+}
+
 void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& out) const {
     if (root_ == kNull) return;
     // A depth-first stack never holds more than height + 1 nodes: on the call stack when that

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "broadphase/structure.hpp"
@@ -92,6 +93,15 @@ public:
                               std::vector<std::uint32_t>& out) const override;
     /// Best-first search over fat boxes; `out` is replaced by the k nearest, nearest first.
     Status nearest(const Vec3& p, std::size_t k, std::vector<Neighbor>& out) const override;
+
+    /// query_box of every region at once: region r's ids (in no particular order) are
+    /// out[ranges[r].first .. ranges[r].first + ranges[r].second), `out` and `ranges` replaced.
+    /// Several descents run in turn, each node asked for when it is pushed and read after the
+    /// other descents' steps, so that the memory latency of one walk hides behind the others
+    /// (a walk alone waits for each node it reads). The same nodes, leaves and counts as a
+    /// query_box per region.
+    void query_boxes(std::span<const Box> regions, std::vector<std::uint32_t>& out,
+                     std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) const;
 
     /// Height of the tree: 0 when empty or a single leaf, else 1 + the taller child's height.
     int height() const;

@@ -128,6 +128,7 @@ bool valid_tracked_box(const Box& b) {
 struct PairTracker::Impl {
     Config config;
     std::unique_ptr<Structure> structure;
+    DynamicAabbTree* tree = nullptr;  // the structure, when it is the dynamic tree
     bool dynamic = true;
 
     std::vector<TrackedBody> bodies;
@@ -153,6 +154,8 @@ struct PairTracker::Impl {
     std::uint32_t update_epoch = 0;
     std::uint32_t epoch = 0;
     std::vector<std::uint32_t> found, requery, scratch;
+    std::vector<Box> requery_boxes;  // the fat boxes of `requery`, queried together
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> found_ranges;
 
     // Static structures: built over the boxes (not fat ones) at each update with changes,
     // their pairs found whole and compared with the last ones; structure id -> body id.
@@ -463,8 +466,34 @@ struct PairTracker::Impl {
         return true;
     }
 
+    /// Phase 2 for every body of `requery`: the dynamic tree answers their queries together
+    /// (DynamicAabbTree::query_boxes: the walks hide each other's memory latency), then each
+    /// body's candidates follow its answer.
+    void requery_all(std::vector<Pair>& ended) {
+        if (tree == nullptr || requery.size() < 2) {
+            for (const std::uint32_t id : requery) requery_one(id, ended);
+            return;
+        }
+        requery_boxes.clear();
+        for (const std::uint32_t id : requery) requery_boxes.push_back(bodies[id].fat);
+        tree->query_boxes(requery_boxes, found, found_ranges);
+        for (std::size_t k = 0; k < requery.size(); ++k) {
+            const auto [first, count] = found_ranges[k];
+            requery_found(requery[k], std::span(found).subspan(first, count), ended);
+        }
+    }
+
     /// Phase 2 for one body with a new fat box.
     void requery_one(std::uint32_t id, std::vector<Pair>& ended) {
+        found.clear();
+        query_fat(bodies[id].fat, found);
+        requery_found(id, found, ended);
+    }
+
+    /// Phase 2 for body `id`, the structure having found `hits` at its fat box: its candidates
+    /// become exactly these (those its filter allows).
+    void requery_found(std::uint32_t id, std::span<const std::uint32_t> hits,
+                       std::vector<Pair>& ended) {
         ++stats.requeries;
         if (++epoch >= 0x7FFFFFFFu) {  // the marks wrapped: start them again
             std::fill(mark.begin(), mark.end(), 0u);
@@ -473,9 +502,7 @@ struct PairTracker::Impl {
         const std::uint32_t partner_mark = 2 * epoch, seen_mark = 2 * epoch + 1;
         for (const TrackedLink& link : adj[id]) mark[link.other] = partner_mark;
         mark[id] = seen_mark;  // never its own candidate
-        found.clear();
-        query_fat(bodies[id].fat, found);
-        for (const std::uint32_t t : found) {
+        for (const std::uint32_t t : hits) {
             if (mark[t] == seen_mark) continue;
             if (mark[t] == partner_mark) {
                 mark[t] = seen_mark;
@@ -660,7 +687,7 @@ struct PairTracker::Impl {
             pending.clear();
             return Status::success();
         }
-        for (const std::uint32_t id : requery) requery_one(id, ended);
+        requery_all(ended);
         if (++update_epoch == 0) {  // wrapped: start the marks again
             std::fill(changed_in.begin(), changed_in.end(), 0u);
             update_epoch = 1;
@@ -723,7 +750,9 @@ Result<std::unique_ptr<PairTracker>> PairTracker::create(const Config& config) {
             // The tracker's fat boxes are the tree's boxes: no second margin.
             DynamicAabbTree::Config tree;
             tree.margin = 0;
-            impl->structure = std::make_unique<DynamicAabbTree>(tree);
+            auto made = std::make_unique<DynamicAabbTree>(tree);
+            impl->tree = made.get();
+            impl->structure = std::move(made);
         } else {
             auto made = make_structure(config.method);
             if (!made) return made.error();
