@@ -9,8 +9,9 @@
 // structure and send the results back to the rank that asked.
 //
 // All pairs: a pair inside one rank is that rank's. A pair between ranks r and s is reported
-// by pair_owner(r, s) (the file comment of broadphase/mpi.hpp): the other rank sends it, as
-// ghosts, its boxes that overlap the owner's bounds, and the owner runs its method's self-pairs
+// by one of them, pair_owner(r, s) (the file comment of broadphase/mpi.hpp: the one to which
+// fewer boxes would travel): the other rank sends it, as ghosts, its boxes that overlap the
+// owner's bounds, and the owner runs its method's self-pairs
 // over its own boxes and the ghosts together, keeping the pairs that have one of its boxes (a
 // ghost-ghost pair is another rank's). The method's all-pairs pass, not one query per ghost:
 // some methods (sweep and prune) answer a single region query in O(n). If boxes a (of r) and
@@ -196,11 +197,6 @@ Status validate_ray(const Ray& ray, std::size_t q) {
 
 }  // namespace
 
-int pair_owner(int r, int s) {
-    if (r == s) return r;
-    return (r + s) % 2 == 0 ? std::min(r, s) : std::max(r, s);
-}
-
 struct DistributedScene::Impl {
     MPI_Comm comm = MPI_COMM_NULL;
     int rank = 0;
@@ -215,6 +211,9 @@ struct DistributedScene::Impl {
     // CPU methods: the method over this rank's boxes and the ghosts together.
     std::unique_ptr<Structure> with_ghosts;
     std::vector<RankBounds> bounds;  // by rank
+    // sends[r * size + s]: the boxes of rank r that overlap rank s's bounds, as the last
+    // find_pairs counted them (the ghosts r would send s).
+    std::vector<std::uint64_t> sends;
     ExchangeStats stats;
 #ifdef BROADPHASE_HAS_GPU
     std::unique_ptr<gpu::Context> own_context;
@@ -224,6 +223,15 @@ struct DistributedScene::Impl {
 
     ~Impl() {
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+
+    // The rank that reports the pairs between ranks r and s (DistributedScene::pair_owner).
+    int owner(int r, int s) const {
+        if (r == s) return r;
+        const std::uint64_t r_to_s = sends[std::size_t(r * size + s)];
+        const std::uint64_t s_to_r = sends[std::size_t(s * size + r)];
+        if (r_to_s != s_to_r) return r_to_s < s_to_r ? s : r;
+        return (r + s) % 2 == 0 ? std::min(r, s) : std::max(r, s);
     }
 
     // A top tree over the bounds of the ranks `ranks` (non-empty ones only); `top_rank[k]` is
@@ -293,6 +301,7 @@ Result<std::unique_ptr<DistributedScene>> DistributedScene::create(MPI_Comm comm
     MPI_Comm_size(impl->comm, &impl->size);
     impl->method = std::string(method);
     impl->bounds.assign(std::size_t(impl->size), RankBounds{});
+    impl->sends.assign(std::size_t(impl->size) * std::size_t(impl->size), 0);
 
     std::uint64_t hash[2] = {name_hash(method), ~name_hash(method)};
     MPI_Allreduce(MPI_IN_PLACE, hash, 2, MPI_UINT64_T, MPI_MAX, impl->comm);
@@ -367,6 +376,10 @@ const ExchangeStats& DistributedScene::last_exchange() const {
     return impl_->stats;
 }
 
+int DistributedScene::pair_owner(int r, int s) const {
+    return impl_->owner(r, s);
+}
+
 std::optional<Box> DistributedScene::bounds(int r) const {
     if (r < 0 || r >= impl_->size || impl_->bounds[std::size_t(r)].empty) return std::nullopt;
     return impl_->bounds[std::size_t(r)].box;
@@ -407,17 +420,18 @@ Result<std::vector<GlobalPair>> DistributedScene::find_pairs() {
     m.stats = {};
     const auto me = static_cast<std::uint32_t>(m.rank);
 
-    // The ghosts: to each rank s that reports the pairs between s and this rank, the boxes that
-    // overlap s's bounds, found through a top tree over those ranks' bounds.
-    std::vector<int> targets;
+    // The boxes that overlap each other rank's bounds, found through a top tree over them; then
+    // every rank's counts, gathered, decide which way the ghosts go between each pair of ranks
+    // (owner): only to the ranks that report the pairs are they sent.
+    std::vector<int> others;
     for (int s = 0; s < m.size; ++s) {
-        if (s != m.rank && pair_owner(m.rank, s) == s) targets.push_back(s);
+        if (s != m.rank) others.push_back(s);
     }
     std::vector<std::vector<Ghost>> outgoing(std::size_t(m.size));
     Status ready;
-    if (!m.boxes.empty() && !targets.empty()) {
+    if (!m.boxes.empty() && !others.empty()) {
         std::vector<int> top_rank;
-        auto top = m.top_tree(targets, top_rank);
+        auto top = m.top_tree(others, top_rank);
         if (!top) {
             ready = top.error();
         } else if ((*top)->size() > 0) {
@@ -433,6 +447,12 @@ Result<std::vector<GlobalPair>> DistributedScene::find_pairs() {
         }
     }
     if (Status s = agree(m.comm, ready); !s) return s.error();
+    std::vector<std::uint64_t> row(std::size_t(m.size), 0);
+    for (int s = 0; s < m.size; ++s) row[std::size_t(s)] = outgoing[std::size_t(s)].size();
+    MPI_Allgather(row.data(), m.size, MPI_UINT64_T, m.sends.data(), m.size, MPI_UINT64_T, m.comm);
+    for (int s = 0; s < m.size; ++s) {
+        if (m.owner(m.rank, s) != s) outgoing[std::size_t(s)] = {};
+    }
     std::vector<Ghost> ghosts;
     std::vector<int> from;
     if (Status s = exchange(m.comm, outgoing, ghosts, from, m.stats); !s) return s.error();

@@ -15,10 +15,13 @@
 // Boxes are closed (types.hpp, overlaps). Any placement over the ranks is allowed; how much is
 // exchanged depends on how far each rank's boxes reach into the other ranks' bounds.
 //
-// Which rank reports a pair (pair_owner): a pair of two boxes of rank r is reported by r. A pair
-// between ranks r < s is reported by r when r + s is even and by s when r + s is odd, so that
-// each pair of ranks exchanges boxes in one direction only and the cross-rank work is shared. Every
-// overlapping pair of the scene is reported exactly once over all ranks.
+// Which rank reports a pair (pair_owner): a pair of two boxes of rank r is reported by r. For a
+// pair between ranks r and s, find_pairs counts the boxes of r that overlap s's bounds (those r
+// would send s) and the boxes of s that overlap r's bounds: the fewer travel, and the rank they
+// go to reports the pairs of r and s. On a tie, r < s, it is r when r + s is even, s when odd.
+// Each pair of ranks exchanges boxes in one direction only, the cheaper one (a world-sized box
+// on one rank travels to the others, rather than every box to that rank). Every overlapping
+// pair of the scene is reported exactly once over all ranks.
 //
 // The implementation is mpi/distributed_scene.cpp.
 #pragma once
@@ -76,10 +79,6 @@ struct QueryHits {
         return std::span<const GlobalId>(ids).subspan(offsets[q], offsets[q + 1] - offsets[q]);
     }
 };
-
-/// The rank that reports the pairs between a box of rank r and a box of rank s: r itself when
-/// r == s; else the smaller of the two when r + s is even, the larger when it is odd.
-int pair_owner(int r, int s);
 
 /// How DistributedScene::create sets the scene up.
 struct Options {
@@ -149,6 +148,11 @@ public:
     /// GlobalId); nothing for a miss. Each ray goes to the ranks whose bounds it enters. Origin
     /// and direction must be finite and tmax not NaN (else invalid_argument on every rank).
     Result<std::vector<std::optional<GlobalHit>>> ray_casts(std::span<const Ray> rays);
+
+    /// The rank that reported, in the last find_pairs, the pairs between a box of rank r and a
+    /// box of rank s (r, s < size()): r itself when r == s; see the file comment. Before any
+    /// find_pairs, the tie's rule.
+    int pair_owner(int r, int s) const;
 
     /// What the last find_pairs, query_boxes or ray_casts exchanged from this rank.
     const ExchangeStats& last_exchange() const;

@@ -109,8 +109,9 @@ std::vector<Box> standard(const char* name, std::size_t n) {
 }
 
 // Test 1 of every scene: the pairs of every rank, gathered, are the single-process pairs, each
-// once, each reported by its pair_owner.
-void expect_pairs(const Split& s, const std::string& method = "sweep_and_prune") {
+// once, each reported by its pair_owner; `ghosts` (when given) receives the ghosts sent in all.
+void expect_pairs(const Split& s, const std::string& method = "sweep_and_prune",
+                  std::uint64_t* ghosts = nullptr) {
     auto dist = DistributedScene::create(MPI_COMM_WORLD, method);
     ASSERT_TRUE(dist) << dist.error().message;  // agreed: the same on every rank
     ASSERT_TRUE((*dist)->set_boxes(s.mine));
@@ -119,7 +120,11 @@ void expect_pairs(const Split& s, const std::string& method = "sweep_and_prune")
     EXPECT_TRUE(std::is_sorted(pairs->begin(), pairs->end()));
     for (const GlobalPair& p : *pairs) {
         EXPECT_LT(p.a, p.b);
-        EXPECT_EQ(pair_owner(int(p.a.rank), int(p.b.rank)), world_rank());
+        EXPECT_EQ((*dist)->pair_owner(int(p.a.rank), int(p.b.rank)), world_rank());
+    }
+    if (ghosts) {
+        *ghosts = (*dist)->last_exchange().items_sent;
+        MPI_Allreduce(MPI_IN_PLACE, ghosts, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     }
     std::vector<Pair> found;
     for (const GlobalPair& p : gather(*pairs)) {
@@ -161,15 +166,20 @@ TEST(DistributedPairs, DegenerateRandomRanks) {
     expect_pairs(random_ranks(standard("degenerate", 2000), 11));
 }
 
-// A box over the whole world on the last rank overlaps the boxes of every rank.
+// A box over the whole world on the last rank overlaps the boxes of every rank. That rank's
+// bounds are the world, and yet only the boxes near the slabs' faces travel, and the world box:
+// the other ranks report their pairs with it.
 TEST(DistributedPairs, OneBoxOverlapsEveryRank) {
     auto all = standard("uniform", 2000);
     all.push_back(Box{{-1, -1, -1}, {2, 2, 2}});
     const int last = world_size() - 1;
-    expect_pairs(split(all, [&](std::size_t i, const Box& b) {
+    const auto s = split(all, [&](std::size_t i, const Box& b) {
         if (i + 1 == all.size()) return last;
         return std::clamp(static_cast<int>(b.min.x * float(world_size())), 0, last);
-    }));
+    });
+    std::uint64_t sent = 0;
+    expect_pairs(s, "sweep_and_prune", &sent);
+    EXPECT_LT(sent, all.size() / 4);
 }
 
 // Far offsets: two groups 1e6 apart, each split by slabs of its own.
@@ -227,7 +237,7 @@ TEST(DistributedExchange, GhostsAreTheBoxesNearTheOwner) {
     std::uint64_t expected = 0;
     for (int r = 0; r < size; ++r) {
         const auto bounds = dist->bounds(r);
-        if (r == me || pair_owner(me, r) != r || !bounds) continue;
+        if (r == me || dist->pair_owner(me, r) != r || !bounds) continue;
         for (const Box& b : s.mine) expected += overlaps(b, *bounds) ? 1 : 0;
     }
     const ExchangeStats& stats = dist->last_exchange();
