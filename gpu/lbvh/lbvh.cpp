@@ -270,6 +270,7 @@ struct Lbvh::Impl {
         double bounds = 0, codes = 0, sort = 0;
         std::array<std::uint64_t, 3> dispatches{};
     } carried;
+    HeldBackPasses held_back;  // find_pairs' passes over a tree about to be continued
     // Working buffers of the host-array helpers, grown on demand.
     Buffer boxes, nodes, scratch, pair_buffer, status, work, keys_tmp, sort_scratch;
     std::uint32_t pair_capacity = 0;
@@ -796,6 +797,10 @@ Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n) {
     return {0, 32 + (refine ? 4u : 0u) + (n > 1 ? 4ull * n : 0)};
 }
 
+HeldBackPasses held_back_passes(const Lbvh& lbvh) {
+    return impl_of(lbvh).held_back;
+}
+
 Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n) {
     LbvhImpl& im = impl_of(lbvh);
     if (!refinable(im.options.code) || !im.options.refine || !scratch.handle() || n == 0)
@@ -993,6 +998,8 @@ Result<std::vector<Pair>> Lbvh::find_pairs(std::span<const Box> input) {
             return d.error();
         TraversalStatus st = read.st;
         if (built && im.rebuild_refined(read.refine_word)) {
+            ++im.held_back.count;
+            im.held_back.last = st;
             // The build left out the refinement and the codes needed it: continued with the
             // refinement's steps, the hierarchy and the pairs (Impl::rebuild_refined; the
             // report adds the check's stages to that run's).

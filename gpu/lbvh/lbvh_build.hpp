@@ -38,6 +38,15 @@ std::vector<BindingSize> build_bindings(const Lbvh& lbvh, std::uint32_t n);
 Traffic build_fill_traffic(const Lbvh& lbvh, std::uint32_t n);
 /// Whether the last build of n boxes into `scratch` refined its codes (one word read back).
 Result<bool> read_build_refined(Lbvh& lbvh, const Buffer& scratch, std::uint32_t n);
+/// The all-pairs passes find_pairs submitted with a build that left out the refinement's
+/// steps and whose check found a long run (LbvhOptions::refine_on_demand), and the status of
+/// the last: the refine arguments' gate holds such a pass back (no round launched, nothing
+/// visited, no pair) before the build is continued.
+struct HeldBackPasses {
+    std::uint32_t count = 0;
+    gpu_layout::TraversalStatus last{};
+};
+HeldBackPasses held_back_passes(const Lbvh& lbvh);
 /// lbvh_assemble.comp as a Kernel of `context` (its split variant binds the tree's arrays).
 Kernel assemble_kernel(Context& context);
 /// Records lbvh_assemble over a tree of n boxes: the node arrays (lo, hi, link; a refit, which

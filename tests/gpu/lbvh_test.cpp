@@ -704,7 +704,8 @@ TEST_F(LbvhTest, ReportCountsEveryAttemptOfThePairsPass) {
 // code_runs); over `level` (one run of nearly every box) after it, the check finds the run and
 // the build is continued with the refinement's steps alone (its pairs pass launched nothing;
 // the report adds the check's stages to the continuation's: the refined sort stage, 4 + 6
-// passes, every dispatch of a build that recorded the refinement); the next level build records the
+// passes, every dispatch of a build that recorded the refinement; the pass over the first tree
+// held back: no node visited, no pair); the next level build records the
 // refinement at once; the uniform build after it too (its check finds no run), and the one after
 // that the check alone again. Every pass gives brute force's pairs, and build_nodes' trees equal
 // the twin's (refined on level), first call or not. With refine_on_demand false every build records
@@ -747,6 +748,13 @@ TEST_F(LbvhTest, RefinementOnDemand) {
             EXPECT_EQ((*report)[2].dispatches, on_demand ? step.sort_dispatches : refined);
             EXPECT_EQ((*report)[2].passes, step.passes);
         }
+        // The one build whose check found the run (step 2): its pairs pass, over the tree the
+        // continuation replaced, launched no round (the gate held it back).
+        const gpu::HeldBackPasses held = gpu::held_back_passes(lbvh);
+        EXPECT_EQ(held.count, on_demand ? 1u : 0u);
+        EXPECT_EQ(gpu::traversal_visits(held.last), 0u);
+        EXPECT_EQ(gpu::pair_total(held.last), 0u);
+        EXPECT_EQ(held.last.flags, 0u);
         // No box after a refined build: no pair, and no refine word to read (or go on from).
         ASSERT_TRUE(lbvh.find_pairs(*steps[1].boxes));
         auto none = lbvh.find_pairs(std::vector<Box>{});
