@@ -11,13 +11,12 @@
 // All pairs: a pair inside one rank is that rank's. A pair between ranks r and s is reported
 // by one of them, pair_owner(r, s) (the file comment of broadphase/mpi.hpp: the one to which
 // fewer boxes would travel): the other rank sends it, as ghosts, its boxes that overlap the
-// owner's bounds, and the owner runs its method's self-pairs
-// over its own boxes and the ghosts together, keeping the pairs that have one of its boxes (a
-// ghost-ghost pair is another rank's). The method's all-pairs pass, not one query per ghost:
-// some methods (sweep and prune) answer a single region query in O(n). If boxes a (of r) and
-// b (of s) overlap, a overlaps s's bounds, which contain b, so a reaches s as a ghost and the
-// pair is found there, once. What is sent is the boxes near the other ranks' bounds, not every
-// box.
+// owner's bounds, and the owner runs its method's self-pairs over its own boxes and the ghosts
+// together, keeping the pairs that have one of its boxes (a ghost-ghost pair is another
+// rank's). The method's all-pairs pass, not one query per ghost: some methods (sweep and prune)
+// answer a single region query in O(n). If boxes a (of r) and b (of s) overlap, a overlaps s's
+// bounds, which contain b, so a reaches s as a ghost and the pair is found there, once. What is
+// sent is the boxes near the other ranks' bounds, not every box.
 //
 // Errors: every check that can fail on one rank alone is followed by agree(), an allreduce of
 // which ranks failed before any further exchange; the first failed rank's Error is then
@@ -28,7 +27,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <new>
 #include <utility>
 
