@@ -722,7 +722,6 @@ void DynamicAabbTree::query_boxes(
         }
         return;
     }
-    const bool tight_leaves = !(config_.margin > 0);  // fatten() returns the box itself
     // Descents in flight: each its region, stack and found ids (appended to `out` when done).
     constexpr std::size_t kLanes = 8;
     struct Lane {
@@ -752,12 +751,7 @@ void DynamicAabbTree::query_boxes(
             if (overlaps(node.fat, region)) {
                 if (node.leaf()) {
                     ++leaves;
-                    if (tight_leaves) {  // the fat box is the tight one and child2 the id
-                        lane.found.push_back(static_cast<std::uint32_t>(node.child2));
-                    } else {
-                        const LeafData& data = leaf_data_[index];
-                        if (overlaps(data.tight, region)) lane.found.push_back(data.id);
-                    }
+                    report_leaf(index, region, lane.found);
                 } else {
                     ++nodes;
                     __builtin_prefetch(&nodes_[node.child1]);
@@ -785,7 +779,6 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
     // fits (no allocation per query), else the shared descent's.
     constexpr std::int32_t kStack = 64;
     if (links_[root_].height < kStack) {
-        const bool tight_leaves = !(config_.margin > 0);  // fatten() returns the box itself
         std::int32_t stack[kStack];
         std::int32_t top = 0;
         stack[top++] = root_;
@@ -796,12 +789,7 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
             if (!overlaps(node.fat, region)) continue;
             if (node.leaf()) {
                 ++leaves;
-                if (tight_leaves) {  // the fat box is the tight one and child2 the id
-                    out.push_back(static_cast<std::uint32_t>(node.child2));
-                    continue;
-                }
-                const LeafData& data = leaf_data_[index];
-                if (overlaps(data.tight, region)) out.push_back(data.id);
+                report_leaf(index, region, out);
                 continue;
             }
             ++nodes;
@@ -820,7 +808,7 @@ void DynamicAabbTree::query_box(const Box& region, std::vector<std::uint32_t>& o
         [&](std::int32_t i) { return nodes_[i].leaf(); },
         [&](std::int32_t i) {
             ++stats_.box_tests;
-            if (overlaps(leaf_data_[i].tight, region)) out.push_back(leaf_data_[i].id);
+            report_leaf(i, region, out);
         },
         [&](std::int32_t i) {
             return std::pair{nodes_[i].child1, nodes_[i].child2};

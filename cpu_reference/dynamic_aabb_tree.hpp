@@ -159,6 +159,17 @@ private:
     void refit_upwards(std::int32_t index, bool rotations);
     bool rotate(std::int32_t a);
     std::int32_t leaf_of(std::uint32_t id) const;
+    /// A leaf reached by a region query (its fat box overlaps `region`): appends its id when
+    /// its tight box does too. A tree without margin (fatten() returns the box itself) keeps
+    /// the id in child2 and reads no LeafData.
+    void report_leaf(std::int32_t index, const Box& region, std::vector<std::uint32_t>& out) const {
+        if (!(config_.margin > 0)) {
+            out.push_back(static_cast<std::uint32_t>(nodes_[index].child2));
+            return;
+        }
+        const LeafData& data = leaf_data_[index];
+        if (overlaps(data.tight, region)) out.push_back(data.id);
+    }
     void map_id(std::uint32_t id, std::int32_t leaf);
     void unmap_id(std::uint32_t id);
     void clear();

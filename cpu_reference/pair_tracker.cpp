@@ -79,6 +79,11 @@ struct TrackedLink {
 };
 constexpr std::uint32_t kCurrentPair = 0x80000000u;
 
+/// A link's `cand` field for candidate c, its pair current or not.
+constexpr std::uint32_t link_value(std::uint32_t c, bool current) {
+    return current ? (c | kCurrentPair) : c;
+}
+
 Box clamp_fat_box(double lo[3], double hi[3]) {
     Box b;
     for (int axis = 0; axis < 3; ++axis) {
@@ -267,7 +272,7 @@ struct PairTracker::Impl {
     void write_marks(std::uint32_t c, bool current) {
         const TrackedCandidate& cand = cands[c];
         const CandidateLinks& at = cand_links[c];
-        const std::uint32_t value = current ? (c | kCurrentPair) : c;
+        const std::uint32_t value = link_value(c, current);
         adj[cand.a][at.pos_a].cand = value;
         adj[cand.b][at.pos_b].cand = value;
     }
@@ -575,7 +580,7 @@ struct PairTracker::Impl {
             for (std::vector<TrackedLink>& list : adj)
                 for (TrackedLink& link : list) {
                     const std::uint32_t c = link.cand & ~kCurrentPair;
-                    link.cand = cands[c].pair != kNoBody ? (c | kCurrentPair) : c;
+                    link.cand = link_value(c, cands[c].pair != kNoBody);
                 }
         }
         stale_marks.clear();
