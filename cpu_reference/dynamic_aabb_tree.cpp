@@ -76,6 +76,7 @@
 #include "dynamic_aabb_tree.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -127,6 +128,64 @@ double lower_median(std::vector<double>& values) {
     const auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
     std::nth_element(values.begin(), mid, values.end());
     return *mid;
+}
+
+// The build's order of items along `axis`: by centre (-0 and +0 equal), then by id, as one
+// unsigned key (the float's bits made to sort as unsigned integers, the id below them).
+template <class Item>
+std::uint64_t order_key(const Item& item, int axis) {
+    const float centre = item.centre[axis] == 0.0f ? 0.0f : item.centre[axis];
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(centre);
+    const std::uint32_t key = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+    return std::uint64_t{key} << 32 | item.id;
+}
+
+// std::nth_element(items, nth) in order_key's order: quickselect with a median-of-three pivot
+// and a partition with no branch on the keys (its branches would be guessed wrong half the
+// time, which made the build's selects most of its cost). The keys are distinct, so the items
+// before nth are the same set whatever the select, and so is the tree. After 64 rounds
+// (inputs against the pivot rule) the rest goes to std::nth_element.
+template <class Item>
+void select_nth(std::span<Item> items, std::size_t nth, int axis) {
+    const auto key = [axis](const Item& item) { return order_key(item, axis); };
+    std::size_t lo = 0, hi = items.size();  // nth lies in [lo, hi)
+    for (int round = 0; hi - lo > 16; ++round) {
+        if (round == 64) {
+            std::nth_element(items.begin() + std::ptrdiff_t(lo),
+                             items.begin() + std::ptrdiff_t(nth),
+                             items.begin() + std::ptrdiff_t(hi),
+                             [&](const Item& x, const Item& y) { return key(x) < key(y); });
+            return;
+        }
+        // The median of the first, middle and last keys goes to hi - 1 as the pivot.
+        const std::size_t m = lo + (hi - lo) / 2;
+        if (key(items[m]) < key(items[lo])) std::swap(items[m], items[lo]);
+        if (key(items[hi - 1]) < key(items[lo])) std::swap(items[hi - 1], items[lo]);
+        if (key(items[m]) < key(items[hi - 1])) std::swap(items[m], items[hi - 1]);
+        const std::uint64_t pivot = key(items[hi - 1]);
+        std::size_t store = lo;  // [lo, store) below the pivot, [store, i) above it
+        for (std::size_t i = lo; i + 1 < hi; ++i) {
+            const Item x = items[i];
+            const bool below = key(x) < pivot;
+            items[i] = items[store];
+            items[store] = x;
+            store += below;
+        }
+        std::swap(items[store], items[hi - 1]);
+        if (nth == store) return;
+        if (nth < store) {
+            hi = store;
+        } else {
+            lo = store + 1;
+        }
+    }
+    for (std::size_t i = lo + 1; i < hi; ++i) {  // insertion sort of the last few
+        const Item x = items[i];
+        const std::uint64_t k = key(x);
+        std::size_t j = i;
+        for (; j > lo && k < key(items[j - 1]); --j) items[j] = items[j - 1];
+        items[j] = x;
+    }
 }
 
 }  // namespace
@@ -287,13 +346,60 @@ Status DynamicAabbTree::build(std::span<const Box> boxes) {
     links_.reserve(2 * std::size_t{n} - 1);
     leaf_data_.reserve(2 * std::size_t{n} - 1);
     std::vector<BuildItem> items(n);
-    for (std::uint32_t i = 0; i < n; ++i) {
-        for (int a = 0; a < 3; ++a) {
-            items[i].centre[a] = 0.5f * boxes[i].min[a] + 0.5f * boxes[i].max[a];
-        }
-        items[i].id = i;
-    }
+    for (std::uint32_t i = 0; i < n; ++i) items[i] = build_item(boxes[i], i);
     root_ = build_top_down(boxes, items, kNull);
+    return Status::success();
+}
+
+Status DynamicAabbTree::build_apart(std::span<const Box> boxes, std::span<const std::uint8_t> apart,
+                                    std::vector<Pair>& out) {
+    if (apart.size() != boxes.size()) {
+        clear();
+        return Error{ErrorCode::invalid_argument,
+                     "dynamic_aabb_tree: build_apart needs one flag per box"};
+    }
+    const auto n = static_cast<std::uint32_t>(boxes.size());
+    std::uint32_t flagged = 0;
+    for (const std::uint8_t f : apart) flagged += f != 0;
+    if (flagged == 0 || flagged == n || !config_.bulk_build) {
+        if (Status s = build(boxes); !s) return s;
+        if (flagged == n) return Status::success();
+        const std::size_t from = out.size();
+        self_pairs(out);
+        if (flagged != 0) {  // built by inserts: the flagged pairs dropped after the walk
+            const auto both = [&](const Pair& p) { return apart[p.i] && apart[p.j]; };
+            out.erase(std::remove_if(out.begin() + std::ptrdiff_t(from), out.end(), both),
+                      out.end());
+        }
+        return Status::success();
+    }
+    clear();
+    if (Status s = validate_boxes(boxes); !s) return s;
+    set_relative_margin(boxes);
+    if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
+        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes"};
+    }
+    leaf_of_.assign(n, kNull);
+    nodes_.reserve(2 * std::size_t{n} - 1);
+    links_.reserve(2 * std::size_t{n} - 1);
+    leaf_data_.reserve(2 * std::size_t{n} - 1);
+    // The flagged items first: each part is one contiguous span, in id order.
+    std::vector<BuildItem> items(n);
+    std::uint32_t front = 0, back = flagged;
+    for (std::uint32_t i = 0; i < n; ++i)
+        items[apart[i] ? front++ : back++] = build_item(boxes[i], i);
+    root_ = allocate_node();
+    const std::span<BuildItem> all(items);
+    const std::int32_t still = build_top_down(boxes, all.first(flagged), root_);
+    const std::int32_t rest = build_top_down(boxes, all.subspan(flagged), root_);
+    nodes_[root_].child1 = still;
+    nodes_[root_].child2 = rest;
+    refit_node(root_);
+    std::vector<std::pair<std::int32_t, std::int32_t>> stack;
+    stack.reserve(256);
+    stack.emplace_back(rest, kNull);
+    if (overlaps(nodes_[still].fat, nodes_[rest].fat)) stack.emplace_back(still, rest);
+    pair_walk(stack, out);
     return Status::success();
 }
 
@@ -322,11 +428,7 @@ std::int32_t DynamicAabbTree::build_top_down(std::span<const Box> boxes, std::sp
         if (double(hi[a]) - lo[a] > double(hi[axis]) - lo[axis]) axis = a;
     }
     const std::size_t mid = items.size() / 2;
-    std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(mid), items.end(),
-                     [axis](const BuildItem& x, const BuildItem& y) {
-                         return x.centre[axis] < y.centre[axis] ||
-                                (x.centre[axis] == y.centre[axis] && x.id < y.id);
-                     });
+    select_nth(items, mid, axis);
     const std::int32_t c1 = build_top_down(boxes, items.first(mid), index);
     const std::int32_t c2 = build_top_down(boxes, items.subspan(mid), index);
     nodes_[index].child1 = c1;
@@ -664,11 +766,16 @@ Status DynamicAabbTree::refit_all(std::span<const Box> boxes) {
 
 void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
     if (root_ == kNull) return;
-    // (a, kNull): pairs inside subtree a. (a, b): pairs between disjoint subtrees a and b,
-    // pushed only when their fat boxes overlap.
     std::vector<std::pair<std::int32_t, std::int32_t>> stack;
     stack.reserve(256);
     stack.emplace_back(root_, kNull);
+    pair_walk(stack, out);
+}
+
+// (a, kNull): pairs inside subtree a. (a, b): pairs between disjoint subtrees a and b, pushed
+// only when their fat boxes overlap.
+void DynamicAabbTree::pair_walk(std::vector<std::pair<std::int32_t, std::int32_t>>& stack,
+                                std::vector<Pair>& out) const {
     while (!stack.empty()) {
         const auto [a, b] = stack.back();
         stack.pop_back();

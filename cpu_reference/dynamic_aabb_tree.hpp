@@ -103,6 +103,15 @@ public:
     void query_boxes(std::span<const Box> regions, std::vector<std::uint32_t>& out,
                      std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) const;
 
+    /// build(boxes) with the boxes flagged in `apart` (one byte per box, nonzero: flagged)
+    /// under one child of the root and the others under the other, each part by median splits,
+    /// then the pairs self_pairs() would append to `out` except those of two flagged boxes: a
+    /// world's static bodies, which never pair with each other, cost their part's build and
+    /// nothing in the walk. With either part empty, the tree is build()'s (and no pair is
+    /// appended when every box is flagged). On error the tree is left empty.
+    Status build_apart(std::span<const Box> boxes, std::span<const std::uint8_t> apart,
+                       std::vector<Pair>& out);
+
     /// Height of the tree: 0 when empty or a single leaf, else 1 + the taller child's height.
     int height() const;
     /// Moves that left their fat box since construction: each gave the leaf a new fat box and
@@ -149,8 +158,18 @@ private:
         float centre[3];
         std::uint32_t id;
     };
+    static BuildItem build_item(const Box& box, std::uint32_t id) {
+        BuildItem item;
+        for (int a = 0; a < 3; ++a) item.centre[a] = 0.5f * box.min[a] + 0.5f * box.max[a];
+        item.id = id;
+        return item;
+    }
     std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
                                 std::int32_t parent);
+    /// Reports the pairs of every stack entry: (a, kNull) the pairs inside subtree a, (a, b)
+    /// those between the disjoint subtrees a and b. Empties `stack`.
+    void pair_walk(std::vector<std::pair<std::int32_t, std::int32_t>>& stack,
+                   std::vector<Pair>& out) const;
     void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
     std::int32_t find_best_sibling(const Box& box, std::int32_t top) const;
     void insert_leaf(std::int32_t leaf, bool rotations, std::int32_t top = kNull);

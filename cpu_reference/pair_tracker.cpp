@@ -605,6 +605,47 @@ struct PairTracker::Impl {
         ended.insert(ended.end(), e2.begin(), e2.end());
     }
 
+    /// Flags, for the bulk fill's tree, the largest set of bodies 0 .. k-1 no two of which
+    /// ever pair: the static bodies, or the bodies of one filter that rejects itself (Bullet's
+    /// static and kinematic objects: category StaticFilter, mask without it), whichever holds
+    /// more.
+    std::vector<std::uint8_t> kept_apart(std::uint32_t k) const {
+        struct Class {
+            Filter filter;
+            std::uint32_t count = 0;
+        };
+        constexpr std::size_t kClasses = 8;  // distinct self-rejecting filters looked at
+        std::vector<Class> classes;
+        std::uint32_t statics = 0;
+        std::size_t last = 0;
+        for (std::uint32_t id = 0; id < k; ++id) {
+            const TrackedBody& b = bodies[id];
+            statics += b.is_static;
+            if (last < classes.size() && classes[last].filter == b.filter) {
+                ++classes[last].count;
+                continue;
+            }
+            if (should_collide(b.filter, b.filter)) continue;
+            last = 0;
+            while (last < classes.size() && !(classes[last].filter == b.filter)) ++last;
+            if (last < classes.size()) {
+                ++classes[last].count;
+            } else if (classes.size() < kClasses) {
+                classes.push_back({b.filter, 1});
+            }
+        }
+        const Class* best = nullptr;
+        for (const Class& c : classes)
+            if (best == nullptr || c.count > best->count) best = &c;
+        std::vector<std::uint8_t> apart(k, 0);
+        if (best != nullptr && best->count > statics) {
+            for (std::uint32_t id = 0; id < k; ++id) apart[id] = bodies[id].filter == best->filter;
+        } else {
+            for (std::uint32_t id = 0; id < k; ++id) apart[id] = bodies[id].is_static;
+        }
+        return apart;
+    }
+
     /// A batch of bodies entering an empty tracker under the ids 0 .. k-1: the structure is
     /// built over their fat boxes at once and its self pairs are the candidates, where k
     /// inserts and k queries would cost several times more (and a built tree answers the
@@ -642,10 +683,17 @@ struct PairTracker::Impl {
         pending.clear();
         pending_count = 0;
         ++stats.rebuilds;
-        if (Status s = build_structure(*structure, fat); !s) return s.error();
-        if (!config.pairs) return true;  // a query index
         found_pairs.clear();
-        structure->self_pairs(found_pairs);
+        if (tree != nullptr && config.pairs) {
+            // The static bodies under one child of the root: their pairs with each other,
+            // never candidates, are not walked (a level's slabs touch by the hundred thousand).
+            const std::vector<std::uint8_t> apart = kept_apart(std::uint32_t(k));
+            if (Status s = tree->build_apart(fat, apart, found_pairs); !s) return s.error();
+        } else {
+            if (Status s = build_structure(*structure, fat); !s) return s.error();
+            if (!config.pairs) return true;  // a query index
+            structure->self_pairs(found_pairs);
+        }
         // The lists and the pool sized once (a million candidates grown by push_back cost
         // half a million reallocations).
         std::vector<std::uint32_t> degree(k, 0);

@@ -428,5 +428,62 @@ TEST(DynamicAabbTree, Scenario18_QueryBoxesEqualsQueryBoxPerRegion) {
     }
 }
 
+// Scenario 19: build_apart's tree is a valid tree of every box, and its pairs are self_pairs'
+// without those of two flagged boxes: a level's touching slabs flagged (as a world's static
+// bodies are), a third of a clustered scene at random, none and all. Where most pairs are the
+// flagged boxes' own, the walk tests a fraction of the leaf pairs self_pairs tests.
+TEST(DynamicAabbTree, Scenario19_BuildApartSkipsTheFlaggedPairs) {
+    const Scene level = generate_scene("level", 3000).value();
+    const Scene clustered = generate_scene("clustered", 2000).value();
+    std::mt19937 rng(19);
+    std::vector<std::uint8_t> slabs(level.boxes.size()), third(clustered.boxes.size());
+    for (std::size_t i = 0; i < slabs.size(); ++i) slabs[i] = i % 10 != 0;
+    for (std::uint8_t& f : third) f = rng() % 3 == 0;
+    const std::vector<std::uint8_t> none(clustered.boxes.size(), 0), all(none.size(), 1);
+    struct Case {
+        std::string name;
+        const Scene* scene;
+        const std::vector<std::uint8_t>* apart;
+    };
+    for (const Case& c :
+         {Case{"level, slabs", &level, &slabs}, Case{"clustered, a third", &clustered, &third},
+          Case{"clustered, none", &clustered, &none}, Case{"clustered, all", &clustered, &all}}) {
+        const std::vector<Box>& boxes = c.scene->boxes;
+        const std::vector<std::uint8_t>& apart = *c.apart;
+        std::vector<Pair> expected;
+        for (const Pair& p : testing::brute_pairs(boxes))
+            if (!(apart[p.i] && apart[p.j])) expected.push_back(p);
+        for (const auto& [name, config] : configs()) {
+            SCOPED_TRACE(c.name + ", " + name);
+            DynamicAabbTree tree(config);
+            std::vector<Pair> pairs{{7, 8}};  // appended to, not replaced
+            ASSERT_TRUE(tree.build_apart(boxes, apart, pairs).ok());
+            ASSERT_TRUE(tree.validate().ok()) << tree.validate().error().message;
+            EXPECT_EQ(tree.size(), boxes.size());
+            ASSERT_FALSE(pairs.empty());
+            EXPECT_EQ(pairs.front(), (Pair{7, 8}));
+            pairs.erase(pairs.begin());
+            std::sort(pairs.begin(), pairs.end());
+            EXPECT_EQ(pairs, expected);
+            // The tree answers as any: its self pairs are all of them.
+            EXPECT_EQ(find_sorted_pairs(tree).value(), testing::brute_pairs(boxes));
+        }
+    }
+    // The walk's cost on the level against a whole self_pairs over the same boxes.
+    DynamicAabbTree apart_tree, whole;
+    std::vector<Pair> pairs;
+    ASSERT_TRUE(apart_tree.build_apart(level.boxes, slabs, pairs).ok());
+    const std::uint64_t apart_tests = apart_tree.stats().box_tests;
+    ASSERT_TRUE(whole.build(level.boxes).ok());
+    testing::counted_self_pairs(whole);
+    EXPECT_LT(apart_tests * 3, whole.stats().box_tests);
+    // One flag per box, or an error that leaves the tree empty.
+    DynamicAabbTree tree;
+    const std::vector<std::uint8_t> short_flags(level.boxes.size() - 1, 0);
+    EXPECT_EQ(tree.build_apart(level.boxes, short_flags, pairs).error().code,
+              ErrorCode::invalid_argument);
+    EXPECT_EQ(tree.size(), 0u);
+}
+
 }  // namespace
 }  // namespace broadphase

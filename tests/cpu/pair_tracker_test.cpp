@@ -119,14 +119,19 @@ void check_update(PairTracker& tracker, const World& w, std::vector<Pair>& last,
 /// `still` of 20 bodies keep still in a frame (8: most move, and an update tests every
 /// candidate at once; 17: a few move, and it tests the changed bodies' lists; -1: 8 and 17 in
 /// turn, so that each test through the lists follows one of every candidate).
-void run_world(const std::string& method, int n, int frames, bool one_by_one, int still = 8) {
+/// `level`: every third body has Bullet's static filter (category 2, a mask without it), the
+/// largest class whose bodies never pair with each other (the bulk fill keeps it apart).
+void run_world(const std::string& method, int n, int frames, bool one_by_one, int still = 8,
+               bool level = false) {
     auto tracker = make(method);
     ASSERT_TRUE(tracker);
     World w;
     std::vector<Pair> last;
     for (int i = 0; i < n; ++i) {
         w.boxes.push_back(w.random_box(12, 1.5f));
-        w.filters.push_back(i % 7 == 0 ? w.random_filter() : Filter{});
+        w.filters.push_back(level && i % 3 == 0 ? Filter{2, ~2u, 0}
+                            : i % 7 == 0        ? w.random_filter()
+                                                : Filter{});
         w.is_static.push_back(i % 11 == 0);
         w.present.push_back(true);
         ASSERT_TRUE(tracker->insert(std::uint32_t(i), w.boxes.back(), w.filters.back(),
@@ -195,6 +200,8 @@ TEST(PairTracker, EveryMethodEqualsBruteForce) {
     run_world("dynamic_aabb_tree", 300, 30, false, 17);
     run_world("dynamic_aabb_tree", 300, 30, false, -1);
     run_world("dynamic_aabb_tree", 300, 30, true, -1);
+    run_world("dynamic_aabb_tree", 300, 10, false, 8, true);
+    run_world("sweep_and_prune", 300, 10, false, 8, true);
 }
 
 // Test 1b: a query index (Config::pairs false) keeps no candidates or pairs, reports no event,
