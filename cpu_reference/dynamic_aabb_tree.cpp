@@ -794,6 +794,11 @@ void DynamicAabbTree::pair_walk(std::vector<std::pair<std::int32_t, std::int32_t
         if (na.leaf() && nb.leaf()) {
             ++stats_.leaves_visited;
             ++stats_.box_tests;
+            if (!(config_.margin > 0)) {  // fat boxes are the tight ones, found overlapping
+                report_pair(out, static_cast<std::uint32_t>(na.child2),
+                            static_cast<std::uint32_t>(nb.child2));
+                continue;
+            }
             const LeafData& da = leaf_data_[a];
             const LeafData& db = leaf_data_[b];
             if (overlaps(da.tight, db.tight)) {
