@@ -327,24 +327,33 @@ void DynamicAabbTree::clear() {
 // ---------------------------------------------------------------------------------------------
 // Build
 
-Status DynamicAabbTree::build(std::span<const Box> boxes) {
+// What build() and build_apart() begin with: the tree emptied, the boxes checked, the margin
+// chosen, the id table sized, and for a bulk build the node arrays reserved.
+Status DynamicAabbTree::start_build(std::span<const Box> boxes) {
     clear();
     if (Status s = validate_boxes(boxes); !s) return s;
     set_relative_margin(boxes);
     if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
         return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes"};
     }
+    leaf_of_.assign(boxes.size(), kNull);
+    if (config_.bulk_build && !boxes.empty()) {
+        nodes_.reserve(2 * boxes.size() - 1);
+        links_.reserve(2 * boxes.size() - 1);
+        leaf_data_.reserve(2 * boxes.size() - 1);
+    }
+    return Status::success();
+}
+
+Status DynamicAabbTree::build(std::span<const Box> boxes) {
+    if (Status s = start_build(boxes); !s) return s;
     const auto n = static_cast<std::uint32_t>(boxes.size());
-    leaf_of_.assign(n, kNull);
     if (!config_.bulk_build) {
         for (std::uint32_t i = 0; i < n; ++i)
             insert_leaf(make_leaf(i, boxes[i]), config_.rotations);
         return Status::success();
     }
     if (n == 0) return Status::success();
-    nodes_.reserve(2 * std::size_t{n} - 1);
-    links_.reserve(2 * std::size_t{n} - 1);
-    leaf_data_.reserve(2 * std::size_t{n} - 1);
     std::vector<BuildItem> items(n);
     for (std::uint32_t i = 0; i < n; ++i) items[i] = build_item(boxes[i], i);
     root_ = build_top_down(boxes, items, kNull);
@@ -373,16 +382,7 @@ Status DynamicAabbTree::build_apart(std::span<const Box> boxes, std::span<const 
         }
         return Status::success();
     }
-    clear();
-    if (Status s = validate_boxes(boxes); !s) return s;
-    set_relative_margin(boxes);
-    if (boxes.size() > std::size_t(std::numeric_limits<std::int32_t>::max() / 2)) {
-        return Error{ErrorCode::limit_exceeded, "dynamic_aabb_tree: too many boxes"};
-    }
-    leaf_of_.assign(n, kNull);
-    nodes_.reserve(2 * std::size_t{n} - 1);
-    links_.reserve(2 * std::size_t{n} - 1);
-    leaf_data_.reserve(2 * std::size_t{n} - 1);
+    if (Status s = start_build(boxes); !s) return s;
     // The flagged items first: each part is one contiguous span, in id order.
     std::vector<BuildItem> items(n);
     std::uint32_t front = 0, back = flagged;

@@ -153,6 +153,7 @@ private:
     std::int32_t make_leaf(std::uint32_t id, const Box& box);
     Box fatten(const Box& box) const;
     void set_relative_margin(std::span<const Box> boxes);
+    Status start_build(std::span<const Box> boxes);
     void sample_margin(const Box& box);
     struct BuildItem {
         float centre[3];
