@@ -882,6 +882,7 @@ bool UniformGrid::nearest_shells(const Vec3& p, std::size_t k, std::vector<Neigh
         r_none = std::max({r_none, blo[a] - c[a], c[a] - bhi[a]});
     }
     const double min_cell = std::min({cell_size_[0], cell_size_[1], cell_size_[2]});
+    std::size_t sorted = 0;  // candidates[0, sorted) are in order, without repeats
     // The first call stops at radius 1; a later one goes on, turning linear once its shells
     // hold more cells than the level has occupied cells.
     constexpr std::int64_t kFirstShells = 1;
@@ -914,8 +915,12 @@ bool UniformGrid::nearest_shells(const Vec3& p, std::size_t k, std::vector<Neigh
         // A box not met yet lies wholly in cells at least r + 1 away, so more than r cells
         // from p on some axis.
         if (candidates.size() >= k) {
-            std::sort(candidates.begin(), candidates.end(), best_first::nearer);
+            // The shells' new candidates sorted alone and merged into the ones sorted before.
+            const auto settled = candidates.begin() + std::ptrdiff_t(sorted);
+            std::sort(settled, candidates.end(), best_first::nearer);
+            std::inplace_merge(candidates.begin(), settled, candidates.end(), best_first::nearer);
             candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+            sorted = candidates.size();
             if (candidates.size() >= k &&
                 double(candidates[k - 1].distance) < double(r) * min_cell * (1 - 1e-6)) {
                 return true;
