@@ -813,7 +813,13 @@ void DynamicAabbTree::pair_walk(std::vector<std::pair<std::int32_t, std::int32_t
         const Node& other = split_a ? nb : na;
         const std::int32_t other_index = split_a ? b : a;
         for (const std::int32_t child : {split.child1, split.child2}) {
-            if (overlaps(nodes_[child].fat, other.fat)) stack.emplace_back(child, other_index);
+            const Node& node = nodes_[child];
+            if (!overlaps(node.fat, other.fat)) continue;
+            if (!node.leaf()) {
+                __builtin_prefetch(&nodes_[node.child1]);
+                __builtin_prefetch(&nodes_[node.child2]);
+            }
+            stack.emplace_back(child, other_index);
         }
     }
 }
