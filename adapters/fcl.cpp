@@ -339,6 +339,7 @@ struct CollisionManager<S>::Impl {
         next_order += objs.size();
         records.reserve(records.size() + objs.size());
         boxes.reserve(boxes.size() + objs.size());
+        index_of.reserve(index_of.size() + objs.size());  // no rehash inside the batch
         if (objs.size() < kMortonBatch) {
             for (std::size_t k = 0; k < objs.size(); ++k) add(objs[k], true, base + k);
             return update_tracker();
