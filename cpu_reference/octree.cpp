@@ -518,11 +518,13 @@ std::size_t Octree::size() const {
 
 Status Octree::validate() const {
     std::unordered_map<std::uint32_t, std::size_t> references;
+    references.reserve(items_.size());
+    std::vector<std::uint32_t> ids;  // one leaf's ids (one buffer for every leaf)
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         const Node& node = nodes_[i];
         const std::string where = "node " + std::to_string(i);
         if (node.is_leaf()) {
-            std::vector<std::uint32_t> ids;
+            ids.clear();
             for (const Entry& e : node.entries) {
                 auto it = items_.find(e.id);
                 if (it == items_.end()) return broken(where + " holds unknown id", e.id);

@@ -1015,9 +1015,10 @@ Status UniformGrid::validate() const {
     if (small != small_count_ || small + large_.size() != n) {
         return broken("small and large counts disagree with the boxes");
     }
+    std::vector<std::uint32_t> sorted;  // one cell's slots in order (one buffer for every cell)
     for (const auto& [key, slots] : cells_.cells()) {
         if (slots.empty()) return broken("an empty cell is stored");
-        std::vector<std::uint32_t> sorted(slots);
+        sorted.assign(slots.begin(), slots.end());
         std::sort(sorted.begin(), sorted.end());
         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
             return broken("a box is entered twice in one cell");
