@@ -395,11 +395,11 @@ Status DynamicAabbTree::build_apart(std::span<const Box> boxes, std::span<const 
     nodes_[root_].child1 = still;
     nodes_[root_].child2 = rest;
     refit_node(root_);
-    std::vector<std::pair<std::int32_t, std::int32_t>> stack;
-    stack.reserve(256);
-    stack.emplace_back(rest, kNull);
-    if (overlaps(nodes_[still].fat, nodes_[rest].fat)) stack.emplace_back(still, rest);
-    pair_walk(stack, out);
+    if (overlaps(nodes_[still].fat, nodes_[rest].fat)) {
+        pair_walk({{rest, kNull}, {still, rest}}, out);
+    } else {
+        pair_walk({{rest, kNull}}, out);
+    }
     return Status::success();
 }
 
@@ -766,16 +766,16 @@ Status DynamicAabbTree::refit_all(std::span<const Box> boxes) {
 
 void DynamicAabbTree::self_pairs(std::vector<Pair>& out) const {
     if (root_ == kNull) return;
-    std::vector<std::pair<std::int32_t, std::int32_t>> stack;
-    stack.reserve(256);
-    stack.emplace_back(root_, kNull);
-    pair_walk(stack, out);
+    pair_walk({{root_, kNull}}, out);
 }
 
 // (a, kNull): pairs inside subtree a. (a, b): pairs between disjoint subtrees a and b, pushed
 // only when their fat boxes overlap.
-void DynamicAabbTree::pair_walk(std::vector<std::pair<std::int32_t, std::int32_t>>& stack,
+void DynamicAabbTree::pair_walk(std::initializer_list<std::pair<std::int32_t, std::int32_t>> start,
                                 std::vector<Pair>& out) const {
+    std::vector<std::pair<std::int32_t, std::int32_t>> stack;
+    stack.reserve(256);
+    stack.insert(stack.end(), start.begin(), start.end());
     while (!stack.empty()) {
         const auto [a, b] = stack.back();
         stack.pop_back();

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -167,9 +168,9 @@ private:
     }
     std::int32_t build_top_down(std::span<const Box> boxes, std::span<BuildItem> items,
                                 std::int32_t parent);
-    /// Reports the pairs of every stack entry: (a, kNull) the pairs inside subtree a, (a, b)
-    /// those between the disjoint subtrees a and b. Empties `stack`.
-    void pair_walk(std::vector<std::pair<std::int32_t, std::int32_t>>& stack,
+    /// Reports the pairs of every entry of `start`: (a, kNull) the pairs inside subtree a,
+    /// (a, b) those between the disjoint subtrees a and b, whose fat boxes overlap.
+    void pair_walk(std::initializer_list<std::pair<std::int32_t, std::int32_t>> start,
                    std::vector<Pair>& out) const;
     void relink(std::int32_t parent, std::int32_t from, std::int32_t to);
     std::int32_t find_best_sibling(const Box& box, std::int32_t top) const;

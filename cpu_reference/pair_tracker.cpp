@@ -685,8 +685,10 @@ struct PairTracker::Impl {
         ++stats.rebuilds;
         found_pairs.clear();
         if (tree != nullptr && config.pairs) {
-            // The static bodies under one child of the root: their pairs with each other,
-            // never candidates, are not walked (a level's slabs touch by the hundred thousand).
+            // The bodies that never pair with each other (kept_apart: the static ones, or one
+            // self-rejecting filter's) under one child of the root: their pairs with each
+            // other, never candidates, are not walked (a level's slabs touch by the hundred
+            // thousand).
             const std::vector<std::uint8_t> apart = kept_apart(std::uint32_t(k));
             if (Status s = tree->build_apart(fat, apart, found_pairs); !s) return s.error();
         } else {
